@@ -1,0 +1,296 @@
+package accelerator
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/distributed"
+	_ "github.com/gomlx/compute/gobackend" // the pure-Go backend, always available
+	"github.com/gomlx/go-xla/compute/xla"
+	"github.com/gomlx/go-xla/pjrt"
+	"github.com/pkg/errors"
+)
+
+// Config chooses where an Accelerator runs. The zero value discovers everything:
+//
+//	acc, err := accelerator.New(accelerator.Config{})                    // best backend found
+//	acc, err := accelerator.New(accelerator.Config{Backend: "xla:cpu", Devices: 4}) // 4 CPU devices
+type Config struct {
+	// Backend forces a backend: "go" (pure Go, one device), "xla" (best XLA plugin found),
+	// "xla:cuda", "xla:cpu", or the path of a PJRT plugin (".so", optionally after "xla:").
+	// Empty means $GOMLX_BACKEND, else discovery (CUDA plugin when a GPU is present, then
+	// the CPU plugin, then pure Go).
+	Backend string
+	// Devices is how many devices to use; 0 means all that were found. On the XLA CPU
+	// plugin it is also how many host devices are created (default 4 there, or
+	// $GOACCEL_DEVICES, or --xla_force_host_platform_device_count in $XLA_FLAGS).
+	Devices int
+	// MixedPrecision is "no" (the default, also "" or "fp32"). "bf16" is reserved and
+	// rejected for now with an error that says so.
+	MixedPrecision string
+	// Seed seeds variable initialisation and in-graph randomness (dropout) of prepared models.
+	Seed int64
+	// AllowDownload lets go-xla download a missing plugin. Off by default: offline machines
+	// start in seconds instead of failing on the network.
+	AllowDownload bool
+	// Output receives Print's output; nil means os.Stdout.
+	Output io.Writer
+	// Quiet suppresses the one-line plan printed by New on the main process.
+	Quiet bool
+}
+
+// Info describes what New found and chose.
+type Info struct {
+	Backend   string // "go" or "xla"
+	Plugin    Plugin // the XLA plugin in use (zero for the pure-Go backend)
+	Reason    string // why this backend was chosen
+	Devices   int    // devices in use
+	Available int    // devices the backend exposes
+	Found     []Plugin
+}
+
+// Accelerator owns the backend, the device mesh and the process group. Create one with New
+// at the start of a program; it is safe for use by one training loop at a time.
+type Accelerator struct {
+	cfg     Config
+	backend compute.Backend
+	info    Info
+	mesh    *distributed.DeviceMesh // nil on a single device
+	proc    processInfo
+	out     io.Writer
+	muOut   sync.Mutex
+	seed    int64
+}
+
+var xlaForceCount = regexp.MustCompile(`--xla_force_host_platform_device_count=(\d+)`)
+
+// New finds the backend and devices and returns a ready Accelerator. On the main process
+// it prints one line with the plan (backend, plugin, devices, processes, precision) unless
+// cfg.Quiet is set.
+//
+// Errors name the problem and the way out: an unknown backend lists what was found, a
+// path that is not a plugin says so, and asking for more devices than exist says how many do.
+func New(cfg Config) (*Accelerator, error) {
+	proc, err := readProcessEnv()
+	if err != nil {
+		return nil, err
+	}
+	switch strings.ToLower(cfg.MixedPrecision) {
+	case "", "no", "fp32":
+		cfg.MixedPrecision = "no"
+	case "bf16":
+		return nil, errors.New(`accelerator: MixedPrecision "bf16" is not implemented yet; use "no" (fp32)`)
+	default:
+		return nil, errors.Errorf(`accelerator: unknown MixedPrecision %q: valid values are "no" and "bf16"`, cfg.MixedPrecision)
+	}
+	if cfg.Devices < 0 {
+		return nil, errors.Errorf("accelerator: Devices=%d: must be 0 (all) or a positive count", cfg.Devices)
+	}
+	a := &Accelerator{cfg: cfg, proc: proc, out: cfg.Output, seed: cfg.Seed}
+	if a.out == nil {
+		a.out = os.Stdout
+	}
+	xla.EnableAutoInstall(cfg.AllowDownload)
+	if err := a.openBackend(); err != nil {
+		return nil, err
+	}
+	if a.info.Devices > 1 {
+		a.mesh, err = distributed.NewDeviceMesh([]int{a.info.Devices}, []string{MeshAxis})
+		if err != nil {
+			return nil, errors.WithMessage(err, "accelerator: creating the device mesh")
+		}
+	}
+	if !cfg.Quiet {
+		a.Print(a.Plan())
+	}
+	return a, nil
+}
+
+// MeshAxis is the name of the device-mesh axis that batches are sharded along.
+const MeshAxis = "data"
+
+// openBackend resolves cfg.Backend / $GOMLX_BACKEND / discovery into a live backend.
+func (a *Accelerator) openBackend() error {
+	choice := a.cfg.Backend
+	source := "Config.Backend"
+	if choice == "" {
+		choice = os.Getenv("GOMLX_BACKEND")
+		source = "$GOMLX_BACKEND"
+	}
+	found := FindPlugins()
+	a.info.Found = found
+	byKind := func(k PluginKind) (Plugin, bool) {
+		for _, p := range found {
+			if p.Kind == k {
+				return p, true
+			}
+		}
+		return Plugin{}, false
+	}
+	var plugin Plugin
+	switch c := strings.ToLower(strings.TrimSpace(choice)); {
+	case c == "":
+		if p, ok := byKind(PluginCUDA); ok && gpuPresent() {
+			plugin, a.info.Reason = p, "a GPU is present and XLA's CUDA plugin was found"
+		} else if p, ok := byKind(PluginCPU); ok {
+			plugin, a.info.Reason = p, "XLA's CPU plugin was found"
+			if gpuPresent() {
+				a.info.Reason = "a GPU is present but no CUDA plugin was found; XLA's CPU plugin was"
+			}
+		} else {
+			a.info.Reason = "no XLA plugin was found; using the pure-Go backend (slower, one device)"
+			return a.openGo()
+		}
+	case c == "go" || c == "simplego":
+		a.info.Reason = "chosen by " + source
+		return a.openGo()
+	case c == "xla" || c == "xla:cuda" || c == "xla:cpu" || c == "cuda" || c == "cpu":
+		want := strings.TrimPrefix(c, "xla:")
+		var ok bool
+		if want == "xla" {
+			if plugin, ok = byKind(PluginCUDA); !ok || !gpuPresent() {
+				plugin, ok = byKind(PluginCPU)
+			}
+		} else {
+			plugin, ok = byKind(PluginKind(want))
+		}
+		if !ok {
+			return errors.Errorf("accelerator: backend %q (from %s) is not available: %s; install one "+
+				"(make deps installs XLA's CPU plugin) or set PJRT_PLUGIN_LIBRARY_PATH, or use \"go\"",
+				choice, source, describePlugins(found))
+		}
+		a.info.Reason = "chosen by " + source
+	case strings.HasSuffix(c, ".so"):
+		path := strings.TrimPrefix(strings.TrimSpace(choice), "xla:")
+		st, err := os.Stat(path)
+		if err != nil {
+			return errors.Errorf("accelerator: plugin %q (from %s) does not exist: %v", path, source, err)
+		}
+		if st.IsDir() {
+			return errors.Errorf("accelerator: plugin %q (from %s) is a directory, not a PJRT plugin (.so)", path, source)
+		}
+		plugin = Plugin{Kind: kindOfPlugin(path), Path: path, From: source}
+		a.info.Reason = "chosen by " + source
+	default:
+		return errors.Errorf("accelerator: unknown backend %q (from %s): valid values are \"go\", \"xla\", "+
+			"\"xla:cpu\", \"xla:cuda\" or the path of a PJRT plugin (.so); %s", choice, source, describePlugins(found))
+	}
+	return a.openXLA(plugin)
+}
+
+func (a *Accelerator) openGo() error {
+	b, err := compute.NewWithConfig("go")
+	if err != nil {
+		return errors.WithMessage(err, "accelerator: creating the pure-Go backend")
+	}
+	if a.cfg.Devices > 1 {
+		return errors.Errorf("accelerator: %d devices requested but the pure-Go backend has 1; install XLA's "+
+			"CPU plugin (make deps) for several CPU devices, or set Devices to 0 or 1", a.cfg.Devices)
+	}
+	a.backend = b
+	a.info.Backend, a.info.Devices, a.info.Available = "go", 1, 1
+	return nil
+}
+
+// cpuDeviceCount is the number of host devices to ask the XLA CPU plugin for (0: its default).
+func (a *Accelerator) cpuDeviceCount() (int, error) {
+	if a.cfg.Devices > 0 {
+		return a.cfg.Devices, nil
+	}
+	if v := os.Getenv("GOACCEL_DEVICES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return 0, errors.Errorf("accelerator: $GOACCEL_DEVICES=%q is not a positive integer", v)
+		}
+		return n, nil
+	}
+	if m := xlaForceCount.FindStringSubmatch(os.Getenv("XLA_FLAGS")); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n, nil
+	}
+	return 0, nil
+}
+
+func (a *Accelerator) openXLA(p Plugin) error {
+	opts := pjrt.NamedValuesMap{}
+	want := a.cfg.Devices
+	if p.Kind == PluginCPU {
+		n, err := a.cpuDeviceCount()
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			opts["cpu_device_count"] = int64(n)
+			want = n
+		}
+	}
+	b, err := xla.NewWithOptions(p.Path, opts)
+	if err != nil {
+		return errors.WithMessagef(err, "accelerator: loading the XLA plugin %q (from %s) failed; is it a PJRT "+
+			"plugin built for this machine? Use Backend \"go\" to run without XLA", p.Path, p.From)
+	}
+	avail := b.NumDevices()
+	if want > avail {
+		b.Finalize()
+		return errors.Errorf("accelerator: %d devices requested but %s exposes %d; ask for at most %d "+
+			"(or 0 for all)", want, p.Path, avail, avail)
+	}
+	if want == 0 {
+		want = avail
+	}
+	a.backend = b
+	a.info.Backend, a.info.Plugin, a.info.Devices, a.info.Available = "xla", p, want, avail
+	return nil
+}
+
+// Plan is the one-line description of the run printed by New: backend, plugin, devices,
+// processes and precision. Prepare prints a second line with the batch sizes.
+func (a *Accelerator) Plan() string {
+	backend := "go (pure Go)"
+	if a.info.Backend == "xla" {
+		backend = fmt.Sprintf("xla:%s (%s)", a.info.Plugin.Kind, a.info.Plugin.Path)
+	}
+	return fmt.Sprintf("goaccel: backend %s; devices %d of %d; processes %d; precision %s; %s",
+		backend, a.info.Devices, a.info.Available, a.proc.worldSize, precisionName(a.cfg.MixedPrecision), a.info.Reason)
+}
+
+func precisionName(p string) string {
+	if p == "no" {
+		return "fp32"
+	}
+	return p
+}
+
+// Info returns what New found and chose.
+func (a *Accelerator) Info() Info { return a.info }
+
+// Backend returns the GoMLX backend in use.
+func (a *Accelerator) Backend() compute.Backend { return a.backend }
+
+// NumDevices is the number of devices this process drives; each holds a full replica of the
+// model and one per-device batch of every step.
+func (a *Accelerator) NumDevices() int { return a.info.Devices }
+
+// NumReplicas is the number of model replicas over all processes: devices x processes.
+func (a *Accelerator) NumReplicas() int { return a.info.Devices * a.proc.worldSize }
+
+// SetSeed sets the seed used by models prepared afterwards (variable initialisation and
+// in-graph randomness such as dropout).
+func (a *Accelerator) SetSeed(seed int64) { a.seed = seed }
+
+// Seed returns the current seed.
+func (a *Accelerator) Seed() int64 { return a.seed }
+
+// Close releases the backend. The Accelerator must not be used afterwards.
+func (a *Accelerator) Close() {
+	if a.backend != nil {
+		a.backend.Finalize()
+		a.backend = nil
+	}
+}

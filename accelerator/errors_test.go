@@ -1,0 +1,176 @@
+package accelerator
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goaccel/goaccel/data"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// isolateFromPlugins points every plugin search place at empty folders.
+func isolateFromPlugins(t *testing.T) {
+	empty := t.TempDir()
+	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", empty)
+	t.Setenv("HOME", empty)
+	t.Setenv("VIRTUAL_ENV", "")
+	t.Setenv("PATH", empty) // no python3 to ask for site-packages
+	t.Setenv("GOMLX_BACKEND", "")
+}
+
+func TestDiscoveryFallsBackToGoQuickly(t *testing.T) {
+	isolateFromPlugins(t)
+	if ps := FindPlugins(); len(ps) > 0 {
+		// System-wide site-packages can still hold a plugin; then this machine cannot show
+		// the fallback.
+		t.Skipf("SKIPPING: a system-wide plugin is visible even with an empty environment: %v", ps)
+	}
+	start := time.Now()
+	a, err := New(Config{Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("New took %s without plugins, want < 2s", el)
+	}
+	if a.Info().Backend != "go" || a.NumDevices() != 1 {
+		t.Errorf("got backend %q with %d devices, want the pure-Go backend with 1", a.Info().Backend, a.NumDevices())
+	}
+	if !strings.Contains(a.Plan(), "pure") {
+		t.Errorf("plan line %q does not say why the pure-Go backend was chosen", a.Plan())
+	}
+}
+
+func TestBadConfigErrors(t *testing.T) {
+	isolateFromPlugins(t)
+	fake := filepath.Join(t.TempDir(), "pjrt_c_api_fake_plugin.so")
+	if err := os.WriteFile(fake, []byte("not an ELF file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		cfg  Config
+		want []string
+	}{
+		{"unknown backend lists what was found", Config{Backend: "tpu"}, []string{`unknown backend "tpu"`, "no XLA PJRT plugin found"}},
+		{"xla without plugin", Config{Backend: "xla:cpu"}, []string{"not available", "make deps"}},
+		{"missing plugin file", Config{Backend: "/nonexistent/pjrt_c_api_cpu_plugin.so"}, []string{"does not exist"}},
+		{"not a plugin", Config{Backend: fake}, []string{fake, "PJRT"}},
+		{"too many devices for pure Go", Config{Backend: "go", Devices: 2}, []string{"2 devices requested", "pure-Go backend has 1"}},
+		{"negative devices", Config{Devices: -1}, []string{"Devices=-1"}},
+		{"unknown precision", Config{MixedPrecision: "fp8"}, []string{`unknown MixedPrecision "fp8"`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.cfg.Quiet = true
+			a, err := New(c.cfg)
+			if err == nil {
+				a.Close()
+				t.Fatalf("New(%+v) succeeded, want an error", c.cfg)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+	t.Run("env backend is named", func(t *testing.T) {
+		t.Setenv("GOMLX_BACKEND", "nope")
+		_, err := New(Config{Quiet: true})
+		if err == nil || !strings.Contains(err.Error(), "$GOMLX_BACKEND") {
+			t.Errorf("error %v does not name $GOMLX_BACKEND", err)
+		}
+	})
+	t.Run("multi-process env is refused clearly", func(t *testing.T) {
+		t.Setenv("WORLD_SIZE", "2")
+		_, err := New(Config{Quiet: true, Backend: "go"})
+		if err == nil || !strings.Contains(err.Error(), "WORLD_SIZE=2") {
+			t.Errorf("error %v does not name WORLD_SIZE", err)
+		}
+	})
+}
+
+func TestStepErrors(t *testing.T) {
+	a := newXLA(t, 4)
+	x, y := toyData(16)
+	src := &fixedSource{x: x, y: y, batch: 2}
+	job, err := a.Prepare(model.NewStore(), optimizer.Adam().Done(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var step *data.Step
+	for st, err := range job.Batches() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		step = st
+		break
+	}
+	t.Run("never calls Backward", func(t *testing.T) {
+		_, err := job.Step(step, func(s *model.Scope, b Batch) *Node {
+			return CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
+		})
+		if err == nil || !strings.Contains(err.Error(), "never called Accelerator.Backward") {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("wrong shard count", func(t *testing.T) {
+		bad := &data.Step{Shards: step.Shards[:3]}
+		_, err := job.Step(bad, func(s *model.Scope, b Batch) *Node { return nil })
+		if err == nil || !strings.Contains(err.Error(), "3 shard(s) but there are 4 device(s)") {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("uneven per-device batches", func(t *testing.T) {
+		other := &fixedSource{x: x, y: y, batch: 3}
+		_ = other.Distribute(4, []int{0, 1, 2, 3})
+		var odd *data.Step
+		for st := range other.Epoch() {
+			odd = st
+			break
+		}
+		mixed := &data.Step{Shards: append(append([]*data.Batch{}, step.Shards[:3]...), odd.Shards[3])}
+		_, err := job.Step(mixed, func(s *model.Scope, b Batch) *Node { return nil })
+		if err == nil || !strings.Contains(err.Error(), "same per-device batch shape") {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("Backward outside a step", func(t *testing.T) {
+		g := NewGraph(a.Backend(), "outside")
+		err := tryCatch(func() { a.Backward(model.NewStore().RootScope(), Const(g, float32(1))) })
+		if err == nil || !strings.Contains(err.Error(), "outside a step function") {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("bad prepare options", func(t *testing.T) {
+		if _, err := a.Prepare(model.NewStore(), optimizer.Adam().Done(), nil, WithGradientAccumulation(0)); err == nil {
+			t.Error("accumulation 0 accepted")
+		}
+		if _, err := a.Prepare(model.NewStore(), nil, nil); err == nil || !strings.Contains(err.Error(), "optimizer is nil") {
+			t.Errorf("nil optimizer: %v", err)
+		}
+	})
+}
+
+func tryCatch(fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok {
+				err = e
+			} else {
+				err = errorf("%v", r)
+			}
+		}
+	}()
+	fn()
+	return nil
+}
+func errorf(f string, a ...any) error { return fmt.Errorf(f, a...) }

@@ -1,0 +1,329 @@
+package accelerator
+
+import (
+	"reflect"
+	"slices"
+	"sort"
+
+	"github.com/goaccel/goaccel/data"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/support/exceptions"
+	"github.com/pkg/errors"
+)
+
+// Gathered holds per-example results collected from every device. Row i of every output
+// and of Labels belongs to the same example, whose dataset index is Indices[i].
+type Gathered struct {
+	// Outputs are the eval function's outputs, each [N, ...].
+	Outputs []*tensors.Tensor
+	// Labels are the examples' labels [N], or nil when the data has none.
+	Labels *tensors.Tensor
+	// Real flags real examples (false: padding added by the sampler or the loader).
+	Real []bool
+	// Indices are the examples' dataset indices; Positions their positions in the epoch order
+	// (-1 for padding).
+	Indices, Positions []int
+}
+
+// Len is the number of rows.
+func (g *Gathered) Len() int { return len(g.Indices) }
+
+// EvalStep runs an evaluation function on one step and returns the per-example outputs of
+// every device, padding included (use GatherForMetrics to drop it). Variables are not changed
+// and the graph is built with training off (no dropout).
+func (j *Job) EvalStep(step *data.Step, fn EvalFn) (*Gathered, error) {
+	if fn == nil {
+		return nil, errors.New("accelerator: EvalStep needs an eval function")
+	}
+	args, err := j.args(step)
+	if err != nil {
+		return nil, err
+	}
+	exec, err := j.execFor(execKey{fn: reflect.ValueOf(fn).Pointer(), kind: 2}, func(s *model.Scope, inputs []*Node) []*Node {
+		g := inputs[0].Graph()
+		s.Store().SetTraining(g, false)
+		outs := fn(s, j.unpack(inputs))
+		if len(outs) == 0 {
+			exceptions.Panicf("the eval function returned no outputs")
+		}
+		bs := inputs[0].Shape().Dimensions[0]
+		for i, o := range outs {
+			if o == nil || o.Shape().Rank() == 0 || o.Shape().Dimensions[0] != bs {
+				exceptions.Panicf("eval output %d must have the batch (%d) on axis 0, got %v", i, bs, o)
+			}
+		}
+		return outs
+	}, true)
+	if err != nil {
+		return nil, err
+	}
+	outs, err := exec.Exec(args...)
+	if err != nil {
+		return nil, errors.WithMessagef(err, "accelerator: eval step (step %d) failed", step.Index)
+	}
+	nd := len(step.Shards)
+	perDevice := len(outs) / nd
+	res := &Gathered{}
+	var refs []rowRef
+	for d, sh := range step.Shards {
+		for r := 0; r < sh.Size(); r++ {
+			refs = append(refs, rowRef{part: d, row: r})
+		}
+		res.Real = append(res.Real, sh.Real...)
+		res.Indices = append(res.Indices, sh.Indices...)
+		res.Positions = append(res.Positions, sh.Positions...)
+	}
+	for k := range perDevice {
+		parts := make([]*tensors.Tensor, nd)
+		for d := range nd {
+			parts[d] = outs[d*perDevice+k]
+		}
+		t, err := gatherRows(parts, refs)
+		if err != nil {
+			return nil, errors.WithMessagef(err, "accelerator: gathering eval output %d", k)
+		}
+		res.Outputs = append(res.Outputs, t)
+	}
+	for _, o := range outs {
+		_ = o.FinalizeAll()
+	}
+	if step.Shards[0].Labels != nil {
+		parts := make([]*tensors.Tensor, nd)
+		for d, sh := range step.Shards {
+			parts[d] = sh.Labels
+		}
+		if res.Labels, err = gatherRows(parts, refs); err != nil {
+			return nil, errors.WithMessage(err, "accelerator: gathering labels")
+		}
+	}
+	return res, nil
+}
+
+// Evaluate runs fn over one full pass of src (split over the same devices) and returns the
+// results in global example order with the padding dropped, so each real example counts
+// exactly once — what Accelerate's gather_for_metrics does, decided by the loader's mask
+// rather than guessed from sizes.
+func (j *Job) Evaluate(src data.Source, fn EvalFn) (*Gathered, error) {
+	if src == nil {
+		return nil, errors.New("accelerator: Evaluate needs a data source")
+	}
+	if err := j.acc.distribute(src); err != nil {
+		return nil, err
+	}
+	var parts []*Gathered
+	for step, err := range src.Epoch() {
+		if err != nil {
+			return nil, errors.WithMessage(err, "accelerator: reading evaluation data")
+		}
+		g, err := j.EvalStep(step, fn)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, g)
+	}
+	return GatherForMetrics(parts...)
+}
+
+// GatherForMetrics concatenates gathered results, drops padding rows and sorts the rest by
+// their position in the epoch order (dataset order for an unshuffled loader).
+func GatherForMetrics(parts ...*Gathered) (*Gathered, error) {
+	type keyed struct {
+		pos int
+		ref rowRef
+	}
+	var rows []keyed
+	for p, g := range parts {
+		for i := range g.Indices {
+			if g.Real[i] {
+				rows = append(rows, keyed{pos: g.Positions[i], ref: rowRef{part: p, row: i}})
+			}
+		}
+	}
+	sort.SliceStable(rows, func(a, b int) bool { return rows[a].pos < rows[b].pos })
+	refs := make([]rowRef, len(rows))
+	out := &Gathered{}
+	for i, r := range rows {
+		refs[i] = r.ref
+		g := parts[r.ref.part]
+		out.Real = append(out.Real, true)
+		out.Indices = append(out.Indices, g.Indices[r.ref.row])
+		out.Positions = append(out.Positions, g.Positions[r.ref.row])
+	}
+	if len(parts) == 0 {
+		return out, nil
+	}
+	for k := range parts[0].Outputs {
+		ts := make([]*tensors.Tensor, len(parts))
+		for p, g := range parts {
+			ts[p] = g.Outputs[k]
+		}
+		t, err := gatherRows(ts, refs)
+		if err != nil {
+			return nil, err
+		}
+		out.Outputs = append(out.Outputs, t)
+	}
+	if parts[0].Labels != nil {
+		ts := make([]*tensors.Tensor, len(parts))
+		for p, g := range parts {
+			ts[p] = g.Labels
+		}
+		t, err := gatherRows(ts, refs)
+		if err != nil {
+			return nil, err
+		}
+		out.Labels = t
+	}
+	return out, nil
+}
+
+// rowRef names row `row` of part `part`.
+type rowRef struct{ part, row int }
+
+// gatherRows builds a tensor whose rows are the referenced rows of the parts (all of the
+// same dtype and per-row shape), copying bytes on the host.
+func gatherRows(parts []*tensors.Tensor, refs []rowRef) (*tensors.Tensor, error) {
+	if len(parts) == 0 {
+		return nil, errors.New("no parts to gather")
+	}
+	s0 := parts[0].Shape()
+	if s0.Rank() == 0 {
+		return nil, errors.Errorf("cannot gather rows of a scalar")
+	}
+	dims := slices.Clone(s0.Dimensions)
+	dims[0] = len(refs)
+	out := tensors.FromShape(shapes.Make(s0.DType, dims...))
+	rowBytes := 0
+	if s0.Dimensions[0] > 0 {
+		rowBytes = int(s0.ByteSize()) / s0.Dimensions[0]
+	}
+	raw := make([][]byte, len(parts))
+	for i, p := range parts {
+		if p.DType() != s0.DType || p.Shape().Rank() != s0.Rank() {
+			return nil, errors.Errorf("part %d has shape %s, part 0 has %s", i, p.Shape(), s0)
+		}
+		err := p.ConstBytes(func(b []byte) { raw[i] = slices.Clone(b) })
+		if err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	mErr := out.MutableBytes(func(dst []byte) {
+		for i, r := range refs {
+			src := raw[r.part]
+			lo := r.row * rowBytes
+			if lo+rowBytes > len(src) {
+				err = errors.Errorf("row %d of part %d is out of range", r.row, r.part)
+				return
+			}
+			copy(dst[i*rowBytes:(i+1)*rowBytes], src[lo:lo+rowBytes])
+		}
+	})
+	if mErr != nil {
+		return nil, mErr
+	}
+	return out, err
+}
+
+// Argmax returns, for output k of shape [N, C], the index of the largest value of each row:
+// the predicted class for logits.
+func (g *Gathered) Argmax(k int) ([]int, error) {
+	if k < 0 || k >= len(g.Outputs) {
+		return nil, errors.Errorf("accelerator: Argmax of output %d, but there are %d outputs", k, len(g.Outputs))
+	}
+	t := g.Outputs[k]
+	if t.Shape().Rank() != 2 {
+		return nil, errors.Errorf("accelerator: Argmax needs a [N, C] output, output %d is %s", k, t.Shape())
+	}
+	n, c := t.Shape().Dimensions[0], t.Shape().Dimensions[1]
+	preds := make([]int, n)
+	var err error
+	cerr := t.ConstFlatData(func(flat any) {
+		vals, ok := asFloat64s(flat)
+		if !ok {
+			err = errors.Errorf("accelerator: Argmax of a %s output is not supported", t.DType())
+			return
+		}
+		for i := range n {
+			best := 0
+			for j := 1; j < c; j++ {
+				if vals[i*c+j] > vals[i*c+best] {
+					best = j
+				}
+			}
+			preds[i] = best
+		}
+	})
+	if cerr != nil {
+		return nil, cerr
+	}
+	return preds, err
+}
+
+// IntLabels returns the labels as ints.
+func (g *Gathered) IntLabels() ([]int, error) {
+	if g.Labels == nil {
+		return nil, errors.New("accelerator: the gathered results have no labels")
+	}
+	var out []int
+	var err error
+	cerr := g.Labels.ConstFlatData(func(flat any) {
+		vals, ok := asFloat64s(flat)
+		if !ok {
+			err = errors.Errorf("accelerator: labels of dtype %s are not numbers", g.Labels.DType())
+			return
+		}
+		out = make([]int, len(vals))
+		for i, v := range vals {
+			out[i] = int(v)
+		}
+	})
+	if cerr != nil {
+		return nil, cerr
+	}
+	return out, err
+}
+
+// Floats returns output k flattened as float64 values (for per-example losses or scores).
+func (g *Gathered) Floats(k int) ([]float64, error) {
+	if k < 0 || k >= len(g.Outputs) {
+		return nil, errors.Errorf("accelerator: output %d requested, but there are %d outputs", k, len(g.Outputs))
+	}
+	var out []float64
+	var ok bool
+	if err := g.Outputs[k].ConstFlatData(func(flat any) { out, ok = asFloat64s(flat) }); err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errors.Errorf("accelerator: output %d of dtype %s is not numeric", k, g.Outputs[k].DType())
+	}
+	return out, nil
+}
+
+func asFloat64s(flat any) ([]float64, bool) {
+	conv := func(n int, at func(i int) float64) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = at(i)
+		}
+		return out
+	}
+	switch v := flat.(type) {
+	case []float32:
+		return conv(len(v), func(i int) float64 { return float64(v[i]) }), true
+	case []float64:
+		return slices.Clone(v), true
+	case []int32:
+		return conv(len(v), func(i int) float64 { return float64(v[i]) }), true
+	case []int64:
+		return conv(len(v), func(i int) float64 { return float64(v[i]) }), true
+	case []int:
+		return conv(len(v), func(i int) float64 { return float64(v[i]) }), true
+	case []uint8:
+		return conv(len(v), func(i int) float64 { return float64(v[i]) }), true
+	}
+	return nil, false
+}

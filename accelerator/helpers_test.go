@@ -1,0 +1,129 @@
+package accelerator
+
+import (
+	"iter"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/goaccel/goaccel/data"
+	"github.com/gomlx/gomlx/core/tensors"
+)
+
+// cpuPlugin returns the XLA CPU plugin for multi-device tests. Without one, the test is
+// skipped loudly — except under CI (CI set), where the plugin is part of the install and
+// its absence fails the test.
+func cpuPlugin(t testing.TB) string {
+	t.Helper()
+	for _, p := range FindPlugins() {
+		if p.Kind == PluginCPU {
+			return p.Path
+		}
+	}
+	_, file, _, _ := runtime.Caller(0)
+	local := filepath.Join(filepath.Dir(file), "..", ".deps", "pjrt-cpu", "lammps_jax_pjrt_cpu", "pjrt_c_api_cpu_plugin.so")
+	if _, err := os.Stat(local); err == nil {
+		return local
+	}
+	msg := "SKIPPING multi-device test: no XLA CPU PJRT plugin found (run `make deps`, or set PJRT_PLUGIN_LIBRARY_PATH)"
+	if os.Getenv("CI") != "" {
+		t.Fatal("CI is set but " + msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// newXLA returns an Accelerator on n XLA CPU devices.
+func newXLA(t testing.TB, n int) *Accelerator {
+	t.Helper()
+	a, err := New(Config{Backend: cpuPlugin(t), Devices: n, Quiet: true, Seed: 7})
+	if err != nil {
+		t.Fatalf("New(%d devices): %v", n, err)
+	}
+	t.Cleanup(a.Close)
+	return a
+}
+
+// fixedSource is a minimal data.Source over in-memory rows for the accelerator's own tests:
+// no shuffling, DistributedSampler padding by wrap, and a short last batch completed with
+// masked fillers. (The full loader lives in package data.)
+type fixedSource struct {
+	x          [][]float32
+	y          []int32
+	batch      int
+	replicas   int
+	localRanks []int
+	epoch      int
+}
+
+func (s *fixedSource) Distribute(n int, ranks []int) error {
+	s.replicas, s.localRanks = n, ranks
+	return nil
+}
+func (s *fixedSource) BatchSize() int { return s.batch }
+func (s *fixedSource) perReplica() int {
+	return (len(s.x) + s.replicas - 1) / s.replicas
+}
+func (s *fixedSource) StepsPerEpoch() int { return (s.perReplica() + s.batch - 1) / s.batch }
+func (s *fixedSource) State() data.LoaderState {
+	return data.LoaderState{Epoch: s.epoch, NumReplicas: s.replicas}
+}
+func (s *fixedSource) Restore(st data.LoaderState) error { s.epoch = st.Epoch; return nil }
+func (s *fixedSource) Epoch() iter.Seq2[*data.Step, error] {
+	return func(yield func(*data.Step, error) bool) {
+		n, per := len(s.x), s.perReplica()
+		total := per * s.replicas
+		for step := range s.StepsPerEpoch() {
+			st := &data.Step{Epoch: s.epoch, Index: step}
+			for _, r := range s.localRanks {
+				b := &data.Batch{}
+				var xs [][]float32
+				var ys []int32
+				var mask []bool
+				for k := range s.batch {
+					slot := step*s.batch + k // position within this replica
+					pos := r + slot*s.replicas
+					real := slot < per && pos < n
+					idx := 0
+					if slot < per {
+						idx = pos % n
+					}
+					if !real {
+						pos = -1
+					}
+					xs, ys = append(xs, s.x[idx]), append(ys, s.y[idx])
+					mask = append(mask, real)
+					b.Indices = append(b.Indices, idx)
+					b.Positions = append(b.Positions, pos)
+				}
+				_ = total
+				b.Inputs = []*tensors.Tensor{tensors.FromValue(xs)}
+				b.Labels = tensors.FromValue(ys)
+				b.Mask = tensors.FromValue(mask)
+				b.Real = mask
+				st.Shards = append(st.Shards, b)
+			}
+			if !yield(st, nil) {
+				return
+			}
+		}
+		s.epoch++
+	}
+}
+
+// toyData makes n examples of a 3-class problem over 8 features, deterministic.
+func toyData(n int) ([][]float32, []int32) {
+	x := make([][]float32, n)
+	y := make([]int32, n)
+	for i := range n {
+		row := make([]float32, 8)
+		for j := range row {
+			row[j] = float32((i*7+j*13)%17)/17 - 0.5
+		}
+		y[i] = int32((i * 5) % 3)
+		row[y[i]] += 1 // a learnable signal
+		x[i] = row
+	}
+	return x, y
+}

@@ -1,0 +1,34 @@
+package accelerator
+
+import (
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// CrossEntropy is the classification loss most step functions want: softmax cross-entropy
+// of logits [B, C] against integer labels [B], averaged over the real examples of the batch
+// (mask [B] bool; nil counts every row). Padding rows contribute nothing, so the value is the
+// mean over the real examples of the whole global batch, whatever the device count.
+//
+//	l := accelerator.CrossEntropy(logits, b.Labels, b.Mask)
+func CrossEntropy(logits, labels, mask *Node) *Node {
+	if logits.Rank() != 2 || labels.Rank() != 1 || labels.Shape().Dimensions[0] != logits.Shape().Dimensions[0] {
+		exceptions.Panicf("accelerator.CrossEntropy: want logits [B, C] and labels [B], got %s and %s", logits.Shape(), labels.Shape())
+	}
+	numClasses := logits.Shape().Dimensions[1]
+	logProbs := LogSoftmax(logits, -1)
+	nll := Neg(ReduceSum(Mul(OneHot(labels, numClasses, logits.DType()), logProbs), -1))
+	return MaskedMean(nll, mask)
+}
+
+// MaskedMean averages per-example values [B] over the rows where mask is true (all rows when
+// mask is nil). An all-false mask gives 0 rather than NaN.
+func MaskedMean(values, mask *Node) *Node {
+	if mask == nil {
+		return ReduceAllMean(values)
+	}
+	weights := ConvertDType(mask, values.DType())
+	total := ReduceAllSum(Mul(values, weights))
+	count := Max(ReduceAllSum(weights), OnesLike(ReduceAllSum(weights)))
+	return Div(total, count)
+}

@@ -1,0 +1,29 @@
+package accelerator
+
+import (
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/pkg/errors"
+)
+
+// seedRNG sets the store's in-graph random state (used by dropout) from seed.
+//
+// It works around a GoMLX v0.28.3 bug: Store.SetRNGStateFromSeed (and the lazy creation of
+// the random state on first use) builds the state variable without linking it to its Store,
+// so the first graph that reads it dereferences a nil store and panics (pinned by
+// TestGoMLXRNGStateBug). Creating the variable through the Store's own constructor links it
+// correctly, and GoMLX then finds and reuses it.
+func seedRNG(store *model.Store, seed int64) error {
+	state, err := graph.RNGStateFromSeed(seed)
+	if err != nil {
+		return err
+	}
+	path := model.JoinPath("/", model.RNGStateVariableName)
+	if v := store.GetVariable(path); v != nil {
+		if err := store.DeleteVariable(path); err != nil {
+			return errors.WithMessagef(err, "replacing %s", path)
+		}
+	}
+	store.VariableWithValue(path, state).SetTrainable(false)
+	return nil
+}

@@ -1,0 +1,25 @@
+module github.com/goaccel/goaccel
+
+go 1.26.5
+
+require (
+	github.com/eliben/go-sentencepiece v0.7.0 // indirect
+	github.com/go-logr/logr v1.4.3 // indirect
+	github.com/gofrs/flock v0.13.0 // indirect
+	github.com/gomlx/compute v0.1.3 // indirect
+	github.com/gomlx/go-huggingface v0.4.1 // indirect
+	github.com/gomlx/go-xla v0.4.1 // indirect
+	github.com/gomlx/gomlx v0.28.3 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
+	github.com/pkg/errors v0.9.1 // indirect
+	github.com/rivo/uniseg v0.4.7 // indirect
+	github.com/schollz/progressbar/v3 v3.19.1 // indirect
+	github.com/spf13/pflag v1.1.0 // indirect
+	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f // indirect
+	golang.org/x/sys v0.46.0 // indirect
+	golang.org/x/term v0.44.0 // indirect
+	golang.org/x/text v0.35.0 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
+	k8s.io/klog/v2 v2.140.0 // indirect
+)
