@@ -1,0 +1,59 @@
+# goaccel — the two commands a new user needs:
+#   make run    trains the example BERT classifier on the built-in sample data
+#   make test   installs the test dependencies (XLA CPU plugin, Python safetensors) and runs all tests
+SHELL := /bin/bash
+DEPS := $(CURDIR)/.deps
+PLUGIN_DIR := $(DEPS)/pjrt-cpu/lammps_jax_pjrt_cpu
+PLUGIN := $(PLUGIN_DIR)/pjrt_c_api_cpu_plugin.so
+PYDEPS := $(DEPS)/python
+PIP ?= $(shell command -v pip3 || command -v pip)
+GO ?= go
+
+# Tests and runs see the project-local plugin and Python packages; nothing is downloaded at run time.
+export GOMLX_NO_AUTO_INSTALL := 1
+export PJRT_PLUGIN_LIBRARY_PATH := $(PLUGIN_DIR)$(if $(PJRT_PLUGIN_LIBRARY_PATH),:$(PJRT_PLUGIN_LIBRARY_PATH))
+export PYTHONPATH := $(PYDEPS)$(if $(PYTHONPATH),:$(PYTHONPATH))
+
+.PHONY: run test deps vet fuzz bench fetch-model env clean
+
+run:
+	$(GO) run ./examples/bert_classify $(ARGS)
+
+test: deps vet
+	$(GO) test -count=1 ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
+
+vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test ./data -run '^$$' -fuzz '^FuzzParseTSV$$' -fuzztime $(FUZZTIME)
+
+# deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only) and the
+# Python packages of the interoperability tests into .deps/. Without pip it says so and the
+# tests that need them are skipped, loudly (under CI=true they fail instead).
+deps: $(PLUGIN) $(PYDEPS)/.installed
+
+$(PLUGIN):
+	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: XLA CPU plugin NOT installed; multi-device tests will be skipped"; exit 0; fi; \
+	  $(PIP) install --quiet --disable-pip-version-check --no-deps --target $(DEPS)/pjrt-cpu lammps-jax-pjrt-cpu==0.11.2
+
+$(PYDEPS)/.installed:
+	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: safetensors/numpy NOT installed; interop tests will be skipped"; exit 0; fi; \
+	  $(PIP) install --quiet --disable-pip-version-check --target $(PYDEPS) safetensors numpy && touch $@
+
+bench: deps
+	$(GO) run ./internal/bench/mlp
+	$(GO) test ./data -run '^$$' -bench . -benchtime 2x
+
+fetch-model:
+	bash scripts/fetch_model.sh $(MODEL)
+
+env:
+	$(GO) run ./cmd/goaccel env
+
+clean:
+	rm -rf $(DEPS) runs
