@@ -63,7 +63,7 @@ func TestEvaluateCountsEachExampleOnce(t *testing.T) {
 			if got.Len() != c.n {
 				t.Fatalf("gathered %d examples, want exactly %d", got.Len(), c.n)
 			}
-			if want := iota(c.n); !slices.Equal(got.Indices, want) {
+			if want := seqInts(c.n); !slices.Equal(got.Indices, want) {
 				t.Errorf("indices %v, want %v", got.Indices, want)
 			}
 			feats, err := got.Floats(0)
@@ -85,14 +85,14 @@ func TestEvaluateCountsEachExampleOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if all.Len() != c.n || !slices.Equal(all.Indices, iota(c.n)) {
+			if all.Len() != c.n || !slices.Equal(all.Indices, seqInts(c.n)) {
 				t.Errorf("Evaluate returned %d rows %v, want %d in order", all.Len(), all.Indices, c.n)
 			}
 		})
 	}
 }
 
-func iota(n int) []int {
+func seqInts(n int) []int {
 	out := make([]int, n)
 	for i := range out {
 		out[i] = i

@@ -1,0 +1,93 @@
+// Command quickstart is the README's complete goaccel program: a small classifier trained
+// data-parallel on whatever devices are found, evaluated with gathered, padding-free accuracy.
+//
+//	go run ./examples/quickstart                 # best backend found
+//	GOACCEL_DEVICES=4 go run ./examples/quickstart # 4 XLA CPU devices, same result
+package main
+
+import (
+	"fmt"
+	"log"
+	"math/rand/v2"
+
+	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/data"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/layers"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// point is one example: two coordinates and whether it lies inside the unit circle.
+type point struct {
+	x, y  float32
+	label int32
+}
+
+func collate(batch []point) ([]*tensors.Tensor, *tensors.Tensor, error) {
+	xs := make([][]float32, len(batch))
+	ys := make([]int32, len(batch))
+	for i, p := range batch {
+		xs[i], ys[i] = []float32{p.x, p.y}, p.label
+	}
+	return []*tensors.Tensor{tensors.FromValue(xs)}, tensors.FromValue(ys), nil
+}
+
+func logits(s *model.Scope, x *Node) *Node {
+	h := Tanh(layers.Dense(s.In("hidden"), x, true, 32))
+	return layers.Dense(s.In("out"), h, true, 2)
+}
+
+func main() {
+	rng := rand.New(rand.NewPCG(1, 2))
+	points := make([]point, 2000)
+	for i := range points {
+		x, y := rng.Float32()*2-1, rng.Float32()*2-1
+		points[i] = point{x, y, map[bool]int32{true: 1}[x*x+y*y < 0.5]}
+	}
+	train, test, err := data.Split(data.FromSlice(points), 0.1, 42)
+	check(err)
+
+	acc, err := accelerator.New(accelerator.Config{Seed: 42}) // prints the plan
+	check(err)
+	loader, err := data.NewLoader[point](train, data.LoaderConfig[point]{BatchSize: 32, Shuffle: true, Seed: 42, Collate: collate})
+	check(err)
+	testLoader, err := data.NewLoader[point](test, data.LoaderConfig[point]{BatchSize: 32, Collate: collate})
+	check(err)
+	job, err := acc.Prepare(model.NewStore(), optimizer.Adam().LearningRate(1e-2).Done(), loader)
+	check(err)
+
+	for epoch := range 5 {
+		var last float64
+		for step, err := range job.Batches() { // sharded over the devices; the epoch advances by itself
+			check(err)
+			loss, err := job.Step(step, func(s *model.Scope, b accelerator.Batch) *Node {
+				l := accelerator.CrossEntropy(logits(s, b.Inputs[0]), b.Labels, b.Mask)
+				acc.Backward(s, l) // gradients, mean over the global batch, Adam update
+				return l
+			})
+			check(err)
+			last = loss.Value()
+		}
+		res, err := job.Evaluate(testLoader, func(s *model.Scope, b accelerator.Batch) []*Node {
+			return []*Node{logits(s, b.Inputs[0])}
+		})
+		check(err)
+		preds, _ := res.Argmax(0)
+		labels, _ := res.IntLabels()
+		correct := 0
+		for i := range preds {
+			if preds[i] == labels[i] {
+				correct++
+			}
+		}
+		acc.Print(fmt.Sprintf("epoch %d  loss %.4f  test accuracy %.3f (%d examples)", epoch, last, float64(correct)/float64(len(preds)), len(preds)))
+	}
+}
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
