@@ -1,0 +1,29 @@
+// Package data feeds a goaccel Accelerator: datasets, the distributed sampler, streaming text
+// files and the loader that collates batches for every replica.
+//
+// It plays the part of PyTorch's Dataset, IterableDataset, DistributedSampler and DataLoader,
+// with three differences that remove common mistakes:
+//
+//   - every example slot of a Batch carries a real/padding bit (Batch.Real and Batch.Mask), so
+//     metrics never count the duplicates the sampler adds to even out the replicas;
+//   - the epoch advances by itself at the end of each pass (no forgotten set_epoch);
+//   - the loader's position (epoch, steps consumed, seed) is saved with State and restored with
+//     Restore, and a restored loader yields exactly the steps an uninterrupted run would have.
+//
+// Two kinds of datasets exist: indexed ones (Dataset: Len and Get, such as Slice and Subset),
+// which can be shuffled, and streaming ones (Stream: an iterator, such as LineFile, which reads a
+// text file line by line and never holds it whole in memory). NewLoader serves the first kind
+// through a DistributedSampler; NewStreamLoader serves the second, dealing example i to replica
+// i mod R.
+//
+// The package builds host tensors only (github.com/gomlx/gomlx/core/tensors); it never builds
+// graphs nor talks to backends: moving batches to the devices is the Accelerator's job.
+//
+// A typical program:
+//
+//	all, err := data.LoadPolarity(dir+"/rt-polarity.pos", dir+"/rt-polarity.neg")
+//	train, test, err := data.Split(all, 0.1, seed)
+//	loader, err := data.NewLoader(train, data.LoaderConfig[data.Labeled]{
+//		BatchSize: 32, Shuffle: true, Seed: seed, Workers: 2, Collate: tok.Collate})
+//	job, err := acc.Prepare(model, opt, loader) // calls loader.Distribute
+package data

@@ -1,0 +1,50 @@
+package data_test
+
+import (
+	"fmt"
+
+	"github.com/goaccel/goaccel/data"
+	"github.com/gomlx/gomlx/core/tensors"
+)
+
+// A loader over 10 labeled texts, split 80/20, shared by 2 replicas with 3 examples each per
+// step: the last step is completed with padding, marked in Real.
+func ExampleNewLoader() {
+	var all data.Slice[data.Labeled]
+	for i := range 10 {
+		all = append(all, data.Labeled{Text: fmt.Sprintf("text %d", i), Label: i % 2})
+	}
+	train, _, err := data.Split(all, 0.2, 1)
+	if err != nil {
+		panic(err)
+	}
+	collate := func(ex []data.Labeled) ([]*tensors.Tensor, *tensors.Tensor, error) {
+		lens, labels := make([]int32, len(ex)), make([]int32, len(ex))
+		for i, e := range ex {
+			lens[i], labels[i] = int32(len(e.Text)), int32(e.Label)
+		}
+		return []*tensors.Tensor{tensors.FromValue(lens)}, tensors.FromValue(labels), nil
+	}
+	loader, err := data.NewLoader(train, data.LoaderConfig[data.Labeled]{BatchSize: 3, Collate: collate})
+	if err != nil {
+		panic(err)
+	}
+	if err := loader.Distribute(2, []int{0, 1}); err != nil {
+		panic(err)
+	}
+	for step, err := range loader.Epoch() {
+		if err != nil {
+			panic(err)
+		}
+		for r, b := range step.Shards {
+			fmt.Printf("epoch %d step %d replica %d: indices %v real %v\n", step.Epoch, step.Index, r, b.Indices, b.Real)
+		}
+	}
+	fmt.Printf("%+v\n", loader.State())
+	// Output:
+	// epoch 0 step 0 replica 0: indices [0 2 4] real [true true true]
+	// epoch 0 step 0 replica 1: indices [1 3 5] real [true true true]
+	// epoch 0 step 1 replica 0: indices [6 6 6] real [true false false]
+	// epoch 0 step 1 replica 1: indices [7 7 7] real [true false false]
+	// {Epoch:1 StepsConsumed:0 Seed:0 NumReplicas:2}
+}

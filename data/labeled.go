@@ -1,0 +1,121 @@
+package data
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Labeled is one example of text classification: a text and its class.
+type Labeled struct {
+	Text  string
+	Label int
+}
+
+// LabeledFile is a text file whose lines all belong to one class, as in the sentiment dataset's
+// pair of files (rt-polarity.pos, rt-polarity.neg).
+type LabeledFile struct {
+	Path  string
+	Label int
+}
+
+// ReadLabeledFiles reads files with one text per line, the label of each line being its
+// file's, into memory: first all the examples of files[0] in line order, then those of
+// files[1], and so on. Surrounding whitespace is trimmed from each text.
+//
+// Lines are treated as opts says (header, encoding, malformed-line policy); a line that is
+// empty, or blank once trimmed, is malformed: an error naming file:line by default, or skipped
+// and counted in the returned Skips with SkipMalformed or SkipEmpty. With EncodingAuto, all
+// files are read once first and must agree: all UTF-8 (ASCII counts as both), or all
+// Windows-1252/Latin-1, which is then decoded in every file. A UTF-8 file with non-ASCII text
+// next to a file that is not valid UTF-8 is an error naming both files and lines.
+//
+// A file without any example, or a missing or unreadable file, is an error.
+func ReadLabeledFiles(files []LabeledFile, opts LineOptions) (Slice[Labeled], Skips, error) {
+	var skips Skips
+	if len(files) == 0 {
+		return nil, skips, fmt.Errorf("data.ReadLabeledFiles: no files given")
+	}
+	for _, f := range files {
+		if err := checkReadable(f.Path); err != nil {
+			return nil, skips, err
+		}
+	}
+	if opts.Encoding == EncodingAuto {
+		found := make([]sniffed, len(files))
+		for i, f := range files {
+			var err error
+			if found[i], err = sniffEncoding(f.Path, opts); err != nil {
+				return nil, skips, err
+			}
+		}
+		var err error
+		if opts.Encoding, err = resolveEncoding(found); err != nil {
+			return nil, skips, err
+		}
+	}
+	var out Slice[Labeled]
+	for _, f := range files {
+		label := f.Label
+		parse := func(line string) (Labeled, error) {
+			text := strings.TrimSpace(line)
+			if text == "" {
+				return Labeled{}, fmt.Errorf("blank line (only whitespace)")
+			}
+			return Labeled{Text: text, Label: label}, nil
+		}
+		lf, err := OpenLines(f.Path, parse, opts)
+		if err != nil {
+			return nil, skips, err
+		}
+		before := len(out)
+		for ex, err := range lf.All() {
+			if err != nil {
+				return nil, skips, err
+			}
+			out = append(out, ex)
+		}
+		skips.merge(lf.Skipped())
+		if len(out) == before {
+			return nil, skips, fmt.Errorf("data: %s has no examples (label %d)", f.Path, f.Label)
+		}
+	}
+	return out, skips, nil
+}
+
+// LoadPolarity reads the pair-of-files layout of the sentence polarity dataset: one review
+// snippet per line, label 1 for every line of pos and 0 for every line of neg; the positive
+// examples come first. The encoding is detected (EncodingAuto): the original rt-polarity
+// v1.0 files are Latin-1/Windows-1252 and are decoded as such, UTF-8 copies are read as they
+// are, and a pair with unequal encodings is an error. Empty lines are errors naming file:line;
+// call ReadLabeledFiles with SkipEmpty or SkipMalformed to skip and count them instead.
+func LoadPolarity(pos, neg string) (Slice[Labeled], error) {
+	ds, _, err := ReadLabeledFiles([]LabeledFile{{Path: pos, Label: 1}, {Path: neg, Label: 0}},
+		LineOptions{Encoding: EncodingAuto})
+	return ds, err
+}
+
+// LabeledTSV returns a parse function for OpenLines that reads a Labeled example from a
+// tab-separated line: the text in column textCol, the integer label in column labelCol
+// (columns count from 0). Lines may have more columns than these; fewer is an error.
+func LabeledTSV(textCol, labelCol int) func(line string) (Labeled, error) {
+	need := max(textCol, labelCol) + 1
+	return func(line string) (Labeled, error) {
+		if textCol < 0 || labelCol < 0 {
+			return Labeled{}, fmt.Errorf("LabeledTSV: negative column (text %d, label %d)", textCol, labelCol)
+		}
+		fields, err := ParseTSV(line, 0)
+		if err != nil {
+			return Labeled{}, err
+		}
+		if len(fields) < need {
+			return Labeled{}, fmt.Errorf("got %d tab-separated fields, want at least %d (text in column %d, label in column %d)",
+				len(fields), need, textCol, labelCol)
+		}
+		label, err := strconv.Atoi(strings.TrimSpace(fields[labelCol]))
+		if err != nil {
+			return Labeled{}, fmt.Errorf("column %d: label %q is not an integer", labelCol, fields[labelCol])
+		}
+		return Labeled{Text: fields[textCol], Label: label}, nil
+	}
+}

@@ -1,0 +1,131 @@
+package data
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// polarityDir finds ../shared/data/rt-polarity relative to the repository root, or skips the
+// test loudly.
+func polarityDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skip("SKIPPED: repository root (go.mod) not found, so ../shared/data/rt-polarity cannot be located")
+		}
+		dir = parent
+	}
+	p := filepath.Join(dir, "..", "shared", "data", "rt-polarity")
+	if _, err := os.Stat(filepath.Join(p, "rt-polarity.pos")); err != nil {
+		t.Skipf("SKIPPED: the rt-polarity data is absent (%v); put it at ../shared/data/rt-polarity beside the repository", err)
+	}
+	return p
+}
+
+func TestLoadPolarity(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name, pos, neg string
+		wantErr        string
+		wantTexts      []string // all texts, positives first
+	}{
+		{name: "ascii", pos: "good one \nfine\n", neg: "bad\n", wantTexts: []string{"good one", "fine", "bad"}},
+		{name: "both latin1", pos: "caf\xe9 ok\n", neg: "na\xefve\n", wantTexts: []string{"café ok", "naïve"}},
+		{name: "utf8 and ascii", pos: "café\n", neg: "plain\n", wantTexts: []string{"café", "plain"}},
+		{name: "latin1 and ascii", pos: "plain\n", neg: "caf\xe9\n", wantTexts: []string{"plain", "café"}},
+		{name: "unequal encodings", pos: "ok\ncafé\n", neg: "x\ny\ncaf\xe9\n",
+			wantErr: "files have unequal encodings: %POS%:2 is UTF-8, but %NEG%:3 is not valid UTF-8 (byte 0xe9"},
+		{name: "empty line", pos: "a\n\nb\n", neg: "c\n", wantErr: "%POS%:2: empty line"},
+		{name: "blank line", pos: "a\n", neg: "c\n   \n", wantErr: "%NEG%:2: blank line"},
+		{name: "empty file", pos: "a\n", neg: "", wantErr: "%NEG% has no examples (label 0)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pos := writeFile(t, dir, c.name+".pos", c.pos)
+			neg := writeFile(t, dir, c.name+".neg", c.neg)
+			ds, err := LoadPolarity(pos, neg)
+			if c.wantErr != "" {
+				want := strings.NewReplacer("%POS%", pos, "%NEG%", neg).Replace(c.wantErr)
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("error %v, want one containing %q", err, want)
+				}
+				t.Logf("error as expected: %v", err)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ds.Len() != len(c.wantTexts) {
+				t.Fatalf("%d examples, want %d", ds.Len(), len(c.wantTexts))
+			}
+			nPos := strings.Count(c.pos, "\n")
+			for i, ex := range ds {
+				wantLabel := 0
+				if i < nPos {
+					wantLabel = 1
+				}
+				if ex.Text != c.wantTexts[i] || ex.Label != wantLabel {
+					t.Errorf("example %d = %+v, want {%s %d}", i, ex, c.wantTexts[i], wantLabel)
+				}
+			}
+		})
+	}
+	if _, err := LoadPolarity(filepath.Join(dir, "nope.pos"), filepath.Join(dir, "ascii.neg")); err == nil ||
+		!strings.Contains(err.Error(), "nope.pos") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestReadLabeledFilesSkips(t *testing.T) {
+	dir := t.TempDir()
+	a := writeFile(t, dir, "a.txt", "one\n\ntwo\n")
+	b := writeFile(t, dir, "b.txt", "  \nthree\n")
+	ds, sk, err := ReadLabeledFiles([]LabeledFile{{a, 3}, {b, 5}}, LineOptions{SkipMalformed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Len() != 3 || ds[2] != (Labeled{"three", 5}) {
+		t.Errorf("got %v", ds)
+	}
+	if sk.Count != 2 || !strings.HasPrefix(sk.First[0], a+":2: empty line") || !strings.HasPrefix(sk.First[1], b+":1: blank line") {
+		t.Errorf("skips %+v", sk)
+	}
+	if _, _, err := ReadLabeledFiles(nil, LineOptions{}); err == nil {
+		t.Errorf("no files: no error")
+	}
+}
+
+func TestLoadPolarityRealData(t *testing.T) {
+	dir := polarityDir(t)
+	ds, err := LoadPolarity(filepath.Join(dir, "rt-polarity.pos"), filepath.Join(dir, "rt-polarity.neg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Len() != 10662 {
+		t.Fatalf("%d examples, want 10662 (5331 + 5331)", ds.Len())
+	}
+	pos := 0
+	for _, ex := range ds {
+		pos += ex.Label
+		if ex.Text == "" || strings.ContainsRune(ex.Text, '\uFFFD') {
+			t.Fatalf("bad text %q", ex.Text)
+		}
+	}
+	if pos != 5331 {
+		t.Errorf("%d positive examples, want 5331", pos)
+	}
+	train, test, err := Split[Labeled](ds, 0.1, 42)
+	if err != nil || train.Len() != 9595 || test.Len() != 1067 {
+		t.Errorf("split %d/%d, %v", train.Len(), test.Len(), err)
+	}
+}

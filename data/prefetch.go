@@ -1,0 +1,162 @@
+package data
+
+import (
+	"fmt"
+	"iter"
+	"sync"
+
+	"github.com/gomlx/gomlx/core/tensors"
+)
+
+// job builds one step; jobs run on worker goroutines.
+type job func() (*Step, error)
+
+// ordered runs the jobs that produce emits on workers goroutines and yields their steps in the
+// order the jobs were emitted, keeping at most 2*workers steps ready ahead of the consumer.
+// produce runs on its own goroutine (it may read a file); with workers <= 0 everything runs on
+// the caller's goroutine. Panics in produce or in a job become errors. Stopping the iteration
+// early stops produce and the workers before ordered returns.
+func ordered(produce func(emit func(job) bool) error, workers int) iter.Seq2[*Step, error] {
+	return func(yield func(*Step, error) bool) {
+		if workers <= 0 {
+			stopped := false
+			err := safeProduce(produce, func(j job) bool {
+				s, err := safeJob(j)
+				if err != nil || !yield(s, nil) {
+					if err != nil {
+						yield(nil, err)
+					}
+					stopped = true
+					return false
+				}
+				return true
+			})
+			if err != nil && !stopped {
+				yield(nil, err)
+			}
+			return
+		}
+
+		type result struct {
+			step *Step
+			err  error
+		}
+		type task struct {
+			run job
+			out chan result
+		}
+		done := make(chan struct{})
+		tasks := make(chan task)
+		queue := make(chan chan result, 2*workers) // results in emission order
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for t := range tasks {
+					s, err := safeJob(t.run)
+					t.out <- result{s, err} // buffered: never blocks
+				}
+			})
+		}
+		wg.Go(func() {
+			defer close(queue)
+			defer close(tasks)
+			err := safeProduce(produce, func(j job) bool {
+				out := make(chan result, 1)
+				select {
+				case tasks <- task{j, out}:
+				case <-done:
+					return false
+				}
+				select {
+				case queue <- out:
+					return true
+				case <-done:
+					return false
+				}
+			})
+			if err != nil {
+				out := make(chan result, 1)
+				out <- result{nil, err}
+				select {
+				case queue <- out:
+				case <-done:
+				}
+			}
+		})
+		defer func() {
+			close(done)
+			wg.Wait()
+		}()
+		for out := range queue {
+			r := <-out
+			if r.err != nil {
+				yield(nil, r.err)
+				return
+			}
+			if !yield(r.step, nil) {
+				return
+			}
+		}
+	}
+}
+
+func safeJob(j job) (s *Step, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s, err = nil, fmt.Errorf("data: panic while building a batch: %v", p)
+		}
+	}()
+	return j()
+}
+
+func safeProduce(produce func(emit func(job) bool) error, emit func(job) bool) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("data: panic while reading the dataset: %v", p)
+		}
+	}()
+	return produce(emit)
+}
+
+// collateBatch completes b (whose Real, Indices and Positions are set) with the tensors
+// collate makes of examples, and checks that every tensor has the batch on axis 0.
+func collateBatch[T any](b *Batch, examples []T, collate CollateFunc[T]) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("collate panicked: %v", p)
+		}
+	}()
+	inputs, labels, err := collate(examples)
+	if err != nil {
+		return fmt.Errorf("collate: %w", err)
+	}
+	n := len(examples)
+	for i, t := range inputs {
+		if err := checkBatchAxis(t, n); err != nil {
+			return fmt.Errorf("collate: input %d: %w", i, err)
+		}
+	}
+	if labels != nil {
+		if err := checkBatchAxis(labels, n); err != nil {
+			return fmt.Errorf("collate: labels: %w", err)
+		}
+	}
+	b.Inputs, b.Labels = inputs, labels
+	b.Mask = tensors.FromValue(b.Real)
+	return nil
+}
+
+func checkBatchAxis(t *tensors.Tensor, n int) error {
+	if t == nil {
+		return fmt.Errorf("nil tensor")
+	}
+	s := t.Shape()
+	if s.Rank() < 1 || s.Dim(0) != n {
+		return fmt.Errorf("shape %s, want the batch (%d examples) on axis 0", s, n)
+	}
+	return nil
+}
+
+func newBatch(size int) *Batch {
+	return &Batch{Real: make([]bool, size), Indices: make([]int, size), Positions: make([]int, size)}
+}
