@@ -1,0 +1,35 @@
+// Package checkpoint saves and restores the full state of a training run, safely, and moves
+// model weights in and out of the safetensors format.
+//
+// A checkpoint is a directory (see Manager for the layout): the Store's trainable variables in
+// weights.safetensors, its other variables (optimizer moments, global step, learning rate,
+// random state) in optimizer.safetensors, the run's position (epoch, step, loader position,
+// seed) in progress.json, the caller's config and metrics history in config.json and
+// metrics.json, and MANIFEST.json with the size and SHA-256 of each of those files.
+//
+// Typical use, with the same code on every process of a run:
+//
+//	mgr, err := checkpoint.NewManager(outDir, checkpoint.Options{KeepLast: 3, Processes: acc})
+//	st := &checkpoint.State{Store: job.Store(), Config: &cfg}
+//	if path, err := mgr.LoadLatest(st); err == nil {
+//		acc.Print("resumed from", path, "at step", st.Progress.Step)
+//	} else if !errors.Is(err, checkpoint.ErrNoCheckpoint) {
+//		return err
+//	}
+//	...
+//	st.Progress = checkpoint.Progress{Epoch: epoch, Step: job.GlobalStep(), Loader: loader.State(), Seed: seed}
+//	_, err = mgr.Save(st) // the main process writes, the others wait
+//
+// Guarantees: a save is atomic (a crash, kill -9 included, never leaves a partial checkpoint
+// where Load or LoadLatest would take it); loading verifies every byte against the manifest and
+// changes nothing when the checkpoint is damaged or does not match the Store; LoadLatest falls
+// back to the newest intact checkpoint and says so; a checkpoint saved on any number of devices
+// loads on any number. fsync makes saves durable across power loss as far as the file system
+// honours it.
+//
+// The package does not decide when to save: the caller (the trainer) does.
+//
+// Weights for inference: ExportWeights writes chosen variables to a standalone safetensors
+// file, and ImportWeights reads one (for example a Hugging Face model) into a Store. The
+// safetensors reader and writer are in the subpackage checkpoint/safetensors.
+package checkpoint

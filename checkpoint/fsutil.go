@@ -1,0 +1,119 @@
+package checkpoint
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/pkg/errors"
+)
+
+// syncDir fsyncs a directory, so that the entries created or renamed in it reach stable storage.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return errors.Wrap(err, "checkpoint: opening directory to sync it")
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return errors.Wrapf(err, "checkpoint: syncing directory %s", dir)
+	}
+	return nil
+}
+
+// writeFileSync writes data to path (created or truncated), fsyncs and closes it.
+func writeFileSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return errors.Wrap(err, "checkpoint")
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return errors.Wrapf(err, "checkpoint: writing %s", path)
+	}
+	return nil
+}
+
+// writeFileAtomic replaces path with data so that a reader (or a crash) sees either the old
+// content or the new one, never a mix: it writes a temporary file beside path, fsyncs it, renames
+// it over path and fsyncs the directory.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-")
+	if err != nil {
+		return errors.Wrap(err, "checkpoint")
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return errors.Wrapf(err, "checkpoint: writing %s", path)
+	}
+	return syncDir(dir)
+}
+
+// replaceDir moves the complete directory src to dst. If dst exists, it is replaced atomically
+// where the OS allows it (Linux: renameat2 RENAME_EXCHANGE); otherwise the old dst is first moved
+// aside. The previous dst, if any, ends up at the returned path, for the caller to delete.
+func replaceDir(src, dst string) (old string, err error) {
+	if _, err := os.Lstat(dst); errors.Is(err, os.ErrNotExist) {
+		if err := os.Rename(src, dst); err != nil {
+			return "", errors.Wrap(err, "checkpoint: renaming into place")
+		}
+		return "", nil
+	}
+	if err := exchange(src, dst); err == nil {
+		return src, nil // src now holds the previous content of dst.
+	}
+	// Fallback: move the old one aside, then rename. A crash in between leaves the old one under
+	// a trash name, and the previous checkpoints and the latest pointer untouched.
+	aside := trashName(dst)
+	if err := os.Rename(dst, aside); err != nil {
+		return "", errors.Wrapf(err, "checkpoint: moving old %s aside", dst)
+	}
+	if err := os.Rename(src, dst); err != nil {
+		_ = os.Rename(aside, dst)
+		return "", errors.Wrap(err, "checkpoint: renaming into place")
+	}
+	return aside, nil
+}
+
+// trashName returns a fresh hidden name beside path for a directory that is about to be deleted.
+func trashName(path string) string {
+	f, err := os.MkdirTemp(filepath.Dir(path), trashPrefix+filepath.Base(path)+"-")
+	if err != nil {
+		return filepath.Join(filepath.Dir(path), trashPrefix+filepath.Base(path))
+	}
+	_ = os.Remove(f) // Only the unique name is wanted; rename needs the target absent (or empty).
+	return f
+}
+
+// removeDir deletes a directory tree by first renaming it to a trash name (atomic), so that a
+// crash during the deletion never leaves a half-deleted directory under a checkpoint's name.
+func removeDir(path string) error {
+	trash := trashName(path)
+	if err := os.Rename(path, trash); err != nil {
+		return errors.Wrapf(err, "checkpoint: removing %s", path)
+	}
+	if err := os.RemoveAll(trash); err != nil {
+		return errors.Wrapf(err, "checkpoint: removing %s", path)
+	}
+	return nil
+}

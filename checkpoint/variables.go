@@ -1,0 +1,157 @@
+package checkpoint
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/goaccel/goaccel/checkpoint/safetensors"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/pkg/errors"
+)
+
+// Metadata keys written in the safetensors files of a checkpoint.
+const (
+	// metaFormat is read by Hugging Face transformers, which wants "pt" to accept a file.
+	metaFormat = "format"
+	// metaPaths maps tensor names to Store variable paths (a JSON object), for the tensors that
+	// were renamed with Options.WeightName. Other tensors are named by their variable path.
+	metaPaths = "goaccel.variable_paths"
+)
+
+// varFile is the content of one safetensors file of a checkpoint, ready to write.
+type varFile struct {
+	tensors  []safetensors.Named
+	metadata map[string]string
+}
+
+// collectVariables splits the Store's variables into the weights file (trainable) and the
+// optimizer file (all others), naming tensors by variable path unless rename says otherwise.
+func collectVariables(store *model.Store, rename func(string) (string, bool)) (weights, others *varFile, err error) {
+	weights = &varFile{metadata: map[string]string{metaFormat: "pt"}}
+	others = &varFile{metadata: map[string]string{metaFormat: "pt"}}
+	renamed := map[string]string{}
+	for v := range store.IterVariables() {
+		if !v.HasValue() {
+			return nil, nil, errors.Errorf("checkpoint: variable %q has no value yet (run the model, or "+
+				"Store.InitializeVariables, before saving)", v.Path())
+		}
+		t, err := v.Value()
+		if err != nil {
+			return nil, nil, errors.WithMessagef(err, "checkpoint: reading variable %q", v.Path())
+		}
+		name := v.Path()
+		file := others
+		if v.Trainable {
+			file = weights
+			if rename != nil {
+				if n, ok := rename(v.Path()); ok && n != name {
+					renamed[n] = v.Path()
+					name = n
+				}
+			}
+		}
+		file.tensors = append(file.tensors, safetensors.Named{Name: name, Tensor: t})
+	}
+	if len(renamed) > 0 {
+		raw, err := json.Marshal(renamed)
+		if err != nil {
+			return nil, nil, errors.Wrap(err, "checkpoint: encoding variable names")
+		}
+		weights.metadata[metaPaths] = string(raw)
+	}
+	return weights, others, nil
+}
+
+// writeVarFile writes f to dir/name, fsyncs it and returns its manifest entry.
+func writeVarFile(dir, name string, vf *varFile) (fileEntry, error) {
+	path := filepath.Join(dir, name)
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fileEntry{}, errors.Wrap(err, "checkpoint")
+	}
+	p := newPipeHash()
+	_, err = safetensors.Write(&hashWriter{w: fh, p: p}, vf.tensors, vf.metadata)
+	sum, n := p.sum()
+	if err == nil {
+		err = fh.Sync()
+	}
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fileEntry{}, errors.WithMessagef(err, "checkpoint: writing %s", path)
+	}
+	return fileEntry{Size: n, SHA256: sum}, nil
+}
+
+// loadedVar is a variable value read from a checkpoint, not yet put into a Store.
+type loadedVar struct {
+	path      string
+	file      string
+	trainable bool
+	value     *tensors.Tensor
+}
+
+// freeLoaded releases the host memory of values that will not be used.
+func freeLoaded(vars []loadedVar) {
+	for _, lv := range vars {
+		if lv.value != nil {
+			_ = lv.value.FinalizeAll()
+		}
+	}
+}
+
+// readVarFile reads every tensor of one safetensors file of the checkpoint at dir, hashing the
+// bytes as they pass and checking them against the manifest entry. Any failure is reported as
+// corruption, and nothing read is returned.
+func readVarFile(dir, name string, fe fileEntry, trainable bool) ([]loadedVar, error) {
+	f, err := os.Open(filepath.Join(dir, name))
+	if err != nil {
+		return nil, corrupt(dir, err)
+	}
+	defer f.Close()
+	p := newPipeHash()
+	hr := &hashReader{r: f, p: p}
+	var out []loadedVar
+	fail := func(err error) ([]loadedVar, error) {
+		p.close()
+		freeLoaded(out)
+		return nil, corrupt(dir, errors.WithMessage(err, name))
+	}
+	rd, err := safetensors.NewReader(hr)
+	if err != nil {
+		return fail(err)
+	}
+	paths := map[string]string{}
+	if raw, ok := rd.Header().Metadata[metaPaths]; ok {
+		if err := json.Unmarshal([]byte(raw), &paths); err != nil {
+			return fail(errors.Wrapf(err, "metadata %q", metaPaths))
+		}
+	}
+	for {
+		ti, t, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fail(err)
+		}
+		path := ti.Name
+		if p, ok := paths[ti.Name]; ok {
+			path = p
+		}
+		out = append(out, loadedVar{path: path, file: name, trainable: trainable, value: t})
+	}
+	if _, err := io.CopyBuffer(io.Discard, hr, make([]byte, 64<<10)); err != nil {
+		return fail(err)
+	}
+	sum, n := p.sum()
+	if err := fe.check(dir, name, sum, n); err != nil {
+		freeLoaded(out)
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,18 @@
+// Package metrics computes evaluation metrics on the host from gathered predictions: accuracy,
+// precision, recall and F1 (per class, binary and macro-averaged), the confusion matrix, and
+// means (of losses, say). They are plain Go values, accumulated batch by batch, that print
+// (String) and log (Values) easily.
+//
+// Every Add takes the real/padding mask that comes with a batch (data.Batch.Real, or the mask
+// of gathered results): slots marked false are the duplicates a distributed sampler adds so that
+// every device gets the same number of examples, or the fillers that complete a short last batch.
+// They are skipped, so each real example counts exactly once, whatever the number of devices.
+//
+//	clf := metrics.NewClassification(2)
+//	loss := &metrics.Mean{}
+//	for each evaluation batch {
+//		clf.Add(preds, labels, real)
+//		loss.AddMasked(exampleLosses, real)
+//	}
+//	fmt.Println(clf, "loss", loss) // n=1066 accuracy=0.8124 f1=0.8133 ... loss 0.4211
+package metrics
