@@ -52,6 +52,7 @@ type Info struct {
 	Reason    string // why this backend was chosen
 	Devices   int    // devices in use
 	Available int    // devices the backend exposes
+	Precision string // "fp32" (or "bf16" once supported)
 	Found     []Plugin
 }
 
@@ -93,6 +94,7 @@ func New(cfg Config) (*Accelerator, error) {
 		return nil, errors.Errorf("accelerator: Devices=%d: must be 0 (all) or a positive count", cfg.Devices)
 	}
 	a := &Accelerator{cfg: cfg, proc: proc, out: cfg.Output, seed: cfg.Seed}
+	a.info.Precision = precisionName(cfg.MixedPrecision)
 	if a.out == nil {
 		a.out = os.Stdout
 	}

@@ -74,7 +74,7 @@ func (a *Accelerator) Backward(s *model.Scope, loss *Node) {
 	grads := Gradient(loss, values...)
 	k := j.opts.accumulate
 	if k > 1 {
-		accScope := root.In(internalScope).In("grad_accum").WithInitializer(initializer.Zero)
+		accScope := root.At(internalScope).At("grad_accum").WithInitializer(initializer.Zero)
 		for i, v := range vars {
 			accVar := accScope.VariableWithShape(accumName(v), v.Shape()).SetTrainable(false)
 			sum := Add(accVar.NodeValue(g), grads[i])
@@ -134,7 +134,7 @@ func clipByGlobalNorm(root *model.Scope, g *Graph, grads []*Node, maxNorm float6
 		}
 	}
 	norm := Sqrt(total)
-	normVar := root.In(internalScope).VariableWithValue("grad_norm", shapes.CastAsDType(0, dtypes.Float32)).SetTrainable(false)
+	normVar := root.At(internalScope).VariableWithValue("grad_norm", shapes.CastAsDType(0, dtypes.Float32)).SetTrainable(false)
 	normVar.SetNodeValue(norm)
 	factor := Min(OnesLike(norm), Div(Scalar(g, dtypes.Float32, maxNorm), AddScalar(norm, 1e-6)))
 	out := make([]*Node, len(grads))

@@ -120,3 +120,15 @@ func TestLearningRateSchedule(t *testing.T) {
 		t.Errorf("learning rate of the 3rd update = %g, want %g", got, want)
 	}
 }
+
+// TestAccumulationWithClipping combines both options (their internal variables share a scope).
+func TestAccumulationWithClipping(t *testing.T) {
+	a := newXLA(t, 2)
+	store, losses := runSteps(t, a, 4, 4, sgd(0.1), WithGradientAccumulation(2), WithClipGradNorm(0.5))
+	if len(losses) != 4 {
+		t.Fatalf("ran %d steps, want 4", len(losses))
+	}
+	if step := (&Job{store: store}).GlobalStep(); step != 2 {
+		t.Errorf("global_step %d after 4 micro-steps with accumulation 2, want 2", step)
+	}
+}
