@@ -1,0 +1,172 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/trainer"
+	flag "github.com/spf13/pflag"
+)
+
+// envVars are the environment variables that change what goaccel does, in report order.
+var envVars = []string{
+	"GOMLX_BACKEND", "PJRT_PLUGIN_LIBRARY_PATH", "XLA_FLAGS", "GOACCEL_DEVICES", "GOMLX_NO_AUTO_INSTALL",
+	"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+	"MASTER_ADDR", "MASTER_PORT", "VIRTUAL_ENV",
+}
+
+// envReport is what `goaccel env` prints.
+type envReport struct {
+	Versions trainer.Versions     `json:"versions"`
+	Plugins  []accelerator.Plugin `json:"plugins"`
+	// Backends lists every backend that can be opened here with its device count.
+	Backends []backendReport `json:"backends"`
+	// Choice is what accelerator.New(accelerator.Config{}) picks in this environment.
+	Choice      backendReport `json:"default_choice"`
+	NvidiaFiles []string      `json:"nvidia_device_files"`
+	Env         []envVar      `json:"environment"`
+}
+
+type backendReport struct {
+	Backend string `json:"backend"`
+	Plugin  string `json:"plugin,omitempty"`
+	Devices int    `json:"devices,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Plan    string `json:"plan,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+type envVar struct {
+	Name  string  `json:"name"`
+	Value *string `json:"value"` // nil: unset
+}
+
+// open asks accelerator.New for a backend and describes what it got; failures are reported,
+// not fatal: a bug report needs them most.
+func open(cfg accelerator.Config, name string) backendReport {
+	cfg.Quiet = true
+	r := backendReport{Backend: name}
+	acc, err := accelerator.New(cfg)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer acc.Close()
+	info := acc.Info()
+	r.Devices, r.Reason, r.Plan, r.Plugin = info.Available, info.Reason, acc.Plan(), info.Plugin.Path
+	if info.Backend == "xla" {
+		r.Backend = "xla:" + string(info.Plugin.Kind)
+	} else {
+		r.Backend = info.Backend
+	}
+	return r
+}
+
+func collectEnv() envReport {
+	rep := envReport{Versions: trainer.BuildVersions(), Plugins: accelerator.FindPlugins()}
+	rep.Choice = open(accelerator.Config{}, "default")
+	rep.Backends = append(rep.Backends, open(accelerator.Config{Backend: "go"}, "go"))
+	for _, p := range rep.Plugins {
+		rep.Backends = append(rep.Backends, open(accelerator.Config{Backend: p.Path}, "xla:"+string(p.Kind)))
+	}
+	rep.NvidiaFiles, _ = filepath.Glob("/dev/nvidia[0-9]*")
+	for _, name := range envVars {
+		v := envVar{Name: name}
+		if val, ok := os.LookupEnv(name); ok {
+			v.Value = &val
+		}
+		rep.Env = append(rep.Env, v)
+	}
+	return rep
+}
+
+// envCmd prints the environment report, as text or JSON.
+func envCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("goaccel env", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return 2
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "goaccel env: unexpected arguments %v\n", fs.Args())
+		return 2
+	}
+	rep := collectEnv()
+	if *asJSON {
+		raw, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			fmt.Fprintln(stderr, "goaccel env:", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, string(raw))
+		return 0
+	}
+	printEnv(stdout, rep)
+	return 0
+}
+
+func printEnv(w io.Writer, rep envReport) {
+	v := rep.Versions
+	fmt.Fprintln(w, "Copy-and-paste the text below in your bug report.")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "- goaccel version: %s\n", v.Goaccel)
+	fmt.Fprintf(w, "- GoMLX version: %s (compute %s, go-xla %s)\n", v.GoMLX, v.Compute, v.GoXLA)
+	fmt.Fprintf(w, "- Go version: %s\n", v.Go)
+	fmt.Fprintf(w, "- OS/CPU: %s/%s, %d CPU(s)\n", v.OS, v.Arch, v.CPUs)
+	if len(rep.NvidiaFiles) > 0 {
+		fmt.Fprintf(w, "- NVIDIA device files: %s\n", strings.Join(rep.NvidiaFiles, " "))
+	} else {
+		fmt.Fprintln(w, "- NVIDIA device files: none (no GPU visible)")
+	}
+	fmt.Fprintln(w, "- PJRT plugins found:")
+	if len(rep.Plugins) == 0 {
+		fmt.Fprintln(w, "    none (looked in PJRT_PLUGIN_LIBRARY_PATH, ~/.local/lib/go-xla, /usr/local/lib/go-xla, "+
+			"Python's site-packages)")
+	}
+	for _, p := range rep.Plugins {
+		fmt.Fprintf(w, "    %-5s %s (from %s)\n", p.Kind, p.Path, p.From)
+	}
+	fmt.Fprintln(w, "- Devices per backend:")
+	for _, b := range rep.Backends {
+		where := " (pure Go)"
+		if b.Plugin != "" {
+			where = " " + b.Plugin
+		}
+		if b.Error != "" {
+			fmt.Fprintf(w, "    %s%s: cannot be opened: %s\n", b.Backend, where, b.Error)
+			continue
+		}
+		hint := ""
+		if b.Backend == "xla:cpu" {
+			hint = " (host devices: GOACCEL_DEVICES or accelerator.Config.Devices sets how many)"
+		}
+		fmt.Fprintf(w, "    %s%s: %d device(s)%s\n", b.Backend, where, b.Devices, hint)
+	}
+	if c := rep.Choice; c.Error != "" {
+		fmt.Fprintf(w, "- accelerator.New would fail: %s\n", c.Error)
+	} else {
+		fmt.Fprintf(w, "- accelerator.New would pick: %s", c.Backend)
+		if c.Plugin != "" {
+			fmt.Fprintf(w, " (%s)", c.Plugin)
+		}
+		fmt.Fprintf(w, ", %d device(s): %s\n", c.Devices, c.Reason)
+	}
+	fmt.Fprintln(w, "- Environment:")
+	for _, e := range rep.Env {
+		val := "(unset)"
+		if e.Value != nil {
+			val = fmt.Sprintf("%q", *e.Value)
+		}
+		fmt.Fprintf(w, "    %s=%s\n", e.Name, val)
+	}
+}

@@ -1,0 +1,75 @@
+package trainer
+
+import (
+	"fmt"
+
+	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/metrics"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// Classification returns the Task of single-label classification into numClasses classes,
+// for a model whose logits function maps the batch inputs to logits [B, numClasses]:
+//
+//   - training loss: softmax cross-entropy averaged over the real examples
+//     (accelerator.CrossEntropy);
+//   - evaluation: the logits and per-example losses, gathered over the whole evaluation set;
+//   - metrics (package metrics, each real example counted once): "accuracy",
+//     "macro_precision", "macro_recall", "macro_f1", "loss" (the mean cross-entropy), and with
+//     2 classes also "precision", "recall" and "f1" of class 1 (the positive class).
+func Classification(numClasses int, logits func(s *model.Scope, inputs []*Node) *Node) Task {
+	checked := func(s *model.Scope, inputs []*Node) *Node {
+		if numClasses < 2 {
+			exceptions.Panicf("trainer.Classification: numClasses = %d, want at least 2", numClasses)
+		}
+		l := logits(s, inputs)
+		if l.Rank() != 2 || l.Shape().Dimensions[1] != numClasses {
+			exceptions.Panicf("trainer.Classification: the logits function returned shape %s, want [batch, %d]",
+				l.Shape(), numClasses)
+		}
+		return l
+	}
+	names := []string{"accuracy", "macro_precision", "macro_recall", "macro_f1", "loss"}
+	if numClasses == 2 {
+		names = append(names, "precision", "recall", "f1")
+	}
+	return Task{
+		Loss: func(s *model.Scope, b accelerator.Batch) *Node {
+			return accelerator.CrossEntropy(checked(s, b.Inputs), b.Labels, b.Mask)
+		},
+		Eval: func(s *model.Scope, b accelerator.Batch) []*Node {
+			l := checked(s, b.Inputs)
+			nll := Neg(ReduceSum(Mul(OneHot(b.Labels, numClasses, l.DType()), LogSoftmax(l, -1)), -1))
+			return []*Node{l, nll}
+		},
+		Metrics: func(g *accelerator.Gathered) (map[string]float64, error) {
+			preds, err := g.Argmax(0)
+			if err != nil {
+				return nil, err
+			}
+			labels, err := g.IntLabels()
+			if err != nil {
+				return nil, err
+			}
+			losses, err := g.Floats(1)
+			if err != nil {
+				return nil, err
+			}
+			clf := metrics.NewClassification(numClasses)
+			if err := clf.Add(preds, labels, g.Real); err != nil {
+				return nil, fmt.Errorf("trainer.Classification: %w", err)
+			}
+			var loss metrics.Mean
+			if err := loss.AddMasked(losses, g.Real); err != nil {
+				return nil, fmt.Errorf("trainer.Classification: %w", err)
+			}
+			out := clf.Values()
+			delete(out, "count")
+			out["loss"] = loss.Value()
+			return out, nil
+		},
+		MetricNames: names,
+	}
+}

@@ -1,0 +1,164 @@
+package trainer
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// Config holds the hyperparameters of a Fit run and how it reports. The JSON fields are
+// written to the run directory's config.json and compared when a run is resumed; the others
+// (writers, intervals, callbacks) only change what is shown.
+//
+// Steps are optimizer updates, as in the Hugging Face Trainer: with gradient accumulation over
+// k batches, one step consumes k batches of the training data.
+type Config struct {
+	// OutputDir is the run directory (config.json, metrics.jsonl, checkpoints, curves). Required.
+	// A directory that already holds a run of the same configuration is resumed from its
+	// latest valid checkpoint; see Fit.
+	OutputDir string `json:"output_dir"`
+
+	// Epochs is the number of passes over the training data; 0 means no limit (MaxSteps then
+	// ends the run). At least one of Epochs and MaxSteps must be set.
+	Epochs int `json:"epochs"`
+	// MaxSteps stops the run after this many optimizer updates; 0 means no limit.
+	MaxSteps int64 `json:"max_steps"`
+
+	// LearningRate is the peak learning rate of the schedule. It replaces the rate the
+	// optimizer was built with. Required.
+	LearningRate float64 `json:"learning_rate"`
+	// Schedule names the learning-rate schedule: "constant" (the default), "linear" or
+	// "cosine"; see Schedule for the formulas.
+	Schedule string `json:"schedule"`
+	// WarmupSteps is the number of updates over which the rate rises linearly to LearningRate.
+	WarmupSteps int64 `json:"warmup_steps"`
+	// ClipGradNorm clips the gradients by their global L2 norm before each update; 0 disables.
+	ClipGradNorm float64 `json:"clip_grad_norm"`
+	// GradientAccumulation is the number of batches whose gradients are averaged into one
+	// update; 0 or 1 updates after every batch.
+	GradientAccumulation int `json:"gradient_accumulation"`
+
+	// EvalEvery evaluates every this many updates, in addition to the end of each epoch;
+	// 0 evaluates at epoch ends only.
+	EvalEvery int64 `json:"eval_every"`
+	// SkipEpochEval turns off the evaluation at the end of each epoch.
+	SkipEpochEval bool `json:"skip_epoch_eval"`
+	// BestMetric is the evaluation metric that picks the best model, saved under best/ in the
+	// run directory, and that early stopping watches. It must be one of Task.MetricNames
+	// ("accuracy", "f1", "loss" for Classification). Empty: no best-model tracking.
+	BestMetric string `json:"best_metric"`
+	// BestMode is "max" or "min": whether a larger or a smaller BestMetric is better. Empty
+	// means "min" for metrics whose name contains "loss" and "max" for the others.
+	BestMode string `json:"best_mode"`
+	// Patience stops training after this many evaluations in a row without an improvement of
+	// BestMetric by more than MinDelta; 0 disables early stopping.
+	Patience int `json:"patience"`
+	// MinDelta is the smallest change of BestMetric that counts as an improvement.
+	MinDelta float64 `json:"min_delta"`
+
+	// SaveEvery saves the last checkpoint every this many updates, in addition to the end of
+	// each epoch and of the run; 0 saves at epoch ends and at the end only.
+	SaveEvery int64 `json:"save_every"`
+	// KeepLast is how many of the last checkpoints to keep; 0 means 2.
+	KeepLast int `json:"keep_last"`
+	// DisableCheckpoints writes no checkpoint at all (no resume, no best model); for quick
+	// experiments and benchmarks.
+	DisableCheckpoints bool `json:"disable_checkpoints"`
+
+	// LogEvery writes a training record (mean loss since the last record, learning rate,
+	// examples/s) to metrics.jsonl every this many updates; 0 means 10.
+	LogEvery int64 `json:"log_every"`
+
+	// Extra holds the program's own hyperparameters (model size, batch size, data files...):
+	// they are written to config.json and must match when a run is resumed.
+	Extra map[string]any `json:"extra,omitempty"`
+
+	// Output receives the progress bar and the evaluation lines on the main process; nil means
+	// os.Stdout. Other processes print nothing.
+	Output io.Writer `json:"-"`
+	// PlainInterval is how often a plain progress line is printed when Output is not a
+	// terminal (a log file, CI): no bar and no escape codes there. 0 means 10 s.
+	PlainInterval time.Duration `json:"-"`
+	// Quiet prints nothing but errors (metrics.jsonl is still written).
+	Quiet bool `json:"-"`
+	// Callbacks are called during the run.
+	Callbacks Callbacks `json:"-"`
+}
+
+// withDefaults returns c with zero values replaced by their defaults.
+func (c Config) withDefaults() Config {
+	if c.GradientAccumulation == 0 {
+		c.GradientAccumulation = 1
+	}
+	if c.KeepLast == 0 {
+		c.KeepLast = 2
+	}
+	if c.LogEvery == 0 {
+		c.LogEvery = 10
+	}
+	if c.PlainInterval == 0 {
+		c.PlainInterval = 10 * time.Second
+	}
+	if c.Schedule == "" {
+		c.Schedule = ScheduleConstant
+	}
+	c.Schedule = strings.ToLower(strings.TrimSpace(c.Schedule))
+	c.BestMode = strings.ToLower(strings.TrimSpace(c.BestMode))
+	if c.BestMetric != "" && c.BestMode == "" {
+		c.BestMode = "max"
+		if strings.Contains(strings.ToLower(c.BestMetric), "loss") {
+			c.BestMode = "min"
+		}
+	}
+	return c
+}
+
+// validate checks the numbers of a defaulted Config. Names that depend on the task or the
+// data (metrics, total steps) are checked by Fit.
+func (c Config) validate() error {
+	bad := func(field string, format string, args ...any) error {
+		return fmt.Errorf("trainer: Config.%s %s", field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case strings.TrimSpace(c.OutputDir) == "":
+		return bad("OutputDir", "is empty: every run writes config.json, metrics.jsonl and checkpoints to a directory")
+	case c.Epochs < 0:
+		return bad("Epochs", "= %d: must be >= 0", c.Epochs)
+	case c.MaxSteps < 0:
+		return bad("MaxSteps", "= %d: must be >= 0", c.MaxSteps)
+	case c.Epochs == 0 && c.MaxSteps == 0:
+		return bad("Epochs", "and Config.MaxSteps are both 0: set how long to train")
+	case c.ClipGradNorm < 0 || math.IsNaN(c.ClipGradNorm):
+		return bad("ClipGradNorm", "= %g: must be >= 0 (0 disables clipping)", c.ClipGradNorm)
+	case c.GradientAccumulation < 1:
+		return bad("GradientAccumulation", "= %d: must be >= 1", c.GradientAccumulation)
+	case c.EvalEvery < 0:
+		return bad("EvalEvery", "= %d: must be >= 0", c.EvalEvery)
+	case c.SaveEvery < 0:
+		return bad("SaveEvery", "= %d: must be >= 0", c.SaveEvery)
+	case c.KeepLast < 0:
+		return bad("KeepLast", "= %d: must be >= 0", c.KeepLast)
+	case c.LogEvery < 0:
+		return bad("LogEvery", "= %d: must be >= 0", c.LogEvery)
+	case c.Patience < 0:
+		return bad("Patience", "= %d: must be >= 0", c.Patience)
+	case c.MinDelta < 0:
+		return bad("MinDelta", "= %g: must be >= 0", c.MinDelta)
+	case c.PlainInterval < 0:
+		return bad("PlainInterval", "= %s: must be >= 0", c.PlainInterval)
+	case c.BestMode != "" && c.BestMode != "max" && c.BestMode != "min":
+		return bad("BestMode", "= %q: must be \"max\" or \"min\"", c.BestMode)
+	case c.Patience > 0 && c.BestMetric == "":
+		return bad("Patience", "= %d needs Config.BestMetric: early stopping watches that metric", c.Patience)
+	case c.Patience > 0 && c.SkipEpochEval && c.EvalEvery == 0:
+		return bad("Patience", "= %d but no evaluation ever runs (SkipEpochEval and EvalEvery = 0)", c.Patience)
+	}
+	return nil
+}
+
+// mayChangeOnResume names the JSON fields of Config that may differ when a run is resumed:
+// the length of the run (to train longer), as long as the learning-rate schedule does not
+// depend on it (checked by compareConfigs), and the directory's own name (it may be moved).
+var mayChangeOnResume = map[string]bool{"epochs": true, "max_steps": true, "output_dir": true}

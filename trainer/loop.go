@@ -1,0 +1,383 @@
+package trainer
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/checkpoint"
+	"github.com/goaccel/goaccel/data"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// Store variables read for the training records.
+var (
+	lrVariable       = "/" + optimizer.Scope + "/" + optimizer.ParamLearningRate
+	gradNormVariable = "/goaccel/grad_norm"
+)
+
+// loop runs epochs until the run's length is reached or something stops it.
+func (f *fit) loop() error {
+	acc := f.t.acc
+	loss := f.t.task.Loss
+	stepFn := func(s *model.Scope, b accelerator.Batch) *Node {
+		l := loss(s, b)
+		acc.Backward(s, l)
+		return l
+	}
+	k := int64(f.cfg.GradientAccumulation)
+	f.logAt = time.Now()
+	var updLoss float64
+	var updExamples int
+	for f.stop == "" && !f.finished() {
+		pos := f.train.State()
+		epoch := pos.Epoch
+		f.prog.startEpoch(epoch, pos.StepsConsumed, f.spe)
+		ranSteps := false
+		for st, err := range f.job.Batches() {
+			if err != nil {
+				f.prog.endEpoch("")
+				return fmt.Errorf("trainer: reading training data (epoch %d): %w", epoch+1, err)
+			}
+			l, err := f.job.Step(st, stepFn)
+			if err != nil {
+				f.prog.endEpoch("")
+				return fmt.Errorf("trainer: %w", err)
+			}
+			lv := l.Value()
+			if math.IsNaN(lv) || math.IsInf(lv, 0) {
+				f.prog.endEpoch("")
+				return fmt.Errorf("trainer: the training loss is %g at epoch %d, batch %d (update %d): training diverged; "+
+					"lower Config.LearningRate, add warm-up or set Config.ClipGradNorm", lv, epoch+1, st.Index+1, f.step+1)
+			}
+			ranSteps = true
+			f.micro++
+			examples := realExamples(st) * acc.NumProcesses()
+			f.examplesAtLog += examples
+			f.rs.LossSum += lv
+			f.rs.LossCount++
+			f.rs.EpochLossSum += lv
+			f.rs.EpochLossCount++
+			updLoss += lv
+			updExamples += examples
+			if f.micro%k != 0 {
+				f.prog.step(lv, examples, f.step)
+				continue
+			}
+			f.step++
+			f.prog.step(lv, examples, f.step)
+			epochF := float64(st.Epoch) + float64(st.Index+1)/float64(f.spe)
+			ev := StepEvent{Step: f.step, Epoch: epochF, Loss: updLoss / float64(k), Examples: updExamples}
+			updLoss, updExamples = 0, 0
+			if err := f.afterUpdate(ev); err != nil {
+				f.prog.endEpoch("")
+				return err
+			}
+			if f.stop != "" || f.finished() {
+				break
+			}
+		}
+		if f.train.State().Epoch > epoch {
+			if err := f.endOfEpoch(epoch); err != nil {
+				return err
+			}
+			continue
+		}
+		f.prog.endEpoch("")
+		if f.stop == "" && !f.finished() {
+			return fmt.Errorf("trainer: the training data ended epoch %d early (ran batches: %v; %d steps per epoch "+
+				"expected): is the data source's StepsPerEpoch right?", epoch+1, ranSteps, f.spe)
+		}
+	}
+	if f.stop == "" {
+		f.stop = "epochs"
+		if f.cfg.MaxSteps > 0 && f.step >= f.cfg.MaxSteps {
+			f.stop = "max steps"
+		}
+	}
+	return f.finish()
+}
+
+// realExamples counts the real (non-padding) examples of a step on this process.
+func realExamples(st *data.Step) int {
+	n := 0
+	for _, b := range st.Shards {
+		n += b.NumReal()
+	}
+	return n
+}
+
+// afterUpdate does what follows an optimizer update: callbacks, records, evaluation,
+// checkpoint, stop conditions.
+func (f *fit) afterUpdate(ev StepEvent) error {
+	if cb := f.cfg.Callbacks.OnStep; cb != nil {
+		if err := f.callback("OnStep", cb(ev)); err != nil {
+			return err
+		}
+	}
+	if f.cfg.LogEvery > 0 && f.step%f.cfg.LogEvery == 0 {
+		if err := f.trainRecord(ev.Epoch); err != nil {
+			return err
+		}
+	}
+	if f.eval != nil && f.cfg.EvalEvery > 0 && f.step%f.cfg.EvalEvery == 0 {
+		if err := f.evaluate(ev.Epoch); err != nil {
+			return err
+		}
+	}
+	if f.cfg.SaveEvery > 0 && f.step%f.cfg.SaveEvery == 0 {
+		if err := f.saveLast(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// callback interprets a callback's error: ErrStop ends the run cleanly, others abort it.
+func (f *fit) callback(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrStop) {
+		if f.stop == "" {
+			f.stop = "callback"
+			f.rs.Stopped = "stopped by a callback at step " + fmt.Sprint(f.step)
+		}
+		return nil
+	}
+	return fmt.Errorf("trainer: Callbacks.%s at step %d: %w", name, f.step, err)
+}
+
+// elapsed is the run's wall time so far, over all its sessions.
+func (f *fit) elapsed() float64 { return f.elapsed0 + time.Since(f.start).Seconds() }
+
+func (f *fit) now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+// trainRecord writes the training record of the updates since the last one.
+func (f *fit) trainRecord(epoch float64) error {
+	if f.rs.LossCount == 0 {
+		return nil
+	}
+	r := Record{Kind: KindTrain, Step: f.step, Epoch: epoch, Loss: f.rs.LossSum / float64(f.rs.LossCount),
+		LR: f.readScalar(lrVariable), GradNorm: nan, ExamplesPerSec: nan, Time: f.now(), Elapsed: f.elapsed()}
+	if f.cfg.ClipGradNorm > 0 {
+		r.GradNorm = f.readScalar(gradNormVariable)
+	}
+	if dt := time.Since(f.logAt).Seconds(); dt > 0 {
+		r.ExamplesPerSec = float64(f.examplesAtLog) / dt
+	}
+	f.rs.LossSum, f.rs.LossCount = 0, 0
+	f.logAt, f.examplesAtLog = time.Now(), 0
+	return f.record(r)
+}
+
+// record appends r to metrics.jsonl (main process).
+func (f *fit) record(r Record) error {
+	if f.log == nil {
+		return nil
+	}
+	if err := f.log.write(r); err != nil {
+		return err
+	}
+	f.rs.Records = f.log.n
+	return nil
+}
+
+// readScalar reads a scalar Store variable to the host (NaN if it is missing).
+func (f *fit) readScalar(path string) float64 {
+	v := f.job.Store().GetVariable(path)
+	if v == nil || !v.HasValue() {
+		return nan
+	}
+	t, err := v.Value()
+	if err != nil {
+		return nan
+	}
+	switch x := t.Value().(type) {
+	case float32:
+		return float64(x)
+	case float64:
+		return x
+	}
+	return nan
+}
+
+// endOfEpoch evaluates, saves and calls OnEpochEnd after a complete epoch.
+func (f *fit) endOfEpoch(epoch int) error {
+	epochF := float64(epoch + 1)
+	summary := fmt.Sprintf("epoch %d done: step %d, mean loss %s", epoch+1, f.step,
+		formatLoss(f.rs.EpochLossSum/math.Max(1, float64(f.rs.EpochLossCount))))
+	f.prog.endEpoch(summary)
+	ev := EpochEvent{Epoch: epoch, Step: f.step, Loss: f.rs.EpochLossSum / math.Max(1, float64(f.rs.EpochLossCount))}
+	f.rs.EpochLossSum, f.rs.EpochLossCount = 0, 0
+	if f.eval != nil && !f.cfg.SkipEpochEval && f.rs.LastEvalStep != f.step {
+		if err := f.evaluate(epochF); err != nil {
+			return err
+		}
+		ev.Metrics = f.lastEval
+	} else if f.rs.LastEvalStep == f.step {
+		ev.Metrics = f.lastEval
+	}
+	if f.savedAt != f.step && f.stop == "" {
+		if err := f.saveLast(); err != nil {
+			return err
+		}
+	}
+	if cb := f.cfg.Callbacks.OnEpochEnd; cb != nil {
+		if err := f.callback("OnEpochEnd", cb(ev)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// evaluate runs the task's evaluation, records it, tracks the best model and early stopping.
+func (f *fit) evaluate(epoch float64) error {
+	start := time.Now()
+	g, err := f.job.Evaluate(f.eval, f.t.task.Eval)
+	if err != nil {
+		return fmt.Errorf("trainer: evaluation at step %d: %w", f.step, err)
+	}
+	m, err := f.t.task.Metrics(g)
+	if err != nil {
+		return fmt.Errorf("trainer: Task.Metrics at step %d: %w", f.step, err)
+	}
+	f.lastEval = m
+	f.rs.LastEvalStep = f.step
+	ev := EvalEvent{Step: f.step, Epoch: epoch, Metrics: m, Best: nan}
+	line := fmt.Sprintf("eval step %d (epoch %.2f): %s [%d examples, %.1fs]", f.step, epoch, formatMetrics(m),
+		g.Len(), time.Since(start).Seconds())
+	if name := f.cfg.BestMetric; name != "" {
+		v, ok := m[name]
+		if !ok {
+			return fmt.Errorf("trainer: Config.BestMetric = %q, but the evaluation at step %d produced only %s",
+				name, f.step, formatMetrics(m))
+		}
+		ev.Improved = f.improves(v)
+		if ev.Improved {
+			f.rs.Best, f.rs.BestStep, f.rs.BadEvals = &v, f.step, 0
+			line += fmt.Sprintf("  new best %s", name)
+		} else {
+			f.rs.BadEvals++
+			line += fmt.Sprintf("  best %s %.4f at step %d", name, *f.rs.Best, f.rs.BestStep)
+		}
+		ev.Best, ev.BestStep, ev.BadEvals = *f.rs.Best, f.rs.BestStep, f.rs.BadEvals
+		if f.cfg.Patience > 0 && f.rs.BadEvals >= f.cfg.Patience {
+			f.stop = fmt.Sprintf("early stopping: %s did not improve for %d evaluation(s) (best %.4g at step %d)",
+				name, f.rs.BadEvals, *f.rs.Best, f.rs.BestStep)
+			f.rs.Stopped = f.stop
+			line += "\ntrainer: " + f.stop
+		}
+	}
+	f.prog.println("%s", line)
+	if err := f.record(Record{Kind: KindEval, Step: f.step, Epoch: epoch, Loss: nan, LR: nan, GradNorm: nan,
+		ExamplesPerSec: nan, Eval: m, Time: f.now(), Elapsed: f.elapsed()}); err != nil {
+		return err
+	}
+	if ev.Improved && f.best != nil {
+		path, err := f.best.Save(f.state())
+		if err != nil {
+			return fmt.Errorf("trainer: saving the best model at step %d: %w", f.step, err)
+		}
+		f.bestCheckpoint = path
+	}
+	if cb := f.cfg.Callbacks.OnEval; cb != nil {
+		if err := f.callback("OnEval", cb(ev)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// improves reports whether v beats the best value so far by more than MinDelta.
+func (f *fit) improves(v float64) bool {
+	if math.IsNaN(v) {
+		return false
+	}
+	if f.rs.Best == nil {
+		return true
+	}
+	if f.cfg.BestMode == "min" {
+		return v < *f.rs.Best-f.cfg.MinDelta
+	}
+	return v > *f.rs.Best+f.cfg.MinDelta
+}
+
+// state is the checkpoint of the run as it is now.
+func (f *fit) state() *checkpoint.State {
+	rs := f.rs
+	rs.Elapsed = f.elapsed()
+	acc := f.t.acc
+	return &checkpoint.State{
+		Store: f.job.Store(),
+		Progress: checkpoint.Progress{Epoch: f.train.State().Epoch, Step: f.step, Loader: f.train.State(),
+			Seed: acc.Seed(), Devices: acc.NumDevices(), Processes: acc.NumProcesses()},
+		Config:  f.info,
+		Metrics: &rs,
+	}
+}
+
+// saveLast writes the last checkpoint. It is only called right after an update, so that no
+// gradient accumulation is half done in it.
+func (f *fit) saveLast() error {
+	if f.last == nil || f.micro%int64(f.cfg.GradientAccumulation) != 0 {
+		return nil
+	}
+	if f.log != nil {
+		if err := f.log.sync(); err != nil {
+			return err
+		}
+	}
+	path, err := f.last.Save(f.state())
+	if err != nil {
+		return fmt.Errorf("trainer: saving the checkpoint at step %d: %w", f.step, err)
+	}
+	f.savedAt, f.lastCheckpoint = f.step, path
+	return nil
+}
+
+// finish writes the last training record and the last checkpoint.
+func (f *fit) finish() error {
+	if f.eval != nil && !f.cfg.SkipEpochEval && f.rs.LastEvalStep != f.step {
+		pos := f.train.State()
+		if err := f.evaluate(float64(pos.Epoch) + float64(pos.StepsConsumed)/float64(f.spe)); err != nil {
+			return err
+		}
+	}
+	if f.rs.LossCount > 0 && f.micro%int64(f.cfg.GradientAccumulation) == 0 {
+		pos := f.train.State()
+		epoch := float64(pos.Epoch) + float64(pos.StepsConsumed)/float64(f.spe)
+		if err := f.trainRecord(epoch); err != nil {
+			return err
+		}
+	}
+	if f.savedAt != f.step {
+		if err := f.saveLast(); err != nil {
+			return err
+		}
+	}
+	f.notice("trainer: done: %s; step %d, %.1fs", f.stop, f.step, f.elapsed())
+	return nil
+}
+
+// formatMetrics is "accuracy 0.8123 | f1 0.8012 | loss 0.4321", names sorted.
+func formatMetrics(m map[string]float64) string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	out := ""
+	for i, k := range names {
+		if i > 0 {
+			out += " | "
+		}
+		out += fmt.Sprintf("%s %.4f", k, m[k])
+	}
+	return out
+}

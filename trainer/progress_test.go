@@ -1,0 +1,105 @@
+package trainer
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// fitPrinting runs a short fit that prints to out.
+func fitPrinting(t *testing.T, out *os.File, interval time.Duration) {
+	t.Helper()
+	tr, err := New(accOn(t, 1), model.NewStore(), optimizer.Adam().Done(), toyTask(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tr.Fit(toyLoader(t, 32, 0, 4, true), toyLoader(t, 8, 100, 4, false), Config{
+		OutputDir: filepath.Join(t.TempDir(), "run"), Epochs: 2, LearningRate: 0.01, Output: out,
+		PlainInterval: interval, DisableCheckpoints: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNonTTYOutputHasNoEscapes writes the progress to a file (not a terminal): plain lines,
+// no bar, no escape codes and no carriage returns.
+func TestNonTTYOutputHasNoEscapes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.txt")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if isTerminal(f) {
+		t.Fatal("a regular file is taken for a terminal")
+	}
+	fitPrinting(t, f, time.Nanosecond) // a plain line after every step
+	f.Close()
+	raw, _ := os.ReadFile(path)
+	out := string(raw)
+	if strings.ContainsAny(out, "\x1b\r") {
+		t.Errorf("non-terminal output has escape codes or carriage returns:\n%q", out)
+	}
+	plain := regexp.MustCompile(`(?m)^epoch 2/2 step 8/8 \(update 16/16\) loss \d+\.\d{4} \| \d+ ex/s$`)
+	if !plain.MatchString(out) {
+		t.Errorf("no plain progress line for the last step of epoch 2:\n%s", out)
+	}
+	for _, want := range []string{"epoch 1/2 step 1/8 (update 1/16) loss", "| ETA ", "eval step 8 (epoch 1.00): accuracy",
+		"epoch 2 done: step 16, mean loss", "trainer: done: epochs; step 16"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output misses %q:\n%s", want, out)
+		}
+	}
+	// With the default interval (10 s) a short run prints no progress line at all.
+	f2, _ := os.Create(path + ".2")
+	fitPrinting(t, f2, 0)
+	f2.Close()
+	raw, _ = os.ReadFile(path + ".2")
+	if strings.Contains(string(raw), " step 1/8 ") {
+		t.Errorf("with a 10 s interval a sub-second epoch printed a progress line:\n%s", raw)
+	}
+}
+
+// TestTerminalOutputDrawsBars writes the progress to a pseudo-terminal: the bar is drawn
+// (carriage returns, the count, the loss) and the eval lines still get their own lines.
+func TestTerminalOutputDrawsBars(t *testing.T) {
+	master, slave, err := openPTY()
+	if err != nil {
+		t.Skipf("SKIPPING: no pseudo-terminal on this machine: %v", err)
+	}
+	defer master.Close()
+	if !isTerminal(slave) {
+		t.Fatal("the pseudo-terminal is not detected as a terminal")
+	}
+	var screen bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			screen.Write(buf[:n])
+			if err != nil {
+				close(done)
+				return
+			}
+		}
+	}()
+	fitPrinting(t, slave, 0)
+	slave.Close()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+	out := screen.String()
+	for _, want := range []string{"\r", "epoch 1/2", "epoch 2/2", "(8/8)", "loss ", "ex/s", "eval step 8 (epoch 1.00)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("terminal output misses %q:\n%q", want, out)
+		}
+	}
+}

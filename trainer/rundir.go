@@ -1,0 +1,286 @@
+package trainer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// Names inside a run directory.
+const (
+	// ConfigFile holds RunInfo: hyperparameters, backend, devices, versions.
+	ConfigFile = "config.json"
+	// MetricsFile holds one Record per line.
+	MetricsFile = "metrics.jsonl"
+	// CheckpointsDir holds the last checkpoints (checkpoint.Manager layout).
+	CheckpointsDir = "checkpoints"
+	// BestDir holds the checkpoint of the best model by Config.BestMetric.
+	BestDir = "best"
+	// CurvesPNG and CurvesSVG are the training curves drawn at the end of Fit and by Plot.
+	CurvesPNG = "curves.png"
+	CurvesSVG = "curves.svg"
+
+	runFormat  = "goaccel-run"
+	runVersion = 1
+)
+
+// RunInfo is the content of config.json: everything needed to know how a run was made.
+type RunInfo struct {
+	Format  string `json:"format"`
+	Version int    `json:"version"`
+	Created string `json:"created"`
+	// Trainer holds the hyperparameters (Config's JSON fields).
+	Trainer Config `json:"trainer"`
+	// Schedule describes the learning-rate schedule; TotalSteps is the run's update count.
+	Schedule   string `json:"schedule"`
+	TotalSteps int64  `json:"total_steps"`
+	// Backend, Plugin, Devices, Processes and Plan describe where the run executes.
+	Backend   string `json:"backend"`
+	Plugin    string `json:"plugin,omitempty"`
+	Devices   int    `json:"devices"`
+	Processes int    `json:"processes"`
+	Plan      string `json:"plan"`
+	Seed      int64  `json:"seed"`
+	// PerDeviceBatch x Devices x Processes = GlobalBatch examples per batch; StepsPerEpoch
+	// batches per epoch (an update takes GradientAccumulation batches).
+	PerDeviceBatch int    `json:"per_device_batch"`
+	GlobalBatch    int    `json:"global_batch"`
+	StepsPerEpoch  int    `json:"steps_per_epoch"`
+	Optimizer      string `json:"optimizer"`
+	// Parameters is the number of trainable parameters of the model.
+	Parameters int      `json:"parameters"`
+	Versions   Versions `json:"versions"`
+	// Resumes lists the sessions that continued the run.
+	Resumes []Resume `json:"resumes,omitempty"`
+}
+
+// Resume records one continuation of a run.
+type Resume struct {
+	Time       string   `json:"time"`
+	Step       int64    `json:"step"`
+	Checkpoint string   `json:"checkpoint,omitempty"`
+	Changed    []string `json:"changed,omitempty"`
+}
+
+// readRunDir looks at an output directory before a run: nil for a new or empty directory,
+// the RunInfo of a goaccel run to resume, or an error for anything else (nothing is touched).
+func readRunDir(dir string) (*RunInfo, error) {
+	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("trainer: Config.OutputDir %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("trainer: Config.OutputDir %s is a file, not a directory", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("trainer: Config.OutputDir %s: %w", dir, err)
+	}
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		var names []string
+		for _, e := range entries[:min(len(entries), 4)] {
+			names = append(names, e.Name())
+		}
+		return nil, fmt.Errorf("trainer: Config.OutputDir %s is not empty (%s...) and holds no %s: it is not a goaccel "+
+			"run directory, and nothing in it will be overwritten; choose a new or empty directory",
+			dir, strings.Join(names, ", "), ConfigFile)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("trainer: reading %s: %w", filepath.Join(dir, ConfigFile), err)
+	}
+	var info RunInfo
+	if err := json.Unmarshal(raw, &info); err != nil || info.Format != runFormat {
+		why := fmt.Sprintf("format %q, want %q", info.Format, runFormat)
+		if err != nil {
+			why = err.Error()
+		}
+		return nil, fmt.Errorf("trainer: %s is not a goaccel run's config (%s); nothing in %s will be overwritten: "+
+			"choose a new or empty directory", filepath.Join(dir, ConfigFile), why, dir)
+	}
+	if info.Version > runVersion {
+		return nil, fmt.Errorf("trainer: %s has version %d; this goaccel reads up to version %d",
+			filepath.Join(dir, ConfigFile), info.Version, runVersion)
+	}
+	return &info, nil
+}
+
+// compareRuns lists how the run about to start differs from the one saved in a run directory:
+// problems make resuming wrong (an error), changes are allowed and recorded.
+func compareRuns(saved, now *RunInfo) (problems, changes []string) {
+	savedCfg, nowCfg := jsonObject(saved.Trainer), jsonObject(now.Trainer)
+	keys := map[string]bool{}
+	for k := range savedCfg {
+		keys[k] = true
+	}
+	for k := range nowCfg {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	slices.Sort(sorted)
+	for _, k := range sorted {
+		a, b := savedCfg[k], nowCfg[k]
+		if reflect.DeepEqual(a, b) {
+			continue
+		}
+		line := fmt.Sprintf("trainer.%s: %s has %s, this run %s", k, ConfigFile, jsonText(a), jsonText(b))
+		if mayChangeOnResume[k] {
+			changes = append(changes, line)
+		} else {
+			problems = append(problems, line)
+		}
+	}
+	if saved.TotalSteps != now.TotalSteps && now.Trainer.Schedule != ScheduleConstant {
+		problems = append(problems, fmt.Sprintf("total_steps: %s has %d, this run %d, and the %q schedule depends "+
+			"on it (only a constant schedule lets a run be lengthened)", ConfigFile, saved.TotalSteps, now.TotalSteps,
+			now.Trainer.Schedule))
+	}
+	for _, c := range []struct {
+		name     string
+		old, new any
+	}{
+		{"seed", saved.Seed, now.Seed},
+		{"per_device_batch", saved.PerDeviceBatch, now.PerDeviceBatch},
+		{"global_batch", saved.GlobalBatch, now.GlobalBatch},
+		{"optimizer", saved.Optimizer, now.Optimizer},
+	} {
+		if !reflect.DeepEqual(c.old, c.new) {
+			problems = append(problems, fmt.Sprintf("%s: %s has %v, this run %v", c.name, ConfigFile, c.old, c.new))
+		}
+	}
+	return problems, changes
+}
+
+// jsonObject turns v into its generic JSON form (numbers as float64), so that values read
+// back from a file compare equal to values in memory.
+func jsonObject(v any) map[string]any {
+	raw, _ := json.Marshal(v)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	return out
+}
+
+func jsonText(v any) string {
+	if v == nil {
+		return "nothing"
+	}
+	raw, _ := json.Marshal(v)
+	return string(raw)
+}
+
+// writeJSONAtomic writes v as indented JSON to path through a temporary file and a rename.
+func writeJSONAtomic(path string, v any) error {
+	raw, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("trainer: encoding %s: %w", path, err)
+	}
+	return writeFileAtomic(path, append(raw, '\n'))
+}
+
+func writeFileAtomic(path string, raw []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
+	if err != nil {
+		return fmt.Errorf("trainer: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(raw)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("trainer: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// metricsLog appends Records to metrics.jsonl.
+type metricsLog struct {
+	f    *os.File
+	path string
+	n    int // records in the file
+}
+
+// openMetricsLog opens metrics.jsonl for appending, keeping exactly its first `keep` records:
+// those written up to the checkpoint the run continues from. Records logged after that
+// checkpoint (by a session that was interrupted) are dropped, so that the resumed run
+// continues the file without gaps or repeats; notice reports what was done.
+func openMetricsLog(path string, keep int, notice func(format string, args ...any)) (*metricsLog, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("trainer: reading %s: %w", path, err)
+	}
+	complete := bytes.Count(raw, []byte("\n")) // a last line without its newline is a torn write
+	torn := 0
+	if len(raw) > 0 && raw[len(raw)-1] != '\n' {
+		torn = 1
+	}
+	kept := min(complete, keep)
+	cut := 0
+	for range kept {
+		cut += bytes.IndexByte(raw[cut:], '\n') + 1
+	}
+	if cut < len(raw) {
+		if err := writeFileAtomic(path, raw[:cut]); err != nil {
+			return nil, err
+		}
+		notice("trainer: %s: dropped %d record(s) written after the checkpoint (they will be written again)",
+			path, complete+torn-kept)
+	}
+	switch {
+	case raw == nil && keep > 0:
+		notice("trainer: %s is missing; the checkpoint follows %d record(s): the new file starts after them", path, keep)
+	case complete < keep:
+		notice("trainer: %s has %d record(s), the checkpoint follows %d: the file has lost some", path, complete, keep)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
+	return &metricsLog{f: f, path: path, n: kept}, nil
+}
+
+// write appends one record.
+func (l *metricsLog) write(r Record) error {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("trainer: encoding a record for %s: %w", l.path, err)
+	}
+	if _, err := l.f.Write(append(raw, '\n')); err != nil {
+		return fmt.Errorf("trainer: writing %s: %w", l.path, err)
+	}
+	l.n++
+	return nil
+}
+
+// sync flushes the file to disk (before a checkpoint records its length).
+func (l *metricsLog) sync() error {
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("trainer: syncing %s: %w", l.path, err)
+	}
+	return nil
+}
+
+func (l *metricsLog) close() error { return l.f.Close() }
