@@ -191,5 +191,15 @@ func panel(title, ylabel string, curves []*series) (*plot.Plot, error) {
 			p.Legend.Add(c.name, l)
 		}
 	}
+	// A flat curve (a constant learning rate) would get gonum's default ±1 range around its
+	// value, which hides small values such as 2e-5 at "0": give it a range of its own.
+	if p.Y.Min == p.Y.Max {
+		v := p.Y.Min
+		pad := math.Abs(v) * 0.5
+		if pad == 0 {
+			pad = 1
+		}
+		p.Y.Min, p.Y.Max = v-pad, v+pad
+	}
 	return p, nil
 }
