@@ -1,0 +1,115 @@
+package bert
+
+import (
+	"fmt"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
+	"github.com/gomlx/gomlx/ml/layers"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// Classifier is a BERT sequence classifier with the semantics of Hugging Face's
+// BertForSequenceClassification: the BERT encoder, dropout on the pooled [CLS] output and a
+// dense classification head producing num_labels logits.
+//
+// Its variables live in a model.Store (Store returns it), under paths that map one to one to
+// HF tensor names (see HFName): "/bert/..." for the encoder and "/classifier/{weight,bias}"
+// for the head. Variables that are not in the Store yet (a random model, or the head of a
+// pretrained one) are created on first use and initialised like HF does: N(0, 0.02²)
+// weights, zero biases, unit LayerNorm gains, from the Store's random state (accelerator
+// Prepare seeds it from accelerator.Config.Seed, for reproducible runs).
+//
+// A Classifier is a model.StoreProvider, so it can be handed to the accelerator's Prepare.
+type Classifier struct {
+	// Config is the model's configuration; do not change it after variables were created.
+	Config Config
+
+	store        *model.Store
+	computeDType dtypes.DType
+}
+
+// NewClassifier returns a classifier for cfg whose variables live in store (a new Store when
+// nil). Variables already in the Store under the classifier's paths (for instance loaded by
+// LoadPretrained) are used as they are; the others are initialised on first use.
+func NewClassifier(cfg Config, store *model.Store) (*Classifier, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("bert: invalid config: %w", err)
+	}
+	if store == nil {
+		store = model.NewStore()
+	}
+	return &Classifier{Config: cfg, store: store}, nil
+}
+
+// Store returns the model.Store that holds the classifier's variables.
+func (c *Classifier) Store() *model.Store { return c.store }
+
+// SetComputeDType selects the dtype of the activations and matrix products: Float32 (the
+// default), or BFloat16 / Float16 for mixed precision. Variables stay float32 (the master
+// weights the optimizer updates) and are converted where used; LayerNorm runs in float32,
+// and Encoder and Logits return float32. Call it before building any graph.
+func (c *Classifier) SetComputeDType(dtype dtypes.DType) error {
+	switch dtype {
+	case dtypes.Float32, dtypes.BFloat16, dtypes.Float16:
+		c.computeDType = dtype
+		return nil
+	}
+	return fmt.Errorf("bert: compute dtype %s is not supported: use Float32, BFloat16 or Float16", dtype)
+}
+
+// ComputeDType returns the dtype of the activations (Float32 unless SetComputeDType changed it).
+func (c *Classifier) ComputeDType() dtypes.DType { return c.dtype() }
+
+// dtype is the compute dtype, Float32 when unset.
+func (c *Classifier) dtype() dtypes.DType {
+	if c.computeDType == dtypes.InvalidDType {
+		return variableDType
+	}
+	return c.computeDType
+}
+
+// Logits builds the classifier's forward pass: inputs are [input_ids, attention_mask,
+// token_type_ids] (integer [B, L] nodes, as produced by Tokenizer.Collate; token_type_ids
+// may be omitted) and the result is the float32 [B, num_labels] logits. s is the scope the
+// model lives in, normally the root scope handed over by model.Exec or the accelerator.
+// Dropout is active only when the Store marks the graph as training.
+//
+// Like every GoMLX graph function it panics on invalid inputs (model.Exec and the
+// accelerator turn the panic into an error).
+func (c *Classifier) Logits(s *model.Scope, inputs []*Node) *Node {
+	if len(inputs) < 2 || len(inputs) > 3 {
+		exceptions.Panicf("bert: Classifier.Logits wants [input_ids, attention_mask, token_type_ids], got %d inputs",
+			len(inputs))
+	}
+	var tokenTypeIDs *Node
+	if len(inputs) == 3 {
+		tokenTypeIDs = inputs[2]
+	}
+	_, pooled := c.Encoder(s, inputs[0], inputs[1], tokenTypeIDs)
+	return c.Head(s, pooled)
+}
+
+// Head applies the classification head to the pooled output [B, hidden]: dropout (rate
+// classifier_dropout, or hidden_dropout_prob when unset) and a dense layer to num_labels
+// float32 logits, with variables "/classifier/weight" [num_labels, hidden] and
+// "/classifier/bias".
+func (c *Classifier) Head(s *model.Scope, pooled *Node) *Node {
+	cfg := c.Config
+	if pooled.Rank() != 2 || pooled.Shape().Dimensions[1] != cfg.HiddenSize {
+		exceptions.Panicf("bert: Classifier.Head wants a pooled output [batch, %d], got %s", cfg.HiddenSize, pooled.Shape())
+	}
+	x := layers.DropoutStatic(s.At("classifier"), ConvertDType(pooled, c.dtype()), cfg.classifierDropout())
+	return ConvertDType(linear(s.At("classifier"), cfg, x, cfg.NumLabels), variableDType)
+}
+
+// NumParameters is the number of scalar weights of the classifier (encoder and head).
+func (c *Classifier) NumParameters() int {
+	n := 0
+	for _, t := range c.Config.Tensors() {
+		n += shapes.Make(variableDType, t.Dims...).Size()
+	}
+	return n
+}

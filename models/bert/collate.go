@@ -1,0 +1,125 @@
+package bert
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/goaccel/goaccel/data"
+	"github.com/gomlx/gomlx/core/tensors"
+)
+
+// Encoded is a batch of tokenized texts on the host, padded to a common length L: every
+// slice holds B*L values, row-major ([B, L]).
+type Encoded struct {
+	// Batch and Len are B and L.
+	Batch, Len int
+	// InputIDs are the token ids, [PAD] after the end of each text.
+	InputIDs []int32
+	// AttentionMask is 1 for real tokens ([CLS] and [SEP] included) and 0 for padding.
+	AttentionMask []int32
+	// TokenTypeIDs are all 0 (single-segment inputs).
+	TokenTypeIDs []int32
+}
+
+// Tensors returns [input_ids, attention_mask, token_type_ids] as int32 [B, L] tensors, the
+// inputs of Classifier.Logits.
+func (e *Encoded) Tensors() []*tensors.Tensor {
+	return []*tensors.Tensor{
+		tensors.FromFlatDataAndDimensions(e.InputIDs, e.Batch, e.Len),
+		tensors.FromFlatDataAndDimensions(e.AttentionMask, e.Batch, e.Len),
+		tensors.FromFlatDataAndDimensions(e.TokenTypeIDs, e.Batch, e.Len),
+	}
+}
+
+// WithBuckets returns a copy of the tokenizer that pads each batch to the smallest of the
+// given lengths that holds its longest text (MaxLen is always the last bucket), instead of
+// always padding to MaxLen: short batches cost less, and only a few shapes get compiled.
+//
+// Caveat: with several devices every shard of a step must have the same shape; pad
+// per-device batches to one common length (leave buckets off) unless the loader collates
+// the whole global batch at once.
+func (t *Tokenizer) WithBuckets(lengths ...int) (*Tokenizer, error) {
+	buckets := slices.Clone(lengths)
+	slices.Sort(buckets)
+	buckets = slices.Compact(buckets)
+	for _, b := range buckets {
+		if b < 2 || b > t.maxLen {
+			return nil, fmt.Errorf("bert: bucket length %d must be in [2, max_len=%d]", b, t.maxLen)
+		}
+	}
+	if len(buckets) == 0 || buckets[len(buckets)-1] != t.maxLen {
+		buckets = append(buckets, t.maxLen)
+	}
+	t2 := *t
+	t2.buckets = buckets
+	return &t2, nil
+}
+
+// EncodeBatch tokenizes texts (see Encode) and pads them to a common length: MaxLen, or the
+// smallest bucket that fits the longest text when WithBuckets was used.
+func (t *Tokenizer) EncodeBatch(texts []string) *Encoded {
+	encoded := make([][]int32, len(texts))
+	longest := 0
+	for i, text := range texts {
+		encoded[i] = t.Encode(text)
+		longest = max(longest, len(encoded[i]))
+	}
+	seqLen := t.maxLen
+	for _, b := range t.buckets {
+		if b >= longest {
+			seqLen = b
+			break
+		}
+	}
+	e := &Encoded{
+		Batch: len(texts), Len: seqLen,
+		InputIDs:      make([]int32, len(texts)*seqLen),
+		AttentionMask: make([]int32, len(texts)*seqLen),
+		TokenTypeIDs:  make([]int32, len(texts)*seqLen),
+	}
+	for i, ids := range encoded {
+		row := e.InputIDs[i*seqLen : (i+1)*seqLen]
+		copy(row, ids)
+		for j := len(ids); j < seqLen; j++ {
+			row[j] = t.pad
+		}
+		mask := e.AttentionMask[i*seqLen : (i+1)*seqLen]
+		for j := range ids {
+			mask[j] = 1
+		}
+	}
+	return e
+}
+
+// Collate turns labeled examples into the classifier's inputs and labels; it has the
+// signature of data.CollateFunc[data.Labeled]. inputs are [input_ids, attention_mask,
+// token_type_ids], int32 [B, L] (see EncodeBatch), and labels are int32 [B]. It fails on an
+// empty batch and on negative labels.
+func (t *Tokenizer) Collate(examples []data.Labeled) (inputs []*tensors.Tensor, labels *tensors.Tensor, err error) {
+	if len(examples) == 0 {
+		return nil, nil, fmt.Errorf("bert: Collate called with an empty batch")
+	}
+	texts := make([]string, len(examples))
+	labelValues := make([]int32, len(examples))
+	for i, ex := range examples {
+		if ex.Label < 0 {
+			return nil, nil, fmt.Errorf("bert: Collate: example %d (%q) has negative label %d", i, truncateForError(ex.Text), ex.Label)
+		}
+		texts[i] = ex.Text
+		labelValues[i] = int32(ex.Label)
+	}
+	return t.EncodeBatch(texts).Tensors(), tensors.FromFlatDataAndDimensions(labelValues, len(examples)), nil
+}
+
+// truncateForError shortens text quoted in an error message.
+func truncateForError(text string) string {
+	const limit = 60
+	r := []rune(text)
+	if len(r) <= limit {
+		return text
+	}
+	return string(r[:limit]) + "..."
+}
+
+// Compile-time check that Collate fits the data loader.
+var _ data.CollateFunc[data.Labeled] = (*Tokenizer)(nil).Collate

@@ -1,0 +1,214 @@
+package bert
+
+import (
+	"math"
+	"slices"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
+	"github.com/gomlx/gomlx/ml/layers"
+	"github.com/gomlx/gomlx/ml/layers/activation"
+	"github.com/gomlx/gomlx/ml/layers/attention"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/nn"
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// The graph functions below build the BERT encoder with GoMLX's own building blocks, each
+// checked against a plain-ops reference in the tests: nn.Dense (fused dense), nn.LayerNorm
+// (fused layer norm; eps inside the square root, biased variance, as torch.nn.LayerNorm),
+// activation.Gelu (exact erf GELU), attention.Core (fused scaled-dot-product attention where
+// the backend has it) and layers.DropoutStatic (active only when the Store marks the graph
+// as training). Variables are created here, under HF names (see names.go), instead of
+// through layers.Dense / norm.LayerNorm, whose variable names ("dense/weights",
+// "layer_normalization/gain") and weight layout ([in, out]) differ from HF's.
+
+// variableDType is the dtype of every variable (the master weights, also under mixed
+// precision); activations use the Classifier's compute dtype.
+const variableDType = dtypes.Float32
+
+// Encoder builds BertModel's forward pass under s.At("bert"): it returns the last hidden
+// states [B, L, hidden] and the pooled output [B, hidden] (tanh dense on the [CLS] state),
+// both float32 (computed in the Classifier's compute dtype, see SetComputeDType).
+//
+// inputIDs, attentionMask and tokenTypeIDs are integer [B, L] nodes; attentionMask is 1 for
+// real tokens and 0 for padding (padding keys get no attention). tokenTypeIDs may be nil
+// (all zeros). Dropout is applied only when s.IsTraining(g). L must not exceed
+// max_position_embeddings. It panics (as GoMLX graph functions do) on inputs of the wrong
+// rank, dtype or length; model.Exec turns the panic into an error.
+func (c *Classifier) Encoder(s *model.Scope, inputIDs, attentionMask, tokenTypeIDs *Node) (hidden, pooled *Node) {
+	cfg := c.Config
+	checkInputs(cfg, inputIDs, attentionMask, tokenTypeIDs)
+	s = s.At("bert")
+	x := embeddings(s.At("embeddings"), cfg, inputIDs, tokenTypeIDs, c.dtype())
+
+	// Boolean key mask, materialised to the full [B, 1, L, L] score layout (BHSD): the
+	// pure-Go fused attention kernel documents its mask as dense [L, L] rows per head.
+	batch, seqLen := inputIDs.Shape().Dimensions[0], inputIDs.Shape().Dimensions[1]
+	keep := NotEqual(attentionMask, ScalarZero(attentionMask.Graph(), attentionMask.DType()))
+	mask := BroadcastToDims(Reshape(keep, batch, 1, 1, seqLen), batch, 1, seqLen, seqLen)
+
+	layerScope := s.At("encoder").At("layer")
+	for i := range cfg.NumHiddenLayers {
+		x = encoderLayer(layerScope.At("%d", i), cfg, x, mask)
+	}
+	hidden = x
+
+	cls := Reshape(Slice(hidden, AxisRange(), AxisRange(0, 1), AxisRange()), batch, cfg.HiddenSize)
+	pooled = Tanh(linear(s.At("pooler").At("dense"), cfg, cls, cfg.HiddenSize))
+	return ConvertDType(hidden, variableDType), ConvertDType(pooled, variableDType)
+}
+
+// checkInputs panics with a clear message when the encoder inputs do not have the expected
+// shapes and dtypes.
+func checkInputs(cfg Config, inputIDs, attentionMask, tokenTypeIDs *Node) {
+	if inputIDs == nil || attentionMask == nil {
+		exceptions.Panicf("bert: input_ids and attention_mask are required, got input_ids=%v attention_mask=%v",
+			inputIDs != nil, attentionMask != nil)
+	}
+	ids := inputIDs.Shape()
+	if ids.Rank() != 2 || !ids.DType.IsInt() {
+		exceptions.Panicf("bert: input_ids must be an integer [batch, seq_len] tensor, got %s", ids)
+	}
+	if seqLen := ids.Dimensions[1]; seqLen > cfg.MaxPositionEmbeddings {
+		exceptions.Panicf("bert: sequence length %d is above max_position_embeddings (%d)",
+			seqLen, cfg.MaxPositionEmbeddings)
+	}
+	for _, in := range []struct {
+		name string
+		node *Node
+	}{{"attention_mask", attentionMask}, {"token_type_ids", tokenTypeIDs}} {
+		if in.node == nil {
+			continue
+		}
+		if !in.node.DType().IsInt() || !slicesEqual(in.node.Shape().Dimensions, ids.Dimensions) {
+			exceptions.Panicf("bert: %s must be an integer tensor shaped like input_ids %v, got %s",
+				in.name, ids.Dimensions, in.node.Shape())
+		}
+	}
+}
+
+// slicesEqual reports whether two dimension lists are equal.
+func slicesEqual(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// embeddings sums word, position and token-type embeddings, then applies LayerNorm (in
+// float32) and dropout (BertEmbeddings); the result has the compute dtype dt.
+func embeddings(s *model.Scope, cfg Config, inputIDs, tokenTypeIDs *Node, dt dtypes.DType) *Node {
+	g := inputIDs.Graph()
+	batch, seqLen := inputIDs.Shape().Dimensions[0], inputIDs.Shape().Dimensions[1]
+	normal := normalInitializer(s.Store(), cfg.InitializerRange)
+
+	lookup := func(name string, rows int, ids *Node) *Node {
+		table := s.At("%s", name).WithInitializer(normal).
+			VariableWithShape("weight", shapes.Make(variableDType, rows, cfg.HiddenSize)).NodeValue(g)
+		return Gather(table, InsertAxes(ConvertDType(ids, dtypes.Int32), -1))
+	}
+	x := lookup("word_embeddings", cfg.VocabSize, inputIDs) // [B, L, H]
+	positions := Iota(g, shapes.Make(dtypes.Int32, seqLen), 0)
+	x = Add(x, InsertAxes(lookup("position_embeddings", cfg.MaxPositionEmbeddings, positions), 0))
+	if tokenTypeIDs == nil {
+		tokenTypeIDs = Zeros(g, shapes.Make(dtypes.Int32, batch, seqLen))
+	}
+	x = Add(x, lookup("token_type_embeddings", cfg.TypeVocabSize, tokenTypeIDs))
+	x = ConvertDType(layerNorm(s.At("LayerNorm"), cfg, x), dt)
+	return layers.DropoutStatic(s, x, cfg.HiddenDropoutProb)
+}
+
+// encoderLayer is one BertLayer: self-attention and feed-forward blocks, each followed by
+// dropout, a residual connection and LayerNorm (post-LN).
+func encoderLayer(s *model.Scope, cfg Config, x, mask *Node) *Node {
+	attn := s.At("attention")
+	a := selfAttention(attn.At("self"), cfg, x, mask)
+	a = linear(attn.At("output").At("dense"), cfg, a, cfg.HiddenSize)
+	a = layers.DropoutStatic(attn.At("output"), a, cfg.HiddenDropoutProb)
+	x = layerNorm(attn.At("output").At("LayerNorm"), cfg, Add(a, x))
+
+	h := gelu(linear(s.At("intermediate").At("dense"), cfg, x, cfg.IntermediateSize))
+	h = linear(s.At("output").At("dense"), cfg, h, cfg.HiddenSize)
+	h = layers.DropoutStatic(s.At("output"), h, cfg.HiddenDropoutProb)
+	return layerNorm(s.At("output").At("LayerNorm"), cfg, Add(h, x))
+}
+
+// selfAttention is BertSelfAttention: query/key/value projections split into heads, scaled
+// dot-product attention over the unmasked keys (scale 1/sqrt(head_dim), passed explicitly),
+// dropout on the attention probabilities, heads merged back to [B, L, hidden].
+func selfAttention(s *model.Scope, cfg Config, x, mask *Node) *Node {
+	dims := x.Shape().Dimensions
+	batch, seqLen := dims[0], dims[1]
+	heads, headDim := cfg.NumAttentionHeads, cfg.HeadDim()
+	project := func(name string) *Node {
+		p := linear(s.At("%s", name), cfg, x, cfg.HiddenSize)
+		return TransposeAllAxes(Reshape(p, batch, seqLen, heads, headDim), 0, 2, 1, 3) // [B, heads, L, D]
+	}
+	q, k, v := project("query"), project("key"), project("value")
+	opts := attention.CoreOptions{
+		Scale:         1 / math.Sqrt(float64(headDim)),
+		AttentionMask: mask,
+		// Fused attention kernels may only take float32: reduced precision goes decomposed.
+		DisableFusion: x.DType() != variableDType,
+	}
+	if rate := cfg.AttentionProbsDropoutProb; rate > 0 && s.IsTraining(x.Graph()) {
+		opts.Scope = s
+		opts.DropoutRate = Scalar(x.Graph(), x.DType(), rate)
+	}
+	out, _ := attention.Core(q, k, v, attention.LayoutBHSD, opts)
+	return Reshape(TransposeAllAxes(out, 0, 2, 1, 3), batch, seqLen, cfg.HiddenSize)
+}
+
+// linear is torch.nn.Linear with HF variable names: weight [out, in], bias [out]; it computes
+// in x's dtype.
+func linear(s *model.Scope, cfg Config, x *Node, outDim int) *Node {
+	g := x.Graph()
+	inDim := x.Shape().Dimensions[x.Rank()-1]
+	w := s.WithInitializer(normalInitializer(s.Store(), cfg.InitializerRange)).
+		VariableWithShape("weight", shapes.Make(variableDType, outDim, inDim)).NodeValue(g)
+	b := s.WithInitializer(Zeros).VariableWithShape("bias", shapes.Make(variableDType, outDim)).NodeValue(g)
+	if x.DType() == variableDType {
+		return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput)
+	}
+	// Reduced precision: plain ops, as some backends' fused kernels only take float32.
+	dims := x.Shape().Dimensions
+	y := DotProduct(Reshape(x, -1, inDim), Transpose(ConvertDType(w, x.DType()), 0, 1))
+	y = Add(y, InsertAxes(ConvertDType(b, x.DType()), 0))
+	return Reshape(y, append(slices.Clone(dims[:len(dims)-1]), outDim)...)
+}
+
+// gelu is the exact GELU, x·Φ(x): GoMLX's fused version in float32, written out otherwise
+// (some backends' fused kernels only take float32).
+func gelu(x *Node) *Node {
+	if x.DType() == variableDType {
+		return activation.Gelu(x)
+	}
+	return Mul(x, MulScalar(OnePlus(Erf(DivScalar(x, math.Sqrt2))), 0.5))
+}
+
+// layerNorm is torch.nn.LayerNorm over the last axis with HF variable names weight/bias,
+// computed in float32 whatever x's dtype (the result has x's dtype).
+func layerNorm(s *model.Scope, cfg Config, x *Node) *Node {
+	g := x.Graph()
+	width := x.Shape().Dimensions[x.Rank()-1]
+	gamma := s.WithInitializer(Ones).VariableWithShape("weight", shapes.Make(variableDType, width)).NodeValue(g)
+	beta := s.WithInitializer(Zeros).VariableWithShape("bias", shapes.Make(variableDType, width)).NodeValue(g)
+	y := nn.LayerNorm(ConvertDType(x, variableDType), []int{x.Rank() - 1}, cfg.LayerNormEps, gamma, beta, nil)
+	return ConvertDType(y, x.DType())
+}
+
+// normalInitializer draws N(0, stddev²) values from the Store's random state (HF's
+// _init_weights for Linear and Embedding weights).
+func normalInitializer(store *model.Store, stddev float64) model.VariableInitializer {
+	return func(g *Graph, shape shapes.Shape) *Node {
+		return MulScalar(store.RandomNormal(g, shape), stddev)
+	}
+}

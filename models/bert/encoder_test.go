@@ -1,0 +1,236 @@
+package bert
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+var referenceTexts = []string{
+	"The movie was great!",
+	"bad",
+	"Hello, world: unaffable cafe runs",
+	"東京 is fun, don't run",
+}
+
+// TestEncoderMatchesHostReference checks the GoMLX graph (fused dense, layer norm, GELU and
+// attention where the backend has them) against the plain float64 implementation, on a
+// padded batch, on every available backend.
+func TestEncoderMatchesHostReference(t *testing.T) {
+	for name, backend := range testBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			clf, tok := newMicroModel(t, backend, 7, 12)
+			enc := tok.EncodeBatch(referenceTexts)
+			hidden, pooled := encodeOnce(t, backend, clf, enc)
+			logits := logitsOnce(t, backend, clf, enc, false)
+
+			ref := &hostBERT{cfg: clf.Config, w: variableValues(t, clf.Store(), clf.Config, true)}
+			H, L, labels := clf.Config.HiddenSize, enc.Len, clf.Config.NumLabels
+			var wantHidden, wantPooled, wantLogits []float32
+			for b := range enc.Batch {
+				row := func(s []int32) []int32 { return s[b*L : (b+1)*L] }
+				h, p, lg := ref.forward(row(enc.InputIDs), row(enc.AttentionMask), row(enc.TokenTypeIDs))
+				for _, r := range h {
+					for _, v := range r {
+						wantHidden = append(wantHidden, float32(v))
+					}
+				}
+				for _, v := range p {
+					wantPooled = append(wantPooled, float32(v))
+				}
+				for _, v := range lg {
+					wantLogits = append(wantLogits, float32(v))
+				}
+			}
+			if len(hidden) != enc.Batch*L*H || len(logits) != enc.Batch*labels {
+				t.Fatalf("output sizes: hidden %d (want %d), logits %d (want %d)", len(hidden), enc.Batch*L*H, len(logits), enc.Batch*labels)
+			}
+			for _, c := range []struct {
+				what      string
+				got, want []float32
+			}{{"hidden", hidden, wantHidden}, {"pooled", pooled, wantPooled}, {"logits", logits, wantLogits}} {
+				if d := maxAbsDiff(t, c.what, c.got, c.want); d > 2e-5 {
+					t.Errorf("%s: max abs diff to the host reference = %g, want <= 2e-5", c.what, d)
+				} else {
+					t.Logf("%s: max abs diff to the host reference = %.3g", c.what, d)
+				}
+			}
+		})
+	}
+}
+
+// TestEncoderIgnoresPadding checks that the attention mask works: the same texts padded to 8
+// or to 12 positions give the same hidden states on the real tokens and the same pooled
+// output.
+func TestEncoderIgnoresPadding(t *testing.T) {
+	backend := mustGoBackend(t)
+	clf, tok := newMicroModel(t, backend, 11, 12)
+	short, err := tok.WithBuckets(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"The movie was great!", "bad", "東京 is fun"}
+	encLong, encShort := tok.EncodeBatch(texts), short.EncodeBatch(texts)
+	if encLong.Len != 12 || encShort.Len != 8 {
+		t.Fatalf("padded lengths = %d and %d, want 12 and 8", encLong.Len, encShort.Len)
+	}
+	hLong, pLong := encodeOnce(t, backend, clf, encLong)
+	hShort, pShort := encodeOnce(t, backend, clf, encShort)
+	if d := maxAbsDiff(t, "pooled", pLong, pShort); d > 1e-5 {
+		t.Errorf("pooled output changes with the padding length: max abs diff %g", d)
+	}
+	H := clf.Config.HiddenSize
+	for b := range texts {
+		for pos := range encShort.Len {
+			if encShort.AttentionMask[b*encShort.Len+pos] == 0 {
+				continue
+			}
+			long := hLong[(b*encLong.Len+pos)*H : (b*encLong.Len+pos+1)*H]
+			shortRow := hShort[(b*encShort.Len+pos)*H : (b*encShort.Len+pos+1)*H]
+			if d := maxAbsDiff(t, "hidden", long, shortRow); d > 1e-5 {
+				t.Errorf("text %d position %d: hidden state changes with padding: max abs diff %g", b, pos, d)
+			}
+		}
+	}
+}
+
+// TestDropoutOnlyWhenTraining checks that inference is deterministic, that dropout changes the
+// output in training mode, and that the training graph has finite, non-zero gradients for
+// every variable.
+func TestDropoutOnlyWhenTraining(t *testing.T) {
+	backend := mustGoBackend(t)
+	clf, tok := newMicroModel(t, backend, 3, 12)
+	enc := tok.EncodeBatch(referenceTexts)
+	eval1 := logitsOnce(t, backend, clf, enc, false)
+	eval2 := logitsOnce(t, backend, clf, enc, false)
+	if d := maxAbsDiff(t, "eval", eval1, eval2); d != 0 {
+		t.Errorf("inference is not deterministic: max abs diff %g", d)
+	}
+	train := logitsOnce(t, backend, clf, enc, true)
+	if d := maxAbsDiff(t, "train vs eval", train, eval1); d < 1e-4 {
+		t.Errorf("training-mode logits equal inference logits (max abs diff %g): dropout is not applied", d)
+	}
+
+	exec, err := model.NewExec(backend, clf.Store(), func(s *model.Scope, ids, mask, types, labels *Node) []*Node {
+		g := ids.Graph()
+		s.Store().SetTraining(g, true)
+		logits := clf.Logits(s, []*Node{ids, mask, types})
+		// Cross-entropy written out: logsumexp(logits) - logits[label].
+		oneHot := OneHot(labels, clf.Config.NumLabels, dtypes.Float32)
+		maxLogit := StopGradient(ReduceAndKeep(logits, ReduceMax, -1))
+		lse := Add(Log(ReduceSum(Exp(Sub(logits, maxLogit)), -1)), Squeeze(maxLogit, -1))
+		loss := ReduceAllMean(Sub(lse, ReduceSum(Mul(logits, oneHot), -1)))
+		grads := s.BuildTrainableVariablesGradientsGraph(loss)
+		norms := make([]*Node, len(grads))
+		for i, gr := range grads {
+			norms[i] = ReduceAllSum(Square(gr))
+		}
+		return append([]*Node{loss}, Stack(norms, 0))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := enc.Tensors()
+	labels := tensors.FromFlatDataAndDimensions([]int32{0, 1, 2, 1}, 4)
+	outs, err := exec.Call(in[0], in[1], in[2], labels)
+	if err != nil {
+		t.Fatalf("training graph: %v", err)
+	}
+	loss := tensors.MustCopyFlatData[float32](outs[0])[0]
+	norms := tensors.MustCopyFlatData[float32](outs[1])
+	if math.IsNaN(float64(loss)) || loss <= 0 {
+		t.Errorf("loss = %g, want a positive finite value", loss)
+	}
+	wantVars := len(clf.Config.Tensors())
+	if len(norms) != wantVars {
+		t.Errorf("got gradients for %d variables, want %d (all of the classifier's)", len(norms), wantVars)
+	}
+	for i, n := range norms {
+		if math.IsNaN(float64(n)) || math.IsInf(float64(n), 0) || n == 0 {
+			t.Errorf("gradient %d has squared norm %g, want finite and non-zero", i, n)
+		}
+	}
+}
+
+// TestEncoderRejectsBadInputs checks the messages of graph-building errors.
+func TestEncoderRejectsBadInputs(t *testing.T) {
+	backend := mustGoBackend(t)
+	clf, _ := newMicroModel(t, backend, 1, 12)
+	i32 := func(dims ...int) *tensors.Tensor {
+		return tensors.FromShape(shapes.Make(dtypes.Int32, dims...))
+	}
+	cases := []struct {
+		name    string
+		inputs  []*tensors.Tensor
+		wantErr string
+	}{
+		{"too long for the positions", []*tensors.Tensor{i32(2, 13), i32(2, 13), i32(2, 13)}, "max_position_embeddings"},
+		{"rank 1 ids", []*tensors.Tensor{i32(5), i32(5), i32(5)}, "input_ids must be"},
+		{"mask of another shape", []*tensors.Tensor{i32(2, 5), i32(2, 6), i32(2, 5)}, "attention_mask must be"},
+		{"float token types", []*tensors.Tensor{i32(2, 5), i32(2, 5), tensors.FromShape(shapes.Make(dtypes.Float32, 2, 5))}, "token_type_ids must be"},
+		{"one input", []*tensors.Tensor{i32(2, 5)}, "wants [input_ids, attention_mask, token_type_ids]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			exec, err := model.NewExec(backend, clf.Store(), func(s *model.Scope, inputs []*Node) *Node {
+				return clf.Logits(s, inputs)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := make([]any, len(c.inputs))
+			for i, in := range c.inputs {
+				args[i] = in
+			}
+			_, err = exec.Call(args...)
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("error = %v, want one containing %q", err, c.wantErr)
+			}
+		})
+	}
+}
+
+// TestMixedPrecision checks that bfloat16 and float16 compute dtypes give logits close to the
+// float32 ones (variables stay float32), on every available backend, and that a bf16
+// training graph builds.
+func TestMixedPrecision(t *testing.T) {
+	for name, backend := range testBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			clf, tok := newMicroModel(t, backend, 9, 12)
+			enc := tok.EncodeBatch(referenceTexts)
+			want := logitsOnce(t, backend, clf, enc, false)
+			for _, dt := range []dtypes.DType{dtypes.BFloat16, dtypes.Float16} {
+				if err := clf.SetComputeDType(dt); err != nil {
+					t.Fatal(err)
+				}
+				got := logitsOnce(t, backend, clf, enc, false)
+				d := maxAbsDiff(t, dt.String(), got, want)
+				t.Logf("%s logits: max abs diff to float32 = %.3g (logits up to %.3g)", dt, d, maxAbs(want))
+				if d == 0 || d > 0.05*maxAbs(want) {
+					t.Errorf("%s logits differ from float32 by %g: want a small non-zero rounding difference", dt, d)
+				}
+				if v := clf.Store().GetVariable("/bert/pooler/dense/weight"); v.DType() != dtypes.Float32 {
+					t.Errorf("variables must stay float32, got %s", v.DType())
+				}
+				logitsOnce(t, backend, clf, enc, true)
+			}
+			if err := clf.SetComputeDType(dtypes.Int32); err == nil {
+				t.Error("SetComputeDType(Int32) succeeded, want an error")
+			}
+		})
+	}
+}
+
+func maxAbs(values []float32) float64 {
+	m := 0.0
+	for _, v := range values {
+		m = max(m, math.Abs(float64(v)))
+	}
+	return m
+}

@@ -1,0 +1,263 @@
+package bert
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// LoadOptions configure LoadPretrained.
+type LoadOptions struct {
+	// MaxLen is the tokenizer's sequence length ([CLS] and [SEP] included); it must not be
+	// above the model's max_position_embeddings. 0 means 128 (or max_position_embeddings
+	// when smaller).
+	MaxLen int
+	// NumLabels overrides the config's num_labels for the fresh classification head
+	// (0 keeps the config's, which defaults to 2).
+	NumLabels int
+}
+
+// DefaultMaxLen is the sequence length used when LoadOptions.MaxLen is 0.
+const DefaultMaxLen = 128
+
+// LoadPretrained loads a Hugging Face BERT model folder (config.json, vocab.txt and/or
+// tokenizer.json, model.safetensors or a sharded model.safetensors.index.json) into store,
+// under the variable paths of Classifier (see VarPath), and returns the classifier and its
+// tokenizer. The classification head is not loaded: it is initialised fresh on first use.
+//
+// Tensor names may carry the "bert." prefix (BertForSequenceClassification, BertForMaskedLM
+// checkpoints such as bert-base-uncased) or not (BertModel and sentence-transformers
+// folders); F16 and BF16 tensors are converted to float32. Pre-training heads ("cls.*"),
+// the "position_ids" buffer and a previous "classifier.*" head are ignored.
+//
+// Errors, each naming what is wrong, stop the load before any variable is written: a
+// missing folder or config.json, a weights file in another format than safetensors, a
+// configuration this package cannot build, missing tensors, tensors whose shape differs
+// from the config, extra encoder tensors (another architecture, more layers), a vocabulary
+// whose size differs from the word embeddings, and MaxLen above max_position_embeddings.
+func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifier, *Tokenizer, error) {
+	if info, err := os.Stat(dir); err != nil {
+		return nil, nil, fmt.Errorf("bert: model folder: %w", err)
+	} else if !info.IsDir() {
+		return nil, nil, fmt.Errorf("bert: model folder %s is not a directory", dir)
+	}
+	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.NumLabels < 0 {
+		return nil, nil, fmt.Errorf("bert: NumLabels must not be negative, got %d", opts.NumLabels)
+	} else if opts.NumLabels > 0 {
+		cfg.NumLabels = opts.NumLabels
+	}
+	maxLen := opts.MaxLen
+	if maxLen == 0 {
+		maxLen = min(DefaultMaxLen, cfg.MaxPositionEmbeddings)
+	}
+	if err := cfg.CheckMaxLen(maxLen); err != nil {
+		return nil, nil, fmt.Errorf("%w (model %s)", err, filepath.Join(dir, "config.json"))
+	}
+	tok, err := LoadTokenizer(dir, maxLen)
+	if err != nil {
+		return nil, nil, err
+	}
+	values, err := readEncoderWeights(dir, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tok.VocabSize() != cfg.VocabSize {
+		return nil, nil, fmt.Errorf("bert: vocabulary %s has %d tokens but the word embeddings (vocab_size in %s) have %d rows",
+			tok.vocabFrom, tok.VocabSize(), filepath.Join(dir, "config.json"), cfg.VocabSize)
+	}
+	if store == nil {
+		store = model.NewStore()
+	}
+	if err := setVariables(store, values); err != nil {
+		return nil, nil, err
+	}
+	clf, err := NewClassifier(cfg, store)
+	if err != nil {
+		return nil, nil, err
+	}
+	return clf, tok, nil
+}
+
+// namedValues holds tensors by variable path, in a fixed order.
+type namedValues struct {
+	paths  []string
+	values map[string]*tensors.Tensor
+}
+
+// setVariables writes the tensors into store, creating or overwriting the variables.
+func setVariables(store *model.Store, nv *namedValues) error {
+	for _, path := range nv.paths {
+		t := nv.values[path]
+		if v := store.GetVariable(path); v != nil {
+			if !v.Shape().Equal(t.Shape()) {
+				return fmt.Errorf("bert: store already has variable %s with shape %s, the checkpoint has %s",
+					path, v.Shape(), t.Shape())
+			}
+			if err := v.SetValue(t); err != nil {
+				return fmt.Errorf("bert: setting variable %s: %w", path, err)
+			}
+			continue
+		}
+		if _, err := store.CreateVariable(path, t); err != nil {
+			return fmt.Errorf("bert: creating variable %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// weightsFiles returns the safetensors files of a model folder, or an error saying why there
+// is none.
+func weightsFiles(dir string) ([]string, error) {
+	single := filepath.Join(dir, "model.safetensors")
+	if _, err := os.Stat(single); err == nil {
+		return []string{single}, nil
+	}
+	index := filepath.Join(dir, "model.safetensors.index.json")
+	if contents, err := os.ReadFile(index); err == nil {
+		var doc struct {
+			WeightMap map[string]string `json:"weight_map"`
+		}
+		if err := json.Unmarshal(contents, &doc); err != nil {
+			return nil, fmt.Errorf("bert: parsing %s: %w", index, err)
+		}
+		seen := map[string]bool{}
+		var files []string
+		for _, f := range doc.WeightMap {
+			if !seen[f] {
+				seen[f] = true
+				files = append(files, filepath.Join(dir, filepath.FromSlash(f)))
+			}
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("bert: %s lists no weight files", index)
+		}
+		sort.Strings(files)
+		return files, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("bert: reading %s: %w", index, err)
+	}
+	for _, other := range []string{"pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack", "model.ckpt.index"} {
+		if _, err := os.Stat(filepath.Join(dir, other)); err == nil {
+			return nil, fmt.Errorf("bert: model folder %s has weights only as %s; only safetensors is supported: "+
+				"convert it with python -c \"from transformers import AutoModel; AutoModel.from_pretrained('%s').save_pretrained('%s', safe_serialization=True)\"",
+				dir, other, dir, dir)
+		}
+	}
+	return nil, fmt.Errorf("bert: model folder %s has no weights file (model.safetensors)", dir)
+}
+
+// readEncoderWeights reads and checks the encoder tensors of a model folder against cfg.
+func readEncoderWeights(dir string, cfg Config) (*namedValues, error) {
+	files, err := weightsFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	type source struct {
+		file   *stFile
+		stName string
+	}
+	found := make(map[string]source) // canonical HF name -> where it is
+	var problems, unexpected []string
+	var opened []*stFile
+	defer func() {
+		for _, f := range opened {
+			_ = f.Close()
+		}
+	}()
+	for _, path := range files {
+		st, err := openSafetensors(path)
+		if err != nil {
+			return nil, err
+		}
+		opened = append(opened, st)
+		for stName := range st.entries {
+			name := canonicalHFName(stName)
+			if ignoredTensor(name) {
+				continue
+			}
+			if prev, dup := found[name]; dup {
+				return nil, fmt.Errorf("bert: %s: tensor %q appears twice (also as %q in %s)",
+					path, name, prev.stName, prev.file.path)
+			}
+			found[name] = source{st, stName}
+		}
+	}
+
+	expected := cfg.EncoderTensors()
+	expectedSet := make(map[string]bool, len(expected))
+	var missing []string
+	for _, spec := range expected {
+		expectedSet[spec.Name] = true
+		src, ok := found[spec.Name]
+		if !ok {
+			missing = append(missing, spec.Name)
+			continue
+		}
+		if e := src.file.entries[src.stName]; !slicesEqual(e.Shape, spec.Dims) {
+			problems = append(problems, fmt.Sprintf("%s has shape %v, config wants %v", src.stName, e.Shape, spec.Dims))
+		}
+	}
+	for name, src := range found {
+		if !expectedSet[name] {
+			unexpected = append(unexpected, src.stName)
+		}
+	}
+	sort.Strings(unexpected)
+	var msgs []string
+	if len(missing) > 0 {
+		msgs = append(msgs, fmt.Sprintf("%d missing tensors: %s", len(missing), listNames(missing)))
+	}
+	if len(problems) > 0 {
+		msgs = append(msgs, fmt.Sprintf("%d tensors with the wrong shape: %s", len(problems), listNames(problems)))
+	}
+	if len(unexpected) > 0 {
+		msgs = append(msgs, fmt.Sprintf("%d unexpected tensors (another architecture, or more layers than num_hidden_layers=%d): %s",
+			len(unexpected), cfg.NumHiddenLayers, listNames(unexpected)))
+	}
+	if len(msgs) > 0 {
+		return nil, fmt.Errorf("bert: weights in %s do not match %s: %s",
+			strings.Join(files, ", "), filepath.Join(dir, "config.json"), strings.Join(msgs, "; "))
+	}
+
+	nv := &namedValues{values: make(map[string]*tensors.Tensor, len(expected))}
+	for _, spec := range expected {
+		src := found[spec.Name]
+		data, err := src.file.readFloat32(src.stName)
+		if err != nil {
+			return nil, err
+		}
+		path, _ := VarPath(spec.Name)
+		nv.paths = append(nv.paths, path)
+		nv.values[path] = tensors.FromFlatDataAndDimensions(data, spec.Dims...)
+	}
+	return nv, nil
+}
+
+// ignoredTensor reports whether a checkpoint tensor (canonical name) is deliberately not
+// loaded: pre-training heads, the position_ids buffer, and a classification head (the head
+// is always initialised fresh).
+func ignoredTensor(name string) bool {
+	return strings.HasPrefix(name, "cls.") ||
+		strings.HasSuffix(name, "position_ids") ||
+		strings.HasPrefix(name, "classifier.")
+}
+
+// listNames joins names for an error message, keeping it readable for long lists.
+func listNames(names []string) string {
+	const limit = 8
+	if len(names) <= limit {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:limit], ", ") + fmt.Sprintf(", ... (%d more)", len(names)-limit)
+}
