@@ -16,8 +16,11 @@ export PYTHONPATH := $(PYDEPS)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 .PHONY: run test deps vet fuzz bench fetch-model env clean
 
-run:
-	$(GO) run ./examples/bert_classify $(ARGS)
+# The built-in sample (800 sentences) and a tiny random BERT; per-device batch 16 so that the
+# default 4 CPU devices still take several steps per epoch. ARGS adds or overrides flags.
+RUN_ARGS ?= --epochs 5 --batch_size 16
+run: deps
+	$(GO) run ./examples/bert_classify $(RUN_ARGS) $(ARGS)
 
 test: deps vet
 	$(GO) test -count=1 ./...

@@ -67,6 +67,8 @@ type Accelerator struct {
 	out     io.Writer
 	muOut   sync.Mutex
 	seed    int64
+	// goConfig is an explicit pure-Go backend configuration ("go:..."), if one was given.
+	goConfig string
 }
 
 var xlaForceCount = regexp.MustCompile(`--xla_force_host_platform_device_count=(\d+)`)
@@ -152,6 +154,10 @@ func (a *Accelerator) openBackend() error {
 	case c == "go" || c == "simplego":
 		a.info.Reason = "chosen by " + source
 		return a.openGo()
+	case strings.HasPrefix(c, "go:"):
+		a.info.Reason = "chosen by " + source
+		a.goConfig = strings.TrimSpace(choice)
+		return a.openGo()
 	case c == "xla" || c == "xla:cuda" || c == "xla:cpu" || c == "cuda" || c == "cpu":
 		want := strings.TrimPrefix(c, "xla:")
 		var ok bool
@@ -186,10 +192,20 @@ func (a *Accelerator) openBackend() error {
 	return a.openXLA(plugin)
 }
 
+// defaultGoConfig runs the pure-Go backend's ops one at a time (each op still uses every
+// core). GoMLX v0.28.3's default lets parallel ops each start parallel matmuls on a shared
+// worker pool, and a training step of the BERT example was seen to deadlock that way on a
+// 2-core machine (2 runs of 2); "go:ops_sequential" never did.
+const defaultGoConfig = "go:ops_sequential"
+
 func (a *Accelerator) openGo() error {
-	b, err := compute.NewWithConfig("go")
+	config := a.goConfig
+	if config == "" {
+		config = defaultGoConfig
+	}
+	b, err := compute.NewWithConfig(config)
 	if err != nil {
-		return errors.WithMessage(err, "accelerator: creating the pure-Go backend")
+		return errors.WithMessagef(err, "accelerator: creating the pure-Go backend (%q)", config)
 	}
 	if a.cfg.Devices > 1 {
 		return errors.Errorf("accelerator: %d devices requested but the pure-Go backend has 1; install XLA's "+

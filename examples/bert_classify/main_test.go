@@ -1,0 +1,127 @@
+package main
+
+import (
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/goaccel/goaccel/accelerator"
+)
+
+// cpuPlugin finds XLA's CPU plugin for the multi-device test; it skips loudly without one,
+// except under CI where the plugin is installed by make deps and its absence is a failure.
+func cpuPlugin(t *testing.T) string {
+	t.Helper()
+	for _, p := range accelerator.FindPlugins() {
+		if p.Kind == accelerator.PluginCPU {
+			return p.Path
+		}
+	}
+	_, file, _, _ := runtime.Caller(0)
+	local := filepath.Join(filepath.Dir(file), "..", "..", ".deps", "pjrt-cpu", "lammps_jax_pjrt_cpu", "pjrt_c_api_cpu_plugin.so")
+	if _, err := os.Stat(local); err == nil {
+		return local
+	}
+	msg := "SKIPPING: no XLA CPU PJRT plugin found (run `make deps`)"
+	if os.Getenv("CI") != "" {
+		t.Fatal("CI is set but " + msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// TestTinyModelSameLossesOn1And4Devices trains the built-in tiny BERT for a few steps at the
+// same global batch (16) on 1 and on 4 XLA CPU devices: the step losses must agree. Dropout is
+// off: its random masks depend on how XLA partitions the random-number generator over the
+// devices (as DDP's differ by rank), so with dropout the runs are statistically, not
+// numerically, alike.
+func TestTinyModelSameLossesOn1And4Devices(t *testing.T) {
+	plugin := cpuPlugin(t)
+	var ref []float64
+	for _, devices := range []int{1, 4} {
+		o := defaultOptions()
+		o.Backend, o.Devices, o.BatchSize = plugin, devices, 16/devices
+		o.Epochs, o.MaxSteps, o.Workers, o.Dropout = 1, 4, 0, 0
+		o.OutputDir = t.TempDir()
+		res, err := run(o, io.Discard)
+		if err != nil {
+			t.Fatalf("%d devices: %v", devices, err)
+		}
+		if len(res.StepLoss) != 4 {
+			t.Fatalf("%d devices: %d step losses, want 4", devices, len(res.StepLoss))
+		}
+		if devices == 1 {
+			ref = res.StepLoss
+			continue
+		}
+		for i, l := range res.StepLoss {
+			if math.Abs(l-ref[i]) > 1e-4 {
+				t.Errorf("step %d: loss %.6f on 4 devices, %.6f on 1", i, l, ref[i])
+			}
+		}
+		t.Logf("losses 1 device %v, 4 devices %v", ref, res.StepLoss)
+	}
+}
+
+// TestDefaultRunLearns trains the default tiny model on the built-in data (on one XLA CPU
+// device, for speed) and checks it learns and writes the run directory.
+func TestDefaultRunLearns(t *testing.T) {
+	o := defaultOptions()
+	o.Backend, o.Devices, o.BatchSize, o.Epochs, o.Workers = cpuPlugin(t), 1, 32, 3, 1
+	o.OutputDir = t.TempDir()
+	res, err := run(o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if best := res.Best; best < 0.7 {
+		t.Errorf("best test accuracy %.3f after %d epochs on the built-in data, want clearly above chance (>= 0.7)", best, o.Epochs)
+	}
+	for _, f := range []string{"config.json", "metrics.jsonl", "curves.png", "curves.svg", "best/model.safetensors", "best/config.json"} {
+		if _, err := os.Stat(filepath.Join(o.OutputDir, f)); err != nil {
+			t.Errorf("run directory lacks %s: %v", f, err)
+		}
+	}
+}
+
+func TestBadFlagsStopBeforeTraining(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(*options)
+		want string
+	}{
+		{"missing data dir", func(o *options) { o.DataDir = "/nonexistent/rt" }, "--data_dir /nonexistent/rt"},
+		{"data dir without files", func(o *options) { o.DataDir = t.TempDir() }, "want exactly one *.pos and one *.neg"},
+		{"model dir without weights", func(o *options) { o.ModelDir = t.TempDir() }, "config.json"},
+		{"max_len above positions", func(o *options) { o.MaxLen = 4096 }, "max_len"},
+		{"zero batch", func(o *options) { o.BatchSize = 0 }, "--batch_size 0"},
+		{"bad test size", func(o *options) { o.TestSize = 1.5 }, "--test_size"},
+		{"unknown backend", func(o *options) { o.Backend = "tpu" }, `unknown backend "tpu"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := defaultOptions()
+			o.Backend = "go"
+			o.OutputDir = t.TempDir()
+			c.edit(&o)
+			_, err := run(o, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error mentioning %q", err, c.want)
+			}
+		})
+	}
+	t.Run("empty line in data", func(t *testing.T) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "x.pos"), []byte("good movie\n\nfine film\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "x.neg"), []byte("bad movie\n"), 0o644)
+		o := defaultOptions()
+		o.Backend, o.DataDir, o.OutputDir = "go", dir, t.TempDir()
+		_, err := run(o, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "x.pos:2") {
+			t.Errorf("got %v, want an error naming x.pos:2", err)
+		}
+	})
+}
