@@ -148,7 +148,7 @@ func run() error {
 				stockTotal += sps
 			}
 			out, _ := json.Marshal(map[string]any{"impl": impl, "round": round, "work": "mlp",
-				"shape": map[string]int{"batch": *flagBatch, "hidden": *flagHidden, "layers": *flagLayers},
+				"shape":   map[string]int{"batch": *flagBatch, "hidden": *flagHidden, "layers": *flagLayers},
 				"backend": acc.Info().Backend, "steps_per_s": round3(sps), "examples_per_s": round3(sps * float64(*flagBatch)),
 				"last_loss": round3(last)})
 			fmt.Println(string(out))
