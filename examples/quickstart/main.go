@@ -12,6 +12,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/metrics"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/layers"
@@ -74,15 +75,13 @@ func main() {
 			return []*Node{logits(s, b.Inputs[0])}
 		})
 		check(err)
-		preds, _ := res.Argmax(0)
-		labels, _ := res.IntLabels()
-		correct := 0
-		for i := range preds {
-			if preds[i] == labels[i] {
-				correct++
-			}
-		}
-		acc.Print(fmt.Sprintf("epoch %d  loss %.4f  test accuracy %.3f (%d examples)", epoch, last, float64(correct)/float64(len(preds)), len(preds)))
+		preds, err := res.Argmax(0)
+		check(err)
+		labels, err := res.IntLabels()
+		check(err)
+		accuracy, err := metrics.Accuracy(preds, labels, nil)
+		check(err)
+		acc.Print(fmt.Sprintf("epoch %d  loss %.4f  test accuracy %.3f (%d examples)", epoch, last, accuracy, len(preds)))
 	}
 }
 
