@@ -38,6 +38,9 @@ func main() {
 	fs.IntVar(&opts.Workers, "workers", opts.Workers, "goroutines that tokenize and collate batches ahead of training")
 	fs.Float64Var(&opts.Dropout, "dropout", opts.Dropout, "dropout rate of every layer; negative: the model's own (0.1 for BERT)")
 	fs.IntVar(&opts.MaxSteps, "max_steps", 0, "stop each epoch after this many steps (0: whole epochs); for quick checks")
+	fs.BoolVar(&opts.Fit, "fit", false, "train with trainer.Fit (progress bars, checkpoints, resume) instead of the hand-written loop")
+	fs.StringVar(&opts.Schedule, "schedule", opts.Schedule, `learning-rate schedule with --fit: "constant", "linear" or "cosine"`)
+	fs.Int64Var(&opts.WarmupSteps, "warmup_steps", 0, "linear warm-up updates with --fit")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if err == flag.ErrHelp {
 			return

@@ -125,3 +125,34 @@ func TestBadFlagsStopBeforeTraining(t *testing.T) {
 		}
 	})
 }
+
+// TestFitStyle runs the same program through trainer.Fit (--fit): it learns and leaves a
+// resumable run directory; giving the directory again finds the run complete.
+func TestFitStyle(t *testing.T) {
+	o := defaultOptions()
+	o.Backend, o.Devices, o.BatchSize, o.Epochs, o.Workers, o.Fit = cpuPlugin(t), 2, 16, 3, 1, true
+	o.OutputDir = t.TempDir()
+	var out strings.Builder
+	res, err := run(o, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Best < 0.7 {
+		t.Errorf("best accuracy %.3f with --fit, want >= 0.7", res.Best)
+	}
+	for _, f := range []string{"config.json", "metrics.jsonl", "curves.png", "best"} {
+		if _, err := os.Stat(filepath.Join(o.OutputDir, f)); err != nil {
+			t.Errorf("run directory lacks %s: %v", f, err)
+		}
+	}
+	if strings.Contains(out.String(), "\x1b") {
+		t.Error("progress written to a non-terminal contains escape codes")
+	}
+	out.Reset()
+	if _, err := run(o, &out); err != nil {
+		t.Fatalf("second run on the same directory: %v", err)
+	}
+	if !strings.Contains(out.String(), "complete") {
+		t.Errorf("second run did not report the run complete:\n%s", out.String())
+	}
+}

@@ -29,13 +29,17 @@ var sample embed.FS
 // options are the program's flags.
 type options struct {
 	DataDir, ModelDir, OutputDir, MixedPrecision, Backend string
+	Fit                                                   bool   // use trainer.Fit instead of the hand-written loop
+	Schedule                                              string // learning-rate schedule of --fit
+	WarmupSteps                                           int64
 	Epochs, BatchSize, MaxLen, Devices, Workers, MaxSteps int
 	LR, TestSize, Dropout                                 float64
 	Seed                                                  int64
 }
 
 func defaultOptions() options {
-	return options{Epochs: 3, BatchSize: 64, MaxLen: 64, Seed: 42, TestSize: 0.1, MixedPrecision: "no", Workers: 2, Dropout: -1}
+	return options{Epochs: 3, BatchSize: 64, MaxLen: 64, Seed: 42, TestSize: 0.1, MixedPrecision: "no", Workers: 2, Dropout: -1,
+		Schedule: "constant"}
 }
 
 // result is what a run reports (and what the tests check).
@@ -100,8 +104,12 @@ func run(o options, out io.Writer) (*result, error) {
 		return nil, err
 	}
 
-	// Optimizer and Prepare: variables replicated on every device, batches sharded.
 	lr := o.learningRate()
+	if o.Fit {
+		return fitRun(acc, o, lr, clf, trainLoader, testLoader, out)
+	}
+
+	// Optimizer and Prepare: variables replicated on every device, batches sharded.
 	job, err := acc.Prepare(clf, optimizer.Adam().LearningRate(lr).Done(), trainLoader)
 	if err != nil {
 		return nil, err
@@ -157,6 +165,32 @@ func run(o options, out io.Writer) (*result, error) {
 		}
 	}
 	return res, nil
+}
+
+// fitRun is the same training with the trainer package's loop instead of the hand-written
+// one: progress bars, metrics.jsonl, checkpoints (resumable: give the same --output_dir
+// again), the best model by accuracy and the curves.
+func fitRun(acc *accelerator.Accelerator, o options, lr float64, clf *bert.Classifier,
+	trainLoader, testLoader data.Source, out io.Writer) (*result, error) {
+	dir := o.OutputDir
+	if dir == "" {
+		dir = filepath.Join("runs", "bert_classify-fit-"+time.Now().Format("20060102-150405"))
+	}
+	tr, err := trainer.New(acc, clf, optimizer.Adam().LearningRate(lr).Done(), trainer.Classification(2, clf.Logits))
+	if err != nil {
+		return nil, err
+	}
+	res, err := tr.Fit(trainLoader, testLoader, trainer.Config{
+		OutputDir: dir, Epochs: o.Epochs, MaxSteps: int64(o.MaxSteps), LearningRate: lr,
+		Schedule: o.Schedule, WarmupSteps: o.WarmupSteps, BestMetric: "accuracy", Output: out,
+		Extra: map[string]any{"data_dir": o.DataDir, "model_dir": o.ModelDir, "batch_size": o.BatchSize,
+			"max_len": o.MaxLen, "seed": o.Seed, "test_size": o.TestSize, "dropout": o.Dropout},
+	})
+	if err != nil {
+		return nil, err
+	}
+	acc.Printf("best test accuracy %.4f at step %d; checkpoint %s", res.Best, res.BestStep, res.BestCheckpoint)
+	return &result{Best: res.Best, OutputDir: res.RunDir}, nil
 }
 
 // stepFn is one training step: the loss of the (global) batch, and Backward on it.
