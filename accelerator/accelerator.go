@@ -31,8 +31,10 @@ type Config struct {
 	// plugin it is also how many host devices are created (default 4 there, or
 	// $GOACCEL_DEVICES, or --xla_force_host_platform_device_count in $XLA_FLAGS).
 	Devices int
-	// MixedPrecision is "no" (the default, also "" or "fp32"). "bf16" is reserved and
-	// rejected for now with an error that says so.
+	// MixedPrecision is "no" (the default, also "" or "fp32") or "bf16": the model computes
+	// its activations in bfloat16 while the variables (master weights), the optimizer state
+	// and the gradient update stay float32. Prepare hands the precision to models that
+	// implement ComputeDTypeSetter (bert.Classifier does) and refuses models that do not.
 	MixedPrecision string
 	// Seed seeds variable initialisation and in-graph randomness (dropout) of prepared models.
 	Seed int64
@@ -52,7 +54,7 @@ type Info struct {
 	Reason    string // why this backend was chosen
 	Devices   int    // devices in use
 	Available int    // devices the backend exposes
-	Precision string // "fp32" (or "bf16" once supported)
+	Precision string // "fp32" or "bf16"
 	Found     []Plugin
 }
 
@@ -88,7 +90,7 @@ func New(cfg Config) (*Accelerator, error) {
 	case "", "no", "fp32":
 		cfg.MixedPrecision = "no"
 	case "bf16":
-		return nil, errors.New(`accelerator: MixedPrecision "bf16" is not implemented yet; use "no" (fp32)`)
+		cfg.MixedPrecision = "bf16"
 	default:
 		return nil, errors.Errorf(`accelerator: unknown MixedPrecision %q: valid values are "no" and "bf16"`, cfg.MixedPrecision)
 	}

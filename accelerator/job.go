@@ -111,6 +111,9 @@ func (a *Accelerator) Prepare(m model.StoreProvider, opt optimizer.Interface, sr
 	if j.opts.clipNorm < 0 {
 		return nil, errors.Errorf("accelerator.Prepare: clip norm must be >= 0, got %g", j.opts.clipNorm)
 	}
+	if err := a.applyPrecision(m); err != nil {
+		return nil, err
+	}
 	root := j.store.RootScope()
 	if _, found := j.store.GetParam(initializer.ParamInitialSeed); !found {
 		root.SetParam(initializer.ParamInitialSeed, a.seed)

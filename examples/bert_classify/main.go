@@ -32,7 +32,7 @@ func main() {
 	fs.Int64Var(&opts.Seed, "seed", opts.Seed, "seed of the split, the shuffling and the initialisation")
 	fs.Float64Var(&opts.TestSize, "test_size", opts.TestSize, "fraction of the data held out for testing")
 	fs.StringVar(&opts.OutputDir, "output_dir", "", "run directory; empty: runs/bert_classify-<time>")
-	fs.StringVar(&opts.MixedPrecision, "mixed_precision", opts.MixedPrecision, `"no" (fp32) or "bf16"`)
+	fs.StringVar(&opts.MixedPrecision, "mixed_precision", opts.MixedPrecision, `"no" (fp32) or "bf16" (bfloat16 activations, float32 master weights)`)
 	fs.IntVar(&opts.Devices, "devices", 0, "devices to use; 0: all found (on XLA's CPU plugin: how many host devices to create)")
 	fs.StringVar(&opts.Backend, "backend", "", `backend: "go", "xla:cpu", "xla:cuda" or a plugin path; empty: discover`)
 	fs.IntVar(&opts.Workers, "workers", opts.Workers, "goroutines that tokenize and collate batches ahead of training")

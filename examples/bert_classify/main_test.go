@@ -156,3 +156,22 @@ func TestFitStyle(t *testing.T) {
 		t.Errorf("second run did not report the run complete:\n%s", out.String())
 	}
 }
+
+// TestMixedPrecisionBF16 trains with --mixed_precision bf16 (bfloat16 activations, float32
+// master weights): it still learns, and the run records the precision.
+func TestMixedPrecisionBF16(t *testing.T) {
+	o := defaultOptions()
+	o.Backend, o.Devices, o.BatchSize, o.Epochs, o.Workers, o.MixedPrecision = cpuPlugin(t), 2, 16, 3, 1, "bf16"
+	o.OutputDir = t.TempDir()
+	res, err := run(o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Best < 0.7 {
+		t.Errorf("best accuracy %.3f in bf16, want >= 0.7", res.Best)
+	}
+	cfg, err := os.ReadFile(filepath.Join(o.OutputDir, "config.json"))
+	if err != nil || !strings.Contains(string(cfg), "precision bf16") {
+		t.Errorf("config.json does not record bf16 (%v)", err)
+	}
+}

@@ -1,0 +1,40 @@
+package accelerator
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+type dtypeModel struct {
+	store *model.Store
+	got   dtypes.DType
+}
+
+func (m *dtypeModel) Store() *model.Store                  { return m.store }
+func (m *dtypeModel) SetComputeDType(d dtypes.DType) error { m.got = d; return nil }
+
+func TestMixedPrecisionIsHandedToTheModel(t *testing.T) {
+	a, err := New(Config{Backend: "go", MixedPrecision: "bf16", Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.Info().Precision != "bf16" || a.ComputeDType() != dtypes.BFloat16 || !strings.Contains(a.Plan(), "precision bf16") {
+		t.Errorf("precision %q, compute dtype %s, plan %q", a.Info().Precision, a.ComputeDType(), a.Plan())
+	}
+	m := &dtypeModel{store: model.NewStore()}
+	if _, err := a.Prepare(m, optimizer.Adam().Done(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if m.got != dtypes.BFloat16 {
+		t.Errorf("model got compute dtype %s, want BFloat16", m.got)
+	}
+	_, err = a.Prepare(model.NewStore(), optimizer.Adam().Done(), nil)
+	if err == nil || !strings.Contains(err.Error(), "needs a model that can compute in bfloat16") {
+		t.Errorf("a model without SetComputeDType: got %v", err)
+	}
+}
