@@ -112,12 +112,19 @@ func TestEquivalenceAcrossDeviceCounts(t *testing.T) {
 				t.Errorf("%d devices, step %d: loss %.7f, 1 device %.7f", n, i, losses[i], refLoss[i])
 			}
 		}
+		worstParam, worstLoss := 0.0, 0.0
 		for name, p := range params {
-			if d := maxDiff(p, refParams[name]); d > equivTol {
+			d := maxDiff(p, refParams[name])
+			worstParam = math.Max(worstParam, d)
+			if d > equivTol {
 				t.Errorf("%d devices: %s differs from 1 device by %g (tolerance %g)", n, name, d, equivTol)
 			}
 		}
-		t.Logf("%d devices: final loss %.6f (1 device %.6f)", n, losses[29], refLoss[29])
+		for i := range losses {
+			worstLoss = math.Max(worstLoss, math.Abs(losses[i]-refLoss[i]))
+		}
+		t.Logf("%d devices: final loss %.6f (1 device %.6f); max |loss diff| %.2g, max |param diff| %.2g over 30 steps",
+			n, losses[29], refLoss[29], worstLoss, worstParam)
 	}
 }
 
