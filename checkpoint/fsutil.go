@@ -4,69 +4,13 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/goaccel/goaccel/internal/fsutil"
 	"github.com/pkg/errors"
 )
 
 // syncDir fsyncs a directory, so that the entries created or renamed in it reach stable storage.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return errors.Wrap(err, "checkpoint: opening directory to sync it")
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return errors.Wrapf(err, "checkpoint: syncing directory %s", dir)
-	}
-	return nil
-}
-
-// writeFileSync writes data to path (created or truncated), fsyncs and closes it.
-func writeFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return errors.Wrap(err, "checkpoint")
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return errors.Wrapf(err, "checkpoint: writing %s", path)
-	}
-	return nil
-}
-
-// writeFileAtomic replaces path with data so that a reader (or a crash) sees either the old
-// content or the new one, never a mix: it writes a temporary file beside path, fsyncs it, renames
-// it over path and fsyncs the directory.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-")
-	if err != nil {
-		return errors.Wrap(err, "checkpoint")
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return errors.Wrapf(err, "checkpoint: writing %s", path)
-	}
-	return syncDir(dir)
+	return errors.WithMessage(fsutil.SyncDir(dir), "checkpoint")
 }
 
 // replaceDir moves the complete directory src to dst. If dst exists, it is replaced atomically

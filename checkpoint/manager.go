@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/goaccel/goaccel/internal/fsutil"
 	"github.com/pkg/errors"
 )
 
@@ -23,8 +24,8 @@ const (
 	// DirPrefix starts every checkpoint directory name: DirPrefix + zero-padded step.
 	DirPrefix = "ckpt-"
 
-	tmpPrefix   = ".tmp-"   // Checkpoints being written.
-	trashPrefix = ".trash-" // Checkpoints being deleted.
+	tmpPrefix   = fsutil.TempPrefix // Checkpoints and the latest file being written.
+	trashPrefix = ".trash-"         // Checkpoints being deleted.
 )
 
 // ckptNameRE matches checkpoint directory names and captures the step.
@@ -199,8 +200,8 @@ func (m *Manager) save(path string, st *State) error {
 			return errors.Wrapf(err, "checkpoint: encoding %s", f.name)
 		}
 		raw = append(raw, '\n')
-		if err := writeFileSync(filepath.Join(tmp, f.name), raw); err != nil {
-			return err
+		if err := fsutil.WriteFileSync(filepath.Join(tmp, f.name), raw); err != nil {
+			return errors.WithMessage(err, "checkpoint")
 		}
 		man.Files[f.name] = entryFor(raw)
 	}
@@ -208,8 +209,8 @@ func (m *Manager) save(path string, st *State) error {
 	if err != nil {
 		return errors.Wrap(err, "checkpoint: encoding manifest")
 	}
-	if err := writeFileSync(filepath.Join(tmp, ManifestFile), append(raw, '\n')); err != nil {
-		return err
+	if err := fsutil.WriteFileSync(filepath.Join(tmp, ManifestFile), append(raw, '\n')); err != nil {
+		return errors.WithMessage(err, "checkpoint")
 	}
 	if err := syncDir(tmp); err != nil {
 		return err
@@ -223,8 +224,8 @@ func (m *Manager) save(path string, st *State) error {
 	if err := syncDir(m.dir); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(m.dir, LatestFile), []byte(filepath.Base(path)+"\n")); err != nil {
-		return err
+	if err := fsutil.WriteFileAtomic(filepath.Join(m.dir, LatestFile), []byte(filepath.Base(path)+"\n")); err != nil {
+		return errors.WithMessage(err, "checkpoint")
 	}
 	if old != "" {
 		if err := os.RemoveAll(old); err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/goaccel/goaccel/checkpoint/safetensors"
+	"github.com/goaccel/goaccel/internal/fsutil"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/pkg/errors"
@@ -68,21 +69,14 @@ func collectVariables(store *model.Store, rename func(string) (string, bool)) (w
 // writeVarFile writes f to dir/name, fsyncs it and returns its manifest entry.
 func writeVarFile(dir, name string, vf *varFile) (fileEntry, error) {
 	path := filepath.Join(dir, name)
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fileEntry{}, errors.Wrap(err, "checkpoint")
-	}
 	p := newPipeHash()
-	_, err = safetensors.Write(&hashWriter{w: fh, p: p}, vf.tensors, vf.metadata)
+	err := fsutil.WriteSync(path, func(w io.Writer) error {
+		_, err := safetensors.Write(&hashWriter{w: w, p: p}, vf.tensors, vf.metadata)
+		return err
+	})
 	sum, n := p.sum()
-	if err == nil {
-		err = fh.Sync()
-	}
-	if cerr := fh.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
-		return fileEntry{}, errors.WithMessagef(err, "checkpoint: writing %s", path)
+		return fileEntry{}, errors.WithMessage(err, "checkpoint")
 	}
 	return fileEntry{Size: n, SHA256: sum}, nil
 }

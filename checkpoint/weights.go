@@ -1,14 +1,11 @@
 package checkpoint
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
+	"io"
+	"slices"
 
 	"github.com/goaccel/goaccel/checkpoint/safetensors"
-	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/compute/dtypes/bfloat16"
-	"github.com/gomlx/compute/dtypes/float16"
+	"github.com/goaccel/goaccel/internal/fsutil"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -60,27 +57,11 @@ func ExportWeights(path string, store *model.Store, names func(varPath string) (
 	if len(out) == 0 {
 		return errors.Errorf("checkpoint: ExportWeights: no variable selected for %s", path)
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-")
-	if err != nil {
-		return errors.Wrap(err, "checkpoint: ExportWeights")
-	}
-	tmp := f.Name()
-	_, err = safetensors.Write(f, out, map[string]string{metaFormat: "pt"})
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return errors.WithMessagef(err, "checkpoint: ExportWeights: writing %s", path)
-	}
-	return syncDir(dir)
+	err := fsutil.WriteAtomic(path, func(w io.Writer) error {
+		_, err := safetensors.Write(w, out, map[string]string{metaFormat: "pt"})
+		return err
+	})
+	return errors.WithMessage(err, "checkpoint: ExportWeights")
 }
 
 // ImportWeights reads a safetensors file (such as a Hugging Face model's) into Store variables
@@ -146,14 +127,14 @@ func ImportWeights(path string, store *model.Store, mapping func(name string) (v
 		v := findVariable(store, varPath)
 		if v != nil {
 			want, got := v.Shape(), t.Shape()
-			if !slicesEqual(want.Dimensions, got.Dimensions) {
+			if !slices.Equal(want.Dimensions, got.Dimensions) {
 				return fail("tensor %q has shape %v, variable %q has %v", nt.Name, got.Dimensions, varPath, want.Dimensions)
 			}
 			if want.DType != got.DType {
 				if !want.DType.IsFloat() || !got.DType.IsFloat() {
 					return fail("tensor %q is %s, variable %q is %s", nt.Name, got.DType, varPath, want.DType)
 				}
-				converted, err := convertFloat(t, want.DType)
+				converted, err := safetensors.ConvertFloat(t, want.DType)
 				if err != nil {
 					return fail("tensor %q: %v", nt.Name, err)
 				}
@@ -186,18 +167,6 @@ func findVariable(store *model.Store, path string) *model.Variable {
 	return nil
 }
 
-func slicesEqual(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TransposeMatrix returns the transpose of a rank-2 tensor (a new host tensor); other ranks are
 // an error. Use it in a Transform for PyTorch Linear weights.
 func TransposeMatrix(t *tensors.Tensor) (*tensors.Tensor, error) {
@@ -222,59 +191,4 @@ func TransposeMatrix(t *tensors.Tensor) (*tensors.Tensor, error) {
 		return nil, cerr
 	}
 	return out, err
-}
-
-// convertFloat converts a floating-point tensor to another floating-point dtype on the host.
-func convertFloat(t *tensors.Tensor, to dtypes.DType) (*tensors.Tensor, error) {
-	var vals []float64
-	err := t.ConstFlatData(func(flat any) {
-		switch s := flat.(type) {
-		case []float32:
-			vals = make([]float64, len(s))
-			for i, x := range s {
-				vals[i] = float64(x)
-			}
-		case []float64:
-			vals = append([]float64(nil), s...)
-		case []float16.Float16:
-			vals = make([]float64, len(s))
-			for i, x := range s {
-				vals[i] = float64(x.Float32())
-			}
-		case []bfloat16.BFloat16:
-			vals = make([]float64, len(s))
-			for i, x := range s {
-				vals[i] = x.Float64()
-			}
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	if vals == nil && t.Shape().Size() > 0 {
-		return nil, fmt.Errorf("cannot convert %s to %s", t.Shape().DType, to)
-	}
-	out := tensors.FromShape(shapes.Make(to, t.Shape().Dimensions...))
-	err = out.MutableFlatData(func(flat any) {
-		switch d := flat.(type) {
-		case []float32:
-			for i := range d {
-				d[i] = float32(vals[i])
-			}
-		case []float64:
-			copy(d, vals)
-		case []float16.Float16:
-			for i := range d {
-				d[i] = float16.FromFloat32(float32(vals[i]))
-			}
-		case []bfloat16.BFloat16:
-			for i := range d {
-				d[i] = bfloat16.FromFloat64(vals[i])
-			}
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }

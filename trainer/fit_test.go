@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,7 +83,7 @@ func TestFitEndToEnd(t *testing.T) {
 				t.Errorf("eval record at step %d has no accuracy: %v", r.Step, r.Eval)
 			}
 		}
-		if want := []int64{3, 4, 6, 8, 9, 12}; !equalInts(evalSteps, want) {
+		if want := []int64{3, 4, 6, 8, 9, 12}; !slices.Equal(evalSteps, want) {
 			t.Errorf("%d device(s): evaluations at steps %v, want %v", devices, evalSteps, want)
 		}
 		if first, last := train[0].Loss, train[len(train)-1].Loss; !(last < first) {
@@ -118,18 +119,6 @@ func TestFitEndToEnd(t *testing.T) {
 			t.Errorf("final weights on 4 devices differ from 1 device by %g at %s", d, where)
 		}
 	}
-}
-
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func checkConfigJSON(t *testing.T, dir string, devices int) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/goaccel/goaccel/internal/fsutil"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -48,8 +49,8 @@ func Plot(dir string) ([]string, error) {
 			return out, fmt.Errorf("trainer: plot: encoding %s: %w", c.name, err)
 		}
 		path := filepath.Join(dir, c.name)
-		if err := writeFileAtomic(path, buf.Bytes()); err != nil {
-			return out, err
+		if err := fsutil.WriteFileAtomic(path, buf.Bytes()); err != nil {
+			return out, fmt.Errorf("trainer: %w", err)
 		}
 		out = append(out, path)
 	}

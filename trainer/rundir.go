@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/goaccel/goaccel/internal/fsutil"
 )
 
 // Names inside a run directory.
@@ -190,28 +192,8 @@ func writeJSONAtomic(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("trainer: encoding %s: %w", path, err)
 	}
-	return writeFileAtomic(path, append(raw, '\n'))
-}
-
-func writeFileAtomic(path string, raw []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
-	if err != nil {
+	if err := fsutil.WriteFileAtomic(path, append(raw, '\n')); err != nil {
 		return fmt.Errorf("trainer: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(raw)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("trainer: writing %s: %w", path, err)
 	}
 	return nil
 }
@@ -243,8 +225,8 @@ func openMetricsLog(path string, keep int, notice func(format string, args ...an
 		cut += bytes.IndexByte(raw[cut:], '\n') + 1
 	}
 	if cut < len(raw) {
-		if err := writeFileAtomic(path, raw[:cut]); err != nil {
-			return nil, err
+		if err := fsutil.WriteFileAtomic(path, raw[:cut]); err != nil {
+			return nil, fmt.Errorf("trainer: %w", err)
 		}
 		notice("trainer: %s: dropped %d record(s) written after the checkpoint (they will be written again)",
 			path, complete+torn-kept)

@@ -20,5 +20,7 @@
 //
 // Reading streams: [NewReader] parses the header and [Reader.Next] returns the tensors one at a
 // time in file order, so a caller can hash or check the bytes as they pass without holding the
-// file twice in memory.
+// file twice in memory. [Open] reads the header of a file and [File.Read] then loads tensors by
+// name, in any order, through their offsets, so a caller holds only the tensors it keeps.
+// [ConvertFloat] changes the precision of a loaded floating-point tensor (F16, BF16, F32, F64).
 package safetensors

@@ -87,13 +87,19 @@ type rawEntry struct {
 // ReadHeader reads and validates the length prefix and JSON header from r, leaving r positioned at
 // the start of the data section.
 func ReadHeader(r io.Reader) (*Header, error) {
+	return readHeader(r, MaxHeaderSize)
+}
+
+// readHeader is ReadHeader with a bound on the header length: MaxHeaderSize, or less when the
+// size of the file is known.
+func readHeader(r io.Reader, maxLen uint64) (*Header, error) {
 	var prefix [8]byte
 	if _, err := io.ReadFull(r, prefix[:]); err != nil {
 		return nil, errors.Wrap(noEOF(err), "safetensors: reading header length")
 	}
 	n := binary.LittleEndian.Uint64(prefix[:])
-	if n == 0 || n > MaxHeaderSize {
-		return nil, errors.Errorf("safetensors: header length %d out of range (1..%d): not a safetensors file, or damaged", n, MaxHeaderSize)
+	if n == 0 || n > maxLen {
+		return nil, errors.Errorf("safetensors: header length %d out of range (1..%d): not a safetensors file, or damaged", n, maxLen)
 	}
 	raw := make([]byte, n)
 	if _, err := io.ReadFull(r, raw); err != nil {

@@ -2,8 +2,8 @@ package safetensors
 
 import (
 	"io"
-	"os"
 
+	"github.com/goaccel/goaccel/internal/fsutil"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/pkg/errors"
 )
@@ -79,23 +79,13 @@ func Write(w io.Writer, ts []Named, metadata map[string]string) (int64, error) {
 	return total, nil
 }
 
-// WriteFile writes the tensors to the named file (created or truncated) and syncs it to stable
-// storage before closing. It is not atomic: a crash can leave a partial file (the checkpoint
-// package writes into a temporary directory for that reason).
+// WriteFile writes the tensors to the named file (created with mode 0644 before umask, or
+// truncated) and syncs it to stable storage before closing. It is not atomic: a crash can leave
+// a partial file (the checkpoint package writes into a temporary directory for that reason).
 func WriteFile(path string, ts []Named, metadata map[string]string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return errors.Wrap(err, "safetensors")
-	}
-	_, err = Write(f, ts, metadata)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return errors.WithMessagef(err, "safetensors: writing %s", path)
-	}
-	return nil
+	err := fsutil.WriteSync(path, func(w io.Writer) error {
+		_, err := Write(w, ts, metadata)
+		return err
+	})
+	return errors.WithMessage(err, "safetensors")
 }

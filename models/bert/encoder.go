@@ -83,24 +83,11 @@ func checkInputs(cfg Config, inputIDs, attentionMask, tokenTypeIDs *Node) {
 		if in.node == nil {
 			continue
 		}
-		if !in.node.DType().IsInt() || !slicesEqual(in.node.Shape().Dimensions, ids.Dimensions) {
+		if !in.node.DType().IsInt() || !slices.Equal(in.node.Shape().Dimensions, ids.Dimensions) {
 			exceptions.Panicf("bert: %s must be an integer tensor shaped like input_ids %v, got %s",
 				in.name, ids.Dimensions, in.node.Shape())
 		}
 	}
-}
-
-// slicesEqual reports whether two dimension lists are equal.
-func slicesEqual(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // embeddings sums word, position and token-type embeddings, then applies LayerNorm (in

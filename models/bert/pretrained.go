@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/goaccel/goaccel/checkpoint/safetensors"
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 )
@@ -164,33 +167,35 @@ func readEncoderWeights(dir string, cfg Config) (*namedValues, error) {
 		return nil, err
 	}
 	type source struct {
-		file   *stFile
+		file   *safetensors.File
 		stName string
+		info   safetensors.TensorInfo
 	}
 	found := make(map[string]source) // canonical HF name -> where it is
 	var problems, unexpected []string
-	var opened []*stFile
+	var opened []*safetensors.File
 	defer func() {
 		for _, f := range opened {
 			_ = f.Close()
 		}
 	}()
 	for _, path := range files {
-		st, err := openSafetensors(path)
+		// Only the headers are read here; each tensor is read below once everything checks out.
+		st, err := safetensors.Open(path)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("bert: weights: %w", err)
 		}
 		opened = append(opened, st)
-		for stName := range st.entries {
-			name := canonicalHFName(stName)
+		for _, info := range st.Header().Tensors {
+			name := canonicalHFName(info.Name)
 			if ignoredTensor(name) {
 				continue
 			}
 			if prev, dup := found[name]; dup {
 				return nil, fmt.Errorf("bert: %s: tensor %q appears twice (also as %q in %s)",
-					path, name, prev.stName, prev.file.path)
+					path, name, prev.stName, prev.file.Path())
 			}
-			found[name] = source{st, stName}
+			found[name] = source{st, info.Name, info}
 		}
 	}
 
@@ -204,8 +209,8 @@ func readEncoderWeights(dir string, cfg Config) (*namedValues, error) {
 			missing = append(missing, spec.Name)
 			continue
 		}
-		if e := src.file.entries[src.stName]; !slicesEqual(e.Shape, spec.Dims) {
-			problems = append(problems, fmt.Sprintf("%s has shape %v, config wants %v", src.stName, e.Shape, spec.Dims))
+		if !slices.Equal(src.info.Dims, spec.Dims) {
+			problems = append(problems, fmt.Sprintf("%s has shape %v, config wants %v", src.stName, src.info.Dims, spec.Dims))
 		}
 	}
 	for name, src := range found {
@@ -233,15 +238,43 @@ func readEncoderWeights(dir string, cfg Config) (*namedValues, error) {
 	nv := &namedValues{values: make(map[string]*tensors.Tensor, len(expected))}
 	for _, spec := range expected {
 		src := found[spec.Name]
-		data, err := src.file.readFloat32(src.stName)
+		t, err := readFloat32(src.file, src.stName)
 		if err != nil {
+			for _, t := range nv.values {
+				_ = t.FinalizeAll()
+			}
 			return nil, err
 		}
 		path, _ := VarPath(spec.Name)
 		nv.paths = append(nv.paths, path)
-		nv.values[path] = tensors.FromFlatDataAndDimensions(data, spec.Dims...)
+		nv.values[path] = t
 	}
 	return nv, nil
+}
+
+// readFloat32 reads one tensor of a weights file as float32, converting F16, BF16 and F64.
+func readFloat32(f *safetensors.File, name string) (*tensors.Tensor, error) {
+	info, _ := f.Lookup(name)
+	switch info.DType {
+	case dtypes.Float32, dtypes.Float16, dtypes.BFloat16, dtypes.Float64:
+	default:
+		dtype, _ := safetensors.DTypeName(info.DType)
+		return nil, fmt.Errorf("bert: %s: tensor %q has dtype %s, want a float type (F32, F16, BF16, F64)",
+			f.Path(), name, dtype)
+	}
+	t, err := f.Read(name)
+	if err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	t32, err := safetensors.ConvertFloat(t, dtypes.Float32)
+	if err != nil {
+		_ = t.FinalizeAll()
+		return nil, fmt.Errorf("bert: %s: tensor %q: %w", f.Path(), name, err)
+	}
+	if t32 != t {
+		_ = t.FinalizeAll() // Hold only the float32 copy.
+	}
+	return t32, nil
 }
 
 // ignoredTensor reports whether a checkpoint tensor (canonical name) is deliberately not

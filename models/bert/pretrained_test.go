@@ -1,13 +1,19 @@
 package bert
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/goaccel/goaccel/checkpoint/safetensors"
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/dtypes/float16"
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -30,6 +36,25 @@ func TestSaveAndLoadPretrained(t *testing.T) {
 			t.Errorf("SavePretrained did not write %s: %v", f, err)
 		}
 	}
+	// model.safetensors is what transformers reads: {"format": "pt"} metadata, float32 tensors
+	// under their HF names, every tensor of the config.
+	st, err := safetensors.Open(filepath.Join(dir, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if format := st.Header().Metadata["format"]; format != "pt" {
+		t.Errorf(`model.safetensors metadata "format" = %q, want "pt"`, format)
+	}
+	for _, spec := range clf.Config.Tensors() {
+		if info, ok := st.Lookup(spec.Name); !ok || info.DType != dtypes.Float32 || !slices.Equal(info.Dims, spec.Dims) {
+			t.Errorf("model.safetensors: %s is %v (present: %v), want Float32 %v", spec.Name, info, ok, spec.Dims)
+		}
+	}
+	if got, want := len(st.Header().Tensors), len(clf.Config.Tensors()); got != want {
+		t.Errorf("model.safetensors has %d tensors, want %d", got, want)
+	}
+	_ = st.Close()
+
 	store := model.NewStore()
 	loaded, loadedTok, err := LoadPretrained(dir, store, LoadOptions{MaxLen: 12})
 	if err != nil {
@@ -79,18 +104,18 @@ func TestSaveAndLoadPretrained(t *testing.T) {
 func TestLoadHalfPrecisionWithoutPrefix(t *testing.T) {
 	dir, clf, _ := savedMicroModel(t)
 	values := variableValues(t, clf.Store(), clf.Config, false)
-	var list []stTensor
+	var list []safetensors.Named
 	dtypeOf := map[string]string{}
 	for i, spec := range clf.Config.EncoderTensors() {
-		dtype := []string{"F16", "BF16", "F32"}[i%3]
-		dtypeOf[spec.Name] = dtype
-		list = append(list, stTensor{Name: strings.TrimPrefix(spec.Name, "bert."), DType: dtype, Shape: spec.Dims, Data: values[spec.Name]})
+		dtype := []dtypes.DType{dtypes.Float16, dtypes.BFloat16, dtypes.Float32}[i%3]
+		dtypeOf[spec.Name], _ = safetensors.DTypeName(dtype)
+		list = append(list, fixtureTensor(t, strings.TrimPrefix(spec.Name, "bert."), dtype, spec.Dims, values[spec.Name]))
 	}
 	list = append(list,
-		stTensor{Name: "cls.predictions.bias", DType: "F32", Shape: []int{3}, Data: []float32{1, 2, 3}},
-		stTensor{Name: "classifier.weight", DType: "F32", Shape: []int{1, 2}, Data: []float32{1, 2}},
+		fixtureTensor(t, "cls.predictions.bias", dtypes.Float32, []int{3}, []float32{1, 2, 3}),
+		fixtureTensor(t, "classifier.weight", dtypes.Float32, []int{1, 2}, []float32{1, 2}),
 	)
-	if err := writeSafetensors(filepath.Join(dir, "model.safetensors"), list, nil); err != nil {
+	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), list, nil); err != nil {
 		t.Fatal(err)
 	}
 	store := model.NewStore()
@@ -121,6 +146,64 @@ func TestLoadHalfPrecisionWithoutPrefix(t *testing.T) {
 	}
 }
 
+// TestLoadSharded loads weights split over two files listed by model.safetensors.index.json,
+// as transformers writes large models, and rejects a tensor present in two shards.
+func TestLoadSharded(t *testing.T) {
+	base, clf, _ := savedMicroModel(t)
+	values := variableValues(t, clf.Store(), clf.Config, false)
+	specs := clf.Config.EncoderTensors()
+	for _, dup := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "sharded")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"config.json", "vocab.txt"} {
+			contents, err := os.ReadFile(filepath.Join(base, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, f), contents, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		shards := [2][]safetensors.Named{}
+		weightMap := map[string]string{}
+		for i, spec := range specs {
+			shards[i%2] = append(shards[i%2], fixtureTensor(t, spec.Name, dtypes.Float32, spec.Dims, values[spec.Name]))
+			weightMap[spec.Name] = fmt.Sprintf("model-%05d-of-00002.safetensors", i%2+1)
+		}
+		if dup {
+			shards[1] = append(shards[1], shards[0][0])
+		}
+		for i, shard := range shards {
+			if err := safetensors.WriteFile(filepath.Join(dir, fmt.Sprintf("model-%05d-of-00002.safetensors", i+1)), shard, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		index, _ := json.Marshal(map[string]any{"metadata": map[string]any{}, "weight_map": weightMap})
+		if err := os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), index, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		store := model.NewStore()
+		loaded, _, err := LoadPretrained(dir, store, LoadOptions{})
+		if dup {
+			if err == nil || !strings.Contains(err.Error(), "appears twice") || !strings.Contains(err.Error(), "model-00002-of-00002.safetensors") {
+				t.Errorf("a tensor in two shards: error %v, want one naming the shard and saying it appears twice", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("LoadPretrained(sharded): %v", err)
+		}
+		got := variableValues(t, store, loaded.Config, false)
+		for name, w := range values {
+			if d := maxAbsDiff(t, name, got[name], w); d != 0 {
+				t.Errorf("%s differs after a sharded load: max abs diff %g", name, d)
+			}
+		}
+	}
+}
+
 func TestLoadPretrainedErrors(t *testing.T) {
 	base, clf, tok := savedMicroModel(t)
 	values := variableValues(t, clf.Store(), clf.Config, false)
@@ -144,12 +227,12 @@ func TestLoadPretrainedErrors(t *testing.T) {
 		}
 		return dst
 	}
-	writeWeights := func(t *testing.T, dir string, mutate func([]stTensor) []stTensor) {
-		var list []stTensor
+	writeWeights := func(t *testing.T, dir string, mutate func([]safetensors.Named) []safetensors.Named) {
+		var list []safetensors.Named
 		for _, s := range specs {
-			list = append(list, stTensor{Name: s.Name, DType: "F32", Shape: s.Dims, Data: values[s.Name]})
+			list = append(list, fixtureTensor(t, s.Name, dtypes.Float32, s.Dims, values[s.Name]))
 		}
-		if err := writeSafetensors(filepath.Join(dir, "model.safetensors"), mutate(list), nil); err != nil {
+		if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), mutate(list), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -190,7 +273,7 @@ func TestLoadPretrainedErrors(t *testing.T) {
 		}, LoadOptions{}, []string{`model_type "roberta"`}},
 		{"more layers than the config", func(t *testing.T) string {
 			d := copyFolder(t)
-			writeWeights(t, d, func(l []stTensor) []stTensor {
+			writeWeights(t, d, func(l []safetensors.Named) []safetensors.Named {
 				extra := l[len(l)-3] // a layer tensor, renamed into layer 2
 				extra.Name = "bert.encoder.layer.2.output.LayerNorm.bias"
 				return append(l, extra)
@@ -199,8 +282,8 @@ func TestLoadPretrainedErrors(t *testing.T) {
 		}, LoadOptions{}, []string{"1 unexpected tensors", "bert.encoder.layer.2.output.LayerNorm.bias", "num_hidden_layers=2"}},
 		{"missing tensor", func(t *testing.T) string {
 			d := copyFolder(t)
-			writeWeights(t, d, func(l []stTensor) []stTensor {
-				var out []stTensor
+			writeWeights(t, d, func(l []safetensors.Named) []safetensors.Named {
+				var out []safetensors.Named
 				for _, x := range l {
 					if x.Name != "bert.pooler.dense.weight" && x.Name != "bert.encoder.layer.1.attention.self.key.bias" {
 						out = append(out, x)
@@ -212,10 +295,11 @@ func TestLoadPretrainedErrors(t *testing.T) {
 		}, LoadOptions{}, []string{"2 missing tensors", "bert.pooler.dense.weight", "bert.encoder.layer.1.attention.self.key.bias"}},
 		{"tensor with the wrong shape", func(t *testing.T) string {
 			d := copyFolder(t)
-			writeWeights(t, d, func(l []stTensor) []stTensor {
+			writeWeights(t, d, func(l []safetensors.Named) []safetensors.Named {
 				for i := range l {
-					if l[i].Name == "bert.encoder.layer.0.intermediate.dense.weight" {
-						l[i].Shape = []int{l[i].Shape[1], l[i].Shape[0]}
+					if name := l[i].Name; name == "bert.encoder.layer.0.intermediate.dense.weight" {
+						dims := l[i].Tensor.Shape().Dimensions
+						l[i] = fixtureTensor(t, name, dtypes.Float32, []int{dims[1], dims[0]}, values[name])
 					}
 				}
 				return l
@@ -244,12 +328,12 @@ func TestLoadPretrainedErrors(t *testing.T) {
 			contents, _ := os.ReadFile(path)
 			writeFile(t, path, string(contents[:len(contents)-10]))
 			return d
-		}, LoadOptions{}, []string{"model.safetensors", "does not fit"}},
+		}, LoadOptions{}, []string{"model.safetensors", `tensor "classifier.weight"`, "does not fit"}},
 		{"not a safetensors file", func(t *testing.T) string {
 			d := copyFolder(t)
 			writeFile(t, filepath.Join(d, "model.safetensors"), "garbage garbage garbage")
 			return d
-		}, LoadOptions{}, []string{"is not a safetensors file"}},
+		}, LoadOptions{}, []string{"model.safetensors", "not a safetensors file"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -271,40 +355,13 @@ func TestLoadPretrainedErrors(t *testing.T) {
 	}
 }
 
-func TestSafetensorsRoundTrip(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "x.safetensors")
-	in := []stTensor{
-		{Name: "b", DType: "F32", Shape: []int{2, 3}, Data: []float32{1, -2, 3.5, 0, 1e-8, -7}},
-		{Name: "a", DType: "F16", Shape: []int{2}, Data: []float32{0.5, -1.25}},
-		{Name: "s", DType: "BF16", Shape: nil, Data: []float32{3}},
-	}
-	if err := writeSafetensors(path, in, map[string]string{"format": "pt"}); err != nil {
-		t.Fatal(err)
-	}
-	st, err := openSafetensors(path)
+// fixtureTensor returns a tensor for a safetensors fixture: float32 values with the given
+// dimensions, stored as dtype (rounded to nearest for F16 and BF16).
+func fixtureTensor(t *testing.T, name string, dtype dtypes.DType, dims []int, values []float32) safetensors.Named {
+	t.Helper()
+	x, err := safetensors.ConvertFloat(tensors.FromFlatDataAndDimensions(values, dims...), dtype)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("fixture tensor %s: %v", name, err)
 	}
-	defer st.Close()
-	if st.dataStart%8 != 0 {
-		t.Errorf("data starts at %d, want 8-byte alignment", st.dataStart)
-	}
-	for _, want := range in {
-		got, err := st.readFloat32(want.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := maxAbsDiff(t, want.Name, got, want.Data); d != 0 {
-			t.Errorf("%s: got %v, want %v", want.Name, got, want.Data)
-		}
-		if e := st.entries[want.Name]; e.DType != want.DType || len(e.Shape) != len(want.Shape) {
-			t.Errorf("%s: header says %s %v, want %s %v", want.Name, e.DType, e.Shape, want.DType, want.Shape)
-		}
-	}
-	if _, err := st.readFloat32("missing"); err == nil || !strings.Contains(err.Error(), `no tensor "missing"`) {
-		t.Errorf("reading a missing tensor: %v", err)
-	}
-	if err := writeSafetensors(path, []stTensor{{Name: "x", DType: "F32", Shape: []int{3}, Data: []float32{1}}}, nil); err == nil {
-		t.Error("writing a tensor whose data does not match its shape succeeded")
-	}
+	return safetensors.Named{Name: name, Tensor: x}
 }

@@ -2,10 +2,10 @@ package bert
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/goaccel/goaccel/internal/fsutil"
 )
 
 // DefaultVocabWords is the number of whole words BuildVocab is usually asked to keep for a
@@ -78,30 +78,8 @@ func BuildVocab(texts []string, maxWords int) []string {
 
 // WriteVocab writes the tokenizer's vocabulary as a vocab.txt file (one token per line).
 func (t *Tokenizer) WriteVocab(path string) error {
-	return writeFileAtomic(path, []byte(strings.Join(t.tokens, "\n")+"\n"))
-}
-
-// writeFileAtomic writes contents to a temporary file beside path, syncs it and renames it
-// over path, so readers never see a partial file.
-func writeFileAtomic(path string, contents []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("bert: writing %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(contents)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("bert: writing %s: %w", path, err)
+	if err := fsutil.WriteFileAtomic(path, []byte(strings.Join(t.tokens, "\n")+"\n")); err != nil {
+		return fmt.Errorf("bert: %w", err)
 	}
 	return nil
 }

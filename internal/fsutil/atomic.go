@@ -1,0 +1,108 @@
+// Package fsutil holds the small file-system helpers shared by goaccel's packages: writing a
+// file durably (fsync before close), replacing a file atomically, and syncing a directory.
+package fsutil
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// TempPrefix starts the name of the temporary file that WriteAtomic creates beside its target
+// (".tmp-<target name>-<random>"). A crash can leave such a file behind; code that owns a
+// directory may delete entries with this prefix.
+const TempPrefix = ".tmp-"
+
+// WriteFileAtomic replaces the file at path with data, so that a reader, or the file system
+// after a crash, sees either the old content or the new one, never a mix. See WriteAtomic.
+func WriteFileAtomic(path string, data []byte) error {
+	return WriteAtomic(path, writeBytes(data))
+}
+
+// WriteAtomic replaces the file at path with what write writes, atomically: write fills a new
+// temporary file in path's directory, which is then flushed, fsynced, closed and renamed over
+// path, and the directory is fsynced so that the rename itself is durable. write's writes are
+// buffered. On any error (write's included) the temporary file is removed, path is left as it
+// was, and the error names path. The new file has mode 0600, os.CreateTemp's.
+func WriteAtomic(path string, write func(w io.Writer) error) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, TempPrefix+filepath.Base(path)+"-")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	tmp := f.Name()
+	err = fill(f, write)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return SyncDir(dir)
+}
+
+// WriteFileSync writes data to the file at path (created with mode 0644 before umask, or
+// truncated) and fsyncs it before closing. Unlike WriteFileAtomic it writes in place: a crash
+// can leave a partial file, so use it for files in a directory that is itself put in place
+// atomically, or that nothing reads before the write succeeded. See WriteSync.
+func WriteFileSync(path string, data []byte) error {
+	return WriteSync(path, writeBytes(data))
+}
+
+// WriteSync writes what write writes to the file at path (created with mode 0644 before
+// umask, or truncated), buffered, then flushes, fsyncs and closes it. Errors, write's
+// included, name path; a failed write leaves a partial or empty file.
+func WriteSync(path string, write func(w io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err == nil {
+		err = fill(f, write)
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// fill runs write on a buffer over f, then flushes, fsyncs and closes f (always closed).
+func fill(f *os.File, write func(w io.Writer) error) error {
+	bw := bufio.NewWriter(f) // Large writes go straight to f; small ones are batched.
+	err := write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// writeBytes returns a write function for WriteAtomic and WriteSync that writes data.
+func writeBytes(data []byte) func(io.Writer) error {
+	return func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}
+}
+
+// SyncDir fsyncs the directory dir, so that the entries created, renamed or removed in it
+// reach stable storage.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("syncing directory %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("syncing directory %s: %w", dir, err)
+	}
+	return nil
+}
