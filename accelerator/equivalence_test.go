@@ -153,3 +153,31 @@ func TestUpdateIsAMean(t *testing.T) {
 }
 
 var _ = dtypes.Float32
+
+// TestPureGoBackend runs the whole single-device workflow — Prepare, Step with Backward,
+// Evaluate — on the pure-Go backend, which needs no plugin at all.
+func TestPureGoBackend(t *testing.T) {
+	a, err := New(Config{Backend: "go", Quiet: true, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	losses, _ := trainToy(t, a, optimizer.Adam().LearningRate(0.01).Done(), 30)
+	if losses[29] >= losses[0]*0.8 {
+		t.Errorf("pure-Go training did not learn: loss %g -> %g", losses[0], losses[29])
+	}
+	x, y := toyData(10)
+	job, err := a.Prepare(model.NewStore(), optimizer.Adam().Done(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := job.Evaluate(&fixedSource{x: x, y: y, batch: 4}, func(s *model.Scope, b Batch) []*Node {
+		return []*Node{mlpLogits(s, b.Inputs[0])}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Len() != 10 {
+		t.Errorf("evaluated %d examples, want 10", res.Len())
+	}
+}
