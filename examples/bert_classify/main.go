@@ -41,6 +41,7 @@ func main() {
 	fs.BoolVar(&opts.Fit, "fit", false, "train with trainer.Fit (progress bars, checkpoints, resume) instead of the hand-written loop")
 	fs.StringVar(&opts.Schedule, "schedule", opts.Schedule, `learning-rate schedule with --fit: "constant", "linear" or "cosine"`)
 	fs.Int64Var(&opts.WarmupSteps, "warmup_steps", 0, "linear warm-up updates with --fit")
+	fs.Int64Var(&opts.SaveEvery, "save_every", 0, "with --fit, also checkpoint every this many updates (0: at epoch ends)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if err == flag.ErrHelp {
 			return

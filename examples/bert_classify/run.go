@@ -31,7 +31,7 @@ type options struct {
 	DataDir, ModelDir, OutputDir, MixedPrecision, Backend string
 	Fit                                                   bool   // use trainer.Fit instead of the hand-written loop
 	Schedule                                              string // learning-rate schedule of --fit
-	WarmupSteps                                           int64
+	WarmupSteps, SaveEvery                                int64
 	Epochs, BatchSize, MaxLen, Devices, Workers, MaxSteps int
 	LR, TestSize, Dropout                                 float64
 	Seed                                                  int64
@@ -182,7 +182,7 @@ func fitRun(acc *accelerator.Accelerator, o options, lr float64, clf *bert.Class
 	}
 	res, err := tr.Fit(trainLoader, testLoader, trainer.Config{
 		OutputDir: dir, Epochs: o.Epochs, MaxSteps: int64(o.MaxSteps), LearningRate: lr,
-		Schedule: o.Schedule, WarmupSteps: o.WarmupSteps, BestMetric: "accuracy", Output: out,
+		Schedule: o.Schedule, WarmupSteps: o.WarmupSteps, SaveEvery: o.SaveEvery, BestMetric: "accuracy", Output: out,
 		Extra: map[string]any{"data_dir": o.DataDir, "model_dir": o.ModelDir, "batch_size": o.BatchSize,
 			"max_len": o.MaxLen, "seed": o.Seed, "test_size": o.TestSize, "dropout": o.Dropout},
 	})
