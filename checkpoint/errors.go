@@ -19,10 +19,12 @@ type corruptError struct {
 	cause error
 }
 
+// Error names the checkpoint and the damage.
 func (e *corruptError) Error() string {
 	return "checkpoint " + e.path + " is damaged or incomplete: " + e.cause.Error()
 }
 
+// Unwrap makes errors.Is match both ErrCorrupt and the cause.
 func (e *corruptError) Unwrap() []error { return []error{ErrCorrupt, e.cause} }
 
 // corrupt returns a corruptError for the checkpoint at path.
