@@ -17,7 +17,7 @@ export GOMLX_NO_AUTO_INSTALL := 1
 export PJRT_PLUGIN_LIBRARY_PATH := $(PLUGIN_DIR)$(if $(PJRT_PLUGIN_LIBRARY_PATH),:$(PJRT_PLUGIN_LIBRARY_PATH))
 export PYTHONPATH := $(PYDEPS)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: run test deps deps-status vet fuzz bench fetch-model env clean
+.PHONY: run test deps deps-status vet fuzz bench fetch-model gpu-bundle env clean
 
 # The built-in sample (800 sentences) and a tiny random BERT; per-device batch 16 so that the
 # default 4 CPU devices still take several steps per epoch. ARGS adds or overrides flags.
@@ -70,6 +70,15 @@ bench: deps
 
 fetch-model:
 	bash scripts/fetch_model.sh $(MODEL)
+
+# gpu-bundle builds what scripts/gpu_check.sh runs on a GPU machine without Go (binaries,
+# PyTorch's reference script) into dev/gpu/, a git-ignored folder to carry there.
+gpu-bundle:
+	mkdir -p dev/gpu
+	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o dev/gpu/mlp ./internal/bench/mlp
+	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o dev/gpu/bert_classify ./examples/bert_classify
+	cp scripts/gpu_check.sh dev/gpu/
+	cp ../shared/bench/torch_reference.py dev/gpu/ 2>/dev/null || echo "gpu-bundle: ../shared/bench/torch_reference.py not found"
 
 env:
 	$(GO) run ./cmd/goaccel env
