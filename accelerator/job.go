@@ -1,9 +1,9 @@
 package accelerator
 
 import (
-	"fmt"
 	"iter"
 	"reflect"
+	"slices"
 
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/distributed"
@@ -279,7 +279,7 @@ func (j *Job) args(step *data.Step) ([]any, error) {
 	}
 	if j.inputRanks == nil {
 		j.inputRanks = ranks
-	} else if fmt.Sprint(ranks) != fmt.Sprint(j.inputRanks) {
+	} else if !slices.Equal(ranks, j.inputRanks) {
 		return nil, errors.Errorf("accelerator: batch inputs changed from ranks %v to %v", j.inputRanks, ranks)
 	}
 	var args []any
