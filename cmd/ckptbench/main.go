@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -35,8 +36,22 @@ func main() {
 	dir := flag.String("dir", os.TempDir(), "directory on the disk to measure (a temporary folder is made inside)")
 	keep := flag.Bool("keep", false, "keep the files written")
 	repeat := flag.Int("repeat", 3, "number of measurement runs (the median and the best are printed)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
-	if err := run(*params, *dir, *keep, *repeat); err != nil {
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "ckptbench: --cpuprofile:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	err := run(*params, *dir, *keep, *repeat)
+	pprof.StopCPUProfile()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "ckptbench:", err)
 		os.Exit(1)
 	}
