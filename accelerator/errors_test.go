@@ -174,3 +174,19 @@ func tryCatch(fn func()) (err error) {
 	return nil
 }
 func errorf(f string, a ...any) error { return fmt.Errorf(f, a...) }
+
+func TestReduce(t *testing.T) {
+	a, err := New(Config{Backend: "go", Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for _, op := range []ReduceOp{OpSum, OpMean, OpMax} {
+		if got, err := a.Reduce(2.5, op); err != nil || got != 2.5 {
+			t.Errorf("Reduce(2.5, %d) on one process = %g, %v; want 2.5", op, got, err)
+		}
+	}
+	if _, err := a.Reduce(1, ReduceOp(9)); err == nil || !strings.Contains(err.Error(), "unknown ReduceOp") {
+		t.Errorf("unknown op: %v", err)
+	}
+}

@@ -32,7 +32,9 @@ type Batch struct {
 
 // StepFn builds one training step: it computes the loss of the batch, calls
 // Accelerator.Backward on it, and returns it. It is traced once per input shape (like a
-// compiled function), so it must build the same computation every time.
+// compiled function), so it must build the same computation every time. Step functions are
+// told apart by their code: closures made from the same function literal share one compiled
+// step, so a literal written inside the training loop is compiled once, not every step.
 type StepFn func(s *model.Scope, b Batch) *Node
 
 // EvalFn builds one evaluation step: it returns per-example outputs, each with the batch on
