@@ -15,10 +15,18 @@ func CrossEntropy(logits, labels, mask *Node) *Node {
 	if logits.Rank() != 2 || labels.Rank() != 1 || labels.Shape().Dimensions[0] != logits.Shape().Dimensions[0] {
 		exceptions.Panicf("accelerator.CrossEntropy: want logits [B, C] and labels [B], got %s and %s", logits.Shape(), labels.Shape())
 	}
+	return MaskedMean(ExampleCrossEntropy(logits, labels), mask)
+}
+
+// ExampleCrossEntropy is the softmax cross-entropy of each example: logits [B, C] and integer
+// labels [B] give [B] losses (no reduction), for evaluation functions that gather per-example
+// losses.
+func ExampleCrossEntropy(logits, labels *Node) *Node {
+	if logits.Rank() != 2 || labels.Rank() != 1 {
+		exceptions.Panicf("accelerator.ExampleCrossEntropy: want logits [B, C] and labels [B], got %s and %s", logits.Shape(), labels.Shape())
+	}
 	numClasses := logits.Shape().Dimensions[1]
-	logProbs := LogSoftmax(logits, -1)
-	nll := Neg(ReduceSum(Mul(OneHot(labels, numClasses, logits.DType()), logProbs), -1))
-	return MaskedMean(nll, mask)
+	return Neg(ReduceSum(Mul(OneHot(labels, numClasses, logits.DType()), LogSoftmax(logits, -1)), -1))
 }
 
 // MaskedMean averages per-example values [B] over the rows where mask is true (all rows when

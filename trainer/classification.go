@@ -41,8 +41,7 @@ func Classification(numClasses int, logits func(s *model.Scope, inputs []*Node) 
 		},
 		Eval: func(s *model.Scope, b accelerator.Batch) []*Node {
 			l := checked(s, b.Inputs)
-			nll := Neg(ReduceSum(Mul(OneHot(b.Labels, numClasses, l.DType()), LogSoftmax(l, -1)), -1))
-			return []*Node{l, nll}
+			return []*Node{l, accelerator.ExampleCrossEntropy(l, b.Labels)}
 		},
 		Metrics: func(g *accelerator.Gathered) (map[string]float64, error) {
 			preds, err := g.Argmax(0)

@@ -135,8 +135,7 @@ func toyTask(hidden int) Task {
 		},
 		Eval: func(s *model.Scope, b accelerator.Batch) []*Node {
 			lg := logits(s, b.Inputs[0])
-			nll := Neg(ReduceSum(Mul(OneHot(b.Labels, 3, lg.DType()), LogSoftmax(lg, -1)), -1))
-			return []*Node{lg, nll}
+			return []*Node{lg, accelerator.ExampleCrossEntropy(lg, b.Labels)}
 		},
 		Metrics: func(g *accelerator.Gathered) (map[string]float64, error) {
 			preds, err := g.Argmax(0)
