@@ -31,10 +31,10 @@ type backwardState struct {
 // Backward computes the gradients of loss with respect to every trainable variable, takes
 // their mean over the global batch (all devices), optionally accumulates them over several
 // micro-batches and clips them by global norm, and applies the optimizer update. Call it
-// exactly once inside the step function given to Job.Step, on the scalar loss of the batch
-// (a mean over the batch's real examples):
+// exactly once inside the step function given to Job.TrainStep, on the scalar loss of the
+// global batch (a mean over its real examples):
 //
-//	loss, err := job.Step(batch, func(s *model.Scope, b accelerator.Batch) *graph.Node {
+//	train := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *graph.Node {
 //	    l := myLoss(s, b)
 //	    acc.Backward(s, l)
 //	    return l
@@ -43,13 +43,13 @@ type backwardState struct {
 // The graph is written for the whole global batch and the batch axis is sharded over the
 // devices (GoMLX AutoSharding), so the gradient is a mean over the global batch by
 // construction and XLA inserts the all-reduce: the update does not depend on the device
-// count. Like GoMLX graph building, Backward panics on misuse; Job.Step turns the panic
+// count. Like GoMLX graph building, Backward panics on misuse; TrainStep.Run turns the panic
 // into an error.
 func (a *Accelerator) Backward(s *model.Scope, loss *Node) {
 	g := loss.Graph()
 	st, _ := g.State(backwardKey{}).(*backwardState)
 	if st == nil || st.job.acc != a {
-		exceptions.Panicf("accelerator.Backward: called outside a step function run by Job.Step of this Accelerator")
+		exceptions.Panicf("accelerator.Backward: called outside a step function run by a TrainStep of this Accelerator")
 	}
 	if st.called {
 		exceptions.Panicf("accelerator.Backward: called twice in one step; sum the losses and call it once")

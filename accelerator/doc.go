@@ -7,16 +7,33 @@
 //
 //	acc, err := accelerator.New(accelerator.Config{Seed: 42}) // finds GPUs, else CPU devices, else pure Go
 //	job, err := acc.Prepare(store, optimizer.Adam().LearningRate(2e-5).Done(), loader)
+//	train := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *graph.Node {
+//	    l := accelerator.CrossEntropy(clf.Logits(s, b.Inputs), b.Labels, b.Mask)
+//	    acc.Backward(s, l) // gradients, mean over the global batch, optimizer update
+//	    return l
+//	})
+//	eval := job.EvalStep(predict) // per-example outputs, e.g. the logits
 //	for epoch := range epochs {
-//	    for step, err := range job.Batches() { // one global step at a time; the epoch advances by itself
-//	        loss, err := job.Step(step, func(s *model.Scope, b accelerator.Batch) *graph.Node {
-//	            l := accelerator.CrossEntropy(clf.Logits(s, b.Inputs), b.Labels, b.Mask)
-//	            acc.Backward(s, l) // gradients, mean over the global batch, optimizer update
-//	            return l
-//	        })
+//	    for batch, err := range job.Batches() { // one global batch at a time; the epoch advances by itself
+//	        loss, err := train.Run(batch)
 //	    }
-//	    res, err := job.Evaluate(testLoader, predict) // gathered in example order, padding dropped
+//	    res, err := job.Evaluate(testLoader, eval) // gathered in example order, padding dropped
 //	}
+//
+// # Words
+//
+// An example is one item of a dataset; a batch is what the loader yields for one device (the
+// per-device batch); a global batch is the batches of all devices (and processes) that are
+// run together; a step is one optimizer update (with gradient accumulation over k batches, k
+// global batches make one step); an epoch is one pass over the dataset.
+//
+// # Compiled steps
+//
+// Job.TrainStep and Job.EvalStep turn a graph-building function into a compiled step, the way
+// GoMLX's model.NewExec does: build each once, outside the loop, and Run it on every global
+// batch. A handle owns its compiled graphs (one per input shape), so two handles never share
+// one, even when a factory made both: a closure's captured values (a loss weight, a
+// temperature) are constants of its handle's graph, and a new value needs a new handle.
 //
 // # Semantics
 //
@@ -35,6 +52,12 @@
 //     v0.28.3 / go-xla v0.4.1, SPMD with model variables fails to build ("mesh not found",
 //     pinned by TestGoMLXSPMDVariablesBug), and AutoSharding gives the same numbers as one
 //     device (the equivalence tests above).
+//   - What is equal across device counts, and what is not: without randomness in the step
+//     (no dropout), the N-device and 1-device runs compute the same losses and variables to
+//     rounding (the tolerance above). With dropout, XLA partitions the random-number generator
+//     differently for each device layout, so the dropout masks, and so the runs, differ —
+//     as they differ between DDP's ranks. Each run is still a correct sample of the same
+//     training; it is not the same sample. Evaluation (training off) is not affected.
 //   - Each step's executable is compiled once per input shape; variables stay on the devices
 //     and are donated to each step; the host reads the loss only when Loss.Value is called.
 //   - Padding rows (sampler wrap-around and short-batch fillers) carry Mask=false: losses built

@@ -32,22 +32,23 @@ func trainToy(t *testing.T, a *Accelerator, opt optimizer.Interface, steps int, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	train := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
+		logits := mlpLogits(s, b.Inputs[0])
+		lv := CrossEntropy(logits, b.Labels, b.Mask)
+		a.Backward(s, lv)
+		return lv
+	})
 	var losses []float64
 	for len(losses) < steps {
 		for st, err := range job.Batches() {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l, err := job.Step(st, func(s *model.Scope, b Batch) *Node {
-				logits := mlpLogits(s, b.Inputs[0])
-				lv := CrossEntropy(logits, b.Labels, b.Mask)
-				a.Backward(s, lv)
-				return lv
-			})
+			l, err := train.Run(st)
 			if err != nil {
 				t.Fatal(err)
 			}
-			losses = append(losses, l.Value())
+			losses = append(losses, mustLoss(t, l))
 			if len(losses) == steps {
 				break
 			}
@@ -171,9 +172,9 @@ func TestPureGoBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := job.Evaluate(&fixedSource{x: x, y: y, batch: 4}, func(s *model.Scope, b Batch) []*Node {
+	res, err := job.Evaluate(&fixedSource{x: x, y: y, batch: 4}, job.EvalStep(func(s *model.Scope, b GraphBatch) []*Node {
 		return []*Node{mlpLogits(s, b.Inputs[0])}
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

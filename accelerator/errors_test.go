@@ -106,7 +106,7 @@ func TestStepErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var step *data.Step
+	var step *data.GlobalBatch
 	for st, err := range job.Batches() {
 		if err != nil {
 			t.Fatal(err)
@@ -115,16 +115,16 @@ func TestStepErrors(t *testing.T) {
 		break
 	}
 	t.Run("never calls Backward", func(t *testing.T) {
-		_, err := job.Step(step, func(s *model.Scope, b Batch) *Node {
+		_, err := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
 			return CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
-		})
+		}).Run(step)
 		if err == nil || !strings.Contains(err.Error(), "never called Accelerator.Backward") {
 			t.Errorf("got %v", err)
 		}
 	})
 	t.Run("wrong shard count", func(t *testing.T) {
-		bad := &data.Step{Shards: step.Shards[:3]}
-		_, err := job.Step(bad, func(s *model.Scope, b Batch) *Node { return nil })
+		bad := &data.GlobalBatch{Shards: step.Shards[:3]}
+		_, err := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node { return nil }).Run(bad)
 		if err == nil || !strings.Contains(err.Error(), "3 shard(s) but there are 4 device(s)") {
 			t.Errorf("got %v", err)
 		}
@@ -132,13 +132,13 @@ func TestStepErrors(t *testing.T) {
 	t.Run("uneven per-device batches", func(t *testing.T) {
 		other := &fixedSource{x: x, y: y, batch: 3}
 		_ = other.Distribute(4, []int{0, 1, 2, 3})
-		var odd *data.Step
+		var odd *data.GlobalBatch
 		for st := range other.Epoch() {
 			odd = st
 			break
 		}
-		mixed := &data.Step{Shards: append(append([]*data.Batch{}, step.Shards[:3]...), odd.Shards[3])}
-		_, err := job.Step(mixed, func(s *model.Scope, b Batch) *Node { return nil })
+		mixed := &data.GlobalBatch{Shards: append(append([]*data.Batch{}, step.Shards[:3]...), odd.Shards[3])}
+		_, err := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node { return nil }).Run(mixed)
 		if err == nil || !strings.Contains(err.Error(), "same per-device batch shape") {
 			t.Errorf("got %v", err)
 		}

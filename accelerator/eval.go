@@ -1,11 +1,12 @@
 package accelerator
 
 import (
-	"reflect"
 	"slices"
 	"sort"
 
 	"github.com/goaccel/goaccel/data"
+	"github.com/gomlx/compute/dtypes/bfloat16"
+	"github.com/gomlx/compute/dtypes/float16"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -31,39 +32,64 @@ type Gathered struct {
 // Len is the number of rows.
 func (g *Gathered) Len() int { return len(g.Indices) }
 
-// EvalStep runs an evaluation function on one step and returns the per-example outputs of
-// every device, padding included (use GatherForMetrics to drop it). Variables are not changed
-// and the graph is built with training off (no dropout).
-func (j *Job) EvalStep(step *data.Step, fn EvalFn) (*Gathered, error) {
-	if fn == nil {
-		return nil, errors.New("accelerator: EvalStep needs an eval function")
+// EvalStep is an evaluation function compiled for this Job's devices: build it once with
+// Job.EvalStep and run it on every global batch, or give it to Job.Evaluate. It keeps its
+// own compiled graphs (one per input shape), so two EvalSteps never share a graph.
+type EvalStep struct {
+	job  *Job
+	fn   EvalFn
+	exec *model.Exec
+}
+
+// EvalStep returns fn compiled as an evaluation step of this Job. The graph is built with
+// training off (no dropout) and changes no variable.
+func (j *Job) EvalStep(fn EvalFn) *EvalStep { return &EvalStep{job: j, fn: fn} }
+
+// Run evaluates one global batch and returns the per-example outputs of every device,
+// padding included (GatherForMetrics drops it).
+func (e *EvalStep) Run(gb *data.GlobalBatch) (*Gathered, error) {
+	j := e.job
+	if e.fn == nil {
+		return nil, errors.New("accelerator: EvalStep.Run: the eval function is nil")
 	}
-	args, err := j.args(step)
+	args, err := j.args(gb)
 	if err != nil {
 		return nil, err
 	}
-	exec, err := j.execFor(execKey{fn: reflect.ValueOf(fn).Pointer(), kind: 2}, func(s *model.Scope, inputs []*Node) []*Node {
-		g := inputs[0].Graph()
-		s.Store().SetTraining(g, false)
-		outs := fn(s, j.unpack(inputs))
-		if len(outs) == 0 {
-			exceptions.Panicf("the eval function returned no outputs")
+	if e.exec == nil {
+		e.exec, err = j.newExec(e.graphFn, true)
+		if err != nil {
+			return nil, err
 		}
-		bs := inputs[0].Shape().Dimensions[0]
-		for i, o := range outs {
-			if o == nil || o.Shape().Rank() == 0 || o.Shape().Dimensions[0] != bs {
-				exceptions.Panicf("eval output %d must have the batch (%d) on axis 0, got %v", i, bs, o)
-			}
+	}
+	outs, err := e.exec.Exec(args...)
+	if err != nil {
+		return nil, errors.WithMessagef(err, "accelerator: eval step (batch %d) failed", gb.Index)
+	}
+	return gatherOutputs(gb, outs)
+}
+
+// graphFn wraps the user's eval function into the graph function compiled by model.Exec.
+func (e *EvalStep) graphFn(s *model.Scope, inputs []*Node) []*Node {
+	g := inputs[0].Graph()
+	s.Store().SetTraining(g, false)
+	outs := e.fn(s, e.job.unpack(inputs))
+	if len(outs) == 0 {
+		exceptions.Panicf("the eval function returned no outputs")
+	}
+	bs := inputs[0].Shape().Dimensions[0]
+	for i, o := range outs {
+		if o == nil || o.Shape().Rank() == 0 || o.Shape().Dimensions[0] != bs {
+			exceptions.Panicf("eval output %d must have the batch (%d) on axis 0, got %v", i, bs, o)
 		}
-		return outs
-	}, true)
-	if err != nil {
-		return nil, err
 	}
-	outs, err := exec.Exec(args...)
-	if err != nil {
-		return nil, errors.WithMessagef(err, "accelerator: eval step (step %d) failed", step.Index)
-	}
+	return outs
+}
+
+// gatherOutputs puts the devices' outputs of one global batch together, device after device,
+// with the shards' labels, masks, indices and positions.
+func gatherOutputs(step *data.GlobalBatch, outs []*tensors.Tensor) (*Gathered, error) {
+	var err error
 	nd := len(step.Shards)
 	perDevice := len(outs) / nd
 	res := &Gathered{}
@@ -106,9 +132,12 @@ func (j *Job) EvalStep(step *data.Step, fn EvalFn) (*Gathered, error) {
 // results in global example order with the padding dropped, so each real example counts
 // exactly once — what Accelerate's gather_for_metrics does, decided by the loader's mask
 // rather than guessed from sizes.
-func (j *Job) Evaluate(src data.Source, fn EvalFn) (*Gathered, error) {
+func (j *Job) Evaluate(src data.Source, eval *EvalStep) (*Gathered, error) {
 	if src == nil {
 		return nil, errors.New("accelerator: Evaluate needs a data source")
+	}
+	if eval == nil || eval.job != j {
+		return nil, errors.New("accelerator: Evaluate needs an EvalStep made by this Job's EvalStep")
 	}
 	if err := j.acc.distribute(src); err != nil {
 		return nil, err
@@ -118,7 +147,7 @@ func (j *Job) Evaluate(src data.Source, fn EvalFn) (*Gathered, error) {
 		if err != nil {
 			return nil, errors.WithMessage(err, "accelerator: reading evaluation data")
 		}
-		g, err := j.EvalStep(step, fn)
+		g, err := eval.Run(step)
 		if err != nil {
 			return nil, err
 		}
@@ -324,6 +353,10 @@ func asFloat64s(flat any) ([]float64, bool) {
 		return conv(len(v), func(i int) float64 { return float64(v[i]) }), true
 	case []uint8:
 		return conv(len(v), func(i int) float64 { return float64(v[i]) }), true
+	case []bfloat16.BFloat16:
+		return conv(len(v), func(i int) float64 { return float64(v[i].Float32()) }), true
+	case []float16.Float16:
+		return conv(len(v), func(i int) float64 { return float64(v[i].Float32()) }), true
 	}
 	return nil, false
 }

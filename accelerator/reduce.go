@@ -18,7 +18,7 @@ const (
 
 // Reduce combines a host scalar (such as a running loss) across all processes, like
 // torch.distributed.all_reduce on a one-element tensor, and returns the result on every
-// process. A step's loss from Job.Step is already the mean over the global batch of all
+// process. A step's loss from TrainStep.Run is already the mean over the global batch of all
 // devices of this process, so with one process Reduce returns x for every op.
 func (a *Accelerator) Reduce(x float64, op ReduceOp) (float64, error) {
 	if op < OpSum || op > OpMax {

@@ -7,11 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/data"
-	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
@@ -24,12 +21,6 @@ var (
 // loop runs epochs until the run's length is reached or something stops it.
 func (f *fit) loop() error {
 	acc := f.t.acc
-	loss := f.t.task.Loss
-	stepFn := func(s *model.Scope, b accelerator.Batch) *Node {
-		l := loss(s, b)
-		acc.Backward(s, l)
-		return l
-	}
 	k := int64(f.cfg.GradientAccumulation)
 	f.logAt = time.Now()
 	var updLoss float64
@@ -44,12 +35,16 @@ func (f *fit) loop() error {
 				f.prog.endEpoch("")
 				return fmt.Errorf("trainer: reading training data (epoch %d): %w", epoch+1, err)
 			}
-			l, err := f.job.Step(st, stepFn)
+			l, err := f.trainStep.Run(st)
 			if err != nil {
 				f.prog.endEpoch("")
 				return fmt.Errorf("trainer: %w", err)
 			}
-			lv := l.Value()
+			lv, err := l.Value()
+			if err != nil {
+				f.prog.endEpoch("")
+				return fmt.Errorf("trainer: %w", err)
+			}
 			if math.IsNaN(lv) || math.IsInf(lv, 0) {
 				f.prog.endEpoch("")
 				return fmt.Errorf("trainer: the training loss is %g at epoch %d, batch %d (update %d): training diverged; "+
@@ -104,7 +99,7 @@ func (f *fit) loop() error {
 }
 
 // realExamples counts the real (non-padding) examples of a step on this process.
-func realExamples(st *data.Step) int {
+func realExamples(st *data.GlobalBatch) int {
 	n := 0
 	for _, b := range st.Shards {
 		n += b.NumReal()
@@ -239,7 +234,7 @@ func (f *fit) endOfEpoch(epoch int) error {
 // evaluate runs the task's evaluation, records it, tracks the best model and early stopping.
 func (f *fit) evaluate(epoch float64) error {
 	start := time.Now()
-	g, err := f.job.Evaluate(f.eval, f.t.task.Eval)
+	g, err := f.job.Evaluate(f.eval, f.evalStep)
 	if err != nil {
 		return fmt.Errorf("trainer: evaluation at step %d: %w", f.step, err)
 	}
