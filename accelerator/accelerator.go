@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -237,6 +238,19 @@ func (a *Accelerator) cpuDeviceCount() (int, error) {
 	return 0, nil
 }
 
+// cpuDeviceLimit is the largest number of XLA CPU devices New creates: max(8, CPU cores), or
+// $GOACCEL_MAX_CPU_DEVICES.
+func cpuDeviceLimit() (int, error) {
+	if v := os.Getenv("GOACCEL_MAX_CPU_DEVICES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return 0, errors.Errorf("accelerator: $GOACCEL_MAX_CPU_DEVICES=%q is not a positive integer", v)
+		}
+		return n, nil
+	}
+	return max(8, runtime.NumCPU()), nil
+}
+
 func (a *Accelerator) openXLA(p Plugin) error {
 	opts := pjrt.NamedValuesMap{}
 	want := a.cfg.Devices
@@ -246,6 +260,13 @@ func (a *Accelerator) openXLA(p Plugin) error {
 			return err
 		}
 		if n > 0 {
+			if limit, err := cpuDeviceLimit(); err != nil {
+				return err
+			} else if n > limit {
+				return errors.Errorf("accelerator: %d XLA CPU devices requested, above the limit of %d (max(8, CPU cores)): "+
+					"each host device holds a full model replica and its own thread pool, so more devices than cores only "+
+					"costs memory (64 devices used 21 GB here); ask for fewer, or raise the limit with $GOACCEL_MAX_CPU_DEVICES", n, limit)
+			}
 			opts["cpu_device_count"] = int64(n)
 			want = n
 		}

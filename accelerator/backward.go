@@ -134,7 +134,7 @@ func clipByGlobalNorm(root *model.Scope, g *Graph, grads []*Node, maxNorm float6
 		}
 	}
 	norm := Sqrt(total)
-	normVar := root.At(internalScope).VariableWithValue("grad_norm", shapes.CastAsDType(0, dtypes.Float32)).SetTrainable(false)
+	normVar := root.At(internalScope).VariableWithValue(gradNormName, shapes.CastAsDType(0, dtypes.Float32)).SetTrainable(false)
 	normVar.SetNodeValue(norm)
 	factor := Min(OnesLike(norm), Div(Scalar(g, dtypes.Float32, maxNorm), AddScalar(norm, 1e-6)))
 	out := make([]*Node, len(grads))

@@ -190,3 +190,33 @@ func TestReduce(t *testing.T) {
 		t.Errorf("unknown op: %v", err)
 	}
 }
+
+// TestCPUDeviceLimit: absurd XLA CPU device counts are refused before the plugin is loaded
+// (64 devices were killed at 21 GB on a 2-core machine, 100000 hung).
+func TestCPUDeviceLimit(t *testing.T) {
+	plugin := cpuPlugin(t)
+	for _, c := range []struct {
+		devices int
+		env     string
+		want    string
+	}{
+		{64, "", "64 XLA CPU devices requested, above the limit"},
+		{100000, "", "100000 XLA CPU devices requested"},
+		{4, "2", "above the limit of 2"},
+		{4, "x", `$GOACCEL_MAX_CPU_DEVICES="x"`},
+	} {
+		t.Setenv("GOACCEL_MAX_CPU_DEVICES", c.env)
+		start := time.Now()
+		a, err := New(Config{Backend: plugin, Devices: c.devices, Quiet: true})
+		if err == nil {
+			a.Close()
+			t.Fatalf("Devices %d (limit env %q): no error", c.devices, c.env)
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Devices %d: error %q does not say %q", c.devices, err, c.want)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("Devices %d: refused after %s, want at once", c.devices, d)
+		}
+	}
+}

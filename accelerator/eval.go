@@ -36,9 +36,11 @@ func (g *Gathered) Len() int { return len(g.Indices) }
 // Job.EvalStep and run it on every global batch, or give it to Job.Evaluate. It keeps its
 // own compiled graphs (one per input shape), so two EvalSteps never share a graph.
 type EvalStep struct {
-	job  *Job
-	fn   EvalFn
-	exec *model.Exec
+	job     *Job
+	fn      EvalFn
+	exec    *model.Exec
+	classes int               // see TrainStep.classes
+	tracing *data.GlobalBatch // the global batch being traced
 }
 
 // EvalStep returns fn compiled as an evaluation step of this Job. The graph is built with
@@ -56,13 +58,18 @@ func (e *EvalStep) Run(gb *data.GlobalBatch) (*Gathered, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkLabels(gb, e.classes); err != nil {
+		return nil, err
+	}
 	if e.exec == nil {
 		e.exec, err = j.newExec(e.graphFn, true)
 		if err != nil {
 			return nil, err
 		}
 	}
+	e.tracing = gb
 	outs, err := e.exec.Exec(args...)
+	e.tracing = nil
 	if err != nil {
 		return nil, errors.WithMessagef(err, "accelerator: eval step (batch %d) failed", gb.Index)
 	}
@@ -73,9 +80,15 @@ func (e *EvalStep) Run(gb *data.GlobalBatch) (*Gathered, error) {
 func (e *EvalStep) graphFn(s *model.Scope, inputs []*Node) []*Node {
 	g := inputs[0].Graph()
 	s.Store().SetTraining(g, false)
-	outs := e.fn(s, e.job.unpack(inputs))
+	b := e.job.unpack(inputs)
+	outs := e.fn(s, b)
 	if len(outs) == 0 {
 		exceptions.Panicf("the eval function returned no outputs")
+	}
+	if e.classes = labelClasses(b); e.classes > 0 {
+		if err := checkLabels(e.tracing, e.classes); err != nil {
+			panic(err)
+		}
 	}
 	bs := inputs[0].Shape().Dimensions[0]
 	for i, o := range outs {

@@ -235,6 +235,10 @@ type TrainStep struct {
 	fn    StepFn
 	apply *model.Exec // forward, backward, gradient sync and optimizer update
 	accum *model.Exec // with gradient accumulation: adds the gradients, no update
+	// classes is the class count the loss requires of the labels (0: none), known once the
+	// step was traced; tracing checks the batch being traced.
+	classes int
+	tracing *data.GlobalBatch
 }
 
 // TrainStep returns fn compiled as a training step of this Job, the way GoMLX's
@@ -269,13 +273,18 @@ func (t *TrainStep) Run(gb *data.GlobalBatch) (Loss, error) {
 	if accumulate {
 		slot = &t.accum
 	}
+	if err := checkLabels(gb, t.classes); err != nil {
+		return Loss{}, err
+	}
 	if *slot == nil {
 		*slot, err = j.newExec(t.graphFn(accumulate), false)
 		if err != nil {
 			return Loss{}, err
 		}
 	}
+	t.tracing = gb
 	outs, err := (*slot).Exec(args...)
+	t.tracing = nil
 	if err != nil {
 		return Loss{}, errors.WithMessagef(err, "accelerator: training step (epoch %d, batch %d) failed", gb.Epoch, gb.Index)
 	}
@@ -294,9 +303,15 @@ func (t *TrainStep) graphFn(accumulate bool) func(s *model.Scope, inputs []*Node
 		s.Store().SetTraining(g, true)
 		st := &backwardState{job: j, accumulate: accumulate}
 		g.AttachState(backwardKey{}, st)
-		loss := t.fn(s, j.unpack(inputs))
+		b := j.unpack(inputs)
+		loss := t.fn(s, b)
 		if loss == nil {
 			exceptions.Panicf("the step function returned a nil loss")
+		}
+		if t.classes = labelClasses(b); t.classes > 0 {
+			if err := checkLabels(t.tracing, t.classes); err != nil {
+				panic(err) // before the first execution: no update is made
+			}
 		}
 		if !st.called {
 			exceptions.Panicf("the step function never called Accelerator.Backward(s, loss): without it " +

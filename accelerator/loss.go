@@ -26,6 +26,7 @@ func PerExampleCrossEntropy(logits, labels *Node) *Node {
 		exceptions.Panicf("accelerator.ExampleCrossEntropy: want logits [B, C] and labels [B], got %s and %s", logits.Shape(), labels.Shape())
 	}
 	numClasses := logits.Shape().Dimensions[1]
+	requireLabelRange(labels, numClasses)
 	return Neg(ReduceSum(Mul(OneHot(labels, numClasses, logits.DType()), LogSoftmax(logits, -1)), -1))
 }
 

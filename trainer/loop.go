@@ -9,13 +9,6 @@ import (
 
 	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/data"
-	"github.com/gomlx/gomlx/ml/train/optimizer"
-)
-
-// Store variables read for the training records.
-var (
-	lrVariable       = "/" + optimizer.Scope + "/" + optimizer.ParamLearningRate
-	gradNormVariable = "/goaccel/grad_norm"
 )
 
 // loop runs epochs until the run's length is reached or something stops it.
@@ -159,9 +152,9 @@ func (f *fit) trainRecord(epoch float64) error {
 		return nil
 	}
 	r := Record{Kind: KindTrain, Step: f.step, Epoch: epoch, Loss: f.rs.LossSum / float64(f.rs.LossCount),
-		LR: f.readScalar(lrVariable), GradNorm: nan, ExamplesPerSec: nan, Time: f.now(), Elapsed: f.elapsed()}
+		LR: orNaN(f.job.LearningRate()), GradNorm: nan, ExamplesPerSec: nan, Time: f.now(), Elapsed: f.elapsed()}
 	if f.cfg.ClipGradNorm > 0 {
-		r.GradNorm = f.readScalar(gradNormVariable)
+		r.GradNorm = orNaN(f.job.GradNorm())
 	}
 	if dt := time.Since(f.logAt).Seconds(); dt > 0 {
 		r.ExamplesPerSec = float64(f.examplesAtLog) / dt
@@ -183,23 +176,12 @@ func (f *fit) record(r Record) error {
 	return nil
 }
 
-// readScalar reads a scalar Store variable to the host (NaN if it is missing).
-func (f *fit) readScalar(path string) float64 {
-	v := f.job.Store().GetVariable(path)
-	if v == nil || !v.HasValue() {
-		return nan
-	}
-	t, err := v.Value()
+// orNaN is a value read for a record, NaN ("not measured") when it could not be read.
+func orNaN(v float64, err error) float64 {
 	if err != nil {
 		return nan
 	}
-	switch x := t.Value().(type) {
-	case float32:
-		return float64(x)
-	case float64:
-		return x
-	}
-	return nan
+	return v
 }
 
 // endOfEpoch evaluates, saves and calls OnEpochEnd after a complete epoch.
