@@ -26,6 +26,11 @@ type backwardState struct {
 	job        *Job
 	accumulate bool // true: add gradients to the accumulators, no optimizer update
 	called     bool
+	// gradsOnly (runs over several processes): Backward only computes the gradients and
+	// leaves them in vars/grads; they are all-reduced on the host and applied by a second graph.
+	gradsOnly bool
+	vars      []*model.Variable
+	grads     []*Node
 }
 
 // Backward computes the gradients of loss with respect to every trainable variable, takes
@@ -72,20 +77,38 @@ func (a *Accelerator) Backward(s *model.Scope, loss *Node) {
 		exceptions.Panicf("accelerator.Backward: the loss depends on no trainable variable")
 	}
 	grads := Gradient(loss, values...)
+	if st.gradsOnly {
+		st.vars, st.grads = vars, grads
+		return
+	}
+	if _, ok := j.opt.(gradientOptimizer); !ok {
+		if j.opts.accumulate > 1 || j.opts.clipNorm > 0 {
+			exceptions.Panicf("accelerator: optimizer %T does not accept gradients (UpdateGraphWithGradients), "+
+				"so it cannot be used with gradient accumulation or clipping", j.opt)
+		}
+		j.opt.UpdateGraph(root, g, loss)
+		return
+	}
+	j.applyGradients(root, g, vars, grads, st.accumulate, loss.DType())
+}
+
+// applyGradients accumulates, clips and applies grads (one per variable of vars, in the
+// Store's order) with the job's optimizer, in graph g.
+func (j *Job) applyGradients(root *model.Scope, g *Graph, vars []*model.Variable, grads []*Node, accumulate bool, lossDType dtypes.DType) {
 	k := j.opts.accumulate
 	if k > 1 {
 		accScope := root.At(internalScope).At("grad_accum").WithInitializer(initializer.Zero)
 		for i, v := range vars {
 			accVar := accScope.VariableWithShape(accumName(v), v.Shape()).SetTrainable(false)
 			sum := Add(accVar.NodeValue(g), grads[i])
-			if st.accumulate {
+			if accumulate {
 				accVar.SetNodeValue(sum)
 				continue
 			}
 			grads[i] = DivScalar(sum, float64(k))
 			accVar.SetNodeValue(ZerosLike(sum))
 		}
-		if st.accumulate {
+		if accumulate {
 			return
 		}
 	}
@@ -94,23 +117,15 @@ func (a *Accelerator) Backward(s *model.Scope, loss *Node) {
 	}
 	if j.opts.schedule != nil {
 		stepVar := optimizer.GetGlobalStepVar(root)
-		updatesDone := ConvertDType(stepVar.NodeValue(g), loss.DType())
+		updatesDone := ConvertDType(stepVar.NodeValue(g), lossDType)
 		lr := j.opts.schedule(updatesDone)
 		if !lr.Shape().IsScalar() {
 			exceptions.Panicf("accelerator: the learning-rate schedule must return a scalar, got %s", lr.Shape())
 		}
-		lr = ConvertDType(lr, loss.DType())
-		optimizer.LearningRateVar(root, loss.DType(), 0).SetNodeValue(lr)
+		lr = ConvertDType(lr, lossDType)
+		optimizer.LearningRateVar(root, lossDType, 0).SetNodeValue(lr)
 	}
-	if gopt, ok := j.opt.(gradientOptimizer); ok {
-		gopt.UpdateGraphWithGradients(root, grads, loss.DType())
-		return
-	}
-	if k > 1 || j.opts.clipNorm > 0 {
-		exceptions.Panicf("accelerator: optimizer %T does not accept gradients (UpdateGraphWithGradients), "+
-			"so it cannot be used with gradient accumulation or clipping", j.opt)
-	}
-	j.opt.UpdateGraph(root, g, loss)
+	j.opt.(gradientOptimizer).UpdateGraphWithGradients(root, grads, lossDType)
 }
 
 // internalScope holds goaccel's own variables (gradient accumulators, last gradient norm).

@@ -21,16 +21,26 @@ func mlpLogits(s *model.Scope, x *Node) *Node {
 	return layers.Dense(s.In("out"), h, true, 3)
 }
 
-// trainToy trains the toy MLP for steps steps on n devices at global batch 16 and returns
-// the per-step losses and the final values of the trainable variables.
+// trainToy trains the toy MLP for steps steps at global batch 16 over all the Accelerator's
+// replicas (devices x processes) and returns the per-step losses and the final values of the
+// trainable variables.
 func trainToy(t *testing.T, a *Accelerator, opt optimizer.Interface, steps int, opts ...PrepareOption) ([]float64, map[string][]float32) {
 	t.Helper()
+	losses, params, err := toyRun(a, opt, steps, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return losses, params
+}
+
+// toyRun is trainToy returning its error (for goroutines standing in for processes).
+func toyRun(a *Accelerator, opt optimizer.Interface, steps int, opts ...PrepareOption) ([]float64, map[string][]float32, error) {
 	x, y := toyData(48)
-	src := &fixedSource{x: x, y: y, batch: 16 / a.NumDevices()}
+	src := &fixedSource{x: x, y: y, batch: 16 / a.NumReplicas()}
 	store := model.NewStore()
 	job, err := a.Prepare(store, opt, src, opts...)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	train := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
 		logits := mlpLogits(s, b.Inputs[0])
@@ -42,13 +52,17 @@ func trainToy(t *testing.T, a *Accelerator, opt optimizer.Interface, steps int, 
 	for len(losses) < steps {
 		for st, err := range job.Batches() {
 			if err != nil {
-				t.Fatal(err)
+				return nil, nil, err
 			}
 			l, err := train.Run(st)
 			if err != nil {
-				t.Fatal(err)
+				return nil, nil, err
 			}
-			losses = append(losses, mustLoss(t, l))
+			lv, err := l.Value()
+			if err != nil {
+				return nil, nil, err
+			}
+			losses = append(losses, lv)
 			if len(losses) == steps {
 				break
 			}
@@ -61,11 +75,11 @@ func trainToy(t *testing.T, a *Accelerator, opt optimizer.Interface, steps int, 
 		}
 		val, err := v.Value()
 		if err != nil {
-			t.Fatal(err)
+			return nil, nil, err
 		}
 		params[v.Path()] = flatF32(val.Value())
 	}
-	return losses, params
+	return losses, params, nil
 }
 
 func flatF32(v any) []float32 {

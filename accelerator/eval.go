@@ -41,14 +41,15 @@ type EvalStep struct {
 	exec    *model.Exec
 	classes int               // see TrainStep.classes
 	tracing *data.GlobalBatch // the global batch being traced
+	synced  bool              // variables made equal on all processes
 }
 
 // EvalStep returns fn compiled as an evaluation step of this Job. The graph is built with
 // training off (no dropout) and changes no variable.
 func (j *Job) EvalStep(fn EvalFn) *EvalStep { return &EvalStep{job: j, fn: fn} }
 
-// Run evaluates one global batch and returns the per-example outputs of every device,
-// padding included (GatherForMetrics drops it).
+// Run evaluates one global batch and returns the per-example outputs of every device of every
+// process (like Accelerate's gather), padding included (GatherForMetrics drops it).
 func (e *EvalStep) Run(gb *data.GlobalBatch) (*Gathered, error) {
 	j := e.job
 	if e.fn == nil {
@@ -62,18 +63,46 @@ func (e *EvalStep) Run(gb *data.GlobalBatch) (*Gathered, error) {
 		return nil, err
 	}
 	if e.exec == nil {
-		e.exec, err = j.newExec(e.graphFn, true)
+		e.exec, err = j.newExec(e.graphFn, layoutEval)
 		if err != nil {
 			return nil, err
 		}
 	}
+	outs, err := e.execTracing(gb, args)
+	if err != nil {
+		return nil, err
+	}
+	if !e.synced && j.acc.grp.Size() > 1 {
+		// Variables first created by this graph: make them rank 0's everywhere.
+		changed, err := j.syncVariables()
+		if err != nil {
+			finalizeAll(outs)
+			return nil, err
+		}
+		e.synced = true
+		if changed {
+			finalizeAll(outs)
+			if outs, err = e.execTracing(gb, args); err != nil {
+				return nil, err
+			}
+		}
+	}
+	local, err := gatherOutputs(gb, outs)
+	if err != nil {
+		return nil, err
+	}
+	return j.acc.gatherProcesses(local)
+}
+
+// execTracing executes the compiled eval graph on args, telling the tracer which batch it traces.
+func (e *EvalStep) execTracing(gb *data.GlobalBatch, args []any) ([]*tensors.Tensor, error) {
 	e.tracing = gb
 	outs, err := e.exec.Exec(args...)
 	e.tracing = nil
 	if err != nil {
 		return nil, errors.WithMessagef(err, "accelerator: eval step (batch %d) failed", gb.Index)
 	}
-	return gatherOutputs(gb, outs)
+	return outs, nil
 }
 
 // graphFn wraps the user's eval function into the graph function compiled by model.Exec.
@@ -197,29 +226,36 @@ func GatherForMetrics(parts ...*Gathered) (*Gathered, error) {
 	if len(parts) == 0 {
 		return out, nil
 	}
-	for k := range parts[0].Outputs {
+	if err := pickRows(parts, refs, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// pickRows sets out's outputs and labels to the referenced rows of parts.
+func pickRows(parts []*Gathered, refs []rowRef, out *Gathered) error {
+	column := func(of func(g *Gathered) *tensors.Tensor) (*tensors.Tensor, error) {
 		ts := make([]*tensors.Tensor, len(parts))
 		for p, g := range parts {
-			ts[p] = g.Outputs[k]
+			ts[p] = of(g)
 		}
-		t, err := gatherRows(ts, refs)
+		return gatherRows(ts, refs)
+	}
+	for k := range parts[0].Outputs {
+		t, err := column(func(g *Gathered) *tensors.Tensor { return g.Outputs[k] })
 		if err != nil {
-			return nil, err
+			return errors.WithMessagef(err, "accelerator: gathering output %d", k)
 		}
 		out.Outputs = append(out.Outputs, t)
 	}
 	if parts[0].Labels != nil {
-		ts := make([]*tensors.Tensor, len(parts))
-		for p, g := range parts {
-			ts[p] = g.Labels
-		}
-		t, err := gatherRows(ts, refs)
+		t, err := column(func(g *Gathered) *tensors.Tensor { return g.Labels })
 		if err != nil {
-			return nil, err
+			return errors.WithMessage(err, "accelerator: gathering the labels")
 		}
 		out.Labels = t
 	}
-	return out, nil
+	return nil
 }
 
 // rowRef names row `row` of part `part`.

@@ -113,6 +113,9 @@ func (a *Accelerator) Prepare(m model.StoreProvider, opt optimizer.Interface, sr
 	if err := a.applyPrecision(m); err != nil {
 		return nil, err
 	}
+	if _, err := j.syncVariables(); err != nil { // e.g. pretrained weights loaded before Prepare
+		return nil, err
+	}
 	root := j.store.RootScope()
 	if _, found := j.store.GetParam(initializer.ParamInitialSeed); !found {
 		root.SetParam(initializer.ParamInitialSeed, a.seed)
@@ -239,6 +242,7 @@ type TrainStep struct {
 	// step was traced; tracing checks the batch being traced.
 	classes int
 	tracing *data.GlobalBatch
+	procs   procStep // the graphs and buffers of runs over several processes
 }
 
 // TrainStep returns fn compiled as a training step of this Job, the way GoMLX's
@@ -276,8 +280,11 @@ func (t *TrainStep) Run(gb *data.GlobalBatch) (Loss, error) {
 	if err := checkLabels(gb, t.classes); err != nil {
 		return Loss{}, err
 	}
+	if j.acc.grp.Size() > 1 {
+		return t.runProcesses(gb, args, accumulate)
+	}
 	if *slot == nil {
-		*slot, err = j.newExec(t.graphFn(accumulate), false)
+		*slot, err = j.newExec(t.graphFn(accumulate), layoutTrain)
 		if err != nil {
 			return Loss{}, err
 		}
@@ -303,25 +310,30 @@ func (t *TrainStep) graphFn(accumulate bool) func(s *model.Scope, inputs []*Node
 		s.Store().SetTraining(g, true)
 		st := &backwardState{job: j, accumulate: accumulate}
 		g.AttachState(backwardKey{}, st)
-		b := j.unpack(inputs)
-		loss := t.fn(s, b)
-		if loss == nil {
-			exceptions.Panicf("the step function returned a nil loss")
-		}
-		if t.classes = labelClasses(b); t.classes > 0 {
-			if err := checkLabels(t.tracing, t.classes); err != nil {
-				panic(err) // before the first execution: no update is made
-			}
-		}
-		if !st.called {
-			exceptions.Panicf("the step function never called Accelerator.Backward(s, loss): without it " +
-				"no gradient is computed and no update is made; call it once on the batch loss")
-		}
-		if !loss.Shape().IsScalar() {
-			exceptions.Panicf("the step function must return the scalar loss, got shape %s", loss.Shape())
-		}
-		return []*Node{loss}
+		return []*Node{t.traceUser(s, inputs, st)}
 	}
+}
+
+// traceUser calls the user's step function on the graph's inputs and checks what it did.
+func (t *TrainStep) traceUser(s *model.Scope, inputs []*Node, st *backwardState) *Node {
+	b := t.job.unpack(inputs)
+	loss := t.fn(s, b)
+	if loss == nil {
+		exceptions.Panicf("the step function returned a nil loss")
+	}
+	if t.classes = labelClasses(b); t.classes > 0 {
+		if err := checkLabels(t.tracing, t.classes); err != nil {
+			panic(err) // before the first execution: no update is made
+		}
+	}
+	if !st.called {
+		exceptions.Panicf("the step function never called Accelerator.Backward(s, loss): without it " +
+			"no gradient is computed and no update is made; call it once on the batch loss")
+	}
+	if !loss.Shape().IsScalar() {
+		exceptions.Panicf("the step function must return the scalar loss, got shape %s", loss.Shape())
+	}
+	return loss
 }
 
 // unpack turns the flat per-device parameter list back into a Batch.
@@ -382,8 +394,17 @@ func (j *Job) args(gb *data.GlobalBatch) ([]any, error) {
 	return args, nil
 }
 
-// newExec builds the executor of a step or eval graph function, sharded over the devices.
-func (j *Job) newExec(graphFn func(s *model.Scope, inputs []*Node) []*Node, eval bool) (*model.Exec, error) {
+// layout says how a compiled graph's inputs and outputs are laid out over the devices.
+type layout int
+
+const (
+	layoutTrain layout = iota // batch-sharded inputs; replicated outputs (the loss, gradients)
+	layoutEval                // batch-sharded inputs and per-example outputs
+	layoutApply               // replicated inputs (all-reduced gradients) and outputs
+)
+
+// newExec builds the executor of a graph function, laid out over the devices.
+func (j *Job) newExec(graphFn func(s *model.Scope, inputs []*Node) []*Node, lay layout) (*model.Exec, error) {
 	e, err := model.NewExec(j.acc.backend, j.store, graphFn)
 	if err != nil {
 		return nil, errors.WithMessage(err, "accelerator: creating the step executor")
@@ -396,12 +417,18 @@ func (j *Job) newExec(graphFn func(s *model.Scope, inputs []*Node) []*Node, eval
 		if err != nil {
 			return nil, errors.WithMessage(err, "accelerator: building the batch sharding spec")
 		}
+		replicated := distributed.NewReplicatedShardingSpec(mesh)
 		e.AutoSharding(mesh)
-		e.WithInputShardingSpecs(batchSharded)
-		if eval {
+		switch lay {
+		case layoutTrain:
+			e.WithInputShardingSpecs(batchSharded)
+			e.WithOutputShardingSpecs(replicated)
+		case layoutEval:
+			e.WithInputShardingSpecs(batchSharded)
 			e.WithOutputShardingSpecs(batchSharded) // per-example outputs stay on their device
-		} else {
-			e.WithOutputShardingSpecs(distributed.NewReplicatedShardingSpec(mesh)) // the scalar loss
+		case layoutApply:
+			e.WithInputShardingSpecs(replicated)
+			e.WithOutputShardingSpecs(replicated)
 		}
 	}
 	return e, nil
