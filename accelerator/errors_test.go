@@ -89,11 +89,19 @@ func TestBadConfigErrors(t *testing.T) {
 			t.Errorf("error %v does not name $GOMLX_BACKEND", err)
 		}
 	})
-	t.Run("multi-process env is refused clearly", func(t *testing.T) {
+	t.Run("half a launcher environment is refused clearly", func(t *testing.T) {
 		t.Setenv("WORLD_SIZE", "2")
 		_, err := New(Config{Quiet: true, Backend: "go"})
-		if err == nil || !strings.Contains(err.Error(), "WORLD_SIZE=2") {
-			t.Errorf("error %v does not name WORLD_SIZE", err)
+		if err == nil || !strings.Contains(err.Error(), "$WORLD_SIZE is set but $RANK is not") {
+			t.Errorf("got %v, want an error naming WORLD_SIZE and RANK", err)
+		}
+	})
+	t.Run("rank outside the world", func(t *testing.T) {
+		t.Setenv("PMI_RANK", "3")
+		t.Setenv("PMI_SIZE", "2")
+		_, err := New(Config{Quiet: true, Backend: "go"})
+		if err == nil || !strings.Contains(err.Error(), "$PMI_RANK=3 is not below $PMI_SIZE=2 (set by MPICH/Hydra)") {
+			t.Errorf("got %v", err)
 		}
 	})
 }

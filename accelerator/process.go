@@ -39,6 +39,14 @@ func readProcessEnv() (processInfo, error) {
 	for _, l := range launcherEnvs {
 		rv, rok := os.LookupEnv(l.rank)
 		sv, sok := os.LookupEnv(l.size)
+		if (rok && rv != "") != (sok && sv != "") {
+			set, unset := l.rank, l.size
+			if !rok || rv == "" {
+				set, unset = l.size, l.rank
+			}
+			return p, errors.Errorf("accelerator: $%s is set but $%s is not: %s sets both; unset $%s to run as a "+
+				"single process, or start the program with a launcher (goaccel launch)", set, unset, l.name, set)
+		}
 		if !rok || !sok || rv == "" || sv == "" {
 			continue
 		}
