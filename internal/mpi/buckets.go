@@ -10,33 +10,40 @@ import (
 	"unsafe"
 )
 
+// DirectBytes is the size from which AllreduceFused reduces a tensor in place, unfused: 1 MiB.
+const DirectBytes = 1 << 20
+
 // DefaultBucketBytes is the size of a fusion bucket when AllreduceFused is given none: 25 MiB,
 // PyTorch DDP's default bucket_cap_mb.
 const DefaultBucketBytes = 25 << 20
 
 // AllreduceFused sums tensors (one slice per variable, typically gradients) element-wise across
 // ranks, in place, and with mean divides the sums by Size. It is the gradient sync of
-// data-parallel training, with DDP's buckets (Horovod's tensor fusion): tensors smaller than
-// bucketBytes are copied, in order, into a fused buffer of at most bucketBytes and reduced with
-// one MPI_Iallreduce per full buffer; a tensor of bucketBytes or more is reduced in place on its
-// own, with no copy. bucketBytes <= 0 means DefaultBucketBytes.
+// data-parallel training, with DDP's buckets (Horovod's tensor fusion): small tensors are copied,
+// in order, into a fused buffer of at most bucketBytes and reduced with one MPI_Iallreduce per
+// full buffer, so that a model of many small variables does not pay MPI's per-call latency for
+// each. A tensor of at least DirectBytes (or bucketBytes, when that is smaller) is reduced in
+// place on its own: its transfer already dwarfs the latency, and fusing it would only add two
+// copies. bucketBytes <= 0 means DefaultBucketBytes.
 //
 // The result equals AllreduceFloat32(t, Sum) on each tensor (then, with mean, t[i] /=
-// float32(Size())) bit for bit whenever the MPI library reduces every element in an order that
-// does not depend on the message length: always with 2 ranks (a+b == b+a), and with MPICH's
-// algorithms as measured by the package tests on 3 ranks. Every rank must pass the same
-// number of tensors with the same lengths, in the same order. The whole call is one collective:
-// it fails after Timeout with an error naming the bucket that did not complete.
+// float32(Size())) bit for bit whenever the MPI library adds each element's contributions in an
+// order that does not depend on the message length: always with 2 ranks (a+b == b+a), and with
+// MPICH 5.0.2 on 3 ranks as the package tests check. Every rank must pass the same number of
+// tensors with the same lengths, in the same order. The whole call is one collective: it fails
+// after Timeout with an error naming the bucket or tensor that did not complete.
 //
-// Performance: the copies cost memory bandwidth, so only small tensors are fused. Dividing for
-// mean is a pass over every element; a caller that can scale the gradients before (e.g. in the
-// graph that computes them) should do so and pass mean=false.
+// Performance: the copies of small tensors cost memory bandwidth, which on one machine is also
+// what the all-reduce itself costs (see BenchmarkAllreduce). Dividing for mean is one more pass
+// over every element; a caller that can scale the gradients earlier (e.g. in the graph that
+// computes them) should do so and pass mean=false.
 func (c *Comm) AllreduceFused(tensors [][]float32, mean bool, bucketBytes int) error {
 	if bucketBytes <= 0 {
 		bucketBytes = DefaultBucketBytes
 	}
-	limit := max(1, bucketBytes/4) // elements per bucket
-	small := 0                     // elements of the tensors that are fused
+	limit := max(1, min(bucketBytes, DirectBytes)/4) // elements of the smallest unfused tensor
+	bucket := max(1, bucketBytes/4)                  // elements per bucket
+	small := 0                                       // elements of the tensors that are fused
 	for _, t := range tensors {
 		if len(t) < limit {
 			small += len(t)
@@ -46,13 +53,13 @@ func (c *Comm) AllreduceFused(tensors [][]float32, mean bool, bucketBytes int) e
 	return c.collective("allreduce-fused", 0, func(r *round) error {
 		var fused []float32 // the bucket buffer, allocated at first use
 		var members [][]float32
-		filled, bucket := 0, 0
+		filled, nb := 0, 0
 		flush := func() error {
 			if filled == 0 {
 				return nil
 			}
-			bucket++
-			what := fmt.Sprintf(" (bucket %d: %d tensors, %d bytes)", bucket, len(members), filled*4)
+			nb++
+			what := fmt.Sprintf(" (bucket %d: %d tensors, %d bytes)", nb, len(members), filled*4)
 			if err := r.allreduce(what, unsafe.Pointer(&fused[0]), filled, 4, C.GS_FLOAT, Sum); err != nil {
 				return err
 			}
@@ -86,13 +93,13 @@ func (c *Comm) AllreduceFused(tensors [][]float32, mean bool, bucketBytes int) e
 					}
 				}
 			default:
-				if filled+len(t) > limit {
+				if filled+len(t) > bucket {
 					if err := flush(); err != nil {
 						return err
 					}
 				}
 				if fused == nil {
-					fused = c.fusionBuffer(min(limit, small))
+					fused = c.fusionBuffer(min(bucket, small))
 					r.pin.Pin(&fused[0])
 				}
 				copy(fused[filled:], t)

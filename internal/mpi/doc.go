@@ -47,7 +47,9 @@
 // in jobs of more than 64 ranks), so a timeout is a *TimeoutError that names the ranks that
 // never arrived. While some rank is missing the polling backs off (sleeps up to 1 ms), so a rank
 // waiting at a barrier does not steal the CPU of the rank it waits for; once all arrived it
-// polls flat out, as a blocking MPI call does.
+// polls flat out, as a blocking MPI call does. A consequence: every collective returns only
+// after every rank has arrived at it, as a barrier does (a broadcast's receivers wait for each
+// other, not only for the root).
 //
 // # Environment
 //

