@@ -55,8 +55,13 @@
 //
 // Init sets, unless already set, MPIR_CVAR_BCAST_POSIX_INTRA_ALGORITHM,
 // MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM and MPIR_CVAR_BARRIER_POSIX_INTRA_ALGORITHM to
-// "mpir": MPICH's default shared-memory collectives spin so hard when ranks outnumber cores that
-// a 440 MB broadcast on 4 ranks / 2 cores did not finish in 120 s. Other libraries ignore them.
+// "mpir": MPICH's default shared-memory ("posix") blocking collectives spin so hard when ranks
+// outnumber cores that a 440 MB MPI_Bcast on 4 ranks / 2 cores did not finish in 120 s, and on
+// this 2-core machine even 2 ranks' raw MPI_Allreduce of 44 MB ran at half the speed. The
+// package's own collectives are non-blocking and do not take that path (its 440 MB Broadcast on
+// 4 ranks / 2 cores took 0.3-0.4 s with or without the variables); the settings protect blocking
+// calls (MPI_Finalize's, the benchmark's reference, another MPI user's in the process). Other MPI
+// libraries ignore them.
 // Read by the package: GOACCEL_MPI_LIB (a library file or directory), GOACCEL_MPI_ABI (standard,
 // mpich or openmpi: overrides detection), GOACCEL_COLLECTIVE_TIMEOUT.
 //

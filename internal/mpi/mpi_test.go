@@ -27,7 +27,9 @@ var children = map[string]func(c *Comm) int{
 	"barrier-timeout":   childBarrierTimeout,
 	"allreduce-timeout": childAllreduceTimeout,
 	"bench":             childBench,
+	"bench-bcast":       childBenchBcast,
 	"abort":             childAbort,
+	"mpi-error":         childMPIError,
 }
 
 func TestMain(m *testing.M) {
@@ -239,6 +241,17 @@ func TestAbortInterruptsAWait(t *testing.T) {
 	}
 }
 
+// TestMPIErrorIsReported: a broadcast whose lengths differ between ranks is an MPI error (message
+// truncated) on the receiver, reported once with MPI's own words and the library.
+func TestMPIErrorIsReported(t *testing.T) {
+	lib := mpiLib(t)
+	out, _ := mpirun(t, lib, 2, "mpi-error")
+	if !strings.Contains(out, "rank 1: ok: mpi: broadcast #0: MPI_Test of MPI_Ibcast failed: ") ||
+		!strings.Contains(out, "library "+lib.Path+")") {
+		t.Errorf("no MPI error report in:\n%s", out)
+	}
+}
+
 // child bodies
 
 type checker struct {
@@ -441,5 +454,20 @@ func childAbort(c *Comm) int {
 	err := c.Barrier(time.Minute)
 	fmt.Printf("rank 0: barrier returned %v\n", err)
 	time.Sleep(time.Minute)
+	return 0
+}
+
+// childMPIError: rank 0 broadcasts 1 MB, rank 1 expects 10 bytes.
+func childMPIError(c *Comm) int {
+	c.SetTimeout(5 * time.Second)
+	buf := make([]byte, 10)
+	if c.Rank() == 0 {
+		buf = make([]byte, 1<<20)
+	}
+	err := c.Broadcast(buf, 0)
+	if c.Rank() == 1 {
+		fmt.Printf("rank 1: ok: %v\n", err)
+		time.Sleep(200 * time.Millisecond)
+	}
 	return 0
 }
