@@ -7,6 +7,8 @@ import "C"
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 	"unsafe"
 )
 
@@ -35,8 +37,9 @@ const DefaultBucketBytes = 25 << 20
 //
 // Performance: the copies of small tensors cost memory bandwidth, which on one machine is also
 // what the all-reduce itself costs (see BenchmarkAllreduce). Dividing for mean is one more pass
-// over every element; a caller that can scale the gradients earlier (e.g. in the graph that
-// computes them) should do so and pass mean=false.
+// over every element (spread over GOMAXPROCS goroutines for large tensors); a caller that can
+// scale the gradients earlier (e.g. in the graph that computes them) should do so and pass
+// mean=false.
 func (c *Comm) AllreduceFused(tensors [][]float32, mean bool, bucketBytes int) error {
 	if bucketBytes <= 0 {
 		bucketBytes = DefaultBucketBytes
@@ -67,9 +70,7 @@ func (c *Comm) AllreduceFused(tensors [][]float32, mean bool, bucketBytes int) e
 			for _, t := range members {
 				src := fused[off : off+len(t)]
 				if mean {
-					for i, v := range src {
-						t[i] = v / n
-					}
+					divide(t, src, n)
 				} else {
 					copy(t, src)
 				}
@@ -88,9 +89,7 @@ func (c *Comm) AllreduceFused(tensors [][]float32, mean bool, bucketBytes int) e
 					return err
 				}
 				if mean {
-					for j := range t {
-						t[j] /= n
-					}
+					divide(t, t, n)
 				}
 			default:
 				if filled+len(t) > bucket {
@@ -109,6 +108,26 @@ func (c *Comm) AllreduceFused(tensors [][]float32, mean bool, bucketBytes int) e
 		}
 		return flush()
 	})
+}
+
+// divide sets dst[i] = src[i] / n, on several goroutines when the slices are large: on a machine
+// with more cores than local ranks this pass would otherwise cost as much as the all-reduce.
+func divide(dst, src []float32, n float32) {
+	const piece = 1 << 18 // elements a goroutine is worth starting for
+	parts := min(runtime.GOMAXPROCS(0), len(src)/piece)
+	if parts <= 1 {
+		for i, v := range src {
+			dst[i] = v / n
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	step := (len(src) + parts - 1) / parts
+	for lo := 0; lo < len(src); lo += step {
+		hi := min(lo+step, len(src))
+		wg.Go(func() { divide(dst[lo:hi], src[lo:hi], n) })
+	}
+	wg.Wait()
 }
 
 // fusionBuffer returns the Comm's fusion buffer, grown to at least n elements. Only the MPI

