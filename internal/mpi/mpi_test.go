@@ -328,7 +328,7 @@ func childCollectives(c *Comm) int {
 	}
 
 	// Fused buckets equal per-tensor all-reduces, bit for bit.
-	sizes := []int{0, 1, 7, 1000, 3, 5000, 0, 33, 40000, 2, 250}
+	sizes := []int{0, 1, 7, 1000, 3, 5000, 0, 33, 40000, 2, 300000, 250}
 	for _, bucket := range []int{64, 4096, 100000, 0} {
 		for _, mean := range []bool{false, true} {
 			rng := rand.New(rand.NewPCG(uint64(rank), uint64(bucket)))
