@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -104,6 +105,9 @@ func find(getenv func(string) string, cwd, exe string, sysDirs []string) (Librar
 			return Library{}, fmt.Errorf("mpi: find: GOACCEL_MPI_LIB=%s: %w", p, err)
 		}
 		if !st.IsDir() {
+			if p, err = followLinkerScript(p); err != nil {
+				return Library{}, fmt.Errorf("mpi: find: GOACCEL_MPI_LIB: %w", err)
+			}
 			lib := Library{Path: p, ABI: abiOfName(filepath.Base(p)), Source: "GOACCEL_MPI_LIB"}
 			lib.Mpiexec = mpiexecBeside(filepath.Dir(p))
 			return withABIOverride(lib, getenv)
@@ -152,6 +156,35 @@ func find(getenv func(string) string, cwd, exe string, sysDirs []string) (Librar
 	}
 	return Library{}, fmt.Errorf("mpi: find: %w (looked for %s in %s): %s",
 		ErrNotFound, names(), strings.Join(looked, ", "), installHint)
+}
+
+// followLinkerScript returns the library that p names when p is a linker script rather than a
+// shared object, as the mpich wheel's lib/libmpi.so is ("INPUT(libmpi.so.12)"): dlopen cannot
+// open a script. Other files are returned as they are; only a read error is an error.
+func followLinkerScript(p string) (string, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
+	if len(b) > 4096 || bytes.HasPrefix(b, []byte("\x7fELF")) {
+		return p, nil
+	}
+	s := string(b)
+	for _, kw := range []string{"INPUT(", "GROUP("} {
+		i := strings.Index(s, kw)
+		if i < 0 {
+			continue
+		}
+		for _, f := range strings.FieldsFunc(s[i+len(kw):], func(r rune) bool { return r == ' ' || r == ')' || r == '\n' || r == '\t' }) {
+			if strings.Contains(f, ".so") {
+				if !filepath.IsAbs(f) {
+					f = filepath.Join(filepath.Dir(p), f)
+				}
+				return f, nil
+			}
+		}
+	}
+	return p, nil // not a script: dlopen will say what it is
 }
 
 // inDir returns the best library of dir.

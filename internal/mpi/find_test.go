@@ -39,7 +39,11 @@ func TestFindSearchOrder(t *testing.T) {
 		"explicitdir/lib/libmpi.so.12",
 		"explicitdir/bin/mpiexec",
 		"nothing/.keep",
+		"script/lib/libmpi.so.12",
 	)
+	if err := os.WriteFile(filepath.Join(root, "script/lib/libmpi.so"), []byte("INPUT(libmpi.so.12)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	at := func(p string) string { return filepath.Join(root, p) }
 	sys := []string{at("nothing"), at("sys1"), at("opt/*/lib")}
 	cases := []struct {
@@ -54,6 +58,8 @@ func TestFindSearchOrder(t *testing.T) {
 			at("proj"), at("exe/bin/prog"), sys, Library{Path: at("custom/libmpi.so"), Source: "GOACCEL_MPI_LIB"}, ""},
 		{"GOACCEL_MPI_LIB directory, with its mpiexec", map[string]string{"GOACCEL_MPI_LIB": at("explicitdir/lib")},
 			at("proj"), "", sys, Library{Path: at("explicitdir/lib/libmpi.so.12"), ABI: ABIMPICH, Mpiexec: at("explicitdir/bin/mpiexec"), Source: "GOACCEL_MPI_LIB"}, ""},
+		{"GOACCEL_MPI_LIB naming a linker script: the library it names", map[string]string{"GOACCEL_MPI_LIB": at("script/lib/libmpi.so")},
+			at("proj"), "", sys, Library{Path: at("script/lib/libmpi.so.12"), ABI: ABIMPICH, Source: "GOACCEL_MPI_LIB"}, ""},
 		{"GOACCEL_MPI_LIB missing is an error, not a fallback", map[string]string{"GOACCEL_MPI_LIB": at("gone/libmpi.so")},
 			at("proj"), "", sys, Library{}, "GOACCEL_MPI_LIB=" + at("gone/libmpi.so")},
 		{"GOACCEL_MPI_LIB directory without a library", map[string]string{"GOACCEL_MPI_LIB": at("nothing")},
