@@ -18,11 +18,21 @@ import (
 // Op is a reduction operation.
 type Op int
 
-// The reductions of Allreduce*. Their values are the C shim's.
+// The reductions of Allreduce*. Their values are shim.h's GS_SUM, GS_MAX and GS_MIN.
 const (
-	Sum Op = C.GS_SUM
-	Max Op = C.GS_MAX
-	Min Op = C.GS_MIN
+	Sum Op = 1
+	Max Op = 2
+	Min Op = 3
+)
+
+// The Go and C values must agree: these fail to compile otherwise.
+var (
+	_ [Sum - C.GS_SUM]struct{}
+	_ [C.GS_SUM - Sum]struct{}
+	_ [Max - C.GS_MAX]struct{}
+	_ [C.GS_MAX - Max]struct{}
+	_ [Min - C.GS_MIN]struct{}
+	_ [C.GS_MIN - Min]struct{}
 )
 
 // String names the operation.

@@ -24,6 +24,16 @@ import (
 // is to turn a hang into an error, not to police stragglers.
 const DefaultTimeout = 30 * time.Minute
 
+// ABI's values are shim.h's GS_ABI_*: these fail to compile otherwise.
+var (
+	_ [ABIStandard - C.GS_ABI_STANDARD]struct{}
+	_ [C.GS_ABI_STANDARD - ABIStandard]struct{}
+	_ [ABIMPICH - C.GS_ABI_MPICH]struct{}
+	_ [C.GS_ABI_MPICH - ABIMPICH]struct{}
+	_ [ABIOpenMPI - C.GS_ABI_OPENMPI]struct{}
+	_ [C.GS_ABI_OPENMPI - ABIOpenMPI]struct{}
+)
+
 // intraNodeCVars are MPICH settings Init puts in the environment before MPI_Init unless the user
 // set them: MPICH's shared-memory ("posix") collectives spin so hard when ranks outnumber
 // cores that a 440 MB broadcast on 4 ranks / 2 cores did not finish in 120 s; its generic
@@ -135,7 +145,7 @@ func (c *Comm) open() error {
 	if C.gs_open(cpath, abi, std, &errbuf[0], C.int(len(errbuf))) != 0 {
 		return fmt.Errorf("mpi: init: open %s: %s", c.lib.Path, C.GoString(&errbuf[0]))
 	}
-	c.lib.ABI = ABI(C.gs_abi()) // the C and Go enums share their values
+	c.lib.ABI = ABI(C.gs_abi())
 	var ok C.int
 	if rc := C.gs_init_thread_funneled(&ok); rc != 0 {
 		return c.mpiErr("init", "MPI_Init_thread", rc)
@@ -240,7 +250,9 @@ func (c *Comm) Finalize() error {
 // atexit handler that tells the launcher the rank ended cleanly. Go's os.Exit, and returning from
 // main, skip that handler: the launcher then takes the exit for a crash and kills the other ranks.
 // After a collective failed or timed out the job cannot finalize cleanly, so Exit aborts it
-// instead (MPI_Abort with code, or 1 when code is 0). Exit can be called without Init.
+// instead (MPI_Abort with code, or 1 when code is 0). A collective in progress on another
+// goroutine is let finish (or time out) first; use Abort to end at once. Exit can be called
+// without Init.
 func Exit(code int) {
 	c := initialized()
 	if c == nil {
