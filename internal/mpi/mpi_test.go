@@ -96,7 +96,11 @@ func mpirun(t testing.TB, lib Library, n int, child string, env ...string) (stri
 			args = append(args, "-x", kv)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	limit := 60 * time.Second
+	if strings.HasPrefix(child, "bench") {
+		limit = 10 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, lib.Mpiexec, append(args, exe)...)
 	cmd.Env = append(os.Environ(), env...)
@@ -114,7 +118,7 @@ func mpirun(t testing.TB, lib Library, n int, child string, env ...string) (stri
 		}
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("mpiexec -n %d (%s) did not end in 60 s:\n%s", n, child, out)
+		t.Fatalf("mpiexec -n %d (%s) did not end in %v:\n%s", n, child, limit, out)
 	}
 	rc := 0
 	var ee *exec.ExitError
