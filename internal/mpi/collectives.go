@@ -129,7 +129,7 @@ func (c *Comm) collective(name string, timeout time.Duration, body func(r *round
 		if c.broken != nil {
 			err := c.broken
 			c.mu.Unlock()
-			return fmt.Errorf("mpi: %s: an earlier collective failed: %w", name, err)
+			return fmt.Errorf("%w; %s refused: the job is broken", err, name)
 		}
 		seq := c.seq
 		c.seq++

@@ -151,7 +151,7 @@ func (c *Comm) open() error {
 		return c.mpiErr("init", "MPI_Init_thread", rc)
 	}
 	if ok == 0 {
-		return fmt.Errorf("mpi: init: %s does not provide MPI_THREAD_FUNNELED (library %s)", c.lib.Path, c.lib.Path)
+		return fmt.Errorf("mpi: init: MPI_Init_thread: %s does not provide MPI_THREAD_FUNNELED", c.lib.Path)
 	}
 	var vbuf [1024]C.char
 	C.gs_library_version(&vbuf[0], C.int(len(vbuf)))
