@@ -19,7 +19,7 @@ static struct {
 	void *in_place, *status_ignore;
 	int thread_funneled, comm_type_shared;
 	// Functions, cast to their ABI's type at the call.
-	void *init_thread, *initialized, *finalized, *finalize, *library_version, *error_string;
+	void *init_thread, *finalize, *library_version, *error_string;
 	void *comm_dup, *comm_set_errhandler, *comm_rank, *comm_size, *comm_split_type, *comm_free;
 	void *allreduce, *iallreduce, *ibcast, *iallgather, *iallgatherv, *ibarrier, *isend, *irecv;
 	void *test, *abort;
@@ -119,8 +119,6 @@ int gs_open(const char *path, int abi, int is_standard_name, char *err, int errl
 		return 1;
 	}
 	S.init_thread = sym("MPI_Init_thread", err, errlen, &bad);
-	S.initialized = sym("MPI_Initialized", err, errlen, &bad);
-	S.finalized = sym("MPI_Finalized", err, errlen, &bad);
 	S.finalize = sym("MPI_Finalize", err, errlen, &bad);
 	S.library_version = sym("MPI_Get_library_version", err, errlen, &bad);
 	S.error_string = sym("MPI_Error_string", err, errlen, &bad);
@@ -161,16 +159,6 @@ int gs_init_thread_funneled(int *provided_ok) {
 	// The thread levels are ordered in every ABI (standard: 0, 1024, 2048, 4096).
 	*provided_ok = provided >= S.thread_funneled;
 	return rc;
-}
-
-int gs_initialized(int *flag) {
-	if (S.lib == NULL) return GS_NOT_OPEN;
-	return ((int (*)(int *))S.initialized)(flag);
-}
-
-int gs_finalized(int *flag) {
-	if (S.lib == NULL) return GS_NOT_OPEN;
-	return ((int (*)(int *))S.finalized)(flag);
 }
 
 int gs_finalize(void) {

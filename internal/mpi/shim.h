@@ -29,8 +29,6 @@ int gs_open(const char *path, int abi, int is_standard_name, char *err, int errl
 int gs_abi(void);
 
 int gs_init_thread_funneled(int *provided_ok);
-int gs_initialized(int *flag);
-int gs_finalized(int *flag);
 int gs_finalize(void);
 int gs_library_version(char *buf, int len);
 void gs_error_string(int code, char *buf, int len);
