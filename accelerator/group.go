@@ -1,10 +1,6 @@
 package accelerator
 
-import (
-	"time"
-
-	"github.com/pkg/errors"
-)
+import "time"
 
 // group is the process group of a run over several processes: this process's rank, and the
 // collectives between the processes. Every process calls the same collectives in the same
@@ -41,9 +37,3 @@ func (soloGroup) Allgather(mine []byte) ([][]byte, error)    { return [][]byte{m
 func (soloGroup) Barrier(time.Duration) error                { return nil }
 func (soloGroup) Close() error                               { return nil }
 
-// openGroup joins the process group described by p (several processes); it is replaced by
-// the MPI implementation.
-var openGroup = func(p processInfo, timeout time.Duration) (group, error) {
-	return nil, errors.Errorf("accelerator: %d processes (from %s): runs over several processes need MPI, "+
-		"which this build cannot load", p.worldSize, p.source)
-}

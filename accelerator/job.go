@@ -120,7 +120,7 @@ func (a *Accelerator) Prepare(m model.StoreProvider, opt optimizer.Interface, sr
 	if _, found := j.store.GetParam(initializer.ParamInitialSeed); !found {
 		root.SetParam(initializer.ParamInitialSeed, a.seed)
 	}
-	if err := seedRNG(j.store, a.seed); err != nil {
+	if err := seedRNG(j.store, a.seed+int64(a.ProcessIndex())); err != nil { // dropout differs per process, as in DDP
 		return nil, errors.WithMessage(err, "accelerator.Prepare: seeding the model's random state")
 	}
 	if src != nil {
