@@ -66,7 +66,7 @@ func newFlags() (*flag.FlagSet, *flagValues) {
 	v.standalone = fs.Bool("standalone", false, "one node, on a free local port (the default already)")
 	v.maxRestarts = fs.Int("max-restarts", 0, "restart the whole group this many times after a worker failure")
 	v.logDir = fs.String("log-dir", "", "write DIR/attempt_A/rank_R/{stdout,stderr}.log (default: a new temporary folder)")
-	v.tee = fs.Int("tee", TeeDefault, "show on the terminal: 0 nothing, 1 every local rank's stdout, 2 stderr, 3 both (default: rank 0's output)")
+	v.tee = fs.Int("tee", -1, "show on the terminal: 0 nothing, 1 every local rank's stdout, 2 stderr, 3 both (default: rank 0's output)")
 	v.timeout = fs.String("timeout", "0", "stop the whole job after this long (seconds or a duration such as 30m; 0: never)")
 	v.joinTimeout = fs.String("join-timeout", "300", "how long to wait for every node's launcher (seconds or a duration)")
 	v.np = fs.Int("np", 0, "horovodrun: total number of ranks")
@@ -99,7 +99,16 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 		return nil, flagError{fmt.Errorf("--nnodes %q: want a positive number (elastic ranges such as 1:4 are not supported)", *nnodes)}
 	}
 	c.NodeRank, c.MasterAddr, c.MasterPort = *nodeRank, *masterAddr, *masterPort
-	c.MaxRestarts, c.LogDir, c.Tee = *maxRestarts, *logDir, *tee
+	c.MaxRestarts, c.LogDir = *maxRestarts, *logDir
+	switch {
+	case !fs.Changed("tee"):
+	case *tee == 0:
+		c.Tee = TeeNone
+	case *tee >= 1 && *tee <= 3:
+		c.Tee = *tee
+	default:
+		return nil, flagError{fmt.Errorf("--tee %d: want 0 (nothing), 1 (stdout), 2 (stderr) or 3 (both)", *tee)}
+	}
 	if c.Timeout, err = parseSeconds("timeout", *timeout); err != nil {
 		return nil, flagError{err}
 	}
@@ -135,8 +144,10 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 		}
 	}
 	// What the launchers of the other -H hosts need besides their node, nproc and master.
-	inv.forward = []string{"--max_restarts", strconv.Itoa(c.MaxRestarts), "--tee", strconv.Itoa(c.Tee),
-		"--join_timeout", c.JoinTimeout.String()}
+	inv.forward = []string{"--max_restarts", strconv.Itoa(c.MaxRestarts), "--join_timeout", c.JoinTimeout.String()}
+	if fs.Changed("tee") {
+		inv.forward = append(inv.forward, "--tee", strconv.Itoa(*tee))
+	}
 	if c.LogDir != "" {
 		inv.forward = append(inv.forward, "--log_dir", c.LogDir)
 	}

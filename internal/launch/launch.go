@@ -37,8 +37,8 @@ type Config struct {
 	MaxRestarts int
 	// LogDir receives LogDir/attempt_A/rank_R/{stdout,stderr}.log; "" makes a temporary folder.
 	LogDir string
-	// Tee chooses what the terminal shows besides the logs: TeeDefault (-1) shows rank 0's
-	// stdout and stderr; 0 nothing; 1 every local rank's stdout; 2 their stderr; 3 both.
+	// Tee chooses what the terminal shows besides the logs: 0 (the default) rank 0's stdout
+	// and stderr; 1 every local rank's stdout; 2 their stderr; 3 both; TeeNone nothing.
 	// Lines of several ranks are prefixed "[rank N] ".
 	Tee int
 	// Timeout, when positive, stops the whole job after that long (set on the master).
@@ -61,8 +61,8 @@ type Config struct {
 	OnListen func(port int) error
 }
 
-// TeeDefault is Config.Tee's value for "rank 0's output only".
-const TeeDefault = -1
+// TeeNone is Config.Tee's value for "no worker output on the terminal" (torchrun's --tee 0).
+const TeeNone = -1
 
 // DefaultMasterPort is the master's port for a job of several nodes without --master_port (torchrun's).
 const DefaultMasterPort = 29500
@@ -161,7 +161,7 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("--node_rank %d is out of range for --nnodes %d (0 to %d)", c.NodeRank, c.NNodes, c.NNodes-1)
 	case c.MaxRestarts < 0:
 		return fmt.Errorf("--max_restarts %d: want 0 or more", c.MaxRestarts)
-	case c.Tee < TeeDefault || c.Tee > 3:
+	case c.Tee < TeeNone || c.Tee > 3:
 		return fmt.Errorf("--tee %d: want 0 (none), 1 (stdout), 2 (stderr) or 3 (both)", c.Tee)
 	}
 	if _, err := exec.LookPath(c.Program); err != nil {
@@ -572,8 +572,8 @@ func (l *launcher) startWorker(attempt, rank, local, world int) (*worker, error)
 			return nil, err
 		}
 		w.files = append(w.files, f)
-		show := l.cfg.Tee&s.bit != 0
-		if l.cfg.Tee == TeeDefault {
+		show := l.cfg.Tee > 0 && l.cfg.Tee&s.bit != 0
+		if l.cfg.Tee == 0 {
 			show = rank == 0
 		}
 		if !show {
