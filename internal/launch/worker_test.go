@@ -42,6 +42,7 @@ var envKeys = []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "
 //	env       write RANK's environment to DIR/env_RANK and exit 0
 //	exit3     rank $FAIL_RANK exits 3 after 200 ms; the others sleep (until stopped)
 //	sleep     write DIR/pid_RANK and sleep; rank $STUBBORN_RANK ignores SIGTERM
+//	shm       map one file under /dev/shm, leave another, write DIR/pid_RANK and sleep
 //	failonce  rank 1 exits 7 unless DIR/marker exists (it creates it); then all exit 0
 func testWorker(mode string) int {
 	dir := os.Getenv(dirVar)
@@ -76,6 +77,23 @@ func testWorker(mode string) int {
 			signal.Ignore(syscall.SIGTERM)
 		}
 		if err := os.WriteFile(filepath.Join(dir, "pid_"+rank), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+			return 10
+		}
+		time.Sleep(60 * time.Second)
+		return 0
+	case "shm":
+		pid := strconv.Itoa(os.Getpid())
+		f, err := os.Create(filepath.Join(shmDir, "mpich_shm_goaccel_test_mapped_"+pid))
+		if err != nil || f.Truncate(4096) != nil {
+			return 10
+		}
+		if _, err := syscall.Mmap(int(f.Fd()), 0, 4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED); err != nil {
+			return 11
+		}
+		if err := os.WriteFile(filepath.Join(shmDir, "mpich_shm_goaccel_test_loose_"+pid), nil, 0o600); err != nil {
+			return 12
+		}
+		if err := os.WriteFile(filepath.Join(dir, "pid_"+rank), []byte(pid), 0o644); err != nil {
 			return 10
 		}
 		time.Sleep(60 * time.Second)
