@@ -4,7 +4,8 @@
 //	                         backend accelerator.New picks and why, relevant environment
 //	                         variables): paste it into bug reports
 //	goaccel plot RUN_DIR     redraw RUN_DIR/curves.png and curves.svg from metrics.jsonl
-//	goaccel launch ...       run a program on several processes (not implemented yet)
+//	goaccel launch ...       run a program as several processes, on one machine or several
+//	                         (torchrun's and horovodrun's flags; see internal/launch)
 //
 // The command only parses flags and prints: the work is done by the accelerator and
 // trainer packages.
@@ -33,7 +34,9 @@ commands:
   env [--json]      print versions, PJRT plugins, devices per backend, the backend
                     accelerator.New would pick and why, and the relevant environment
   plot RUN_DIR      redraw RUN_DIR/curves.png and RUN_DIR/curves.svg from RUN_DIR/metrics.jsonl
-  launch            run a program on several processes (not implemented yet)
+  launch [flags] PROGRAM [ARGS...]
+                    run PROGRAM as several processes (ranks), on this machine or several,
+                    with torchrun's flags (--nproc_per_node, --nnodes, ...) or horovodrun's (-np, -H)
 
 Run 'goaccel <command> --help' for a command's flags.
 `
