@@ -66,6 +66,14 @@ func accOn(t testing.TB, n int) *accelerator.Accelerator {
 }
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(fitWorkerEnv); dir != "" {
+		code := 0
+		if err := fitWorker(dir); err != nil {
+			fmt.Println("worker error:", err)
+			code = 3
+		}
+		accelerator.Exit(code)
+	}
 	code := m.Run()
 	for _, a := range accs {
 		a.Close()

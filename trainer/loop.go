@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/data"
 )
@@ -127,7 +128,12 @@ func (f *fit) afterUpdate(ev StepEvent) error {
 }
 
 // callback interprets a callback's error: ErrStop ends the run cleanly, others abort it.
+// Over several processes the decision is agreed: a stop or a failure on any process stops
+// every process, so that none is left waiting for the others in a collective.
 func (f *fit) callback(name string, err error) error {
+	if f.t.acc.NumProcesses() > 1 {
+		err = f.agree(name, err)
+	}
 	if err == nil {
 		return nil
 	}
@@ -139,6 +145,30 @@ func (f *fit) callback(name string, err error) error {
 		return nil
 	}
 	return fmt.Errorf("trainer: Callbacks.%s at step %d: %w", name, f.step, err)
+}
+
+// agree combines a callback's outcome over the processes: this process's own error, else
+// another process's failure, else a stop (ErrStop) if any process stopped.
+func (f *fit) agree(name string, err error) error {
+	code := 0.0
+	switch {
+	case errors.Is(err, ErrStop):
+		code = 1
+	case err != nil:
+		code = 2
+	}
+	all, rerr := f.t.acc.Reduce(code, accelerator.OpMax)
+	switch {
+	case rerr != nil:
+		return fmt.Errorf("trainer: Callbacks.%s at step %d: agreeing with the other processes: %w", name, f.step, rerr)
+	case code == 2:
+		return err
+	case all == 2:
+		return fmt.Errorf("trainer: Callbacks.%s failed on another process at step %d", name, f.step)
+	case all == 1:
+		return ErrStop
+	}
+	return nil
 }
 
 // elapsed is the run's wall time so far, over all its sessions.

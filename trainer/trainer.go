@@ -186,6 +186,10 @@ func (t *Trainer) Fit(train, eval data.Source, cfg Config) (res *Result, err err
 	if err != nil {
 		return nil, err
 	}
+	// Every process has read the directory before the main process writes to it.
+	if err := t.acc.WaitForEveryone(); err != nil {
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
 	if err := f.prepare(); err != nil {
 		return nil, err
 	}
