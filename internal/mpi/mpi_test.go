@@ -1,9 +1,13 @@
 package mpi
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -374,6 +378,17 @@ func childCollectives(c *Comm) int {
 				if !slices.Equal(fused[i], ref[i]) {
 					k.failf("bucket %d mean %v: tensor %d (%d floats) differs from the per-tensor all-reduce", bucket, mean, i, sizes[i])
 				}
+			}
+			// Every rank holds the same bits (replicas that drift apart in the last bit diverge).
+			h := fnv.New64a()
+			for _, t := range fused {
+				for _, v := range t {
+					binary.Write(h, binary.LittleEndian, math.Float32bits(v))
+				}
+			}
+			sums, err := c.AllgatherBytes(h.Sum(nil))
+			if k.check("allgather of the checksums", err) && slices.ContainsFunc(sums, func(b []byte) bool { return !bytes.Equal(b, sums[0]) }) {
+				k.failf("bucket %d mean %v: the ranks' results differ", bucket, mean)
 			}
 		}
 	}
