@@ -350,8 +350,13 @@ func childCollectives(c *Comm) int {
 	}
 
 	// Fused buckets equal per-tensor all-reduces, bit for bit.
+	// Odd sizes, empty tensors, one tensor reduced unfused at any bucket size (300000 floats),
+	// and 20 of 50 floats: more buckets than the fusion buffer holds, more than 8 in flight.
 	sizes := []int{0, 1, 7, 1000, 3, 5000, 0, 33, 40000, 2, 300000, 250}
-	for _, bucket := range []int{64, 4096, 100000, 0} {
+	for range 20 {
+		sizes = append(sizes, 50)
+	}
+	for _, bucket := range []int{64, 256, 4096, 100000, 0} {
 		for _, mean := range []bool{false, true} {
 			rng := rand.New(rand.NewPCG(uint64(rank), uint64(bucket)))
 			fused := make([][]float32, len(sizes))
