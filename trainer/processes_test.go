@@ -160,4 +160,3 @@ func TestRestartAfterKillEqualsUninterrupted(t *testing.T) {
 	}
 	t.Logf("launcher output of the killed run:\n%s", out)
 }
-
