@@ -91,6 +91,8 @@ func workerMain(role string) error {
 			return err
 		}
 		return os.WriteFile(filepath.Join(os.Getenv(workerOut), fmt.Sprintf("rank_%d.json", a.ProcessIndex())), b, 0o644)
+	case "bench":
+		return benchWorker(a)
 	case "barrier":
 		if a.ProcessIndex() == 1 {
 			d, _ := time.ParseDuration(os.Getenv(workerDelay))
@@ -104,7 +106,7 @@ func workerMain(role string) error {
 // needMPI skips (loudly) without an MPI library, and fails under CI, where make deps installs it.
 func needMPI(t *testing.T) {
 	t.Helper()
-	if _, err := mpi.Find(); err != nil {
+	if _, err := findMPI(); err != nil {
 		msg := "SKIPPING multi-process test: MPI not installed (run `make deps`): " + err.Error()
 		if os.Getenv("CI") != "" {
 			t.Fatal("CI is set but " + msg)
@@ -115,7 +117,7 @@ func needMPI(t *testing.T) {
 
 // launchWorkers runs this test binary as nproc ranks of the given worker role, the CPU devices
 // (total) split between them by the launcher, and returns the launcher's error and output.
-func launchWorkers(t *testing.T, role string, nproc, total int, env ...string) (error, string) {
+func launchWorkers(t testing.TB, role string, nproc, total int, env ...string) (error, string) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -219,5 +221,7 @@ func TestBarrierTimeoutNamesTheMissingRank(t *testing.T) {
 	t.Logf("launcher: %v", err)
 	t.Logf("output:\n%s", out)
 }
+
+func findMPI() (mpi.Library, error) { return mpi.Find() }
 
 func abs(x float64) float64 { return max(x, -x) }

@@ -94,7 +94,7 @@ func childBench(c *Comm) int {
 			t1 := time.Now()
 			k.check("barrier", c.Barrier(0))
 			t2 := time.Now()
-			k.check("raw", c.rawAllreduceFloat32(flat))
+			k.check("raw", c.AllreduceRaw(flat))
 			t3 := time.Now()
 			k.check("barrier", c.Barrier(0))
 			t4 := time.Now()
