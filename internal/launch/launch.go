@@ -47,6 +47,9 @@ type Config struct {
 	JoinTimeout time.Duration
 	// StopGrace is how long stopped workers get between SIGTERM and SIGKILL (default 5 s).
 	StopGrace time.Duration
+	// NoCPUBind leaves the ranks on every CPU of the launcher. By default, with several local
+	// ranks, each is bound to its share of the launcher's CPUs (see the package doc).
+	NoCPUBind bool
 	// Env is the workers' base environment (nil: this process's).
 	Env []string
 	// MPILib is passed to the ranks as $GOACCEL_MPI_LIB when they do not set it.
@@ -200,6 +203,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	l := &launcher{cfg: cfg, shares: shares, host: hostname()}
+	if !cfg.NoCPUBind {
+		l.cpus = cpuShares(cfg.NprocPerNode)
+	}
 	if note != "" {
 		l.sayf("%s", note)
 	}
@@ -301,6 +307,7 @@ func dialMaster(ctx context.Context, addr string, wait time.Duration) (*control,
 type launcher struct {
 	cfg    Config
 	shares []share
+	cpus   [][]int // per local rank; nil: unbound
 	host   string
 	ctl    *control
 	out    *terminal
@@ -589,7 +596,12 @@ func (l *launcher) startWorker(attempt, rank, local, world int) (*worker, error)
 		*s.dst = io.MultiWriter(f, pw)
 	}
 	w.cmd = cmd
-	if err := cmd.Start(); err != nil {
+	var cpus []int
+	if l.cpus != nil {
+		cpus = l.cpus[local]
+		cmd.Env = setEnv(cmd.Env, "GOACCEL_CPUS", cpuList(cpus))
+	}
+	if err := startPinned(cmd, cpus); err != nil {
 		for _, f := range w.files {
 			_ = f.Close()
 		}

@@ -85,6 +85,9 @@ func TestAllRanksExitZero(t *testing.T) {
 				t.Errorf("rank %d: %s=%q, want %q", rank, k, env[k], v)
 			}
 		}
+		if cpus := cpuShares(2); cpus != nil && (env["GOACCEL_CPUS"] != cpuList(cpus[rank]) || env["allowed_cpus"] != cpuList(cpus[rank])) {
+			t.Errorf("rank %d: bound to %q (GOACCEL_CPUS=%q), want %q", rank, env["allowed_cpus"], env["GOACCEL_CPUS"], cpuList(cpus[rank]))
+		}
 		if env["PMI_PORT"] != "127.0.0.1:"+env["MASTER_PORT"] {
 			t.Errorf("rank %d: PMI_PORT=%q MASTER_PORT=%q", rank, env["PMI_PORT"], env["MASTER_PORT"])
 		}

@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 var envKeys = []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
 	"MASTER_ADDR", "MASTER_PORT", "GOACCEL_DEVICES", "GOMAXPROCS", "OMP_NUM_THREADS", "PMI_PORT", "PMI_ID",
 	"PMI_SIZE", "MPI_LOCALRANKID", "MPIR_CVAR_BCAST_POSIX_INTRA_ALGORITHM", "GOACCEL_RESTART_COUNT",
-	"CUDA_VISIBLE_DEVICES"}
+	"CUDA_VISIBLE_DEVICES", "GOACCEL_CPUS"}
 
 // testWorker is one rank of a test job. Modes:
 //
@@ -56,6 +57,13 @@ func testWorker(mode string) int {
 			return 10
 		}
 		defer f.Close()
+		if status, err := os.ReadFile("/proc/self/status"); err == nil {
+			for _, line := range strings.Split(string(status), "\n") {
+				if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+					fmt.Fprintf(f, "allowed_cpus=%s\n", strings.TrimSpace(v))
+				}
+			}
+		}
 		for _, k := range envKeys {
 			v, ok := os.LookupEnv(k)
 			if !ok {
