@@ -274,12 +274,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	cfg := inv.cfg
 	cfg.Stdout, cfg.Stderr = stdout, stderr
 	if cfg.NprocPerNode*cfg.NNodes > 1 && !inv.noMPICheck {
-		lib, err := FindMPI(cfg.Env, cfg.Program)
+		lib, err := findMPI()
 		if err != nil {
 			fmt.Fprintf(stderr, "goaccel launch: %v (or pass --no_mpi_check for a program that does not use MPI)\n", err)
 			return 2
 		}
-		cfg.MPILib = lib
+		cfg.MPILib = lib.Path
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())

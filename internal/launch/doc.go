@@ -27,7 +27,10 @@
 // the node: CUDA_VISIBLE_DEVICES (a contiguous share of the visible GPUs, or one shared GPU
 // when there are more ranks than GPUs) or, without GPUs, GOACCEL_DEVICES = total/nproc_per_node
 // of the CPU devices (total: $GOACCEL_DEVICES, else DefaultCPUDevices); GOMAXPROCS and
-// OMP_NUM_THREADS = max(1, cores/nproc_per_node) unless already set; MPICH's
+// OMP_NUM_THREADS = max(1, cores/nproc_per_node) unless already set; and, with several local
+// ranks and no more ranks than CPUs, a CPU binding: rank i runs on the i-th contiguous block of
+// the launcher's CPUs (listed in GOACCEL_CPUS), because XLA's CPU client and the Go runtime size
+// their thread pools from the CPU mask (Config.NoCPUBind, --no_cpu_bind: off); MPICH's
 // MPIR_CVAR_{BCAST,ALLREDUCE,BARRIER}_POSIX_INTRA_ALGORITHM=mpir unless already set (MPICH's
 // shared-memory collectives spin badly with more ranks than cores); GOACCEL_MPI_LIB when the
 // launcher found an MPI library and the variable is not set. Variables of an enclosing
@@ -70,8 +73,9 @@
 //
 // # MPI
 //
-// With more than one rank, Main refuses to start without an MPI library (FindMPI; the error
-// says how to install MPICH: `make deps`), unless --no_mpi_check. The PMI server speaks PMI-1
+// With more than one rank, Main refuses to start without an MPI library (internal/mpi's Find;
+// the error says how to install MPICH: `make deps`), or with Open MPI's, unless --no_mpi_check.
+// It passes the library found to the ranks as GOACCEL_MPI_LIB. The PMI server speaks PMI-1
 // only, so the ranks get MPIR_CVAR_PMI_VERSION=1. Open MPI uses PMIx instead: under Open MPI
 // (and under Slurm) run the program with the cluster's own `mpirun -n 4 ./train` or
 // `srun -n 4 ./train`; goaccel's library reads OMPI_COMM_WORLD_*, PMI_* or SLURM_* itself.

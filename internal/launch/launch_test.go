@@ -350,3 +350,23 @@ func TestHorovodHostsOnThisMachine(t *testing.T) {
 		t.Errorf("-np 3 started a fourth rank")
 	}
 }
+
+// With no MPI anywhere (a working directory outside the checkout, no GOACCEL_MPI_LIB), asking
+// for several ranks is refused with the way to install MPICH.
+func TestMPINotInstalled(t *testing.T) {
+	cmd, _, out := launcherCmd(t, "env", "--nproc_per_node", "2", "true")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(removeKey(removeKey(cmd.Env, "GOACCEL_MPI_LIB"), "LD_LIBRARY_PATH"), "GOACCEL_MPI_LIB=")
+	err := cmd.Run()
+	if err == nil {
+		t.Skipf("an MPI library is installed system-wide here: %s", out)
+	}
+	if cmd.ProcessState.ExitCode() != 2 {
+		t.Fatalf("exit %v, want 2\n%s", err, out)
+	}
+	for _, want := range []string{"no MPI library found", "make deps", "mpich==5.0.2", "GOACCEL_MPI_LIB", "--no_mpi_check"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("message misses %q:\n%s", want, out)
+		}
+	}
+}
