@@ -370,3 +370,89 @@ func TestMPINotInstalled(t *testing.T) {
 		}
 	}
 }
+
+func TestJobTimeout(t *testing.T) {
+	cfg, dir, out := testJob(t, "sleep", 2, "GOACCEL_DEVICES=2")
+	cfg.Timeout = 3 * time.Second
+	start := time.Now()
+	err := Run(context.Background(), cfg)
+	var f *Failure
+	if !errors.As(err, &f) || f.Kind != "timeout" || !strings.Contains(err.Error(), "--timeout 3s") {
+		t.Fatalf("Run: %v, want the job's timeout\n%s", err, out)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("took %s", d)
+	}
+	for r, pid := range waitPIDs(t, dir, 2) {
+		if alive(pid) {
+			t.Errorf("rank %d alive after the timeout", r)
+		}
+	}
+}
+
+func TestSecondCtrlCKills(t *testing.T) {
+	self, _ := os.Executable()
+	cmd, dir, out := launcherCmd(t, "sleep", "--nproc_per_node", "2", "--no_mpi_check", self)
+	cmd.Env = append(cmd.Env, "STUBBORN_RANK=1") // ignores SIGTERM: only SIGKILL ends it
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pids := waitPIDs(t, dir, 2)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(300 * time.Millisecond)
+	if !alive(pids[1]) {
+		t.Fatalf("rank 1 should still ignore SIGTERM\n%s", out)
+	}
+	start := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	_ = cmd.Wait()
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the second Ctrl-C took %s: it should kill at once, not wait for the 5 s grace", d)
+	}
+	if alive(pids[1]) {
+		t.Errorf("rank 1 survived the second Ctrl-C")
+	}
+}
+
+func TestInterruptOnOtherNodeStopsAll(t *testing.T) {
+	c0, dir, out := testJob(t, "sleep", 1, "GOACCEL_DEVICES=1")
+	c1 := c0
+	c1.LogDir = filepath.Join(dir, "logs1")
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	port := freePort(t)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, c := range []Config{c0, c1} {
+		c.NNodes, c.NodeRank, c.MasterPort = 2, i, port
+		ctx := context.Background()
+		if i == 1 {
+			ctx = ctx1
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = Run(ctx, c) }()
+	}
+	pids := waitPIDs(t, dir, 2)
+	cancel1() // Ctrl-C on node 1's launcher
+	wg.Wait()
+	for i, err := range errs {
+		var f *Failure
+		if !errors.As(err, &f) || f.Kind != "interrupt" || !strings.Contains(err.Error(), "node_rank 1") {
+			t.Errorf("node %d: %v, want the interrupt on node_rank 1\n%s", i, err, out)
+		}
+	}
+	for r, pid := range pids {
+		if alive(pid) {
+			t.Errorf("rank %d alive", r)
+		}
+	}
+}
+
+func TestMissingNodeTimesOut(t *testing.T) {
+	cfg, _, out := testJob(t, "env", 1)
+	cfg.NNodes, cfg.MasterPort, cfg.JoinTimeout = 3, freePort(t), time.Second
+	err := Run(context.Background(), cfg)
+	var f *Failure
+	if !errors.As(err, &f) || f.Kind != "join" || !strings.Contains(err.Error(), "node_rank 1, 2 did not join within 1s") {
+		t.Fatalf("Run: %v, want node_rank 1 and 2 named\n%s", err, out)
+	}
+}
