@@ -474,6 +474,7 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 	failed := startErr != nil
 	in := l.ctl.in
 	done := ctx.Done()
+	killNow := l.cfg.Kill
 	for alive > 0 || (end == nil && !lost) {
 		select {
 		case e := <-exits:
@@ -523,7 +524,8 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 					Why: fmt.Sprintf("interrupted (Ctrl-C or SIGTERM on the launcher of node_rank %d on %s): every rank was stopped",
 						l.cfg.NodeRank, l.host)})
 			}
-		case <-l.cfg.Kill:
+		case <-killNow:
+			killNow = nil // closed: it would fire again at once
 			kill()
 		case <-grace:
 			grace = nil
