@@ -57,8 +57,9 @@
 //     one that failed first, not a survivor that MPI tore down after it.
 //   - Every launcher then exits 1 with a message naming that rank, its node, host and pid, how
 //     it ended ("exit code 3", "signal: killed") and its log folder; the launcher where it ran
-//     also prints the last lines of its stderr. A rank that called MPI_Abort has its message
-//     added.
+//     also prints the last lines of its stderr.
+//   - MPI_Abort in a rank is that rank's failure ("MPI_Abort with error code 5"), handled as
+//     above: MPICH only tells the PMI server and carries on, leaving the kill to the launcher.
 //   - With --max_restarts N the whole group (every node) restarts, up to N times; the attempt
 //     number is in TORCHELASTIC_RESTART_COUNT, and resuming from the latest checkpoint is the
 //     program's part.
@@ -70,6 +71,8 @@
 //     --timeout is the launcher's backstop.
 //   - When an attempt's ranks are gone, the launcher removes the /dev/shm files they left
 //     (the files they mapped, and new mpich_shm_* files that no live process uses).
+//
+// $GOACCEL_LAUNCH_DEBUG=1 makes the master log every line it receives (PMI and launchers).
 //
 // # MPI
 //

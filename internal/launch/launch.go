@@ -511,6 +511,18 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 			if a, _ := strconv.Atoi(m.args["attempt"]); a != attempt {
 				continue
 			}
+			if m.cmd == "aborted" && !stopping && !failed {
+				// A local rank called MPI_Abort: its failure, though it may still be running.
+				r, _ := strconv.Atoi(m.args["rank"])
+				for _, w := range workers {
+					if w.rank == r {
+						failed = true
+						fail(&Failure{Kind: "worker", Rank: r, Node: l.cfg.NodeRank, Host: l.host, PID: w.cmd.Process.Pid,
+							What: "MPI_Abort with error code " + m.args["exitcode"], Log: w.logDir})
+					}
+				}
+				continue
+			}
 			if m.cmd == "stop" || m.cmd == "finished" {
 				end = &m
 				if m.cmd == "stop" {

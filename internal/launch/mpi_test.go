@@ -15,8 +15,9 @@ import (
 
 // mpiWorker is a real MPI program: Python's ctypes over MPICH's libmpi.so.12 (MPICH's ABI:
 // MPI_COMM_WORLD 0x44000000, MPI_DOUBLE 0x4c00080b, MPI_SUM 0x58000003). Each rank all-reduces
-// rank+1, checks the sum, passes a barrier and exits 0; with argument "kill RANK" that rank
-// SIGKILLs itself after the all-reduce while the others wait in a barrier.
+// rank+1, checks the sum, passes a barrier and exits 0; with arguments "kill RANK" that rank
+// SIGKILLs itself after the all-reduce while the others wait in a barrier, with "abort RANK"
+// it calls MPI_Abort(MPI_COMM_WORLD, 5).
 const mpiWorker = `
 import ctypes, os, signal, sys, time
 lib = ctypes.CDLL(os.environ["GOACCEL_MPI_LIB"], mode=ctypes.RTLD_GLOBAL)
@@ -31,6 +32,8 @@ print("rank %d of %d: allreduce %g (want %g)" % (rank.value, size.value, y.value
 if len(sys.argv) > 2 and sys.argv[1] == "kill" and rank.value == int(sys.argv[2]):
     time.sleep(0.3)
     os.kill(os.getpid(), signal.SIGKILL)
+if len(sys.argv) > 2 and sys.argv[1] == "abort" and rank.value == int(sys.argv[2]):
+    lib.MPI_Abort(WORLD, 5)  # MPICH returns from it, leaving the kill to the launcher
 assert lib.MPI_Barrier(WORLD) == 0
 assert lib.MPI_Finalize() == 0
 sys.exit(0 if y.value == want and str(size.value) == os.environ["WORLD_SIZE"] and str(rank.value) == os.environ["RANK"] else 1)
@@ -188,5 +191,16 @@ func TestGoMPIRanks(t *testing.T) {
 	}
 	if got := strings.Count(out.String(), "of 4 ("); got != 4 {
 		t.Errorf("%d of 4 ranks reported:\n%s", got, out)
+	}
+}
+
+// MPI_Abort in one rank fails the job, naming that rank (MPICH only tells the process manager
+// and carries on: without the launcher's kill, this job exited 0).
+func TestMPIAbortNamed(t *testing.T) {
+	cfg, out := mpiJob(t, 3, "abort", "1")
+	err := Run(context.Background(), cfg)
+	var f *Failure
+	if !errors.As(err, &f) || f.Rank != 1 || f.What != "MPI_Abort with error code 5" || f.Log == "" {
+		t.Fatalf("Run: %v (%+v), want rank 1's MPI_Abort\n%s", err, f, out)
 	}
 }
