@@ -45,7 +45,7 @@
 // # Output
 //
 // Every rank's stdout and stderr go to LOG_DIR/attempt_A/rank_R/{stdout,stderr}.log (LOG_DIR:
-// --log_dir, or a new temporary folder). By default the terminal also shows rank 0's stdout and
+// --log_dir, or a new temporary folder), which each launcher names when its ranks start. By default the terminal also shows rank 0's stdout and
 // stderr; --tee 1, 2 or 3 shows every local rank's stdout, stderr or both instead, and --tee 0
 // nothing. With more than one rank, terminal lines are prefixed "[rank N] ".
 //

@@ -402,6 +402,14 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 	world, _ := strconv.Atoi(start.args["world"])
 	base, _ := strconv.Atoi(start.args["base"])
 	n := l.cfg.NprocPerNode
+	if world > 1 {
+		shown := "rank 0's output is shown here"
+		if l.cfg.Tee != 0 {
+			shown = "--tee chooses what is shown here"
+		}
+		l.sayf("node_rank %d runs ranks %d-%d of %d; every rank's output is in %s/attempt_%d/rank_N/ (%s)",
+			l.cfg.NodeRank, base, base+n-1, world, l.cfg.LogDir, attempt, shown)
+	}
 	exits := make(chan exit, n)
 	var workers []*worker
 	var pmu sync.Mutex
