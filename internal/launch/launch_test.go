@@ -456,3 +456,20 @@ func TestMissingNodeTimesOut(t *testing.T) {
 		t.Fatalf("Run: %v, want node_rank 1 and 2 named\n%s", err, out)
 	}
 }
+
+func TestTwoNodesRestart(t *testing.T) {
+	c0, dir, out := testJob(t, "failonce", 1)
+	c0.MaxRestarts = 1 // the master decides
+	c1 := c0
+	c1.LogDir = filepath.Join(dir, "logs1")
+	for i, err := range runNodes(t, []Config{c0, c1}) {
+		if err != nil {
+			t.Fatalf("node %d: %v\n%s", i, err, out)
+		}
+	}
+	for _, name := range []string{"ok_0_1", "ok_1_1"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("both nodes should have rerun: %v\n%s", err, out)
+		}
+	}
+}
