@@ -103,7 +103,7 @@ func mpirun(t testing.TB, lib Library, n int, child string, env ...string) (stri
 			args = append(args, "-x", kv)
 		}
 	}
-	limit := 60 * time.Second
+	limit := 3 * time.Minute // generous: CI runs other packages' ranks at the same time
 	if strings.HasPrefix(child, "bench") {
 		limit = 10 * time.Minute
 	}
@@ -261,7 +261,7 @@ func TestBarrierTimeoutNamesMissingRank(t *testing.T) {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}
 	}
-	if d := time.Since(start); d > 20*time.Second {
+	if d := time.Since(start); d > 45*time.Second {
 		t.Errorf("the job took %v to end after the timeout", d)
 	}
 
@@ -295,7 +295,7 @@ func TestAbortInterruptsAWait(t *testing.T) {
 	if rc == 0 {
 		t.Errorf("mpiexec rc = 0 after Abort(3):\n%s", out)
 	}
-	if d := time.Since(start); d > 15*time.Second {
+	if d := time.Since(start); d > 45*time.Second {
 		t.Errorf("the job took %v to end after Abort:\n%s", d, out)
 	}
 	// The interrupted barrier may return (with ErrAborted) before MPI_Abort ends the process.
