@@ -30,7 +30,7 @@ run: deps
 	$(GO) run ./examples/bert_classify $(RUN_ARGS) $(ARGS)
 
 test: deps vet deps-status
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
 vet:
