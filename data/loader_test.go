@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -501,7 +502,7 @@ func TestLoaderBadInput(t *testing.T) {
 	}
 	// With DropLast, 8 replicas leave no step: an error.
 	ld, _ := NewLoader[int](values(5), LoaderConfig[int]{BatchSize: 1, DropLast: true, Collate: intCollate})
-	if err := ld.Distribute(8, []int{0}); err == nil || !strings.Contains(err.Error(), "no step left") {
+	if err := ld.Distribute(8, []int{0}); err == nil || !strings.Contains(err.Error(), "no global batch left") {
 		t.Errorf("DropLast with 8 replicas and 5 examples: %v", err)
 	}
 }
@@ -532,7 +533,7 @@ func TestLoaderReportsFailures(t *testing.T) {
 			}, "collate panicked: boom"},
 			{"wrong batch axis", values(10), func(ex []int) ([]*tensors.Tensor, *tensors.Tensor, error) {
 				return []*tensors.Tensor{tensors.FromValue([]int32{1})}, nil, nil
-			}, "input 0: shape (Int32)[1], want the batch (2 examples) on axis 0"},
+			}, "input 0: shape (Int32)[1], want the 2 examples given to Collate on axis 0"},
 			{"nil input", values(10), func(ex []int) ([]*tensors.Tensor, *tensors.Tensor, error) {
 				return []*tensors.Tensor{nil}, nil, nil
 			}, "input 0: nil tensor"},
@@ -551,7 +552,7 @@ func TestLoaderReportsFailures(t *testing.T) {
 				}
 				n++
 			}
-			if got == nil || !strings.Contains(got.Error(), c.want) || !strings.Contains(got.Error(), "epoch 0 step") {
+			if got == nil || !strings.Contains(got.Error(), c.want) || !strings.Contains(got.Error(), "epoch 0, global batch") {
 				t.Errorf("workers=%d %s: error %v, want %q", w, c.name, got, c.want)
 			}
 			if st := l.State(); st.StepsConsumed != n {
@@ -641,5 +642,71 @@ func TestLoaderStopsWorkers(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Errorf("%d goroutines left running after early stops (%d before)", n, before)
+	}
+}
+
+// TestCollateOncePerGlobalBatch: both loaders call Collate once per global batch with all
+// local replicas' examples, and split every tensor (of any rank) along axis 0, so a collate
+// function that sizes its output by its examples gives all devices the same shapes.
+func TestCollateOncePerGlobalBatch(t *testing.T) {
+	for _, replicas := range []int{1, 2, 4} {
+		for _, stream := range []bool{false, true} {
+			var calls atomic.Int32
+			// [N, width] rows, width = the largest example value mod 5 + 1: it differs
+			// between the examples of one global batch.
+			collate := func(ex []int) ([]*tensors.Tensor, *tensors.Tensor, error) {
+				calls.Add(1)
+				if len(ex) != 3*replicas {
+					return nil, nil, fmt.Errorf("collate got %d examples, want %d", len(ex), 3*replicas)
+				}
+				width := 0
+				for _, e := range ex {
+					width = max(width, e%5+1)
+				}
+				rows := make([][]int32, len(ex))
+				for i, e := range ex {
+					rows[i] = slices.Repeat([]int32{int32(e)}, width)
+				}
+				lin, _, _ := intCollate(ex)
+				return []*tensors.Tensor{lin[0], tensors.FromValue(rows)}, nil, nil
+			}
+			cfg := LoaderConfig[int]{BatchSize: 3, Collate: collate}
+			var src source
+			var err error
+			if stream {
+				src, err = NewStreamLoader[int](values(23), cfg)
+			} else {
+				src, err = NewLoader[int](values(23), cfg)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ranks := make([]int, replicas)
+			for i := range ranks {
+				ranks[i] = i
+			}
+			if err := src.Distribute(replicas, ranks); err != nil {
+				t.Fatal(err)
+			}
+			batches, _ := collectEpoch(t, src) // record checks input 0 slot by slot
+			if int(calls.Load()) != len(batches) {
+				t.Errorf("%d replicas, stream %v: Collate called %d times for %d global batches", replicas, stream, calls.Load(), len(batches))
+			}
+			for _, gb := range batches {
+				want := gb.Shards[0].Inputs[1].Shape()
+				for r, b := range gb.Shards {
+					in := b.Inputs[1]
+					if !in.Shape().Equal(want) || in.Shape().Dim(0) != 3 {
+						t.Fatalf("%d replicas, stream %v, global batch %d, device %d: shape %s, device 0 has %s",
+							replicas, stream, gb.Index, r, in.Shape(), want)
+					}
+					for k, row := range in.Value().([][]int32) {
+						if int(row[0]) != 1000+b.Indices[k] {
+							t.Fatalf("device %d slot %d: row %v for index %d", r, k, row, b.Indices[k])
+						}
+					}
+				}
+			}
+		}
 	}
 }
