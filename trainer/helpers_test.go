@@ -13,7 +13,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
-	"github.com/goaccel/goaccel/internal/testutil"
+	"github.com/goaccel/goaccel/internal/acctest"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/layers"
@@ -24,13 +24,7 @@ import (
 // under CI (CI set), where its absence fails the test.
 func cpuPlugin(t testing.TB) string {
 	t.Helper()
-	var found []string
-	for _, p := range accelerator.FindPlugins() {
-		if p.Kind == accelerator.PluginCPU {
-			found = append(found, p.Path)
-		}
-	}
-	return testutil.CPUPlugin(t, found...)
+	return acctest.CPUPlugin(t)
 }
 
 var (

@@ -8,21 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goaccel/goaccel/accelerator"
-	"github.com/goaccel/goaccel/internal/testutil"
+	"github.com/goaccel/goaccel/internal/acctest"
 )
 
 // cpuPlugin finds XLA's CPU plugin for the multi-device test; it skips loudly without one,
 // except under CI where the plugin is installed by make deps and its absence is a failure.
 func cpuPlugin(t *testing.T) string {
 	t.Helper()
-	var found []string
-	for _, p := range accelerator.FindPlugins() {
-		if p.Kind == accelerator.PluginCPU {
-			found = append(found, p.Path)
-		}
-	}
-	return testutil.CPUPlugin(t, found...)
+	return acctest.CPUPlugin(t)
 }
 
 // TestTinyModelSameLossesOn1And4Devices trains the built-in tiny BERT for a few steps at the
