@@ -85,7 +85,7 @@ func ImportWeights(path string, store *model.Store, mapping func(name string) (v
 	}
 	f, err := safetensors.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: ImportWeights: %w", err)
+		return nil, err // "safetensors: ... (file path)"
 	}
 	defer f.Close()
 	type pending struct {

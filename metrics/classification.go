@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-
-	"github.com/pkg/errors"
 )
 
 // Classification accumulates the confusion matrix of a single-label classifier with a fixed
@@ -49,20 +47,20 @@ func NewClassification(numClasses int) *Classification {
 // has a class out of range, or if the lengths differ; the error names the position.
 func (c *Classification) Add(preds, labels []int, real []bool) error {
 	if len(preds) != len(labels) {
-		return errors.Errorf("metrics: %d predictions but %d labels", len(preds), len(labels))
+		return fmt.Errorf("metrics: %d predictions but %d labels", len(preds), len(labels))
 	}
 	if real != nil && len(real) != len(preds) {
-		return errors.Errorf("metrics: %d predictions but %d mask values", len(preds), len(real))
+		return fmt.Errorf("metrics: %d predictions but %d mask values", len(preds), len(real))
 	}
 	for i := range preds {
 		if real != nil && !real[i] {
 			continue
 		}
 		if labels[i] < 0 || labels[i] >= c.numClasses {
-			return errors.Errorf("metrics: example %d: label %d out of range [0, %d)", i, labels[i], c.numClasses)
+			return fmt.Errorf("metrics: example %d: label %d out of range [0, %d)", i, labels[i], c.numClasses)
 		}
 		if preds[i] < 0 || preds[i] >= c.numClasses {
-			return errors.Errorf("metrics: example %d: prediction %d out of range [0, %d)", i, preds[i], c.numClasses)
+			return fmt.Errorf("metrics: example %d: prediction %d out of range [0, %d)", i, preds[i], c.numClasses)
 		}
 	}
 	for i := range preds {
@@ -78,7 +76,7 @@ func (c *Classification) Add(preds, labels []int, real []bool) error {
 // Merge adds the counts of other (for example, computed by another process) to c.
 func (c *Classification) Merge(other *Classification) error {
 	if other.numClasses != c.numClasses {
-		return errors.Errorf("metrics: cannot merge %d-class and %d-class results", other.numClasses, c.numClasses)
+		return fmt.Errorf("metrics: cannot merge %d-class and %d-class results", other.numClasses, c.numClasses)
 	}
 	for i := range c.confusion {
 		for j := range c.confusion[i] {
@@ -251,10 +249,10 @@ func ratio(a, b int) float64 {
 // nil (all real). It returns 0 with no real example.
 func Accuracy(preds, labels []int, real []bool) (float64, error) {
 	if len(preds) != len(labels) {
-		return 0, errors.Errorf("metrics: %d predictions but %d labels", len(preds), len(labels))
+		return 0, fmt.Errorf("metrics: %d predictions but %d labels", len(preds), len(labels))
 	}
 	if real != nil && len(real) != len(preds) {
-		return 0, errors.Errorf("metrics: %d predictions but %d mask values", len(preds), len(real))
+		return 0, fmt.Errorf("metrics: %d predictions but %d mask values", len(preds), len(real))
 	}
 	correct, n := 0, 0
 	for i := range preds {

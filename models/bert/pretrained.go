@@ -88,7 +88,7 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 	}
 	for _, path := range files {
 		if _, err := checkpoint.ImportWeights(path, store, encoderVarPath, toFloat32); err != nil {
-			return nil, nil, fmt.Errorf("bert: %w", err)
+			return nil, nil, err // names the file, tensor and variable
 		}
 	}
 	clf, err := NewClassifier(cfg, store)
