@@ -70,7 +70,7 @@ func trainUpTo(dir string, steps int64) (float64, error) {
 			return 0, err
 		}
 		fmt.Printf("resumed from %s: step %d, epoch %d after %d of its %d global batches\n", filepath.Base(path),
-			st.Progress.Step, st.Progress.Loader.Epoch, st.Progress.Loader.StepsConsumed, loader.BatchesPerEpoch())
+			st.Progress.Step, st.Progress.Loader.Epoch, st.Progress.Loader.BatchesConsumed, loader.BatchesPerEpoch())
 	} else if !errors.Is(err, checkpoint.ErrNoCheckpoint) {
 		return 0, err
 	}

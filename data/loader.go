@@ -95,7 +95,7 @@ func (l *loaderBase[T]) BatchesPerEpoch() int {
 func (l *loaderBase[T]) State() LoaderState { return l.pos.state() }
 
 // Restore moves the loader to a saved position (and takes its seed). The next call to Epoch
-// continues that epoch after its StepsConsumed global batches.
+// continues that epoch after its BatchesConsumed global batches.
 func (l *loaderBase[T]) Restore(st LoaderState) error { return l.pos.restore(st) }
 
 // SetEpoch moves the loader to the start of the given epoch. It is rarely needed: the epoch

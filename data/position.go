@@ -85,17 +85,17 @@ func (p *position) checkLocked(numReplicas int) error {
 func (p *position) state() LoaderState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return LoaderState{Epoch: p.epoch, StepsConsumed: p.consumed, Seed: p.seed, NumReplicas: p.numReplicas}
+	return LoaderState{Epoch: p.epoch, BatchesConsumed: p.consumed, Seed: p.seed, NumReplicas: p.numReplicas}
 }
 
 func (p *position) restore(st LoaderState) error {
-	if st.Epoch < 0 || st.StepsConsumed < 0 || st.NumReplicas < 0 {
+	if st.Epoch < 0 || st.BatchesConsumed < 0 || st.NumReplicas < 0 {
 		return fmt.Errorf("data: Restore(%+v): negative field", st)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	epoch, consumed, seed, posReplicas := p.epoch, p.consumed, p.seed, p.posReplicas
-	p.epoch, p.consumed, p.seed, p.posReplicas = st.Epoch, st.StepsConsumed, st.Seed, st.NumReplicas
+	p.epoch, p.consumed, p.seed, p.posReplicas = st.Epoch, st.BatchesConsumed, st.Seed, st.NumReplicas
 	if p.distributed {
 		// Otherwise the check waits for Distribute (Restore may come before Prepare).
 		if err := p.checkLocked(p.numReplicas); err != nil {
