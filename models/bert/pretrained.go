@@ -175,10 +175,11 @@ func checkEncoderWeights(dir string, cfg Config) ([]string, error) {
 		}
 	}()
 	for _, path := range files {
-		// Only the headers are read here; each tensor is read below once everything checks out.
+		// Only the headers are read here; LoadPretrained reads the tensors once everything
+		// checks out.
 		st, err := safetensors.Open(path)
 		if err != nil {
-			return nil, fmt.Errorf("bert: weights: %w", err)
+			return nil, err // "safetensors: ... (file path)"
 		}
 		opened = append(opened, st)
 		for _, info := range st.Header().Tensors {
