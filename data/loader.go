@@ -64,8 +64,14 @@ type loaderBase[T any] struct {
 	batchesPerEpoch func(numReplicas int) int
 }
 
-func newLoaderBase[T any](cfg LoaderConfig[T], batchesPerEpoch func(int) int) loaderBase[T] {
-	return loaderBase[T]{cfg: cfg, pos: newPosition(cfg.Seed, batchesPerEpoch), batchesPerEpoch: batchesPerEpoch}
+// newLoaderBase is the part of NewLoader and NewStreamLoader that is the same for both; n is
+// the number of examples, for the error when DropLast leaves no global batch.
+func newLoaderBase[T any](caller string, n int, cfg LoaderConfig[T], batchesPerEpoch func(int) int) (loaderBase[T], error) {
+	if batchesPerEpoch(1) <= 0 {
+		return loaderBase[T]{}, fmt.Errorf("%s: %d examples make no full batch of %d and LoaderConfig.DropLast is set; "+
+			"lower BatchSize or unset DropLast", caller, n, cfg.BatchSize)
+	}
+	return loaderBase[T]{cfg: cfg, pos: newPosition(cfg.Seed, batchesPerEpoch), batchesPerEpoch: batchesPerEpoch}, nil
 }
 
 // Distribute splits the data over numReplicas replicas (devices x processes), of which this
@@ -184,10 +190,10 @@ func NewLoader[T any](ds Dataset[T], cfg LoaderConfig[T]) (*Loader[T], error) {
 		return nil, fmt.Errorf("data.NewLoader: empty dataset (Len() = %d)", n)
 	}
 	l := &Loader[T]{ds: ds, n: n}
-	l.loaderBase = newLoaderBase(cfg, l.batchesPerEpochOver)
-	if l.batchesPerEpochOver(1) <= 0 {
-		return nil, fmt.Errorf("data.NewLoader: %d examples make no full batch of %d and LoaderConfig.DropLast is set; "+
-			"lower BatchSize or unset DropLast", n, cfg.BatchSize)
+	l.cfg = cfg // read by batchesPerEpochOver
+	var err error
+	if l.loaderBase, err = newLoaderBase("data.NewLoader", n, cfg, l.batchesPerEpochOver); err != nil {
+		return nil, err
 	}
 	return l, nil
 }

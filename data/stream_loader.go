@@ -53,10 +53,10 @@ func NewStreamLoader[T any](s Stream[T], cfg LoaderConfig[T]) (*StreamLoader[T],
 		return nil, fmt.Errorf("data.NewStreamLoader: empty dataset (the stream has no example)")
 	}
 	l := &StreamLoader[T]{s: s, n: n}
-	l.loaderBase = newLoaderBase(cfg, l.batchesPerEpochOver)
-	if l.batchesPerEpochOver(1) <= 0 {
-		return nil, fmt.Errorf("data.NewStreamLoader: %d examples make no full batch of %d and LoaderConfig.DropLast is set; "+
-			"lower BatchSize or unset DropLast", n, cfg.BatchSize)
+	l.cfg = cfg // read by batchesPerEpochOver
+	var err error
+	if l.loaderBase, err = newLoaderBase("data.NewStreamLoader", n, cfg, l.batchesPerEpochOver); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
