@@ -60,8 +60,6 @@ func (c LoaderConfig[T]) validate(caller string) error {
 type loaderBase[T any] struct {
 	cfg LoaderConfig[T]
 	pos *position
-	// batchesPerEpoch is the number of global batches of an epoch over numReplicas replicas.
-	batchesPerEpoch func(numReplicas int) int
 }
 
 // newLoaderBase is the part of NewLoader and NewStreamLoader that is the same for both; n is
@@ -71,7 +69,7 @@ func newLoaderBase[T any](caller string, n int, cfg LoaderConfig[T], batchesPerE
 		return loaderBase[T]{}, fmt.Errorf("%s: %d examples make no full batch of %d and LoaderConfig.DropLast is set; "+
 			"lower BatchSize or unset DropLast", caller, n, cfg.BatchSize)
 	}
-	return loaderBase[T]{cfg: cfg, pos: newPosition(cfg.Seed, batchesPerEpoch), batchesPerEpoch: batchesPerEpoch}, nil
+	return loaderBase[T]{cfg: cfg, pos: newPosition(cfg.Seed, batchesPerEpoch)}, nil
 }
 
 // Distribute splits the data over numReplicas replicas (devices x processes), of which this
@@ -92,7 +90,7 @@ func (l *loaderBase[T]) BatchesPerEpoch() int {
 	l.pos.mu.Lock()
 	r := l.pos.numReplicas
 	l.pos.mu.Unlock()
-	return l.batchesPerEpoch(r)
+	return l.pos.batchesPerEpoch(r)
 }
 
 // State returns the loader's position, to be saved with a checkpoint. A global batch counts
