@@ -22,7 +22,7 @@ func (f *fit) loop() error {
 	for f.stop == "" && !f.finished() {
 		pos := f.train.State()
 		epoch := pos.Epoch
-		f.prog.startEpoch(epoch, pos.StepsConsumed, f.spe)
+		f.prog.startEpoch(epoch, pos.BatchesConsumed, f.spe)
 		ranSteps := false
 		for st, err := range f.job.Batches() {
 			if err != nil {
@@ -352,13 +352,13 @@ func (f *fit) saveLast() error {
 func (f *fit) finish() error {
 	if f.eval != nil && !f.cfg.SkipEpochEval && f.rs.LastEvalStep != f.step {
 		pos := f.train.State()
-		if err := f.evaluate(float64(pos.Epoch) + float64(pos.StepsConsumed)/float64(f.spe)); err != nil {
+		if err := f.evaluate(float64(pos.Epoch) + float64(pos.BatchesConsumed)/float64(f.spe)); err != nil {
 			return err
 		}
 	}
 	if f.rs.LossCount > 0 && f.micro%int64(f.cfg.GradientAccumulation) == 0 {
 		pos := f.train.State()
-		epoch := float64(pos.Epoch) + float64(pos.StepsConsumed)/float64(f.spe)
+		epoch := float64(pos.Epoch) + float64(pos.BatchesConsumed)/float64(f.spe)
 		if err := f.trainRecord(epoch); err != nil {
 			return err
 		}

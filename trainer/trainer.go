@@ -424,7 +424,7 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 		if from != "" {
 			pos := f.train.State()
 			f.notice("trainer: resuming %s from %s (step %d; epoch %d after batch %d of %d)", f.dir, from, f.step,
-				pos.Epoch+1, pos.StepsConsumed, f.spe)
+				pos.Epoch+1, pos.BatchesConsumed, f.spe)
 		} else {
 			f.notice("trainer: %s holds this run's config but no checkpoint yet: starting from the beginning", f.dir)
 		}
@@ -440,7 +440,7 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 func (f *fit) fillResult(res *Result) {
 	res.Steps = f.step
 	pos := f.train.State()
-	res.Epoch = float64(pos.Epoch) + float64(pos.StepsConsumed)/float64(f.spe)
+	res.Epoch = float64(pos.Epoch) + float64(pos.BatchesConsumed)/float64(f.spe)
 	res.StopReason = firstNonEmpty(res.StopReason, f.stop, f.rs.Stopped)
 	res.LastEval = f.lastEval
 	if f.rs.Best != nil {
