@@ -74,6 +74,10 @@ type Result struct {
 	LastCheckpoint string
 	// Curves are the picture files drawn at the end (PNG and SVG).
 	Curves []string
+	// Interrupted reports that Config.Interrupt stopped the run (Signal is the signal): the
+	// last checkpoint holds the step where it stopped, and Fit on the same OutputDir resumes.
+	Interrupted bool
+	Signal      os.Signal
 }
 
 // runState is the trainer's part of a checkpoint (checkpoint.State.Metrics): what the loop
@@ -116,7 +120,7 @@ type fit struct {
 
 	dir    string
 	log    *metricsLog
-	prog   *progress
+	prog   *Progress
 	last   *checkpoint.Manager
 	best   *checkpoint.Manager
 	notice func(format string, args ...any)
@@ -131,6 +135,7 @@ type fit struct {
 	savedAt        int64     // step of the last "last" checkpoint (-1: none)
 	stop           string
 	lastEval       map[string]float64
+	interrupted    os.Signal // the signal that stopped this session (nil: none)
 	lastCheckpoint string
 	bestCheckpoint string
 }
@@ -179,8 +184,9 @@ func (t *Trainer) Fit(train, eval data.Source, cfg Config) (res *Result, err err
 	if !f.main || cfg.Quiet {
 		out = io.Discard
 	}
-	f.prog = newProgress(out, cfg.PlainInterval, cfg.Epochs, 0)
-	f.notice = func(format string, args ...any) { f.prog.println(format, args...) }
+	f.prog = NewProgress(out, ProgressConfig{Epochs: cfg.Epochs, PlainInterval: cfg.PlainInterval,
+		GradientAccumulation: cfg.GradientAccumulation})
+	f.notice = func(format string, args ...any) { f.prog.Println(format, args...) }
 
 	saved, err := readRunDir(f.dir)
 	if err != nil {
@@ -293,7 +299,7 @@ func (f *fit) prepare() error {
 	if err != nil {
 		return err
 	}
-	f.prog.updateOfTotal = total
+	f.prog.cfg.TotalSteps, f.prog.cfg.BatchesPerEpoch = total, f.spe
 	return nil
 }
 
@@ -358,7 +364,7 @@ func (f *fit) restore(resuming bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if f.cfg.BestMetric != "" {
+	if f.cfg.BestMetric != "" && f.cfg.SaveBest == nil {
 		f.best, err = checkpoint.NewManager(filepath.Join(f.dir, BestDir), checkpoint.Options{KeepLast: 1, Processes: f.t.acc, Logf: logf})
 		if err != nil {
 			return "", err
@@ -387,6 +393,8 @@ func (f *fit) restore(resuming bool) (string, error) {
 		if paths, err := f.best.List(); err == nil && len(paths) > 0 {
 			f.bestCheckpoint = paths[len(paths)-1]
 		}
+	} else if f.cfg.SaveBest != nil && f.rs.Best != nil {
+		f.bestCheckpoint = filepath.Join(f.dir, BestDir)
 	}
 	return path, nil
 }
@@ -444,6 +452,9 @@ func (f *fit) fillResult(res *Result) {
 	}
 	res.BestCheckpoint = f.bestCheckpoint
 	res.LastCheckpoint = f.lastCheckpoint
+	if f.interrupted != nil {
+		res.Interrupted, res.Signal = true, f.interrupted
+	}
 }
 
 func firstNonEmpty(s ...string) string {

@@ -85,3 +85,35 @@ func TestEnvReport(t *testing.T) {
 		t.Errorf("env --json: exit %d, %+v\n%s", code, rep, out)
 	}
 }
+
+// TestEnvFindsProjectPlugin: with the plugin `make deps` installs in the repository's .deps/,
+// `goaccel env` names XLA's CPU plugin and picks it, without PJRT_PLUGIN_LIBRARY_PATH (as
+// `go run ./cmd/goaccel env` outside make), from the repository root and from a subfolder.
+func TestEnvFindsProjectPlugin(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugins, _ := filepath.Glob(filepath.Join(root, ".deps", "pjrt-cpu", "*", "*.so"))
+	if len(plugins) == 0 {
+		msg := "SKIPPING: no XLA CPU plugin in " + filepath.Join(root, ".deps") + " (run `make deps`)"
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI is set but " + msg)
+		}
+		t.Skip(msg)
+	}
+	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", "")
+	t.Setenv("GOMLX_BACKEND", "")
+	for _, wd := range []string{root, filepath.Join(root, "examples", "bert_classify")} {
+		t.Chdir(wd)
+		code, out, errOut := runCmd("env")
+		if code != 0 {
+			t.Fatalf("from %s: exit %d: %s", wd, code, errOut)
+		}
+		for _, want := range []string{"(from project .deps folder)", "- accelerator.New would pick: xla:cpu"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("from %s: env output misses %q:\n%s", wd, want, out)
+			}
+		}
+	}
+}
