@@ -211,8 +211,8 @@ func (a *Accelerator) openGo() error {
 		return errors.WithMessagef(err, "accelerator: creating the pure-Go backend (%q)", config)
 	}
 	if a.cfg.Devices > 1 {
-		return errors.Errorf("accelerator: %d devices requested but the pure-Go backend has 1 (%s); for several "+
-			"CPU devices install XLA's CPU plugin: %s; or set Devices to 0 or 1", a.cfg.Devices, a.info.Reason, InstallHint)
+		return errors.Errorf("accelerator: %d devices requested but the pure-Go backend has 1; for several CPU "+
+			"devices install XLA's CPU plugin: %s; or set Devices to 0 or 1", a.cfg.Devices, InstallHint)
 	}
 	a.backend = b
 	a.info.Backend, a.info.Devices, a.info.Available = "go", 1, 1

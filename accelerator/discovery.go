@@ -250,5 +250,7 @@ func (a *Accelerator) SlowBackendWarning(params int) string {
 		float64(params)/1e6, a.info.Reason, pureGoSlowdown, InstallHint)
 }
 
-// pureGoSlowdown is the measured slowdown of the pure-Go backend against XLA's CPU plugin.
-const pureGoSlowdown = "PLACEHOLDER"
+// pureGoSlowdown is the measured slowdown of the pure-Go backend against XLA's CPU plugin:
+// 4 steps of MiniLM (per-device batch 16, max_len 64, one device, 2 shared cores) took 240 s
+// on pure Go and 37 s on XLA, compilation and loading included.
+const pureGoSlowdown = "7 times (4 MiniLM steps: 240 s against 37 s)"

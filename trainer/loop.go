@@ -183,10 +183,10 @@ func (f *fit) record(r Record) error {
 	if f.log == nil {
 		return nil
 	}
-	if err := f.log.write(r); err != nil {
+	if err := f.log.Write(r); err != nil {
 		return err
 	}
-	f.rs.Records = f.log.n
+	f.rs.Records = f.log.Len()
 	return nil
 }
 
@@ -339,7 +339,7 @@ func (f *fit) saveLast() error {
 		return nil
 	}
 	if f.log != nil {
-		if err := f.log.sync(); err != nil {
+		if err := f.log.Sync(); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/goaccel/goaccel/internal/fsutil"
 )
@@ -198,18 +199,24 @@ func writeJSONAtomic(path string, v any) error {
 	return nil
 }
 
-// metricsLog appends Records to metrics.jsonl.
-type metricsLog struct {
+// MetricsWriter appends Records to a run's metrics.jsonl (one JSON object per line). Fit
+// writes through one; a hand-written loop can too, so that its run directory reads like
+// Fit's (Plot, `goaccel plot`).
+type MetricsWriter struct {
 	f    *os.File
 	path string
 	n    int // records in the file
 }
 
-// openMetricsLog opens metrics.jsonl for appending, keeping exactly its first `keep` records:
-// those written up to the checkpoint the run continues from. Records logged after that
-// checkpoint (by a session that was interrupted) are dropped, so that the resumed run
-// continues the file without gaps or repeats; notice reports what was done.
-func openMetricsLog(path string, keep int, notice func(format string, args ...any)) (*metricsLog, error) {
+// OpenMetrics opens metrics.jsonl at path for appending (creating it), keeping exactly its
+// first keep records: those written up to the checkpoint the run continues from (0 for a
+// new run). Records logged after that checkpoint (by a session that was interrupted) are
+// dropped, so that the resumed run continues the file without gaps or repeats; notice (nil:
+// silent) reports what was done.
+func OpenMetrics(path string, keep int, notice func(format string, args ...any)) (*MetricsWriter, error) {
+	if notice == nil {
+		notice = func(string, ...any) {}
+	}
 	raw, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("trainer: reading %s: %w", path, err)
@@ -241,11 +248,14 @@ func openMetricsLog(path string, keep int, notice func(format string, args ...an
 	if err != nil {
 		return nil, fmt.Errorf("trainer: %w", err)
 	}
-	return &metricsLog{f: f, path: path, n: kept}, nil
+	return &MetricsWriter{f: f, path: path, n: kept}, nil
 }
 
-// write appends one record.
-func (l *metricsLog) write(r Record) error {
+// Write appends one record; its Time is set to now when empty.
+func (l *MetricsWriter) Write(r Record) error {
+	if r.Time == "" {
+		r.Time = time.Now().UTC().Format(time.RFC3339Nano)
+	}
 	raw, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("trainer: encoding a record for %s: %w", l.path, err)
@@ -257,12 +267,17 @@ func (l *metricsLog) write(r Record) error {
 	return nil
 }
 
-// sync flushes the file to disk (before a checkpoint records its length).
-func (l *metricsLog) sync() error {
+// Len is the number of records in the file: what a checkpoint stores, to give OpenMetrics
+// as keep on resume.
+func (l *MetricsWriter) Len() int { return l.n }
+
+// Sync flushes the file to disk (before a checkpoint records its length).
+func (l *MetricsWriter) Sync() error {
 	if err := l.f.Sync(); err != nil {
 		return fmt.Errorf("trainer: syncing %s: %w", l.path, err)
 	}
 	return nil
 }
 
-func (l *metricsLog) close() error { return l.f.Close() }
+// Close closes the file.
+func (l *MetricsWriter) Close() error { return l.f.Close() }

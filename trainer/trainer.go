@@ -119,7 +119,7 @@ type fit struct {
 	main      bool
 
 	dir    string
-	log    *metricsLog
+	log    *MetricsWriter
 	prog   *Progress
 	last   *checkpoint.Manager
 	best   *checkpoint.Manager
@@ -232,7 +232,7 @@ func (t *Trainer) Fit(train, eval data.Source, cfg Config) (res *Result, err err
 	}
 	defer func() {
 		if f.log != nil {
-			if cerr := f.log.close(); err == nil && cerr != nil {
+			if cerr := f.log.Close(); err == nil && cerr != nil {
 				err = cerr
 			}
 		}
@@ -437,7 +437,7 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 		return err
 	}
 	var err error
-	f.log, err = openMetricsLog(filepath.Join(f.dir, MetricsFile), f.rs.Records, f.notice)
+	f.log, err = OpenMetrics(filepath.Join(f.dir, MetricsFile), f.rs.Records, f.notice)
 	return err
 }
 
