@@ -423,39 +423,33 @@ func loadModel(o options, store *model.Store) (*bert.Classifier, *bert.Tokenizer
 }
 
 func (o options) check() error {
-	switch {
-	case o.Epochs <= 0 && o.MaxSteps <= 0:
-		return fmt.Errorf("--epochs %d: must be at least 1 (or give --max_steps)", o.Epochs)
-	case o.BatchSize <= 0:
-		return fmt.Errorf("--batch_size %d: must be at least 1", o.BatchSize)
-	case o.GradAccum <= 0:
-		return fmt.Errorf("--gradient_accumulation_steps %d: must be at least 1", o.GradAccum)
-	case o.MaxLen < 2:
-		return fmt.Errorf("--max_len %d: must be at least 2 ([CLS] and [SEP])", o.MaxLen)
-	case o.TestSize <= 0 || o.TestSize >= 1:
-		return fmt.Errorf("--test_size %g: must be between 0 and 1", o.TestSize)
-	case o.LR < 0 || math.IsNaN(o.LR):
-		return fmt.Errorf("--lr %g: must be positive", o.LR)
-	case o.Dropout >= 1:
-		return fmt.Errorf("--dropout %g: must be below 1 (negative: the model's own rates)", o.Dropout)
-	case o.Workers < 0:
-		return fmt.Errorf("--workers %d: must be >= 0", o.Workers)
-	case o.MaxSteps < 0:
-		return fmt.Errorf("--max_steps %d: must be >= 0", o.MaxSteps)
-	case o.WarmupRatio < 0 || o.WarmupRatio >= 1:
-		return fmt.Errorf("--warmup_ratio %g: must be in [0, 1)", o.WarmupRatio)
-	case o.WarmupSteps < 0:
-		return fmt.Errorf("--warmup_steps %d: must be >= 0", o.WarmupSteps)
-	case o.WeightDecay < 0:
-		return fmt.Errorf("--weight_decay %g: must be >= 0", o.WeightDecay)
-	case o.MaxGradNorm < 0:
-		return fmt.Errorf("--max_grad_norm %g: must be >= 0 (0: no clipping)", o.MaxGradNorm)
-	case o.Patience < 0:
-		return fmt.Errorf("--patience %d: must be >= 0", o.Patience)
-	case o.SaveTotalLimit < 1:
-		return fmt.Errorf("--save_total_limit %d: must be at least 1 (the checkpoint a resume starts from)", o.SaveTotalLimit)
-	case o.SaveEvery < 0:
-		return fmt.Errorf("--save_steps %d: must be >= 0", o.SaveEvery)
+	// Each rule: is the value bad, the flag, its value, what it must be.
+	for _, r := range []struct {
+		bad  bool
+		flag string
+		v    any
+		want string
+	}{
+		{o.Epochs <= 0 && o.MaxSteps <= 0, "epochs", o.Epochs, "must be at least 1 (or give --max_steps)"},
+		{o.BatchSize <= 0, "batch_size", o.BatchSize, "must be at least 1"},
+		{o.GradAccum <= 0, "gradient_accumulation_steps", o.GradAccum, "must be at least 1"},
+		{o.MaxLen < 2, "max_len", o.MaxLen, "must be at least 2 ([CLS] and [SEP])"},
+		{o.TestSize <= 0 || o.TestSize >= 1, "test_size", o.TestSize, "must be between 0 and 1"},
+		{o.LR < 0 || math.IsNaN(o.LR), "lr", o.LR, "must be positive"},
+		{o.Dropout >= 1, "dropout", o.Dropout, "must be below 1 (negative: the model's own rates)"},
+		{o.Workers < 0, "workers", o.Workers, "must be >= 0"},
+		{o.MaxSteps < 0, "max_steps", o.MaxSteps, "must be >= 0"},
+		{o.WarmupRatio < 0 || o.WarmupRatio >= 1, "warmup_ratio", o.WarmupRatio, "must be in [0, 1)"},
+		{o.WarmupSteps < 0, "warmup_steps", o.WarmupSteps, "must be >= 0"},
+		{o.WeightDecay < 0, "weight_decay", o.WeightDecay, "must be >= 0"},
+		{o.MaxGradNorm < 0, "max_grad_norm", o.MaxGradNorm, "must be >= 0 (0: no clipping)"},
+		{o.Patience < 0, "patience", o.Patience, "must be >= 0"},
+		{o.SaveTotalLimit < 1, "save_total_limit", o.SaveTotalLimit, "must be at least 1 (the checkpoint a resume starts from)"},
+		{o.SaveEvery < 0, "save_steps", o.SaveEvery, "must be >= 0"},
+	} {
+		if r.bad {
+			return fmt.Errorf("--%s %v: %s", r.flag, r.v, r.want)
+		}
 	}
 	switch strings.ToLower(o.MixedPrecision) {
 	case "no", "fp32", "", "bf16":

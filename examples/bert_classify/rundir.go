@@ -37,22 +37,20 @@ const (
 
 // runConfig is config.json of a hand-written-loop run.
 type runConfig struct {
-	Program        string           `json:"program"`
-	Created        string           `json:"created"`
-	Flags          options          `json:"flags"`
-	LearningRate   float64          `json:"learning_rate"`
-	Schedule       string           `json:"schedule"`
-	TotalSteps     int64            `json:"total_steps"`
-	Backend        string           `json:"backend"`
-	Plugin         string           `json:"plugin,omitempty"`
-	Devices        int              `json:"devices"`
-	Processes      int              `json:"processes"`
-	Plan           string           `json:"plan"`
-	PerDeviceBatch int              `json:"per_device_batch"`
-	GlobalBatch    int              `json:"global_batch"`
-	BatchesPerEp   int              `json:"batches_per_epoch"`
-	Model          any              `json:"model"`
-	Versions       trainer.Versions `json:"versions"`
+	Program      string  `json:"program"`
+	Created      string  `json:"created"`
+	Flags        options `json:"flags"`
+	LearningRate float64 `json:"learning_rate"`
+	Schedule     string  `json:"schedule"`
+	TotalSteps   int64   `json:"total_steps"`
+	// Accelerator is what accelerator.New found (backend, plugin, devices, precision), and
+	// Plan its one-line summary; GlobalBatch = per-device batch x devices x processes.
+	Accelerator  accelerator.Info `json:"accelerator"`
+	Plan         string           `json:"plan"`
+	GlobalBatch  int              `json:"global_batch"`
+	BatchesPerEp int              `json:"batches_per_epoch"`
+	Model        any              `json:"model"`
+	Versions     trainer.Versions `json:"versions"`
 }
 
 // loopState is the loop's part of a checkpoint: what it needs to continue exactly where the
@@ -126,9 +124,8 @@ func openRun(acc *accelerator.Accelerator, o options, lr float64, plan stepPlan,
 		start: time.Now(), logAt: time.Now(), savedAt: -1}
 	r.state.Result.OutputDir = r.dir
 	cfg := runConfig{Program: program, Created: time.Now().UTC().Format(time.RFC3339), Flags: o, LearningRate: lr,
-		Schedule: plan.schedule.String(), TotalSteps: plan.total, Backend: acc.Info().Backend,
-		Plugin: acc.Info().Plugin.Path, Devices: acc.NumDevices(), Processes: acc.NumProcesses(), Plan: acc.Plan(),
-		PerDeviceBatch: o.BatchSize, GlobalBatch: o.BatchSize * acc.NumReplicas(), BatchesPerEp: plan.batchesPerEpoch,
+		Schedule: plan.schedule.String(), TotalSteps: plan.total, Accelerator: acc.Info(), Plan: acc.Plan(),
+		GlobalBatch: o.BatchSize * acc.NumReplicas(), BatchesPerEp: plan.batchesPerEpoch,
 		Model: clf.Config, Versions: trainer.BuildVersions()}
 	saved, err := readRunConfig(r.dir)
 	if err != nil {
