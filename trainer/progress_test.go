@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goaccel/goaccel/internal/ptytest"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
@@ -70,7 +71,7 @@ func TestNonTTYOutputHasNoEscapes(t *testing.T) {
 // TestTerminalOutputDrawsBars writes the progress to a pseudo-terminal: the bar is drawn
 // (carriage returns, the count, the loss) and the eval lines still get their own lines.
 func TestTerminalOutputDrawsBars(t *testing.T) {
-	master, slave, err := openPTY()
+	master, slave, err := ptytest.Open()
 	if err != nil {
 		t.Skipf("SKIPPING: no pseudo-terminal on this machine: %v", err)
 	}

@@ -43,8 +43,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bert_classify:", err)
 		os.Exit(1)
 	}
-	if res.Interrupted {
-		os.Exit(130)
+	switch res.Signal {
+	case "SIGINT":
+		os.Exit(130) // as a shell reports a program ended by Ctrl-C
+	case "SIGTERM":
+		os.Exit(143)
 	}
 }
 

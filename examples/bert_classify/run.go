@@ -57,7 +57,8 @@ type result struct {
 	TestExamples  int
 	OutputDir     string
 	TrainExamples int
-	Interrupted   bool // a signal stopped the run; it can be resumed
+	Interrupted   bool   // a signal stopped the run; it can be resumed
+	Signal        string // the signal that stopped it: "SIGINT" or "SIGTERM"
 }
 
 // run is the whole program: everything a reader of the PyTorch script looks for is here, in
@@ -305,6 +306,9 @@ func fitRun(acc *accelerator.Accelerator, o options, lr float64, plan stepPlan, 
 		return nil, flagError(err)
 	}
 	r := &result{Best: res.Best, OutputDir: res.RunDir, Steps: res.Steps, Interrupted: res.Interrupted}
+	if res.Interrupted {
+		r.Signal = trainer.SignalName(res.Signal)
+	}
 	if res.Interrupted {
 		if acc.IsMainProcess() {
 			fmt.Fprintf(out, "to resume: %s\n", resumeCommand(o.OutputDir))

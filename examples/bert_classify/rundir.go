@@ -375,7 +375,7 @@ func (r *runDir) interrupted(sig os.Signal) (*result, error) {
 		r.plan.total, filepath.Join(r.dir, trainer.CheckpointsDir))
 	r.acc.Printf("to resume: %s", resumeCommand(r.dir))
 	res := r.state.Result
-	res.Interrupted = true
+	res.Interrupted, res.Signal = true, name
 	return &res, nil
 }
 
