@@ -1,7 +1,6 @@
 package trainer
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -79,26 +78,10 @@ func TestTerminalOutputDrawsBars(t *testing.T) {
 	if !IsTerminal(slave) {
 		t.Fatal("the pseudo-terminal is not detected as a terminal")
 	}
-	var screen bytes.Buffer
-	done := make(chan struct{})
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := master.Read(buf)
-			screen.Write(buf[:n])
-			if err != nil {
-				close(done)
-				return
-			}
-		}
-	}()
+	screen := ptytest.Capture(master)
 	fitPrinting(t, slave, 0)
 	slave.Close()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-	}
-	out := screen.String()
+	out := screen.Text()
 	for _, want := range []string{"\r", "epoch 1/2", "epoch 2/2", "(8/8)", "loss ", "ex/s", "eval at step 8, epoch 1:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("terminal output misses %q:\n%q", want, out)

@@ -89,18 +89,7 @@ func TestKillAndResumeEqualsUninterrupted(t *testing.T) {
 	if !strings.Contains(string(out), "resuming") {
 		t.Errorf("the second session did not resume:\n%s", out)
 	}
-	weights := func(dir string) string {
-		b, err := os.ReadFile(filepath.Join(dir, "checkpoints", checkpoint.LatestFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := os.ReadFile(filepath.Join(dir, "checkpoints", strings.TrimSpace(string(b)), checkpoint.WeightsFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(m)
-	}
-	if weights(full) != weights(resumed) {
+	if finalWeights(t, full) != finalWeights(t, resumed) {
 		t.Errorf("the final weights of the killed-and-resumed run differ from the uninterrupted run's")
 	}
 	full1, _ := os.ReadFile(filepath.Join(full, "metrics.jsonl"))
@@ -334,28 +323,12 @@ func runOnTerminal(t *testing.T, cmd *exec.Cmd) string {
 		t.Skipf("SKIPPING: no pseudo-terminal on this machine: %v", err)
 	}
 	defer master.Close()
-	var screen bytes.Buffer
-	done := make(chan struct{})
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := master.Read(buf)
-			screen.Write(buf[:n])
-			if err != nil {
-				close(done)
-				return
-			}
-		}
-	}()
+	screen := ptytest.Capture(master)
 	cmd.Stdout, cmd.Stderr = slave, slave
 	err = cmd.Run()
 	slave.Close()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-	}
 	if err != nil {
-		t.Fatalf("run on a terminal: %v\n%s", err, screen.String())
+		t.Fatalf("run on a terminal: %v\n%s", err, screen.Text())
 	}
-	return screen.String()
+	return screen.Text()
 }
