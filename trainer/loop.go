@@ -460,10 +460,11 @@ type EvalSummary struct {
 	Duration time.Duration
 }
 
-// EvalLine formats an evaluation for the terminal in at most 100 columns, the headline
-// metric first, then the loss (when there is one), the examples and the time:
+// EvalLine formats an evaluation for the terminal in at most 100 columns: the headline
+// metric first, how it compares with the best so far, the examples and the time. The other
+// metrics are in metrics.jsonl (and on the curves), not on the line:
 //
-//	eval at step 1200, epoch 2: accuracy 0.8557 (best so far) | loss 0.3312 | 1067 examples, 25.1s
+//	eval step 1200, epoch 2: accuracy 0.8557 (best so far) | 1067 examples, 25.1s
 func EvalLine(e EvalSummary) string {
 	head := e.Headline
 	if _, ok := e.Metrics[head]; !ok {
@@ -477,7 +478,7 @@ func EvalLine(e EvalSummary) string {
 			head = names[0]
 		}
 	}
-	line := fmt.Sprintf("eval at step %d, epoch %s:", e.Step, formatEpoch(e.Epoch))
+	line := fmt.Sprintf("eval step %d, epoch %s:", e.Step, formatEpoch(e.Epoch))
 	if head != "" {
 		line += fmt.Sprintf(" %s %.4f", head, e.Metrics[head])
 		switch {
@@ -487,11 +488,11 @@ func EvalLine(e EvalSummary) string {
 			line += fmt.Sprintf(" (best %.4f at step %d)", e.Best, e.BestStep)
 		}
 	}
-	if v, ok := e.Metrics["loss"]; ok && head != "loss" {
-		line += " | loss " + formatLoss(v)
+	took := fmt.Sprintf("%.1fs", e.Duration.Seconds())
+	if e.Duration >= time.Minute {
+		took = formatETA(e.Duration)
 	}
-	line += fmt.Sprintf(" | %d examples, %.1fs", e.Examples, e.Duration.Seconds())
-	return line
+	return line + fmt.Sprintf(" | %d examples, %s", e.Examples, took)
 }
 
 // formatEpoch is "2" at an epoch's end, "1.37" within one.

@@ -51,7 +51,7 @@ func TestNonTTYOutputHasNoEscapes(t *testing.T) {
 		t.Errorf("no plain progress line for the last step of epoch 2:\n%s", out)
 	}
 	for _, want := range []string{"epoch 1/2 batch 1/8, step 1/16: loss", "| ETA ", ", run ",
-		"eval at step 8, epoch 1: accuracy", "epoch 2 done: step 16, mean loss", "trainer: done after 2 epochs (step 16"} {
+		"eval step 8, epoch 1: accuracy", "epoch 2 done: step 16, mean loss", "trainer: done after 2 epochs (step 16"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output misses %q:\n%s", want, out)
 		}
@@ -82,7 +82,7 @@ func TestTerminalOutputDrawsBars(t *testing.T) {
 	fitPrinting(t, slave, 0)
 	slave.Close()
 	out := screen.Text()
-	for _, want := range []string{"\r", "epoch 1/2", "epoch 2/2", "(8/8)", "loss ", "ex/s", "eval at step 8, epoch 1:"} {
+	for _, want := range []string{"\r", "epoch 1/2", "epoch 2/2", "(8/8)", "loss ", "ex/s", "eval step 8, epoch 1:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("terminal output misses %q:\n%q", want, out)
 		}

@@ -307,7 +307,7 @@ func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
 				if !strings.Contains(screen, "\r") || len(seen) < 3 || !seen["23"] {
 					t.Errorf("the terminal shows no moving bar (counts seen %v):\n%q", seen, screen)
 				}
-				if !strings.Contains(screen, "eval at step 23, epoch 1: accuracy") {
+				if !strings.Contains(screen, "eval step 23, epoch 1: accuracy") {
 					t.Errorf("the terminal output misses the evaluation line:\n%q", screen)
 				}
 			}
