@@ -58,7 +58,7 @@ func TestPlan(t *testing.T) {
 		{3, 0, 1, 23, 69, 3},
 		{1, 3, 1, 23, 3, 1},
 		{1, 30, 1, 23, 30, 2}, // more steps than --epochs gives: more epochs, as in Hugging Face
-		{2, 0, 4, 23, 11, 2}, // 46 batches: 11 steps; the last 2 batches make no step
+		{2, 0, 4, 23, 11, 2},  // 46 batches: 11 steps; the last 2 batches make no step
 		{3, 7, 2, 10, 7, 2},
 	} {
 		o := defaultOptions()
