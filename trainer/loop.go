@@ -122,7 +122,8 @@ func (f *fit) afterUpdate(ev StepEvent) error {
 			return err
 		}
 	}
-	if f.cfg.LogEvery > 0 && f.step%f.cfg.LogEvery == 0 {
+	// The first update is logged too, so that the loss curve starts at step 1.
+	if f.cfg.LogEvery > 0 && (f.step%f.cfg.LogEvery == 0 || f.step == 1) {
 		if err := f.trainRecord(ev.Epoch); err != nil {
 			return err
 		}

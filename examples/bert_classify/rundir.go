@@ -250,7 +250,7 @@ func (r *runDir) batchDone(job *accelerator.Job, loss float64, examples int) err
 		return nil
 	}
 	s.Result.Steps++
-	if s.Result.Steps%10 == 0 || r.done() {
+	if s.Result.Steps%10 == 0 || s.Result.Steps == 1 || r.done() { // the loss curve starts at step 1
 		return r.logTrain(job)
 	}
 	return nil
