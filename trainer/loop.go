@@ -36,17 +36,17 @@ func (f *fit) loop() error {
 		for st, err := range f.job.Batches() {
 			if err != nil {
 				f.prog.EndEpoch("")
-				return fmt.Errorf("trainer: reading training data (epoch %d): %w", epoch+1, err)
+				return wrapf(err, "reading the training data of epoch %d", epoch+1)
 			}
 			l, err := f.trainStep.Run(st)
 			if err != nil {
 				f.prog.EndEpoch("")
-				return fmt.Errorf("trainer: %w", err)
+				return wrapf(err, "training step %d", f.step+1)
 			}
 			lv, err := l.Value()
 			if err != nil {
 				f.prog.EndEpoch("")
-				return fmt.Errorf("trainer: %w", err)
+				return wrapf(err, "reading the loss of step %d", f.step+1)
 			}
 			if math.IsNaN(lv) || math.IsInf(lv, 0) {
 				f.prog.EndEpoch("")
@@ -153,7 +153,7 @@ func (f *fit) callback(name string, err error) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("trainer: Callbacks.%s at step %d: %w", name, f.step, err)
+	return wrapf(err, "Callbacks.%s at step %d", name, f.step)
 }
 
 // elapsed is the run's wall time so far, over all its sessions.
@@ -244,11 +244,11 @@ func (f *fit) evaluate(epoch float64) error {
 	start := time.Now()
 	g, err := f.job.Evaluate(f.prog.Evaluating(f.eval), f.evalStep)
 	if err != nil {
-		return fmt.Errorf("trainer: evaluation at step %d: %w", f.step, err)
+		return wrapf(err, "evaluation at step %d", f.step)
 	}
 	m, err := f.t.task.Metrics(g)
 	if err != nil {
-		return fmt.Errorf("trainer: Task.Metrics at step %d: %w", f.step, err)
+		return wrapf(err, "Task.Metrics at step %d", f.step)
 	}
 	f.lastEval = m
 	f.rs.LastEvalStep = f.step
@@ -286,7 +286,7 @@ func (f *fit) evaluate(epoch float64) error {
 	if ev.Improved && f.best != nil {
 		path, err := f.best.Save(f.state())
 		if err != nil {
-			return fmt.Errorf("trainer: saving the best model at step %d: %w", f.step, err)
+			return wrapf(err, "saving the best model at step %d", f.step)
 		}
 		f.bestCheckpoint = path
 	}
@@ -346,7 +346,7 @@ func (f *fit) saveLast() error {
 	}
 	path, err := f.last.Save(f.state())
 	if err != nil {
-		return fmt.Errorf("trainer: saving the checkpoint at step %d: %w", f.step, err)
+		return wrapf(err, "saving the checkpoint at step %d", f.step)
 	}
 	f.savedAt, f.lastCheckpoint = f.step, path
 	return nil
@@ -417,11 +417,11 @@ func (f *fit) saveBestFolder() (string, error) {
 	dst := filepath.Join(f.dir, BestDir)
 	if f.main {
 		if err := fsutil.ReplaceDir(dst, f.cfg.SaveBest); err != nil {
-			return "", fmt.Errorf("trainer: saving the best model at step %d: %w", f.step, err)
+			return "", wrapf(err, "saving the best model at step %d", f.step)
 		}
 	}
 	if err := f.t.acc.WaitForEveryone(); err != nil {
-		return "", fmt.Errorf("trainer: saving the best model at step %d: %w", f.step, err)
+		return "", wrapf(err, "saving the best model at step %d", f.step)
 	}
 	return dst, nil
 }

@@ -32,11 +32,11 @@ import (
 func Plot(dir string) ([]string, error) {
 	records, err := ReadMetrics(filepath.Join(dir, MetricsFile))
 	if err != nil {
-		return nil, fmt.Errorf("trainer: plot: %w", err)
+		return nil, wrapf(err, "plot")
 	}
 	fig, err := newFigure(records, filepath.Base(filepath.Clean(dir)))
 	if err != nil {
-		return nil, fmt.Errorf("trainer: plot %s: %w", dir, err)
+		return nil, wrapf(err, "plot %s", dir)
 	}
 	width, height := fig.size()
 	png := vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(110),
@@ -50,11 +50,11 @@ func Plot(dir string) ([]string, error) {
 		fig.draw(draw.New(c.canvas))
 		var buf bytes.Buffer
 		if _, err := c.canvas.WriteTo(&buf); err != nil {
-			return out, fmt.Errorf("trainer: plot: encoding %s: %w", c.name, err)
+			return out, wrapf(err, "plot: encoding %s", c.name)
 		}
 		path := filepath.Join(dir, c.name)
 		if err := fsutil.WriteFileAtomic(path, buf.Bytes()); err != nil {
-			return out, fmt.Errorf("trainer: plot: %w", err)
+			return out, wrapf(err, "plot")
 		}
 		out = append(out, path)
 	}

@@ -80,14 +80,14 @@ func readRunDir(dir string) (*RunInfo, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("trainer: Config.OutputDir %s: %w", dir, err)
+		return nil, wrapf(err, "Config.OutputDir %s", dir)
 	}
 	if !st.IsDir() {
 		return nil, fmt.Errorf("trainer: Config.OutputDir %s is a file, not a directory", dir)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("trainer: Config.OutputDir %s: %w", dir, err)
+		return nil, wrapf(err, "Config.OutputDir %s", dir)
 	}
 	if len(entries) == 0 {
 		return nil, nil
@@ -103,7 +103,7 @@ func readRunDir(dir string) (*RunInfo, error) {
 			dir, strings.Join(names, ", "), ConfigFile)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("trainer: reading %s: %w", filepath.Join(dir, ConfigFile), err)
+		return nil, wrapf(err, "reading %s", filepath.Join(dir, ConfigFile))
 	}
 	var info RunInfo
 	if err := json.Unmarshal(raw, &info); err != nil || info.Format != runFormat {
@@ -191,7 +191,7 @@ func jsonText(v any) string {
 func writeJSONAtomic(path string, v any) error {
 	raw, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fmt.Errorf("trainer: encoding %s: %w", path, err)
+		return wrapf(err, "encoding %s", path)
 	}
 	if err := fsutil.WriteFileAtomic(path, append(raw, '\n')); err != nil {
 		return fmt.Errorf("trainer: %w", err)
@@ -219,7 +219,7 @@ func OpenMetrics(path string, keep int, notice func(format string, args ...any))
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("trainer: reading %s: %w", path, err)
+		return nil, wrapf(err, "reading %s", path)
 	}
 	complete := bytes.Count(raw, []byte("\n")) // a last line without its newline is a torn write
 	torn := 0
@@ -258,10 +258,10 @@ func (l *MetricsWriter) Write(r Record) error {
 	}
 	raw, err := json.Marshal(r)
 	if err != nil {
-		return fmt.Errorf("trainer: encoding a record for %s: %w", l.path, err)
+		return wrapf(err, "encoding a record for %s", l.path)
 	}
 	if _, err := l.f.Write(append(raw, '\n')); err != nil {
-		return fmt.Errorf("trainer: writing %s: %w", l.path, err)
+		return wrapf(err, "writing %s", l.path)
 	}
 	l.n++
 	return nil
@@ -274,7 +274,7 @@ func (l *MetricsWriter) Len() int { return l.n }
 // Sync flushes the file to disk (before a checkpoint records its length).
 func (l *MetricsWriter) Sync() error {
 	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("trainer: syncing %s: %w", l.path, err)
+		return wrapf(err, "syncing %s", l.path)
 	}
 	return nil
 }

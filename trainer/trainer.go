@@ -263,7 +263,7 @@ func (f *fit) prepare() error {
 	}
 	job, err := f.t.acc.Prepare(f.t.model, f.t.opt, f.train, opts...)
 	if err != nil {
-		return fmt.Errorf("trainer: %w", err)
+		return wrapf(err, "preparing the job")
 	}
 	f.job, f.t.job = job, job
 	acc, loss := f.t.acc, f.t.task.Loss
@@ -331,19 +331,19 @@ func (f *fit) buildModel() error {
 	var first *data.GlobalBatch
 	for st, err := range f.train.Epoch() {
 		if err != nil {
-			return fmt.Errorf("trainer: reading the first training batch: %w", err)
+			return wrapf(err, "reading the first training batch")
 		}
 		first = st
 		break
 	}
 	if err := f.train.Restore(pos); err != nil {
-		return fmt.Errorf("trainer: rewinding the training data after reading its first batch: %w", err)
+		return wrapf(err, "rewinding the training data after reading its first batch")
 	}
 	if first == nil {
 		return errors.New("trainer: the training data yields no batch")
 	}
 	if _, err := f.evalStep.Run(first); err != nil {
-		return fmt.Errorf("trainer: running Task.Eval on the first training batch: %w", err)
+		return wrapf(err, "running Task.Eval on the first training batch")
 	}
 	return nil
 }
@@ -385,7 +385,7 @@ func (f *fit) restore(resuming bool) (string, error) {
 			"was changed; use another Config.OutputDir): %w", f.dir, err)
 	}
 	if err := f.train.Restore(st.Progress.Loader); err != nil {
-		return "", fmt.Errorf("trainer: restoring the training data position of %s: %w", path, err)
+		return "", wrapf(err, "restoring the training data position of %s", path)
 	}
 	f.step, f.savedAt, f.lastCheckpoint = st.Progress.Step, st.Progress.Step, path
 	f.elapsed0 = f.rs.Elapsed
@@ -417,7 +417,7 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 		return nil
 	}
 	if err := os.MkdirAll(f.dir, 0o755); err != nil {
-		return fmt.Errorf("trainer: creating Config.OutputDir: %w", err)
+		return wrapf(err, "creating Config.OutputDir")
 	}
 	if resuming {
 		f.info.Resumes = append(f.info.Resumes, Resume{Time: time.Now().UTC().Format(time.RFC3339), Step: f.step,
