@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/trainer"
 )
 
@@ -115,5 +116,14 @@ func TestEnvFindsProjectPlugin(t *testing.T) {
 				t.Errorf("from %s: env output misses %q:\n%s", wd, want, out)
 			}
 		}
+	}
+	// Four CPU devices, as --devices 4 asks: XLA's plugin, not "install the plugin".
+	acc, err := accelerator.New(accelerator.Config{Devices: 4, Quiet: true})
+	if err != nil {
+		t.Fatalf("4 devices with the plugin in .deps: %v", err)
+	}
+	defer acc.Close()
+	if info := acc.Info(); info.Backend != "xla" || acc.NumDevices() != 4 {
+		t.Errorf("4 devices: %s", acc.Plan())
 	}
 }
