@@ -70,6 +70,7 @@ type Progress struct {
 	rate, rateW float64 // examples per second
 	secs, secsW float64 // seconds per batch
 
+	started   bool    // an epoch was started (the first one announces itself in plain mode)
 	evalSecs  float64 // duration of the last evaluation (0: none yet)
 	evalCount int     // evaluations done in this session
 }
@@ -114,8 +115,15 @@ func (p *Progress) StartEpoch(epoch, batchesDone int, stepsDone int64) {
 	p.lastAt = time.Now()
 	p.lastLine = time.Time{}
 	if !p.tty {
+		if !p.started {
+			// The first batch of a session also compiles the step: say that training started.
+			fmt.Fprintf(p.out, "%s: training from step %s (the first batch also compiles the training step)\n",
+				p.epochName(), p.stepString())
+		}
+		p.started = true
 		return
 	}
+	p.started = true
 	p.bar = newBar(p.out, p.batches, p.epochName())
 	if batchesDone > 0 {
 		_ = p.bar.Set(batchesDone)

@@ -119,8 +119,8 @@ func (s *signalRun) String() string {
 	return s.out.String()
 }
 
-// interruptAfterFirstBatch starts the program, waits for its first progress line (training
-// has started: the first step is done) and sends sig; it returns the output and exit code.
+// interruptAfterFirstBatch starts the program, waits for the progress line of its first batch
+// (the first step is done) and sends sig; it returns the output and exit code.
 func interruptAfterFirstBatch(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) (string, int) {
 	t.Helper()
 	s := &signalRun{cmd: cmd}
@@ -129,7 +129,7 @@ func interruptAfterFirstBatch(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) (
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(3 * time.Minute)
-	for !strings.Contains(s.String(), "epoch 1/") {
+	for !strings.Contains(s.String(), " batch 1/") {
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
 			t.Fatalf("no progress line after 3 minutes:\n%s", s.String())
@@ -247,7 +247,8 @@ func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
 			if code != c.code {
 				t.Errorf("exit status %d after %v, want %d", code, c.sig, c.code)
 			}
-			for _, want := range []string{"run directory: ", "finishing the current step and saving a checkpoint",
+			for _, want := range []string{"run directory: ", "epoch 1/2: training from step 0/46",
+				"finishing the current step and saving a checkpoint",
 				"stopped after step", "to resume: "} {
 				if !strings.Contains(out, want) {
 					t.Errorf("the interrupted session's output misses %q:\n%s", want, out)
