@@ -3,6 +3,7 @@ package accelerator
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -49,6 +50,26 @@ func TestProjectDepsFoundFromSubfolder(t *testing.T) {
 		want, _ := filepath.EvalSymlinks(so)
 		if got == nil || got.Path != want || got.Kind != PluginCPU {
 			t.Errorf("from %s: project plugin = %+v, want cpu %s", wd, got, want)
+		}
+	}
+}
+
+// TestSlowBackendWarning: on the pure-Go backend, a model bigger than a tiny one gets a loud
+// warning naming the plugin, how to install it and the slowdown; a tiny one gets none.
+func TestSlowBackendWarning(t *testing.T) {
+	acc, err := New(Config{Backend: "go", Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acc.Close()
+	if w := acc.SlowBackendWarning(100_000); w != "" {
+		t.Errorf("a tiny model got a warning: %s", w)
+	}
+	w := acc.SlowBackendWarning(22_700_000)
+	for _, want := range []string{"WARNING", "22.7M-parameter", "pure-Go", "pjrt_c_api_cpu_plugin.so",
+		"lammps-jax-pjrt-cpu", "make deps", "7 times"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warning misses %q:\n%s", want, w)
 		}
 	}
 }

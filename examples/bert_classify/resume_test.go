@@ -17,7 +17,9 @@ import (
 
 	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/internal/ptytest"
+	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/trainer"
+	"github.com/gomlx/gomlx/ml/model"
 )
 
 // TestMain lets the test binary act as the bert_classify program in a child process, so
@@ -297,6 +299,14 @@ func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
 				if _, err := os.Stat(filepath.Join(runDir, f)); err != nil {
 					t.Errorf("run directory lacks %s: %v", f, err)
 				}
+			}
+			// best/ is a Hugging Face folder in both modes.
+			if _, _, err := bert.LoadPretrained(filepath.Join(runDir, "best"), model.NewStore(),
+				bert.LoadOptions{MaxLen: 64, NumLabels: 2}); err != nil {
+				t.Errorf("best/ does not load with bert.LoadPretrained: %v", err)
+			}
+			if ckpts, _ := filepath.Glob(filepath.Join(runDir, "checkpoints", checkpoint.DirPrefix+"*")); len(ckpts) != 1 {
+				t.Errorf("checkpoints kept: %v, want 1 (--save_total_limit's default)", ckpts)
 			}
 			if !c.fit {
 				// The bar moved: several counts of the first epoch were drawn, over carriage returns.
