@@ -14,17 +14,18 @@ func TestFlags(t *testing.T) {
 	fs := newFlagSet(&o)
 	err := fs.Parse([]string{"--batch-size", "8", "--gradient-accumulation-steps", "4", "--max_grad_norm", "1",
 		"--weight_decay", "0.01", "--warmup_ratio", "0.1", "--lr_scheduler_type", "linear", "--patience", "2",
-		"--max-steps", "30"})
+		"--max-steps", "30", "--learning_rate", "3e-5"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.BatchSize != 8 || o.GradAccum != 4 || o.MaxGradNorm != 1 || o.WeightDecay != 0.01 || o.WarmupRatio != 0.1 ||
-		o.Schedule != "linear" || o.Patience != 2 || o.MaxSteps != 30 {
+		o.Schedule != "linear" || o.Patience != 2 || o.MaxSteps != 30 || o.LR != 3e-5 {
 		t.Errorf("flags not set: %+v", o)
 	}
 	for _, c := range []struct{ typo, want string }{
 		{"--batchsize", "did you mean --batch_size?"},
-		{"--learning_rate", "--help lists the flags"},
+		{"--learning-rat", "did you mean --learning_rate?"},
+		{"--xyzzy", "--help lists the flags"},
 		{"--warmup-ratios", "did you mean --warmup_ratio?"},
 		{"--max_step", "did you mean --max_steps?"},
 	} {

@@ -85,11 +85,15 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Int64Var(&o.SaveEvery, "save_steps", 0, "also save a checkpoint every this many optimizer steps (0: at epoch ends)")
 	fs.IntVar(&o.SaveTotalLimit, "save_total_limit", o.SaveTotalLimit, "checkpoints kept in checkpoints/ (the newest)")
 	fs.BoolVar(&o.Fit, "fit", false, "train with trainer.Fit instead of the hand-written loop")
-	// Earlier names, still accepted.
+	// Earlier names, and Hugging Face's for the flags named otherwise here, also accepted.
 	fs.StringVar(&o.Schedule, "schedule", o.Schedule, "")
 	fs.Int64Var(&o.SaveEvery, "save_every", 0, "")
-	_ = fs.MarkHidden("schedule")
-	_ = fs.MarkHidden("save_every")
+	fs.Float64Var(&o.LR, "learning_rate", 0, "")
+	fs.IntVar(&o.Epochs, "num_train_epochs", o.Epochs, "")
+	fs.IntVar(&o.BatchSize, "per_device_train_batch_size", o.BatchSize, "")
+	for _, name := range []string{"schedule", "save_every", "learning_rate", "num_train_epochs", "per_device_train_batch_size"} {
+		_ = fs.MarkHidden(name)
+	}
 	return fs
 }
 
@@ -103,9 +107,6 @@ func explainFlagError(fs *flag.FlagSet, err error) string {
 	name := strings.ReplaceAll(strings.TrimPrefix(msg, prefix), "-", "_")
 	best, bestD := "", 4
 	fs.VisitAll(func(f *flag.Flag) {
-		if f.Hidden {
-			return
-		}
 		d := editDistance(name, f.Name)
 		if strings.HasPrefix(f.Name, name) || strings.Contains(f.Name, name) && len(name) >= 4 {
 			d = min(d, 1)
