@@ -58,9 +58,13 @@ fuzz:
 # tests that need them are skipped, loudly (under CI=true they fail instead).
 deps: $(PLUGIN) $(PYDEPS)/.installed $(MODEL_DIR)/model.safetensors $(MPICH_LIB)
 
+# The plugin goes to .deps/pjrt-cpu/<package>/, where accelerator.FindPlugins looks from the
+# working directory (and the executable's folder) up to the module root: `go run`, `go test`
+# and built binaries inside the repository find it without PJRT_PLUGIN_LIBRARY_PATH.
 $(PLUGIN):
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: XLA CPU plugin NOT installed; multi-device tests will be skipped"; exit 0; fi; \
-	  $(PIP) install --quiet --disable-pip-version-check --no-deps --target $(DEPS)/pjrt-cpu lammps-jax-pjrt-cpu==0.11.2
+	  $(PIP) install --quiet --disable-pip-version-check --no-deps --target $(DEPS)/pjrt-cpu lammps-jax-pjrt-cpu==0.11.2 && \
+	  echo "make deps: XLA CPU plugin in $(PLUGIN_DIR) (found by every command run inside this repository)"
 
 $(PYDEPS)/.installed:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: safetensors/numpy NOT installed; interop tests will be skipped"; exit 0; fi; \

@@ -194,7 +194,8 @@ func (a *Accelerator) openBackend() error {
 				a.info.Reason = "a GPU is present but no CUDA plugin was found; XLA's CPU plugin was"
 			}
 		} else {
-			a.info.Reason = "no XLA plugin was found; using the pure-Go backend (slower, one device)"
+			a.info.Reason = "no XLA plugin was found; using the pure-Go backend (slower, one device; " +
+				"for XLA: make deps)"
 			return a.openGo()
 		}
 	case c == "go" || c == "simplego":
@@ -254,8 +255,8 @@ func (a *Accelerator) openGo() error {
 		return fmt.Errorf("accelerator: creating the pure-Go backend (%q): %w", config, err)
 	}
 	if a.cfg.Devices > 1 {
-		return fmt.Errorf("accelerator: %d devices requested but the pure-Go backend has 1; install XLA's "+
-			"CPU plugin (make deps) for several CPU devices, or set Devices to 0 or 1", a.cfg.Devices)
+		return fmt.Errorf("accelerator: %d devices requested but the pure-Go backend has 1; for several CPU "+
+			"devices install XLA's CPU plugin: %s; or set Devices to 0 or 1", a.cfg.Devices, InstallHint)
 	}
 	a.backend = b
 	a.info.Backend, a.info.Devices, a.info.Available = "go", 1, 1

@@ -153,7 +153,9 @@ func (m *Manager) Save(st *State) (string, error) {
 // save does the main process's part of Save.
 func (m *Manager) save(path string, st *State) error {
 	m.removeLeftovers()
-	tmp, err := os.MkdirTemp(m.dir, tmpPrefix+filepath.Base(path)+"-")
+	// fsutil.MkdirTemp: 0755 less the umask, so that the checkpoint, renamed into place, can be
+	// read by others like the rest of the run directory (os.MkdirTemp makes 0700).
+	tmp, err := fsutil.MkdirTemp(m.dir, tmpPrefix+filepath.Base(path)+"-")
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}

@@ -74,6 +74,10 @@ type Result struct {
 	LastCheckpoint string
 	// Curves are the picture files drawn at the end (PNG and SVG).
 	Curves []string
+	// Interrupted reports that Config.Interrupt stopped the run (Signal is the signal): the
+	// last checkpoint holds the step where it stopped, and Fit on the same OutputDir resumes.
+	Interrupted bool
+	Signal      os.Signal
 }
 
 // runState is the trainer's part of a checkpoint (checkpoint.State.Metrics): what the loop
@@ -115,8 +119,8 @@ type fit struct {
 	main      bool
 
 	dir    string
-	log    *metricsLog
-	prog   *progress
+	log    *MetricsWriter
+	prog   *Progress
 	last   *checkpoint.Manager
 	best   *checkpoint.Manager
 	notice func(format string, args ...any)
@@ -131,6 +135,7 @@ type fit struct {
 	savedAt        int64     // step of the last "last" checkpoint (-1: none)
 	stop           string
 	lastEval       map[string]float64
+	interrupted    os.Signal // the signal that stopped this session (nil: none)
 	lastCheckpoint string
 	bestCheckpoint string
 }
@@ -179,8 +184,9 @@ func (t *Trainer) Fit(train, eval data.Source, cfg Config) (res *Result, err err
 	if !f.main || cfg.Quiet {
 		out = io.Discard
 	}
-	f.prog = newProgress(out, cfg.PlainInterval, cfg.Epochs, 0)
-	f.notice = func(format string, args ...any) { f.prog.println(format, args...) }
+	f.prog = NewProgress(out, ProgressConfig{Epochs: cfg.Epochs, PlainInterval: cfg.PlainInterval,
+		GradientAccumulation: cfg.GradientAccumulation})
+	f.notice = func(format string, args ...any) { f.prog.Println(format, args...) }
 
 	saved, err := readRunDir(f.dir)
 	if err != nil {
@@ -230,7 +236,7 @@ func (t *Trainer) Fit(train, eval data.Source, cfg Config) (res *Result, err err
 	}
 	defer func() {
 		if f.log != nil {
-			if cerr := f.log.close(); err == nil && cerr != nil {
+			if cerr := f.log.Close(); err == nil && cerr != nil {
 				err = cerr
 			}
 		}
@@ -261,7 +267,7 @@ func (f *fit) prepare() error {
 	}
 	job, err := f.t.acc.Prepare(f.t.model, f.t.opt, f.train, opts...)
 	if err != nil {
-		return fmt.Errorf("trainer: %w", err)
+		return wrapf(err, "preparing the job")
 	}
 	f.job, f.t.job = job, job
 	acc, loss := f.t.acc, f.t.task.Loss
@@ -297,7 +303,7 @@ func (f *fit) prepare() error {
 	if err != nil {
 		return err
 	}
-	f.prog.updateOfTotal = total
+	f.prog.cfg.TotalSteps, f.prog.cfg.BatchesPerEpoch = total, f.spe
 	return nil
 }
 
@@ -329,19 +335,19 @@ func (f *fit) buildModel() error {
 	var first *data.GlobalBatch
 	for st, err := range f.train.Epoch() {
 		if err != nil {
-			return fmt.Errorf("trainer: reading the first training batch: %w", err)
+			return wrapf(err, "reading the first training batch")
 		}
 		first = st
 		break
 	}
 	if err := f.train.Restore(pos); err != nil {
-		return fmt.Errorf("trainer: rewinding the training data after reading its first batch: %w", err)
+		return wrapf(err, "rewinding the training data after reading its first batch")
 	}
 	if first == nil {
 		return errors.New("trainer: the training data yields no batch")
 	}
 	if _, err := f.evalStep.Run(first); err != nil {
-		return fmt.Errorf("trainer: running Task.Eval on the first training batch: %w", err)
+		return wrapf(err, "running Task.Eval on the first training batch")
 	}
 	return nil
 }
@@ -362,7 +368,7 @@ func (f *fit) restore(resuming bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if f.cfg.BestMetric != "" {
+	if f.cfg.BestMetric != "" && f.cfg.SaveBest == nil {
 		f.best, err = checkpoint.NewManager(filepath.Join(f.dir, BestDir), checkpoint.Options{KeepLast: 1, Processes: f.t.acc, Logf: logf})
 		if err != nil {
 			return "", err
@@ -383,7 +389,7 @@ func (f *fit) restore(resuming bool) (string, error) {
 			"was changed; use another Config.OutputDir): %w", f.dir, err)
 	}
 	if err := f.train.Restore(st.Progress.Loader); err != nil {
-		return "", fmt.Errorf("trainer: restoring the training data position of %s: %w", path, err)
+		return "", wrapf(err, "restoring the training data position of %s", path)
 	}
 	f.step, f.savedAt, f.lastCheckpoint = st.Progress.Step, st.Progress.Step, path
 	f.elapsed0 = f.rs.Elapsed
@@ -391,6 +397,8 @@ func (f *fit) restore(resuming bool) (string, error) {
 		if paths, err := f.best.List(); err == nil && len(paths) > 0 {
 			f.bestCheckpoint = paths[len(paths)-1]
 		}
+	} else if f.cfg.SaveBest != nil && f.rs.Best != nil {
+		f.bestCheckpoint = filepath.Join(f.dir, BestDir)
 	}
 	return path, nil
 }
@@ -413,7 +421,7 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 		return nil
 	}
 	if err := os.MkdirAll(f.dir, 0o755); err != nil {
-		return fmt.Errorf("trainer: creating Config.OutputDir: %w", err)
+		return wrapf(err, "creating Config.OutputDir")
 	}
 	if resuming {
 		f.info.Resumes = append(f.info.Resumes, Resume{Time: time.Now().UTC().Format(time.RFC3339), Step: f.step,
@@ -433,7 +441,7 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 		return err
 	}
 	var err error
-	f.log, err = openMetricsLog(filepath.Join(f.dir, MetricsFile), f.rs.Records, f.notice)
+	f.log, err = OpenMetrics(filepath.Join(f.dir, MetricsFile), f.rs.Records, f.notice)
 	return err
 }
 
@@ -448,6 +456,9 @@ func (f *fit) fillResult(res *Result) {
 	}
 	res.BestCheckpoint = f.bestCheckpoint
 	res.LastCheckpoint = f.lastCheckpoint
+	if f.interrupted != nil {
+		res.Interrupted, res.Signal = true, f.interrupted
+	}
 }
 
 func firstNonEmpty(s ...string) string {
