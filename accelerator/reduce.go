@@ -46,3 +46,18 @@ func (a *Accelerator) Reduce(x float64, op ReduceOp) (float64, error) {
 	}
 	return buf[0], nil
 }
+
+// Broadcast returns the main process's b on every process (torch.distributed's
+// broadcast_object_list from rank 0): for a decision that only the main process should make,
+// such as a run directory named after the time. Every process must call it. With one process
+// it returns b.
+func (a *Accelerator) Broadcast(b []byte) ([]byte, error) {
+	if a.grp.Size() == 1 {
+		return b, nil
+	}
+	all, err := a.grp.Allgather(b)
+	if err != nil {
+		return nil, fmt.Errorf("accelerator: Broadcast: %w", err)
+	}
+	return all[0], nil
+}

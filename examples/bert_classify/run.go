@@ -76,11 +76,16 @@ func run(o options, out io.Writer) (*result, error) {
 	}
 	defer acc.Close()
 	// The run directory: a new one, or the interrupted run this command continues.
+	// The main process chooses (a name made from the time differs between processes).
 	dir, err := o.runDirectory(acc)
 	if err != nil {
 		return nil, err
 	}
-	o.OutputDir = dir
+	chosen, err := acc.Broadcast([]byte(dir))
+	if err != nil {
+		return nil, err
+	}
+	o.OutputDir = string(chosen)
 	// Ctrl-C and SIGTERM finish the current step and save a checkpoint.
 	intr := trainer.NotifyInterrupt(os.Stderr)
 	defer intr.Stop()

@@ -131,6 +131,10 @@ func openRun(acc *accelerator.Accelerator, o options, lr float64, plan stepPlan,
 	if err != nil {
 		return nil, err
 	}
+	// Every process has read the directory before the main process writes to it.
+	if err := acc.WaitForEveryone(); err != nil {
+		return nil, err
+	}
 	if saved != nil {
 		if diff := flagDifferences(saved.Flags, o); len(diff) > 0 {
 			return nil, fmt.Errorf("--output_dir %s holds a run made with other flags (nothing was changed; use "+
