@@ -4,7 +4,7 @@
 line protocol as its own Go worker, so that both frameworks run alternating rounds in one
 invocation:
 
-  worker -> {"event": "first_step", "prepare_to_first_s": ...}   after the first update
+  worker -> {"event": "first_step", "prepare_to_first_s": ..., "cpu_s": ...}   after the first update
   worker -> {"event": "ready"}                                              after the warm-up steps
   bench  -> "run N"      worker -> {"event": "round", "steps": N, "seconds": ..., "loss": ...}
   bench  -> "quit"       worker -> {"event": "done", "peak_rss_mb": ..., "device_peak_mb": ...}
@@ -130,11 +130,12 @@ def main():
     sync()
     now = time.perf_counter()
     emit(event="first_step", prepare_to_first_s=round(now - t_setup, 4), import_s=round(t_setup - T0, 4),
+         cpu_s=round(time.process_time(), 4),
          info=dict(torch=torch.__version__, device=dev, threads=torch.get_num_threads()))
     for _ in range(args.warmup):
         step()
     sync()
-    emit(event="ready")
+    emit(event="ready", cpu_s=round(time.process_time(), 4))
 
     def run(n):
         t = time.perf_counter()
@@ -146,7 +147,7 @@ def main():
 
     if args.once:
         el, value = run(args.once)
-        emit(event="round", steps=args.once, seconds=round(el, 6), loss=value)
+        emit(event="round", steps=args.once, seconds=round(el, 6), loss=value, cpu_s=round(time.process_time(), 4))
         return 0
     for line in sys.stdin:
         cmd = line.split()
@@ -154,7 +155,7 @@ def main():
             continue
         if cmd[0] == "run":
             el, value = run(int(cmd[1]))
-            emit(event="round", steps=int(cmd[1]), seconds=round(el, 6), loss=value)
+            emit(event="round", steps=int(cmd[1]), seconds=round(el, 6), loss=value, cpu_s=round(time.process_time(), 4))
         elif cmd[0] == "quit":
             break
     dpeak = torch.cuda.max_memory_allocated() / 2**20 if dev == "cuda" else None

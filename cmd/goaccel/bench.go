@@ -46,6 +46,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	python := fs.String("python", defaultPython(), `Python with torch (and transformers for BERT) for the comparison; "none" disables it`)
 	torchScript := fs.String("torch_script", "", "PyTorch worker script (default: scripts/bench_torch.py, or bench_torch.py next to this binary)")
 	threads := fs.Int("threads", runtime.NumCPU(), "PyTorch's intra-op threads (XLA's CPU plugin uses one thread per core)")
+	baseline := fs.String("baseline", "", "another goaccel binary whose bench-worker is measured alongside as goaccel-baseline (A/B of a change)")
 	runDir := fs.String("run_dir", "", "run directory (default: runs/bench-YYYYMMDD-HHMMSS)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, benchUsage)
@@ -100,6 +101,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	o.Worker = []string{self, "bench-worker"}
+	if *baseline != "" {
+		o.BaselineWorker = []string{*baseline, "bench-worker"}
+	}
 	if *python != "none" {
 		o.Python = *python
 		o.TorchScript = *torchScript

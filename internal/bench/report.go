@@ -16,17 +16,17 @@ import (
 func Table(ms []*Measurement) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "work\timpl\tsteps/s\texamples/s\tfirst step (process)\tfirst step (prepare)\tpeak RSS MB\tdevice MB\tratio\tper-round ratios\t")
+	fmt.Fprintln(tw, "work\timpl\tsteps/s\texamples/s\tCPU s/step\tfirst step: process\tprepare\tCPU s\tpeak RSS MB\tdevice MB\tratio\tper-round ratios\t")
 	var notes []string
 	for _, m := range ms {
 		if m.Error != "" {
-			fmt.Fprintf(tw, "%s\t%s\tfailed\t\t\t\t\t\t\t\t\n", m.Label, m.Impl)
+			fmt.Fprintf(tw, "%s\t%s\tfailed\t\t\t\t\t\t\t\t\t\t\n", m.Label, m.Impl)
 			notes = append(notes, fmt.Sprintf("%s %s: %s", m.Label, m.Impl, m.Error))
 			continue
 		}
 		if m.StepsPerS == 0 {
 			if m.Missing != "" {
-				fmt.Fprintf(tw, "%s\t%s\t-\t\t\t\t\t\t\t\t\n", m.Label, m.Impl)
+				fmt.Fprintf(tw, "%s\t%s\t-\t\t\t\t\t\t\t\t\t\t\n", m.Label, m.Impl)
 				notes = append(notes, fmt.Sprintf("%s %s: %s", m.Label, m.Impl, m.Missing))
 			}
 			continue
@@ -42,8 +42,11 @@ func Table(ms []*Measurement) string {
 		} else if m.Missing != "" && m.RatioTo != "" {
 			ratio = "n/a"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.1f\t%.1f s\t%.1f s\t%.0f\t%s\t%s\t%s\t\n", m.Label, m.Impl, m.StepsPerS,
-			m.ExamplesPerS, m.StartToFirstS, m.PrepareToFirstS, m.PeakRSSMB, dev, ratio, spread)
+		if m.BaselineRatio > 0 {
+			spread += fmt.Sprintf(" (%.2fx baseline)", m.BaselineRatio)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.1f\t%.2f\t%.1f s\t%.1f s\t%.1f\t%.0f\t%s\t%s\t%s\t\n", m.Label, m.Impl, m.StepsPerS,
+			m.ExamplesPerS, m.StepCPUS, m.StartToFirstS, m.PrepareToFirstS, m.FirstStepCPUS, m.PeakRSSMB, dev, ratio, spread)
 	}
 	tw.Flush()
 	for _, n := range notes {

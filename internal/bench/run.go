@@ -37,6 +37,10 @@ type Options struct {
 	GoBackend bool
 	// Worker is the command line that starts goaccel's worker; the spec's JSON is appended.
 	Worker []string
+	// BaselineWorker, when set, starts another build of goaccel's worker (for instance one
+	// built from the main branch or with another GoMLX) measured in the same alternating
+	// rounds as "goaccel-baseline"; goaccel's figures then also get their ratio to it.
+	BaselineWorker []string
 	// Python is the Python interpreter for the PyTorch side; "" disables it.
 	Python string
 	// TorchScript is the path of scripts/bench_torch.py.
@@ -63,12 +67,17 @@ type Measurement struct {
 	RoundStepsPerS []float64 `json:"round_steps_per_s"`
 	// StartToFirstS is from starting the worker process to its first update done;
 	// PrepareToFirstS from the start of model setup (after imports) to the first update.
-	StartToFirstS   float64        `json:"start_to_first_step_s"`
-	PrepareToFirstS float64        `json:"prepare_to_first_step_s"`
-	PeakRSSMB       float64        `json:"peak_rss_mb"`
-	DevicePeakMB    *float64       `json:"device_peak_mb,omitempty"`
-	LastLoss        float64        `json:"last_loss"`
-	Info            map[string]any `json:"info,omitempty"`
+	StartToFirstS   float64 `json:"start_to_first_step_s"`
+	PrepareToFirstS float64 `json:"prepare_to_first_step_s"`
+	// FirstStepCPUS is the worker's CPU time (all threads) up to its first update done, and
+	// StepCPUS the CPU time per timed step: on a loaded machine they separate the work done
+	// from the waiting for a core.
+	FirstStepCPUS float64        `json:"first_step_cpu_s"`
+	StepCPUS      float64        `json:"step_cpu_s"`
+	PeakRSSMB     float64        `json:"peak_rss_mb"`
+	DevicePeakMB  *float64       `json:"device_peak_mb,omitempty"`
+	LastLoss      float64        `json:"last_loss"`
+	Info          map[string]any `json:"info,omitempty"`
 	// Ratio is StepsPerS over the reference's (PyTorch for goaccel, goaccel on XLA for
 	// goaccel-go), and RatioMin/RatioMax the range of the per-round ratios; Missing says why
 	// there is no ratio.
@@ -77,7 +86,9 @@ type Measurement struct {
 	RatioMin float64 `json:"ratio_min,omitempty"`
 	RatioMax float64 `json:"ratio_max,omitempty"`
 	Missing  string  `json:"missing,omitempty"`
-	Error    string  `json:"error,omitempty"`
+	// BaselineRatio is goaccel's StepsPerS over goaccel-baseline's, when one ran.
+	BaselineRatio float64 `json:"baseline_ratio,omitempty"`
+	Error         string  `json:"error,omitempty"`
 }
 
 // worker is a running worker process.
@@ -89,6 +100,9 @@ type worker struct {
 	started time.Time
 	exited  chan struct{}
 	m       *Measurement
+	// lastCPU is the worker's CPU time at its last report; cpu and cpuSteps sum the timed rounds.
+	lastCPU, cpu float64
+	cpuSteps     int
 }
 
 func (w *worker) read() (event, error) {
@@ -143,8 +157,13 @@ func start(impl string, argv []string, env []string, logPath string, m *Measurem
 	}
 	m.StartToFirstS = round3(time.Since(w.started).Seconds())
 	m.PrepareToFirstS = round3(ev.PrepareToFirstS)
+	m.FirstStepCPUS = round3(ev.CPUS)
+	w.lastCPU = ev.CPUS
 	m.Info = ev.Info
-	if ev, err = w.read(); err != nil || ev.Event != "ready" {
+	if ev, err = w.read(); err == nil && ev.CPUS > 0 {
+		w.lastCPU = ev.CPUS
+	}
+	if err != nil || ev.Event != "ready" {
 		w.kill()
 		if err == nil {
 			err = fmt.Errorf("%s worker: expected ready, got %q", impl, ev.Event)
@@ -158,7 +177,13 @@ func (w *worker) round(steps int) (event, error) {
 	if _, err := fmt.Fprintf(w.stdin, "run %d\n", steps); err != nil {
 		return event{}, err
 	}
-	return w.read()
+	before := w.lastCPU
+	ev, err := w.read()
+	if err == nil && ev.CPUS > 0 {
+		w.lastCPU = ev.CPUS
+		ev.cpuBefore = before
+	}
+	return ev, err
 }
 
 func (w *worker) quit() {
@@ -268,6 +293,9 @@ func Run(o Options) ([]*Measurement, error) {
 			workers = append(workers, w)
 		}
 		add("goaccel", append(append([]string{}, o.Worker...), string(specJSON)), nil, "")
+		if len(o.BaselineWorker) > 0 {
+			add("goaccel-baseline", append(append([]string{}, o.BaselineWorker...), string(specJSON)), nil, "")
+		}
 		if o.GoBackend && spec.IsBERT() && spec.Devices == 1 && spec.Precision == "fp32" {
 			goSpec := spec
 			goSpec.Backend = "go"
@@ -314,6 +342,11 @@ func Run(o Options) ([]*Measurement, error) {
 				if err != nil {
 					w.m.Error = err.Error()
 					continue
+				}
+				if ev.cpuBefore > 0 && ev.CPUS > 0 {
+					w.cpu += ev.CPUS - ev.cpuBefore
+					w.cpuSteps += ev.Steps
+					w.m.StepCPUS = round3(w.cpu / float64(w.cpuSteps))
 				}
 				sps := float64(ev.Steps) / ev.Seconds
 				w.m.RoundStepsPerS = append(w.m.RoundStepsPerS, round3(sps))
@@ -389,6 +422,9 @@ func finish(ms []*Measurement, spec Spec) {
 	}
 	ratio(byImpl["goaccel"], byImpl["pytorch"], "pytorch")
 	ratio(byImpl["goaccel-go"], byImpl["goaccel"], "goaccel")
+	if g, b := byImpl["goaccel"], byImpl["goaccel-baseline"]; g != nil && b != nil && b.Error == "" && b.StepsPerS > 0 {
+		g.BaselineRatio = round3(g.StepsPerS / b.StepsPerS)
+	}
 }
 
 // gpuMemoryMB is the GPU memory nvidia-smi reports for the process (what it holds, including

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -15,9 +16,11 @@ import (
 // drives it over stdin/stdout, one JSON object per line, so that goaccel and PyTorch run
 // alternating rounds in one invocation with their own memory and start-up figures:
 //
-//	worker -> {"event":"first_step","prepare_to_first_s":...}  after the first optimizer update
-//	worker -> {"event":"ready"}                                  after the warm-up steps
-//	bench  -> run N        worker -> {"event":"round","steps":N,"seconds":...,"loss":...}
+//	worker -> {"event":"first_step","prepare_to_first_s":...,"cpu_s":...}  after the first update
+//	worker -> {"event":"ready","cpu_s":...}                                after the warm-up steps
+//	bench  -> run N        worker -> {"event":"round","steps":N,"seconds":...,"loss":...,"cpu_s":...}
+//
+// cpu_s is the worker process's CPU time so far (all threads).
 //	bench  -> quit         worker -> {"event":"done","peak_rss_mb":...}
 //
 // A worker that fails prints {"event":"error","error":"..."} and exits with a non-zero status.
@@ -28,6 +31,7 @@ type event struct {
 	Event           string         `json:"event"`
 	Error           string         `json:"error,omitempty"`
 	PrepareToFirstS float64        `json:"prepare_to_first_s,omitempty"`
+	CPUS            float64        `json:"cpu_s,omitempty"` // process CPU time (user+system) so far
 	NewS            float64        `json:"new_s,omitempty"`
 	Steps           int            `json:"steps,omitempty"`
 	Seconds         float64        `json:"seconds,omitempty"`
@@ -35,6 +39,8 @@ type event struct {
 	PeakRSSMB       float64        `json:"peak_rss_mb,omitempty"`
 	DevicePeakMB    *float64       `json:"device_peak_mb,omitempty"`
 	Info            map[string]any `json:"info,omitempty"`
+
+	cpuBefore float64 // the worker's CPU time before the round (set by worker.round)
 }
 
 // WorkerMain is goaccel's worker (the hidden `goaccel bench-worker SPEC_JSON` command): it
@@ -64,7 +70,7 @@ func WorkerMain(specJSON string, in io.Reader, out io.Writer) error {
 		return fail(err)
 	}
 	if err := enc.Encode(event{Event: "first_step", PrepareToFirstS: round4(time.Since(start).Seconds()),
-		NewS: round4(newS), Info: r.describe()}); err != nil {
+		NewS: round4(newS), CPUS: round4(cpuSeconds()), Info: r.describe()}); err != nil {
 		return err
 	}
 	if spec.Warmup > 0 {
@@ -72,7 +78,7 @@ func WorkerMain(specJSON string, in io.Reader, out io.Writer) error {
 			return fail(err)
 		}
 	}
-	if err := enc.Encode(event{Event: "ready"}); err != nil {
+	if err := enc.Encode(event{Event: "ready", CPUS: round4(cpuSeconds())}); err != nil {
 		return err
 	}
 	sc := bufio.NewScanner(in)
@@ -91,7 +97,8 @@ func WorkerMain(specJSON string, in io.Reader, out io.Writer) error {
 			if err != nil {
 				return fail(err)
 			}
-			if err := enc.Encode(event{Event: "round", Steps: n, Seconds: el.Seconds(), Loss: loss}); err != nil {
+			if err := enc.Encode(event{Event: "round", Steps: n, Seconds: el.Seconds(), Loss: loss,
+				CPUS: round4(cpuSeconds())}); err != nil {
 				return err
 			}
 		case "quit":
@@ -117,6 +124,16 @@ func peakRSSMB() float64 {
 		}
 	}
 	return 0
+}
+
+// cpuSeconds is the CPU time (user + system, all threads) this process has used so far: under
+// a loaded machine it tells compile and step costs apart from waiting for a core.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
