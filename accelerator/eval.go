@@ -1,11 +1,12 @@
 package accelerator
 
 import (
-	"reflect"
 	"slices"
 	"sort"
 
 	"github.com/goaccel/goaccel/data"
+	"github.com/gomlx/compute/dtypes/bfloat16"
+	"github.com/gomlx/compute/dtypes/float16"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -31,39 +32,106 @@ type Gathered struct {
 // Len is the number of rows.
 func (g *Gathered) Len() int { return len(g.Indices) }
 
-// EvalStep runs an evaluation function on one step and returns the per-example outputs of
-// every device, padding included (use GatherForMetrics to drop it). Variables are not changed
-// and the graph is built with training off (no dropout).
-func (j *Job) EvalStep(step *data.Step, fn EvalFn) (*Gathered, error) {
-	if fn == nil {
-		return nil, errors.New("accelerator: EvalStep needs an eval function")
+// EvalStep is an evaluation function compiled for this Job's devices: build it once with
+// Job.EvalStep and run it on every global batch, or give it to Job.Evaluate. It keeps its
+// own compiled graphs (one per input shape), so two EvalSteps never share a graph.
+type EvalStep struct {
+	job     *Job
+	fn      EvalFn
+	exec    *model.Exec
+	classes int               // see TrainStep.classes
+	tracing *data.GlobalBatch // the global batch being traced
+	synced  bool              // variables made equal on all processes
+}
+
+// EvalStep returns fn compiled as an evaluation step of this Job. The graph is built with
+// training off (no dropout) and changes no variable.
+func (j *Job) EvalStep(fn EvalFn) *EvalStep { return &EvalStep{job: j, fn: fn} }
+
+// Run evaluates one global batch and returns the per-example outputs of every device of every
+// process (like Accelerate's gather), padding included (GatherForMetrics drops it).
+func (e *EvalStep) Run(gb *data.GlobalBatch) (*Gathered, error) {
+	j := e.job
+	if e.fn == nil {
+		return nil, errors.New("accelerator: EvalStep.Run: the eval function is nil")
 	}
-	args, err := j.args(step)
+	args, err := j.args(gb)
 	if err != nil {
 		return nil, err
 	}
-	exec, err := j.execFor(execKey{fn: reflect.ValueOf(fn).Pointer(), kind: 2}, func(s *model.Scope, inputs []*Node) []*Node {
-		g := inputs[0].Graph()
-		s.Store().SetTraining(g, false)
-		outs := fn(s, j.unpack(inputs))
-		if len(outs) == 0 {
-			exceptions.Panicf("the eval function returned no outputs")
+	if err := checkLabels(gb, e.classes); err != nil {
+		return nil, err
+	}
+	if e.exec == nil {
+		e.exec, err = j.newExec(e.graphFn, layoutEval)
+		if err != nil {
+			return nil, err
 		}
-		bs := inputs[0].Shape().Dimensions[0]
-		for i, o := range outs {
-			if o == nil || o.Shape().Rank() == 0 || o.Shape().Dimensions[0] != bs {
-				exceptions.Panicf("eval output %d must have the batch (%d) on axis 0, got %v", i, bs, o)
+	}
+	outs, err := e.execTracing(gb, args)
+	if err != nil {
+		return nil, err
+	}
+	if !e.synced && j.acc.grp.Size() > 1 {
+		// Variables first created by this graph: make them rank 0's everywhere.
+		changed, err := j.syncVariables()
+		if err != nil {
+			finalizeAll(outs)
+			return nil, err
+		}
+		e.synced = true
+		if changed {
+			finalizeAll(outs)
+			if outs, err = e.execTracing(gb, args); err != nil {
+				return nil, err
 			}
 		}
-		return outs
-	}, true)
+	}
+	local, err := gatherOutputs(gb, outs)
 	if err != nil {
 		return nil, err
 	}
-	outs, err := exec.Exec(args...)
+	return j.acc.gatherProcesses(local)
+}
+
+// execTracing executes the compiled eval graph on args, telling the tracer which batch it traces.
+func (e *EvalStep) execTracing(gb *data.GlobalBatch, args []any) ([]*tensors.Tensor, error) {
+	e.tracing = gb
+	outs, err := e.exec.Exec(args...)
+	e.tracing = nil
 	if err != nil {
-		return nil, errors.WithMessagef(err, "accelerator: eval step (step %d) failed", step.Index)
+		return nil, errors.WithMessagef(err, "accelerator: eval step (batch %d) failed", gb.Index)
 	}
+	return outs, nil
+}
+
+// graphFn wraps the user's eval function into the graph function compiled by model.Exec.
+func (e *EvalStep) graphFn(s *model.Scope, inputs []*Node) []*Node {
+	g := inputs[0].Graph()
+	s.Store().SetTraining(g, false)
+	b := e.job.unpack(inputs)
+	outs := e.fn(s, b)
+	if len(outs) == 0 {
+		exceptions.Panicf("the eval function returned no outputs")
+	}
+	if e.classes = labelClasses(b); e.classes > 0 {
+		if err := checkLabels(e.tracing, e.classes); err != nil {
+			panic(err)
+		}
+	}
+	bs := inputs[0].Shape().Dimensions[0]
+	for i, o := range outs {
+		if o == nil || o.Shape().Rank() == 0 || o.Shape().Dimensions[0] != bs {
+			exceptions.Panicf("eval output %d must have the batch (%d) on axis 0, got %v", i, bs, o)
+		}
+	}
+	return outs
+}
+
+// gatherOutputs puts the devices' outputs of one global batch together, device after device,
+// with the shards' labels, masks, indices and positions.
+func gatherOutputs(step *data.GlobalBatch, outs []*tensors.Tensor) (*Gathered, error) {
+	var err error
 	nd := len(step.Shards)
 	perDevice := len(outs) / nd
 	res := &Gathered{}
@@ -106,9 +174,12 @@ func (j *Job) EvalStep(step *data.Step, fn EvalFn) (*Gathered, error) {
 // results in global example order with the padding dropped, so each real example counts
 // exactly once — what Accelerate's gather_for_metrics does, decided by the loader's mask
 // rather than guessed from sizes.
-func (j *Job) Evaluate(src data.Source, fn EvalFn) (*Gathered, error) {
+func (j *Job) Evaluate(src data.Source, eval *EvalStep) (*Gathered, error) {
 	if src == nil {
 		return nil, errors.New("accelerator: Evaluate needs a data source")
+	}
+	if eval == nil || eval.job != j {
+		return nil, errors.New("accelerator: Evaluate needs an EvalStep made by this Job's EvalStep")
 	}
 	if err := j.acc.distribute(src); err != nil {
 		return nil, err
@@ -118,7 +189,7 @@ func (j *Job) Evaluate(src data.Source, fn EvalFn) (*Gathered, error) {
 		if err != nil {
 			return nil, errors.WithMessage(err, "accelerator: reading evaluation data")
 		}
-		g, err := j.EvalStep(step, fn)
+		g, err := eval.Run(step)
 		if err != nil {
 			return nil, err
 		}
@@ -155,29 +226,36 @@ func GatherForMetrics(parts ...*Gathered) (*Gathered, error) {
 	if len(parts) == 0 {
 		return out, nil
 	}
-	for k := range parts[0].Outputs {
+	if err := pickRows(parts, refs, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// pickRows sets out's outputs and labels to the referenced rows of parts.
+func pickRows(parts []*Gathered, refs []rowRef, out *Gathered) error {
+	column := func(of func(g *Gathered) *tensors.Tensor) (*tensors.Tensor, error) {
 		ts := make([]*tensors.Tensor, len(parts))
 		for p, g := range parts {
-			ts[p] = g.Outputs[k]
+			ts[p] = of(g)
 		}
-		t, err := gatherRows(ts, refs)
+		return gatherRows(ts, refs)
+	}
+	for k := range parts[0].Outputs {
+		t, err := column(func(g *Gathered) *tensors.Tensor { return g.Outputs[k] })
 		if err != nil {
-			return nil, err
+			return errors.WithMessagef(err, "accelerator: gathering output %d", k)
 		}
 		out.Outputs = append(out.Outputs, t)
 	}
 	if parts[0].Labels != nil {
-		ts := make([]*tensors.Tensor, len(parts))
-		for p, g := range parts {
-			ts[p] = g.Labels
-		}
-		t, err := gatherRows(ts, refs)
+		t, err := column(func(g *Gathered) *tensors.Tensor { return g.Labels })
 		if err != nil {
-			return nil, err
+			return errors.WithMessage(err, "accelerator: gathering the labels")
 		}
 		out.Labels = t
 	}
-	return out, nil
+	return nil
 }
 
 // rowRef names row `row` of part `part`.
@@ -324,6 +402,10 @@ func asFloat64s(flat any) ([]float64, bool) {
 		return conv(len(v), func(i int) float64 { return float64(v[i]) }), true
 	case []uint8:
 		return conv(len(v), func(i int) float64 { return float64(v[i]) }), true
+	case []bfloat16.BFloat16:
+		return conv(len(v), func(i int) float64 { return float64(v[i].Float32()) }), true
+	case []float16.Float16:
+		return conv(len(v), func(i int) float64 { return float64(v[i].Float32()) }), true
 	}
 	return nil, false
 }

@@ -33,11 +33,11 @@ func TestEvaluateCountsEachExampleOnce(t *testing.T) {
 			}
 			eval := &fixedSource{x: x, y: y, batch: c.perDev}
 			slots := 0
-			fn := func(s *model.Scope, b Batch) []*Node {
+			evalStep := job.EvalStep(func(s *model.Scope, b GraphBatch) []*Node {
 				// Output each example's first feature and its label: checkable per row.
 				first := Slice(b.Inputs[0], AxisRange(), AxisElem(0))
 				return []*Node{Reshape(first, -1), b.Labels}
-			}
+			})
 			var parts []*Gathered
 			if err := a.distribute(eval); err != nil {
 				t.Fatal(err)
@@ -46,7 +46,7 @@ func TestEvaluateCountsEachExampleOnce(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				g, err := job.EvalStep(st, fn)
+				g, err := evalStep.Run(st)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -81,7 +81,7 @@ func TestEvaluateCountsEachExampleOnce(t *testing.T) {
 				}
 			}
 			// Evaluate does the same in one call.
-			all, err := job.Evaluate(&fixedSource{x: x, y: y, batch: c.perDev}, fn)
+			all, err := job.Evaluate(&fixedSource{x: x, y: y, batch: c.perDev}, evalStep)
 			if err != nil {
 				t.Fatal(err)
 			}

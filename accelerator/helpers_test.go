@@ -65,17 +65,17 @@ func (s *fixedSource) BatchSize() int { return s.batch }
 func (s *fixedSource) perReplica() int {
 	return (len(s.x) + s.replicas - 1) / s.replicas
 }
-func (s *fixedSource) StepsPerEpoch() int { return (s.perReplica() + s.batch - 1) / s.batch }
+func (s *fixedSource) BatchesPerEpoch() int { return (s.perReplica() + s.batch - 1) / s.batch }
 func (s *fixedSource) State() data.LoaderState {
 	return data.LoaderState{Epoch: s.epoch, NumReplicas: s.replicas}
 }
 func (s *fixedSource) Restore(st data.LoaderState) error { s.epoch = st.Epoch; return nil }
-func (s *fixedSource) Epoch() iter.Seq2[*data.Step, error] {
-	return func(yield func(*data.Step, error) bool) {
+func (s *fixedSource) Epoch() iter.Seq2[*data.GlobalBatch, error] {
+	return func(yield func(*data.GlobalBatch, error) bool) {
 		n, per := len(s.x), s.perReplica()
 		total := per * s.replicas
-		for step := range s.StepsPerEpoch() {
-			st := &data.Step{Epoch: s.epoch, Index: step}
+		for step := range s.BatchesPerEpoch() {
+			st := &data.GlobalBatch{Epoch: s.epoch, Index: step}
 			for _, r := range s.localRanks {
 				b := &data.Batch{}
 				var xs [][]float32
@@ -126,4 +126,14 @@ func toyData(n int) ([][]float32, []int32) {
 		x[i] = row
 	}
 	return x, y
+}
+
+// mustLoss reads a step's loss on the host or fails the test.
+func mustLoss(t testing.TB, l Loss) float64 {
+	t.Helper()
+	v, err := l.Value()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -1,8 +1,9 @@
 package accelerator
 
 import (
+	"fmt"
 	"iter"
-	"reflect"
+	"math"
 	"slices"
 
 	"github.com/goaccel/goaccel/data"
@@ -16,10 +17,10 @@ import (
 	"github.com/pkg/errors"
 )
 
-// Batch is what a step function sees: the whole global batch as graph nodes. Each input has
+// GraphBatch is what a step function sees: the whole global batch as graph nodes. Each input has
 // the batch on axis 0; under the hood that axis is sharded over the devices, each device
 // holding the per-device batch that the loader assigned to it.
-type Batch struct {
+type GraphBatch struct {
 	// Inputs are the collated model inputs, in the loader's order.
 	Inputs []*Node
 	// Labels are the labels ([B]), or nil when the loader has none.
@@ -30,16 +31,16 @@ type Batch struct {
 	Mask *Node
 }
 
-// StepFn builds one training step: it computes the loss of the batch, calls
-// Accelerator.Backward on it, and returns it. It is traced once per input shape (like a
-// compiled function), so it must build the same computation every time. Step functions are
-// told apart by their code: closures made from the same function literal share one compiled
-// step, so a literal written inside the training loop is compiled once, not every step.
-type StepFn func(s *model.Scope, b Batch) *Node
+// StepFn builds one training step: it computes the loss of the global batch, calls
+// Accelerator.Backward on it, and returns it. Job.TrainStep turns it into a TrainStep, which
+// traces and compiles it once per input shape, so it must build the same computation every
+// time it is called. Values captured by a closure are baked into the compiled graph: a new
+// value needs a new TrainStep.
+type StepFn func(s *model.Scope, b GraphBatch) *Node
 
 // EvalFn builds one evaluation step: it returns per-example outputs, each with the batch on
 // axis 0 (for example the logits [B, C], or per-example losses [B]).
-type EvalFn func(s *model.Scope, b Batch) []*Node
+type EvalFn func(s *model.Scope, b GraphBatch) []*Node
 
 // PrepareOption configures Prepare.
 type PrepareOption func(*prepareOptions)
@@ -78,14 +79,10 @@ type Job struct {
 	src   data.Source
 	opts  prepareOptions
 
-	execs      map[execKey]*model.Exec
-	microSteps int64
+	// batchesRun counts the training batches run so far: with gradient accumulation over k
+	// batches, every k-th one applies the update.
+	batchesRun int64
 	inputRanks []int
-}
-
-type execKey struct {
-	fn   uintptr
-	kind int // 0 train-apply, 1 train-accumulate, 2 eval
 }
 
 // Prepare binds a model's variables (anything with a model.Store, such as a *model.Store or
@@ -94,7 +91,7 @@ type execKey struct {
 // replicated on every device, and each step's batch is sharded along its batch axis.
 // On the main process it prints the batch plan:
 //
-//	goaccel: per-device batch 64 x 4 devices x 1 process = global batch 256; 150 steps/epoch
+//	goaccel: per-device batch 64 x 4 device(s) x 1 process(es) = global batch 256; 150 batches/epoch
 func (a *Accelerator) Prepare(m model.StoreProvider, opt optimizer.Interface, src data.Source, opts ...PrepareOption) (*Job, error) {
 	if m == nil || m.Store() == nil {
 		return nil, errors.New("accelerator.Prepare: the model has no model.Store")
@@ -102,7 +99,7 @@ func (a *Accelerator) Prepare(m model.StoreProvider, opt optimizer.Interface, sr
 	if opt == nil {
 		return nil, errors.New("accelerator.Prepare: the optimizer is nil (e.g. optimizer.Adam().LearningRate(2e-5).Done())")
 	}
-	j := &Job{acc: a, store: m.Store(), opt: opt, src: src, execs: map[execKey]*model.Exec{}}
+	j := &Job{acc: a, store: m.Store(), opt: opt, src: src}
 	j.opts.accumulate = 1
 	for _, o := range opts {
 		o(&j.opts)
@@ -116,11 +113,14 @@ func (a *Accelerator) Prepare(m model.StoreProvider, opt optimizer.Interface, sr
 	if err := a.applyPrecision(m); err != nil {
 		return nil, err
 	}
+	if _, err := j.syncVariables(); err != nil { // e.g. pretrained weights loaded before Prepare
+		return nil, err
+	}
 	root := j.store.RootScope()
 	if _, found := j.store.GetParam(initializer.ParamInitialSeed); !found {
 		root.SetParam(initializer.ParamInitialSeed, a.seed)
 	}
-	if err := seedRNG(j.store, a.seed); err != nil {
+	if err := seedRNG(j.store, a.seed+int64(a.ProcessIndex())); err != nil { // dropout differs per process, as in DDP
 		return nil, errors.WithMessage(err, "accelerator.Prepare: seeding the model's random state")
 	}
 	if src != nil {
@@ -128,8 +128,12 @@ func (a *Accelerator) Prepare(m model.StoreProvider, opt optimizer.Interface, sr
 			return nil, err
 		}
 		bs := src.BatchSize()
-		a.plan("goaccel: per-device batch %d x %d device(s) x %d process(es) = global batch %d; %d steps/epoch",
-			bs, a.NumDevices(), a.NumProcesses(), bs*a.NumReplicas(), src.StepsPerEpoch())
+		steps := ""
+		if k := j.opts.accumulate; k > 1 {
+			steps = fmt.Sprintf(" (gradient accumulation %d: %d steps/epoch)", k, src.BatchesPerEpoch()/k)
+		}
+		a.plan("goaccel: per-device batch %d x %d device(s) x %d process(es) = global batch %d; %d batches/epoch%s",
+			bs, a.NumDevices(), a.NumProcesses(), bs*a.NumReplicas(), src.BatchesPerEpoch(), steps)
 	}
 	return j, nil
 }
@@ -160,100 +164,182 @@ func (j *Job) Accelerator() *Accelerator { return j.acc }
 
 // Batches returns one pass (an epoch) over the training data, one global step at a time.
 // The epoch advances by itself when a pass ends: there is no SetEpoch to forget.
-func (j *Job) Batches() iter.Seq2[*data.Step, error] {
+func (j *Job) Batches() iter.Seq2[*data.GlobalBatch, error] {
 	if j.src == nil {
-		return func(yield func(*data.Step, error) bool) {
+		return func(yield func(*data.GlobalBatch, error) bool) {
 			yield(nil, errors.New("accelerator: the job was prepared without a data source"))
 		}
 	}
 	return j.src.Epoch()
 }
 
-// GlobalStep returns the number of optimizer updates applied so far (GoMLX's global_step).
-func (j *Job) GlobalStep() int64 {
+// GlobalStep returns the number of optimizer updates applied so far (GoMLX's global_step
+// variable): 0 before the first update.
+func (j *Job) GlobalStep() (int64, error) {
 	v := j.store.GetVariable("/" + optimizer.GlobalStepVariableName)
 	if v == nil || !v.HasValue() {
-		return 0
+		return 0, nil
 	}
 	t, err := v.Value()
 	if err != nil {
-		return 0
+		return 0, errors.WithMessage(err, "accelerator: reading the global step")
 	}
-	n, _ := t.Value().(int64)
-	return n
+	f, err := scalarFloat(t)
+	if err != nil {
+		return 0, errors.WithMessage(err, "accelerator: reading the global step")
+	}
+	return int64(f), nil
 }
 
-// Loss is the scalar loss of a step. Reading it waits for the step to finish on the
-// devices; not reading it lets steps queue up.
+// Loss is the scalar loss of a training step. Reading it waits for the step to finish on
+// the devices; not reading it lets steps queue up.
 type Loss struct{ t *tensors.Tensor }
 
-// Value copies the loss to the host.
-func (l Loss) Value() float64 {
+// Value copies the loss to the host as a float64, whatever its dtype (float32, float64,
+// bfloat16, float16). A loss that cannot be read is an error, never a quiet 0.
+func (l Loss) Value() (float64, error) {
 	if l.t == nil {
-		return 0
+		return math.NaN(), errors.New("accelerator: Loss.Value: the loss of a failed or missing step")
 	}
-	switch v := l.t.Value().(type) {
-	case float32:
-		return float64(v)
-	case float64:
-		return v
-	default:
-		return 0
+	v, err := scalarFloat(l.t)
+	if err != nil {
+		return math.NaN(), errors.WithMessage(err, "accelerator: Loss.Value")
 	}
+	return v, nil
 }
 
-// Step runs one training step (forward, backward, gradient sync, optimizer update) on all
-// devices and returns the loss of the global batch (the mean over the global batch, as
-// returned by fn). With gradient accumulation over k steps, the update happens on every k-th
-// call.
-func (j *Job) Step(step *data.Step, fn StepFn) (Loss, error) {
-	if fn == nil {
-		return Loss{}, errors.New("accelerator: Job.Step needs a step function")
+// scalarFloat reads a one-element tensor of any numeric dtype as a float64.
+func scalarFloat(t *tensors.Tensor) (float64, error) {
+	if t.Shape().Size() != 1 {
+		return math.NaN(), errors.Errorf("want a scalar, got shape %s", t.Shape())
 	}
-	kind := 0
-	if j.opts.accumulate > 1 && (j.microSteps+1)%int64(j.opts.accumulate) != 0 {
-		kind = 1
+	var out float64
+	var ok bool
+	if err := t.ConstFlatData(func(flat any) {
+		var vals []float64
+		if vals, ok = asFloat64s(flat); ok {
+			out = vals[0]
+		}
+	}); err != nil {
+		return math.NaN(), err
 	}
-	args, err := j.args(step)
+	if !ok {
+		return math.NaN(), errors.Errorf("a %s value cannot be read as a number", t.DType())
+	}
+	return out, nil
+}
+
+// TrainStep is a training step function compiled for this Job's devices: build it once with
+// Job.TrainStep and run it on every global batch. It keeps its own compiled graphs (one per
+// input shape, plus a second graph for the batches that only accumulate gradients), so two
+// TrainSteps never share a graph, even when they were made by the same code.
+type TrainStep struct {
+	job   *Job
+	fn    StepFn
+	apply *model.Exec // forward, backward, gradient sync and optimizer update
+	accum *model.Exec // with gradient accumulation: adds the gradients, no update
+	// classes is the class count the loss requires of the labels (0: none), known once the
+	// step was traced; tracing checks the batch being traced.
+	classes int
+	tracing *data.GlobalBatch
+	procs   procStep // the graphs and buffers of runs over several processes
+}
+
+// TrainStep returns fn compiled as a training step of this Job, the way GoMLX's
+// model.NewExec compiles a graph function: build it once, outside the training loop, then
+// call Run for every global batch.
+//
+//	train := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *graph.Node {
+//	    l := accelerator.CrossEntropy(logits(s, b.Inputs[0]), b.Labels, b.Mask)
+//	    acc.Backward(s, l)
+//	    return l
+//	})
+//	for gb, err := range job.Batches() {
+//	    loss, err := train.Run(gb)
+//	}
+func (j *Job) TrainStep(fn StepFn) *TrainStep { return &TrainStep{job: j, fn: fn} }
+
+// Run runs the step on one global batch (forward, backward, gradient sync and optimizer
+// update on all devices) and returns the loss of the global batch, as returned by the step
+// function (a mean over the global batch's real examples). With gradient accumulation over k
+// batches, the update happens on every k-th call.
+func (t *TrainStep) Run(gb *data.GlobalBatch) (Loss, error) {
+	j := t.job
+	if t.fn == nil {
+		return Loss{}, errors.New("accelerator: TrainStep.Run: the step function is nil")
+	}
+	accumulate := j.opts.accumulate > 1 && (j.batchesRun+1)%int64(j.opts.accumulate) != 0
+	args, err := j.args(gb)
 	if err != nil {
 		return Loss{}, err
 	}
-	exec, err := j.execFor(execKey{fn: reflect.ValueOf(fn).Pointer(), kind: kind}, func(s *model.Scope, inputs []*Node) []*Node {
-		g := inputs[0].Graph()
-		s.Store().SetTraining(g, true)
-		st := &backwardState{job: j, accumulate: kind == 1}
-		g.AttachState(backwardKey{}, st)
-		loss := fn(s, j.unpack(inputs))
-		if loss == nil {
-			exceptions.Panicf("the step function returned a nil loss")
-		}
-		if !st.called {
-			exceptions.Panicf("the step function never called Accelerator.Backward(s, loss): without it " +
-				"no gradient is computed and no update is made; call it once on the batch loss")
-		}
-		if !loss.Shape().IsScalar() {
-			exceptions.Panicf("the step function must return the scalar loss, got shape %s", loss.Shape())
-		}
-		return []*Node{loss}
-	}, false)
-	if err != nil {
+	slot := &t.apply
+	if accumulate {
+		slot = &t.accum
+	}
+	if err := checkLabels(gb, t.classes); err != nil {
 		return Loss{}, err
 	}
-	outs, err := exec.Exec(args...)
-	if err != nil {
-		return Loss{}, errors.WithMessagef(err, "accelerator: training step (epoch %d, step %d) failed", step.Epoch, step.Index)
+	if j.acc.grp.Size() > 1 {
+		return t.runProcesses(gb, args, accumulate)
 	}
-	j.microSteps++
+	if *slot == nil {
+		*slot, err = j.newExec(t.graphFn(accumulate), layoutTrain)
+		if err != nil {
+			return Loss{}, err
+		}
+	}
+	t.tracing = gb
+	outs, err := (*slot).Exec(args...)
+	t.tracing = nil
+	if err != nil {
+		return Loss{}, errors.WithMessagef(err, "accelerator: training step (epoch %d, batch %d) failed", gb.Epoch, gb.Index)
+	}
+	j.batchesRun++
 	for _, extra := range outs[1:] {
 		_ = extra.FinalizeAll()
 	}
 	return Loss{t: outs[0]}, nil
 }
 
+// graphFn wraps the user's step function into the graph function compiled by model.Exec.
+func (t *TrainStep) graphFn(accumulate bool) func(s *model.Scope, inputs []*Node) []*Node {
+	j := t.job
+	return func(s *model.Scope, inputs []*Node) []*Node {
+		g := inputs[0].Graph()
+		s.Store().SetTraining(g, true)
+		st := &backwardState{job: j, accumulate: accumulate}
+		g.AttachState(backwardKey{}, st)
+		return []*Node{t.traceUser(s, inputs, st)}
+	}
+}
+
+// traceUser calls the user's step function on the graph's inputs and checks what it did.
+func (t *TrainStep) traceUser(s *model.Scope, inputs []*Node, st *backwardState) *Node {
+	b := t.job.unpack(inputs)
+	loss := t.fn(s, b)
+	if loss == nil {
+		exceptions.Panicf("the step function returned a nil loss")
+	}
+	if t.classes = labelClasses(b); t.classes > 0 {
+		if err := checkLabels(t.tracing, t.classes); err != nil {
+			panic(err) // before the first execution: no update is made
+		}
+	}
+	if !st.called {
+		exceptions.Panicf("the step function never called Accelerator.Backward(s, loss): without it " +
+			"no gradient is computed and no update is made; call it once on the batch loss")
+	}
+	if !loss.Shape().IsScalar() {
+		exceptions.Panicf("the step function must return the scalar loss, got shape %s", loss.Shape())
+	}
+	return loss
+}
+
 // unpack turns the flat per-device parameter list back into a Batch.
-func (j *Job) unpack(inputs []*Node) Batch {
+func (j *Job) unpack(inputs []*Node) GraphBatch {
 	n := len(j.inputRanks)
-	b := Batch{Inputs: inputs[:n], Mask: inputs[len(inputs)-1]}
+	b := GraphBatch{Inputs: inputs[:n], Mask: inputs[len(inputs)-1]}
 	if len(inputs) == n+2 {
 		b.Labels = inputs[n]
 	}
@@ -262,16 +348,16 @@ func (j *Job) unpack(inputs []*Node) Batch {
 
 // args flattens a step into the executor's arguments: device-major, each device's inputs,
 // labels (if any) and mask.
-func (j *Job) args(step *data.Step) ([]any, error) {
-	if step == nil {
-		return nil, errors.New("accelerator: nil step")
+func (j *Job) args(gb *data.GlobalBatch) ([]any, error) {
+	if gb == nil {
+		return nil, errors.New("accelerator: nil global batch")
 	}
 	nd := j.acc.NumDevices()
-	if len(step.Shards) != nd {
-		return nil, errors.Errorf("accelerator: step has %d shard(s) but there are %d device(s); was the "+
-			"source prepared by this Accelerator (Prepare/Evaluate split it)?", len(step.Shards), nd)
+	if len(gb.Shards) != nd {
+		return nil, errors.Errorf("accelerator: the global batch has %d shard(s) but there are %d device(s); was the "+
+			"source prepared by this Accelerator (Prepare/Evaluate split it)?", len(gb.Shards), nd)
 	}
-	first := step.Shards[0]
+	first := gb.Shards[0]
 	if len(first.Inputs) == 0 {
 		return nil, errors.New("accelerator: the batch has no inputs")
 	}
@@ -285,9 +371,9 @@ func (j *Job) args(step *data.Step) ([]any, error) {
 		return nil, errors.Errorf("accelerator: batch inputs changed from ranks %v to %v", j.inputRanks, ranks)
 	}
 	var args []any
-	for d, sh := range step.Shards {
+	for d, sh := range gb.Shards {
 		if len(sh.Inputs) != len(first.Inputs) || (sh.Labels == nil) != (first.Labels == nil) || sh.Mask == nil {
-			return nil, errors.Errorf("accelerator: shard %d of step %d is not shaped like shard 0 (inputs, labels, mask)", d, step.Index)
+			return nil, errors.Errorf("accelerator: shard %d of batch %d is not shaped like shard 0 (inputs, labels, mask)", d, gb.Index)
 		}
 		for i, t := range sh.Inputs {
 			if !t.Shape().Equal(first.Inputs[i].Shape()) {
@@ -308,11 +394,17 @@ func (j *Job) args(step *data.Step) ([]any, error) {
 	return args, nil
 }
 
-// execFor returns (building it on first use) the executor for a step or eval function.
-func (j *Job) execFor(key execKey, graphFn func(s *model.Scope, inputs []*Node) []*Node, eval bool) (*model.Exec, error) {
-	if e, ok := j.execs[key]; ok {
-		return e, nil
-	}
+// layout says how a compiled graph's inputs and outputs are laid out over the devices.
+type layout int
+
+const (
+	layoutTrain layout = iota // batch-sharded inputs; replicated outputs (the loss, gradients)
+	layoutEval                // batch-sharded inputs and per-example outputs
+	layoutApply               // replicated inputs (all-reduced gradients) and outputs
+)
+
+// newExec builds the executor of a graph function, laid out over the devices.
+func (j *Job) newExec(graphFn func(s *model.Scope, inputs []*Node) []*Node, lay layout) (*model.Exec, error) {
 	e, err := model.NewExec(j.acc.backend, j.store, graphFn)
 	if err != nil {
 		return nil, errors.WithMessage(err, "accelerator: creating the step executor")
@@ -325,14 +417,19 @@ func (j *Job) execFor(key execKey, graphFn func(s *model.Scope, inputs []*Node) 
 		if err != nil {
 			return nil, errors.WithMessage(err, "accelerator: building the batch sharding spec")
 		}
+		replicated := distributed.NewReplicatedShardingSpec(mesh)
 		e.AutoSharding(mesh)
-		e.WithInputShardingSpecs(batchSharded)
-		if eval {
+		switch lay {
+		case layoutTrain:
+			e.WithInputShardingSpecs(batchSharded)
+			e.WithOutputShardingSpecs(replicated)
+		case layoutEval:
+			e.WithInputShardingSpecs(batchSharded)
 			e.WithOutputShardingSpecs(batchSharded) // per-example outputs stay on their device
-		} else {
-			e.WithOutputShardingSpecs(distributed.NewReplicatedShardingSpec(mesh)) // the scalar loss
+		case layoutApply:
+			e.WithInputShardingSpecs(replicated)
+			e.WithOutputShardingSpecs(replicated)
 		}
 	}
-	j.execs[key] = e
 	return e, nil
 }

@@ -15,17 +15,18 @@ func CrossEntropy(logits, labels, mask *Node) *Node {
 	if logits.Rank() != 2 || labels.Rank() != 1 || labels.Shape().Dimensions[0] != logits.Shape().Dimensions[0] {
 		exceptions.Panicf("accelerator.CrossEntropy: want logits [B, C] and labels [B], got %s and %s", logits.Shape(), labels.Shape())
 	}
-	return MaskedMean(ExampleCrossEntropy(logits, labels), mask)
+	return MaskedMean(PerExampleCrossEntropy(logits, labels), mask)
 }
 
-// ExampleCrossEntropy is the softmax cross-entropy of each example: logits [B, C] and integer
+// PerExampleCrossEntropy is the softmax cross-entropy of each example: logits [B, C] and integer
 // labels [B] give [B] losses (no reduction), for evaluation functions that gather per-example
 // losses.
-func ExampleCrossEntropy(logits, labels *Node) *Node {
+func PerExampleCrossEntropy(logits, labels *Node) *Node {
 	if logits.Rank() != 2 || labels.Rank() != 1 {
 		exceptions.Panicf("accelerator.ExampleCrossEntropy: want logits [B, C] and labels [B], got %s and %s", logits.Shape(), labels.Shape())
 	}
 	numClasses := logits.Shape().Dimensions[1]
+	requireLabelRange(labels, numClasses)
 	return Neg(ReduceSum(Mul(OneHot(labels, numClasses, logits.DType()), LogSoftmax(logits, -1)), -1))
 }
 

@@ -23,20 +23,21 @@ func runSteps(t *testing.T, a *Accelerator, perDevice, n int, opt optimizer.Inte
 	if err != nil {
 		t.Fatal(err)
 	}
+	train := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
+		lv := CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
+		a.Backward(s, lv)
+		return lv
+	})
 	var losses []float64
 	for st, err := range job.Batches() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := job.Step(st, func(s *model.Scope, b Batch) *Node {
-			lv := CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
-			a.Backward(s, lv)
-			return lv
-		})
+		l, err := train.Run(st)
 		if err != nil {
 			t.Fatal(err)
 		}
-		losses = append(losses, l.Value())
+		losses = append(losses, mustLoss(t, l))
 		if len(losses) == n {
 			break
 		}
@@ -72,7 +73,7 @@ func TestGradientAccumulation(t *testing.T) {
 			}
 		}
 		half, _ := runSteps(t, a, 8/n, 1, sgd(0.5), WithGradientAccumulation(2))
-		if step := (&Job{store: half}).GlobalStep(); step != 0 {
+		if step, err := (&Job{store: half}).GlobalStep(); err != nil || step != 0 {
 			t.Errorf("%d device(s): after 1 of 2 micro-steps global_step=%d, want 0 (no update yet)", n, step)
 		}
 	}
@@ -128,7 +129,7 @@ func TestAccumulationWithClipping(t *testing.T) {
 	if len(losses) != 4 {
 		t.Fatalf("ran %d steps, want 4", len(losses))
 	}
-	if step := (&Job{store: store}).GlobalStep(); step != 2 {
+	if step, err := (&Job{store: store}).GlobalStep(); err != nil || step != 2 {
 		t.Errorf("global_step %d after 4 micro-steps with accumulation 2, want 2", step)
 	}
 }

@@ -4,51 +4,91 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/pkg/errors"
 )
 
-// processInfo is this process's place in the (torchrun-style) process group.
+// processInfo is this process's place in the process group, as the launcher described it.
 type processInfo struct {
 	rank, worldSize, localRank, localWorldSize int
+	// source names where the values came from (for messages), e.g. "torchrun/goaccel launch
+	// (RANK, WORLD_SIZE)"; empty for a single process started by hand.
+	source string
 }
 
-// readProcessEnv reads RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE as torchrun sets
-// them. Unset variables mean a single process.
+// launcherEnv is one launcher's way of telling a process its place: torchrun and goaccel
+// launch, Open MPI's mpirun, MPICH/Hydra's mpiexec (and goaccel launch's PMI), Slurm's srun.
+type launcherEnv struct {
+	name                             string
+	rank, size, localRank, localSize string
+}
+
+var launcherEnvs = []launcherEnv{
+	{"torchrun/goaccel launch", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+	{"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+	{"MPICH/Hydra", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+	{"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
+}
+
+// readProcessEnv finds this process's rank and the number of processes in the environment of
+// the first launcher (in launcherEnvs' order) whose rank and size variables are both set.
+// Nothing set means a single process.
 func readProcessEnv() (processInfo, error) {
 	p := processInfo{rank: 0, worldSize: 1, localRank: 0, localWorldSize: 1}
-	read := func(name string, dst *int, min int) error {
-		v, ok := os.LookupEnv(name)
-		if !ok || v == "" {
+	for _, l := range launcherEnvs {
+		rv, rok := os.LookupEnv(l.rank)
+		sv, sok := os.LookupEnv(l.size)
+		if (rok && rv != "") != (sok && sv != "") {
+			set, unset := l.rank, l.size
+			if !rok || rv == "" {
+				set, unset = l.size, l.rank
+			}
+			return p, errors.Errorf("accelerator: $%s is set but $%s is not: %s sets both; unset $%s to run as a "+
+				"single process, or start the program with a launcher (goaccel launch)", set, unset, l.name, set)
+		}
+		if !rok || !sok || rv == "" || sv == "" {
+			continue
+		}
+		read := func(name string, dst *int, min int) error {
+			v, ok := os.LookupEnv(name)
+			if !ok || v == "" {
+				return nil
+			}
+			// Slurm writes SLURM_NTASKS_PER_NODE as "2" or "2(x3)": the count comes first.
+			if i := strings.IndexByte(v, '('); i > 0 {
+				v = v[:i]
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < min {
+				return errors.Errorf("accelerator: $%s=%q (set by %s) is not an integer >= %d", name, v, l.name, min)
+			}
+			*dst = n
 			return nil
 		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < min {
-			return errors.Errorf("accelerator: $%s=%q is not an integer >= %d", name, v, min)
+		for _, r := range []struct {
+			name string
+			dst  *int
+			min  int
+		}{{l.rank, &p.rank, 0}, {l.size, &p.worldSize, 1}, {l.localRank, &p.localRank, 0}, {l.localSize, &p.localWorldSize, 1}} {
+			if err := read(r.name, r.dst, r.min); err != nil {
+				return p, err
+			}
 		}
-		*dst = n
-		return nil
-	}
-	for _, r := range []struct {
-		name string
-		dst  *int
-		min  int
-	}{{"RANK", &p.rank, 0}, {"WORLD_SIZE", &p.worldSize, 1}, {"LOCAL_RANK", &p.localRank, 0}, {"LOCAL_WORLD_SIZE", &p.localWorldSize, 1}} {
-		if err := read(r.name, r.dst, r.min); err != nil {
-			return p, err
+		if p.rank >= p.worldSize {
+			return p, errors.Errorf("accelerator: $%s=%d is not below $%s=%d (set by %s)", l.rank, p.rank, l.size, p.worldSize, l.name)
 		}
-	}
-	if p.rank >= p.worldSize {
-		return p, errors.Errorf("accelerator: RANK=%d is not below WORLD_SIZE=%d", p.rank, p.worldSize)
-	}
-	if p.worldSize > 1 {
-		return p, errors.Errorf("accelerator: WORLD_SIZE=%d: runs over several processes are not implemented yet "+
-			"(one process drives all local devices); unset WORLD_SIZE/RANK to run on this machine's devices", p.worldSize)
+		if p.localRank >= p.localWorldSize {
+			p.localWorldSize = p.localRank + 1
+		}
+		p.source = fmt.Sprintf("%s ($%s, $%s)", l.name, l.rank, l.size)
+		return p, nil
 	}
 	return p, nil
 }
 
-// ProcessIndex is this process's rank among all processes (RANK), 0 for a single process.
+// ProcessIndex is this process's rank among all processes (RANK, or the MPI launcher's
+// equivalent), 0 for a single process.
 func (a *Accelerator) ProcessIndex() int { return a.proc.rank }
 
 // NumProcesses is the number of processes (WORLD_SIZE), 1 for a single process.
@@ -57,6 +97,9 @@ func (a *Accelerator) NumProcesses() int { return a.proc.worldSize }
 // LocalProcessIndex is this process's rank on its machine (LOCAL_RANK).
 func (a *Accelerator) LocalProcessIndex() int { return a.proc.localRank }
 
+// NumLocalProcesses is the number of processes on this machine (LOCAL_WORLD_SIZE).
+func (a *Accelerator) NumLocalProcesses() int { return a.proc.localWorldSize }
+
 // IsMainProcess reports whether this is the process that writes checkpoints and prints.
 func (a *Accelerator) IsMainProcess() bool { return a.proc.rank == 0 }
 
@@ -64,12 +107,15 @@ func (a *Accelerator) IsMainProcess() bool { return a.proc.rank == 0 }
 // done once per machine, such as downloading or unpacking data).
 func (a *Accelerator) IsLocalMainProcess() bool { return a.proc.localRank == 0 }
 
-// WaitForEveryone is a barrier across processes. With a single process it returns at once.
+// WaitForEveryone is a barrier across processes (torch.distributed.barrier, Accelerate's
+// wait_for_everyone). With a single process it returns at once. A process that does not
+// arrive within the collective timeout (Config.Timeout) makes it return an error that names
+// the ranks that never arrived, instead of waiting forever.
 func (a *Accelerator) WaitForEveryone() error {
-	if a.proc.worldSize == 1 {
-		return nil
+	if err := a.grp.Barrier(a.timeout); err != nil {
+		return errors.WithMessage(err, "accelerator: WaitForEveryone")
 	}
-	return errors.New("accelerator: WaitForEveryone across processes is not implemented yet")
+	return nil
 }
 
 // MainProcessFirst runs fn on the main process first and then, after a barrier, on the

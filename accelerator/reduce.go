@@ -18,17 +18,32 @@ const (
 
 // Reduce combines a host scalar (such as a running loss) across all processes, like
 // torch.distributed.all_reduce on a one-element tensor, and returns the result on every
-// process. A step's loss from Job.Step is already the mean over the global batch of all
+// process. A step's loss from TrainStep.Run is already the mean over the global batch of all
 // devices of this process, so with one process Reduce returns x for every op.
 func (a *Accelerator) Reduce(x float64, op ReduceOp) (float64, error) {
 	if op < OpSum || op > OpMax {
 		return 0, errors.Errorf("accelerator: unknown ReduceOp %d (want OpSum, OpMean or OpMax)", op)
 	}
-	if math.IsNaN(x) {
+	if a.grp.Size() == 1 {
 		return x, nil
 	}
-	if a.proc.worldSize != 1 {
-		return 0, errors.New("accelerator: Reduce across processes is not implemented yet")
+	// NaN travels as a flag: MPI's max of NaN is undefined.
+	buf := []float64{x, 0}
+	if math.IsNaN(x) {
+		buf = []float64{0, 1}
 	}
-	return x, nil
+	mpiOp := OpSum
+	if op == OpMax {
+		mpiOp = OpMax
+	}
+	if err := a.grp.AllreduceFloat64(buf, mpiOp); err != nil {
+		return math.NaN(), errors.WithMessage(err, "accelerator: Reduce")
+	}
+	if buf[1] > 0 {
+		return math.NaN(), nil
+	}
+	if op == OpMean {
+		return buf[0] / float64(a.grp.Size()), nil
+	}
+	return buf[0], nil
 }

@@ -44,9 +44,9 @@ func (b *Batch) NumReal() int {
 	return n
 }
 
-// Step is one global step: Shards[r] is the batch of local replica r (one replica per device
+// GlobalBatch is one global step: Shards[r] is the batch of local replica r (one replica per device
 // of this process). All shards of a step have the same shapes.
-type Step struct {
+type GlobalBatch struct {
 	// Epoch and Index locate the step: Index counts the steps of the epoch from 0.
 	Epoch, Index int
 	Shards       []*Batch
@@ -60,11 +60,11 @@ type Source interface {
 	Distribute(numReplicas int, localRanks []int) error
 	// BatchSize is the per-replica (per-device) batch size: the first axis of every input.
 	BatchSize() int
-	// StepsPerEpoch is the number of steps in one pass over the data, for the current split.
-	StepsPerEpoch() int
+	// BatchesPerEpoch is the number of steps in one pass over the data, for the current split.
+	BatchesPerEpoch() int
 	// Epoch returns one pass over the data, starting at the saved position if the source was
 	// restored mid-epoch. The epoch number advances by itself when a pass ends.
-	Epoch() iter.Seq2[*Step, error]
+	Epoch() iter.Seq2[*GlobalBatch, error]
 	// State returns the position of the source (epoch, steps consumed, seed), for checkpoints.
 	State() LoaderState
 	// Restore moves the source to a saved position.

@@ -119,8 +119,8 @@ func (l *Loader[T]) Distribute(numReplicas int, localRanks []int) error {
 // BatchSize is the per-replica batch size: the first axis of every tensor of a Batch.
 func (l *Loader[T]) BatchSize() int { return l.cfg.BatchSize }
 
-// StepsPerEpoch is the number of steps of one epoch with the current replica count.
-func (l *Loader[T]) StepsPerEpoch() int {
+// BatchesPerEpoch is the number of steps of one epoch with the current replica count.
+func (l *Loader[T]) BatchesPerEpoch() int {
 	l.pos.mu.Lock()
 	r := l.pos.numReplicas
 	l.pos.mu.Unlock()
@@ -144,8 +144,8 @@ func (l *Loader[T]) SetEpoch(epoch int) { l.pos.setEpoch(epoch) }
 // stopped or restored mid-epoch), then moves to the next epoch. Stopping the loop early keeps
 // the position: the next call continues after the last step handed out. An error (a dataset
 // read, a collate failure) ends the pass without consuming the failed step.
-func (l *Loader[T]) Epoch() iter.Seq2[*Step, error] {
-	return func(yield func(*Step, error) bool) {
+func (l *Loader[T]) Epoch() iter.Seq2[*GlobalBatch, error] {
+	return func(yield func(*GlobalBatch, error) bool) {
 		ps, err := l.pos.begin()
 		if err != nil {
 			yield(nil, err)
@@ -155,7 +155,7 @@ func (l *Loader[T]) Epoch() iter.Seq2[*Step, error] {
 		order, numSamples := s.Order(ps.epoch), s.NumSamples()
 		produce := func(emit func(job) bool) error {
 			for t := ps.start; t < ps.steps; t++ {
-				if !emit(func() (*Step, error) { return l.step(ps, order, numSamples, t) }) {
+				if !emit(func() (*GlobalBatch, error) { return l.step(ps, order, numSamples, t) }) {
 					return nil
 				}
 			}
@@ -177,9 +177,9 @@ func (l *Loader[T]) Epoch() iter.Seq2[*Step, error] {
 }
 
 // step builds global step t: one batch per local replica.
-func (l *Loader[T]) step(ps pass, order []int, numSamples, t int) (*Step, error) {
+func (l *Loader[T]) step(ps pass, order []int, numSamples, t int) (*GlobalBatch, error) {
 	bs, r := l.cfg.BatchSize, ps.numReplicas
-	st := &Step{Epoch: ps.epoch, Index: t, Shards: make([]*Batch, len(ps.localRanks))}
+	st := &GlobalBatch{Epoch: ps.epoch, Index: t, Shards: make([]*Batch, len(ps.localRanks))}
 	for j, rank := range ps.localRanks {
 		b, examples := newBatch(bs), make([]T, bs)
 		for k := range bs {

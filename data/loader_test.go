@@ -32,7 +32,7 @@ func values(n int) Slice[int] {
 }
 
 // record is a comparable summary of a step: per shard, the slots and the collated values.
-func record(t *testing.T, st *Step) string {
+func record(t *testing.T, st *GlobalBatch) string {
 	t.Helper()
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "e%d s%d:", st.Epoch, st.Index)
@@ -59,9 +59,9 @@ type source interface {
 	SetEpoch(int)
 }
 
-func collectEpoch(t *testing.T, src Source) ([]*Step, []string) {
+func collectEpoch(t *testing.T, src Source) ([]*GlobalBatch, []string) {
 	t.Helper()
-	var steps []*Step
+	var steps []*GlobalBatch
 	var recs []string
 	for st, err := range src.Epoch() {
 		if err != nil {
@@ -75,7 +75,7 @@ func collectEpoch(t *testing.T, src Source) ([]*Step, []string) {
 
 // checkEpochCoverage checks one epoch over all replicas: same shapes everywhere, real examples
 // covering the dataset exactly once (or, with dropLast, no padding and no repeat).
-func checkEpochCoverage(t *testing.T, steps []*Step, n, r, bs int, dropLast bool) {
+func checkEpochCoverage(t *testing.T, steps []*GlobalBatch, n, r, bs int, dropLast bool) {
 	t.Helper()
 	seen := make([]int, n)
 	positions := map[int]bool{}
@@ -156,8 +156,8 @@ func TestLoaderCoversDatasetOnce(t *testing.T) {
 								t.Fatalf("%s: %v", name, err)
 							}
 							steps, _ := collectEpoch(t, src)
-							if len(steps) != src.StepsPerEpoch() {
-								t.Fatalf("%s: %d steps, StepsPerEpoch = %d", name, len(steps), src.StepsPerEpoch())
+							if len(steps) != src.BatchesPerEpoch() {
+								t.Fatalf("%s: %d steps, StepsPerEpoch = %d", name, len(steps), src.BatchesPerEpoch())
 							}
 							checkEpochCoverage(t, steps, n, r, bs, dropLast)
 

@@ -152,8 +152,8 @@ func TestStreamingLargeFileKeepsMemoryFlat(t *testing.T) {
 		}
 	}
 	m.sample()
-	if real != lines || steps != l.StepsPerEpoch() {
-		t.Fatalf("loader: %d real examples in %d steps, want %d in %d", real, steps, lines, l.StepsPerEpoch())
+	if real != lines || steps != l.BatchesPerEpoch() {
+		t.Fatalf("loader: %d real examples in %d steps, want %d in %d", real, steps, lines, l.BatchesPerEpoch())
 	}
 	t.Logf("StreamLoader (2 replicas, 2 workers, count + epoch): %d steps in %v; heap in use %.1f MiB at start, "+
 		"peak %.1f MiB; peak RSS %.1f MiB", steps, time.Since(start).Round(time.Millisecond), mib(m.base), mib(m.peak),

@@ -9,15 +9,15 @@ import (
 )
 
 // job builds one step; jobs run on worker goroutines.
-type job func() (*Step, error)
+type job func() (*GlobalBatch, error)
 
 // ordered runs the jobs that produce emits on workers goroutines and yields their steps in the
 // order the jobs were emitted, keeping at most 2*workers steps ready ahead of the consumer.
 // produce runs on its own goroutine (it may read a file); with workers <= 0 everything runs on
 // the caller's goroutine. Panics in produce or in a job become errors. Stopping the iteration
 // early stops produce and the workers before ordered returns.
-func ordered(produce func(emit func(job) bool) error, workers int) iter.Seq2[*Step, error] {
-	return func(yield func(*Step, error) bool) {
+func ordered(produce func(emit func(job) bool) error, workers int) iter.Seq2[*GlobalBatch, error] {
+	return func(yield func(*GlobalBatch, error) bool) {
 		if workers <= 0 {
 			stopped := false
 			err := safeProduce(produce, func(j job) bool {
@@ -38,7 +38,7 @@ func ordered(produce func(emit func(job) bool) error, workers int) iter.Seq2[*St
 		}
 
 		type result struct {
-			step *Step
+			step *GlobalBatch
 			err  error
 		}
 		type task struct {
@@ -100,7 +100,7 @@ func ordered(produce func(emit func(job) bool) error, workers int) iter.Seq2[*St
 	}
 }
 
-func safeJob(j job) (s *Step, err error) {
+func safeJob(j job) (s *GlobalBatch, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			s, err = nil, fmt.Errorf("data: panic while building a batch: %v", p)

@@ -77,8 +77,8 @@ func (l *StreamLoader[T]) Distribute(numReplicas int, localRanks []int) error {
 // BatchSize is the per-replica batch size: the first axis of every tensor of a Batch.
 func (l *StreamLoader[T]) BatchSize() int { return l.cfg.BatchSize }
 
-// StepsPerEpoch is the number of steps of one epoch with the current replica count.
-func (l *StreamLoader[T]) StepsPerEpoch() int {
+// BatchesPerEpoch is the number of steps of one epoch with the current replica count.
+func (l *StreamLoader[T]) BatchesPerEpoch() int {
 	l.pos.mu.Lock()
 	r := l.pos.numReplicas
 	l.pos.mu.Unlock()
@@ -97,8 +97,8 @@ func (l *StreamLoader[T]) SetEpoch(epoch int) { l.pos.setEpoch(epoch) }
 
 // Epoch yields the remaining steps of the current epoch, then moves to the next one (see
 // Loader.Epoch). The stream is read on a goroutine of its own when Workers > 0.
-func (l *StreamLoader[T]) Epoch() iter.Seq2[*Step, error] {
-	return func(yield func(*Step, error) bool) {
+func (l *StreamLoader[T]) Epoch() iter.Seq2[*GlobalBatch, error] {
+	return func(yield func(*GlobalBatch, error) bool) {
 		ps, err := l.pos.begin()
 		if err != nil {
 			yield(nil, err)
@@ -115,7 +115,7 @@ func (l *StreamLoader[T]) Epoch() iter.Seq2[*Step, error] {
 				}
 				ex, step := round, t
 				round, t = make([]T, 0, perStep), t+1
-				return emit(func() (*Step, error) { return l.step(ps, ex, step) })
+				return emit(func() (*GlobalBatch, error) { return l.step(ps, ex, step) })
 			}
 			for ex, err := range l.s.All() {
 				if err != nil {
@@ -157,10 +157,10 @@ func (l *StreamLoader[T]) Epoch() iter.Seq2[*Step, error] {
 }
 
 // step builds global step t from its examples (R*B of them, fewer in the last step).
-func (l *StreamLoader[T]) step(ps pass, round []T, t int) (*Step, error) {
+func (l *StreamLoader[T]) step(ps pass, round []T, t int) (*GlobalBatch, error) {
 	bs, r := l.cfg.BatchSize, ps.numReplicas
 	base := t * r * bs // stream number of round[0]
-	st := &Step{Epoch: ps.epoch, Index: t, Shards: make([]*Batch, len(ps.localRanks))}
+	st := &GlobalBatch{Epoch: ps.epoch, Index: t, Shards: make([]*Batch, len(ps.localRanks))}
 	for j, rank := range ps.localRanks {
 		b, examples := newBatch(bs), make([]T, bs)
 		for k := range bs {

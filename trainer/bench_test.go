@@ -78,7 +78,7 @@ func BenchmarkTrainerOverhead(b *testing.B) {
 		}
 		rows[i] = benchRow{x: x, y: int32(rng.IntN(10))}
 	}
-	lossFn := func(s *model.Scope, bt accelerator.Batch) *Node {
+	lossFn := func(s *model.Scope, bt accelerator.GraphBatch) *Node {
 		return accelerator.CrossEntropy(benchMLP(s, bt.Inputs[0]), bt.Labels, bt.Mask)
 	}
 
@@ -87,11 +87,11 @@ func BenchmarkTrainerOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bareStep := func(s *model.Scope, bt accelerator.Batch) *Node {
+	bareStep := bare.TrainStep(func(s *model.Scope, bt accelerator.GraphBatch) *Node {
 		l := lossFn(s, bt)
 		acc.Backward(s, l)
 		return l
-	}
+	})
 	runBare := func() (time.Duration, error) {
 		var first time.Time
 		n := 0
@@ -99,11 +99,13 @@ func BenchmarkTrainerOverhead(b *testing.B) {
 			if err != nil {
 				return 0, err
 			}
-			l, err := bare.Step(st, bareStep)
+			l, err := bareStep.Run(st)
 			if err != nil {
 				return 0, err
 			}
-			_ = l.Value()
+			if _, err := l.Value(); err != nil {
+				return 0, err
+			}
 			if n++; n == 1 {
 				first = time.Now()
 			}

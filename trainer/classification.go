@@ -36,12 +36,12 @@ func Classification(numClasses int, logits func(s *model.Scope, inputs []*Node) 
 		names = append(names, "precision", "recall", "f1")
 	}
 	return Task{
-		Loss: func(s *model.Scope, b accelerator.Batch) *Node {
+		Loss: func(s *model.Scope, b accelerator.GraphBatch) *Node {
 			return accelerator.CrossEntropy(checked(s, b.Inputs), b.Labels, b.Mask)
 		},
-		Eval: func(s *model.Scope, b accelerator.Batch) []*Node {
+		Eval: func(s *model.Scope, b accelerator.GraphBatch) []*Node {
 			l := checked(s, b.Inputs)
-			return []*Node{l, accelerator.ExampleCrossEntropy(l, b.Labels)}
+			return []*Node{l, accelerator.PerExampleCrossEntropy(l, b.Labels)}
 		},
 		Metrics: func(g *accelerator.Gathered) (map[string]float64, error) {
 			preds, err := g.Argmax(0)

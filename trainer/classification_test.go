@@ -43,7 +43,7 @@ func TestClassificationTask(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Errorf("metrics %v, the task declares %v", names, want)
 	}
-	g, err := tr.Job().Evaluate(toyLoader(t, 21, 700, 2, false), task.Eval)
+	g, err := tr.Job().Evaluate(toyLoader(t, 21, 700, 2, false), tr.Job().EvalStep(task.Eval))
 	if err != nil {
 		t.Fatal(err)
 	}

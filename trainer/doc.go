@@ -1,7 +1,7 @@
 // Package trainer is an optional training loop on top of the Accelerator — Keras' fit, the
 // Hugging Face Trainer — for programs that do not want to write the epoch loop by hand. The
 // hand-written loop over accelerator.Job stays fully supported; Fit is built from the same
-// public pieces (Prepare, Job.Step, Backward, Job.Evaluate, checkpoint.Manager).
+// public pieces (Prepare, Job.TrainStep, Backward, Job.Evaluate, checkpoint.Manager).
 //
 //	acc, err := accelerator.New(accelerator.Config{Seed: 42})
 //	tr, err := trainer.New(acc, store, optimizer.Adam().Done(), trainer.Classification(2, clf.Logits))

@@ -130,12 +130,12 @@ func mlp(hidden int) func(s *model.Scope, x *Node) *Node {
 func toyTask(hidden int) Task {
 	logits := mlp(hidden)
 	return Task{
-		Loss: func(s *model.Scope, b accelerator.Batch) *Node {
+		Loss: func(s *model.Scope, b accelerator.GraphBatch) *Node {
 			return accelerator.CrossEntropy(logits(s, b.Inputs[0]), b.Labels, b.Mask)
 		},
-		Eval: func(s *model.Scope, b accelerator.Batch) []*Node {
+		Eval: func(s *model.Scope, b accelerator.GraphBatch) []*Node {
 			lg := logits(s, b.Inputs[0])
-			return []*Node{lg, accelerator.ExampleCrossEntropy(lg, b.Labels)}
+			return []*Node{lg, accelerator.PerExampleCrossEntropy(lg, b.Labels)}
 		},
 		Metrics: func(g *accelerator.Gathered) (map[string]float64, error) {
 			preds, err := g.Argmax(0)

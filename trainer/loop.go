@@ -7,29 +7,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/data"
-	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/train/optimizer"
-)
-
-// Store variables read for the training records.
-var (
-	lrVariable       = "/" + optimizer.Scope + "/" + optimizer.ParamLearningRate
-	gradNormVariable = "/goaccel/grad_norm"
 )
 
 // loop runs epochs until the run's length is reached or something stops it.
 func (f *fit) loop() error {
 	acc := f.t.acc
-	loss := f.t.task.Loss
-	stepFn := func(s *model.Scope, b accelerator.Batch) *Node {
-		l := loss(s, b)
-		acc.Backward(s, l)
-		return l
-	}
 	k := int64(f.cfg.GradientAccumulation)
 	f.logAt = time.Now()
 	var updLoss float64
@@ -44,12 +28,16 @@ func (f *fit) loop() error {
 				f.prog.endEpoch("")
 				return fmt.Errorf("trainer: reading training data (epoch %d): %w", epoch+1, err)
 			}
-			l, err := f.job.Step(st, stepFn)
+			l, err := f.trainStep.Run(st)
 			if err != nil {
 				f.prog.endEpoch("")
 				return fmt.Errorf("trainer: %w", err)
 			}
-			lv := l.Value()
+			lv, err := l.Value()
+			if err != nil {
+				f.prog.endEpoch("")
+				return fmt.Errorf("trainer: %w", err)
+			}
 			if math.IsNaN(lv) || math.IsInf(lv, 0) {
 				f.prog.endEpoch("")
 				return fmt.Errorf("trainer: the training loss is %g at epoch %d, batch %d (update %d): training diverged; "+
@@ -104,7 +92,7 @@ func (f *fit) loop() error {
 }
 
 // realExamples counts the real (non-padding) examples of a step on this process.
-func realExamples(st *data.Step) int {
+func realExamples(st *data.GlobalBatch) int {
 	n := 0
 	for _, b := range st.Shards {
 		n += b.NumReal()
@@ -164,9 +152,9 @@ func (f *fit) trainRecord(epoch float64) error {
 		return nil
 	}
 	r := Record{Kind: KindTrain, Step: f.step, Epoch: epoch, Loss: f.rs.LossSum / float64(f.rs.LossCount),
-		LR: f.readScalar(lrVariable), GradNorm: nan, ExamplesPerSec: nan, Time: f.now(), Elapsed: f.elapsed()}
+		LR: orNaN(f.job.LearningRate()), GradNorm: nan, ExamplesPerSec: nan, Time: f.now(), Elapsed: f.elapsed()}
 	if f.cfg.ClipGradNorm > 0 {
-		r.GradNorm = f.readScalar(gradNormVariable)
+		r.GradNorm = orNaN(f.job.GradNorm())
 	}
 	if dt := time.Since(f.logAt).Seconds(); dt > 0 {
 		r.ExamplesPerSec = float64(f.examplesAtLog) / dt
@@ -188,23 +176,12 @@ func (f *fit) record(r Record) error {
 	return nil
 }
 
-// readScalar reads a scalar Store variable to the host (NaN if it is missing).
-func (f *fit) readScalar(path string) float64 {
-	v := f.job.Store().GetVariable(path)
-	if v == nil || !v.HasValue() {
-		return nan
-	}
-	t, err := v.Value()
+// orNaN is a value read for a record, NaN ("not measured") when it could not be read.
+func orNaN(v float64, err error) float64 {
 	if err != nil {
 		return nan
 	}
-	switch x := t.Value().(type) {
-	case float32:
-		return float64(x)
-	case float64:
-		return x
-	}
-	return nan
+	return v
 }
 
 // endOfEpoch evaluates, saves and calls OnEpochEnd after a complete epoch.
@@ -239,7 +216,7 @@ func (f *fit) endOfEpoch(epoch int) error {
 // evaluate runs the task's evaluation, records it, tracks the best model and early stopping.
 func (f *fit) evaluate(epoch float64) error {
 	start := time.Now()
-	g, err := f.job.Evaluate(f.eval, f.t.task.Eval)
+	g, err := f.job.Evaluate(f.eval, f.evalStep)
 	if err != nil {
 		return fmt.Errorf("trainer: evaluation at step %d: %w", f.step, err)
 	}

@@ -17,7 +17,7 @@ type Task struct {
 	// Loss returns the scalar training loss of a global batch, a mean over its real examples
 	// (accelerator.CrossEntropy or accelerator.MaskedMean honour b.Mask). Fit calls
 	// Accelerator.Backward on it. Required.
-	Loss func(s *model.Scope, b accelerator.Batch) *Node
+	Loss func(s *model.Scope, b accelerator.GraphBatch) *Node
 	// Eval returns per-example outputs (batch on axis 0), gathered over the evaluation set by
 	// Job.Evaluate with padding dropped. Required when Fit gets an evaluation source; it is
 	// also run once on the first training batch before training, to build the model's

@@ -106,10 +106,13 @@ type fit struct {
 	train data.Source
 	eval  data.Source
 	job   *accelerator.Job
-	sched Schedule
-	info  *RunInfo
-	rs    runState
-	main  bool
+	// trainStep and evalStep are the task's loss and evaluation compiled for the job.
+	trainStep *accelerator.TrainStep
+	evalStep  *accelerator.EvalStep
+	sched     Schedule
+	info      *RunInfo
+	rs        runState
+	main      bool
 
 	dir    string
 	log    *metricsLog
@@ -257,7 +260,16 @@ func (f *fit) prepare() error {
 		return fmt.Errorf("trainer: %w", err)
 	}
 	f.job, f.t.job = job, job
-	f.spe = f.train.StepsPerEpoch()
+	acc, loss := f.t.acc, f.t.task.Loss
+	f.trainStep = job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *Node {
+		l := loss(s, b)
+		acc.Backward(s, l)
+		return l
+	})
+	if f.t.task.Eval != nil {
+		f.evalStep = job.EvalStep(f.t.task.Eval)
+	}
+	f.spe = f.train.BatchesPerEpoch()
 	if f.spe <= 0 {
 		return fmt.Errorf("trainer: the training data has %d steps per epoch", f.spe)
 	}
@@ -310,7 +322,7 @@ func (f *fit) buildModel() error {
 		return nil
 	}
 	pos := f.train.State()
-	var first *data.Step
+	var first *data.GlobalBatch
 	for st, err := range f.train.Epoch() {
 		if err != nil {
 			return fmt.Errorf("trainer: reading the first training batch: %w", err)
@@ -324,7 +336,7 @@ func (f *fit) buildModel() error {
 	if first == nil {
 		return errors.New("trainer: the training data yields no batch")
 	}
-	if _, err := f.job.EvalStep(first, f.t.task.Eval); err != nil {
+	if _, err := f.evalStep.Run(first); err != nil {
 		return fmt.Errorf("trainer: running Task.Eval on the first training batch: %w", err)
 	}
 	return nil

@@ -4,7 +4,8 @@
 //	                         backend accelerator.New picks and why, relevant environment
 //	                         variables): paste it into bug reports
 //	goaccel plot RUN_DIR     redraw RUN_DIR/curves.png and curves.svg from metrics.jsonl
-//	goaccel launch ...       run a program on several processes (not implemented yet)
+//	goaccel launch ...       run a program as several processes, on one machine or several
+//	                         (torchrun's and horovodrun's flags; see internal/launch)
 //	goaccel bench ...        goaccel against PyTorch on the same training works (see
 //	                         internal/bench)
 //
@@ -40,7 +41,9 @@ commands:
   env [--json]      print versions, PJRT plugins, devices per backend, the backend
                     accelerator.New would pick and why, and the relevant environment
   plot RUN_DIR      redraw RUN_DIR/curves.png and RUN_DIR/curves.svg from RUN_DIR/metrics.jsonl
-  launch            run a program on several processes (not implemented yet)
+  launch [flags] PROGRAM [ARGS...]
+                    run PROGRAM as several processes (ranks), on this machine or several,
+                    with torchrun's flags (--nproc_per_node, --nnodes, ...) or horovodrun's (-np, -H)
   bench [flags]     train the same works (MLP, BERT shapes) with goaccel and PyTorch,
                     alternating rounds; steps/s, time to first step, memory and ratios
 

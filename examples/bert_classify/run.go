@@ -114,6 +114,15 @@ func run(o options, out io.Writer) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The training and evaluation steps, compiled once for the job's devices.
+	trainStep := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *Node {
+		loss := accelerator.CrossEntropy(clf.Logits(s, b.Inputs), b.Labels, b.Mask)
+		acc.Backward(s, loss) // gradients, mean over the global batch, Adam update
+		return loss
+	})
+	evalStep := job.EvalStep(func(s *model.Scope, b accelerator.GraphBatch) []*Node {
+		return []*Node{clf.Logits(s, b.Inputs)}
+	})
 	run, err := newRunDir(acc, o, lr, clf, job)
 	if err != nil {
 		return nil, err
@@ -125,13 +134,13 @@ func run(o options, out io.Writer) (*result, error) {
 	var trained int
 	for epoch := 1; epoch <= o.Epochs; epoch++ {
 		start := time.Now()
-		losses, examples, err := train(acc, job, clf, o.MaxSteps, run, epoch)
+		losses, examples, err := train(job, trainStep, o.MaxSteps, run, epoch)
 		if err != nil {
 			return nil, err
 		}
 		trainTime += time.Since(start)
 		trained += examples
-		accuracy, err := test(job, testLoader, clf)
+		accuracy, err := test(job, evalStep, testLoader)
 		if err != nil {
 			return nil, err
 		}
@@ -193,34 +202,27 @@ func fitRun(acc *accelerator.Accelerator, o options, lr float64, clf *bert.Class
 	return &result{Best: res.Best, OutputDir: res.RunDir}, nil
 }
 
-// stepFn is one training step: the loss of the (global) batch, and Backward on it.
-func stepFn(acc *accelerator.Accelerator, clf *bert.Classifier) accelerator.StepFn {
-	return func(s *model.Scope, b accelerator.Batch) *Node {
-		loss := accelerator.CrossEntropy(clf.Logits(s, b.Inputs), b.Labels, b.Mask)
-		acc.Backward(s, loss)
-		return loss
-	}
-}
-
 // train runs one epoch (the sampler's epoch advances by itself) and returns the step losses
 // and the number of real training examples seen.
-func train(acc *accelerator.Accelerator, job *accelerator.Job, clf *bert.Classifier, maxSteps int, run *runDir, epoch int) ([]float64, int, error) {
-	fn := stepFn(acc, clf)
+func train(job *accelerator.Job, step *accelerator.TrainStep, maxSteps int, run *runDir, epoch int) ([]float64, int, error) {
 	var losses []float64
 	examples, sinceLog := 0, time.Now()
 	var window []float64
 	windowExamples := 0
-	for step, err := range job.Batches() {
+	for batch, err := range job.Batches() {
 		if err != nil {
 			return nil, 0, err
 		}
-		loss, err := job.Step(step, fn)
+		loss, err := step.Run(batch)
 		if err != nil {
 			return nil, 0, err
 		}
-		l := loss.Value()
+		l, err := loss.Value()
+		if err != nil {
+			return nil, 0, err
+		}
 		n := 0
-		for _, sh := range step.Shards {
+		for _, sh := range batch.Shards {
 			n += sh.NumReal()
 		}
 		losses, window = append(losses, l), append(window, l)
@@ -246,10 +248,8 @@ func train(acc *accelerator.Accelerator, job *accelerator.Job, clf *bert.Classif
 
 // test evaluates on the whole test set: predictions gathered from every device in example
 // order, the sampler's padding dropped, so each test sentence counts exactly once.
-func test(job *accelerator.Job, testLoader data.Source, clf *bert.Classifier) (float64, error) {
-	res, err := job.Evaluate(testLoader, func(s *model.Scope, b accelerator.Batch) []*Node {
-		return []*Node{clf.Logits(s, b.Inputs)}
-	})
+func test(job *accelerator.Job, eval *accelerator.EvalStep, testLoader data.Source) (float64, error) {
+	res, err := job.Evaluate(testLoader, eval)
 	if err != nil {
 		return 0, err
 	}

@@ -32,7 +32,7 @@ func newRunDir(acc *accelerator.Accelerator, o options, lr float64, clf *bert.Cl
 	if dir == "" {
 		dir = filepath.Join("runs", "bert_classify-"+time.Now().Format("20060102-150405"))
 	}
-	r := &runDir{dir: dir, start: time.Now(), stepsPE: job.Source().StepsPerEpoch(), main: acc.IsMainProcess()}
+	r := &runDir{dir: dir, start: time.Now(), stepsPE: job.Source().BatchesPerEpoch(), main: acc.IsMainProcess()}
 	if !r.main {
 		return r, nil
 	}
@@ -87,7 +87,10 @@ func (r *runDir) write(rec trainer.Record) error {
 // logTrain appends a training record: mean loss of the last steps, the learning rate of the
 // last update, throughput.
 func (r *runDir) logTrain(job *accelerator.Job, epoch int, loss, examplesPerS float64) error {
-	step := job.GlobalStep()
+	step, err := job.GlobalStep()
+	if err != nil {
+		return err
+	}
 	lr := math.NaN()
 	if v := job.Store().GetVariable("/optimizers/learning_rate"); v != nil && v.HasValue() {
 		if f, ok := v.MustValue().Value().(float32); ok {
@@ -101,7 +104,10 @@ func (r *runDir) logTrain(job *accelerator.Job, epoch int, loss, examplesPerS fl
 
 // logEval appends an evaluation record at the end of an epoch.
 func (r *runDir) logEval(job *accelerator.Job, epoch int, accuracy float64) error {
-	r.steps = job.GlobalStep()
+	var err error
+	if r.steps, err = job.GlobalStep(); err != nil {
+		return err
+	}
 	return r.write(trainer.Record{Kind: "eval", Step: r.steps, Epoch: float64(epoch), Loss: math.NaN(), LR: math.NaN(),
 		GradNorm: math.NaN(), ExamplesPerSec: math.NaN(), Eval: map[string]float64{"accuracy": accuracy}})
 }

@@ -6,7 +6,6 @@
 package main
 
 import (
-	"fmt"
 	"log"
 	"math/rand/v2"
 
@@ -50,30 +49,35 @@ func main() {
 	train, test, err := data.Split(data.FromSlice(points), 0.1, 42)
 	check(err)
 
-	acc, err := accelerator.New(accelerator.Config{Seed: 42}) // prints the plan
+	// README:begin (the README's quickstart is this block, checked by readme_test.go)
+	acc, err := accelerator.New(accelerator.Config{Seed: 42}) // finds GPUs, else CPU devices, else pure Go
 	check(err)
-	loader, err := data.NewLoader[point](train, data.LoaderConfig[point]{BatchSize: 32, Shuffle: true, Seed: 42, Collate: collate})
+	loader, err := data.NewLoader(train, data.LoaderConfig[point]{BatchSize: 32, Shuffle: true, Seed: 42, Collate: collate})
 	check(err)
-	testLoader, err := data.NewLoader[point](test, data.LoaderConfig[point]{BatchSize: 32, Collate: collate})
+	testLoader, err := data.NewLoader(test, data.LoaderConfig[point]{BatchSize: 32, Collate: collate})
 	check(err)
 	job, err := acc.Prepare(model.NewStore(), optimizer.Adam().LearningRate(1e-2).Done(), loader)
 	check(err)
 
+	// Compile the training and evaluation steps once; run them on every global batch.
+	trainStep := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *Node {
+		l := accelerator.CrossEntropy(logits(s, b.Inputs[0]), b.Labels, b.Mask)
+		acc.Backward(s, l) // gradients, mean over the global batch, Adam update
+		return l
+	})
+	evalStep := job.EvalStep(func(s *model.Scope, b accelerator.GraphBatch) []*Node {
+		return []*Node{logits(s, b.Inputs[0])}
+	})
 	for epoch := range 5 {
 		var last float64
-		for step, err := range job.Batches() { // sharded over the devices; the epoch advances by itself
+		for batch, err := range job.Batches() { // sharded over the devices; the epoch advances by itself
 			check(err)
-			loss, err := job.Step(step, func(s *model.Scope, b accelerator.Batch) *Node {
-				l := accelerator.CrossEntropy(logits(s, b.Inputs[0]), b.Labels, b.Mask)
-				acc.Backward(s, l) // gradients, mean over the global batch, Adam update
-				return l
-			})
+			loss, err := trainStep.Run(batch)
 			check(err)
-			last = loss.Value()
+			last, err = loss.Value()
+			check(err)
 		}
-		res, err := job.Evaluate(testLoader, func(s *model.Scope, b accelerator.Batch) []*Node {
-			return []*Node{logits(s, b.Inputs[0])}
-		})
+		res, err := job.Evaluate(testLoader, evalStep) // example order, padding dropped
 		check(err)
 		preds, err := res.Argmax(0)
 		check(err)
@@ -81,8 +85,9 @@ func main() {
 		check(err)
 		accuracy, err := metrics.Accuracy(preds, labels, nil)
 		check(err)
-		acc.Print(fmt.Sprintf("epoch %d  loss %.4f  test accuracy %.3f (%d examples)", epoch, last, accuracy, len(preds)))
+		acc.Printf("epoch %d  loss %.4f  test accuracy %.3f (%d examples)", epoch, last, accuracy, len(preds))
 	}
+	// README:end
 }
 
 func check(err error) {

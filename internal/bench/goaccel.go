@@ -23,9 +23,8 @@ import (
 // goaccelRun is a prepared goaccel training job on a fixed global batch.
 type goaccelRun struct {
 	acc   *accelerator.Accelerator
-	job   *accelerator.Job
-	batch *data.Step
-	fn    accelerator.StepFn
+	train *accelerator.TrainStep
+	batch *data.GlobalBatch
 }
 
 // newGoaccelRun opens the backend, builds the spec's model and prepares it with Adam
@@ -47,6 +46,7 @@ func newGoaccelRun(spec Spec) (*goaccelRun, error) {
 	r := &goaccelRun{acc: acc}
 	var m model.StoreProvider
 	var opt optimizer.Interface
+	var fn accelerator.StepFn
 	if spec.IsBERT() {
 		clf, err := bert.NewClassifier(bertConfig(spec), nil)
 		if err != nil {
@@ -54,7 +54,7 @@ func newGoaccelRun(spec Spec) (*goaccelRun, error) {
 		}
 		m = clf
 		opt = optimizer.Adam().LearningRate(1e-4).WeightDecay(0.01).Done()
-		r.fn = func(s *model.Scope, b accelerator.Batch) *Node {
+		fn = func(s *model.Scope, b accelerator.GraphBatch) *Node {
 			l := accelerator.CrossEntropy(clf.Logits(s, b.Inputs), b.Labels, b.Mask)
 			acc.Backward(s, l)
 			return l
@@ -63,15 +63,17 @@ func newGoaccelRun(spec Spec) (*goaccelRun, error) {
 		mlp := &MLP{Hidden: spec.Hidden, Layers: spec.Layers, store: model.NewStore()}
 		m = mlp
 		opt = optimizer.Adam().LearningRate(1e-4).Done()
-		r.fn = func(s *model.Scope, b accelerator.Batch) *Node {
+		fn = func(s *model.Scope, b accelerator.GraphBatch) *Node {
 			l := accelerator.CrossEntropy(mlp.Logits(s, b.Inputs[0]), b.Labels, b.Mask)
 			acc.Backward(s, l)
 			return l
 		}
 	}
-	if r.job, err = acc.Prepare(m, opt, nil); err != nil {
+	job, err := acc.Prepare(m, opt, nil)
+	if err != nil {
 		return nil, err
 	}
+	r.train = job.TrainStep(fn)
 	r.batch = syntheticBatch(spec)
 	return r, nil
 }
@@ -89,10 +91,10 @@ func bertConfig(spec Spec) bert.Config {
 // syntheticBatch is a fixed random global batch of the spec's shape, split in spec.Devices
 // equal shards: MLP inputs uniform in [-0.5, 0.5) with 10 classes; BERT token ids uniform in
 // the vocabulary, no padding, 2 classes.
-func syntheticBatch(spec Spec) *data.Step {
+func syntheticBatch(spec Spec) *data.GlobalBatch {
 	rng := rand.New(rand.NewPCG(1, 2))
 	per := spec.Batch / spec.Devices
-	step := &data.Step{}
+	step := &data.GlobalBatch{}
 	for range spec.Devices {
 		real := make([]bool, per)
 		idx := make([]int, per)
@@ -133,14 +135,14 @@ func (r *goaccelRun) steps(n int) (time.Duration, float64, error) {
 	start := time.Now()
 	var last accelerator.Loss
 	for i := range n {
-		l, err := r.job.Step(r.batch, r.fn)
+		l, err := r.train.Run(r.batch)
 		if err != nil {
 			return 0, 0, fmt.Errorf("step %d: %w", i, err)
 		}
 		last = l
 	}
-	v := last.Value()
-	return time.Since(start), v, nil
+	v, err := last.Value()
+	return time.Since(start), v, err
 }
 
 // describe names the backend the run uses.

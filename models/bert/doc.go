@@ -30,10 +30,10 @@
 //	//   tok, err := bert.NewTokenizer("examples/bert_classify/data/vocab.txt", 64)
 //	//   clf, err := bert.NewClassifier(bert.TinyConfig(tok.VocabSize()), store)
 //	loader := data.NewLoader(train, data.LoaderConfig[data.Labeled]{BatchSize: 64, Collate: tok.Collate, ...})
-//	... job.Step(batch, func(s *model.Scope, b accelerator.Batch) *graph.Node {
-//	        logits := clf.Logits(s, b.Inputs)
-//	        ...
-//	    })
+//	train := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *graph.Node {
+//	    logits := clf.Logits(s, b.Inputs)
+//	    ...
+//	})
 //	err = bert.SavePretrained(outDir, clf, tok) // an HF folder transformers can read
 //
 // # Getting pretrained weights

@@ -74,8 +74,8 @@ func run() error {
 	idx := make([]int, *flagBatch)
 	// Both implementations get fresh host tensors every step (the stock trainer takes
 	// ownership of its batch and frees it), so both pay the same copy.
-	newStep := func() *data.Step {
-		return &data.Step{Shards: []*data.Batch{{
+	newStep := func() *data.GlobalBatch {
+		return &data.GlobalBatch{Shards: []*data.Batch{{
 			Inputs: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(x, *flagBatch, 512)},
 			Labels: tensors.FromFlatDataAndDimensions(y, *flagBatch), Mask: tensors.FromValue(mask),
 			Real: mask, Indices: idx, Positions: idx,
@@ -101,14 +101,17 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	stepFn := func(s *model.Scope, b accelerator.Batch) *Node {
+	trainStep := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *Node {
 		l := accelerator.CrossEntropy(mlp(s, b.Inputs[0]), b.Labels, b.Mask)
 		acc.Backward(s, l)
 		return l
-	}
+	})
 	accelStep := func() (float64, error) {
-		l, err := job.Step(newStep(), stepFn)
-		return l.Value(), err
+		l, err := trainStep.Run(newStep())
+		if err != nil {
+			return 0, err
+		}
+		return l.Value()
 	}
 
 	for range *flagWarmup {

@@ -1,0 +1,65 @@
+package accelerator
+
+import (
+	"time"
+
+	"github.com/goaccel/goaccel/internal/mpi"
+	"github.com/pkg/errors"
+)
+
+// openGroup joins the process group described by p through MPI, loaded at run time: the
+// library that the launcher's environment points to ($GOACCEL_MPI_LIB, the project's
+// .deps/mpich, LD_LIBRARY_PATH, system folders). A program that runs as one process never
+// gets here.
+func openGroup(p processInfo, timeout time.Duration) (group, error) {
+	lib, err := mpi.Find()
+	if err != nil {
+		return nil, errors.WithMessagef(err, "accelerator: %d processes (from %s) talk through MPI, which was not found",
+			p.worldSize, p.source)
+	}
+	comm, err := mpi.Init(lib)
+	if err != nil {
+		return nil, errors.WithMessagef(err, "accelerator: joining the %d processes (from %s)", p.worldSize, p.source)
+	}
+	comm.SetTimeout(timeout)
+	if comm.Rank() != p.rank || comm.Size() != p.worldSize {
+		_ = comm.Finalize()
+		return nil, errors.Errorf("accelerator: the launcher says rank %d of %d (%s) but MPI (%s) says rank %d of %d: "+
+			"the MPI library does not belong to the launcher that started the job; set $GOACCEL_MPI_LIB to its libmpi",
+			p.rank, p.worldSize, p.source, lib.Path, comm.Rank(), comm.Size())
+	}
+	return &mpiGroup{comm}, nil
+}
+
+// mpiGroup is a group over MPI.
+type mpiGroup struct{ c *mpi.Comm }
+
+func (g *mpiGroup) Rank() int { return g.c.Rank() }
+func (g *mpiGroup) Size() int { return g.c.Size() }
+
+// AllreduceSum sums in DDP-sized fused buckets (mpi.DefaultBucketBytes).
+func (g *mpiGroup) AllreduceSum(bufs [][]float32) error { return g.c.AllreduceFused(bufs, false, 0) }
+
+func (g *mpiGroup) AllreduceFloat64(buf []float64, op ReduceOp) error {
+	mop := mpi.Sum
+	if op == OpMax {
+		mop = mpi.Max
+	}
+	return g.c.AllreduceFloat64(buf, mop)
+}
+
+func (g *mpiGroup) Broadcast(buf []byte, root int) error    { return g.c.Broadcast(buf, root) }
+func (g *mpiGroup) Allgather(mine []byte) ([][]byte, error) { return g.c.AllgatherBytes(mine) }
+func (g *mpiGroup) Barrier(timeout time.Duration) error     { return g.c.Barrier(timeout) }
+func (g *mpiGroup) Close() error                            { return g.c.Finalize() }
+
+// Exit ends the program with code. In a run over several processes it first leaves the process
+// group the way MPI launchers expect (MPI_Finalize and the C library's exit, which MPICH's
+// mpiexec needs to see to take the exit for a clean one; Go's os.Exit and returning from main
+// skip it), or aborts the whole job after a failed collective. With one process it is os.Exit.
+// End a program that may run under a launcher with it:
+//
+//	defer acc.Close() // not needed before Exit
+//	...
+//	accelerator.Exit(0)
+func Exit(code int) { mpi.Exit(code) }

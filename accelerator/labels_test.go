@@ -1,0 +1,61 @@
+package accelerator
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// TestLabelsOutOfRange: a label outside the loss's classes is an error naming the example,
+// in the first (traced) batch and in a later one, for training and evaluation, and no update
+// is made with it. (Before, a 3-class head trained on label 3 without a word.)
+func TestLabelsOutOfRange(t *testing.T) {
+	a := newXLA(t, 2)
+	for _, c := range []struct {
+		name string
+		bad  int // dataset index of the bad label; the global batch is 8 examples
+	}{{"first batch", 3}, {"later batch", 9}} {
+		t.Run(c.name, func(t *testing.T) {
+			x, y := toyData(16)
+			y[c.bad] = 3 // mlpLogits has 3 classes
+			job, err := a.Prepare(model.NewStore(), optimizer.Adam().Done(), &fixedSource{x: x, y: y, batch: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			train := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
+				l := CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
+				a.Backward(s, l)
+				return l
+			})
+			var runErr error
+			steps := 0
+			for gb, err := range job.Batches() {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, runErr = train.Run(gb); runErr != nil {
+					break
+				}
+				steps++
+			}
+			want := "label 3 of example " + strconv.Itoa(c.bad)
+			if runErr == nil || !strings.Contains(runErr.Error(), want) || !strings.Contains(runErr.Error(), "out of bounds") {
+				t.Fatalf("got %v, want an error with %q", runErr, want)
+			}
+			if step, err := job.GlobalStep(); err != nil || step != int64(steps) {
+				t.Errorf("global step %d (%v) after the error, want %d: the bad batch must make no update", step, err, steps)
+			}
+			eval := job.EvalStep(func(s *model.Scope, b GraphBatch) []*Node {
+				return []*Node{PerExampleCrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels)}
+			})
+			_, err = job.Evaluate(&fixedSource{x: x, y: y, batch: 4}, eval)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("Evaluate: got %v, want an error with %q", err, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,180 @@
+package accelerator
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// loopback is a process group whose "processes" are goroutines of one test process: the
+// collectives' semantics without MPI, to test the multi-process logic of the step, the
+// variable broadcast and the gathers quickly. (The MPI group has its own tests with real
+// processes.)
+type loopback struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	n      int
+	seq    []int
+	rounds map[int]*round
+}
+
+type round struct {
+	vals    []any
+	arrived int
+	taken   int
+}
+
+func newLoopback(n int) *loopback {
+	l := &loopback{n: n, seq: make([]int, n), rounds: map[int]*round{}}
+	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+// member returns the group seen by rank.
+func (l *loopback) member(rank int) group { return &loopMember{l: l, rank: rank} }
+
+// exchange hands v in for this rank's next collective and returns every rank's value.
+func (l *loopback) exchange(rank int, v any, timeout time.Duration) ([]any, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.seq[rank]
+	l.seq[rank]++
+	r := l.rounds[s]
+	if r == nil {
+		r = &round{vals: make([]any, l.n)}
+		l.rounds[s] = r
+	}
+	r.vals[rank] = v
+	r.arrived++
+	l.cond.Broadcast()
+	deadline := time.Now().Add(timeout)
+	for r.arrived < l.n {
+		if timeout > 0 && time.Now().After(deadline) {
+			var missing []int
+			for i, x := range r.vals {
+				if x == nil {
+					missing = append(missing, i)
+				}
+			}
+			return nil, fmt.Errorf("loopback: ranks %v did not arrive within %s", missing, timeout)
+		}
+		go func() { time.Sleep(10 * time.Millisecond); l.cond.Broadcast() }()
+		l.cond.Wait()
+	}
+	out := r.vals
+	if r.taken++; r.taken == l.n {
+		delete(l.rounds, s)
+	}
+	return out, nil
+}
+
+type loopMember struct {
+	l    *loopback
+	rank int
+}
+
+func (m *loopMember) Rank() int { return m.rank }
+func (m *loopMember) Size() int { return m.l.n }
+
+func (m *loopMember) AllreduceSum(bufs [][]float32) error {
+	cp := make([][]float32, len(bufs))
+	for i, b := range bufs {
+		cp[i] = slices.Clone(b)
+	}
+	all, err := m.l.exchange(m.rank, cp, 0)
+	if err != nil {
+		return err
+	}
+	for i, b := range bufs {
+		for k := range b {
+			var s float32
+			for _, other := range all {
+				s += other.([][]float32)[i][k]
+			}
+			b[k] = s
+		}
+	}
+	return nil
+}
+
+func (m *loopMember) AllreduceFloat64(buf []float64, op ReduceOp) error {
+	all, err := m.l.exchange(m.rank, slices.Clone(buf), 0)
+	if err != nil {
+		return err
+	}
+	for k := range buf {
+		r := all[0].([]float64)[k]
+		for _, other := range all[1:] {
+			x := other.([]float64)[k]
+			if op == OpMax {
+				r = max(r, x)
+			} else {
+				r += x
+			}
+		}
+		buf[k] = r
+	}
+	return nil
+}
+
+func (m *loopMember) Broadcast(buf []byte, root int) error {
+	all, err := m.l.exchange(m.rank, slices.Clone(buf), 0)
+	if err != nil {
+		return err
+	}
+	copy(buf, all[root].([]byte))
+	return nil
+}
+
+func (m *loopMember) Allgather(mine []byte) ([][]byte, error) {
+	all, err := m.l.exchange(m.rank, slices.Clone(mine), 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(all))
+	for i, x := range all {
+		out[i] = x.([]byte)
+	}
+	return out, nil
+}
+
+func (m *loopMember) Barrier(timeout time.Duration) error {
+	_, err := m.l.exchange(m.rank, true, timeout)
+	return err
+}
+
+func (m *loopMember) Close() error { return nil }
+
+// runProcesses runs fn as nproc "processes" of devices XLA CPU devices each (goroutines with
+// their own Accelerator) joined by a loopback group, and returns their results by rank.
+func runProcesses[T any](t *testing.T, nproc, devices int, fn func(a *Accelerator) (T, error)) []T {
+	t.Helper()
+	plugin := cpuPlugin(t)
+	lb := newLoopback(nproc)
+	out := make([]T, nproc)
+	errs := make([]error, nproc)
+	var wg sync.WaitGroup
+	for r := range nproc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := newAccelerator(Config{Backend: plugin, Devices: devices, Quiet: true, Seed: 7},
+				processInfo{rank: r, worldSize: nproc, localRank: r, localWorldSize: nproc, source: "test"}, lb.member(r))
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer a.Close()
+			out[r], errs[r] = fn(a)
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	return out
+}

@@ -1,0 +1,47 @@
+package accelerator
+
+import (
+	"math"
+
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+	"github.com/pkg/errors"
+)
+
+// gradNormName is the variable, in goaccel's own scope, that holds the last gradient norm.
+const gradNormName = "grad_norm"
+
+var gradNormPath = "/" + internalScope + "/" + gradNormName
+
+// GradNorm returns the global L2 norm of the gradients of the last optimizer update, before
+// clipping (what torch.nn.utils.clip_grad_norm_ returns). It is computed only when the job
+// clips (WithClipGradNorm); otherwise, or before the first update, it is an error.
+func (j *Job) GradNorm() (float64, error) {
+	if j.opts.clipNorm <= 0 {
+		return math.NaN(), errors.New("accelerator: GradNorm: the gradient norm is computed only with WithClipGradNorm")
+	}
+	return j.readScalar(gradNormPath, "GradNorm")
+}
+
+// LearningRate returns the learning rate of the last optimizer update (the schedule's value
+// when there is one); before the first update, the optimizer's configured rate if it has
+// created its variable yet, else an error.
+func (j *Job) LearningRate() (float64, error) {
+	return j.readScalar("/"+optimizer.Scope+"/"+optimizer.ParamLearningRate, "LearningRate")
+}
+
+// readScalar reads a scalar variable of the job's Store on the host.
+func (j *Job) readScalar(path, what string) (float64, error) {
+	v := j.store.GetVariable(path)
+	if v == nil || !v.HasValue() {
+		return math.NaN(), errors.Errorf("accelerator: %s: no value yet (variable %s is set by the first optimizer update)", what, path)
+	}
+	t, err := v.Value()
+	if err != nil {
+		return math.NaN(), errors.WithMessagef(err, "accelerator: %s: reading %s", what, path)
+	}
+	x, err := scalarFloat(t)
+	if err != nil {
+		return math.NaN(), errors.WithMessagef(err, "accelerator: %s: reading %s", what, path)
+	}
+	return x, nil
+}

@@ -1,0 +1,345 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	flag "github.com/spf13/pflag"
+)
+
+const usage = `usage: goaccel launch [flags] PROGRAM [ARGS...]
+
+Starts PROGRAM as several processes (ranks) on this node, and with --nnodes on several nodes,
+as torchrun does, and stops them all when one fails. Flags take torchrun's names, in snake or
+kebab case (--nproc_per_node, --nproc-per-node), or horovodrun's (-np 4 -H host1:2,host2:2).
+
+examples:
+  goaccel launch --nproc_per_node 2 ./train --epochs 3
+  goaccel launch --nnodes 2 --node_rank 0 --master_addr 10.0.0.1 --master_port 29500 --nproc_per_node 4 ./train
+  goaccel launch -np 4 -H localhost:2,otherhost:2 ./train
+
+flags:
+`
+
+// invocation is a parsed command line.
+type invocation struct {
+	cfg        Config
+	hosts      []hostSlots // horovodrun's -H, in order; empty without -H
+	noMPICheck bool
+	// forward holds the flags to pass on to the launchers of the other -H hosts.
+	forward []string
+}
+
+// flagError is a command-line mistake: Main prints it with the usage hint and exits 2.
+type flagError struct{ error }
+
+// flagValues holds the parsed flags.
+type flagValues struct {
+	nproc, nnodes, masterAddr, logDir, timeout, joinTimeout, hosts *string
+	nodeRank, masterPort, maxRestarts, tee, np                     *int
+	standalone, noMPICheck, help                                   *bool
+}
+
+// newFlags defines the launcher's flags; "_" and "-" are the same in their names.
+func newFlags() (*flag.FlagSet, *flagValues) {
+	fs := flag.NewFlagSet("goaccel launch", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SetInterspersed(false)
+	fs.SetNormalizeFunc(func(_ *flag.FlagSet, name string) flag.NormalizedName {
+		return flag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
+	})
+	fs.Usage = func() {}
+	v := &flagValues{}
+	v.nproc = fs.String("nproc-per-node", "auto", "ranks on this node: a number, gpu (one per visible GPU) or auto (GPUs, else 1)")
+	v.nnodes = fs.String("nnodes", "1", "number of nodes (launchers) in the job")
+	v.nodeRank = fs.Int("node-rank", 0, "this node's index, 0 to nnodes-1; node 0 is the master")
+	v.masterAddr = fs.String("master-addr", "127.0.0.1", "address of the node_rank 0 machine, which the other nodes and every rank connect to")
+	v.masterPort = fs.Int("master-port", 0, fmt.Sprintf("port of the master (default: a free port on one node, %d on several)", DefaultMasterPort))
+	v.standalone = fs.Bool("standalone", false, "one node, on a free local port (the default already)")
+	v.maxRestarts = fs.Int("max-restarts", 0, "restart the whole group this many times after a worker failure")
+	v.logDir = fs.String("log-dir", "", "write DIR/attempt_A/rank_R/{stdout,stderr}.log (default: a new temporary folder)")
+	v.tee = fs.Int("tee", -1, "show on the terminal: 0 nothing, 1 every local rank's stdout, 2 stderr, 3 both (default: rank 0's output)")
+	v.timeout = fs.String("timeout", "0", "stop the whole job after this long (seconds or a duration such as 30m; 0: never)")
+	v.joinTimeout = fs.String("join-timeout", "300", "how long to wait for every node's launcher (seconds or a duration)")
+	v.np = fs.Int("np", 0, "horovodrun: total number of ranks")
+	v.hosts = fs.StringP("hosts", "H", "", "horovodrun: host1:slots,host2:slots; the first host must be this machine")
+	v.noMPICheck = fs.Bool("no-mpi-check", false, "start several ranks even when no MPI library is found (programs that do not use MPI)")
+	v.help = fs.BoolP("help", "h", false, "show this help")
+	return fs, v
+}
+
+func parseArgs(args []string, env []string) (*invocation, error) {
+	fs, v := newFlags()
+	nproc, nnodes, nodeRank, masterAddr, masterPort := v.nproc, v.nnodes, v.nodeRank, v.masterAddr, v.masterPort
+	standalone, maxRestarts, logDir, tee, timeout, joinTimeout := v.standalone, v.maxRestarts, v.logDir, v.tee, v.timeout, v.joinTimeout
+	np, hosts, noMPICheck, help := v.np, v.hosts, v.noMPICheck, v.help
+	if err := fs.Parse(horovodShortFlags(fs, args)); err != nil {
+		return nil, flagError{unknownFlagHint(fs, err)}
+	}
+	if *help {
+		return nil, flag.ErrHelp
+	}
+	inv := &invocation{noMPICheck: *noMPICheck}
+	c := &inv.cfg
+	c.Env = env
+	if fs.NArg() == 0 {
+		return nil, flagError{errors.New("no program to run")}
+	}
+	c.Program, c.Args = fs.Arg(0), fs.Args()[1:]
+	var err error
+	if c.NNodes, err = strconv.Atoi(*nnodes); err != nil || c.NNodes < 1 {
+		return nil, flagError{fmt.Errorf("--nnodes %q: want a positive number (elastic ranges such as 1:4 are not supported)", *nnodes)}
+	}
+	c.NodeRank, c.MasterAddr, c.MasterPort = *nodeRank, *masterAddr, *masterPort
+	c.MaxRestarts, c.LogDir = *maxRestarts, *logDir
+	switch {
+	case !fs.Changed("tee"):
+	case *tee == 0:
+		c.Tee = TeeNone
+	case *tee >= 1 && *tee <= 3:
+		c.Tee = *tee
+	default:
+		return nil, flagError{fmt.Errorf("--tee %d: want 0 (nothing), 1 (stdout), 2 (stderr) or 3 (both)", *tee)}
+	}
+	if c.Timeout, err = parseSeconds("timeout", *timeout); err != nil {
+		return nil, flagError{err}
+	}
+	if c.JoinTimeout, err = parseSeconds("join_timeout", *joinTimeout); err != nil {
+		return nil, flagError{err}
+	}
+	if *standalone {
+		if c.NNodes != 1 || fs.Changed("node-rank") {
+			return nil, flagError{errors.New("--standalone runs one node: drop --nnodes/--node_rank, or drop --standalone")}
+		}
+		c.MasterAddr, c.MasterPort = "127.0.0.1", 0
+	}
+	switch {
+	case *hosts != "":
+		if fs.Changed("nproc-per-node") || fs.Changed("nnodes") || fs.Changed("node-rank") {
+			return nil, flagError{errors.New("-H lists the nodes and their slots: do not combine it with --nproc_per_node, --nnodes or --node_rank")}
+		}
+		if inv.hosts, err = parseHosts(*hosts, *np); err != nil {
+			return nil, flagError{err}
+		}
+		c.NNodes, c.NprocPerNode = len(inv.hosts), inv.hosts[0].slots
+	case fs.Changed("np"):
+		if fs.Changed("nproc-per-node") {
+			return nil, flagError{errors.New("-np and --nproc_per_node both say how many ranks: give one")}
+		}
+		if *np < 1 {
+			return nil, flagError{fmt.Errorf("-np %d: want a positive number", *np)}
+		}
+		c.NprocPerNode = *np
+	default:
+		if c.NprocPerNode, err = ResolveNproc(*nproc, env); err != nil {
+			return nil, flagError{err}
+		}
+	}
+	// What the launchers of the other -H hosts need besides their node, nproc and master.
+	inv.forward = []string{"--max_restarts", strconv.Itoa(c.MaxRestarts), "--join_timeout", c.JoinTimeout.String()}
+	if fs.Changed("tee") {
+		inv.forward = append(inv.forward, "--tee", strconv.Itoa(*tee))
+	}
+	if c.LogDir != "" {
+		inv.forward = append(inv.forward, "--log_dir", c.LogDir)
+	}
+	if inv.noMPICheck {
+		inv.forward = append(inv.forward, "--no_mpi_check")
+	}
+	return inv, nil
+}
+
+// parseSeconds reads "30" (seconds) or a Go duration ("30m").
+func parseSeconds(name, v string) (time.Duration, error) {
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second)), nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return d, nil
+	}
+	return 0, fmt.Errorf("--%s %q: want seconds or a duration such as 90s or 30m", name, v)
+}
+
+// horovodShortFlags rewrites horovodrun's single-dash "-np" (which pflag would read as -n -p)
+// to "--np", in the launcher's flags only: the program's own arguments are left alone.
+func horovodShortFlags(fs *flag.FlagSet, args []string) []string {
+	out := append([]string(nil), args...)
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
+			break // the program starts here
+		}
+		if a == "-np" || strings.HasPrefix(a, "-np=") {
+			out[i] = "-" + a
+			a = out[i]
+		}
+		if strings.Contains(a, "=") {
+			continue
+		}
+		name := strings.TrimLeft(a, "-")
+		var f *flag.Flag
+		if strings.HasPrefix(a, "--") {
+			f = fs.Lookup(strings.ReplaceAll(name, "_", "-"))
+		} else if len(name) == 1 {
+			f = fs.ShorthandLookup(name)
+		}
+		if f != nil && f.Value.Type() != "bool" {
+			i++ // its value
+		}
+	}
+	return out
+}
+
+// unknownFlagHint turns pflag's "unknown flag: --nproc_per_nod" into a message with the
+// nearest known flag, spelled as the user spells flags.
+func unknownFlagHint(fs *flag.FlagSet, err error) error {
+	s := err.Error()
+	const prefix = "unknown flag: --"
+	if !strings.HasPrefix(s, prefix) {
+		return err
+	}
+	given := strings.TrimPrefix(s, prefix)
+	norm := strings.ReplaceAll(given, "_", "-")
+	best, bestD := "", 3
+	fs.VisitAll(func(f *flag.Flag) {
+		if d := editDistance(norm, f.Name); d < bestD || (d == bestD && best == "") && d <= 2 {
+			best, bestD = f.Name, d
+		}
+		if strings.HasPrefix(f.Name, norm) && best == "" {
+			best = f.Name
+		}
+	})
+	if best == "" {
+		return fmt.Errorf("unknown flag --%s (see goaccel launch --help)", given)
+	}
+	if strings.Contains(given, "_") || !strings.Contains(given, "-") {
+		best = strings.ReplaceAll(best, "-", "_")
+	}
+	return fmt.Errorf("unknown flag --%s (did you mean --%s?)", given, best)
+}
+
+// editDistance is Levenshtein's distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// Main runs `goaccel launch` with args (the words after "launch") and returns its exit status:
+// 0 when every rank exited 0; 1 when the job failed (the message names the rank that failed
+// first, how it ended and where its log is); 2 for a bad command line; 130 when interrupted.
+// SIGINT or SIGTERM stops every rank (SIGTERM, then SIGKILL after 5 s); a second one kills them.
+func Main(args []string, stdout, stderr io.Writer) int {
+	inv, err := parseArgs(args, os.Environ())
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage+flagHelp())
+		return 0
+	}
+	var fe flagError
+	if errors.As(err, &fe) {
+		fmt.Fprintf(stderr, "goaccel launch: %v\nusage: goaccel launch [flags] PROGRAM [ARGS...] (see goaccel launch --help)\n", err)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "goaccel launch: %v\n", err)
+		return 2
+	}
+	cfg := inv.cfg
+	cfg.Stdout, cfg.Stderr = stdout, stderr
+	if cfg.NprocPerNode*cfg.NNodes > 1 && !inv.noMPICheck {
+		lib, err := FindMPI(cfg.Env, cfg.Program)
+		if err != nil {
+			fmt.Fprintf(stderr, "goaccel launch: %v (or pass --no_mpi_check for a program that does not use MPI)\n", err)
+			return 2
+		}
+		cfg.MPILib = lib
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kill := make(chan struct{})
+	cfg.Kill = kill
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		n := 0
+		for sig := range sigs {
+			n++
+			if n == 1 {
+				fmt.Fprintf(stderr, "goaccel launch: %v: stopping every rank (again to kill them at once)\n", sig)
+				cancel()
+				continue
+			}
+			if n == 2 {
+				close(kill)
+			}
+		}
+	}()
+
+	var others *hostLaunchers
+	if len(inv.hosts) > 1 {
+		others = &hostLaunchers{inv: inv, stdout: stdout, stderr: stderr}
+		cfg.MasterAddr = others.masterAddr(cfg.MasterAddr)
+		cfg.OnListen = others.start
+	}
+	err = Run(ctx, cfg)
+	if others != nil {
+		others.wait(cfg.StopGrace + 10*time.Second)
+	}
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "goaccel launch: %v\n", err)
+	var f *Failure
+	if errors.As(err, &f) {
+		if f.Kind == "interrupt" {
+			return 130
+		}
+		return 1
+	}
+	return 2
+}
+
+// flagHelp lists the flags for --help, in snake case.
+func flagHelp() string {
+	fs, _ := newFlags()
+	var b strings.Builder
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "--" + strings.ReplaceAll(f.Name, "-", "_")
+		switch {
+		case f.Name == "np":
+			name = "-np"
+		case f.Shorthand != "":
+			name = "-" + f.Shorthand + ", " + name
+		}
+		def := ""
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "-1" {
+			def = " (default " + f.DefValue + ")"
+		}
+		fmt.Fprintf(&b, "  %-18s %s%s\n", name, f.Usage, def)
+	})
+	return b.String()
+}

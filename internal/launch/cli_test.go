@@ -1,0 +1,180 @@
+package launch
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseArgs(t *testing.T) {
+	env := []string{"CUDA_VISIBLE_DEVICES=0,1"}
+	cases := []struct {
+		args  []string
+		check func(inv *invocation) bool
+	}{
+		{[]string{"--nproc-per-node=2", "./train"}, func(i *invocation) bool { return i.cfg.NprocPerNode == 2 && i.cfg.Program == "./train" }},
+		{[]string{"--nproc_per_node", "3", "./train", "--nproc_per_node", "9"}, func(i *invocation) bool {
+			return i.cfg.NprocPerNode == 3 && reflect.DeepEqual(i.cfg.Args, []string{"--nproc_per_node", "9"})
+		}},
+		{[]string{"--nproc_per_node", "gpu", "x"}, func(i *invocation) bool { return i.cfg.NprocPerNode == 2 }},
+		{[]string{"x"}, func(i *invocation) bool { return i.cfg.NprocPerNode == 2 }}, // auto: one per GPU
+		{[]string{"-np", "4", "./train", "-np", "2"}, func(i *invocation) bool {
+			return i.cfg.NprocPerNode == 4 && reflect.DeepEqual(i.cfg.Args, []string{"-np", "2"})
+		}},
+		{[]string{"-np=2", "--tee", "3", "x"}, func(i *invocation) bool { return i.cfg.NprocPerNode == 2 && i.cfg.Tee == 3 }},
+		{[]string{"--tee=0", "x"}, func(i *invocation) bool { return i.cfg.Tee == TeeNone }},
+		{[]string{"-H", "localhost:2,127.0.0.1:3", "-np", "4", "x"}, func(i *invocation) bool {
+			return reflect.DeepEqual(i.hosts, []hostSlots{{"localhost", 2}, {"127.0.0.1", 2}}) &&
+				i.cfg.NNodes == 2 && i.cfg.NprocPerNode == 2
+		}},
+		{[]string{"--nnodes", "2", "--node-rank", "1", "--master_addr", "10.0.0.1", "--master-port", "1234",
+			"--max_restarts", "2", "--log_dir", "/tmp/l", "--timeout", "90", "x", "a"}, func(i *invocation) bool {
+			c := i.cfg
+			return c.NNodes == 2 && c.NodeRank == 1 && c.MasterAddr == "10.0.0.1" && c.MasterPort == 1234 &&
+				c.MaxRestarts == 2 && c.LogDir == "/tmp/l" && c.Timeout.Seconds() == 90 && reflect.DeepEqual(c.Args, []string{"a"})
+		}},
+		{[]string{"--standalone", "--master_port", "5", "x"}, func(i *invocation) bool {
+			return i.cfg.MasterPort == 0 && i.cfg.MasterAddr == "127.0.0.1"
+		}},
+		{[]string{"--timeout", "30m", "--", "x"}, func(i *invocation) bool { return i.cfg.Timeout.Minutes() == 30 && i.cfg.Program == "x" }},
+	}
+	for _, c := range cases {
+		inv, err := parseArgs(c.args, env)
+		if err != nil || !c.check(inv) {
+			t.Errorf("%q: %v %+v", c.args, err, inv)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	t.Setenv("CUDA_VISIBLE_DEVICES", "")
+	t.Setenv("GOACCEL_DEVICES", "4")
+	t.Setenv("GOACCEL_MPI_LIB", "")
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want []string
+	}{
+		{"unknown flag", nil, []string{"--nproc_per_nod", "2", "true"}, []string{"unknown flag --nproc_per_nod (did you mean --nproc_per_node?)"}},
+		{"unknown kebab flag", nil, []string{"--max-restart", "2", "true"}, []string{"did you mean --max-restarts?"}},
+		{"no program", nil, []string{"--nproc_per_node", "2"}, []string{"no program to run", "usage: goaccel launch"}},
+		{"more ranks than devices", nil, []string{"--nproc_per_node", "8", "true"},
+			[]string{"--nproc_per_node 8 is more than the 4 CPU devices", "GOACCEL_DEVICES=4"}},
+		{"more ranks than GPUs", map[string]string{"CUDA_VISIBLE_DEVICES": "0,1"}, []string{"--nproc_per_node", "3", "--no_mpi_check", "true"},
+			[]string{"--nproc_per_node 3 does not divide the 2 visible GPUs"}},
+		{"gpu without GPUs", nil, []string{"--nproc_per_node", "gpu", "true"}, []string{"no GPU is visible"}},
+		{"missing program", nil, []string{"./no-such-trainer", "--epochs", "1"}, []string{`program "./no-such-trainer" not found`}},
+		{"MPI not installed", map[string]string{"GOACCEL_MPI_LIB": "/nonexistent/libmpi.so.12"}, []string{"--nproc_per_node", "2", "true"},
+			[]string{"GOACCEL_MPI_LIB=/nonexistent/libmpi.so.12", "make deps", "pip install", "mpich==5.0.2", "--no_mpi_check"}},
+		{"elastic nnodes", nil, []string{"--nnodes", "1:4", "true"}, []string{"elastic ranges"}},
+		{"node_rank out of range", nil, []string{"--nnodes", "2", "--node_rank", "2", "--no_mpi_check", "true"}, []string{"--node_rank 2 is out of range"}},
+		{"standalone with nodes", nil, []string{"--standalone", "--nnodes", "2", "true"}, []string{"--standalone runs one node"}},
+		{"bad tee", nil, []string{"--tee", "5", "true"}, []string{"--tee 5"}},
+		{"-np beyond -H slots", nil, []string{"-np", "5", "-H", "localhost:2,127.0.0.1:2", "true"}, []string{"-np 5 is more than the 4 slots"}},
+		{"remote first host", nil, []string{"-H", "gpu-node-17:2,localhost:2", "true"}, []string{"the first host (gpu-node-17) must be this machine"}},
+		{"-np with --nproc_per_node", nil, []string{"-np", "2", "--nproc_per_node", "2", "true"}, []string{"give one"}},
+	}
+	for _, c := range cases {
+		for k, v := range c.env {
+			t.Setenv(k, v)
+		}
+		var out, errOut bytes.Buffer
+		code := Main(c.args, &out, &errOut)
+		for k := range c.env {
+			switch k {
+			case "CUDA_VISIBLE_DEVICES", "GOACCEL_MPI_LIB":
+				t.Setenv(k, "")
+			}
+		}
+		if code != 2 {
+			t.Errorf("%s: exit %d, want 2\n%s", c.name, code, errOut.String())
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errOut.String(), w) {
+				t.Errorf("%s: stderr misses %q:\n%s", c.name, w, errOut.String())
+			}
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"--help"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, w := range []string{"usage: goaccel launch [flags] PROGRAM [ARGS...]", "--nproc_per_node", "--master_addr",
+		"-np", "-H, --hosts", "--max_restarts", "--tee"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("help misses %q:\n%s", w, out.String())
+		}
+	}
+}
+
+func TestResolveNproc(t *testing.T) {
+	gpus := []string{"CUDA_VISIBLE_DEVICES=3,5"}
+	none := []string{"CUDA_VISIBLE_DEVICES="}
+	for _, c := range []struct {
+		spec string
+		env  []string
+		want int
+	}{{"4", none, 4}, {"gpu", gpus, 2}, {"auto", gpus, 2}, {"auto", none, 1},
+		{"auto", []string{"CUDA_VISIBLE_DEVICES=0,1", "GOMLX_BACKEND=xla:cpu"}, 1}} {
+		if n, err := ResolveNproc(c.spec, c.env); err != nil || n != c.want {
+			t.Errorf("ResolveNproc(%q, %v) = %d, %v; want %d", c.spec, c.env, n, err, c.want)
+		}
+	}
+	for _, spec := range []string{"0", "-1", "many"} {
+		if _, err := ResolveNproc(spec, none); err == nil {
+			t.Errorf("ResolveNproc(%q) accepted", spec)
+		}
+	}
+}
+
+func TestSplitNode(t *testing.T) {
+	devs := func(env []string, n int, key string) ([]string, string) {
+		shares, note, err := splitNode(env, n)
+		if err != nil {
+			t.Fatalf("splitNode(%v, %d): %v", env, n, err)
+		}
+		var out []string
+		for _, s := range shares {
+			out = append(out, s.vars[key])
+		}
+		return out, note
+	}
+	four := []string{"CUDA_VISIBLE_DEVICES=4,5,6,7"}
+	if got, _ := devs(four, 2, "CUDA_VISIBLE_DEVICES"); !reflect.DeepEqual(got, []string{"4,5", "6,7"}) {
+		t.Errorf("4 GPUs / 2 ranks: %v", got)
+	}
+	if got, note := devs(four[:1:1], 8, "CUDA_VISIBLE_DEVICES"); !reflect.DeepEqual(got, []string{"4", "4", "5", "5", "6", "6", "7", "7"}) ||
+		!strings.Contains(note, "2 ranks share each GPU") {
+		t.Errorf("4 GPUs / 8 ranks: %v %q", got, note)
+	}
+	cpu := []string{"CUDA_VISIBLE_DEVICES=", "GOACCEL_DEVICES=4"}
+	if got, note := devs(cpu, 3, "GOACCEL_DEVICES"); !reflect.DeepEqual(got, []string{"1", "1", "1"}) ||
+		!strings.Contains(note, "1 CPU device(s) left unused") {
+		t.Errorf("4 CPU devices / 3 ranks: %v %q", got, note)
+	}
+	if got, _ := devs([]string{"CUDA_VISIBLE_DEVICES="}, 2, "GOACCEL_DEVICES"); !reflect.DeepEqual(got, []string{"2", "2"}) {
+		t.Errorf("default CPU devices / 2 ranks: %v", got)
+	}
+	if got, _ := devs([]string{"CUDA_VISIBLE_DEVICES=0,1", "GOMLX_BACKEND=cpu", "GOACCEL_DEVICES=2"}, 2, "CUDA_VISIBLE_DEVICES"); !reflect.DeepEqual(got, []string{"", ""}) {
+		t.Errorf("a CPU backend must not be given GPUs: %v", got)
+	}
+	if got, _ := devs(append(cpu, "GOMAXPROCS=7"), 2, "GOMAXPROCS"); !reflect.DeepEqual(got, []string{"", ""}) {
+		t.Errorf("a GOMAXPROCS already set must be kept: %v", got)
+	}
+}
+
+func TestProcessMapping(t *testing.T) {
+	for _, c := range []struct {
+		nprocs []int
+		want   string
+	}{{[]int{3}, "(vector,(0,1,3))"}, {[]int{2, 2}, "(vector,(0,2,2))"}, {[]int{2, 3, 3}, "(vector,(0,1,2),(1,2,3))"}} {
+		if got := processMapping(c.nprocs); got != c.want {
+			t.Errorf("processMapping(%v) = %s, want %s", c.nprocs, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,229 @@
+package launch
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// DefaultCPUDevices is the number of XLA CPU devices a node is taken to have when
+// $GOACCEL_DEVICES is not set; --nproc_per_node N gives each rank DefaultCPUDevices/N of them.
+const DefaultCPUDevices = 4
+
+// lookup reads a variable from an environment list ("K=V"); the last one wins, as in exec.
+func lookup(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// setEnv returns env with key set to value, replacing every earlier definition.
+func setEnv(env []string, key, value string) []string {
+	return append(removeKey(env, key), key+"="+value)
+}
+
+// removeKey returns a copy of env without key.
+func removeKey(env []string, key string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k != key {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// visibleGPUs lists the GPUs a rank may be given: $CUDA_VISIBLE_DEVICES's entries when it is
+// set (empty or "-1": none), else one per /dev/nvidiaN file. A backend forced to the CPU or
+// to pure Go ($GOMLX_BACKEND) sees none.
+func visibleGPUs(env []string) []string {
+	if b, _ := lookup(env, "GOMLX_BACKEND"); b == "go" || strings.Contains(b, "cpu") {
+		return nil
+	}
+	if v, ok := lookup(env, "CUDA_VISIBLE_DEVICES"); ok {
+		var ids []string
+		for _, id := range strings.Split(v, ",") {
+			if id = strings.TrimSpace(id); id != "" && id != "-1" {
+				ids = append(ids, id)
+			}
+		}
+		return ids
+	}
+	files, _ := filepath.Glob("/dev/nvidia[0-9]*")
+	ids := make([]string, len(files))
+	for i := range files {
+		ids[i] = strconv.Itoa(i)
+	}
+	return ids
+}
+
+// ResolveNproc turns --nproc_per_node's value into a number of ranks: a positive number;
+// "gpu": one rank per visible GPU (an error without GPUs); "auto": one per visible GPU, else 1
+// (one process driving all the CPU devices, goaccel's default).
+func ResolveNproc(spec string, env []string) (int, error) {
+	switch spec {
+	case "gpu":
+		g := visibleGPUs(env)
+		if len(g) == 0 {
+			return 0, fmt.Errorf("--nproc_per_node gpu: no GPU is visible (CUDA_VISIBLE_DEVICES, /dev/nvidia*): " +
+				"give a number, or auto")
+		}
+		return len(g), nil
+	case "auto", "":
+		if g := visibleGPUs(env); len(g) > 0 {
+			return len(g), nil
+		}
+		return 1, nil
+	}
+	n, err := strconv.Atoi(spec)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("--nproc_per_node %q: want a positive number, gpu or auto", spec)
+	}
+	return n, nil
+}
+
+// share is what one local rank gets of this node: its environment variables for devices and threads.
+type share struct {
+	vars map[string]string
+}
+
+// splitNode divides this node among n local ranks: the visible GPUs (each rank a contiguous
+// share of $CUDA_VISIBLE_DEVICES; with more ranks than GPUs, ranks share a GPU evenly) or else
+// the CPU devices ($GOACCEL_DEVICES, default DefaultCPUDevices; each rank gets total/n), and
+// the cores: GOMAXPROCS and OMP_NUM_THREADS = max(1, cores/n) unless already set. The note,
+// when not empty, says what was left unused.
+func splitNode(env []string, n int) (shares []share, note string, err error) {
+	shares = make([]share, n)
+	for i := range shares {
+		shares[i].vars = map[string]string{}
+	}
+	if gpus := visibleGPUs(env); len(gpus) > 0 {
+		g := len(gpus)
+		switch {
+		case n <= g && g%n == 0:
+			per := g / n
+			for i := range shares {
+				shares[i].vars["CUDA_VISIBLE_DEVICES"] = strings.Join(gpus[i*per:(i+1)*per], ",")
+			}
+		case n > g && n%g == 0:
+			per := n / g
+			for i := range shares {
+				shares[i].vars["CUDA_VISIBLE_DEVICES"] = gpus[i/per]
+			}
+			note = fmt.Sprintf("%d ranks share each GPU: limit each one's GPU memory", per)
+		default:
+			return nil, "", fmt.Errorf("--nproc_per_node %d does not divide the %d visible GPUs (%s), nor do they "+
+				"divide it: choose a divisor or multiple of %d, or set CUDA_VISIBLE_DEVICES", n, g, strings.Join(gpus, ","), g)
+		}
+	} else {
+		total := DefaultCPUDevices
+		from := fmt.Sprintf("the default %d; set GOACCEL_DEVICES for more", DefaultCPUDevices)
+		v, set := lookup(env, "GOACCEL_DEVICES")
+		if set {
+			total, err = strconv.Atoi(v)
+			if err != nil || total < 1 {
+				return nil, "", fmt.Errorf("GOACCEL_DEVICES=%q is not a positive integer", v)
+			}
+			from = "GOACCEL_DEVICES=" + v
+		}
+		if n > total {
+			return nil, "", fmt.Errorf("--nproc_per_node %d is more than the %d CPU devices of this node (%s): "+
+				"no GPU is visible, and each rank needs at least one device", n, total, from)
+		}
+		if set || n > 1 {
+			for i := range shares {
+				shares[i].vars["GOACCEL_DEVICES"] = strconv.Itoa(total / n)
+			}
+		}
+		if total%n != 0 {
+			note = fmt.Sprintf("%d CPU device(s) left unused: %d ranks x %d devices", total%n, n, total/n)
+		}
+	}
+	threads := strconv.Itoa(max(1, runtime.NumCPU()/n))
+	for _, key := range []string{"GOMAXPROCS", "OMP_NUM_THREADS"} {
+		if _, set := lookup(env, key); !set {
+			for i := range shares {
+				shares[i].vars[key] = threads
+			}
+		}
+	}
+	return shares, note, nil
+}
+
+// mpiDefaults are set in every rank's environment unless already set: MPICH's shared-memory
+// collectives spin so hard with more ranks than cores that a large broadcast did not finish
+// in minutes; its generic ("mpir") algorithms do not.
+var mpiDefaults = []string{
+	"MPIR_CVAR_BCAST_POSIX_INTRA_ALGORITHM=mpir",
+	"MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM=mpir",
+	"MPIR_CVAR_BARRIER_POSIX_INTRA_ALGORITHM=mpir",
+}
+
+// inherited are variables of an enclosing launcher that would make a rank find the wrong peers.
+var inherited = []string{"PMI_FD", "PMI_SPAWNED", "PMI_JOBID", "PMIX_RANK", "PMIX_NAMESPACE", "PMIX_SERVER_URI2",
+	"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"}
+
+// rankEnv is the environment of one rank.
+type rankEnv struct {
+	rank, local, nlocal, world, node, nnodes, restart int
+	masterAddr                                        string
+	masterPort                                        int
+	share                                             share
+	mpiLib                                            string
+}
+
+func (r rankEnv) build(base []string) []string {
+	env := base
+	for _, k := range inherited {
+		env = removeKey(env, k)
+	}
+	set := func(k string, v any) { env = setEnv(env, k, fmt.Sprint(v)) }
+	// torchrun's variables.
+	set("RANK", r.rank)
+	set("LOCAL_RANK", r.local)
+	set("WORLD_SIZE", r.world)
+	set("LOCAL_WORLD_SIZE", r.nlocal)
+	set("GROUP_RANK", r.node)
+	set("NODE_RANK", r.node)
+	set("GROUP_WORLD_SIZE", r.nnodes)
+	set("MASTER_ADDR", r.masterAddr)
+	set("MASTER_PORT", r.masterPort)
+	set("TORCHELASTIC_RESTART_COUNT", r.restart)
+	set("GOACCEL_RESTART_COUNT", r.restart)
+	// MPICH's process-manager interface: the launcher's PMI-1 server.
+	set("PMI_PORT", fmt.Sprintf("%s:%d", r.masterAddr, r.masterPort))
+	set("PMI_ID", r.rank)
+	set("PMI_RANK", r.rank)
+	set("PMI_SIZE", r.world)
+	set("MPI_LOCALRANKID", r.local)
+	set("MPI_LOCALNRANKS", r.nlocal)
+	set("MPIR_CVAR_PMI_VERSION", 1) // the server speaks PMI-1 only
+	for _, kv := range mpiDefaults {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, ok := lookup(env, k); !ok {
+			set(k, v)
+		}
+	}
+	if _, ok := lookup(env, "GOACCEL_MPI_LIB"); !ok && r.mpiLib != "" {
+		set("GOACCEL_MPI_LIB", r.mpiLib)
+	}
+	for k, v := range r.share.vars {
+		set(k, v)
+	}
+	return env
+}
+
+// hostname is this machine's name, for messages.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "localhost"
+	}
+	return h
+}

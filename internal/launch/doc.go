@@ -1,0 +1,78 @@
+// Package launch is `goaccel launch`: it starts one program as several processes (ranks), on
+// one machine or several, and stops them all when one fails — the job of torchrun and
+// horovodrun. The command line is torchrun's (--nproc_per_node, --nnodes, --node_rank,
+// --master_addr, --master_port, --standalone, --max_restarts, --log_dir, --tee, snake or kebab
+// case) or horovodrun's (-np 4 -H host1:2,host2:2); see Main. Run is the same as a library call.
+//
+// # Process model
+//
+// Each node (machine) runs one launcher; the launcher of node_rank 0 is the master. The master
+// listens on --master_addr:--master_port (one node: 127.0.0.1 and a free port) and serves two
+// things on that one TCP port:
+//
+//   - the rendezvous of the launchers: every launcher (the master's own included) connects,
+//     says how many ranks it runs, and once all --nnodes have joined gets its first global
+//     rank and the world size (ranks are numbered node after node, in node_rank order);
+//   - MPICH's simple PMI-1 key-value store and barrier, which MPI_Init uses to find the other
+//     ranks: every rank gets PMI_PORT=master:port and PMI_ID=its rank, and MPICH's client
+//     connects there (the commands answered are listed at server.onPMI; MPICH learns which
+//     ranks share a node from the PMI_process_mapping key, so it uses shared memory within a
+//     node and the network between nodes).
+//
+// Each launcher starts its local ranks itself, as child processes in their own process
+// groups, so it knows their pids, exit codes and signals. Every rank's environment has
+// torchrun's RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK (= NODE_RANK),
+// GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and TORCHELASTIC_RESTART_COUNT (= GOACCEL_RESTART_COUNT);
+// MPICH's PMI_PORT, PMI_ID, PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS; its share of
+// the node: CUDA_VISIBLE_DEVICES (a contiguous share of the visible GPUs, or one shared GPU
+// when there are more ranks than GPUs) or, without GPUs, GOACCEL_DEVICES = total/nproc_per_node
+// of the CPU devices (total: $GOACCEL_DEVICES, else DefaultCPUDevices); GOMAXPROCS and
+// OMP_NUM_THREADS = max(1, cores/nproc_per_node) unless already set; MPICH's
+// MPIR_CVAR_{BCAST,ALLREDUCE,BARRIER}_POSIX_INTRA_ALGORITHM=mpir unless already set (MPICH's
+// shared-memory collectives spin badly with more ranks than cores); GOACCEL_MPI_LIB when the
+// launcher found an MPI library and the variable is not set. Variables of an enclosing
+// launcher (PMI_FD, PMIX_*, OMPI_COMM_WORLD_*) are removed.
+//
+// Two launchers on one host, `--nnodes 2 --node_rank 0|1 --master_addr 127.0.0.1`, go through
+// the same code as two machines: the tests run that. horovodrun's -H starts the launchers of
+// the other hosts itself: on this machine for its own names (localhost, 127.0.0.1, its host
+// name or addresses), by `ssh HOST 'cd $PWD && exec /same/path/goaccel launch --node_rank i ...'`
+// for others (that needs the same binary and working directory there, and is untested here).
+//
+// # Output
+//
+// Every rank's stdout and stderr go to LOG_DIR/attempt_A/rank_R/{stdout,stderr}.log (LOG_DIR:
+// --log_dir, or a new temporary folder). By default the terminal also shows rank 0's stdout and
+// stderr; --tee 1, 2 or 3 shows every local rank's stdout, stderr or both instead, and --tee 0
+// nothing. With more than one rank, terminal lines are prefixed "[rank N] ".
+//
+// # Failure semantics (torchrun's)
+//
+//   - When a rank exits non-zero or dies by a signal, its launcher reports it to the master,
+//     which tells every launcher to stop: the other ranks get SIGTERM, then SIGKILL after
+//     Config.StopGrace (5 s). The first report of an attempt wins, so the rank named is the
+//     one that failed first, not a survivor that MPI tore down after it.
+//   - Every launcher then exits 1 with a message naming that rank, its node, host and pid, how
+//     it ended ("exit code 3", "signal: killed") and its log folder; the launcher where it ran
+//     also prints the last lines of its stderr. A rank that called MPI_Abort has its message
+//     added.
+//   - With --max_restarts N the whole group (every node) restarts, up to N times; the attempt
+//     number is in TORCHELASTIC_RESTART_COUNT, and resuming from the latest checkpoint is the
+//     program's part.
+//   - Success is every rank of every node exiting 0, whether or not it finalized MPI.
+//   - Ctrl-C or SIGTERM on any launcher stops every rank of the job (exit status 130); a
+//     second one kills the local ranks at once. A launcher that goes away stops the job too.
+//     --timeout stops the whole job after that long.
+//   - A rank hanging in a collective is the library's to report (its collective timeouts);
+//     --timeout is the launcher's backstop.
+//   - When an attempt's ranks are gone, the launcher removes the /dev/shm files they left
+//     (the files they mapped, and new mpich_shm_* files that no live process uses).
+//
+// # MPI
+//
+// With more than one rank, Main refuses to start without an MPI library (FindMPI; the error
+// says how to install MPICH: `make deps`), unless --no_mpi_check. The PMI server speaks PMI-1
+// only, so the ranks get MPIR_CVAR_PMI_VERSION=1. Open MPI uses PMIx instead: under Open MPI
+// (and under Slurm) run the program with the cluster's own `mpirun -n 4 ./train` or
+// `srun -n 4 ./train`; goaccel's library reads OMPI_COMM_WORLD_*, PMI_* or SLURM_* itself.
+package launch

@@ -1,0 +1,172 @@
+package launch
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// hostSlots is one entry of horovodrun's -H list: a host and how many ranks it runs.
+type hostSlots struct {
+	host  string
+	slots int
+}
+
+// parseHosts reads "host1:2,host2:2" (a host without ":N" has one slot) and fills the slots in
+// order with np ranks (np 0: every slot). Hosts left without a rank are dropped.
+func parseHosts(spec string, np int) ([]hostSlots, error) {
+	var all []hostSlots
+	total := 0
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		h := hostSlots{host: item, slots: 1}
+		if i := strings.LastIndex(item, ":"); i >= 0 {
+			n, err := strconv.Atoi(item[i+1:])
+			if err != nil || n < 1 || i == 0 {
+				return nil, fmt.Errorf("-H %q: %q is not host:slots with slots a positive number", spec, item)
+			}
+			h.host, h.slots = item[:i], n
+		}
+		all = append(all, h)
+		total += h.slots
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("-H %q lists no host", spec)
+	}
+	if np == 0 {
+		np = total
+	}
+	if np > total {
+		return nil, fmt.Errorf("-np %d is more than the %d slots of -H %s", np, total, spec)
+	}
+	var out []hostSlots
+	for _, h := range all {
+		if np == 0 {
+			break
+		}
+		h.slots = min(h.slots, np)
+		np -= h.slots
+		out = append(out, h)
+	}
+	if !isLocalHost(out[0].host) {
+		return nil, fmt.Errorf("-H: the first host (%s) must be this machine, which runs the master: "+
+			"run goaccel launch on %s, or list this machine first", out[0].host, out[0].host)
+	}
+	return out, nil
+}
+
+// isLocalHost says whether host names this machine: localhost, a loopback address, the host
+// name, or one of its interfaces' addresses.
+func isLocalHost(host string) bool {
+	if isLoopback(host) || host == hostname() {
+		return true
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return false
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostLaunchers starts and waits for the launchers of the -H hosts after the first: on this
+// machine for names of this machine (the same code path as a real second machine), through
+// ssh with the same binary path otherwise.
+type hostLaunchers struct {
+	inv            *invocation
+	stdout, stderr io.Writer
+	addr           string
+	procs          []*exec.Cmd
+	wg             sync.WaitGroup
+}
+
+// masterAddr is the address the other hosts reach the master at: given, else 127.0.0.1 when
+// every host is this machine, else this machine's host name.
+func (h *hostLaunchers) masterAddr(given string) string {
+	h.addr = given
+	allLocal := true
+	for _, hs := range h.inv.hosts {
+		allLocal = allLocal && isLocalHost(hs.host)
+	}
+	if !allLocal && isLoopback(given) {
+		h.addr = hostname()
+	}
+	return h.addr
+}
+
+// start runs `SELF launch --nnodes N --node_rank i --master_addr A --master_port P ... PROGRAM ARGS`
+// for every host after the first.
+func (h *hostLaunchers) start(port int) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cannot find this program to start the other hosts' launchers: %w", err)
+	}
+	cfg := h.inv.cfg
+	for i, hs := range h.inv.hosts {
+		if i == 0 {
+			continue
+		}
+		args := []string{"launch", "--nnodes", strconv.Itoa(len(h.inv.hosts)), "--node_rank", strconv.Itoa(i),
+			"--master_addr", h.addr, "--master_port", strconv.Itoa(port), "--nproc_per_node", strconv.Itoa(hs.slots)}
+		args = append(args, h.inv.forward...)
+		args = append(append(args, "--", cfg.Program), cfg.Args...)
+		var cmd *exec.Cmd
+		if isLocalHost(hs.host) {
+			cmd = exec.Command(self, args...)
+			cmd.Env = cfg.Env
+		} else {
+			wd, _ := os.Getwd()
+			remote := "cd " + shellQuote(wd) + " && exec " + shellQuote(self)
+			for _, a := range args {
+				remote += " " + shellQuote(a)
+			}
+			cmd = exec.Command("ssh", "-o", "BatchMode=yes", hs.host, remote)
+		}
+		cmd.Stdout, cmd.Stderr = h.stdout, h.stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Ctrl-C reaches it through the master
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("cannot start the launcher of host %s: %w", hs.host, err)
+		}
+		h.procs = append(h.procs, cmd)
+		h.wg.Add(1)
+		go func() { defer h.wg.Done(); _ = cmd.Wait() }()
+	}
+	return nil
+}
+
+// wait waits for the other launchers (they end with the job), killing them after d.
+func (h *hostLaunchers) wait(d time.Duration) {
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		for _, c := range h.procs {
+			signalGroup(c.Process.Pid, syscall.SIGKILL)
+		}
+		<-done
+	}
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,599 @@
+package launch
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Config is one launcher's job: the program, how many ranks this node runs, and where the
+// node_rank 0 launcher (the master) listens. The zero value of every optional field works.
+type Config struct {
+	// Program is the worker program (a path, or a name looked up in $PATH); Args its arguments.
+	Program string
+	Args    []string
+	// NprocPerNode is the number of ranks this launcher starts (default 1); see ResolveNproc.
+	NprocPerNode int
+	// NNodes is the number of launchers (nodes) of the job (default 1); NodeRank is this one's
+	// index, 0 for the master.
+	NNodes, NodeRank int
+	// MasterAddr and MasterPort are where the master listens and the ranks' PMI_PORT points.
+	// Defaults: 127.0.0.1; with one node a free port, with several DefaultMasterPort.
+	MasterAddr string
+	MasterPort int
+	// MaxRestarts is how many times the whole group restarts after a worker failure.
+	MaxRestarts int
+	// LogDir receives LogDir/attempt_A/rank_R/{stdout,stderr}.log; "" makes a temporary folder.
+	LogDir string
+	// Tee chooses what the terminal shows besides the logs: 0 (the default) rank 0's stdout
+	// and stderr; 1 every local rank's stdout; 2 their stderr; 3 both; TeeNone nothing.
+	// Lines of several ranks are prefixed "[rank N] ".
+	Tee int
+	// Timeout, when positive, stops the whole job after that long (set on the master).
+	Timeout time.Duration
+	// JoinTimeout bounds the wait for all nodes' launchers (default 5 minutes).
+	JoinTimeout time.Duration
+	// StopGrace is how long stopped workers get between SIGTERM and SIGKILL (default 5 s).
+	StopGrace time.Duration
+	// Env is the workers' base environment (nil: this process's).
+	Env []string
+	// MPILib is passed to the ranks as $GOACCEL_MPI_LIB when they do not set it.
+	MPILib string
+	// Stdout and Stderr receive the workers' shown output and the launcher's messages
+	// (nil: os.Stdout, os.Stderr).
+	Stdout, Stderr io.Writer
+	// Kill, when closed, kills every worker at once (SIGKILL): a second Ctrl-C.
+	Kill <-chan struct{}
+	// OnListen, on the master, is called with its port before any rank starts: the place to
+	// start the launchers of the other nodes (horovodrun's -H does).
+	OnListen func(port int) error
+}
+
+// TeeNone is Config.Tee's value for "no worker output on the terminal" (torchrun's --tee 0).
+const TeeNone = -1
+
+// DefaultMasterPort is the master's port for a job of several nodes without --master_port (torchrun's).
+const DefaultMasterPort = 29500
+
+// Failure is the error of a job that did not end with every rank exiting 0.
+type Failure struct {
+	// Kind is "worker" (a rank exited non-zero or was killed), "start" (a rank could not be
+	// started), "interrupt" (Ctrl-C or SIGTERM on a launcher), "timeout" (Config.Timeout),
+	// "node" (a node's launcher went away), "join" (the nodes did not all join), "master"
+	// (the connection to the master was lost).
+	Kind string
+	// Rank is the global rank that failed first (-1 when no rank is to blame); Node the
+	// node_rank it ran on, Host that node's host name and PID its process id.
+	Rank, Node int
+	Host       string
+	PID        int
+	// What is how it ended: "exit code 3", "signal: killed".
+	What string
+	// Log is the folder with its stdout.log and stderr.log, on Host.
+	Log string
+	// Why is the whole story when Rank is -1, or MPI_Abort's message.
+	Why string
+	// Attempt counts restarts before the failure (0: the first attempt).
+	Attempt int
+}
+
+func (f *Failure) Error() string {
+	var b strings.Builder
+	if f.Rank >= 0 {
+		fmt.Fprintf(&b, "rank %d (node_rank %d on %s, pid %d) failed first: %s", f.Rank, f.Node, f.Host, f.PID, f.What)
+		if f.Why != "" {
+			fmt.Fprintf(&b, " (%s)", f.Why)
+		}
+		if f.Log != "" {
+			fmt.Fprintf(&b, "; its log: %s/{stdout,stderr}.log", f.Log)
+		}
+		b.WriteString("; the other ranks were stopped")
+	} else {
+		b.WriteString(f.Why)
+	}
+	if f.Attempt > 0 {
+		fmt.Fprintf(&b, " (after %d restart(s))", f.Attempt)
+	}
+	return b.String()
+}
+
+func failureFrom(m message) *Failure {
+	f := &Failure{Kind: m.args["kind"], Rank: -1, Node: -1}
+	if r, err := strconv.Atoi(m.args["rank"]); err == nil {
+		f.Rank = r
+	}
+	f.Node, _ = strconv.Atoi(m.args["node"])
+	f.PID, _ = strconv.Atoi(m.args["pid"])
+	f.Attempt, _ = strconv.Atoi(m.args["attempt"])
+	f.Host, f.What, f.Log, f.Why = m.args["host"], m.args["what"], m.args["log"], m.args["why"]
+	if a := m.args["abort"]; a != "" {
+		f.Why = "MPI_Abort: " + a
+	}
+	return f
+}
+
+func (c *Config) defaults() error {
+	if c.NprocPerNode == 0 {
+		c.NprocPerNode = 1
+	}
+	if c.NNodes == 0 {
+		c.NNodes = 1
+	}
+	if c.MasterAddr == "" {
+		c.MasterAddr = "127.0.0.1"
+	}
+	if c.MasterPort == 0 && c.NNodes > 1 {
+		c.MasterPort = DefaultMasterPort
+	}
+	if c.JoinTimeout <= 0 {
+		c.JoinTimeout = 5 * time.Minute
+	}
+	if c.StopGrace <= 0 {
+		c.StopGrace = 5 * time.Second
+	}
+	if c.Env == nil {
+		c.Env = os.Environ()
+	}
+	if c.Stdout == nil {
+		c.Stdout = os.Stdout
+	}
+	if c.Stderr == nil {
+		c.Stderr = os.Stderr
+	}
+	switch {
+	case c.Program == "":
+		return errors.New("no program to run: usage: goaccel launch [flags] PROGRAM [ARGS...]")
+	case c.NprocPerNode < 0:
+		return fmt.Errorf("--nproc_per_node %d: want a positive number", c.NprocPerNode)
+	case c.NNodes < 0 || c.NodeRank < 0 || c.NodeRank >= c.NNodes:
+		return fmt.Errorf("--node_rank %d is out of range for --nnodes %d (0 to %d)", c.NodeRank, c.NNodes, c.NNodes-1)
+	case c.MaxRestarts < 0:
+		return fmt.Errorf("--max_restarts %d: want 0 or more", c.MaxRestarts)
+	case c.Tee < TeeNone || c.Tee > 3:
+		return fmt.Errorf("--tee %d: want 0 (none), 1 (stdout), 2 (stderr) or 3 (both)", c.Tee)
+	}
+	if _, err := exec.LookPath(c.Program); err != nil {
+		return fmt.Errorf("program %q not found: %w (give a path such as ./%s, or a name in $PATH)",
+			c.Program, unwrapExec(err), filepath.Base(c.Program))
+	}
+	return nil
+}
+
+func unwrapExec(err error) error {
+	var e *exec.Error
+	if errors.As(err, &e) {
+		return e.Err
+	}
+	return err
+}
+
+// Run runs the job's share of this node and returns when the job is over: nil when every rank
+// of every node exited 0, a *Failure otherwise, another error for bad configuration. Cancelling
+// ctx stops the job (every rank of every node gets SIGTERM, then SIGKILL after StopGrace) and
+// Run returns a Failure of kind "interrupt".
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.defaults(); err != nil {
+		return err
+	}
+	shares, note, err := splitNode(cfg.Env, cfg.NprocPerNode)
+	if err != nil {
+		return err
+	}
+	if cfg.LogDir == "" {
+		if cfg.LogDir, err = os.MkdirTemp("", "goaccel-launch-"); err != nil {
+			return err
+		}
+	}
+	if cfg.LogDir, err = filepath.Abs(cfg.LogDir); err != nil {
+		return err
+	}
+	l := &launcher{cfg: cfg, shares: shares, host: hostname()}
+	if note != "" {
+		l.sayf("%s", note)
+	}
+	masterAddr := net.JoinHostPort(cfg.MasterAddr, strconv.Itoa(cfg.MasterPort))
+	if cfg.NodeRank == 0 {
+		bind := masterAddr
+		if cfg.NNodes > 1 && !isLoopback(cfg.MasterAddr) {
+			bind = net.JoinHostPort("", strconv.Itoa(cfg.MasterPort)) // other machines must reach it
+		}
+		srv, err := newServer(bind, cfg.NNodes, cfg.MaxRestarts, cfg.JoinTimeout)
+		if err != nil {
+			return err
+		}
+		defer srv.close()
+		l.cfg.MasterPort = srv.port()
+		masterAddr = net.JoinHostPort(cfg.MasterAddr, strconv.Itoa(l.cfg.MasterPort))
+		if cfg.Timeout > 0 {
+			t := time.AfterFunc(cfg.Timeout, func() {
+				srv.stopAll("timeout", fmt.Sprintf("the job ran out of time (--timeout %s): every rank was stopped", cfg.Timeout))
+			})
+			defer t.Stop()
+		}
+		if cfg.OnListen != nil {
+			if err := cfg.OnListen(l.cfg.MasterPort); err != nil {
+				return err
+			}
+		}
+	}
+	ctl, err := dialMaster(ctx, masterAddr, cfg.JoinTimeout)
+	if err != nil {
+		return err
+	}
+	defer ctl.conn.Close()
+	l.ctl = ctl
+	return l.loop(ctx)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// control is a launcher's connection to the master.
+type control struct {
+	conn net.Conn
+	wmu  sync.Mutex
+	in   chan message // closed when the connection ends
+}
+
+func (c *control) send(m message) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = c.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	_, err := c.conn.Write([]byte(m.format(true)))
+	return err
+}
+
+// dialMaster connects to the master, retrying while it is not up yet (other nodes' launchers
+// may start first), for at most wait.
+func dialMaster(ctx context.Context, addr string, wait time.Duration) (*control, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		d := net.Dialer{Timeout: 5 * time.Second}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			c := &control{conn: conn, in: make(chan message, 16)}
+			go func() {
+				defer close(c.in)
+				r := bufio.NewReader(conn)
+				for {
+					line, err := readLine(r)
+					if err != nil {
+						return
+					}
+					c.in <- parseMessage(line, true)
+				}
+			}()
+			return c, nil
+		}
+		if ctx.Err() != nil {
+			return nil, &Failure{Kind: "interrupt", Rank: -1, Why: "interrupted while connecting to the master at " + addr}
+		}
+		if time.Now().After(deadline) {
+			return nil, &Failure{Kind: "join", Rank: -1, Why: fmt.Sprintf("cannot reach the node_rank 0 launcher at %s "+
+				"within %s: %v (is it running, with the same --master_addr and --master_port, and is the port open?)",
+				addr, wait, err)}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// launcher runs one node's ranks, attempt after attempt.
+type launcher struct {
+	cfg    Config
+	shares []share
+	host   string
+	ctl    *control
+	out    *terminal
+	errOut *terminal
+	mu     sync.Mutex // guards l.cfg.Stderr writes from several goroutines through sayf
+}
+
+func (l *launcher) sayf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.cfg.Stderr, "goaccel launch: "+format+"\n", args...)
+}
+
+// loop joins attempt after attempt until the job finished or stopped without restart.
+func (l *launcher) loop(ctx context.Context) error {
+	l.out, l.errOut = &terminal{w: l.cfg.Stdout}, &terminal{w: l.cfg.Stderr}
+	for attempt := 0; ; attempt++ {
+		if err := l.ctl.send(msg("join", "node", l.cfg.NodeRank, "nproc", l.cfg.NprocPerNode, "attempt", attempt,
+			"host", l.host)); err != nil {
+			return l.lost(err)
+		}
+		var start message
+		select {
+		case m, ok := <-l.ctl.in:
+			if !ok {
+				return l.lost(nil)
+			}
+			start = m
+		case <-ctx.Done():
+			return &Failure{Kind: "interrupt", Rank: -1, Why: "interrupted while waiting for the other nodes to join"}
+		}
+		if start.cmd == "stop" {
+			return failureFrom(start)
+		}
+		if start.cmd != "go" {
+			return fmt.Errorf("unexpected message from the master: %s", start.format(true))
+		}
+		end, err := l.attempt(ctx, attempt, start)
+		if err != nil {
+			return err
+		}
+		if end.cmd == "finished" {
+			return nil
+		}
+		f := failureFrom(end)
+		if end.args["restart"] != "1" {
+			return f
+		}
+		l.sayf("%s; restarting the group (restart %d of %d)", strings.TrimSuffix(f.Error(), "; the other ranks were stopped"),
+			attempt+1, l.cfg.MaxRestarts)
+	}
+}
+
+func (l *launcher) lost(err error) error {
+	why := "lost the connection to the node_rank 0 launcher (it stopped or its machine went away)"
+	if err != nil {
+		why += ": " + err.Error()
+	}
+	return &Failure{Kind: "master", Rank: -1, Why: why}
+}
+
+// worker is one running rank.
+type worker struct {
+	rank, local int
+	cmd         *exec.Cmd
+	logDir      string
+	outs        []*prefixWriter
+	files       []*os.File
+	exited      atomic.Bool // set once Wait returned
+}
+
+type exit struct {
+	w     *worker
+	state *os.ProcessState
+	err   error
+}
+
+// describe says how a process ended: "exit code 3", "signal: killed".
+func describe(state *os.ProcessState, err error) (string, bool) {
+	if state == nil {
+		return fmt.Sprintf("wait failed: %v", err), false
+	}
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "signal: " + ws.Signal().String(), false
+	}
+	return fmt.Sprintf("exit code %d", state.ExitCode()), state.ExitCode() == 0
+}
+
+// attempt starts this node's ranks for one attempt and returns the master's last word on it:
+// "finished", or "stop" (with the first failure and whether to restart).
+func (l *launcher) attempt(ctx context.Context, attempt int, start message) (message, error) {
+	world, _ := strconv.Atoi(start.args["world"])
+	base, _ := strconv.Atoi(start.args["base"])
+	n := l.cfg.NprocPerNode
+	exits := make(chan exit, n)
+	var workers []*worker
+	var pmu sync.Mutex
+	pids := func() []int {
+		pmu.Lock()
+		defer pmu.Unlock()
+		var out []int
+		for _, w := range workers {
+			if !w.exited.Load() {
+				out = append(out, w.cmd.Process.Pid)
+			}
+		}
+		return out
+	}
+	shm := newShmTracker(pids)
+	alive := 0
+	var startErr *Failure
+	for i := 0; i < n; i++ {
+		w, err := l.startWorker(attempt, base+i, i, world)
+		if err != nil {
+			startErr = &Failure{Kind: "start", Rank: base + i, Node: l.cfg.NodeRank, Host: l.host, What: err.Error()}
+			break
+		}
+		pmu.Lock()
+		workers = append(workers, w)
+		pmu.Unlock()
+		alive++
+		go func() {
+			err := w.cmd.Wait()
+			w.exited.Store(true)
+			exits <- exit{w: w, state: w.cmd.ProcessState, err: err}
+		}()
+	}
+
+	stopping := false
+	var grace <-chan time.Time
+	stop := func() {
+		if stopping {
+			return
+		}
+		stopping = true
+		for _, w := range workers {
+			w.signal(syscall.SIGTERM)
+		}
+		grace = time.After(l.cfg.StopGrace)
+	}
+	kill := func() {
+		for _, w := range workers {
+			w.signal(syscall.SIGKILL)
+		}
+	}
+	fail := func(f *Failure) {
+		m := msg("fail", "attempt", attempt, "kind", f.Kind, "node", l.cfg.NodeRank, "host", l.host)
+		if f.Rank >= 0 {
+			m.args["rank"], m.args["pid"] = strconv.Itoa(f.Rank), strconv.Itoa(f.PID)
+			m.args["what"], m.args["log"] = f.What, f.Log
+		}
+		if f.Why != "" {
+			m.args["why"] = f.Why
+		}
+		_ = l.ctl.send(m)
+		stop()
+	}
+	if startErr != nil {
+		fail(startErr)
+	}
+
+	var end *message
+	var lost bool
+	failed := startErr != nil
+	in := l.ctl.in
+	done := ctx.Done()
+	for alive > 0 || (end == nil && !lost) {
+		select {
+		case e := <-exits:
+			alive--
+			for _, pw := range e.w.outs {
+				pw.flush()
+			}
+			for _, f := range e.w.files {
+				_ = f.Close()
+			}
+			what, ok := describe(e.state, e.err)
+			if !ok && !stopping && !failed {
+				failed = true
+				pid := 0
+				if e.w.cmd.Process != nil {
+					pid = e.w.cmd.Process.Pid
+				}
+				f := &Failure{Kind: "worker", Rank: e.w.rank, Node: l.cfg.NodeRank, Host: l.host, PID: pid, What: what,
+					Log: e.w.logDir}
+				if t := tail(filepath.Join(e.w.logDir, "stderr.log"), 10); t != "" {
+					l.sayf("rank %d ended with %s; the end of its stderr:\n%s", e.w.rank, what, t)
+				}
+				fail(f)
+			}
+			if alive == 0 && !failed && !stopping {
+				_ = l.ctl.send(msg("done", "attempt", attempt))
+			}
+		case m, ok := <-in:
+			if !ok {
+				in, lost = nil, true
+				stop()
+				continue
+			}
+			if a, _ := strconv.Atoi(m.args["attempt"]); a != attempt {
+				continue
+			}
+			if m.cmd == "stop" || m.cmd == "finished" {
+				end = &m
+				if m.cmd == "stop" {
+					stop()
+				}
+			}
+		case <-done:
+			done = nil
+			if !stopping {
+				fail(&Failure{Kind: "interrupt", Rank: -1,
+					Why: fmt.Sprintf("interrupted (Ctrl-C or SIGTERM on the launcher of node_rank %d on %s): every rank was stopped",
+						l.cfg.NodeRank, l.host)})
+			}
+		case <-l.cfg.Kill:
+			kill()
+		case <-grace:
+			grace = nil
+			kill()
+		}
+	}
+	if removed := shm.cleanup(); len(removed) > 0 {
+		l.sayf("removed %d shared-memory file(s) left by the ranks: %s", len(removed), strings.Join(removed, " "))
+	}
+	if lost && end == nil {
+		return message{}, l.lost(nil)
+	}
+	return *end, nil
+}
+
+// signal signals a running worker's process group (the worker and what it started).
+func (w *worker) signal(sig syscall.Signal) {
+	if !w.exited.Load() {
+		signalGroup(w.cmd.Process.Pid, sig)
+	}
+}
+
+// signalGroup signals the process group led by pid, or pid alone when it leads none.
+func signalGroup(pid int, sig syscall.Signal) {
+	if err := syscall.Kill(-pid, sig); err != nil {
+		_ = syscall.Kill(pid, sig)
+	}
+}
+
+// startWorker starts one rank, its output going to its log files and, as Tee says, the terminal.
+func (l *launcher) startWorker(attempt, rank, local, world int) (*worker, error) {
+	w := &worker{rank: rank, local: local,
+		logDir: filepath.Join(l.cfg.LogDir, fmt.Sprintf("attempt_%d", attempt), fmt.Sprintf("rank_%d", rank))}
+	if err := os.MkdirAll(w.logDir, 0o755); err != nil {
+		return nil, err
+	}
+	env := rankEnv{rank: rank, local: local, nlocal: l.cfg.NprocPerNode, world: world, node: l.cfg.NodeRank,
+		nnodes: l.cfg.NNodes, restart: attempt, masterAddr: l.cfg.MasterAddr, masterPort: l.cfg.MasterPort,
+		share: l.shares[local], mpiLib: l.cfg.MPILib}
+	cmd := exec.Command(l.cfg.Program, l.cfg.Args...)
+	cmd.Env = env.build(l.cfg.Env)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 2 * time.Second
+	streams := []struct {
+		name string
+		term *terminal
+		bit  int
+		dst  *io.Writer
+	}{{"stdout.log", l.out, 1, &cmd.Stdout}, {"stderr.log", l.errOut, 2, &cmd.Stderr}}
+	for _, s := range streams {
+		f, err := os.Create(filepath.Join(w.logDir, s.name))
+		if err != nil {
+			return nil, err
+		}
+		w.files = append(w.files, f)
+		show := l.cfg.Tee > 0 && l.cfg.Tee&s.bit != 0
+		if l.cfg.Tee == 0 {
+			show = rank == 0
+		}
+		if !show {
+			*s.dst = f
+			continue
+		}
+		prefix := ""
+		if world > 1 {
+			prefix = fmt.Sprintf("[rank %d] ", rank)
+		}
+		pw := &prefixWriter{t: s.term, prefix: prefix}
+		w.outs = append(w.outs, pw)
+		*s.dst = io.MultiWriter(f, pw)
+	}
+	w.cmd = cmd
+	if err := cmd.Start(); err != nil {
+		for _, f := range w.files {
+			_ = f.Close()
+		}
+		return nil, fmt.Errorf("cannot start %s: %w", l.cfg.Program, err)
+	}
+	return w, nil
+}

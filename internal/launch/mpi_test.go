@@ -1,0 +1,161 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// mpiWorker is a real MPI program: Python's ctypes over MPICH's libmpi.so.12 (MPICH's ABI:
+// MPI_COMM_WORLD 0x44000000, MPI_DOUBLE 0x4c00080b, MPI_SUM 0x58000003). Each rank all-reduces
+// rank+1, checks the sum, passes a barrier and exits 0; with argument "kill RANK" that rank
+// SIGKILLs itself after the all-reduce while the others wait in a barrier.
+const mpiWorker = `
+import ctypes, os, signal, sys, time
+lib = ctypes.CDLL(os.environ["GOACCEL_MPI_LIB"], mode=ctypes.RTLD_GLOBAL)
+WORLD, DOUBLE, SUM = ctypes.c_int(0x44000000), ctypes.c_int(0x4c00080b), ctypes.c_int(0x58000003)
+assert lib.MPI_Init(None, None) == 0
+rank, size = ctypes.c_int(), ctypes.c_int()
+lib.MPI_Comm_rank(WORLD, ctypes.byref(rank)); lib.MPI_Comm_size(WORLD, ctypes.byref(size))
+x, y = ctypes.c_double(rank.value + 1), ctypes.c_double()
+assert lib.MPI_Allreduce(ctypes.byref(x), ctypes.byref(y), 1, DOUBLE, SUM, WORLD) == 0
+want = size.value * (size.value + 1) / 2
+print("rank %d of %d: allreduce %g (want %g)" % (rank.value, size.value, y.value, want), flush=True)
+if len(sys.argv) > 2 and sys.argv[1] == "kill" and rank.value == int(sys.argv[2]):
+    time.sleep(0.3)
+    os.kill(os.getpid(), signal.SIGKILL)
+assert lib.MPI_Barrier(WORLD) == 0
+assert lib.MPI_Finalize() == 0
+sys.exit(0 if y.value == want and str(size.value) == os.environ["WORLD_SIZE"] and str(rank.value) == os.environ["RANK"] else 1)
+`
+
+// needMPI returns the MPICH library and python3, or skips loudly (fails under CI=true).
+func needMPI(t *testing.T) (lib, python string) {
+	t.Helper()
+	lib, err := FindMPI(os.Environ(), "")
+	if err == nil && !strings.HasSuffix(lib, "libmpi.so.12") {
+		err = errors.New("found " + lib + ", but this test speaks MPICH's libmpi.so.12 ABI")
+	}
+	if err == nil {
+		python, err = exec.LookPath("python3")
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("MPI test needs MPICH and python3 (CI=true): %v", err)
+		}
+		t.Skipf("SKIPPED: real MPI test needs MPICH's libmpi.so.12 and python3: %v", err)
+	}
+	return lib, python
+}
+
+func mpiJob(t *testing.T, nproc int, args ...string) (Config, *syncBuffer) {
+	lib, python := needMPI(t)
+	out := &syncBuffer{}
+	env := append(removeKey(removeKey(os.Environ(), workerSwitch), "GOACCEL_MPI_LIB"), "GOACCEL_DEVICES="+strconv.Itoa(nproc))
+	return Config{Program: python, Args: append([]string{"-c", mpiWorker}, args...), NprocPerNode: nproc, Env: env,
+		MPILib: lib, LogDir: filepath.Join(t.TempDir(), "logs"), Stdout: out, Stderr: out, Tee: 3,
+		StopGrace: 2 * time.Second, JoinTimeout: 30 * time.Second}, out
+}
+
+func mpichShm(t *testing.T) map[string]bool {
+	names, _ := filepath.Glob("/dev/shm/mpich_shm_*")
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+func TestMPIAllreduceAndBarrier(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		cfg, out := mpiJob(t, n)
+		if err := Run(context.Background(), cfg); err != nil {
+			t.Fatalf("%d ranks: %v\n%s", n, err, out)
+		}
+		for r := 0; r < n; r++ {
+			want := "[rank " + strconv.Itoa(r) + "] rank " + strconv.Itoa(r) + " of " + strconv.Itoa(n) + ": allreduce"
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%d ranks: output misses %q:\n%s", n, want, out)
+			}
+		}
+	}
+}
+
+func TestMPITwoNodes(t *testing.T) {
+	c0, out := mpiJob(t, 2)
+	c1 := c0
+	c1.LogDir += "1"
+	for i, err := range runNodes(t, []Config{c0, c1}) {
+		if err != nil {
+			t.Fatalf("node %d: %v\n%s", i, err, out)
+		}
+	}
+	for r := 0; r < 4; r++ {
+		if !strings.Contains(out.String(), "rank "+strconv.Itoa(r)+" of 4: allreduce 10 (want 10)") {
+			t.Errorf("rank %d missing:\n%s", r, out)
+		}
+	}
+}
+
+// An MPI rank killed while the others wait for it in a barrier: MPICH tears the survivors
+// down too, but the launcher names the killed rank, and no segment stays in /dev/shm.
+func TestMPIKilledRankNamed(t *testing.T) {
+	before := mpichShm(t)
+	cfg, out := mpiJob(t, 3, "kill", "1")
+	start := time.Now()
+	err := Run(context.Background(), cfg)
+	var f *Failure
+	if !errors.As(err, &f) || f.Rank != 1 || f.What != "signal: killed" {
+		t.Fatalf("Run: %v, want rank 1 killed\n%s", err, out)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %s", d)
+	}
+	for n := range mpichShm(t) {
+		if !before[n] {
+			if st, err := os.Stat(n); err == nil && st.ModTime().After(start) {
+				t.Errorf("left in /dev/shm: %s", n)
+			}
+		}
+	}
+}
+
+// The /dev/shm clean-up: a rank that maps a segment and is killed, and an unmapped new
+// mpich_shm_* file, are removed; a file that was there before the job is kept.
+func TestSharedMemoryLeftoversRemoved(t *testing.T) {
+	if _, err := os.Stat(shmDir); err != nil {
+		t.Skipf("no %s here", shmDir)
+	}
+	old := filepath.Join(shmDir, "mpich_shm_goaccel_test_old_"+strconv.Itoa(os.Getpid()))
+	if err := os.WriteFile(old, []byte("x"), 0o600); err != nil {
+		t.Skip(err)
+	}
+	defer os.Remove(old)
+	cfg, dir, out := testJob(t, "shm", 2)
+	errc := make(chan error, 1)
+	go func() { errc <- Run(context.Background(), cfg) }()
+	pids := waitPIDs(t, dir, 2)
+	_ = syscall.Kill(pids[0], syscall.SIGKILL)
+	if err := <-errc; err == nil {
+		t.Fatalf("Run succeeded\n%s", out)
+	}
+	for r, pid := range pids {
+		for _, kind := range []string{"mapped", "loose"} {
+			p := filepath.Join(shmDir, "mpich_shm_goaccel_test_"+kind+"_"+strconv.Itoa(pid))
+			if _, err := os.Stat(p); err == nil {
+				os.Remove(p)
+				t.Errorf("rank %d: %s left behind\n%s", r, p, out)
+			}
+		}
+	}
+	if _, err := os.Stat(old); err != nil {
+		t.Errorf("a file from before the job was removed: %v", err)
+	}
+}

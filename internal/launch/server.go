@@ -1,0 +1,366 @@
+package launch
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// server runs in the node_rank 0 launcher. On one TCP port it
+//   - admits the launcher of every node (node 0's own included) for each attempt, gives each
+//     its first global rank and the world size, and tells all of them when the attempt
+//     finished or must stop (and whether the group restarts);
+//   - serves MPICH's simple PMI-1 key-value store and barrier to the ranks of the attempt,
+//     which is how MPI processes find each other (MPI_Init connects to $PMI_PORT).
+//
+// It decides, for the whole job, which failure came first: the first "fail" report of an
+// attempt wins, later ones (survivors killed by the stop) are ignored.
+type server struct {
+	ln          net.Listener
+	nnodes      int
+	maxRestarts int
+	joinTimeout time.Duration
+
+	mu        sync.Mutex
+	attempt   int               // the attempt being formed or run
+	joined    map[int]*peerConn // node rank -> its launcher, for this attempt
+	running   bool              // every node joined and got its "go"
+	stopped   bool              // a stop was sent for this attempt
+	final     bool              // no more attempts: finished, or stopped without restart
+	done      map[int]bool      // nodes whose ranks all exited 0
+	world     int
+	kvsName   string
+	kvs       map[string]string
+	barrier   []*peerConn
+	aborts    map[int]string // rank -> the message it gave MPI_Abort
+	joinTimer *time.Timer
+	closed    chan struct{}
+}
+
+// peerConn is one connection: a node's launcher or one MPI rank.
+type peerConn struct {
+	conn net.Conn
+	wmu  sync.Mutex
+	node int // launchers: node rank
+	rank int // ranks: PMI id
+}
+
+func (p *peerConn) send(m message, escaped bool) {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	_ = p.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	_, _ = p.conn.Write([]byte(m.format(escaped)))
+}
+
+// newServer listens on addr ("host:port"; port 0 picks a free one).
+func newServer(addr string, nnodes, maxRestarts int, joinTimeout time.Duration) (*server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s for the other ranks (--master_addr/--master_port): %w", addr, err)
+	}
+	s := &server{ln: ln, nnodes: nnodes, maxRestarts: maxRestarts, joinTimeout: joinTimeout,
+		joined: map[int]*peerConn{}, closed: make(chan struct{})}
+	s.armJoinTimer()
+	go s.serve()
+	return s, nil
+}
+
+// port is the port the server listens on.
+func (s *server) port() int { return s.ln.Addr().(*net.TCPAddr).Port }
+
+func (s *server) close() {
+	s.mu.Lock()
+	if s.joinTimer != nil {
+		s.joinTimer.Stop()
+	}
+	s.mu.Unlock()
+	_ = s.ln.Close()
+}
+
+func (s *server) serve() {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		go s.handle(c)
+	}
+}
+
+// handle reads one connection; its first command says whether a launcher or a rank speaks.
+func (s *server) handle(c net.Conn) {
+	defer c.Close()
+	r := bufio.NewReader(c)
+	p := &peerConn{conn: c, node: -1, rank: -1}
+	first := true
+	launcher := false
+	for {
+		line, err := readLine(r)
+		if err != nil {
+			if launcher {
+				s.launcherGone(p)
+			}
+			return
+		}
+		if first {
+			launcher = strings.HasPrefix(line, "cmd=join ")
+			first = false
+		}
+		if launcher {
+			s.onLauncher(p, parseMessage(line, true))
+		} else {
+			s.onPMI(p, parseMessage(line, false))
+		}
+	}
+}
+
+// armJoinTimer (re)starts the wait for every node's launcher to join the current attempt.
+// s.mu is held or the server is not shared yet.
+func (s *server) armJoinTimer() {
+	if s.joinTimer != nil {
+		s.joinTimer.Stop()
+	}
+	attempt := s.attempt
+	s.joinTimer = time.AfterFunc(s.joinTimeout, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.attempt != attempt || s.running || s.final {
+			return
+		}
+		var missing []string
+		for n := 0; n < s.nnodes; n++ {
+			if s.joined[n] == nil {
+				missing = append(missing, strconv.Itoa(n))
+			}
+		}
+		s.final = true
+		why := fmt.Sprintf("the launcher of node_rank %s did not join within %s: is `goaccel launch --node_rank N` "+
+			"running there, with --nnodes %d, and can it reach port %d of this machine?",
+			strings.Join(missing, ", "), s.joinTimeout, s.nnodes, s.port())
+		s.broadcast(msg("stop", "attempt", attempt, "restart", 0, "kind", "join", "why", why))
+	})
+}
+
+// broadcast sends m to every launcher of the attempt. s.mu is held.
+func (s *server) broadcast(m message) {
+	for _, p := range s.joined {
+		p.send(m, true)
+	}
+}
+
+func (s *server) onLauncher(p *peerConn, m message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	attempt, _ := strconv.Atoi(m.args["attempt"])
+	switch m.cmd {
+	case "join":
+		node, err1 := strconv.Atoi(m.args["node"])
+		nproc, err2 := strconv.Atoi(m.args["nproc"])
+		refuse := func(why string) {
+			p.send(msg("stop", "attempt", attempt, "restart", 0, "kind", "join", "why", why), true)
+		}
+		switch {
+		case err1 != nil || err2 != nil || nproc < 1:
+			refuse("malformed join: " + m.format(true))
+		case s.final:
+			refuse("the job is already over")
+		case node < 0 || node >= s.nnodes:
+			refuse(fmt.Sprintf("node_rank %d is out of range: the job has --nnodes %d (node ranks 0 to %d)",
+				node, s.nnodes, s.nnodes-1))
+		case attempt != s.attempt:
+			refuse(fmt.Sprintf("node_rank %d joins attempt %d but the job is at attempt %d", node, attempt, s.attempt))
+		case s.joined[node] != nil && s.joined[node] != p:
+			refuse(fmt.Sprintf("two launchers claim node_rank %d", node))
+		default:
+			p.node = node
+			p.rank = nproc // a launcher's rank field holds its number of ranks
+			s.joined[node] = p
+			if len(s.joined) == s.nnodes {
+				s.startAttempt()
+			}
+		}
+	case "fail":
+		if attempt != s.attempt || !s.running || s.stopped {
+			return // a survivor of a stop already decided, or a stale report
+		}
+		s.stopped = true
+		kind := m.args["kind"]
+		restart := kind == "worker" && s.attempt < s.maxRestarts
+		stop := msg("stop", "attempt", attempt, "kind", kind, "restart", btoi(restart))
+		for _, k := range []string{"rank", "node", "host", "pid", "what", "log", "why"} {
+			if v, ok := m.args[k]; ok {
+				stop.args[k] = v
+			}
+		}
+		if r, err := strconv.Atoi(m.args["rank"]); err == nil && s.aborts[r] != "" {
+			stop.args["abort"] = s.aborts[r]
+		}
+		s.broadcast(stop)
+		s.endAttempt(restart)
+	case "done":
+		if attempt != s.attempt || !s.running || s.stopped {
+			return
+		}
+		s.done[p.node] = true
+		if len(s.done) == s.nnodes {
+			s.broadcast(msg("finished", "attempt", attempt))
+			s.endAttempt(false)
+		}
+	}
+}
+
+// startAttempt gives every node its first rank and starts the attempt. s.mu is held.
+func (s *server) startAttempt() {
+	nodes := make([]int, 0, len(s.joined))
+	for n := range s.joined {
+		nodes = append(nodes, n)
+	}
+	sort.Ints(nodes)
+	nprocs := make([]int, len(nodes))
+	for i, n := range nodes {
+		nprocs[i] = s.joined[n].rank
+	}
+	s.world = 0
+	for _, n := range nprocs {
+		s.world += n
+	}
+	s.kvsName = fmt.Sprintf("goaccel_%d_%d", os.Getpid(), s.attempt)
+	s.kvs = map[string]string{"PMI_process_mapping": processMapping(nprocs)}
+	s.barrier = nil
+	s.aborts = map[int]string{}
+	s.done = map[int]bool{}
+	s.running, s.stopped = true, false
+	if s.joinTimer != nil {
+		s.joinTimer.Stop()
+	}
+	base := 0
+	for i, n := range nodes {
+		s.joined[n].send(msg("go", "attempt", s.attempt, "world", s.world, "base", base, "nnodes", s.nnodes,
+			"kvs", s.kvsName), true)
+		base += nprocs[i]
+	}
+}
+
+// endAttempt closes the current attempt; with restart the launchers join the next one. s.mu is held.
+func (s *server) endAttempt(restart bool) {
+	s.running = false
+	if !restart {
+		s.final = true
+		return
+	}
+	s.attempt++
+	s.joined = map[int]*peerConn{}
+	s.armJoinTimer()
+}
+
+// stopAll ends the job from the outside (the master launcher's --timeout): every node stops its
+// ranks, without restart.
+func (s *server) stopAll(kind, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.final || s.stopped {
+		return
+	}
+	s.stopped = true
+	s.broadcast(msg("stop", "attempt", s.attempt, "restart", 0, "kind", kind, "why", why))
+	s.endAttempt(false)
+}
+
+// launcherGone handles a node launcher's closed connection.
+func (s *server) launcherGone(p *peerConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.node < 0 || s.joined[p.node] != p {
+		return
+	}
+	if !s.running {
+		if !s.final {
+			delete(s.joined, p.node) // it left before the attempt started; it may come back
+		}
+		return
+	}
+	delete(s.joined, p.node)
+	if s.stopped || s.done[p.node] && len(s.done) == s.nnodes {
+		return
+	}
+	s.stopped = true
+	s.broadcast(msg("stop", "attempt", s.attempt, "restart", 0, "kind", "node", "node", p.node,
+		"why", fmt.Sprintf("the launcher of node_rank %d went away (its machine or its connection to port %d failed)",
+			p.node, s.port())))
+	s.endAttempt(false)
+}
+
+// The PMI-1 limits announced to the ranks (the values MPICH's own Hydra announces).
+const (
+	pmiKVSNameMax = 256
+	pmiKeyMax     = 64
+	pmiValueMax   = 1024
+)
+
+// onPMI answers one command of MPICH's simple PMI-1 wire protocol, as MPICH 5.0.2's client
+// sends it when started with PMI_PORT and PMI_ID (checked by logging a real session):
+//
+//	initack pmiid=N -> initack rc=0, then set size=W, set rank=N, set debug=0
+//	init, get_maxes, get_appnum, get_my_kvsname, get_universe_size, put, get, barrier_in,
+//	finalize, abort
+func (s *server) onPMI(p *peerConn, m message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	reply := func(cmd string, kv ...any) { p.send(msg(cmd, kv...), false) }
+	switch m.cmd {
+	case "initack":
+		p.rank, _ = strconv.Atoi(m.args["pmiid"])
+		reply("initack", "rc", 0)
+		reply("set", "size", s.world)
+		reply("set", "rank", p.rank)
+		reply("set", "debug", 0)
+	case "init":
+		reply("response_to_init", "pmi_version", 1, "pmi_subversion", 1, "rc", 0)
+	case "get_maxes":
+		reply("maxes", "rc", 0, "kvsname_max", pmiKVSNameMax, "keylen_max", pmiKeyMax, "vallen_max", pmiValueMax)
+	case "get_appnum":
+		reply("appnum", "rc", 0, "appnum", 0)
+	case "get_my_kvsname":
+		reply("my_kvsname", "rc", 0, "kvsname", s.kvsName)
+	case "get_universe_size":
+		reply("universe_size", "rc", 0, "size", s.world)
+	case "put":
+		s.kvs[m.args["key"]] = m.args["value"]
+		reply("put_result", "rc", 0)
+	case "get":
+		if v, ok := s.kvs[m.args["key"]]; ok {
+			reply("get_result", "rc", 0, "value", v)
+		} else {
+			reply("get_result", "rc", -1, "msg", "key_"+m.args["key"]+"_not_found")
+		}
+	case "barrier_in":
+		s.barrier = append(s.barrier, p)
+		if len(s.barrier) >= s.world {
+			for _, q := range s.barrier {
+				q.send(msg("barrier_out", "rc", 0), false)
+			}
+			s.barrier = nil
+		}
+	case "finalize":
+		reply("finalize_ack", "rc", 0)
+	case "abort":
+		if p.rank >= 0 && s.aborts != nil {
+			s.aborts[p.rank] = strings.TrimSpace(m.args["message"])
+		}
+	default:
+		reply(m.cmd+"_result", "rc", -1, "msg", "unsupported_by_goaccel_launch")
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,115 @@
+package launch
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary is also the worker and, for the command-line tests, the launcher:
+//   - "$TEST_BINARY launch ARGS" with $GOACCEL_LAUNCH_TEST_LAUNCHER set runs Main(ARGS);
+//   - with $GOACCEL_LAUNCH_TEST_WORKER set it is a worker that behaves as the value says
+//     (see testWorker), writing what the test checks into $GOACCEL_LAUNCH_TEST_DIR.
+const (
+	launcherSwitch = "GOACCEL_LAUNCH_TEST_LAUNCHER"
+	workerSwitch   = "GOACCEL_LAUNCH_TEST_WORKER"
+	dirVar         = "GOACCEL_LAUNCH_TEST_DIR"
+)
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "launch" && os.Getenv(launcherSwitch) != "" {
+		os.Exit(Main(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if mode := os.Getenv(workerSwitch); mode != "" {
+		os.Exit(testWorker(mode))
+	}
+	os.Exit(m.Run())
+}
+
+// envKeys are the variables a worker records for the tests.
+var envKeys = []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
+	"MASTER_ADDR", "MASTER_PORT", "GOACCEL_DEVICES", "GOMAXPROCS", "OMP_NUM_THREADS", "PMI_PORT", "PMI_ID",
+	"PMI_SIZE", "MPI_LOCALRANKID", "MPIR_CVAR_BCAST_POSIX_INTRA_ALGORITHM", "GOACCEL_RESTART_COUNT",
+	"CUDA_VISIBLE_DEVICES"}
+
+// testWorker is one rank of a test job. Modes:
+//
+//	env       write RANK's environment to DIR/env_RANK and exit 0
+//	exit3     rank $FAIL_RANK exits 3 after 200 ms; the others sleep (until stopped)
+//	sleep     write DIR/pid_RANK and sleep; rank $STUBBORN_RANK ignores SIGTERM
+//	shm       map one file under /dev/shm, leave another, write DIR/pid_RANK and sleep
+//	failonce  rank 1 exits 7 unless DIR/marker exists (it creates it); then all exit 0
+func testWorker(mode string) int {
+	dir := os.Getenv(dirVar)
+	rank := os.Getenv("RANK")
+	fmt.Printf("worker %s of %s starting (%s)\n", rank, os.Getenv("WORLD_SIZE"), mode)
+	fmt.Fprintf(os.Stderr, "worker %s stderr line\n", rank)
+	switch mode {
+	case "env":
+		f, err := os.Create(filepath.Join(dir, "env_"+rank))
+		if err != nil {
+			return 10
+		}
+		defer f.Close()
+		for _, k := range envKeys {
+			v, ok := os.LookupEnv(k)
+			if !ok {
+				v = "<unset>"
+			}
+			fmt.Fprintf(f, "%s=%s\n", k, v)
+		}
+		return 0
+	case "exit3":
+		if rank == os.Getenv("FAIL_RANK") {
+			time.Sleep(200 * time.Millisecond)
+			fmt.Fprintln(os.Stderr, "worker failing on purpose with exit code 3")
+			return 3
+		}
+		time.Sleep(60 * time.Second)
+		return 0
+	case "sleep":
+		if rank == os.Getenv("STUBBORN_RANK") {
+			signal.Ignore(syscall.SIGTERM)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "pid_"+rank), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+			return 10
+		}
+		time.Sleep(60 * time.Second)
+		return 0
+	case "shm":
+		pid := strconv.Itoa(os.Getpid())
+		f, err := os.Create(filepath.Join(shmDir, "mpich_shm_goaccel_test_mapped_"+pid))
+		if err != nil || f.Truncate(4096) != nil {
+			return 10
+		}
+		if _, err := syscall.Mmap(int(f.Fd()), 0, 4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED); err != nil {
+			return 11
+		}
+		if err := os.WriteFile(filepath.Join(shmDir, "mpich_shm_goaccel_test_loose_"+pid), nil, 0o600); err != nil {
+			return 12
+		}
+		if err := os.WriteFile(filepath.Join(dir, "pid_"+rank), []byte(pid), 0o644); err != nil {
+			return 10
+		}
+		time.Sleep(60 * time.Second)
+		return 0
+	case "failonce":
+		marker := filepath.Join(dir, "marker")
+		if rank == "1" {
+			if _, err := os.Stat(marker); err != nil {
+				_ = os.WriteFile(marker, nil, 0o644)
+				time.Sleep(100 * time.Millisecond)
+				return 7
+			}
+		}
+		_ = os.WriteFile(filepath.Join(dir, "ok_"+rank+"_"+os.Getenv("GOACCEL_RESTART_COUNT")), nil, 0o644)
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "unknown worker mode", mode)
+	return 10
+}

@@ -1,0 +1,70 @@
+// Package mpi is goaccel's engine between processes: a small binding to an MPI library that is
+// loaded at run time (dlopen through a small cgo C shim), so that building goaccel, running its
+// tests, and every program that runs as one process never need MPI.
+//
+// A process started by an MPI launcher (mpiexec, srun, or goaccel launch) uses it as:
+//
+//	lib, err := mpi.Find()          // GOACCEL_MPI_LIB, .deps/mpich, LD_LIBRARY_PATH, system
+//	comm, err := mpi.Init(lib)       // MPI_Init_thread on a dedicated OS thread
+//	err = comm.Broadcast(weights, 0) // rank 0's initial variables everywhere
+//	for step := range steps {
+//		err = comm.AllreduceFused(grads, true, 0) // mean gradient, 25 MiB buckets
+//	}
+//	err = comm.Barrier(0)
+//	mpi.Exit(0) // not os.Exit, and do not return from main
+//
+// # Libraries
+//
+// Find prefers the MPI-5 standard ABI (libmpi_abi.so.1, shipped by MPICH >= 4.3 and by the
+// mpich wheel that `make deps` installs into .deps/mpich), then MPICH's own ABI (libmpi.so.12:
+// MPICH, Intel MPI, MVAPICH) and Open MPI's (libmpi.so.40). All three are supported by the C
+// shim; only the handle constants and types differ. On a cluster set GOACCEL_MPI_LIB to the
+// libmpi of the mpiexec/srun that starts the job: a library that does not match its launcher
+// sees every rank as a job of size 1, which Init reports as an error.
+//
+// # Threads
+//
+// Go moves goroutines between OS threads, and MPI wants its calls from the thread that
+// initialized it. Every MPI call of the package therefore runs on one goroutine locked to its OS
+// thread (runtime.LockOSThread), which calls MPI_Init_thread with MPI_THREAD_FUNNELED and then
+// serves the calls of all goroutines one at a time. Comm's methods can be called from any
+// goroutine; collectives must still be called in the same order on every rank.
+//
+// # Ending a process
+//
+// MPICH tells its launcher that a rank ended cleanly from a C atexit handler, which Go's
+// os.Exit (and returning from main) never run: the launcher takes the exit for a crash and kills
+// the other ranks, with exit status 0 or 9 at random. End every MPI process with Exit, which
+// finalizes MPI and calls the C library's exit(). After a failed or timed-out collective, Exit
+// aborts the job instead (it cannot finalize cleanly).
+//
+// # Timeouts
+//
+// A collective never waits forever: each is a non-blocking MPI call (MPI_Iallreduce,
+// MPI_Ibcast, MPI_Iallgatherv, MPI_Ibarrier) polled with MPI_Test until a deadline (Timeout:
+// DefaultTimeout, 30 minutes, or GOACCEL_COLLECTIVE_TIMEOUT; Barrier takes its own). Alongside
+// each collective every rank sends every other one a zero-byte "arrived" message (only to rank 0
+// in jobs of more than 64 ranks), so a timeout is a *TimeoutError that names the ranks that
+// never arrived. While some rank is missing the polling backs off (sleeps up to 1 ms), so a rank
+// waiting at a barrier does not steal the CPU of the rank it waits for; once all arrived it
+// polls flat out, as a blocking MPI call does. A consequence: every collective returns only
+// after every rank has arrived at it, as a barrier does (a broadcast's receivers wait for each
+// other, not only for the root).
+//
+// # Environment
+//
+// Init sets, unless already set, MPIR_CVAR_BCAST_POSIX_INTRA_ALGORITHM,
+// MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM and MPIR_CVAR_BARRIER_POSIX_INTRA_ALGORITHM to
+// "mpir": MPICH's default shared-memory ("posix") blocking collectives spin so hard when ranks
+// outnumber cores that a 440 MB MPI_Bcast on 4 ranks / 2 cores did not finish in 120 s, and on
+// this 2-core machine even 2 ranks' raw MPI_Allreduce of 44 MB ran at half the speed. The
+// package's own collectives are non-blocking and do not take that path (its 440 MB Broadcast on
+// 4 ranks / 2 cores took 0.3-0.4 s with or without the variables); the settings protect blocking
+// calls (MPI_Finalize's, the benchmark's reference, another MPI user's in the process). Other MPI
+// libraries ignore them.
+// Read by the package: GOACCEL_MPI_LIB (a library file or directory), GOACCEL_MPI_ABI (standard,
+// mpich or openmpi: overrides detection), GOACCEL_COLLECTIVE_TIMEOUT.
+//
+// MPICH jobs killed from outside leave /dev/shm/mpich_shm_* files behind; the launcher is
+// expected to remove them.
+package mpi
