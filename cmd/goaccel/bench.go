@@ -38,7 +38,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	precisions := fs.StringSlice("precision", nil, "precisions: fp32, tf32 (GPU), bf16 (default: fp32 on CPU, tf32,bf16 on a GPU)")
 	devices := fs.IntSlice("devices", nil, "device counts to run goaccel on (default: 1, plus all GPUs when there are several)")
 	backend := fs.String("backend", "", "goaccel's backend (see accelerator.Config.Backend); empty: discover")
-	goBackend := fs.Bool("go_backend", false, "also run the BERT works on goaccel's pure-Go backend (ratio to XLA)")
+	goBackend := fs.Bool("go_backend", false, "also run the tiny BERT on goaccel's pure-Go backend (ratio to XLA)")
 	steps := fs.Int("steps", 0, "timed steps per round (0: enough for about --round_s seconds, from a calibration step)")
 	roundS := fs.Float64("round_s", 4, "target seconds per round when --steps is 0")
 	rounds := fs.Int("rounds", 3, "alternating rounds (goaccel, PyTorch, goaccel, ...)")

@@ -32,8 +32,9 @@ type Options struct {
 	// framework's round lasts about RoundS seconds.
 	Steps, Rounds int
 	RoundS        float64
-	// GoBackend also runs goaccel on the pure-Go backend for BERT works, reported as
-	// "goaccel-go" with its ratio to goaccel on XLA.
+	// GoBackend also runs goaccel on the pure-Go backend for the tiny BERT (fp32, one device),
+	// reported as "goaccel-go" with its ratio to goaccel on XLA; larger shapes would take
+	// minutes per step there.
 	GoBackend bool
 	// Worker is the command line that starts goaccel's worker; the spec's JSON is appended.
 	Worker []string
@@ -296,7 +297,7 @@ func Run(o Options) ([]*Measurement, error) {
 		if len(o.BaselineWorker) > 0 {
 			add("goaccel-baseline", append(append([]string{}, o.BaselineWorker...), string(specJSON)), nil, "")
 		}
-		if o.GoBackend && spec.IsBERT() && spec.Devices == 1 && spec.Precision == "fp32" {
+		if o.GoBackend && spec.Work == "tiny" && spec.Devices == 1 && spec.Precision == "fp32" {
 			goSpec := spec
 			goSpec.Backend = "go"
 			b, _ := json.Marshal(goSpec)
