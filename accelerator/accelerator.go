@@ -16,7 +16,6 @@ import (
 	_ "github.com/gomlx/compute/gobackend" // the pure-Go backend, always available
 	"github.com/gomlx/go-xla/compute/xla"
 	"github.com/gomlx/go-xla/pjrt"
-	"github.com/pkg/errors"
 )
 
 // Config chooses where an Accelerator runs. The zero value discovers everything:
@@ -108,10 +107,10 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 	case "bf16":
 		cfg.MixedPrecision = "bf16"
 	default:
-		return nil, errors.Errorf(`accelerator: unknown MixedPrecision %q: valid values are "no" and "bf16"`, cfg.MixedPrecision)
+		return nil, fmt.Errorf(`accelerator: unknown MixedPrecision %q: valid values are "no" and "bf16"`, cfg.MixedPrecision)
 	}
 	if cfg.Devices < 0 {
-		return nil, errors.Errorf("accelerator: Devices=%d: must be 0 (all) or a positive count", cfg.Devices)
+		return nil, fmt.Errorf("accelerator: Devices=%d: must be 0 (all) or a positive count", cfg.Devices)
 	}
 	a := &Accelerator{cfg: cfg, proc: proc, out: cfg.Output, seed: cfg.Seed, grp: soloGroup{}}
 	a.info.Precision = precisionName(cfg.MixedPrecision)
@@ -136,7 +135,7 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 	if a.info.Devices > 1 {
 		a.mesh, err = distributed.NewDeviceMesh([]int{a.info.Devices}, []string{MeshAxis})
 		if err != nil {
-			return nil, errors.WithMessage(err, "accelerator: creating the device mesh")
+			return nil, fmt.Errorf("accelerator: creating the device mesh: %w", err)
 		}
 	}
 	if !cfg.Quiet {
@@ -151,12 +150,12 @@ func collectiveTimeout(cfg time.Duration) (time.Duration, error) {
 		return cfg, nil
 	}
 	if cfg < 0 {
-		return 0, errors.Errorf("accelerator: Timeout=%s: must be positive (or 0 for the default)", cfg)
+		return 0, fmt.Errorf("accelerator: Timeout=%s: must be positive (or 0 for the default)", cfg)
 	}
 	if v := os.Getenv("GOACCEL_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return 0, errors.Errorf("accelerator: $GOACCEL_TIMEOUT=%q is not a positive duration such as \"90s\" or \"30m\"", v)
+			return 0, fmt.Errorf("accelerator: $GOACCEL_TIMEOUT=%q is not a positive duration such as \"90s\" or \"30m\"", v)
 		}
 		return d, nil
 	}
@@ -195,7 +194,8 @@ func (a *Accelerator) openBackend() error {
 				a.info.Reason = "a GPU is present but no CUDA plugin was found; XLA's CPU plugin was"
 			}
 		} else {
-			a.info.Reason = "no XLA plugin was found; using the pure-Go backend (slower, one device)"
+			a.info.Reason = "no XLA plugin was found; using the pure-Go backend (slower, one device; " +
+				"for XLA: make deps)"
 			return a.openGo()
 		}
 	case c == "go" || c == "simplego":
@@ -216,7 +216,7 @@ func (a *Accelerator) openBackend() error {
 			plugin, ok = byKind(PluginKind(want))
 		}
 		if !ok {
-			return errors.Errorf("accelerator: backend %q (from %s) is not available: %s; install one "+
+			return fmt.Errorf("accelerator: backend %q (from %s) is not available: %s; install one "+
 				"(make deps installs XLA's CPU plugin) or set PJRT_PLUGIN_LIBRARY_PATH, or use \"go\"",
 				choice, source, describePlugins(found))
 		}
@@ -225,15 +225,15 @@ func (a *Accelerator) openBackend() error {
 		path := strings.TrimPrefix(strings.TrimSpace(choice), "xla:")
 		st, err := os.Stat(path)
 		if err != nil {
-			return errors.Errorf("accelerator: plugin %q (from %s) does not exist: %v", path, source, err)
+			return fmt.Errorf("accelerator: plugin %q (from %s) does not exist: %v", path, source, err)
 		}
 		if st.IsDir() {
-			return errors.Errorf("accelerator: plugin %q (from %s) is a directory, not a PJRT plugin (.so)", path, source)
+			return fmt.Errorf("accelerator: plugin %q (from %s) is a directory, not a PJRT plugin (.so)", path, source)
 		}
 		plugin = Plugin{Kind: kindOfPlugin(path), Path: path, From: source}
 		a.info.Reason = "chosen by " + source
 	default:
-		return errors.Errorf("accelerator: unknown backend %q (from %s): valid values are \"go\", \"xla\", "+
+		return fmt.Errorf("accelerator: unknown backend %q (from %s): valid values are \"go\", \"xla\", "+
 			"\"xla:cpu\", \"xla:cuda\" or the path of a PJRT plugin (.so); %s", choice, source, describePlugins(found))
 	}
 	return a.openXLA(plugin)
@@ -252,11 +252,11 @@ func (a *Accelerator) openGo() error {
 	}
 	b, err := compute.NewWithConfig(config)
 	if err != nil {
-		return errors.WithMessagef(err, "accelerator: creating the pure-Go backend (%q)", config)
+		return fmt.Errorf("accelerator: creating the pure-Go backend (%q): %w", config, err)
 	}
 	if a.cfg.Devices > 1 {
-		return errors.Errorf("accelerator: %d devices requested but the pure-Go backend has 1; install XLA's "+
-			"CPU plugin (make deps) for several CPU devices, or set Devices to 0 or 1", a.cfg.Devices)
+		return fmt.Errorf("accelerator: %d devices requested but the pure-Go backend has 1; for several CPU "+
+			"devices install XLA's CPU plugin: %s; or set Devices to 0 or 1", a.cfg.Devices, InstallHint)
 	}
 	a.backend = b
 	a.info.Backend, a.info.Devices, a.info.Available = "go", 1, 1
@@ -271,7 +271,7 @@ func (a *Accelerator) cpuDeviceCount() (int, error) {
 	if v := os.Getenv("GOACCEL_DEVICES"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
-			return 0, errors.Errorf("accelerator: $GOACCEL_DEVICES=%q is not a positive integer", v)
+			return 0, fmt.Errorf("accelerator: $GOACCEL_DEVICES=%q is not a positive integer", v)
 		}
 		return n, nil
 	}
@@ -288,7 +288,7 @@ func cpuDeviceLimit() (int, error) {
 	if v := os.Getenv("GOACCEL_MAX_CPU_DEVICES"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
-			return 0, errors.Errorf("accelerator: $GOACCEL_MAX_CPU_DEVICES=%q is not a positive integer", v)
+			return 0, fmt.Errorf("accelerator: $GOACCEL_MAX_CPU_DEVICES=%q is not a positive integer", v)
 		}
 		return n, nil
 	}
@@ -307,7 +307,7 @@ func (a *Accelerator) openXLA(p Plugin) error {
 			if limit, err := cpuDeviceLimit(); err != nil {
 				return err
 			} else if n > limit {
-				return errors.Errorf("accelerator: %d XLA CPU devices requested, above the limit of %d (max(8, CPU cores)): "+
+				return fmt.Errorf("accelerator: %d XLA CPU devices requested, above the limit of %d (max(8, CPU cores)): "+
 					"each host device holds a full model replica and its own thread pool, so more devices than cores only "+
 					"costs memory (64 devices used 21 GB here); ask for fewer, or raise the limit with $GOACCEL_MAX_CPU_DEVICES", n, limit)
 			}
@@ -317,13 +317,13 @@ func (a *Accelerator) openXLA(p Plugin) error {
 	}
 	b, err := xla.NewWithOptions(p.Path, opts)
 	if err != nil {
-		return errors.WithMessagef(err, "accelerator: loading the XLA plugin %q (from %s) failed; is it a PJRT "+
-			"plugin built for this machine? Use Backend \"go\" to run without XLA", p.Path, p.From)
+		return fmt.Errorf("accelerator: loading the XLA plugin %q (from %s) failed; is it a PJRT "+
+			"plugin built for this machine? Use Backend \"go\" to run without XLA: %w", p.Path, p.From, err)
 	}
 	avail := b.NumDevices()
 	if want > avail {
 		b.Finalize()
-		return errors.Errorf("accelerator: %d devices requested but %s exposes %d; ask for at most %d "+
+		return fmt.Errorf("accelerator: %d devices requested but %s exposes %d; ask for at most %d "+
 			"(or 0 for all)", want, p.Path, avail, avail)
 	}
 	if want == 0 {

@@ -54,14 +54,14 @@ func (a *Accelerator) Backward(s *model.Scope, loss *Node) {
 	g := loss.Graph()
 	st, _ := g.State(backwardKey{}).(*backwardState)
 	if st == nil || st.job.acc != a {
-		exceptions.Panicf("accelerator.Backward: called outside a step function run by a TrainStep of this Accelerator")
+		exceptions.Panicf("accelerator: Backward: called outside a step function run by a TrainStep of this Accelerator")
 	}
 	if st.called {
-		exceptions.Panicf("accelerator.Backward: called twice in one step; sum the losses and call it once")
+		exceptions.Panicf("accelerator: Backward: called twice in one step; sum the losses and call it once")
 	}
 	st.called = true
 	if !loss.Shape().IsScalar() {
-		exceptions.Panicf("accelerator.Backward: the loss must be a scalar (a mean over the batch), got shape %s", loss.Shape())
+		exceptions.Panicf("accelerator: Backward: the loss must be a scalar (a mean over the batch), got shape %s", loss.Shape())
 	}
 	j := st.job
 	root := s.Store().RootScope()
@@ -74,7 +74,7 @@ func (a *Accelerator) Backward(s *model.Scope, loss *Node) {
 		}
 	}
 	if len(vars) == 0 {
-		exceptions.Panicf("accelerator.Backward: the loss depends on no trainable variable")
+		exceptions.Panicf("accelerator: Backward: the loss depends on no trainable variable")
 	}
 	grads := Gradient(loss, values...)
 	if st.gradsOnly {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/pkg/errors"
 )
 
 // syncVariables makes the variables of every process equal to rank 0's, as DDP's constructor
@@ -33,18 +32,18 @@ func (j *Job) syncVariables() (changed bool, err error) {
 		sum := "none"
 		if v.HasValue() {
 			if values[i], err = v.Value(); err != nil {
-				return false, errors.WithMessagef(err, "accelerator: reading variable %s", v.Path())
+				return false, fmt.Errorf("accelerator: reading variable %s: %w", v.Path(), err)
 			}
 			err = values[i].ConstBytes(func(b []byte) { sum = fmt.Sprintf("%08x", crc32.Checksum(b, castagnoli)) })
 			if err != nil {
-				return false, errors.WithMessagef(err, "accelerator: reading variable %s", v.Path())
+				return false, fmt.Errorf("accelerator: reading variable %s: %w", v.Path(), err)
 			}
 		}
 		fmt.Fprintf(&desc, "%s %s %s\n", v.Path(), v.Shape(), sum)
 	}
 	all, err := grp.Allgather([]byte(desc.String()))
 	if err != nil {
-		return false, errors.WithMessage(err, "accelerator: comparing the variables of the processes")
+		return false, fmt.Errorf("accelerator: comparing the variables of the processes: %w", err)
 	}
 	root := lines(all[0])
 	differ := false
@@ -59,7 +58,7 @@ func (j *Job) syncVariables() (changed bool, err error) {
 				r = root[k]
 			}
 			if pathShape(a) != pathShape(r) {
-				return false, errors.Errorf("accelerator: the processes build different models: rank %d has variable %q "+
+				return false, fmt.Errorf("accelerator: the processes build different models: rank %d has variable %q "+
 					"where rank 0 has %q; every process must create the same variables with the same shapes",
 					rank+1, orNone(pathShape(a)), orNone(pathShape(r)))
 			}
@@ -91,7 +90,7 @@ func (j *Job) syncVariables() (changed bool, err error) {
 		buf = buf[:total]
 	}
 	if err := grp.Broadcast(buf, 0); err != nil {
-		return false, errors.WithMessage(err, "accelerator: broadcasting the variables from rank 0")
+		return false, fmt.Errorf("accelerator: broadcasting the variables from rank 0: %w", err)
 	}
 	if grp.Rank() == 0 {
 		return true, nil
@@ -108,7 +107,7 @@ func (j *Job) syncVariables() (changed bool, err error) {
 		}
 		off += n
 		if err := vars[i].SetValue(nt); err != nil {
-			return false, errors.WithMessagef(err, "accelerator: setting variable %s from rank 0", vars[i].Path())
+			return false, fmt.Errorf("accelerator: setting variable %s from rank 0: %w", vars[i].Path(), err)
 		}
 	}
 	return true, nil

@@ -22,6 +22,7 @@ func isolateFromPlugins(t *testing.T) {
 	t.Setenv("VIRTUAL_ENV", "")
 	t.Setenv("PATH", empty) // no python3 to ask for site-packages
 	t.Setenv("GOMLX_BACKEND", "")
+	t.Chdir(empty) // no .deps/ of the module around the working directory
 }
 
 func TestDiscoveryFallsBackToGoQuickly(t *testing.T) {

@@ -1,6 +1,8 @@
 package accelerator
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"sort"
 
@@ -12,7 +14,6 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/support/exceptions"
-	"github.com/pkg/errors"
 )
 
 // Gathered holds per-example results collected from every device. Row i of every output
@@ -100,7 +101,7 @@ func (e *EvalStep) execTracing(gb *data.GlobalBatch, args []any) ([]*tensors.Ten
 	outs, err := e.exec.Exec(args...)
 	e.tracing = nil
 	if err != nil {
-		return nil, errors.WithMessagef(err, "accelerator: eval step (batch %d) failed", gb.Index)
+		return nil, fmt.Errorf("accelerator: eval step (batch %d) failed: %w", gb.Index, err)
 	}
 	return outs, nil
 }
@@ -151,7 +152,7 @@ func gatherOutputs(step *data.GlobalBatch, outs []*tensors.Tensor) (*Gathered, e
 		}
 		t, err := gatherRows(parts, refs)
 		if err != nil {
-			return nil, errors.WithMessagef(err, "accelerator: gathering eval output %d", k)
+			return nil, fmt.Errorf("accelerator: gathering eval output %d: %w", k, err)
 		}
 		res.Outputs = append(res.Outputs, t)
 	}
@@ -164,7 +165,7 @@ func gatherOutputs(step *data.GlobalBatch, outs []*tensors.Tensor) (*Gathered, e
 			parts[d] = sh.Labels
 		}
 		if res.Labels, err = gatherRows(parts, refs); err != nil {
-			return nil, errors.WithMessage(err, "accelerator: gathering labels")
+			return nil, fmt.Errorf("accelerator: gathering labels: %w", err)
 		}
 	}
 	return res, nil
@@ -187,7 +188,7 @@ func (j *Job) Evaluate(src data.Source, eval *EvalStep) (*Gathered, error) {
 	var parts []*Gathered
 	for step, err := range src.Epoch() {
 		if err != nil {
-			return nil, errors.WithMessage(err, "accelerator: reading evaluation data")
+			return nil, fmt.Errorf("accelerator: reading evaluation data: %w", err)
 		}
 		g, err := eval.Run(step)
 		if err != nil {
@@ -244,14 +245,14 @@ func pickRows(parts []*Gathered, refs []rowRef, out *Gathered) error {
 	for k := range parts[0].Outputs {
 		t, err := column(func(g *Gathered) *tensors.Tensor { return g.Outputs[k] })
 		if err != nil {
-			return errors.WithMessagef(err, "accelerator: gathering output %d", k)
+			return fmt.Errorf("accelerator: gathering output %d: %w", k, err)
 		}
 		out.Outputs = append(out.Outputs, t)
 	}
 	if parts[0].Labels != nil {
 		t, err := column(func(g *Gathered) *tensors.Tensor { return g.Labels })
 		if err != nil {
-			return errors.WithMessage(err, "accelerator: gathering the labels")
+			return fmt.Errorf("accelerator: gathering the labels: %w", err)
 		}
 		out.Labels = t
 	}
@@ -269,7 +270,7 @@ func gatherRows(parts []*tensors.Tensor, refs []rowRef) (*tensors.Tensor, error)
 	}
 	s0 := parts[0].Shape()
 	if s0.Rank() == 0 {
-		return nil, errors.Errorf("cannot gather rows of a scalar")
+		return nil, fmt.Errorf("cannot gather rows of a scalar")
 	}
 	dims := slices.Clone(s0.Dimensions)
 	dims[0] = len(refs)
@@ -281,7 +282,7 @@ func gatherRows(parts []*tensors.Tensor, refs []rowRef) (*tensors.Tensor, error)
 	raw := make([][]byte, len(parts))
 	for i, p := range parts {
 		if p.DType() != s0.DType || p.Shape().Rank() != s0.Rank() {
-			return nil, errors.Errorf("part %d has shape %s, part 0 has %s", i, p.Shape(), s0)
+			return nil, fmt.Errorf("part %d has shape %s, part 0 has %s", i, p.Shape(), s0)
 		}
 		err := p.ConstBytes(func(b []byte) { raw[i] = slices.Clone(b) })
 		if err != nil {
@@ -294,7 +295,7 @@ func gatherRows(parts []*tensors.Tensor, refs []rowRef) (*tensors.Tensor, error)
 			src := raw[r.part]
 			lo := r.row * rowBytes
 			if lo+rowBytes > len(src) {
-				err = errors.Errorf("row %d of part %d is out of range", r.row, r.part)
+				err = fmt.Errorf("row %d of part %d is out of range", r.row, r.part)
 				return
 			}
 			copy(dst[i*rowBytes:(i+1)*rowBytes], src[lo:lo+rowBytes])
@@ -310,11 +311,11 @@ func gatherRows(parts []*tensors.Tensor, refs []rowRef) (*tensors.Tensor, error)
 // the predicted class for logits.
 func (g *Gathered) Argmax(k int) ([]int, error) {
 	if k < 0 || k >= len(g.Outputs) {
-		return nil, errors.Errorf("accelerator: Argmax of output %d, but there are %d outputs", k, len(g.Outputs))
+		return nil, fmt.Errorf("accelerator: Argmax of output %d, but there are %d outputs", k, len(g.Outputs))
 	}
 	t := g.Outputs[k]
 	if t.Shape().Rank() != 2 {
-		return nil, errors.Errorf("accelerator: Argmax needs a [N, C] output, output %d is %s", k, t.Shape())
+		return nil, fmt.Errorf("accelerator: Argmax needs a [N, C] output, output %d is %s", k, t.Shape())
 	}
 	n, c := t.Shape().Dimensions[0], t.Shape().Dimensions[1]
 	preds := make([]int, n)
@@ -322,7 +323,7 @@ func (g *Gathered) Argmax(k int) ([]int, error) {
 	cerr := t.ConstFlatData(func(flat any) {
 		vals, ok := asFloat64s(flat)
 		if !ok {
-			err = errors.Errorf("accelerator: Argmax of a %s output is not supported", t.DType())
+			err = fmt.Errorf("accelerator: Argmax of a %s output is not supported", t.DType())
 			return
 		}
 		for i := range n {
@@ -351,7 +352,7 @@ func (g *Gathered) IntLabels() ([]int, error) {
 	cerr := g.Labels.ConstFlatData(func(flat any) {
 		vals, ok := asFloat64s(flat)
 		if !ok {
-			err = errors.Errorf("accelerator: labels of dtype %s are not numbers", g.Labels.DType())
+			err = fmt.Errorf("accelerator: labels of dtype %s are not numbers", g.Labels.DType())
 			return
 		}
 		out = make([]int, len(vals))
@@ -368,7 +369,7 @@ func (g *Gathered) IntLabels() ([]int, error) {
 // Floats returns output k flattened as float64 values (for per-example losses or scores).
 func (g *Gathered) Floats(k int) ([]float64, error) {
 	if k < 0 || k >= len(g.Outputs) {
-		return nil, errors.Errorf("accelerator: output %d requested, but there are %d outputs", k, len(g.Outputs))
+		return nil, fmt.Errorf("accelerator: output %d requested, but there are %d outputs", k, len(g.Outputs))
 	}
 	var out []float64
 	var ok bool
@@ -376,7 +377,7 @@ func (g *Gathered) Floats(k int) ([]float64, error) {
 		return nil, err
 	}
 	if !ok {
-		return nil, errors.Errorf("accelerator: output %d of dtype %s is not numeric", k, g.Outputs[k].DType())
+		return nil, fmt.Errorf("accelerator: output %d of dtype %s is not numeric", k, g.Outputs[k].DType())
 	}
 	return out, nil
 }

@@ -3,11 +3,11 @@ package accelerator
 import (
 	"bytes"
 	"encoding/gob"
+	"fmt"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/pkg/errors"
 )
 
 // wireTensor is a host tensor as it travels between processes.
@@ -48,17 +48,17 @@ func (a *Accelerator) gatherProcesses(local *Gathered) (*Gathered, error) {
 	}
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(&w); err != nil {
-		return nil, errors.WithMessage(err, "accelerator: encoding evaluation results")
+		return nil, fmt.Errorf("accelerator: encoding evaluation results: %w", err)
 	}
 	all, err := a.grp.Allgather(buf.Bytes())
 	if err != nil {
-		return nil, errors.WithMessage(err, "accelerator: gathering evaluation results from the processes")
+		return nil, fmt.Errorf("accelerator: gathering evaluation results from the processes: %w", err)
 	}
 	parts := make([]*Gathered, len(all))
 	for rank, b := range all {
 		var w wireGathered
 		if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&w); err != nil {
-			return nil, errors.WithMessagef(err, "accelerator: decoding the evaluation results of rank %d", rank)
+			return nil, fmt.Errorf("accelerator: decoding the evaluation results of rank %d: %w", rank, err)
 		}
 		g := &Gathered{Real: w.Real, Indices: w.Indices, Positions: w.Positions}
 		for _, wt := range w.Outputs {
@@ -68,7 +68,7 @@ func (a *Accelerator) gatherProcesses(local *Gathered) (*Gathered, error) {
 			g.Labels = fromWire(*w.Labels)
 		}
 		if len(g.Outputs) != len(local.Outputs) || (g.Labels == nil) != (local.Labels == nil) {
-			return nil, errors.Errorf("accelerator: rank %d returned %d evaluation outputs (labels: %t), this process %d (labels: %t)",
+			return nil, fmt.Errorf("accelerator: rank %d returned %d evaluation outputs (labels: %t), this process %d (labels: %t)",
 				rank, len(g.Outputs), g.Labels != nil, len(local.Outputs), local.Labels != nil)
 		}
 		parts[rank] = g

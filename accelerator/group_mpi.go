@@ -1,10 +1,10 @@
 package accelerator
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/goaccel/goaccel/internal/mpi"
-	"github.com/pkg/errors"
 )
 
 // openGroup joins the process group described by p through MPI, loaded at run time: the
@@ -14,17 +14,16 @@ import (
 func openGroup(p processInfo, timeout time.Duration) (group, error) {
 	lib, err := mpi.Find()
 	if err != nil {
-		return nil, errors.WithMessagef(err, "accelerator: %d processes (from %s) talk through MPI, which was not found",
-			p.worldSize, p.source)
+		return nil, fmt.Errorf("accelerator: %d processes (from %s) talk through MPI, which was not found: %w", p.worldSize, p.source, err)
 	}
 	comm, err := mpi.Init(lib)
 	if err != nil {
-		return nil, errors.WithMessagef(err, "accelerator: joining the %d processes (from %s)", p.worldSize, p.source)
+		return nil, fmt.Errorf("accelerator: joining the %d processes (from %s): %w", p.worldSize, p.source, err)
 	}
 	comm.SetTimeout(timeout)
 	if comm.Rank() != p.rank || comm.Size() != p.worldSize {
 		_ = comm.Finalize()
-		return nil, errors.Errorf("accelerator: the launcher says rank %d of %d (%s) but MPI (%s) says rank %d of %d: "+
+		return nil, fmt.Errorf("accelerator: the launcher says rank %d of %d (%s) but MPI (%s) says rank %d of %d: "+
 			"the MPI library does not belong to the launcher that started the job; set $GOACCEL_MPI_LIB to its libmpi",
 			p.rank, p.worldSize, p.source, lib.Path, comm.Rank(), comm.Size())
 	}

@@ -2,12 +2,10 @@ package accelerator
 
 import (
 	"iter"
-	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
@@ -16,22 +14,13 @@ import (
 // its absence fails the test.
 func cpuPlugin(t testing.TB) string {
 	t.Helper()
+	var found []string
 	for _, p := range FindPlugins() {
 		if p.Kind == PluginCPU {
-			return p.Path
+			found = append(found, p.Path)
 		}
 	}
-	_, file, _, _ := runtime.Caller(0)
-	local := filepath.Join(filepath.Dir(file), "..", ".deps", "pjrt-cpu", "lammps_jax_pjrt_cpu", "pjrt_c_api_cpu_plugin.so")
-	if _, err := os.Stat(local); err == nil {
-		return local
-	}
-	msg := "SKIPPING multi-device test: no XLA CPU PJRT plugin found (run `make deps`, or set PJRT_PLUGIN_LIBRARY_PATH)"
-	if os.Getenv("CI") != "" {
-		t.Fatal("CI is set but " + msg)
-	}
-	t.Skip(msg)
-	return ""
+	return testutil.CPUPlugin(t, found...)
 }
 
 // newXLA returns an Accelerator on n XLA CPU devices.

@@ -1,6 +1,7 @@
 package accelerator
 
 import (
+	"errors"
 	"fmt"
 	"iter"
 	"math"
@@ -14,7 +15,6 @@ import (
 	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 	"github.com/gomlx/gomlx/support/exceptions"
-	"github.com/pkg/errors"
 )
 
 // GraphBatch is what a step function sees: the whole global batch as graph nodes. Each input has
@@ -94,10 +94,10 @@ type Job struct {
 //	goaccel: per-device batch 64 x 4 device(s) x 1 process(es) = global batch 256; 150 batches/epoch
 func (a *Accelerator) Prepare(m model.StoreProvider, opt optimizer.Interface, src data.Source, opts ...PrepareOption) (*Job, error) {
 	if m == nil || m.Store() == nil {
-		return nil, errors.New("accelerator.Prepare: the model has no model.Store")
+		return nil, errors.New("accelerator: Prepare: the model has no model.Store")
 	}
 	if opt == nil {
-		return nil, errors.New("accelerator.Prepare: the optimizer is nil (e.g. optimizer.Adam().LearningRate(2e-5).Done())")
+		return nil, errors.New("accelerator: Prepare: the optimizer is nil (e.g. optimizer.Adam().LearningRate(2e-5).Done())")
 	}
 	j := &Job{acc: a, store: m.Store(), opt: opt, src: src}
 	j.opts.accumulate = 1
@@ -105,10 +105,10 @@ func (a *Accelerator) Prepare(m model.StoreProvider, opt optimizer.Interface, sr
 		o(&j.opts)
 	}
 	if j.opts.accumulate < 1 {
-		return nil, errors.Errorf("accelerator.Prepare: gradient accumulation must be >= 1 step, got %d", j.opts.accumulate)
+		return nil, fmt.Errorf("accelerator: Prepare: gradient accumulation must be >= 1 step, got %d", j.opts.accumulate)
 	}
 	if j.opts.clipNorm < 0 {
-		return nil, errors.Errorf("accelerator.Prepare: clip norm must be >= 0, got %g", j.opts.clipNorm)
+		return nil, fmt.Errorf("accelerator: Prepare: clip norm must be >= 0, got %g", j.opts.clipNorm)
 	}
 	if err := a.applyPrecision(m); err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func (a *Accelerator) Prepare(m model.StoreProvider, opt optimizer.Interface, sr
 		root.SetParam(initializer.ParamInitialSeed, a.seed)
 	}
 	if err := seedRNG(j.store, a.seed+int64(a.ProcessIndex())); err != nil { // dropout differs per process, as in DDP
-		return nil, errors.WithMessage(err, "accelerator.Prepare: seeding the model's random state")
+		return nil, fmt.Errorf("accelerator: Prepare: seeding the model's random state: %w", err)
 	}
 	if src != nil {
 		if err := a.distribute(src); err != nil {
@@ -145,10 +145,10 @@ func (a *Accelerator) distribute(src data.Source) error {
 		ranks[i] = a.ProcessIndex()*a.NumDevices() + i
 	}
 	if err := src.Distribute(a.NumReplicas(), ranks); err != nil {
-		return errors.WithMessage(err, "accelerator: splitting the data over the replicas")
+		return fmt.Errorf("accelerator: splitting the data over the replicas: %w", err)
 	}
 	if src.BatchSize() <= 0 {
-		return errors.Errorf("accelerator: the data source has batch size %d; it must be > 0", src.BatchSize())
+		return fmt.Errorf("accelerator: the data source has batch size %d; it must be > 0", src.BatchSize())
 	}
 	return nil
 }
@@ -182,11 +182,11 @@ func (j *Job) GlobalStep() (int64, error) {
 	}
 	t, err := v.Value()
 	if err != nil {
-		return 0, errors.WithMessage(err, "accelerator: reading the global step")
+		return 0, fmt.Errorf("accelerator: reading the global step: %w", err)
 	}
 	f, err := scalarFloat(t)
 	if err != nil {
-		return 0, errors.WithMessage(err, "accelerator: reading the global step")
+		return 0, fmt.Errorf("accelerator: reading the global step: %w", err)
 	}
 	return int64(f), nil
 }
@@ -203,7 +203,7 @@ func (l Loss) Value() (float64, error) {
 	}
 	v, err := scalarFloat(l.t)
 	if err != nil {
-		return math.NaN(), errors.WithMessage(err, "accelerator: Loss.Value")
+		return math.NaN(), fmt.Errorf("accelerator: Loss.Value: %w", err)
 	}
 	return v, nil
 }
@@ -211,7 +211,7 @@ func (l Loss) Value() (float64, error) {
 // scalarFloat reads a one-element tensor of any numeric dtype as a float64.
 func scalarFloat(t *tensors.Tensor) (float64, error) {
 	if t.Shape().Size() != 1 {
-		return math.NaN(), errors.Errorf("want a scalar, got shape %s", t.Shape())
+		return math.NaN(), fmt.Errorf("want a scalar, got shape %s", t.Shape())
 	}
 	var out float64
 	var ok bool
@@ -224,7 +224,7 @@ func scalarFloat(t *tensors.Tensor) (float64, error) {
 		return math.NaN(), err
 	}
 	if !ok {
-		return math.NaN(), errors.Errorf("a %s value cannot be read as a number", t.DType())
+		return math.NaN(), fmt.Errorf("a %s value cannot be read as a number", t.DType())
 	}
 	return out, nil
 }
@@ -293,7 +293,7 @@ func (t *TrainStep) Run(gb *data.GlobalBatch) (Loss, error) {
 	outs, err := (*slot).Exec(args...)
 	t.tracing = nil
 	if err != nil {
-		return Loss{}, errors.WithMessagef(err, "accelerator: training step (epoch %d, batch %d) failed", gb.Epoch, gb.Index)
+		return Loss{}, fmt.Errorf("accelerator: training step (epoch %d, batch %d) failed: %w", gb.Epoch, gb.Index, err)
 	}
 	j.batchesRun++
 	for _, extra := range outs[1:] {
@@ -354,7 +354,7 @@ func (j *Job) args(gb *data.GlobalBatch) ([]any, error) {
 	}
 	nd := j.acc.NumDevices()
 	if len(gb.Shards) != nd {
-		return nil, errors.Errorf("accelerator: the global batch has %d shard(s) but there are %d device(s); was the "+
+		return nil, fmt.Errorf("accelerator: the global batch has %d shard(s) but there are %d device(s); was the "+
 			"source prepared by this Accelerator (Prepare/Evaluate split it)?", len(gb.Shards), nd)
 	}
 	first := gb.Shards[0]
@@ -368,20 +368,20 @@ func (j *Job) args(gb *data.GlobalBatch) ([]any, error) {
 	if j.inputRanks == nil {
 		j.inputRanks = ranks
 	} else if !slices.Equal(ranks, j.inputRanks) {
-		return nil, errors.Errorf("accelerator: batch inputs changed from ranks %v to %v", j.inputRanks, ranks)
+		return nil, fmt.Errorf("accelerator: batch inputs changed from ranks %v to %v", j.inputRanks, ranks)
 	}
 	var args []any
 	for d, sh := range gb.Shards {
 		if len(sh.Inputs) != len(first.Inputs) || (sh.Labels == nil) != (first.Labels == nil) || sh.Mask == nil {
-			return nil, errors.Errorf("accelerator: shard %d of batch %d is not shaped like shard 0 (inputs, labels, mask)", d, gb.Index)
+			return nil, fmt.Errorf("accelerator: shard %d of batch %d is not shaped like shard 0 (inputs, labels, mask)", d, gb.Index)
 		}
 		for i, t := range sh.Inputs {
 			if !t.Shape().Equal(first.Inputs[i].Shape()) {
-				return nil, errors.Errorf("accelerator: input %d of shard %d has shape %s, shard 0 has %s: every device "+
+				return nil, fmt.Errorf("accelerator: input %d of shard %d has shape %s, shard 0 has %s: every device "+
 					"must get the same per-device batch shape", i, d, t.Shape(), first.Inputs[i].Shape())
 			}
 			if t.Shape().Rank() == 0 || t.Shape().Dimensions[0] != sh.Size() {
-				return nil, errors.Errorf("accelerator: input %d of shard %d has shape %s: axis 0 must be the batch (%d)",
+				return nil, fmt.Errorf("accelerator: input %d of shard %d has shape %s: axis 0 must be the batch (%d)",
 					i, d, t.Shape(), sh.Size())
 			}
 			args = append(args, t)
@@ -407,7 +407,7 @@ const (
 func (j *Job) newExec(graphFn func(s *model.Scope, inputs []*Node) []*Node, lay layout) (*model.Exec, error) {
 	e, err := model.NewExec(j.acc.backend, j.store, graphFn)
 	if err != nil {
-		return nil, errors.WithMessage(err, "accelerator: creating the step executor")
+		return nil, fmt.Errorf("accelerator: creating the step executor: %w", err)
 	}
 	if mesh := j.acc.mesh; mesh != nil {
 		// Every input, the labels and the mask have the batch on axis 0: shard that axis over
@@ -415,7 +415,7 @@ func (j *Job) newExec(graphFn func(s *model.Scope, inputs []*Node) []*Node, lay 
 		// remaining axes; the last spec is reused for all inputs).
 		batchSharded, err := distributed.BuildSpec(mesh).S(MeshAxis).Done()
 		if err != nil {
-			return nil, errors.WithMessage(err, "accelerator: building the batch sharding spec")
+			return nil, fmt.Errorf("accelerator: building the batch sharding spec: %w", err)
 		}
 		replicated := distributed.NewReplicatedShardingSpec(mesh)
 		e.AutoSharding(mesh)

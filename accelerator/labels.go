@@ -1,9 +1,9 @@
 package accelerator
 
 import (
+	"fmt"
 	"github.com/goaccel/goaccel/data"
 	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/pkg/errors"
 )
 
 // Labels outside [0, C) would make a one-hot row of zeros: a classification loss would train
@@ -50,10 +50,10 @@ func checkLabels(gb *data.GlobalBatch, numClasses int) error {
 		var vals []float64
 		var ok bool
 		if err := sh.Labels.ConstFlatData(func(flat any) { vals, ok = asFloat64s(flat) }); err != nil {
-			return errors.WithMessage(err, "accelerator: reading the labels")
+			return fmt.Errorf("accelerator: reading the labels: %w", err)
 		}
 		if !ok {
-			return errors.Errorf("accelerator: labels of dtype %s cannot be class indices", sh.Labels.DType())
+			return fmt.Errorf("accelerator: labels of dtype %s cannot be class indices", sh.Labels.DType())
 		}
 		for i, v := range vals {
 			if v < 0 || v >= float64(numClasses) || v != float64(int64(v)) {
@@ -61,7 +61,7 @@ func checkLabels(gb *data.GlobalBatch, numClasses int) error {
 				if i < len(sh.Indices) {
 					idx = sh.Indices[i]
 				}
-				return errors.Errorf("accelerator: label %v of example %d (dataset index; batch %d of epoch %d, "+
+				return fmt.Errorf("accelerator: label %v of example %d (dataset index; batch %d of epoch %d, "+
 					"device %d, row %d) is out of bounds: the loss has %d classes, so labels must be in [0, %d)",
 					v, idx, gb.Index, gb.Epoch+1, d, i, numClasses, numClasses)
 			}

@@ -13,7 +13,7 @@ import (
 //	l := accelerator.CrossEntropy(logits, b.Labels, b.Mask)
 func CrossEntropy(logits, labels, mask *Node) *Node {
 	if logits.Rank() != 2 || labels.Rank() != 1 || labels.Shape().Dimensions[0] != logits.Shape().Dimensions[0] {
-		exceptions.Panicf("accelerator.CrossEntropy: want logits [B, C] and labels [B], got %s and %s", logits.Shape(), labels.Shape())
+		exceptions.Panicf("accelerator: CrossEntropy: want logits [B, C] and labels [B], got %s and %s", logits.Shape(), labels.Shape())
 	}
 	return MaskedMean(PerExampleCrossEntropy(logits, labels), mask)
 }

@@ -1,9 +1,9 @@
 package accelerator
 
 import (
+	"fmt"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/pkg/errors"
 )
 
 // ComputeDTypeSetter is implemented by models that can compute their activations in another
@@ -29,12 +29,12 @@ func (a *Accelerator) applyPrecision(m model.StoreProvider) error {
 	}
 	setter, ok := m.(ComputeDTypeSetter)
 	if !ok {
-		return errors.Errorf("accelerator.Prepare: MixedPrecision \"bf16\" needs a model that can compute in "+
+		return fmt.Errorf("accelerator: Prepare: MixedPrecision \"bf16\" needs a model that can compute in "+
 			"bfloat16 (a SetComputeDType(dtypes.DType) error method, as bert.Classifier has); %T has none: "+
 			"cast inside the model yourself and use MixedPrecision \"no\"", m)
 	}
 	if err := setter.SetComputeDType(dtypes.BFloat16); err != nil {
-		return errors.WithMessage(err, "accelerator.Prepare: switching the model to bfloat16")
+		return fmt.Errorf("accelerator: Prepare: switching the model to bfloat16: %w", err)
 	}
 	return nil
 }

@@ -5,8 +5,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-
-	"github.com/pkg/errors"
 )
 
 // processInfo is this process's place in the process group, as the launcher described it.
@@ -44,7 +42,7 @@ func readProcessEnv() (processInfo, error) {
 			if !rok || rv == "" {
 				set, unset = l.size, l.rank
 			}
-			return p, errors.Errorf("accelerator: $%s is set but $%s is not: %s sets both; unset $%s to run as a "+
+			return p, fmt.Errorf("accelerator: $%s is set but $%s is not: %s sets both; unset $%s to run as a "+
 				"single process, or start the program with a launcher (goaccel launch)", set, unset, l.name, set)
 		}
 		if !rok || !sok || rv == "" || sv == "" {
@@ -61,7 +59,7 @@ func readProcessEnv() (processInfo, error) {
 			}
 			n, err := strconv.Atoi(v)
 			if err != nil || n < min {
-				return errors.Errorf("accelerator: $%s=%q (set by %s) is not an integer >= %d", name, v, l.name, min)
+				return fmt.Errorf("accelerator: $%s=%q (set by %s) is not an integer >= %d", name, v, l.name, min)
 			}
 			*dst = n
 			return nil
@@ -76,7 +74,7 @@ func readProcessEnv() (processInfo, error) {
 			}
 		}
 		if p.rank >= p.worldSize {
-			return p, errors.Errorf("accelerator: $%s=%d is not below $%s=%d (set by %s)", l.rank, p.rank, l.size, p.worldSize, l.name)
+			return p, fmt.Errorf("accelerator: $%s=%d is not below $%s=%d (set by %s)", l.rank, p.rank, l.size, p.worldSize, l.name)
 		}
 		if p.localRank >= p.localWorldSize {
 			p.localWorldSize = p.localRank + 1
@@ -113,7 +111,7 @@ func (a *Accelerator) IsLocalMainProcess() bool { return a.proc.localRank == 0 }
 // the ranks that never arrived, instead of waiting forever.
 func (a *Accelerator) WaitForEveryone() error {
 	if err := a.grp.Barrier(a.timeout); err != nil {
-		return errors.WithMessage(err, "accelerator: WaitForEveryone")
+		return fmt.Errorf("accelerator: WaitForEveryone: %w", err)
 	}
 	return nil
 }

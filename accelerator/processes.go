@@ -1,6 +1,7 @@
 package accelerator
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/goaccel/goaccel/data"
@@ -10,7 +11,6 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 	"github.com/gomlx/gomlx/support/exceptions"
-	"github.com/pkg/errors"
 )
 
 // A training step over several processes runs as two graphs with the host in between:
@@ -89,7 +89,7 @@ func (t *TrainStep) runProcesses(gb *data.GlobalBatch, args []any, accumulate bo
 	perDevice := 1 + len(p.vars)
 	if len(outs) != perDevice*j.acc.NumDevices() {
 		finalizeAll(outs)
-		return Loss{}, errors.Errorf("accelerator: the gradient step returned %d outputs, want %d per device", len(outs), perDevice)
+		return Loss{}, fmt.Errorf("accelerator: the gradient step returned %d outputs, want %d per device", len(outs), perDevice)
 	}
 	n := float32(realExamples(gb))
 	err = p.toHost(outs[:perDevice], n)
@@ -99,12 +99,12 @@ func (t *TrainStep) runProcesses(gb *data.GlobalBatch, args []any, accumulate bo
 	}
 	syncStart := time.Now()
 	if err := j.acc.grp.AllreduceSum(p.bufs); err != nil {
-		return Loss{}, errors.WithMessagef(err, "accelerator: all-reducing the gradients (epoch %d, batch %d)", gb.Epoch+1, gb.Index)
+		return Loss{}, fmt.Errorf("accelerator: all-reducing the gradients (epoch %d, batch %d): %w", gb.Epoch+1, gb.Index, err)
 	}
 	p.stats.Sync += time.Since(syncStart)
 	sums := p.bufs[len(p.vars)]
 	if sums[1] <= 0 {
-		return Loss{}, errors.Errorf("accelerator: global batch %d of epoch %d has no real example on any process", gb.Index, gb.Epoch+1)
+		return Loss{}, fmt.Errorf("accelerator: global batch %d of epoch %d has no real example on any process", gb.Index, gb.Epoch+1)
 	}
 	inv := 1 / sums[1]
 	loss := float64(sums[0]) / float64(sums[1])
@@ -132,7 +132,7 @@ func (t *TrainStep) runProcesses(gb *data.GlobalBatch, args []any, accumulate bo
 	}
 	applied, err := (*slot).Exec(applyArgs...)
 	if err != nil {
-		return Loss{}, errors.WithMessagef(err, "accelerator: applying the all-reduced gradients (epoch %d, batch %d)", gb.Epoch+1, gb.Index)
+		return Loss{}, fmt.Errorf("accelerator: applying the all-reduced gradients (epoch %d, batch %d): %w", gb.Epoch+1, gb.Index, err)
 	}
 	finalizeAll(applied)
 	j.batchesRun++
@@ -154,7 +154,7 @@ func (p *procStep) toHost(outs []*tensors.Tensor, n float32) error {
 	}
 	loss, err := scalarFloat(outs[0])
 	if err != nil {
-		return errors.WithMessage(err, "accelerator: reading the loss")
+		return fmt.Errorf("accelerator: reading the loss: %w", err)
 	}
 	if n == 0 {
 		loss = 0 // a process whose part is all padding contributes nothing (not NaN)
@@ -163,7 +163,7 @@ func (p *procStep) toHost(outs []*tensors.Tensor, n float32) error {
 	for i, v := range p.vars {
 		g := outs[1+i]
 		if g.DType() != dtypes.Float32 {
-			return errors.Errorf("accelerator: the gradient of %s is %s; runs over several processes need float32 variables",
+			return fmt.Errorf("accelerator: the gradient of %s is %s; runs over several processes need float32 variables",
 				v.Path(), g.DType())
 		}
 		dst := p.bufs[i]
@@ -173,7 +173,7 @@ func (p *procStep) toHost(outs []*tensors.Tensor, n float32) error {
 			}
 		})
 		if err != nil {
-			return errors.WithMessagef(err, "accelerator: reading the gradient of %s", v.Path())
+			return fmt.Errorf("accelerator: reading the gradient of %s: %w", v.Path(), err)
 		}
 	}
 	return nil
@@ -216,7 +216,7 @@ func (t *TrainStep) execTracing(e *model.Exec, gb *data.GlobalBatch, args []any)
 	outs, err := e.Exec(args...)
 	t.tracing = nil
 	if err != nil {
-		return nil, errors.WithMessagef(err, "accelerator: training step (epoch %d, batch %d) failed", gb.Epoch+1, gb.Index)
+		return nil, fmt.Errorf("accelerator: training step (epoch %d, batch %d) failed: %w", gb.Epoch+1, gb.Index, err)
 	}
 	return outs, nil
 }

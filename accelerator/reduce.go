@@ -1,9 +1,8 @@
 package accelerator
 
 import (
+	"fmt"
 	"math"
-
-	"github.com/pkg/errors"
 )
 
 // ReduceOp is how Reduce combines the processes' values.
@@ -22,7 +21,7 @@ const (
 // devices of this process, so with one process Reduce returns x for every op.
 func (a *Accelerator) Reduce(x float64, op ReduceOp) (float64, error) {
 	if op < OpSum || op > OpMax {
-		return 0, errors.Errorf("accelerator: unknown ReduceOp %d (want OpSum, OpMean or OpMax)", op)
+		return 0, fmt.Errorf("accelerator: unknown ReduceOp %d (want OpSum, OpMean or OpMax)", op)
 	}
 	if a.grp.Size() == 1 {
 		return x, nil
@@ -37,7 +36,7 @@ func (a *Accelerator) Reduce(x float64, op ReduceOp) (float64, error) {
 		mpiOp = OpMax
 	}
 	if err := a.grp.AllreduceFloat64(buf, mpiOp); err != nil {
-		return math.NaN(), errors.WithMessage(err, "accelerator: Reduce")
+		return math.NaN(), fmt.Errorf("accelerator: Reduce: %w", err)
 	}
 	if buf[1] > 0 {
 		return math.NaN(), nil

@@ -1,9 +1,9 @@
 package accelerator
 
 import (
+	"fmt"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/pkg/errors"
 )
 
 // seedRNG sets the store's in-graph random state (used by dropout) from seed.
@@ -22,7 +22,7 @@ func seedRNG(store *model.Store, seed int64) error {
 	path := model.JoinPath("/", model.RNGStateVariableName)
 	if v := store.GetVariable(path); v != nil {
 		if err := store.DeleteVariable(path); err != nil {
-			return errors.WithMessagef(err, "replacing %s", path)
+			return fmt.Errorf("replacing %s: %w", path, err)
 		}
 	}
 	store.VariableWithValue(path, state).SetTrainable(false)

@@ -1,10 +1,11 @@
 package accelerator
 
 import (
+	"errors"
+	"fmt"
 	"math"
 
 	"github.com/gomlx/gomlx/ml/train/optimizer"
-	"github.com/pkg/errors"
 )
 
 // gradNormName is the variable, in goaccel's own scope, that holds the last gradient norm.
@@ -33,15 +34,15 @@ func (j *Job) LearningRate() (float64, error) {
 func (j *Job) readScalar(path, what string) (float64, error) {
 	v := j.store.GetVariable(path)
 	if v == nil || !v.HasValue() {
-		return math.NaN(), errors.Errorf("accelerator: %s: no value yet (variable %s is set by the first optimizer update)", what, path)
+		return math.NaN(), fmt.Errorf("accelerator: %s: no value yet (variable %s is set by the first optimizer update)", what, path)
 	}
 	t, err := v.Value()
 	if err != nil {
-		return math.NaN(), errors.WithMessagef(err, "accelerator: %s: reading %s", what, path)
+		return math.NaN(), fmt.Errorf("accelerator: %s: reading %s: %w", what, path, err)
 	}
 	x, err := scalarFloat(t)
 	if err != nil {
-		return math.NaN(), errors.WithMessagef(err, "accelerator: %s: reading %s", what, path)
+		return math.NaN(), fmt.Errorf("accelerator: %s: reading %s: %w", what, path, err)
 	}
 	return x, nil
 }

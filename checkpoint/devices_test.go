@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/distributed"
 	"github.com/gomlx/compute/dtypes"
@@ -30,34 +30,20 @@ var (
 )
 
 // requireXLA returns the XLA CPU backend with at least 4 devices. Without the plugin the test is
-// skipped, loudly; when the CI environment variable is set it fails instead.
+// skipped, loudly; when the CI environment variable is set it fails instead (see
+// testutil.CPUPlugin).
 func requireXLA(t *testing.T) compute.Backend {
 	t.Helper()
+	plugin := testutil.CPUPlugin(t, os.Getenv(xlaPluginEnv))
 	xlaOnce.Do(func() {
-		plugin := os.Getenv(xlaPluginEnv)
-		if plugin == "" {
-			plugin = filepath.Join("..", ".deps", "pjrt-cpu", "lammps_jax_pjrt_cpu", "pjrt_c_api_cpu_plugin.so")
-		}
-		abs, err := filepath.Abs(plugin)
-		if err == nil {
-			_, err = os.Stat(abs)
-		}
-		if err != nil {
-			xlaErr = fmt.Errorf("XLA CPU PJRT plugin not found (%v); run `make deps` or set $%s", err, xlaPluginEnv)
-			return
-		}
 		xla.EnableAutoInstall(false)
-		xlaBackend, xlaErr = xla.New(abs)
+		xlaBackend, xlaErr = xla.New(plugin)
 		if xlaErr == nil && xlaBackend.NumDevices() < 4 {
 			xlaErr = fmt.Errorf("XLA CPU backend has %d devices, the test needs 4", xlaBackend.NumDevices())
 		}
 	})
 	if xlaErr != nil {
-		msg := "the device-count portability test needs the XLA CPU plugin: " + xlaErr.Error()
-		if os.Getenv("CI") != "" {
-			t.Fatal("FAILED (CI is set): " + msg)
-		}
-		t.Skip("SKIPPED: " + msg)
+		t.Fatalf("the device-count portability test needs the XLA CPU plugin %s with 4 devices: %v", plugin, xlaErr)
 	}
 	return xlaBackend
 }

@@ -7,17 +7,25 @@
 // seed) in progress.json, the caller's config and metrics history in config.json and
 // metrics.json, and MANIFEST.json with the size and SHA-256 of each of those files.
 //
-// Typical use, with the same code on every process of a run:
+// Typical use, with the same code on every process of a run (Example is the complete
+// program):
 //
 //	mgr, err := checkpoint.NewManager(outDir, checkpoint.Options{KeepLast: 3, Processes: acc})
 //	st := &checkpoint.State{Store: job.Store(), Config: &cfg}
 //	if path, err := mgr.LoadLatest(st); err == nil {
+//		// The Store now holds the model and optimizer state; the loader's position must be
+//		// restored too, or the resumed run starts the data order again.
+//		if err := loader.Restore(st.Progress.Loader); err != nil {
+//			return err
+//		}
 //		acc.Print("resumed from", path, "at step", st.Progress.Step)
 //	} else if !errors.Is(err, checkpoint.ErrNoCheckpoint) {
 //		return err
 //	}
 //	...
-//	st.Progress = checkpoint.Progress{Epoch: epoch, Step: job.GlobalStep(), Loader: loader.State(), Seed: seed}
+//	step, err := job.GlobalStep()
+//	pos := loader.State() // after the global batch of this step was handed out
+//	st.Progress = checkpoint.Progress{Epoch: pos.Epoch, Step: step, Loader: pos, Seed: seed}
 //	_, err = mgr.Save(st) // the main process writes, the others wait
 //
 // Guarantees: a save is atomic (a crash, kill -9 included, never leaves a partial checkpoint

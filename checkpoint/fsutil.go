@@ -1,16 +1,20 @@
 package checkpoint
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/goaccel/goaccel/internal/fsutil"
-	"github.com/pkg/errors"
 )
 
 // syncDir fsyncs a directory, so that the entries created or renamed in it reach stable storage.
 func syncDir(dir string) error {
-	return errors.WithMessage(fsutil.SyncDir(dir), "checkpoint")
+	if err := fsutil.SyncDir(dir); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
 }
 
 // replaceDir moves the complete directory src to dst. If dst exists, it is replaced atomically
@@ -19,7 +23,7 @@ func syncDir(dir string) error {
 func replaceDir(src, dst string) (old string, err error) {
 	if _, err := os.Lstat(dst); errors.Is(err, os.ErrNotExist) {
 		if err := os.Rename(src, dst); err != nil {
-			return "", errors.Wrap(err, "checkpoint: renaming into place")
+			return "", fmt.Errorf("checkpoint: renaming into place: %w", err)
 		}
 		return "", nil
 	}
@@ -30,11 +34,11 @@ func replaceDir(src, dst string) (old string, err error) {
 	// a trash name, and the previous checkpoints and the latest pointer untouched.
 	aside := trashName(dst)
 	if err := os.Rename(dst, aside); err != nil {
-		return "", errors.Wrapf(err, "checkpoint: moving old %s aside", dst)
+		return "", fmt.Errorf("checkpoint: moving old %s aside: %w", dst, err)
 	}
 	if err := os.Rename(src, dst); err != nil {
 		_ = os.Rename(aside, dst)
-		return "", errors.Wrap(err, "checkpoint: renaming into place")
+		return "", fmt.Errorf("checkpoint: renaming into place: %w", err)
 	}
 	return aside, nil
 }
@@ -54,10 +58,10 @@ func trashName(path string) string {
 func removeDir(path string) error {
 	trash := trashName(path)
 	if err := os.Rename(path, trash); err != nil {
-		return errors.Wrapf(err, "checkpoint: removing %s", path)
+		return fmt.Errorf("checkpoint: removing %s: %w", path, err)
 	}
 	if err := os.RemoveAll(trash); err != nil {
-		return errors.Wrapf(err, "checkpoint: removing %s", path)
+		return fmt.Errorf("checkpoint: removing %s: %w", path, err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -14,7 +15,6 @@ import (
 	"sync"
 
 	"github.com/goaccel/goaccel/internal/fsutil"
-	"github.com/pkg/errors"
 )
 
 // Names used inside a Manager's directory.
@@ -91,10 +91,10 @@ func NewManager(dir string, opts Options) (*Manager, error) {
 		return nil, errors.New("checkpoint: empty directory")
 	}
 	if opts.KeepLast < 0 {
-		return nil, errors.Errorf("checkpoint: Options.KeepLast must be >= 0, got %d", opts.KeepLast)
+		return nil, fmt.Errorf("checkpoint: Options.KeepLast must be >= 0, got %d", opts.KeepLast)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, errors.Wrap(err, "checkpoint")
+		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	if opts.Logf == nil {
 		opts.Logf = log.Printf
@@ -114,7 +114,7 @@ func (m *Manager) wait() error {
 		return nil
 	}
 	if err := m.opts.Processes.WaitForEveryone(); err != nil {
-		return errors.WithMessage(err, "checkpoint: waiting for the other processes")
+		return fmt.Errorf("checkpoint: waiting for the other processes: %w", err)
 	}
 	return nil
 }
@@ -134,7 +134,7 @@ func (m *Manager) Save(st *State) (string, error) {
 		return "", errors.New("checkpoint: Save needs a State with a Store")
 	}
 	if st.Progress.Step < 0 {
-		return "", errors.Errorf("checkpoint: negative step %d", st.Progress.Step)
+		return "", fmt.Errorf("checkpoint: negative step %d", st.Progress.Step)
 	}
 	path := m.PathFor(st.Progress.Step)
 	if !m.isMain() {
@@ -153,9 +153,11 @@ func (m *Manager) Save(st *State) (string, error) {
 // save does the main process's part of Save.
 func (m *Manager) save(path string, st *State) error {
 	m.removeLeftovers()
-	tmp, err := os.MkdirTemp(m.dir, tmpPrefix+filepath.Base(path)+"-")
+	// fsutil.MkdirTemp: 0755 less the umask, so that the checkpoint, renamed into place, can be
+	// read by others like the rest of the run directory (os.MkdirTemp makes 0700).
+	tmp, err := fsutil.MkdirTemp(m.dir, tmpPrefix+filepath.Base(path)+"-")
 	if err != nil {
-		return errors.Wrap(err, "checkpoint")
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	committed := false
 	defer func() {
@@ -197,20 +199,20 @@ func (m *Manager) save(path string, st *State) error {
 		}
 		raw, err := json.MarshalIndent(f.value, "", "  ")
 		if err != nil {
-			return errors.Wrapf(err, "checkpoint: encoding %s", f.name)
+			return fmt.Errorf("checkpoint: encoding %s: %w", f.name, err)
 		}
 		raw = append(raw, '\n')
 		if err := fsutil.WriteFileSync(filepath.Join(tmp, f.name), raw); err != nil {
-			return errors.WithMessage(err, "checkpoint")
+			return fmt.Errorf("checkpoint: %w", err)
 		}
 		man.Files[f.name] = entryFor(raw)
 	}
 	raw, err := json.MarshalIndent(man, "", "  ")
 	if err != nil {
-		return errors.Wrap(err, "checkpoint: encoding manifest")
+		return fmt.Errorf("checkpoint: encoding manifest: %w", err)
 	}
 	if err := fsutil.WriteFileSync(filepath.Join(tmp, ManifestFile), append(raw, '\n')); err != nil {
-		return errors.WithMessage(err, "checkpoint")
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	if err := syncDir(tmp); err != nil {
 		return err
@@ -225,7 +227,7 @@ func (m *Manager) save(path string, st *State) error {
 		return err
 	}
 	if err := fsutil.WriteFileAtomic(filepath.Join(m.dir, LatestFile), []byte(filepath.Base(path)+"\n")); err != nil {
-		return errors.WithMessage(err, "checkpoint")
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	if old != "" {
 		if err := os.RemoveAll(old); err != nil {
@@ -299,7 +301,7 @@ func (m *Manager) List() ([]string, error) {
 func (m *Manager) list() ([]string, error) {
 	entries, err := os.ReadDir(m.dir)
 	if err != nil {
-		return nil, errors.Wrap(err, "checkpoint")
+		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	type named struct {
 		name string
@@ -397,7 +399,7 @@ func load(path string, st *State, allowMissing bool) error {
 	}
 	var progress Progress
 	if err := json.Unmarshal(raws[ProgressFile], &progress); err != nil {
-		return corrupt(path, errors.Wrapf(err, "%s does not parse", ProgressFile))
+		return corrupt(path, fmt.Errorf("%s does not parse: %w", ProgressFile, err))
 	}
 	// The two files are read concurrently: each read is bound by its SHA-256, on one core.
 	files := []struct {
@@ -424,14 +426,14 @@ func load(path string, st *State, allowMissing bool) error {
 	}
 	if err := restore(st.Store, vars, allowMissing); err != nil {
 		freeLoaded(vars)
-		return errors.WithMessagef(err, "checkpoint %s", path)
+		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	st.Progress = progress
 	if err := decodeInto(raws[ConfigFile], &st.Config); err != nil {
-		return errors.WithMessagef(err, "checkpoint %s: decoding %s", path, ConfigFile)
+		return fmt.Errorf("checkpoint %s: decoding %s: %w", path, ConfigFile, err)
 	}
 	if err := decodeInto(raws[MetricsFile], &st.Metrics); err != nil {
-		return errors.WithMessagef(err, "checkpoint %s: decoding %s", path, MetricsFile)
+		return fmt.Errorf("checkpoint %s: decoding %s: %w", path, MetricsFile, err)
 	}
 	return nil
 }
@@ -472,7 +474,7 @@ func (m *Manager) LoadLatest(st *State) (string, error) {
 		names = slices.Insert(names, 0, latest)
 	}
 	if len(names) == 0 {
-		return "", errors.Wrapf(ErrNoCheckpoint, "checkpoint: %s", m.dir)
+		return "", fmt.Errorf("checkpoint: %s: %w", m.dir, ErrNoCheckpoint)
 	}
 	var failures []string
 	for i, name := range names {
@@ -490,5 +492,5 @@ func (m *Manager) LoadLatest(st *State) (string, error) {
 		m.opts.Logf("%v", err)
 		failures = append(failures, err.Error())
 	}
-	return "", errors.Wrapf(ErrCorrupt, "checkpoint: no intact checkpoint in %s:\n  - %s", m.dir, strings.Join(failures, "\n  - "))
+	return "", fmt.Errorf("checkpoint: no intact checkpoint in %s:\n  - %s: %w", m.dir, strings.Join(failures, "\n  - "), ErrCorrupt)
 }

@@ -48,7 +48,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	m, _ := newTestManager(t, dir, Options{})
 	progress := Progress{Epoch: 2, Step: 1234, Seed: 42, Devices: 4, Processes: 1,
-		Loader: data.LoaderState{Epoch: 2, StepsConsumed: 17, Seed: 42, NumReplicas: 4}}
+		Loader: data.LoaderState{Epoch: 2, BatchesConsumed: 17, Seed: 42, NumReplicas: 4}}
 	metrics := []map[string]float64{{"step": 1000, "accuracy": 0.75}, {"step": 1234, "accuracy": 0.8}}
 	st := &State{Store: newTestStore(t, 7), Progress: progress,
 		Config: testConfig{LR: 2e-5, Layers: 12}, Metrics: metrics}

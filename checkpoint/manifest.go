@@ -2,12 +2,12 @@ package checkpoint
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/pkg/errors"
 )
 
 // File names inside a checkpoint directory.
@@ -59,37 +59,37 @@ func newManifest(step int64) *manifest {
 func readManifest(dir string) (*manifest, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, ManifestFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, corrupt(dir, errors.Errorf("%s is missing", ManifestFile))
+		return nil, corrupt(dir, fmt.Errorf("%s is missing", ManifestFile))
 	}
 	if err != nil {
 		return nil, corrupt(dir, err)
 	}
 	var m manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, corrupt(dir, errors.Wrapf(err, "%s does not parse", ManifestFile))
+		return nil, corrupt(dir, fmt.Errorf("%s does not parse: %w", ManifestFile, err))
 	}
 	if m.Format != manifestFormat {
-		return nil, corrupt(dir, errors.Errorf("%s: format is %q, want %q", ManifestFile, m.Format, manifestFormat))
+		return nil, corrupt(dir, fmt.Errorf("%s: format is %q, want %q", ManifestFile, m.Format, manifestFormat))
 	}
 	if m.Version != manifestVersion {
-		return nil, errors.Errorf("checkpoint %s: %s version %d is not supported (this build reads version %d)",
+		return nil, fmt.Errorf("checkpoint %s: %s version %d is not supported (this build reads version %d)",
 			dir, ManifestFile, m.Version, manifestVersion)
 	}
 	for _, name := range requiredFiles {
 		if _, ok := m.Files[name]; !ok {
-			return nil, corrupt(dir, errors.Errorf("%s does not list %s", ManifestFile, name))
+			return nil, corrupt(dir, fmt.Errorf("%s does not list %s", ManifestFile, name))
 		}
 	}
 	for name, fe := range m.Files {
 		if name != filepath.Base(name) || name == ManifestFile {
-			return nil, corrupt(dir, errors.Errorf("%s lists an invalid file name %q", ManifestFile, name))
+			return nil, corrupt(dir, fmt.Errorf("%s lists an invalid file name %q", ManifestFile, name))
 		}
 		info, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
-			return nil, corrupt(dir, errors.Wrapf(err, "file %s listed in %s", name, ManifestFile))
+			return nil, corrupt(dir, fmt.Errorf("file %s listed in %s: %w", name, ManifestFile, err))
 		}
 		if info.Size() != fe.Size {
-			return nil, corrupt(dir, errors.Errorf("%s has %d bytes, %s says %d (truncated or overwritten)",
+			return nil, corrupt(dir, fmt.Errorf("%s has %d bytes, %s says %d (truncated or overwritten)",
 				name, info.Size(), ManifestFile, fe.Size))
 		}
 	}
@@ -99,10 +99,10 @@ func readManifest(dir string) (*manifest, error) {
 // check compares what was read from a file with its manifest entry.
 func (fe fileEntry) check(dir, name, sum string, size int64) error {
 	if size != fe.Size {
-		return corrupt(dir, errors.Errorf("%s: read %d bytes, %s says %d", name, size, ManifestFile, fe.Size))
+		return corrupt(dir, fmt.Errorf("%s: read %d bytes, %s says %d", name, size, ManifestFile, fe.Size))
 	}
 	if sum != fe.SHA256 {
-		return corrupt(dir, errors.Errorf("%s: SHA-256 %s differs from %s's %s (the file was modified or damaged)",
+		return corrupt(dir, fmt.Errorf("%s: SHA-256 %s differs from %s's %s (the file was modified or damaged)",
 			name, sum, ManifestFile, fe.SHA256))
 	}
 	return nil
@@ -120,7 +120,7 @@ func (m *manifest) readVerified(dir, name string) ([]byte, error) {
 	raw, err := io.ReadAll(&hashReader{r: f, p: p})
 	sum, n := p.sum()
 	if err != nil {
-		return nil, corrupt(dir, errors.Wrapf(err, "reading %s", name))
+		return nil, corrupt(dir, fmt.Errorf("reading %s: %w", name, err))
 	}
 	if err := fe.check(dir, name, sum, n); err != nil {
 		return nil, err
@@ -147,7 +147,7 @@ func Verify(path string) error {
 		f.Close()
 		sum, n := p.sum()
 		if err != nil {
-			return corrupt(path, errors.Wrapf(err, "reading %s", name))
+			return corrupt(path, fmt.Errorf("reading %s: %w", name, err))
 		}
 		if err := m.Files[name].check(path, name, sum, n); err != nil {
 			return err

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/pkg/errors"
 )
 
 // maxProblems bounds how many mismatching variables one error lists.
@@ -67,19 +66,19 @@ func restore(store *model.Store, vars []loadedVar, allowMissing bool) error {
 			more = fmt.Sprintf("\n  ... and %d more", len(problems)-maxProblems)
 			problems = problems[:maxProblems]
 		}
-		return errors.Errorf("the checkpoint does not match the Store:\n  - %s%s", strings.Join(problems, "\n  - "), more)
+		return fmt.Errorf("the checkpoint does not match the Store:\n  - %s%s", strings.Join(problems, "\n  - "), more)
 	}
 
 	for i := range vars {
 		lv := &vars[i]
 		if v := inStore[lv.path]; v != nil {
 			if err := v.SetValue(lv.value); err != nil {
-				return errors.WithMessagef(err, "checkpoint: setting variable %q", lv.path)
+				return fmt.Errorf("checkpoint: setting variable %q: %w", lv.path, err)
 			}
 		} else {
 			v, err := store.CreateVariable(lv.path, lv.value)
 			if err != nil {
-				return errors.WithMessagef(err, "checkpoint: creating variable %q", lv.path)
+				return fmt.Errorf("checkpoint: creating variable %q: %w", lv.path, err)
 			}
 			v.SetTrainable(lv.trainable)
 		}

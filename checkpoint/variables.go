@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,7 +11,6 @@ import (
 	"github.com/goaccel/goaccel/internal/fsutil"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/pkg/errors"
 )
 
 // Metadata keys written in the safetensors files of a checkpoint.
@@ -36,12 +36,12 @@ func collectVariables(store *model.Store, rename func(string) (string, bool)) (w
 	renamed := map[string]string{}
 	for v := range store.IterVariables() {
 		if !v.HasValue() {
-			return nil, nil, errors.Errorf("checkpoint: variable %q has no value yet (run the model, or "+
+			return nil, nil, fmt.Errorf("checkpoint: variable %q has no value yet (run the model, or "+
 				"Store.InitializeVariables, before saving)", v.Path())
 		}
 		t, err := v.Value()
 		if err != nil {
-			return nil, nil, errors.WithMessagef(err, "checkpoint: reading variable %q", v.Path())
+			return nil, nil, fmt.Errorf("checkpoint: reading variable %q: %w", v.Path(), err)
 		}
 		name := v.Path()
 		file := others
@@ -59,7 +59,7 @@ func collectVariables(store *model.Store, rename func(string) (string, bool)) (w
 	if len(renamed) > 0 {
 		raw, err := json.Marshal(renamed)
 		if err != nil {
-			return nil, nil, errors.Wrap(err, "checkpoint: encoding variable names")
+			return nil, nil, fmt.Errorf("checkpoint: encoding variable names: %w", err)
 		}
 		weights.metadata[metaPaths] = string(raw)
 	}
@@ -76,7 +76,7 @@ func writeVarFile(dir, name string, vf *varFile) (fileEntry, error) {
 	})
 	sum, n := p.sum()
 	if err != nil {
-		return fileEntry{}, errors.WithMessage(err, "checkpoint")
+		return fileEntry{}, fmt.Errorf("checkpoint: %w", err)
 	}
 	return fileEntry{Size: n, SHA256: sum}, nil
 }
@@ -113,7 +113,7 @@ func readVarFile(dir, name string, fe fileEntry, trainable bool) ([]loadedVar, e
 	fail := func(err error) ([]loadedVar, error) {
 		p.close()
 		freeLoaded(out)
-		return nil, corrupt(dir, errors.WithMessage(err, name))
+		return nil, corrupt(dir, fmt.Errorf("%s: %w", name, err))
 	}
 	rd, err := safetensors.NewReader(hr)
 	if err != nil {
@@ -122,7 +122,7 @@ func readVarFile(dir, name string, fe fileEntry, trainable bool) ([]loadedVar, e
 	paths := map[string]string{}
 	if raw, ok := rd.Header().Metadata[metaPaths]; ok {
 		if err := json.Unmarshal([]byte(raw), &paths); err != nil {
-			return fail(errors.Wrapf(err, "metadata %q", metaPaths))
+			return fail(fmt.Errorf("metadata %q: %w", metaPaths, err))
 		}
 	}
 	for {

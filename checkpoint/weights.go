@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"slices"
 
@@ -9,7 +11,6 @@ import (
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/pkg/errors"
 )
 
 // Transform rewrites one tensor on its way into or out of a weights file, for layouts that
@@ -26,7 +27,7 @@ type Transform func(name string, t *tensors.Tensor) (*tensors.Tensor, error)
 // (temporary file, fsync, rename) with the metadata {"format": "pt"}.
 func ExportWeights(path string, store *model.Store, names func(varPath string) (name string, ok bool), transforms ...Transform) error {
 	if store == nil {
-		return errors.New("checkpoint: ExportWeights needs a Store")
+		return errors.New("checkpoint: ExportWeights: nil Store; pass the model's Store")
 	}
 	var out []safetensors.Named
 	for v := range store.IterVariables() {
@@ -41,116 +42,120 @@ func ExportWeights(path string, store *model.Store, names func(varPath string) (
 			continue
 		}
 		if !v.HasValue() {
-			return errors.Errorf("checkpoint: ExportWeights: variable %q has no value yet", v.Path())
+			return fmt.Errorf("checkpoint: ExportWeights: variable %q has no value yet; initialize the model (run a step) first", v.Path())
 		}
 		t, err := v.Value()
 		if err != nil {
-			return errors.WithMessagef(err, "checkpoint: ExportWeights: reading variable %q", v.Path())
+			return fmt.Errorf("checkpoint: ExportWeights: reading variable %q: %w", v.Path(), err)
 		}
 		for _, tr := range transforms {
 			if t, err = tr(name, t); err != nil {
-				return errors.WithMessagef(err, "checkpoint: ExportWeights: transforming %q (variable %q)", name, v.Path())
+				return fmt.Errorf("checkpoint: ExportWeights: transforming %q (variable %q): %w", name, v.Path(), err)
 			}
 		}
 		out = append(out, safetensors.Named{Name: name, Tensor: t})
 	}
 	if len(out) == 0 {
-		return errors.Errorf("checkpoint: ExportWeights: no variable selected for %s", path)
+		return fmt.Errorf("checkpoint: ExportWeights: no variable selected for %s; the names function left out every variable", path)
 	}
 	err := fsutil.WriteAtomic(path, func(w io.Writer) error {
 		_, err := safetensors.Write(w, out, map[string]string{metaFormat: "pt"})
 		return err
 	})
-	return errors.WithMessage(err, "checkpoint: ExportWeights")
+	if err != nil {
+		return fmt.Errorf("checkpoint: ExportWeights: %w", err)
+	}
+	return nil
 }
 
 // ImportWeights reads a safetensors file (such as a Hugging Face model's) into Store variables
-// and returns the paths of the variables it set, in file order.
+// and returns the paths of the variables it set, in file order. Only the mapped tensors are
+// read, one at a time.
 //
 // mapping gives the variable path for each tensor name, or ok=false to skip the tensor; nil
 // uses the tensor name as the path. The transforms are applied in order to each mapped tensor.
 // A variable that exists must have the tensor's shape; if both dtypes are floating point and
 // differ (say the file is F16 and the variable F32) the value is converted, any other dtype
 // difference is an error. A variable that does not exist is created (trainable) with the
-// tensor's value. Nothing is changed unless every mapped tensor fits; errors name the tensor
-// and the variable.
+// tensor's value. Nothing is changed unless every mapped tensor fits; errors name the file, the
+// tensor and the variable.
 func ImportWeights(path string, store *model.Store, mapping func(name string) (varPath string, ok bool), transforms ...Transform) ([]string, error) {
 	if store == nil {
-		return nil, errors.New("checkpoint: ImportWeights needs a Store")
+		return nil, errors.New("checkpoint: ImportWeights: nil Store; pass the model's Store")
 	}
-	all, _, err := safetensors.ReadFile(path)
+	f, err := safetensors.Open(path)
 	if err != nil {
-		return nil, errors.WithMessage(err, "checkpoint: ImportWeights")
+		return nil, err // "safetensors: ... (file path)"
 	}
+	defer f.Close()
 	type pending struct {
-		name, path string
-		v          *model.Variable
-		t          *tensors.Tensor
+		path string
+		v    *model.Variable
+		t    *tensors.Tensor
 	}
 	var todo []pending
-	free := func() {
-		for _, nt := range all {
-			_ = nt.Tensor.FinalizeAll()
-		}
-	}
 	fail := func(format string, args ...any) ([]string, error) {
-		free()
-		return nil, errors.Errorf("checkpoint: ImportWeights %s: "+format, append([]any{path}, args...)...)
+		for _, p := range todo {
+			_ = p.t.FinalizeAll()
+		}
+		return nil, fmt.Errorf("checkpoint: ImportWeights %s: "+format, append([]any{path}, args...)...)
 	}
 	byPath := map[string]string{}
-	for _, nt := range all {
-		varPath, ok := nt.Name, true
+	for _, info := range f.Header().Tensors {
+		name := info.Name
+		varPath, ok := name, true
 		if mapping != nil {
-			varPath, ok = mapping(nt.Name)
+			varPath, ok = mapping(name)
 		}
 		if !ok {
 			continue
 		}
 		if varPath == "" {
-			return fail("tensor %q maps to an empty variable path", nt.Name)
+			return fail("tensor %q maps to an empty variable path; return ok=false from the mapping to skip it", name)
 		}
 		if varPath[0] != '/' {
 			varPath = "/" + varPath
 		}
 		if prev, dup := byPath[varPath]; dup {
-			return fail("tensors %q and %q both map to variable %q", prev, nt.Name, varPath)
+			return fail("tensors %q and %q both map to variable %q", prev, name, varPath)
 		}
-		byPath[varPath] = nt.Name
-		t := nt.Tensor
+		byPath[varPath] = name
+		t, err := f.Read(name)
+		if err != nil {
+			return fail("%w", err)
+		}
 		for _, tr := range transforms {
-			var err error
-			if t, err = tr(nt.Name, t); err != nil {
-				free()
-				return nil, errors.WithMessagef(err, "checkpoint: ImportWeights %s: transforming %q", path, nt.Name)
+			if t, err = tr(name, t); err != nil {
+				return fail("transforming %q: %w", name, err)
 			}
 		}
 		v := findVariable(store, varPath)
 		if v != nil {
 			want, got := v.Shape(), t.Shape()
 			if !slices.Equal(want.Dimensions, got.Dimensions) {
-				return fail("tensor %q has shape %v, variable %q has %v", nt.Name, got.Dimensions, varPath, want.Dimensions)
+				return fail("tensor %q has shape %v, variable %q has %v", name, got.Dimensions, varPath, want.Dimensions)
 			}
 			if want.DType != got.DType {
 				if !want.DType.IsFloat() || !got.DType.IsFloat() {
-					return fail("tensor %q is %s, variable %q is %s", nt.Name, got.DType, varPath, want.DType)
+					return fail("tensor %q is %s, variable %q is %s", name, got.DType, varPath, want.DType)
 				}
 				converted, err := safetensors.ConvertFloat(t, want.DType)
 				if err != nil {
-					return fail("tensor %q: %v", nt.Name, err)
+					return fail("tensor %q: %w", name, err)
 				}
 				t = converted
 			}
 		}
-		todo = append(todo, pending{name: nt.Name, path: varPath, v: v, t: t})
+		todo = append(todo, pending{path: varPath, v: v, t: t})
 	}
 	imported := make([]string, 0, len(todo))
 	for _, p := range todo {
 		if p.v != nil {
 			if err := p.v.SetValue(p.t); err != nil {
-				return imported, errors.WithMessagef(err, "checkpoint: ImportWeights: setting %q", p.path)
+				return imported, fmt.Errorf("checkpoint: ImportWeights %s: setting variable %q: %w", path, p.path, err)
 			}
 		} else if _, err := store.CreateVariable(p.path, p.t); err != nil {
-			return imported, errors.WithMessagef(err, "checkpoint: ImportWeights: creating %q", p.path)
+			return imported, fmt.Errorf("checkpoint: ImportWeights %s: creating variable %q: %w", path, p.path, err)
 		}
 		imported = append(imported, p.path)
 	}
@@ -172,7 +177,7 @@ func findVariable(store *model.Store, path string) *model.Variable {
 func TransposeMatrix(t *tensors.Tensor) (*tensors.Tensor, error) {
 	shape := t.Shape()
 	if shape.Rank() != 2 {
-		return nil, errors.Errorf("TransposeMatrix: want a rank-2 tensor, got shape %s", shape)
+		return nil, fmt.Errorf("checkpoint: TransposeMatrix: want a rank-2 tensor, got shape %s", shape)
 	}
 	rows, cols := shape.Dimensions[0], shape.Dimensions[1]
 	out := tensors.FromShape(shapes.Make(shape.DType, cols, rows))

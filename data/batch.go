@@ -1,16 +1,18 @@
 package data
 
 import (
+	"encoding/json"
 	"iter"
 
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
-// Batch is one device's share of a training or evaluation step, collated on the host.
+// Batch is one device's share of a global batch (for training or evaluation), collated on the
+// host.
 //
 // Every example slot carries a mask bit: Mask[i] is true for a real example and false for a
-// padding slot (a duplicate added by the sampler so that every replica does the same number of
-// steps, or a filler that completes a short last batch so that XLA sees a single shape).
+// padding slot (a duplicate added by the sampler so that every replica gets the same number of
+// batches, or a filler that completes a short last batch so that XLA sees a single shape).
 // Metrics and losses that honour the mask count each real example exactly once.
 type Batch struct {
 	// Inputs are the model inputs, each with the batch on axis 0 (for example token ids,
@@ -44,38 +46,66 @@ func (b *Batch) NumReal() int {
 	return n
 }
 
-// GlobalBatch is one global step: Shards[r] is the batch of local replica r (one replica per device
-// of this process). All shards of a step have the same shapes.
+// GlobalBatch is what all local devices process together in one step: Shards[r] is the batch of
+// local replica r (one replica per device of this process). All shards of a global batch have
+// the same shapes.
 type GlobalBatch struct {
-	// Epoch and Index locate the step: Index counts the steps of the epoch from 0.
+	// Epoch and Index locate the global batch: Index counts the global batches of the epoch
+	// from 0.
 	Epoch, Index int
 	Shards       []*Batch
 }
 
 // Source is what the Accelerator consumes: a loader that can be split over replicas and that
-// yields, step after step, one batch per local replica. *Loader implements it.
+// yields, global batch after global batch, one batch per local replica. *Loader and
+// *StreamLoader implement it.
 type Source interface {
 	// Distribute tells the source how many replicas there are in total (devices x processes)
 	// and which of them are local to this process. It is called by Accelerator.Prepare.
 	Distribute(numReplicas int, localRanks []int) error
 	// BatchSize is the per-replica (per-device) batch size: the first axis of every input.
 	BatchSize() int
-	// BatchesPerEpoch is the number of steps in one pass over the data, for the current split.
+	// BatchesPerEpoch is the number of global batches in one pass over the data, for the
+	// current split (each replica gets that many batches).
 	BatchesPerEpoch() int
 	// Epoch returns one pass over the data, starting at the saved position if the source was
 	// restored mid-epoch. The epoch number advances by itself when a pass ends.
 	Epoch() iter.Seq2[*GlobalBatch, error]
-	// State returns the position of the source (epoch, steps consumed, seed), for checkpoints.
+	// State returns the position of the source (epoch, global batches consumed, seed), for
+	// checkpoints.
 	State() LoaderState
 	// Restore moves the source to a saved position.
 	Restore(LoaderState) error
 }
 
 // LoaderState is the resumable position of a loader: resuming at it yields exactly the
-// steps an uninterrupted run would have yielded next.
+// global batches an uninterrupted run would have yielded next.
 type LoaderState struct {
-	Epoch         int   `json:"epoch"`
-	StepsConsumed int   `json:"steps_consumed"`
-	Seed          int64 `json:"seed"`
-	NumReplicas   int   `json:"num_replicas"`
+	// Epoch is the current epoch (0-based).
+	Epoch int `json:"epoch"`
+	// BatchesConsumed is how many global batches of the epoch were handed out (so, how many
+	// batches each replica consumed). With gradient accumulation several make one step.
+	BatchesConsumed int `json:"batches_consumed"`
+	// Seed is the shuffle seed.
+	Seed int64 `json:"seed"`
+	// NumReplicas is the replica count the position was reached with.
+	NumReplicas int `json:"num_replicas"`
+}
+
+// UnmarshalJSON reads a LoaderState, including one saved before BatchesConsumed was named so
+// (as "steps_consumed").
+func (s *LoaderState) UnmarshalJSON(b []byte) error {
+	type plain LoaderState
+	var v struct {
+		plain
+		OldBatchesConsumed *int `json:"steps_consumed"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = LoaderState(v.plain)
+	if v.OldBatchesConsumed != nil && s.BatchesConsumed == 0 {
+		s.BatchesConsumed = *v.OldBatchesConsumed
+	}
+	return nil
 }

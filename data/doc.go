@@ -1,14 +1,20 @@
 // Package data feeds a goaccel Accelerator: datasets, the distributed sampler, streaming text
 // files and the loader that collates batches for every replica.
 //
+// Words: an example is one item of a dataset; a batch is what one device (replica) processes,
+// BatchSize examples; a global batch (GlobalBatch) is the batches of all local devices that are
+// processed together, collated at once; a step is one optimizer update, made of one global
+// batch (or several, with gradient accumulation): this package never counts steps.
+//
 // It plays the part of PyTorch's Dataset, IterableDataset, DistributedSampler and DataLoader,
 // with three differences that remove common mistakes:
 //
 //   - every example slot of a Batch carries a real/padding bit (Batch.Real and Batch.Mask), so
 //     metrics never count the duplicates the sampler adds to even out the replicas;
 //   - the epoch advances by itself at the end of each pass (no forgotten set_epoch);
-//   - the loader's position (epoch, steps consumed, seed) is saved with State and restored with
-//     Restore, and a restored loader yields exactly the steps an uninterrupted run would have.
+//   - the loader's position (epoch, global batches consumed, seed) is saved with State and
+//     restored with Restore, and a restored loader yields exactly the global batches an
+//     uninterrupted run would have.
 //
 // Two kinds of datasets exist: indexed ones (Dataset: Len and Get, such as Slice and Subset),
 // which can be shuffled, and streaming ones (Stream: an iterator, such as LineFile, which reads a

@@ -18,7 +18,7 @@ const (
 	// (Latin-1) that older corpora, such as the original rt-polarity files, are written in.
 	// Every byte sequence decodes.
 	EncodingWindows1252
-	// EncodingAuto reads the file once before use: if every line is valid UTF-8 the file is
+	// EncodingAuto looks at every line before decoding any: if every line is valid UTF-8 the file is
 	// UTF-8, otherwise it is Windows-1252. A file with both valid non-ASCII UTF-8 lines and
 	// invalid ones is an error (it mixes encodings), and so, in ReadLabeledFiles, is a set of
 	// files where one is UTF-8 with non-ASCII text and another is not UTF-8. It is the default
@@ -83,7 +83,7 @@ func firstInvalidUTF8(b []byte) int {
 	return len(b)
 }
 
-// sniffed is what a first read of a file tells about its encoding.
+// sniffed is what a read of a file tells about its encoding.
 type sniffed struct {
 	path        string
 	utf8Line    int  // first line with valid non-ASCII UTF-8 (0: none)
@@ -91,37 +91,28 @@ type sniffed struct {
 	invalidByte byte // its first offending byte
 }
 
+// add records line num (raw bytes b); it returns false once both kinds of lines were seen.
+func (s *sniffed) add(num int, b []byte) bool {
+	if utf8.Valid(b) {
+		if s.utf8Line == 0 && !isASCII(b) {
+			s.utf8Line = num
+		}
+	} else if s.invalidLine == 0 {
+		s.invalidLine, s.invalidByte = num, b[firstInvalidUTF8(b)]
+	}
+	return s.utf8Line == 0 || s.invalidLine == 0
+}
+
 // sniffEncoding reads path line by line (never whole) and records which kinds of lines it has.
-func sniffEncoding(path string, opts LineOptions) (sniffed, error) {
-	s := sniffed{path: path}
+func sniffEncoding(path string, opts LineOptions) (*sniffed, error) {
+	s := &sniffed{path: path}
 	f, err := os.Open(path)
 	if err != nil {
-		return s, fmt.Errorf("data: %w", err)
+		return nil, fmt.Errorf("data: %w", err)
 	}
 	defer f.Close()
-	sc := newLineScanner(f, opts)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := sc.Bytes()
-		if line <= opts.SkipHeader {
-			continue
-		}
-		if utf8.Valid(b) {
-			if s.utf8Line == 0 && !isASCII(b) {
-				s.utf8Line = line
-			}
-		} else if s.invalidLine == 0 {
-			s.invalidLine, s.invalidByte = line, b[firstInvalidUTF8(b)]
-		}
-		if s.utf8Line > 0 && s.invalidLine > 0 {
-			break
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return s, scanError(path, line, opts, err)
-	}
-	return s, nil
+	err = readRawLines(f, path, opts, func(num int, b []byte) (bool, error) { return s.add(num, b), nil })
+	return s, err
 }
 
 func isASCII(b []byte) bool {
@@ -134,10 +125,9 @@ func isASCII(b []byte) bool {
 }
 
 // resolveEncoding picks one encoding for files read together, or explains why none fits.
-func resolveEncoding(files []sniffed) (Encoding, error) {
+func resolveEncoding(files []*sniffed) (Encoding, error) {
 	var utf8File, legacyFile *sniffed
-	for i := range files {
-		f := &files[i]
+	for _, f := range files {
 		if f.utf8Line > 0 && f.invalidLine > 0 {
 			return 0, fmt.Errorf("data: %s mixes encodings: line %d is UTF-8 but line %d is not (byte 0x%02x); "+
 				"convert the file to a single encoding", f.path, f.utf8Line, f.invalidLine, f.invalidByte)

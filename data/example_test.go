@@ -7,8 +7,8 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
-// A loader over 10 labeled texts, split 80/20, shared by 2 replicas with 3 examples each per
-// step: the last step is completed with padding, marked in Real.
+// A loader over 10 labeled texts, split 80/20, shared by 2 replicas with batches of 3
+// examples: the last global batch is completed with padding, marked in Real.
 func ExampleNewLoader() {
 	var all data.Slice[data.Labeled]
 	for i := range 10 {
@@ -32,19 +32,19 @@ func ExampleNewLoader() {
 	if err := loader.Distribute(2, []int{0, 1}); err != nil {
 		panic(err)
 	}
-	for step, err := range loader.Epoch() {
+	for gb, err := range loader.Epoch() {
 		if err != nil {
 			panic(err)
 		}
-		for r, b := range step.Shards {
-			fmt.Printf("epoch %d step %d replica %d: indices %v real %v\n", step.Epoch, step.Index, r, b.Indices, b.Real)
+		for r, b := range gb.Shards {
+			fmt.Printf("epoch %d global batch %d replica %d: indices %v real %v\n", gb.Epoch, gb.Index, r, b.Indices, b.Real)
 		}
 	}
 	fmt.Printf("%+v\n", loader.State())
 	// Output:
-	// epoch 0 step 0 replica 0: indices [0 2 4] real [true true true]
-	// epoch 0 step 0 replica 1: indices [1 3 5] real [true true true]
-	// epoch 0 step 1 replica 0: indices [6 6 6] real [true false false]
-	// epoch 0 step 1 replica 1: indices [7 7 7] real [true false false]
-	// {Epoch:1 StepsConsumed:0 Seed:0 NumReplicas:2}
+	// epoch 0 global batch 0 replica 0: indices [0 2 4] real [true true true]
+	// epoch 0 global batch 0 replica 1: indices [1 3 5] real [true true true]
+	// epoch 0 global batch 1 replica 0: indices [6 6 6] real [true false false]
+	// epoch 0 global batch 1 replica 1: indices [7 7 7] real [true false false]
+	// {Epoch:1 BatchesConsumed:0 Seed:0 NumReplicas:2}
 }

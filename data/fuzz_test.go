@@ -11,6 +11,7 @@ import (
 func FuzzParseTSV(f *testing.F) {
 	f.Add("a\tb\n", 2)
 	f.Add("header\tlabel\nx\t1\r\ny\n\n", 2)
+	f.Add("a\rb\r\r\nc\r", 1)
 	f.Add("caf\xe9\t0\n\xff\xfe\t1", 2)
 	f.Add("", 0)
 	f.Add("\t\t\t", -1)
@@ -34,8 +35,10 @@ func FuzzParseTSV(f *testing.F) {
 		}
 
 		parse := func(line string) ([]string, error) { return ParseTSV(line, n) }
-		numLines := strings.Count(content, "\n")
-		if content != "" && !strings.HasSuffix(content, "\n") {
+		// A line ends at LF, CRLF or a lone CR.
+		unified := strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(content)
+		numLines := strings.Count(unified, "\n")
+		if unified != "" && !strings.HasSuffix(unified, "\n") {
 			numLines++
 		}
 		for _, enc := range []Encoding{EncodingUTF8, EncodingWindows1252} {

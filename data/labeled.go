@@ -1,7 +1,9 @@
 package data
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -21,14 +23,17 @@ type LabeledFile struct {
 
 // ReadLabeledFiles reads files with one text per line, the label of each line being its
 // file's, into memory: first all the examples of files[0] in line order, then those of
-// files[1], and so on. Surrounding whitespace is trimmed from each text.
+// files[1], and so on. Surrounding whitespace is trimmed from each text. Each file is opened
+// and read exactly once, so named pipes (a shell's <(zcat file.gz)) work. Lines end at LF,
+// CRLF or a lone CR (classic Mac OS files), so no line ending turns a file into one example.
 //
 // Lines are treated as opts says (header, encoding, malformed-line policy); a line that is
 // empty, or blank once trimmed, is malformed: an error naming file:line by default, or skipped
-// and counted in the returned Skips with SkipMalformed or SkipEmpty. With EncodingAuto, all
-// files are read once first and must agree: all UTF-8 (ASCII counts as both), or all
-// Windows-1252/Latin-1, which is then decoded in every file. A UTF-8 file with non-ASCII text
-// next to a file that is not valid UTF-8 is an error naming both files and lines.
+// and counted in the returned Skips with SkipMalformed or SkipEmpty. With EncodingAuto, the
+// lines of all files are looked at before any is decoded, and the files must agree: all UTF-8
+// (ASCII counts as both), or all Windows-1252/Latin-1, which is then decoded in every file. A
+// UTF-8 file with non-ASCII text next to a file that is not valid UTF-8 is an error naming
+// both files and lines.
 //
 // A file without any example, or a missing or unreadable file, is an error.
 func ReadLabeledFiles(files []LabeledFile, opts LineOptions) (Slice[Labeled], Skips, error) {
@@ -41,46 +46,71 @@ func ReadLabeledFiles(files []LabeledFile, opts LineOptions) (Slice[Labeled], Sk
 			return nil, skips, err
 		}
 	}
-	if opts.Encoding == EncodingAuto {
-		found := make([]sniffed, len(files))
-		for i, f := range files {
-			var err error
-			if found[i], err = sniffEncoding(f.Path, opts); err != nil {
-				return nil, skips, err
-			}
+	// Read every file once, keeping its raw lines: the encoding is decided over all files
+	// before any line is decoded.
+	read := make([]rawFile, len(files))
+	found := make([]*sniffed, len(files))
+	for i, f := range files {
+		var err error
+		if read[i], err = readRawFile(f.Path, opts); err != nil {
+			return nil, skips, err
 		}
+		found[i] = &sniffed{path: f.Path}
+		for j, b := range read[i].lines {
+			found[i].add(read[i].nums[j], b)
+		}
+	}
+	if opts.Encoding == EncodingAuto {
 		var err error
 		if opts.Encoding, err = resolveEncoding(found); err != nil {
 			return nil, skips, err
 		}
 	}
 	var out Slice[Labeled]
-	for _, f := range files {
-		label := f.Label
+	for i, f := range files {
 		parse := func(line string) (Labeled, error) {
 			text := strings.TrimSpace(line)
 			if text == "" {
 				return Labeled{}, fmt.Errorf("blank line (only whitespace)")
 			}
-			return Labeled{Text: text, Label: label}, nil
-		}
-		lf, err := OpenLines(f.Path, parse, opts)
-		if err != nil {
-			return nil, skips, err
+			return Labeled{Text: text, Label: f.Label}, nil
 		}
 		before := len(out)
-		for ex, err := range lf.All() {
+		for j, b := range read[i].lines {
+			ex, ok, err := parseLine(f.Path, read[i].nums[j], b, opts, parse, &skips)
 			if err != nil {
 				return nil, skips, err
 			}
-			out = append(out, ex)
+			if ok {
+				out = append(out, ex)
+			}
 		}
-		skips.merge(lf.Skipped())
 		if len(out) == before {
 			return nil, skips, fmt.Errorf("data: %s has no examples (label %d)", f.Path, f.Label)
 		}
 	}
 	return out, skips, nil
+}
+
+// rawFile holds the undecoded lines of a file after its header, with their line numbers.
+type rawFile struct {
+	lines [][]byte
+	nums  []int
+}
+
+// readRawFile opens path once and reads all its lines.
+func readRawFile(path string, opts LineOptions) (rawFile, error) {
+	var rf rawFile
+	fh, err := os.Open(path)
+	if err != nil {
+		return rf, fmt.Errorf("data: %w", err)
+	}
+	defer fh.Close()
+	err = readRawLines(fh, path, opts, func(num int, b []byte) (bool, error) {
+		rf.lines, rf.nums = append(rf.lines, bytes.Clone(b)), append(rf.nums, num)
+		return true, nil
+	})
+	return rf, err
 }
 
 // LoadPolarity reads the pair-of-files layout of the sentence polarity dataset: one review

@@ -129,3 +129,38 @@ func TestLoadPolarityRealData(t *testing.T) {
 		t.Errorf("split %d/%d, %v", train.Len(), test.Len(), err)
 	}
 }
+
+// TestLineEndings: a lone CR ends a line as LF and CRLF do (files from classic Mac OS), so a
+// CR-only file is not read as a single example.
+func TestLineEndings(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ name, content string }{
+		{"lf", "a b\nc\nd\n"},
+		{"crlf", "a b\r\nc\r\nd\r\n"},
+		{"cr", "a b\rc\rd\r"},
+		{"cr no final", "a b\rc\rd"},
+		{"mixed", "a b\r\nc\rd\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pos := writeFile(t, dir, c.name+".pos", c.content)
+			neg := writeFile(t, dir, c.name+".neg", "e\r")
+			ds, err := LoadPolarity(pos, neg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var texts []string
+			for _, ex := range ds {
+				texts = append(texts, ex.Text)
+			}
+			if got := strings.Join(texts, "|"); got != "a b|c|d|e" {
+				t.Errorf("texts %q, want a b|c|d|e", got)
+			}
+		})
+	}
+	// Line numbers in errors count CR-ended lines too.
+	pos := writeFile(t, dir, "err.pos", "a\r\rb\r")
+	neg := writeFile(t, dir, "err.neg", "c\n")
+	if _, err := LoadPolarity(pos, neg); err == nil || !strings.Contains(err.Error(), pos+":2: empty line") {
+		t.Errorf("error %v, want one naming %s:2", err, pos)
+	}
+}

@@ -77,8 +77,10 @@ type LineFile[T any] struct {
 // and LabeledTSV for tab-separated files). parse must be safe for concurrent use if several
 // passes run at once.
 //
-// OpenLines checks that the file can be opened; with EncodingAuto it also reads it once to
-// choose the encoding. Errors met while reading (a malformed line, a line longer than
+// OpenLines checks that the file exists; with EncodingAuto it also reads it once to choose the
+// encoding. Every pass reads the file again, so path must name a file that can be read more
+// than once: not a named pipe (ReadLabeledFiles reads each file once and accepts pipes). Lines
+// end at LF, CRLF or a lone CR. Errors met while reading (a malformed line, a line longer than
 // MaxLineBytes) end the pass and name file:line.
 func OpenLines[T any](path string, parse func(line string) (T, error), opts LineOptions) (*LineFile[T], error) {
 	if parse == nil {
@@ -96,20 +98,17 @@ func OpenLines[T any](path string, parse func(line string) (T, error), opts Line
 		if err != nil {
 			return nil, err
 		}
-		if opts.Encoding, err = resolveEncoding([]sniffed{s}); err != nil {
+		if opts.Encoding, err = resolveEncoding([]*sniffed{s}); err != nil {
 			return nil, err
 		}
 	}
 	return &LineFile[T]{path: path, parse: parse, opts: opts}, nil
 }
 
+// checkReadable checks that path exists and is not a directory. It does not open the file, so a
+// named pipe is opened only once, by the pass that reads it.
 func checkReadable(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("data: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
+	st, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("data: %w", err)
 	}
@@ -158,7 +157,33 @@ func newLineScanner(r io.Reader, opts LineOptions) *bufio.Scanner {
 	sc := bufio.NewScanner(r)
 	// +2 leaves room for the "\r\n" that ends the longest accepted line.
 	sc.Buffer(make([]byte, 0, min(64<<10, maxLine+2)), maxLine+2)
+	sc.Split(splitLines)
 	return sc
+}
+
+// splitLines is a bufio.SplitFunc that ends a line at LF, CRLF or a lone CR (the line end of
+// files written on classic Mac OS), so that no line ending makes a whole file one line. The
+// line end is not part of the token.
+func splitLines(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	if atEOF && len(data) == 0 {
+		return 0, nil, nil
+	}
+	if i := bytes.IndexAny(data, "\r\n"); i >= 0 {
+		switch {
+		case data[i] == '\n':
+			return i + 1, data[:i], nil
+		case i+1 < len(data) && data[i+1] == '\n':
+			return i + 2, data[:i], nil
+		case i+1 < len(data) || atEOF:
+			return i + 1, data[:i], nil
+		default:
+			return 0, nil, nil // a CR at the end of the data read so far: is an LF next?
+		}
+	}
+	if atEOF {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
 }
 
 func scanError(name string, lastLine int, opts LineOptions, err error) error {
@@ -174,49 +199,66 @@ func scanError(name string, lastLine int, opts LineOptions, err error) error {
 
 var utf8BOM = []byte{0xef, 0xbb, 0xbf}
 
+// readRawLines reads r once, line by line, and hands each line after the header to fn with its
+// line number (from 1), undecoded; b is valid only during the call. fn returns false to stop.
+func readRawLines(r io.Reader, name string, opts LineOptions, fn func(num int, b []byte) (bool, error)) error {
+	sc := newLineScanner(r, opts)
+	num := 0
+	for sc.Scan() {
+		num++
+		if num <= opts.SkipHeader {
+			continue
+		}
+		if more, err := fn(num, sc.Bytes()); err != nil || !more {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return scanError(name, num, opts, err)
+	}
+	return nil
+}
+
+// parseLine decodes and parses line num of file name and applies the malformed-line policy:
+// ok is false for a skipped line (counted in sk), err is set for a line that ends the pass.
+func parseLine[T any](name string, num int, b []byte, opts LineOptions, parse func(string) (T, error),
+	sk *Skips) (v T, ok bool, err error) {
+	if num == 1 && opts.Encoding != EncodingWindows1252 {
+		b = bytes.TrimPrefix(b, utf8BOM)
+	}
+	loc := func() string { return fmt.Sprintf("%s:%d", name, num) }
+	if len(b) == 0 {
+		if opts.SkipEmpty || opts.SkipMalformed {
+			sk.add(loc(), "empty line")
+			return v, false, nil
+		}
+		return v, false, fmt.Errorf("%s: empty line (set LineOptions.SkipEmpty to skip and count empty lines)", loc())
+	}
+	text, err := decodeLine(b, opts.Encoding)
+	if err == nil {
+		v, err = parse(text)
+	}
+	if err != nil {
+		if opts.SkipMalformed {
+			sk.add(loc(), err.Error())
+			return v, false, nil
+		}
+		return v, false, fmt.Errorf("%s: %w", loc(), err)
+	}
+	return v, true, nil
+}
+
 // scanLines is the loop behind LineFile.All: it reads r line by line, decodes and parses each
 // line, applies the malformed-line policy and hands the examples to emit until it returns false.
 func scanLines[T any](r io.Reader, name string, opts LineOptions, parse func(string) (T, error),
 	sk *Skips, emit func(T) bool) error {
-	sc := newLineScanner(r, opts)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := sc.Bytes()
-		if line == 1 && opts.Encoding != EncodingWindows1252 {
-			b = bytes.TrimPrefix(b, utf8BOM)
+	return readRawLines(r, name, opts, func(num int, b []byte) (bool, error) {
+		v, ok, err := parseLine(name, num, b, opts, parse, sk)
+		if err != nil || !ok {
+			return err == nil, err
 		}
-		if line <= opts.SkipHeader {
-			continue
-		}
-		loc := func() string { return fmt.Sprintf("%s:%d", name, line) }
-		if len(b) == 0 {
-			if opts.SkipEmpty || opts.SkipMalformed {
-				sk.add(loc(), "empty line")
-				continue
-			}
-			return fmt.Errorf("%s: empty line (set LineOptions.SkipEmpty to skip and count empty lines)", loc())
-		}
-		text, err := decodeLine(b, opts.Encoding)
-		var v T
-		if err == nil {
-			v, err = parse(text)
-		}
-		if err != nil {
-			if opts.SkipMalformed {
-				sk.add(loc(), err.Error())
-				continue
-			}
-			return fmt.Errorf("%s: %w", loc(), err)
-		}
-		if !emit(v) {
-			return nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return scanError(name, line, opts, err)
-	}
-	return nil
+		return emit(v), nil
+	})
 }
 
 // ParseTSV splits a line of a tab-separated file into its fields. TSV has no quoting: every

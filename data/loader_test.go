@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func values(n int) Slice[int] {
 	return s
 }
 
-// record is a comparable summary of a step: per shard, the slots and the collated values.
+// record is a comparable summary of a global batch: per shard, the slots and the collated values.
 func record(t *testing.T, st *GlobalBatch) string {
 	t.Helper()
 	var sb strings.Builder
@@ -61,35 +62,35 @@ type source interface {
 
 func collectEpoch(t *testing.T, src Source) ([]*GlobalBatch, []string) {
 	t.Helper()
-	var steps []*GlobalBatch
+	var batches []*GlobalBatch
 	var recs []string
 	for st, err := range src.Epoch() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		steps = append(steps, st)
+		batches = append(batches, st)
 		recs = append(recs, record(t, st))
 	}
-	return steps, recs
+	return batches, recs
 }
 
 // checkEpochCoverage checks one epoch over all replicas: same shapes everywhere, real examples
 // covering the dataset exactly once (or, with dropLast, no padding and no repeat).
-func checkEpochCoverage(t *testing.T, steps []*GlobalBatch, n, r, bs int, dropLast bool) {
+func checkEpochCoverage(t *testing.T, batches []*GlobalBatch, n, r, bs int, dropLast bool) {
 	t.Helper()
 	seen := make([]int, n)
 	positions := map[int]bool{}
 	real := 0
-	for _, st := range steps {
+	for _, st := range batches {
 		if len(st.Shards) != r {
-			t.Fatalf("step %d: %d shards, want %d", st.Index, len(st.Shards), r)
+			t.Fatalf("global batch %d: %d shards, want %d", st.Index, len(st.Shards), r)
 		}
 		for _, b := range st.Shards {
 			if b.Size() != bs || len(b.Real) != bs || len(b.Positions) != bs {
-				t.Fatalf("step %d: batch of %d slots, want %d", st.Index, b.Size(), bs)
+				t.Fatalf("global batch %d: batch of %d slots, want %d", st.Index, b.Size(), bs)
 			}
 			if dims := b.Inputs[0].Shape().Dimensions; !slices.Equal(dims, []int{bs}) {
-				t.Fatalf("step %d: input shape %v", st.Index, dims)
+				t.Fatalf("global batch %d: input shape %v", st.Index, dims)
 			}
 			for k := range bs {
 				if b.Real[k] {
@@ -115,8 +116,8 @@ func checkEpochCoverage(t *testing.T, steps []*GlobalBatch, n, r, bs int, dropLa
 			t.Fatalf("index %d appears %d times among the real examples", i, k)
 		}
 	}
-	if dropLast && real != len(steps)*r*bs {
-		t.Fatalf("DropLast: %d real slots of %d", real, len(steps)*r*bs)
+	if dropLast && real != len(batches)*r*bs {
+		t.Fatalf("DropLast: %d real slots of %d", real, len(batches)*r*bs)
 	}
 }
 
@@ -151,15 +152,15 @@ func TestLoaderCoversDatasetOnce(t *testing.T) {
 							}
 							if err := src.Distribute(r, ranks); err != nil {
 								if dropLast {
-									continue // no step left with DropLast: an error, as documented
+									continue // no global batch left with DropLast: an error, as documented
 								}
 								t.Fatalf("%s: %v", name, err)
 							}
-							steps, _ := collectEpoch(t, src)
-							if len(steps) != src.BatchesPerEpoch() {
-								t.Fatalf("%s: %d steps, StepsPerEpoch = %d", name, len(steps), src.BatchesPerEpoch())
+							batches, _ := collectEpoch(t, src)
+							if len(batches) != src.BatchesPerEpoch() {
+								t.Fatalf("%s: %d global batches, BatchesPerEpoch = %d", name, len(batches), src.BatchesPerEpoch())
 							}
-							checkEpochCoverage(t, steps, n, r, bs, dropLast)
+							checkEpochCoverage(t, batches, n, r, bs, dropLast)
 
 							// The same split seen by one process per replica.
 							for rank := range r {
@@ -175,8 +176,8 @@ func TestLoaderCoversDatasetOnce(t *testing.T) {
 								ss, _ := collectEpoch(t, one)
 								for i, st := range ss {
 									if fmt.Sprint(st.Shards[0].Indices, st.Shards[0].Real) !=
-										fmt.Sprint(steps[i].Shards[rank].Indices, steps[i].Shards[rank].Real) {
-										t.Fatalf("%s: rank %d alone differs at step %d", name, rank, i)
+										fmt.Sprint(batches[i].Shards[rank].Indices, batches[i].Shards[rank].Real) {
+										t.Fatalf("%s: rank %d alone differs at global batch %d", name, rank, i)
 									}
 								}
 							}
@@ -189,7 +190,7 @@ func TestLoaderCoversDatasetOnce(t *testing.T) {
 }
 
 func TestLoaderMatchesSampler(t *testing.T) {
-	// Replica r's real slots, step after step, are the sampler's share for r.
+	// Replica r's real slots, batch after batch, are the sampler's share for r.
 	const n, r, bs = 23, 3, 4
 	l, err := NewLoader[int](values(n), LoaderConfig[int]{BatchSize: bs, Shuffle: true, Seed: 11, Collate: intCollate})
 	if err != nil {
@@ -199,11 +200,11 @@ func TestLoaderMatchesSampler(t *testing.T) {
 	if err := l.Distribute(r, []int{0, 1, 2}); err != nil {
 		t.Fatal(err)
 	}
-	steps, _ := collectEpoch(t, l)
+	batches, _ := collectEpoch(t, l)
 	for rank := range r {
 		samples, _ := DistributedSampler{Len: n, NumReplicas: r, Rank: rank, Shuffle: true, Seed: 11}.Samples(4)
 		var got []Sample
-		for _, st := range steps {
+		for _, st := range batches {
 			b := st.Shards[rank]
 			for k := range b.Indices {
 				if len(got) < len(samples) {
@@ -229,8 +230,8 @@ func TestLoaderEpochsAdvance(t *testing.T) {
 		t.Fatal(err)
 	}
 	s0, r0 := collectEpoch(t, l)
-	if st := l.State(); st.Epoch != 1 || st.StepsConsumed != 0 {
-		t.Errorf("after a pass: %+v, want epoch 1 step 0", st)
+	if st := l.State(); st.Epoch != 1 || st.BatchesConsumed != 0 {
+		t.Errorf("after a pass: %+v, want epoch 1, 0 batches consumed", st)
 	}
 	s1, r1 := collectEpoch(t, l)
 	if s0[0].Epoch != 0 || s1[0].Epoch != 1 {
@@ -272,7 +273,7 @@ func TestLoaderWorkersKeepOrder(t *testing.T) {
 			if want == nil {
 				want = recs
 			} else if !slices.Equal(recs, want) {
-				t.Errorf("workers=%d: steps differ from workers=0", w)
+				t.Errorf("workers=%d: global batches differ from workers=0", w)
 			}
 		}
 	}
@@ -284,13 +285,13 @@ func TestLoaderWorkersKeepOrder(t *testing.T) {
 		if sw == nil {
 			sw = recs
 		} else if !slices.Equal(recs, sw) {
-			t.Errorf("stream workers=%d: steps differ", w)
+			t.Errorf("stream workers=%d: batches differ", w)
 		}
 	}
 }
 
 // TestLoaderResume consumes half an epoch, saves the position, restores it in a new loader,
-// and checks that the remaining steps (and the next epoch) equal an uninterrupted run.
+// and checks that the remaining global batches (and the next epoch) equal an uninterrupted run.
 func TestLoaderResume(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		for _, workers := range []int{0, 3} {
@@ -335,7 +336,7 @@ func TestLoaderResume(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Logf("saved position %s after %d of %d steps", saved, half, len(full))
+				t.Logf("saved position %s after %d of %d global batches", saved, half, len(full))
 
 				var st LoaderState
 				if err := json.Unmarshal(saved, &st); err != nil {
@@ -371,7 +372,7 @@ func TestLoaderResume(t *testing.T) {
 					}
 				}
 				if !slices.Equal(pieces, full) {
-					t.Fatalf("step-by-step passes differ from one pass")
+					t.Fatalf("passes of one global batch each differ from one pass")
 				}
 			})
 		}
@@ -386,9 +387,9 @@ func TestLoaderRestoreChecks(t *testing.T) {
 		}
 		return l
 	}
-	// Saved with 4 replicas at step 3: Restore before Distribute defers the check...
+	// Saved with 4 replicas after 3 global batches: Restore before Distribute defers the check...
 	l := mk()
-	if err := l.Restore(LoaderState{Epoch: 1, StepsConsumed: 3, Seed: 5, NumReplicas: 4}); err != nil {
+	if err := l.Restore(LoaderState{Epoch: 1, BatchesConsumed: 3, Seed: 5, NumReplicas: 4}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Distribute(2, []int{0, 1}); err == nil || !strings.Contains(err.Error(), "reached with 4 replicas") {
@@ -407,28 +408,28 @@ func TestLoaderRestoreChecks(t *testing.T) {
 	// Restore after Distribute checks at once; an epoch boundary fits any replica count.
 	l = mk()
 	l.Distribute(2, []int{0, 1})
-	if err := l.Restore(LoaderState{Epoch: 1, StepsConsumed: 3, NumReplicas: 4}); err == nil {
+	if err := l.Restore(LoaderState{Epoch: 1, BatchesConsumed: 3, NumReplicas: 4}); err == nil {
 		t.Errorf("Restore of a 4-replica position on 2 replicas: no error")
 	}
-	if st := l.State(); st.Epoch != 0 || st.StepsConsumed != 0 {
+	if st := l.State(); st.Epoch != 0 || st.BatchesConsumed != 0 {
 		t.Errorf("failed Restore changed the position: %+v", st)
 	}
-	if err := l.Restore(LoaderState{Epoch: 1, StepsConsumed: 0, NumReplicas: 4}); err != nil {
+	if err := l.Restore(LoaderState{Epoch: 1, BatchesConsumed: 0, NumReplicas: 4}); err != nil {
 		t.Errorf("epoch-boundary Restore: %v", err)
 	}
-	if err := l.Restore(LoaderState{Epoch: 1, StepsConsumed: 11, NumReplicas: 2}); err == nil {
-		t.Errorf("Restore past the end of the epoch (10 steps): no error")
+	if err := l.Restore(LoaderState{Epoch: 1, BatchesConsumed: 11, NumReplicas: 2}); err == nil {
+		t.Errorf("Restore past the end of the epoch (10 global batches): no error")
 	}
 	if err := l.Restore(LoaderState{Epoch: -1}); err == nil {
 		t.Errorf("negative epoch: no error")
 	}
 	// A position at the very end of an epoch resumes at the next one.
-	if err := l.Restore(LoaderState{Epoch: 1, StepsConsumed: 10, NumReplicas: 2}); err != nil {
+	if err := l.Restore(LoaderState{Epoch: 1, BatchesConsumed: 10, NumReplicas: 2}); err != nil {
 		t.Fatal(err)
 	}
-	steps, _ := collectEpoch(t, l)
-	if steps[0].Epoch != 2 || steps[0].Index != 0 || len(steps) != 10 {
-		t.Errorf("end-of-epoch position resumed at epoch %d step %d", steps[0].Epoch, steps[0].Index)
+	batches, _ := collectEpoch(t, l)
+	if batches[0].Epoch != 2 || batches[0].Index != 0 || len(batches) != 10 {
+		t.Errorf("end-of-epoch position resumed at epoch %d global batch %d", batches[0].Epoch, batches[0].Index)
 	}
 	// Changing the position during a pass is reported, not ignored.
 	l = mk()
@@ -491,17 +492,17 @@ func TestLoaderBadInput(t *testing.T) {
 	if err := l.Distribute(8, []int{0, 1, 2, 3, 4, 5, 6, 7}); err != nil {
 		t.Fatal(err)
 	}
-	steps, _ := collectEpoch(t, l)
-	if len(steps) != 1 {
-		t.Fatalf("%d steps, want 1", len(steps))
+	batches, _ := collectEpoch(t, l)
+	if len(batches) != 1 {
+		t.Fatalf("%d batches, want 1", len(batches))
 	}
-	checkEpochCoverage(t, steps, 5, 8, 2, false)
-	if got := steps[0].Shards[7].NumReal(); got != 0 {
+	checkEpochCoverage(t, batches, 5, 8, 2, false)
+	if got := batches[0].Shards[7].NumReal(); got != 0 {
 		t.Errorf("replica 7 has %d real examples, want 0 (only padding)", got)
 	}
-	// With DropLast, 8 replicas leave no step: an error.
+	// With DropLast, 8 replicas leave no global batch: an error.
 	ld, _ := NewLoader[int](values(5), LoaderConfig[int]{BatchSize: 1, DropLast: true, Collate: intCollate})
-	if err := ld.Distribute(8, []int{0}); err == nil || !strings.Contains(err.Error(), "no step left") {
+	if err := ld.Distribute(8, []int{0}); err == nil || !strings.Contains(err.Error(), "no global batch left") {
 		t.Errorf("DropLast with 8 replicas and 5 examples: %v", err)
 	}
 }
@@ -532,7 +533,7 @@ func TestLoaderReportsFailures(t *testing.T) {
 			}, "collate panicked: boom"},
 			{"wrong batch axis", values(10), func(ex []int) ([]*tensors.Tensor, *tensors.Tensor, error) {
 				return []*tensors.Tensor{tensors.FromValue([]int32{1})}, nil, nil
-			}, "input 0: shape (Int32)[1], want the batch (2 examples) on axis 0"},
+			}, "input 0: shape (Int32)[1], want the 2 examples given to Collate on axis 0"},
 			{"nil input", values(10), func(ex []int) ([]*tensors.Tensor, *tensors.Tensor, error) {
 				return []*tensors.Tensor{nil}, nil, nil
 			}, "input 0: nil tensor"},
@@ -551,11 +552,11 @@ func TestLoaderReportsFailures(t *testing.T) {
 				}
 				n++
 			}
-			if got == nil || !strings.Contains(got.Error(), c.want) || !strings.Contains(got.Error(), "epoch 0 step") {
+			if got == nil || !strings.Contains(got.Error(), c.want) || !strings.Contains(got.Error(), "epoch 0, global batch") {
 				t.Errorf("workers=%d %s: error %v, want %q", w, c.name, got, c.want)
 			}
-			if st := l.State(); st.StepsConsumed != n {
-				t.Errorf("workers=%d %s: %d steps consumed, %d handed out", w, c.name, st.StepsConsumed, n)
+			if st := l.State(); st.BatchesConsumed != n {
+				t.Errorf("workers=%d %s: %d global batches consumed, %d handed out", w, c.name, st.BatchesConsumed, n)
 			}
 		}
 	}
@@ -572,8 +573,8 @@ func TestStreamLoaderFileChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps, _ := collectEpoch(t, l)
-	checkEpochCoverage(t, steps, 5, 1, 2, false)
+	batches, _ := collectEpoch(t, l)
+	checkEpochCoverage(t, batches, 5, 1, 2, false)
 	writeFile(t, dir, "n.txt", "1\n2\n3\n")
 	var got error
 	for _, err := range l.Epoch() {
@@ -631,8 +632,8 @@ func TestLoaderStopsWorkers(t *testing.T) {
 				}
 			}
 		}
-		if st := src.State(); st.StepsConsumed != 15 {
-			t.Errorf("stream=%v: %d steps consumed after 3 x 5, want 15", stream, st.StepsConsumed)
+		if st := src.State(); st.BatchesConsumed != 15 {
+			t.Errorf("stream=%v: %d global batches consumed after 3 x 5, want 15", stream, st.BatchesConsumed)
 		}
 	}
 	deadline := time.Now().Add(2 * time.Second)
@@ -641,5 +642,92 @@ func TestLoaderStopsWorkers(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Errorf("%d goroutines left running after early stops (%d before)", n, before)
+	}
+}
+
+// TestCollateOncePerGlobalBatch: both loaders call Collate once per global batch with all
+// local replicas' examples, and split every tensor (of any rank) along axis 0, so a collate
+// function that sizes its output by its examples gives all devices the same shapes.
+func TestCollateOncePerGlobalBatch(t *testing.T) {
+	for _, replicas := range []int{1, 2, 4} {
+		for _, stream := range []bool{false, true} {
+			var calls atomic.Int32
+			// [N, width] rows, width = the largest example value mod 5 + 1: it differs
+			// between the examples of one global batch.
+			collate := func(ex []int) ([]*tensors.Tensor, *tensors.Tensor, error) {
+				calls.Add(1)
+				if len(ex) != 3*replicas {
+					return nil, nil, fmt.Errorf("collate got %d examples, want %d", len(ex), 3*replicas)
+				}
+				width := 0
+				for _, e := range ex {
+					width = max(width, e%5+1)
+				}
+				rows := make([][]int32, len(ex))
+				for i, e := range ex {
+					rows[i] = slices.Repeat([]int32{int32(e)}, width)
+				}
+				lin, _, _ := intCollate(ex)
+				return []*tensors.Tensor{lin[0], tensors.FromValue(rows)}, nil, nil
+			}
+			cfg := LoaderConfig[int]{BatchSize: 3, Collate: collate}
+			var src source
+			var err error
+			if stream {
+				src, err = NewStreamLoader[int](values(23), cfg)
+			} else {
+				src, err = NewLoader[int](values(23), cfg)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ranks := make([]int, replicas)
+			for i := range ranks {
+				ranks[i] = i
+			}
+			if err := src.Distribute(replicas, ranks); err != nil {
+				t.Fatal(err)
+			}
+			batches, _ := collectEpoch(t, src) // record checks input 0 slot by slot
+			if int(calls.Load()) != len(batches) {
+				t.Errorf("%d replicas, stream %v: Collate called %d times for %d global batches", replicas, stream, calls.Load(), len(batches))
+			}
+			for _, gb := range batches {
+				want := gb.Shards[0].Inputs[1].Shape()
+				for r, b := range gb.Shards {
+					in := b.Inputs[1]
+					if !in.Shape().Equal(want) || in.Shape().Dim(0) != 3 {
+						t.Fatalf("%d replicas, stream %v, global batch %d, device %d: shape %s, device 0 has %s",
+							replicas, stream, gb.Index, r, in.Shape(), want)
+					}
+					for k, row := range in.Value().([][]int32) {
+						if int(row[0]) != 1000+b.Indices[k] {
+							t.Fatalf("device %d slot %d: row %v for index %d", r, k, row, b.Indices[k])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestLoaderStateJSON: a position is saved as batches_consumed (the loader counts global
+// batches, not optimizer steps), and one saved under the old name steps_consumed still loads.
+func TestLoaderStateJSON(t *testing.T) {
+	raw, err := json.Marshal(LoaderState{Epoch: 2, BatchesConsumed: 5, Seed: 9, NumReplicas: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"epoch":2,"batches_consumed":5,"seed":9,"num_replicas":4}`; string(raw) != want {
+		t.Errorf("JSON %s, want %s", raw, want)
+	}
+	for _, in := range []string{string(raw), `{"epoch":2,"steps_consumed":5,"seed":9,"num_replicas":4}`} {
+		var st LoaderState
+		if err := json.Unmarshal([]byte(in), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st != (LoaderState{Epoch: 2, BatchesConsumed: 5, Seed: 9, NumReplicas: 4}) {
+			t.Errorf("%s decodes to %+v", in, st)
+		}
 	}
 }

@@ -138,7 +138,7 @@ func TestStreamingLargeFileKeepsMemoryFlat(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.sample()
-	real, steps := 0, 0
+	real, batches := 0, 0
 	for st, err := range l.Epoch() {
 		if err != nil {
 			t.Fatal(err)
@@ -146,17 +146,17 @@ func TestStreamingLargeFileKeepsMemoryFlat(t *testing.T) {
 		for _, b := range st.Shards {
 			real += b.NumReal()
 		}
-		steps++
-		if steps%100 == 0 {
+		batches++
+		if batches%100 == 0 {
 			m.sample()
 		}
 	}
 	m.sample()
-	if real != lines || steps != l.BatchesPerEpoch() {
-		t.Fatalf("loader: %d real examples in %d steps, want %d in %d", real, steps, lines, l.BatchesPerEpoch())
+	if real != lines || batches != l.BatchesPerEpoch() {
+		t.Fatalf("loader: %d real examples in %d global batches, want %d in %d", real, batches, lines, l.BatchesPerEpoch())
 	}
-	t.Logf("StreamLoader (2 replicas, 2 workers, count + epoch): %d steps in %v; heap in use %.1f MiB at start, "+
-		"peak %.1f MiB; peak RSS %.1f MiB", steps, time.Since(start).Round(time.Millisecond), mib(m.base), mib(m.peak),
+	t.Logf("StreamLoader (2 replicas, 2 workers, count + epoch): %d global batches in %v; heap in use %.1f MiB at start, "+
+		"peak %.1f MiB; peak RSS %.1f MiB", batches, time.Since(start).Round(time.Millisecond), mib(m.base), mib(m.peak),
 		mib(uint64(peakRSS())))
 	if m.peak > m.base+limit {
 		t.Errorf("heap grew by %.1f MiB in the stream loader over a %d MiB file", mib(m.peak-m.base), size>>20)

@@ -7,7 +7,7 @@ import (
 )
 
 // position is the resumable state shared by Loader and StreamLoader: how the data is split
-// over replicas, the current epoch and how many of its steps were handed out.
+// over replicas, the current epoch and how many of its global batches were handed out.
 type position struct {
 	mu          sync.Mutex
 	numReplicas int
@@ -18,19 +18,20 @@ type position struct {
 	seed        int64
 	posReplicas int // replica count that consumed refers to (0: unknown, e.g. an old state)
 	gen         int // bumped by every change made from outside a pass
-	steps       func(numReplicas int) int
+	// batchesPerEpoch is the number of global batches of an epoch over numReplicas replicas.
+	batchesPerEpoch func(numReplicas int) int
 }
 
 // pass is a snapshot of the position taken when a pass starts.
 type pass struct {
-	epoch, start, steps, numReplicas int
-	localRanks                       []int
-	seed                             int64
-	gen                              int
+	epoch, start, batches, numReplicas int
+	localRanks                         []int
+	seed                               int64
+	gen                                int
 }
 
-func newPosition(seed int64, steps func(int) int) *position {
-	return &position{numReplicas: 1, localRanks: []int{0}, seed: seed, steps: steps}
+func newPosition(seed int64, batchesPerEpoch func(int) int) *position {
+	return &position{numReplicas: 1, localRanks: []int{0}, seed: seed, batchesPerEpoch: batchesPerEpoch}
 }
 
 func (p *position) distribute(numReplicas int, localRanks []int) error {
@@ -50,9 +51,9 @@ func (p *position) distribute(numReplicas int, localRanks []int) error {
 		}
 		seen[r] = true
 	}
-	if n := p.steps(numReplicas); n <= 0 {
-		return fmt.Errorf("data: Distribute(%d replicas): no step left in an epoch (too few examples for the "+
-			"batch size with DropLast); lower the batch size or unset DropLast", numReplicas)
+	if n := p.batchesPerEpoch(numReplicas); n <= 0 {
+		return fmt.Errorf("data: Distribute(%d replicas): no global batch left in an epoch (too few examples for the "+
+			"batch size with DropLast); lower LoaderConfig.BatchSize or unset LoaderConfig.DropLast", numReplicas)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -70,13 +71,13 @@ func (p *position) checkLocked(numReplicas int) error {
 		return nil
 	}
 	if p.posReplicas != 0 && p.posReplicas != numReplicas {
-		return fmt.Errorf("data: the loader position (epoch %d, step %d) was reached with %d replicas and cannot "+
+		return fmt.Errorf("data: the loader position (epoch %d, global batch %d) was reached with %d replicas and cannot "+
 			"continue mid-epoch with %d; resume with %d replicas or from the start of an epoch",
 			p.epoch, p.consumed, p.posReplicas, numReplicas, p.posReplicas)
 	}
-	if steps := p.steps(numReplicas); p.consumed > steps {
-		return fmt.Errorf("data: the loader position (epoch %d, step %d) is past the end of the epoch (%d steps)",
-			p.epoch, p.consumed, steps)
+	if batches := p.batchesPerEpoch(numReplicas); p.consumed > batches {
+		return fmt.Errorf("data: the loader position (epoch %d, global batch %d) is past the end of the epoch "+
+			"(%d global batches); restore a state saved by this loader over the same data", p.epoch, p.consumed, batches)
 	}
 	return nil
 }
@@ -84,17 +85,17 @@ func (p *position) checkLocked(numReplicas int) error {
 func (p *position) state() LoaderState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return LoaderState{Epoch: p.epoch, StepsConsumed: p.consumed, Seed: p.seed, NumReplicas: p.numReplicas}
+	return LoaderState{Epoch: p.epoch, BatchesConsumed: p.consumed, Seed: p.seed, NumReplicas: p.numReplicas}
 }
 
 func (p *position) restore(st LoaderState) error {
-	if st.Epoch < 0 || st.StepsConsumed < 0 || st.NumReplicas < 0 {
+	if st.Epoch < 0 || st.BatchesConsumed < 0 || st.NumReplicas < 0 {
 		return fmt.Errorf("data: Restore(%+v): negative field", st)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	epoch, consumed, seed, posReplicas := p.epoch, p.consumed, p.seed, p.posReplicas
-	p.epoch, p.consumed, p.seed, p.posReplicas = st.Epoch, st.StepsConsumed, st.Seed, st.NumReplicas
+	p.epoch, p.consumed, p.seed, p.posReplicas = st.Epoch, st.BatchesConsumed, st.Seed, st.NumReplicas
 	if p.distributed {
 		// Otherwise the check waits for Distribute (Restore may come before Prepare).
 		if err := p.checkLocked(p.numReplicas); err != nil {
@@ -120,17 +121,17 @@ func (p *position) begin() (pass, error) {
 	if err := p.checkLocked(p.numReplicas); err != nil {
 		return pass{}, err
 	}
-	steps := p.steps(p.numReplicas)
-	if p.consumed >= steps { // a restored end-of-epoch position
+	batches := p.batchesPerEpoch(p.numReplicas)
+	if p.consumed >= batches { // a restored end-of-epoch position
 		p.epoch, p.consumed = p.epoch+1, 0
 	}
 	p.posReplicas = p.numReplicas
-	return pass{epoch: p.epoch, start: p.consumed, steps: steps, numReplicas: p.numReplicas,
+	return pass{epoch: p.epoch, start: p.consumed, batches: batches, numReplicas: p.numReplicas,
 		localRanks: slices.Clone(p.localRanks), seed: p.seed, gen: p.gen}, nil
 }
 
-// handOut records that step index of the pass was handed out; after the last step of the
-// epoch the position moves to the start of the next epoch.
+// handOut records that global batch index of the pass was handed out; after the last one of
+// the epoch the position moves to the start of the next epoch.
 func (p *position) handOut(ps pass, index int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -138,7 +139,7 @@ func (p *position) handOut(ps pass, index int) error {
 		return fmt.Errorf("data: the loader position was changed (SetEpoch, Restore or Distribute) during a pass")
 	}
 	p.consumed = index + 1
-	if p.consumed >= ps.steps {
+	if p.consumed >= ps.batches {
 		p.epoch, p.consumed = ps.epoch+1, 0
 	}
 	return nil

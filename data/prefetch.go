@@ -4,15 +4,14 @@ import (
 	"fmt"
 	"iter"
 	"sync"
-
-	"github.com/gomlx/gomlx/core/tensors"
 )
 
-// job builds one step; jobs run on worker goroutines.
+// job builds one global batch; jobs run on worker goroutines.
 type job func() (*GlobalBatch, error)
 
-// ordered runs the jobs that produce emits on workers goroutines and yields their steps in the
-// order the jobs were emitted, keeping at most 2*workers steps ready ahead of the consumer.
+// ordered runs the jobs that produce emits on workers goroutines and yields their global
+// batches in the order the jobs were emitted, keeping at most 2*workers ready ahead of the
+// consumer.
 // produce runs on its own goroutine (it may read a file); with workers <= 0 everything runs on
 // the caller's goroutine. Panics in produce or in a job become errors. Stopping the iteration
 // early stops produce and the workers before ordered returns.
@@ -38,8 +37,8 @@ func ordered(produce func(emit func(job) bool) error, workers int) iter.Seq2[*Gl
 		}
 
 		type result struct {
-			step *GlobalBatch
-			err  error
+			batch *GlobalBatch
+			err   error
 		}
 		type task struct {
 			run job
@@ -93,7 +92,7 @@ func ordered(produce func(emit func(job) bool) error, workers int) iter.Seq2[*Gl
 				yield(nil, r.err)
 				return
 			}
-			if !yield(r.step, nil) {
+			if !yield(r.batch, nil) {
 				return
 			}
 		}
@@ -103,7 +102,7 @@ func ordered(produce func(emit func(job) bool) error, workers int) iter.Seq2[*Gl
 func safeJob(j job) (s *GlobalBatch, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			s, err = nil, fmt.Errorf("data: panic while building a batch: %v", p)
+			s, err = nil, fmt.Errorf("data: panic while building a global batch: %v", p)
 		}
 	}()
 	return j()
@@ -116,47 +115,4 @@ func safeProduce(produce func(emit func(job) bool) error, emit func(job) bool) (
 		}
 	}()
 	return produce(emit)
-}
-
-// collateBatch completes b (whose Real, Indices and Positions are set) with the tensors
-// collate makes of examples, and checks that every tensor has the batch on axis 0.
-func collateBatch[T any](b *Batch, examples []T, collate CollateFunc[T]) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("collate panicked: %v", p)
-		}
-	}()
-	inputs, labels, err := collate(examples)
-	if err != nil {
-		return fmt.Errorf("collate: %w", err)
-	}
-	n := len(examples)
-	for i, t := range inputs {
-		if err := checkBatchAxis(t, n); err != nil {
-			return fmt.Errorf("collate: input %d: %w", i, err)
-		}
-	}
-	if labels != nil {
-		if err := checkBatchAxis(labels, n); err != nil {
-			return fmt.Errorf("collate: labels: %w", err)
-		}
-	}
-	b.Inputs, b.Labels = inputs, labels
-	b.Mask = tensors.FromValue(b.Real)
-	return nil
-}
-
-func checkBatchAxis(t *tensors.Tensor, n int) error {
-	if t == nil {
-		return fmt.Errorf("nil tensor")
-	}
-	s := t.Shape()
-	if s.Rank() < 1 || s.Dim(0) != n {
-		return fmt.Errorf("shape %s, want the batch (%d examples) on axis 0", s, n)
-	}
-	return nil
-}
-
-func newBatch(size int) *Batch {
-	return &Batch{Real: make([]bool, size), Indices: make([]int, size), Positions: make([]int, size)}
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-
-	"github.com/pkg/errors"
 )
 
 // Classification accumulates the confusion matrix of a single-label classifier with a fixed
@@ -48,21 +46,20 @@ func NewClassification(numClasses int) *Classification {
 // the padding (false); nil means every example is real. Nothing is added if any real example
 // has a class out of range, or if the lengths differ; the error names the position.
 func (c *Classification) Add(preds, labels []int, real []bool) error {
-	if len(preds) != len(labels) {
-		return errors.Errorf("metrics: %d predictions but %d labels", len(preds), len(labels))
-	}
-	if real != nil && len(real) != len(preds) {
-		return errors.Errorf("metrics: %d predictions but %d mask values", len(preds), len(real))
+	if err := checkLengths("Classification.Add", preds, labels, real); err != nil {
+		return err
 	}
 	for i := range preds {
 		if real != nil && !real[i] {
 			continue
 		}
 		if labels[i] < 0 || labels[i] >= c.numClasses {
-			return errors.Errorf("metrics: example %d: label %d out of range [0, %d)", i, labels[i], c.numClasses)
+			return fmt.Errorf("metrics: Classification.Add: example %d: label %d out of range [0, %d); labels are class "+
+				"indices below NewClassification's numClasses", i, labels[i], c.numClasses)
 		}
 		if preds[i] < 0 || preds[i] >= c.numClasses {
-			return errors.Errorf("metrics: example %d: prediction %d out of range [0, %d)", i, preds[i], c.numClasses)
+			return fmt.Errorf("metrics: Classification.Add: example %d: prediction %d out of range [0, %d); predictions are "+
+				"class indices below NewClassification's numClasses (is the model's head that wide?)", i, preds[i], c.numClasses)
 		}
 	}
 	for i := range preds {
@@ -78,7 +75,8 @@ func (c *Classification) Add(preds, labels []int, real []bool) error {
 // Merge adds the counts of other (for example, computed by another process) to c.
 func (c *Classification) Merge(other *Classification) error {
 	if other.numClasses != c.numClasses {
-		return errors.Errorf("metrics: cannot merge %d-class and %d-class results", other.numClasses, c.numClasses)
+		return fmt.Errorf("metrics: Classification.Merge: cannot merge %d-class and %d-class results; make both with "+
+			"the same NewClassification(numClasses)", other.numClasses, c.numClasses)
 	}
 	for i := range c.confusion {
 		for j := range c.confusion[i] {
@@ -250,11 +248,8 @@ func ratio(a, b int) float64 {
 // Accuracy returns the fraction of real examples whose prediction equals the label; real may be
 // nil (all real). It returns 0 with no real example.
 func Accuracy(preds, labels []int, real []bool) (float64, error) {
-	if len(preds) != len(labels) {
-		return 0, errors.Errorf("metrics: %d predictions but %d labels", len(preds), len(labels))
-	}
-	if real != nil && len(real) != len(preds) {
-		return 0, errors.Errorf("metrics: %d predictions but %d mask values", len(preds), len(real))
+	if err := checkLengths("Accuracy", preds, labels, real); err != nil {
+		return 0, err
 	}
 	correct, n := 0, 0
 	for i := range preds {
@@ -267,4 +262,16 @@ func Accuracy(preds, labels []int, real []bool) (float64, error) {
 		}
 	}
 	return ratio(correct, n), nil
+}
+
+// checkLengths checks that preds, labels and real (unless nil) have one entry per example.
+func checkLengths(op string, preds, labels []int, real []bool) error {
+	if len(preds) != len(labels) {
+		return fmt.Errorf("metrics: %s: %d predictions but %d labels; pass one label per prediction", op, len(preds), len(labels))
+	}
+	if real != nil && len(real) != len(preds) {
+		return fmt.Errorf("metrics: %s: %d predictions but %d mask values; pass one mask value per prediction, or nil "+
+			"when all are real", op, len(preds), len(real))
+	}
+	return nil
 }

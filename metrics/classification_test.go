@@ -273,3 +273,28 @@ func TestAccuracyFunc(t *testing.T) {
 		t.Errorf("empty accuracy %g", acc)
 	}
 }
+
+// TestErrorsNameOperationAndFix: each error says which function refused what, and how to
+// give it what it wants.
+func TestErrorsNameOperationAndFix(t *testing.T) {
+	c := NewClassification(2)
+	var m Mean
+	_, accErr := Accuracy([]int{1}, []int{1}, []bool{true, false})
+	for _, tc := range []struct {
+		err  error
+		want []string
+	}{
+		{c.Add([]int{1}, []int{1, 0}, nil), []string{"metrics: Classification.Add: 1 predictions but 2 labels", "one label per prediction"}},
+		{c.Add([]int{0}, []int{2}, nil), []string{"Classification.Add: example 0: label 2 out of range [0, 2)", "numClasses"}},
+		{c.Merge(NewClassification(3)), []string{"Classification.Merge", "same NewClassification(numClasses)"}},
+		{accErr, []string{"metrics: Accuracy: 1 predictions but 2 mask values", "or nil"}},
+		{m.AddWeighted(1, -1), []string{"Mean.AddWeighted: invalid weight -1", "finite weight >= 0"}},
+		{m.AddMasked([]float64{1}, []bool{true, true}), []string{"Mean.AddMasked", "one mask value per value"}},
+	} {
+		for _, w := range tc.want {
+			if tc.err == nil || !strings.Contains(tc.err.Error(), w) {
+				t.Errorf("error %v, want it to contain %q", tc.err, w)
+			}
+		}
+	}
+}

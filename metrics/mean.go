@@ -3,8 +3,6 @@ package metrics
 import (
 	"fmt"
 	"math"
-
-	"github.com/pkg/errors"
 )
 
 // Mean accumulates a weighted mean, such as the mean loss over an evaluation set. The zero value
@@ -20,10 +18,10 @@ func (m *Mean) Add(value float64) { m.sum += value; m.weight++ }
 // examples, for instance. Weights must be >= 0 and values finite; otherwise nothing is added.
 func (m *Mean) AddWeighted(value, weight float64) error {
 	if weight < 0 || math.IsNaN(weight) || math.IsInf(weight, 0) {
-		return errors.Errorf("metrics: invalid weight %g", weight)
+		return fmt.Errorf("metrics: Mean.AddWeighted: invalid weight %g; want a finite weight >= 0", weight)
 	}
 	if math.IsNaN(value) || math.IsInf(value, 0) {
-		return errors.Errorf("metrics: non-finite value %g", value)
+		return fmt.Errorf("metrics: Mean.AddWeighted: non-finite value %g (did the loss diverge?)", value)
 	}
 	m.sum += value * weight
 	m.weight += weight
@@ -34,7 +32,8 @@ func (m *Mean) AddWeighted(value, weight float64) error {
 // Nothing is added if the lengths differ or a real value is not finite; the error names the position.
 func (m *Mean) AddMasked(values []float64, real []bool) error {
 	if real != nil && len(real) != len(values) {
-		return errors.Errorf("metrics: %d values but %d mask values", len(values), len(real))
+		return fmt.Errorf("metrics: Mean.AddMasked: %d values but %d mask values; pass one mask value per value, or "+
+			"nil when all are real", len(values), len(real))
 	}
 	sum, n := 0.0, 0
 	for i, v := range values {
@@ -42,7 +41,7 @@ func (m *Mean) AddMasked(values []float64, real []bool) error {
 			continue
 		}
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return errors.Errorf("metrics: example %d: non-finite value %g", i, v)
+			return fmt.Errorf("metrics: Mean.AddMasked: example %d: non-finite value %g (did the loss diverge?)", i, v)
 		}
 		sum += v
 		n++

@@ -85,6 +85,15 @@ type Config struct {
 	Quiet bool `json:"-"`
 	// Callbacks are called during the run.
 	Callbacks Callbacks `json:"-"`
+	// Interrupt, when set, lets SIGINT and SIGTERM stop the run cleanly (NotifyInterrupt):
+	// Fit finishes the current step, saves a checkpoint, draws the curves and returns a
+	// Result with Interrupted set and a nil error. Giving Fit the same OutputDir resumes.
+	Interrupt *Interrupt `json:"-"`
+	// SaveBest, when set, writes the best model (by BestMetric) into the directory it is given
+	// instead of a checkpoint: for example bert.SavePretrained, so that best/ is a Hugging
+	// Face folder. Fit gives it a new temporary directory and renames it to best/ when
+	// SaveBest returns nil. The training state (optimizer moments) stays in checkpoints/ only.
+	SaveBest func(dir string) error `json:"-"`
 }
 
 // withDefaults returns c with zero values replaced by their defaults.

@@ -8,12 +8,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/acctest"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/layers"
@@ -24,22 +24,7 @@ import (
 // under CI (CI set), where its absence fails the test.
 func cpuPlugin(t testing.TB) string {
 	t.Helper()
-	for _, p := range accelerator.FindPlugins() {
-		if p.Kind == accelerator.PluginCPU {
-			return p.Path
-		}
-	}
-	_, file, _, _ := runtime.Caller(0)
-	local := filepath.Join(filepath.Dir(file), "..", ".deps", "pjrt-cpu", "lammps_jax_pjrt_cpu", "pjrt_c_api_cpu_plugin.so")
-	if _, err := os.Stat(local); err == nil {
-		return local
-	}
-	msg := "SKIPPING: no XLA CPU PJRT plugin found (run `make deps`, or set PJRT_PLUGIN_LIBRARY_PATH)"
-	if os.Getenv("CI") != "" {
-		t.Fatal("CI is set but " + msg)
-	}
-	t.Skip(msg)
-	return ""
+	return acctest.CPUPlugin(t)
 }
 
 var (
@@ -66,6 +51,14 @@ func accOn(t testing.TB, n int) *accelerator.Accelerator {
 }
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(fitWorkerEnv); dir != "" {
+		code := 0
+		if err := fitWorker(dir); err != nil {
+			fmt.Println("worker error:", err)
+			code = 3
+		}
+		accelerator.Exit(code)
+	}
 	code := m.Run()
 	for _, a := range accs {
 		a.Close()

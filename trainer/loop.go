@@ -4,11 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/fsutil"
 )
 
 // loop runs epochs until the run's length is reached or something stops it.
@@ -21,25 +25,25 @@ func (f *fit) loop() error {
 	for f.stop == "" && !f.finished() {
 		pos := f.train.State()
 		epoch := pos.Epoch
-		f.prog.startEpoch(epoch, pos.StepsConsumed, f.spe)
+		f.prog.StartEpoch(epoch, pos.BatchesConsumed, f.step)
 		ranSteps := false
 		for st, err := range f.job.Batches() {
 			if err != nil {
-				f.prog.endEpoch("")
-				return fmt.Errorf("trainer: reading training data (epoch %d): %w", epoch+1, err)
+				f.prog.EndEpoch("")
+				return wrapf(err, "reading the training data of epoch %d", epoch+1)
 			}
 			l, err := f.trainStep.Run(st)
 			if err != nil {
-				f.prog.endEpoch("")
-				return fmt.Errorf("trainer: %w", err)
+				f.prog.EndEpoch("")
+				return wrapf(err, "training step %d", f.step+1)
 			}
 			lv, err := l.Value()
 			if err != nil {
-				f.prog.endEpoch("")
-				return fmt.Errorf("trainer: %w", err)
+				f.prog.EndEpoch("")
+				return wrapf(err, "reading the loss of step %d", f.step+1)
 			}
 			if math.IsNaN(lv) || math.IsInf(lv, 0) {
-				f.prog.endEpoch("")
+				f.prog.EndEpoch("")
 				return fmt.Errorf("trainer: the training loss is %g at epoch %d, batch %d (update %d): training diverged; "+
 					"lower Config.LearningRate, add warm-up or set Config.ClipGradNorm", lv, epoch+1, st.Index+1, f.step+1)
 			}
@@ -54,17 +58,28 @@ func (f *fit) loop() error {
 			updLoss += lv
 			updExamples += examples
 			if f.micro%k != 0 {
-				f.prog.step(lv, examples, f.step)
+				f.prog.Batch(lv, examples, f.step)
 				continue
 			}
 			f.step++
-			f.prog.step(lv, examples, f.step)
+			f.prog.Batch(lv, examples, f.step)
 			epochF := float64(st.Epoch) + float64(st.Index+1)/float64(f.spe)
 			ev := StepEvent{Step: f.step, Epoch: epochF, Loss: updLoss / float64(k), Examples: updExamples}
 			updLoss, updExamples = 0, 0
 			if err := f.afterUpdate(ev); err != nil {
-				f.prog.endEpoch("")
+				f.prog.EndEpoch("")
 				return err
+			}
+			if f.stop == "" && f.cfg.Interrupt != nil {
+				requested, err := f.interruptRequested()
+				if err != nil {
+					f.prog.EndEpoch("")
+					return err
+				}
+				if requested {
+					f.interrupted = f.cfg.Interrupt.Signal()
+					f.stop = "interrupted by " + SignalName(f.interrupted)
+				}
 			}
 			if f.stop != "" || f.finished() {
 				break
@@ -76,7 +91,7 @@ func (f *fit) loop() error {
 			}
 			continue
 		}
-		f.prog.endEpoch("")
+		f.prog.EndEpoch("")
 		if f.stop == "" && !f.finished() {
 			return fmt.Errorf("trainer: the training data ended epoch %d early (ran batches: %v; %d steps per epoch "+
 				"expected): is the data source's StepsPerEpoch right?", epoch+1, ranSteps, f.spe)
@@ -108,7 +123,8 @@ func (f *fit) afterUpdate(ev StepEvent) error {
 			return err
 		}
 	}
-	if f.cfg.LogEvery > 0 && f.step%f.cfg.LogEvery == 0 {
+	// The first update is logged too, so that the loss curve starts at step 1.
+	if f.cfg.LogEvery > 0 && (f.step%f.cfg.LogEvery == 0 || f.step == 1) {
 		if err := f.trainRecord(ev.Epoch); err != nil {
 			return err
 		}
@@ -127,7 +143,12 @@ func (f *fit) afterUpdate(ev StepEvent) error {
 }
 
 // callback interprets a callback's error: ErrStop ends the run cleanly, others abort it.
+// Over several processes the decision is agreed: a stop or a failure on any process stops
+// every process, so that none is left waiting for the others in a collective.
 func (f *fit) callback(name string, err error) error {
+	if f.t.acc.NumProcesses() > 1 {
+		err = f.agree(name, err)
+	}
 	if err == nil {
 		return nil
 	}
@@ -138,7 +159,40 @@ func (f *fit) callback(name string, err error) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("trainer: Callbacks.%s at step %d: %w", name, f.step, err)
+	return wrapf(err, "Callbacks.%s at step %d", name, f.step)
+}
+
+// interruptRequested reports whether a signal asked the run to stop, agreed by all processes.
+func (f *fit) interruptRequested() (bool, error) {
+	stop, err := f.cfg.Interrupt.RequestedAnywhere(f.t.acc)
+	if err != nil {
+		return false, wrapf(err, "at step %d", f.step)
+	}
+	return stop, nil
+}
+
+// agree combines a callback's outcome over the processes: this process's own error, else
+// another process's failure, else a stop (ErrStop) if any process stopped.
+func (f *fit) agree(name string, err error) error {
+	code := 0.0
+	switch {
+	case errors.Is(err, ErrStop):
+		code = 1
+	case err != nil:
+		code = 2
+	}
+	all, rerr := f.t.acc.Reduce(code, accelerator.OpMax)
+	switch {
+	case rerr != nil:
+		return wrapf(rerr, "Callbacks.%s at step %d: agreeing with the other processes", name, f.step)
+	case code == 2:
+		return err
+	case all == 2:
+		return fmt.Errorf("trainer: Callbacks.%s failed on another process at step %d", name, f.step)
+	case all == 1:
+		return ErrStop
+	}
+	return nil
 }
 
 // elapsed is the run's wall time so far, over all its sessions.
@@ -169,10 +223,10 @@ func (f *fit) record(r Record) error {
 	if f.log == nil {
 		return nil
 	}
-	if err := f.log.write(r); err != nil {
+	if err := f.log.Write(r); err != nil {
 		return err
 	}
-	f.rs.Records = f.log.n
+	f.rs.Records = f.log.Len()
 	return nil
 }
 
@@ -189,7 +243,7 @@ func (f *fit) endOfEpoch(epoch int) error {
 	epochF := float64(epoch + 1)
 	summary := fmt.Sprintf("epoch %d done: step %d, mean loss %s", epoch+1, f.step,
 		formatLoss(f.rs.EpochLossSum/math.Max(1, float64(f.rs.EpochLossCount))))
-	f.prog.endEpoch(summary)
+	f.prog.EndEpoch(summary)
 	ev := EpochEvent{Epoch: epoch, Step: f.step, Loss: f.rs.EpochLossSum / math.Max(1, float64(f.rs.EpochLossCount))}
 	f.rs.EpochLossSum, f.rs.EpochLossCount = 0, 0
 	if f.eval != nil && !f.cfg.SkipEpochEval && f.rs.LastEvalStep != f.step {
@@ -216,19 +270,18 @@ func (f *fit) endOfEpoch(epoch int) error {
 // evaluate runs the task's evaluation, records it, tracks the best model and early stopping.
 func (f *fit) evaluate(epoch float64) error {
 	start := time.Now()
-	g, err := f.job.Evaluate(f.eval, f.evalStep)
+	g, err := f.job.Evaluate(f.prog.Evaluating(f.eval), f.evalStep)
 	if err != nil {
-		return fmt.Errorf("trainer: evaluation at step %d: %w", f.step, err)
+		return wrapf(err, "evaluation at step %d", f.step)
 	}
 	m, err := f.t.task.Metrics(g)
 	if err != nil {
-		return fmt.Errorf("trainer: Task.Metrics at step %d: %w", f.step, err)
+		return wrapf(err, "Task.Metrics at step %d", f.step)
 	}
 	f.lastEval = m
 	f.rs.LastEvalStep = f.step
 	ev := EvalEvent{Step: f.step, Epoch: epoch, Metrics: m, Best: nan}
-	line := fmt.Sprintf("eval step %d (epoch %.2f): %s [%d examples, %.1fs]", f.step, epoch, formatMetrics(m),
-		g.Len(), time.Since(start).Seconds())
+	headline := f.cfg.BestMetric
 	if name := f.cfg.BestMetric; name != "" {
 		v, ok := m[name]
 		if !ok {
@@ -238,20 +291,22 @@ func (f *fit) evaluate(epoch float64) error {
 		ev.Improved = f.improves(v)
 		if ev.Improved {
 			f.rs.Best, f.rs.BestStep, f.rs.BadEvals = &v, f.step, 0
-			line += fmt.Sprintf("  new best %s", name)
 		} else {
 			f.rs.BadEvals++
-			line += fmt.Sprintf("  best %s %.4f at step %d", name, *f.rs.Best, f.rs.BestStep)
 		}
 		ev.Best, ev.BestStep, ev.BadEvals = *f.rs.Best, f.rs.BestStep, f.rs.BadEvals
-		if f.cfg.Patience > 0 && f.rs.BadEvals >= f.cfg.Patience {
-			f.stop = fmt.Sprintf("early stopping: %s did not improve for %d evaluation(s) (best %.4g at step %d)",
-				name, f.rs.BadEvals, *f.rs.Best, f.rs.BestStep)
-			f.rs.Stopped = f.stop
-			line += "\ntrainer: " + f.stop
-		}
 	}
-	f.prog.println("%s", line)
+	line := EvalLine(EvalSummary{Step: f.step, Epoch: epoch, Metrics: m, Headline: headline, Improved: ev.Improved,
+		Best: ev.Best, BestStep: ev.BestStep, Examples: g.Len(), Duration: time.Since(start)})
+	if name := f.cfg.BestMetric; name != "" && f.cfg.Patience > 0 && f.rs.BadEvals >= f.cfg.Patience {
+		f.stop = fmt.Sprintf("early stopping: %s did not improve for %d evaluation(s) (best %.4g at step %d)",
+			name, f.rs.BadEvals, *f.rs.Best, f.rs.BestStep)
+		f.rs.Stopped = f.stop
+	}
+	f.prog.Println("%s", line)
+	if strings.HasPrefix(f.stop, "early stopping") {
+		f.prog.Println("trainer: %s", f.stop)
+	}
 	if err := f.record(Record{Kind: KindEval, Step: f.step, Epoch: epoch, Loss: nan, LR: nan, GradNorm: nan,
 		ExamplesPerSec: nan, Eval: m, Time: f.now(), Elapsed: f.elapsed()}); err != nil {
 		return err
@@ -259,7 +314,14 @@ func (f *fit) evaluate(epoch float64) error {
 	if ev.Improved && f.best != nil {
 		path, err := f.best.Save(f.state())
 		if err != nil {
-			return fmt.Errorf("trainer: saving the best model at step %d: %w", f.step, err)
+			return wrapf(err, "saving the best model at step %d", f.step)
+		}
+		f.bestCheckpoint = path
+	}
+	if ev.Improved && f.cfg.SaveBest != nil {
+		path, err := f.saveBestFolder()
+		if err != nil {
+			return err
 		}
 		f.bestCheckpoint = path
 	}
@@ -306,29 +368,43 @@ func (f *fit) saveLast() error {
 		return nil
 	}
 	if f.log != nil {
-		if err := f.log.sync(); err != nil {
+		if err := f.log.Sync(); err != nil {
 			return err
 		}
 	}
 	path, err := f.last.Save(f.state())
 	if err != nil {
-		return fmt.Errorf("trainer: saving the checkpoint at step %d: %w", f.step, err)
+		return wrapf(err, "saving the checkpoint at step %d", f.step)
 	}
 	f.savedAt, f.lastCheckpoint = f.step, path
 	return nil
 }
 
-// finish writes the last training record and the last checkpoint.
+// finish writes the last training record and the last checkpoint. After an interrupt it
+// only saves the checkpoint: the resumed session evaluates and records where an
+// uninterrupted run would.
 func (f *fit) finish() error {
+	if f.interrupted != nil {
+		if f.savedAt != f.step {
+			if err := f.saveLast(); err != nil {
+				return err
+			}
+		}
+		if f.lastCheckpoint != "" {
+			f.notice("trainer: %s: stopped after step %d of %d; checkpoint %s", SignalName(f.interrupted), f.step,
+				f.sched.Total, f.lastCheckpoint)
+		}
+		return nil
+	}
 	if f.eval != nil && !f.cfg.SkipEpochEval && f.rs.LastEvalStep != f.step {
 		pos := f.train.State()
-		if err := f.evaluate(float64(pos.Epoch) + float64(pos.StepsConsumed)/float64(f.spe)); err != nil {
+		if err := f.evaluate(float64(pos.Epoch) + float64(pos.BatchesConsumed)/float64(f.spe)); err != nil {
 			return err
 		}
 	}
 	if f.rs.LossCount > 0 && f.micro%int64(f.cfg.GradientAccumulation) == 0 {
 		pos := f.train.State()
-		epoch := float64(pos.Epoch) + float64(pos.StepsConsumed)/float64(f.spe)
+		epoch := float64(pos.Epoch) + float64(pos.BatchesConsumed)/float64(f.spe)
 		if err := f.trainRecord(epoch); err != nil {
 			return err
 		}
@@ -338,8 +414,44 @@ func (f *fit) finish() error {
 			return err
 		}
 	}
-	f.notice("trainer: done: %s; step %d, %.1fs", f.stop, f.step, f.elapsed())
+	f.notice("trainer: %s (step %d, %s)", f.doneWords(), f.step, formatETA(seconds(f.elapsed())))
 	return nil
+}
+
+// doneWords says in plain words why the run ended: "done after 3 epochs".
+func (f *fit) doneWords() string {
+	switch {
+	case f.stop == "epochs":
+		return "done after " + Count(int64(f.cfg.Epochs), "epoch")
+	case f.stop == "max steps":
+		return "done after " + Count(f.step, "step") + " (the maximum)"
+	case strings.HasPrefix(f.stop, "early stopping"):
+		return "stopped early: " + strings.TrimPrefix(f.stop, "early stopping: ")
+	}
+	return "stopped: " + f.stop
+}
+
+// Count is "1 step", "3 steps": n and the unit, plural when n is not 1.
+func Count(n int64, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+// saveBestFolder writes the best model with Config.SaveBest into a new folder beside best/
+// and puts it in place of best/ (main process; the others wait).
+func (f *fit) saveBestFolder() (string, error) {
+	dst := filepath.Join(f.dir, BestDir)
+	if f.main {
+		if err := fsutil.ReplaceDir(dst, f.cfg.SaveBest); err != nil {
+			return "", wrapf(err, "saving the best model at step %d", f.step)
+		}
+	}
+	if err := f.t.acc.WaitForEveryone(); err != nil {
+		return "", wrapf(err, "saving the best model at step %d", f.step)
+	}
+	return dst, nil
 }
 
 // formatMetrics is "accuracy 0.8123 | f1 0.8012 | loss 0.4321", names sorted.
@@ -357,4 +469,65 @@ func formatMetrics(m map[string]float64) string {
 		out += fmt.Sprintf("%s %.4f", k, m[k])
 	}
 	return out
+}
+
+// EvalSummary is what EvalLine prints about one evaluation.
+type EvalSummary struct {
+	Step  int64
+	Epoch float64
+	// Metrics are all the metrics (metrics.jsonl has them all; the line shows Headline and
+	// the loss).
+	Metrics map[string]float64
+	// Headline is the metric shown first (BestMetric); empty: the first by name.
+	Headline string
+	// Improved, Best and BestStep describe the best Headline so far (Best NaN: not tracked).
+	Improved bool
+	Best     float64
+	BestStep int64
+	// Examples is the size of the evaluation set; Duration the time the evaluation took.
+	Examples int
+	Duration time.Duration
+}
+
+// EvalLine formats an evaluation for the terminal in at most 100 columns: the headline
+// metric first, how it compares with the best so far, the examples and the time. The other
+// metrics are in metrics.jsonl (and on the curves), not on the line:
+//
+//	eval step 1200, epoch 2: accuracy 0.8557 (best so far) | 1067 examples, 25.1s
+func EvalLine(e EvalSummary) string {
+	head := e.Headline
+	if _, ok := e.Metrics[head]; !ok {
+		names := make([]string, 0, len(e.Metrics))
+		for k := range e.Metrics {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		head = ""
+		if len(names) > 0 {
+			head = names[0]
+		}
+	}
+	line := fmt.Sprintf("eval step %d, epoch %s:", e.Step, formatEpoch(e.Epoch))
+	if head != "" {
+		line += fmt.Sprintf(" %s %.4f", head, e.Metrics[head])
+		switch {
+		case e.Improved:
+			line += " (best so far)"
+		case !math.IsNaN(e.Best):
+			line += fmt.Sprintf(" (best %.4f at step %d)", e.Best, e.BestStep)
+		}
+	}
+	took := fmt.Sprintf("%.1fs", e.Duration.Seconds())
+	if e.Duration >= time.Minute {
+		took = formatETA(e.Duration)
+	}
+	return line + fmt.Sprintf(" | %d examples, %s", e.Examples, took)
+}
+
+// formatEpoch is "2" at an epoch's end, "1.37" within one.
+func formatEpoch(e float64) string {
+	if e == math.Trunc(e) {
+		return fmt.Sprintf("%d", int64(e))
+	}
+	return fmt.Sprintf("%.2f", e)
 }

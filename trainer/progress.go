@@ -3,125 +3,196 @@ package trainer
 import (
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"strings"
 	"time"
 
+	"github.com/goaccel/goaccel/data"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 )
 
-// progress shows the run on the main process: one bar per epoch on a terminal (step count,
-// smoothed loss, examples/s, ETA), or one plain line every interval elsewhere (no escape
-// codes), and one line per evaluation in both cases.
-type progress struct {
+// ProgressConfig describes the run a Progress shows.
+type ProgressConfig struct {
+	// Epochs is the number of epochs of the run (0: not known, the run ends by TotalSteps).
+	Epochs int
+	// BatchesPerEpoch is the number of batches (global batches) of one epoch.
+	BatchesPerEpoch int
+	// TotalSteps is the number of optimizer steps of the whole run, the end of the total ETA
+	// (0: not known; no total ETA).
+	TotalSteps int64
+	// GradientAccumulation is the number of batches per optimizer step; 0 means 1.
+	GradientAccumulation int
+	// PlainInterval is how often a plain line is printed when the output is not a terminal;
+	// 0 means 10 s. The first batch of an epoch is always reported.
+	PlainInterval time.Duration
+}
+
+// Progress shows a training run while it runs: on a terminal, one progress bar per epoch
+// (batches, smoothed loss, examples/s, the epoch's and the whole run's ETA) and one per
+// evaluation; elsewhere (a log file, CI, a pipe) a plain line every PlainInterval, without
+// escape codes. The run's ETA counts the optimizer steps left up to TotalSteps and the
+// evaluations still to come, at the speeds measured so far. Fit uses it; a hand-written loop
+// uses it the same way:
+//
+//	prog := trainer.NewProgress(os.Stdout, trainer.ProgressConfig{Epochs: 3,
+//	    BatchesPerEpoch: src.BatchesPerEpoch(), TotalSteps: total})
+//	for epoch := range 3 {
+//	    prog.StartEpoch(epoch, 0)
+//	    for gb, err := range job.Batches() {
+//	        ...
+//	        prog.Batch(loss, examples, step)
+//	    }
+//	    prog.EndEpoch("")
+//	    res, err := job.Evaluate(prog.Evaluating(testLoader), evalStep)
+//	    prog.Println("epoch %d: accuracy %.4f", epoch+1, accuracy)
+//	}
+//
+// A Progress is for one goroutine. Give it io.Discard on the processes that are not the main
+// one.
+type Progress struct {
 	out      io.Writer
 	tty      bool
-	interval time.Duration
-	epochs   int // 0: unknown (MaxSteps only)
-
-	bar       *progressbar.ProgressBar
-	epoch     int
-	steps     int // steps of the current epoch
-	done      int // steps of the current epoch done
-	lastPlain time.Time
-	lastDesc  time.Time
+	cfg      ProgressConfig
+	bar      *progressbar.ProgressBar
+	epoch    int   // 0-based epoch shown
+	batches  int   // batches of the current epoch in this display (bar total)
+	done     int   // of which done
+	step     int64 // optimizer steps done in the run
+	startAt  int64 // steps done when this session started measuring
+	lastLine time.Time
+	lastDesc time.Time
+	lastAt   time.Time
 
 	// Smoothed values: exponential moving averages with bias correction.
-	loss, lossW   float64
-	rate, rateW   float64 // examples per second
-	secs, secsW   float64 // seconds per step
-	lastStepAt    time.Time
-	update        int64
-	updateOfTotal int64
+	loss, lossW float64
+	rate, rateW float64 // examples per second
+	secs, secsW float64 // seconds per batch
+
+	started   bool    // an epoch was started (the first one announces itself in plain mode)
+	evalSecs  float64 // duration of the last evaluation (0: none yet)
+	evalCount int     // evaluations done in this session
 }
 
 // smoothing is the weight of the newest value in the moving averages shown.
 const smoothing = 0.1
 
-// isTerminal reports whether w writes to a terminal.
-func isTerminal(w io.Writer) bool {
+// IsTerminal reports whether w writes to a terminal (progress bars) rather than to a file
+// or a pipe (plain lines).
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func newProgress(out io.Writer, interval time.Duration, epochs int, totalUpdates int64) *progress {
-	return &progress{out: out, tty: isTerminal(out), interval: interval, epochs: epochs, updateOfTotal: totalUpdates}
+// NewProgress returns a Progress writing to out.
+func NewProgress(out io.Writer, cfg ProgressConfig) *Progress {
+	if cfg.GradientAccumulation <= 0 {
+		cfg.GradientAccumulation = 1
+	}
+	if cfg.PlainInterval <= 0 {
+		cfg.PlainInterval = 10 * time.Second
+	}
+	return &Progress{out: out, tty: IsTerminal(out), cfg: cfg}
 }
 
-// startEpoch begins the display of an epoch of `steps` steps of which `done` are done already
-// (a resumed epoch).
-func (p *progress) startEpoch(epoch, done, steps int) {
-	p.epoch, p.done, p.steps = epoch, done, steps
+// SetTotalSteps changes the number of optimizer steps of the run (known once the data is
+// prepared).
+func (p *Progress) SetTotalSteps(total int64) { p.cfg.TotalSteps = total }
+
+// StartEpoch begins the display of epoch (0-based), of which batchesDone batches are done
+// already (a resumed epoch), after stepsDone optimizer steps of the run. Under TotalSteps the
+// bar of the last epoch ends where the run does.
+func (p *Progress) StartEpoch(epoch, batchesDone int, stepsDone int64) {
+	p.epoch, p.done, p.step = epoch, batchesDone, stepsDone
+	p.startAt = stepsDone
+	p.batches = p.cfg.BatchesPerEpoch
+	if p.cfg.TotalSteps > 0 {
+		left := (p.cfg.TotalSteps - stepsDone) * int64(p.cfg.GradientAccumulation)
+		p.batches = int(min(int64(p.batches), int64(batchesDone)+max(left, 0)))
+	}
 	p.loss, p.lossW, p.rate, p.rateW, p.secs, p.secsW = 0, 0, 0, 0, 0, 0
-	p.lastStepAt = time.Now()
-	p.lastPlain = time.Now()
+	p.lastAt = time.Now()
+	p.lastLine = time.Time{}
 	if !p.tty {
+		if !p.started {
+			// The first batch of a session also compiles the step: say that training started.
+			fmt.Fprintf(p.out, "%s: training from step %s (the first batch also compiles the training step)\n",
+				p.epochName(), p.stepString())
+		}
+		p.started = true
 		return
 	}
-	p.bar = progressbar.NewOptions(steps,
-		progressbar.OptionSetWriter(p.out),
-		progressbar.OptionSetDescription(p.epochName()),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetPredictTime(false),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionSetTheme(progressbar.Theme{Saucer: "=", SaucerHead: ">", SaucerPadding: " ", BarStart: "[", BarEnd: "]"}),
-	)
-	if done > 0 {
-		_ = p.bar.Set(done)
+	p.started = true
+	p.bar = newBar(p.out, p.batches, p.epochName())
+	if batchesDone > 0 {
+		_ = p.bar.Set(batchesDone)
 	}
 	_ = p.bar.RenderBlank()
 }
 
-func (p *progress) epochName() string {
-	if p.epochs > 0 {
-		return fmt.Sprintf("epoch %d/%d", p.epoch+1, p.epochs)
+func newBar(out io.Writer, total int, desc string) *progressbar.ProgressBar {
+	return progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(out),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(false),
+		progressbar.OptionSetWidth(25),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionSetTheme(progressbar.Theme{Saucer: "=", SaucerHead: ">", SaucerPadding: " ", BarStart: "[", BarEnd: "]"}),
+	)
+}
+
+func (p *Progress) epochName() string {
+	if p.cfg.Epochs > 0 {
+		return fmt.Sprintf("epoch %d/%d", p.epoch+1, p.cfg.Epochs)
 	}
 	return fmt.Sprintf("epoch %d", p.epoch+1)
 }
 
-func ema(avg, weight *float64, v float64) float64 {
+func ema(avg, weight *float64, v float64) {
 	*avg = (1-smoothing)*(*avg) + smoothing*v
 	*weight = (1-smoothing)*(*weight) + smoothing
-	return *avg / *weight
 }
 
-// step records one finished batch: its loss, its real examples and the update count.
-func (p *progress) step(loss float64, examples int, update int64) {
+// Batch records one finished batch: its loss, its real examples (all processes) and the
+// optimizer steps done after it.
+func (p *Progress) Batch(loss float64, examples int, step int64) {
 	now := time.Now()
-	dt := now.Sub(p.lastStepAt).Seconds()
-	p.lastStepAt = now
+	dt := now.Sub(p.lastAt).Seconds()
+	p.lastAt = now
+	first := p.lossW == 0
 	p.done++
-	p.update = update
+	p.step = step
 	ema(&p.loss, &p.lossW, loss)
-	if dt > 0 {
+	// The first batch of a session includes the compilation: it is not a speed.
+	if dt > 0 && !first {
 		ema(&p.rate, &p.rateW, float64(examples)/dt)
 		ema(&p.secs, &p.secsW, dt)
 	}
 	if p.tty {
-		if now.Sub(p.lastDesc) >= 100*time.Millisecond || p.done == p.steps {
+		if now.Sub(p.lastDesc) >= 100*time.Millisecond || p.done == p.batches {
 			p.lastDesc = now
 			p.bar.Describe(p.epochName() + " " + p.stats())
 		}
 		_ = p.bar.Add(1)
 		return
 	}
-	if now.Sub(p.lastPlain) >= p.interval {
-		p.lastPlain = now
-		fmt.Fprintf(p.out, "%s step %d/%d (update %s) %s\n", p.epochName(), p.done, p.steps, p.updateString(), p.stats())
+	if p.lastLine.IsZero() || now.Sub(p.lastLine) >= p.cfg.PlainInterval || p.done == p.batches {
+		p.lastLine = now
+		fmt.Fprintf(p.out, "%s batch %d/%d, step %s: %s\n", p.epochName(), p.done, p.batches, p.stepString(), p.stats())
 	}
 }
 
-func (p *progress) updateString() string {
-	if p.updateOfTotal > 0 {
-		return fmt.Sprintf("%d/%d", p.update, p.updateOfTotal)
+func (p *Progress) stepString() string {
+	if p.cfg.TotalSteps > 0 {
+		return fmt.Sprintf("%d/%d", p.step, p.cfg.TotalSteps)
 	}
-	return fmt.Sprint(p.update)
+	return fmt.Sprint(p.step)
 }
 
-// stats is "loss 0.4321 | 1234 ex/s | ETA 1m02s".
-func (p *progress) stats() string {
+// stats is "loss 0.4321 | 1234 ex/s | ETA 1m02s, run 5m10s".
+func (p *Progress) stats() string {
 	var parts []string
 	if p.lossW > 0 {
 		parts = append(parts, "loss "+formatLoss(p.loss/p.lossW))
@@ -129,11 +200,68 @@ func (p *progress) stats() string {
 	if p.rateW > 0 {
 		parts = append(parts, fmt.Sprintf("%.0f ex/s", p.rate/p.rateW))
 	}
-	if p.secsW > 0 && p.steps > p.done {
-		eta := time.Duration(float64(p.steps-p.done) * p.secs / p.secsW * float64(time.Second))
-		parts = append(parts, "ETA "+eta.Round(time.Second).String())
+	if eta, ok := p.epochETA(); ok {
+		s := "ETA " + formatETA(eta)
+		if run, ok := p.RunETA(); ok && (p.cfg.TotalSteps-p.step)*int64(p.cfg.GradientAccumulation) > int64(p.batches-p.done) {
+			s += ", run " + formatETA(run)
+		}
+		parts = append(parts, s)
 	}
 	return strings.Join(parts, " | ")
+}
+
+func (p *Progress) secsPerBatch() (float64, bool) {
+	if p.secsW == 0 {
+		return 0, false
+	}
+	return p.secs / p.secsW, true
+}
+
+func (p *Progress) epochETA() (time.Duration, bool) {
+	spb, ok := p.secsPerBatch()
+	if !ok || p.done >= p.batches {
+		return 0, false
+	}
+	return seconds(float64(p.batches-p.done) * spb), true
+}
+
+// RunETA estimates the time left in the whole run: the batches up to TotalSteps at the
+// measured speed, plus the evaluations still to come (one per epoch end and one at the end)
+// at the duration of the last one. ok is false before the speed or the run's length is known.
+func (p *Progress) RunETA() (time.Duration, bool) {
+	spb, ok := p.secsPerBatch()
+	if !ok || p.cfg.TotalSteps <= 0 {
+		return 0, false
+	}
+	k := int64(p.cfg.GradientAccumulation)
+	left := max(p.cfg.TotalSteps-p.step, 0) * k
+	eta := float64(left) * spb
+	if p.evalSecs > 0 && p.cfg.BatchesPerEpoch > 0 {
+		// Evaluations at the epoch ends between now and the end, the last one included.
+		batchesDone := p.step * k
+		end := p.cfg.TotalSteps * k
+		bpe := int64(p.cfg.BatchesPerEpoch)
+		evals := end/bpe - batchesDone/bpe
+		if end%bpe != 0 {
+			evals++ // the run ends mid-epoch and evaluates there
+		}
+		eta += float64(evals) * p.evalSecs
+	}
+	return seconds(eta), true
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// formatETA is "45s", "3m05s" or "1h02m".
+func formatETA(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
 func formatLoss(v float64) string {
@@ -143,8 +271,8 @@ func formatLoss(v float64) string {
 	return fmt.Sprintf("%.4f", v)
 }
 
-// println prints a line (an evaluation result, a notice) without breaking the bar.
-func (p *progress) println(format string, args ...any) {
+// Println prints a line (an evaluation result, a notice) without breaking the bar.
+func (p *Progress) Println(format string, args ...any) {
 	line := fmt.Sprintf(format, args...)
 	if p.tty && p.bar != nil && !p.bar.IsFinished() {
 		_ = p.bar.Clear()
@@ -155,10 +283,10 @@ func (p *progress) println(format string, args ...any) {
 	fmt.Fprintln(p.out, line)
 }
 
-// endEpoch closes the epoch's bar (complete or not) and prints its summary.
-func (p *progress) endEpoch(summary string) {
+// EndEpoch closes the epoch's bar (complete or not) and prints summary unless it is empty.
+func (p *Progress) EndEpoch(summary string) {
 	if p.tty && p.bar != nil {
-		if p.done >= p.steps {
+		if p.done >= p.batches {
 			_ = p.bar.Finish()
 		} else {
 			_ = p.bar.Exit()
@@ -168,5 +296,58 @@ func (p *progress) endEpoch(summary string) {
 	}
 	if summary != "" {
 		fmt.Fprintln(p.out, summary)
+	}
+}
+
+// Evaluating wraps an evaluation source so that the pass Job.Evaluate makes over it is shown
+// (a bar "eval" on a terminal, plain lines elsewhere), and its duration counts in the run's
+// ETA:
+//
+//	res, err := job.Evaluate(prog.Evaluating(testLoader), evalStep)
+func (p *Progress) Evaluating(src data.Source) data.Source {
+	return &evalSource{Source: src, p: p}
+}
+
+// evalSource is a data.Source that reports its batches to a Progress.
+type evalSource struct {
+	data.Source
+	p *Progress
+}
+
+// Epoch yields the wrapped source's batches, showing them.
+func (s *evalSource) Epoch() iter.Seq2[*data.GlobalBatch, error] {
+	return func(yield func(*data.GlobalBatch, error) bool) {
+		p := s.p
+		total := s.Source.BatchesPerEpoch()
+		start, last := time.Now(), time.Now()
+		var bar *progressbar.ProgressBar
+		if p.tty {
+			bar = newBar(p.out, total, "eval")
+			_ = bar.RenderBlank()
+		}
+		done := 0
+		defer func() {
+			if bar != nil {
+				_ = bar.Finish()
+				_ = bar.Clear()
+			}
+			if done == total {
+				p.evalSecs = time.Since(start).Seconds()
+				p.evalCount++
+			}
+		}()
+		for gb, err := range s.Source.Epoch() {
+			if !yield(gb, err) || err != nil {
+				return
+			}
+			// The batch has been evaluated when the consumer asks for the next one.
+			done++
+			if bar != nil {
+				_ = bar.Add(1)
+			} else if now := time.Now(); now.Sub(last) >= p.cfg.PlainInterval && done < total {
+				last = now
+				fmt.Fprintf(p.out, "eval batch %d/%d (%s)\n", done, total, formatETA(now.Sub(start)))
+			}
+		}
 	}
 }

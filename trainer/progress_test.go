@@ -1,7 +1,6 @@
 package trainer
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goaccel/goaccel/internal/ptytest"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
@@ -36,7 +36,7 @@ func TestNonTTYOutputHasNoEscapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if isTerminal(f) {
+	if IsTerminal(f) {
 		t.Fatal("a regular file is taken for a terminal")
 	}
 	fitPrinting(t, f, time.Nanosecond) // a plain line after every step
@@ -46,22 +46,23 @@ func TestNonTTYOutputHasNoEscapes(t *testing.T) {
 	if strings.ContainsAny(out, "\x1b\r") {
 		t.Errorf("non-terminal output has escape codes or carriage returns:\n%q", out)
 	}
-	plain := regexp.MustCompile(`(?m)^epoch 2/2 step 8/8 \(update 16/16\) loss \d+\.\d{4} \| \d+ ex/s$`)
+	plain := regexp.MustCompile(`(?m)^epoch 2/2 batch 8/8, step 16/16: loss \d+\.\d{4} \| \d+ ex/s$`)
 	if !plain.MatchString(out) {
 		t.Errorf("no plain progress line for the last step of epoch 2:\n%s", out)
 	}
-	for _, want := range []string{"epoch 1/2 step 1/8 (update 1/16) loss", "| ETA ", "eval step 8 (epoch 1.00): accuracy",
-		"epoch 2 done: step 16, mean loss", "trainer: done: epochs; step 16"} {
+	for _, want := range []string{"epoch 1/2 batch 1/8, step 1/16: loss", "| ETA ", ", run ",
+		"eval step 8, epoch 1: accuracy", "epoch 2 done: step 16, mean loss", "trainer: done after 2 epochs (step 16"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output misses %q:\n%s", want, out)
 		}
 	}
-	// With the default interval (10 s) a short run prints no progress line at all.
+	// With the default interval (10 s) a short run prints only the first and the last batch
+	// of each epoch.
 	f2, _ := os.Create(path + ".2")
 	fitPrinting(t, f2, 0)
 	f2.Close()
 	raw, _ = os.ReadFile(path + ".2")
-	if strings.Contains(string(raw), " step 1/8 ") {
+	if strings.Contains(string(raw), " batch 2/8,") || !strings.Contains(string(raw), " batch 1/8,") {
 		t.Errorf("with a 10 s interval a sub-second epoch printed a progress line:\n%s", raw)
 	}
 }
@@ -69,35 +70,19 @@ func TestNonTTYOutputHasNoEscapes(t *testing.T) {
 // TestTerminalOutputDrawsBars writes the progress to a pseudo-terminal: the bar is drawn
 // (carriage returns, the count, the loss) and the eval lines still get their own lines.
 func TestTerminalOutputDrawsBars(t *testing.T) {
-	master, slave, err := openPTY()
+	master, slave, err := ptytest.Open()
 	if err != nil {
 		t.Skipf("SKIPPING: no pseudo-terminal on this machine: %v", err)
 	}
 	defer master.Close()
-	if !isTerminal(slave) {
+	if !IsTerminal(slave) {
 		t.Fatal("the pseudo-terminal is not detected as a terminal")
 	}
-	var screen bytes.Buffer
-	done := make(chan struct{})
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := master.Read(buf)
-			screen.Write(buf[:n])
-			if err != nil {
-				close(done)
-				return
-			}
-		}
-	}()
+	screen := ptytest.Capture(master)
 	fitPrinting(t, slave, 0)
 	slave.Close()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-	}
-	out := screen.String()
-	for _, want := range []string{"\r", "epoch 1/2", "epoch 2/2", "(8/8)", "loss ", "ex/s", "eval step 8 (epoch 1.00)"} {
+	out := screen.Text()
+	for _, want := range []string{"\r", "epoch 1/2", "epoch 2/2", "(8/8)", "loss ", "ex/s", "eval step 8, epoch 1:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("terminal output misses %q:\n%q", want, out)
 		}

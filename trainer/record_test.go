@@ -86,15 +86,15 @@ func TestMetricsLogKeepsTheCheckpointsRecords(t *testing.T) {
 				writeLines(t, path, c.lines, c.torn)
 			}
 			var notices []string
-			l, err := openMetricsLog(path, c.keep, func(f string, a ...any) { notices = append(notices, fmt.Sprintf(f, a...)) })
+			l, err := OpenMetrics(path, c.keep, func(f string, a ...any) { notices = append(notices, fmt.Sprintf(f, a...)) })
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := l.write(Record{Kind: KindEval, Step: 99, Eval: map[string]float64{"x": 1}, Loss: nan, LR: nan,
+			if err := l.Write(Record{Kind: KindEval, Step: 99, Eval: map[string]float64{"x": 1}, Loss: nan, LR: nan,
 				GradNorm: nan, ExamplesPerSec: nan}); err != nil {
 				t.Fatal(err)
 			}
-			l.close()
+			l.Close()
 			recs, err := ReadMetrics(path)
 			if err != nil {
 				t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/goaccel/goaccel/internal/fsutil"
 )
@@ -79,14 +80,14 @@ func readRunDir(dir string) (*RunInfo, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("trainer: Config.OutputDir %s: %w", dir, err)
+		return nil, wrapf(err, "Config.OutputDir %s", dir)
 	}
 	if !st.IsDir() {
 		return nil, fmt.Errorf("trainer: Config.OutputDir %s is a file, not a directory", dir)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("trainer: Config.OutputDir %s: %w", dir, err)
+		return nil, wrapf(err, "Config.OutputDir %s", dir)
 	}
 	if len(entries) == 0 {
 		return nil, nil
@@ -102,7 +103,7 @@ func readRunDir(dir string) (*RunInfo, error) {
 			dir, strings.Join(names, ", "), ConfigFile)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("trainer: reading %s: %w", filepath.Join(dir, ConfigFile), err)
+		return nil, wrapf(err, "reading %s", filepath.Join(dir, ConfigFile))
 	}
 	var info RunInfo
 	if err := json.Unmarshal(raw, &info); err != nil || info.Format != runFormat {
@@ -190,7 +191,7 @@ func jsonText(v any) string {
 func writeJSONAtomic(path string, v any) error {
 	raw, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fmt.Errorf("trainer: encoding %s: %w", path, err)
+		return wrapf(err, "encoding %s", path)
 	}
 	if err := fsutil.WriteFileAtomic(path, append(raw, '\n')); err != nil {
 		return fmt.Errorf("trainer: %w", err)
@@ -198,21 +199,27 @@ func writeJSONAtomic(path string, v any) error {
 	return nil
 }
 
-// metricsLog appends Records to metrics.jsonl.
-type metricsLog struct {
+// MetricsWriter appends Records to a run's metrics.jsonl (one JSON object per line). Fit
+// writes through one; a hand-written loop can too, so that its run directory reads like
+// Fit's (Plot, `goaccel plot`).
+type MetricsWriter struct {
 	f    *os.File
 	path string
 	n    int // records in the file
 }
 
-// openMetricsLog opens metrics.jsonl for appending, keeping exactly its first `keep` records:
-// those written up to the checkpoint the run continues from. Records logged after that
-// checkpoint (by a session that was interrupted) are dropped, so that the resumed run
-// continues the file without gaps or repeats; notice reports what was done.
-func openMetricsLog(path string, keep int, notice func(format string, args ...any)) (*metricsLog, error) {
+// OpenMetrics opens metrics.jsonl at path for appending (creating it), keeping exactly its
+// first keep records: those written up to the checkpoint the run continues from (0 for a
+// new run). Records logged after that checkpoint (by a session that was interrupted) are
+// dropped, so that the resumed run continues the file without gaps or repeats; notice (nil:
+// silent) reports what was done.
+func OpenMetrics(path string, keep int, notice func(format string, args ...any)) (*MetricsWriter, error) {
+	if notice == nil {
+		notice = func(string, ...any) {}
+	}
 	raw, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("trainer: reading %s: %w", path, err)
+		return nil, wrapf(err, "reading %s", path)
 	}
 	complete := bytes.Count(raw, []byte("\n")) // a last line without its newline is a torn write
 	torn := 0
@@ -241,28 +248,36 @@ func openMetricsLog(path string, keep int, notice func(format string, args ...an
 	if err != nil {
 		return nil, fmt.Errorf("trainer: %w", err)
 	}
-	return &metricsLog{f: f, path: path, n: kept}, nil
+	return &MetricsWriter{f: f, path: path, n: kept}, nil
 }
 
-// write appends one record.
-func (l *metricsLog) write(r Record) error {
+// Write appends one record; its Time is set to now when empty.
+func (l *MetricsWriter) Write(r Record) error {
+	if r.Time == "" {
+		r.Time = time.Now().UTC().Format(time.RFC3339Nano)
+	}
 	raw, err := json.Marshal(r)
 	if err != nil {
-		return fmt.Errorf("trainer: encoding a record for %s: %w", l.path, err)
+		return wrapf(err, "encoding a record for %s", l.path)
 	}
 	if _, err := l.f.Write(append(raw, '\n')); err != nil {
-		return fmt.Errorf("trainer: writing %s: %w", l.path, err)
+		return wrapf(err, "writing %s", l.path)
 	}
 	l.n++
 	return nil
 }
 
-// sync flushes the file to disk (before a checkpoint records its length).
-func (l *metricsLog) sync() error {
+// Len is the number of records in the file: what a checkpoint stores, to give OpenMetrics
+// as keep on resume.
+func (l *MetricsWriter) Len() int { return l.n }
+
+// Sync flushes the file to disk (before a checkpoint records its length).
+func (l *MetricsWriter) Sync() error {
 	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("trainer: syncing %s: %w", l.path, err)
+		return wrapf(err, "syncing %s", l.path)
 	}
 	return nil
 }
 
-func (l *metricsLog) close() error { return l.f.Close() }
+// Close closes the file.
+func (l *MetricsWriter) Close() error { return l.f.Close() }

@@ -74,6 +74,10 @@ type Result struct {
 	LastCheckpoint string
 	// Curves are the picture files drawn at the end (PNG and SVG).
 	Curves []string
+	// Interrupted reports that Config.Interrupt stopped the run (Signal is the signal): the
+	// last checkpoint holds the step where it stopped, and Fit on the same OutputDir resumes.
+	Interrupted bool
+	Signal      os.Signal
 }
 
 // runState is the trainer's part of a checkpoint (checkpoint.State.Metrics): what the loop
@@ -115,8 +119,8 @@ type fit struct {
 	main      bool
 
 	dir    string
-	log    *metricsLog
-	prog   *progress
+	log    *MetricsWriter
+	prog   *Progress
 	last   *checkpoint.Manager
 	best   *checkpoint.Manager
 	notice func(format string, args ...any)
@@ -131,6 +135,7 @@ type fit struct {
 	savedAt        int64     // step of the last "last" checkpoint (-1: none)
 	stop           string
 	lastEval       map[string]float64
+	interrupted    os.Signal // the signal that stopped this session (nil: none)
 	lastCheckpoint string
 	bestCheckpoint string
 }
@@ -179,12 +184,17 @@ func (t *Trainer) Fit(train, eval data.Source, cfg Config) (res *Result, err err
 	if !f.main || cfg.Quiet {
 		out = io.Discard
 	}
-	f.prog = newProgress(out, cfg.PlainInterval, cfg.Epochs, 0)
-	f.notice = func(format string, args ...any) { f.prog.println(format, args...) }
+	f.prog = NewProgress(out, ProgressConfig{Epochs: cfg.Epochs, PlainInterval: cfg.PlainInterval,
+		GradientAccumulation: cfg.GradientAccumulation})
+	f.notice = func(format string, args ...any) { f.prog.Println(format, args...) }
 
 	saved, err := readRunDir(f.dir)
 	if err != nil {
 		return nil, err
+	}
+	// Every process has read the directory before the main process writes to it.
+	if err := t.acc.WaitForEveryone(); err != nil {
+		return nil, fmt.Errorf("trainer: %w", err)
 	}
 	if err := f.prepare(); err != nil {
 		return nil, err
@@ -226,7 +236,7 @@ func (t *Trainer) Fit(train, eval data.Source, cfg Config) (res *Result, err err
 	}
 	defer func() {
 		if f.log != nil {
-			if cerr := f.log.close(); err == nil && cerr != nil {
+			if cerr := f.log.Close(); err == nil && cerr != nil {
 				err = cerr
 			}
 		}
@@ -257,7 +267,7 @@ func (f *fit) prepare() error {
 	}
 	job, err := f.t.acc.Prepare(f.t.model, f.t.opt, f.train, opts...)
 	if err != nil {
-		return fmt.Errorf("trainer: %w", err)
+		return wrapf(err, "preparing the job")
 	}
 	f.job, f.t.job = job, job
 	acc, loss := f.t.acc, f.t.task.Loss
@@ -293,7 +303,7 @@ func (f *fit) prepare() error {
 	if err != nil {
 		return err
 	}
-	f.prog.updateOfTotal = total
+	f.prog.cfg.TotalSteps, f.prog.cfg.BatchesPerEpoch = total, f.spe
 	return nil
 }
 
@@ -325,19 +335,19 @@ func (f *fit) buildModel() error {
 	var first *data.GlobalBatch
 	for st, err := range f.train.Epoch() {
 		if err != nil {
-			return fmt.Errorf("trainer: reading the first training batch: %w", err)
+			return wrapf(err, "reading the first training batch")
 		}
 		first = st
 		break
 	}
 	if err := f.train.Restore(pos); err != nil {
-		return fmt.Errorf("trainer: rewinding the training data after reading its first batch: %w", err)
+		return wrapf(err, "rewinding the training data after reading its first batch")
 	}
 	if first == nil {
 		return errors.New("trainer: the training data yields no batch")
 	}
 	if _, err := f.evalStep.Run(first); err != nil {
-		return fmt.Errorf("trainer: running Task.Eval on the first training batch: %w", err)
+		return wrapf(err, "running Task.Eval on the first training batch")
 	}
 	return nil
 }
@@ -358,7 +368,7 @@ func (f *fit) restore(resuming bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if f.cfg.BestMetric != "" {
+	if f.cfg.BestMetric != "" && f.cfg.SaveBest == nil {
 		f.best, err = checkpoint.NewManager(filepath.Join(f.dir, BestDir), checkpoint.Options{KeepLast: 1, Processes: f.t.acc, Logf: logf})
 		if err != nil {
 			return "", err
@@ -379,7 +389,7 @@ func (f *fit) restore(resuming bool) (string, error) {
 			"was changed; use another Config.OutputDir): %w", f.dir, err)
 	}
 	if err := f.train.Restore(st.Progress.Loader); err != nil {
-		return "", fmt.Errorf("trainer: restoring the training data position of %s: %w", path, err)
+		return "", wrapf(err, "restoring the training data position of %s", path)
 	}
 	f.step, f.savedAt, f.lastCheckpoint = st.Progress.Step, st.Progress.Step, path
 	f.elapsed0 = f.rs.Elapsed
@@ -387,6 +397,8 @@ func (f *fit) restore(resuming bool) (string, error) {
 		if paths, err := f.best.List(); err == nil && len(paths) > 0 {
 			f.bestCheckpoint = paths[len(paths)-1]
 		}
+	} else if f.cfg.SaveBest != nil && f.rs.Best != nil {
+		f.bestCheckpoint = filepath.Join(f.dir, BestDir)
 	}
 	return path, nil
 }
@@ -409,7 +421,7 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 		return nil
 	}
 	if err := os.MkdirAll(f.dir, 0o755); err != nil {
-		return fmt.Errorf("trainer: creating Config.OutputDir: %w", err)
+		return wrapf(err, "creating Config.OutputDir")
 	}
 	if resuming {
 		f.info.Resumes = append(f.info.Resumes, Resume{Time: time.Now().UTC().Format(time.RFC3339), Step: f.step,
@@ -420,7 +432,7 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 		if from != "" {
 			pos := f.train.State()
 			f.notice("trainer: resuming %s from %s (step %d; epoch %d after batch %d of %d)", f.dir, from, f.step,
-				pos.Epoch+1, pos.StepsConsumed, f.spe)
+				pos.Epoch+1, pos.BatchesConsumed, f.spe)
 		} else {
 			f.notice("trainer: %s holds this run's config but no checkpoint yet: starting from the beginning", f.dir)
 		}
@@ -429,14 +441,14 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 		return err
 	}
 	var err error
-	f.log, err = openMetricsLog(filepath.Join(f.dir, MetricsFile), f.rs.Records, f.notice)
+	f.log, err = OpenMetrics(filepath.Join(f.dir, MetricsFile), f.rs.Records, f.notice)
 	return err
 }
 
 func (f *fit) fillResult(res *Result) {
 	res.Steps = f.step
 	pos := f.train.State()
-	res.Epoch = float64(pos.Epoch) + float64(pos.StepsConsumed)/float64(f.spe)
+	res.Epoch = float64(pos.Epoch) + float64(pos.BatchesConsumed)/float64(f.spe)
 	res.StopReason = firstNonEmpty(res.StopReason, f.stop, f.rs.Stopped)
 	res.LastEval = f.lastEval
 	if f.rs.Best != nil {
@@ -444,6 +456,9 @@ func (f *fit) fillResult(res *Result) {
 	}
 	res.BestCheckpoint = f.bestCheckpoint
 	res.LastCheckpoint = f.lastCheckpoint
+	if f.interrupted != nil {
+		res.Interrupted, res.Signal = true, f.interrupted
+	}
 }
 
 func firstNonEmpty(s ...string) string {

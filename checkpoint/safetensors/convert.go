@@ -1,12 +1,13 @@
 package safetensors
 
 import (
+	"fmt"
+
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/dtypes/bfloat16"
 	"github.com/gomlx/compute/dtypes/float16"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/pkg/errors"
 )
 
 // ConvertFloat returns a new host tensor with t's values converted to the floating-point dtype
@@ -18,7 +19,7 @@ import (
 func ConvertFloat(t *tensors.Tensor, to dtypes.DType) (*tensors.Tensor, error) {
 	from := t.Shape().DType
 	if !convertible(from) || !convertible(to) {
-		return nil, errors.Errorf("safetensors: cannot convert %s to %s: only F16, BF16, F32 and F64 convert", from, to)
+		return nil, fmt.Errorf("safetensors: cannot convert %s to %s: only F16, BF16, F32 and F64 convert", from, to)
 	}
 	if from == to {
 		return t, nil
@@ -28,7 +29,7 @@ func ConvertFloat(t *tensors.Tensor, to dtypes.DType) (*tensors.Tensor, error) {
 	err := t.ConstFlatData(func(src any) {
 		at := floatAt(src)
 		if at == nil {
-			werr = errors.Errorf("unexpected flat data %T", src)
+			werr = fmt.Errorf("unexpected flat data %T", src)
 			return
 		}
 		werr = out.MutableFlatData(func(dst any) {
@@ -57,7 +58,7 @@ func ConvertFloat(t *tensors.Tensor, to dtypes.DType) (*tensors.Tensor, error) {
 	}
 	if err != nil {
 		out.FinalizeAll()
-		return nil, errors.Wrapf(err, "safetensors: converting %s to %s", from, to)
+		return nil, fmt.Errorf("safetensors: converting %s to %s: %w", from, to, err)
 	}
 	return out, nil
 }

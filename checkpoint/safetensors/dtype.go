@@ -1,8 +1,9 @@
 package safetensors
 
 import (
+	"fmt"
+
 	"github.com/gomlx/compute/dtypes"
-	"github.com/pkg/errors"
 )
 
 // dtypeNames maps the GoMLX dtypes this package supports to their safetensors names.
@@ -36,7 +37,7 @@ var namesToDTypes = func() map[string]dtypes.DType {
 func DTypeName(dtype dtypes.DType) (string, error) {
 	name, ok := dtypeNames[dtype]
 	if !ok {
-		return "", errors.Errorf("safetensors: dtype %s is not supported", dtype)
+		return "", fmt.Errorf("safetensors: dtype %s is not supported", dtype)
 	}
 	return name, nil
 }
@@ -45,7 +46,7 @@ func DTypeName(dtype dtypes.DType) (string, error) {
 func ParseDType(name string) (dtypes.DType, error) {
 	dtype, ok := namesToDTypes[name]
 	if !ok {
-		return dtypes.InvalidDType, errors.Errorf("safetensors: dtype %q is not supported", name)
+		return dtypes.InvalidDType, fmt.Errorf("safetensors: dtype %q is not supported", name)
 	}
 	return dtype, nil
 }

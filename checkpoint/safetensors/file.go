@@ -1,10 +1,10 @@
 package safetensors
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/pkg/errors"
 )
 
 // File is a safetensors file open for random access: Open parses and checks its header, and
@@ -27,12 +27,12 @@ func Open(path string) (*File, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, errors.Wrap(err, "safetensors")
+		return nil, fmt.Errorf("safetensors: %w", err)
 	}
 	file, err := newFile(path, f)
 	if err != nil {
 		_ = f.Close()
-		return nil, errors.WithMessagef(err, "reading %s", path)
+		return nil, fmt.Errorf("%w (file %s)", err, path)
 	}
 	return file, nil
 }
@@ -41,7 +41,7 @@ func Open(path string) (*File, error) {
 func newFile(path string, f *os.File) (*File, error) {
 	info, err := f.Stat()
 	if err != nil {
-		return nil, errors.Wrap(err, "safetensors")
+		return nil, fmt.Errorf("safetensors: %w", err)
 	}
 	size := info.Size()
 	maxLen := uint64(MaxHeaderSize)
@@ -57,7 +57,7 @@ func newFile(path string, f *os.File) (*File, error) {
 	if dataSize := size - h.DataOffset; h.DataSize > dataSize {
 		for _, ti := range h.Tensors {
 			if ti.End > dataSize {
-				return nil, errors.Errorf("safetensors: tensor %q (%s%v, data bytes %d..%d) does not fit in the file's %d data bytes: truncated or damaged",
+				return nil, fmt.Errorf("safetensors: tensor %q (%s%v, data bytes %d..%d) does not fit in the file's %d data bytes: truncated or damaged",
 					ti.Name, dtypeNames[ti.DType], ti.Dims, ti.Begin, ti.End, dataSize)
 			}
 		}
@@ -89,7 +89,7 @@ func (f *File) Lookup(name string) (TensorInfo, bool) {
 func (f *File) Read(name string) (*tensors.Tensor, error) {
 	ti, ok := f.Lookup(name)
 	if !ok {
-		return nil, errors.Errorf("safetensors: %s has no tensor %q", f.path, name)
+		return nil, fmt.Errorf("safetensors: %s has no tensor %q", f.path, name)
 	}
 	t := tensors.FromShape(ti.Shape())
 	var rerr error
@@ -101,13 +101,15 @@ func (f *File) Read(name string) (*tensors.Tensor, error) {
 	}
 	if err != nil {
 		t.FinalizeAll()
-		return nil, errors.Wrapf(noEOF(err), "safetensors: %s: tensor %q: reading %d bytes at data offset %d",
-			f.path, name, ti.End-ti.Begin, ti.Begin)
+		return nil, fmt.Errorf("safetensors: %s: tensor %q: reading %d bytes at data offset %d: %w", f.path, name, ti.End-ti.Begin, ti.Begin, noEOF(err))
 	}
 	return t, nil
 }
 
 // Close closes the file.
 func (f *File) Close() error {
-	return errors.Wrap(f.f.Close(), "safetensors")
+	if err := f.f.Close(); err != nil {
+		return fmt.Errorf("safetensors: %w", err)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
-	"github.com/pkg/errors"
 )
 
 // MetadataKey is the reserved header entry that holds the free-form string metadata.
@@ -95,15 +95,15 @@ func ReadHeader(r io.Reader) (*Header, error) {
 func readHeader(r io.Reader, maxLen uint64) (*Header, error) {
 	var prefix [8]byte
 	if _, err := io.ReadFull(r, prefix[:]); err != nil {
-		return nil, errors.Wrap(noEOF(err), "safetensors: reading header length")
+		return nil, fmt.Errorf("safetensors: reading header length: %w", noEOF(err))
 	}
 	n := binary.LittleEndian.Uint64(prefix[:])
 	if n == 0 || n > maxLen {
-		return nil, errors.Errorf("safetensors: header length %d out of range (1..%d): not a safetensors file, or damaged", n, maxLen)
+		return nil, fmt.Errorf("safetensors: header length %d out of range (1..%d): not a safetensors file, or damaged", n, maxLen)
 	}
 	raw := make([]byte, n)
 	if _, err := io.ReadFull(r, raw); err != nil {
-		return nil, errors.Wrapf(noEOF(err), "safetensors: reading %d-byte header", n)
+		return nil, fmt.Errorf("safetensors: reading %d-byte header: %w", n, noEOF(err))
 	}
 	h, err := parseHeader(raw)
 	if err != nil {
@@ -126,7 +126,7 @@ func parseHeader(raw []byte) (*Header, error) {
 	var entries map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&entries); err != nil {
-		return nil, errors.Wrap(err, "safetensors: header is not a JSON object")
+		return nil, fmt.Errorf("safetensors: header is not a JSON object: %w", err)
 	}
 	if entries == nil {
 		return nil, errors.New("safetensors: header is null")
@@ -135,13 +135,13 @@ func parseHeader(raw []byte) (*Header, error) {
 	for name, msg := range entries {
 		if name == MetadataKey {
 			if err := json.Unmarshal(msg, &h.Metadata); err != nil {
-				return nil, errors.Wrapf(err, "safetensors: %s must map strings to strings", MetadataKey)
+				return nil, fmt.Errorf("safetensors: %s must map strings to strings: %w", MetadataKey, err)
 			}
 			continue
 		}
 		var e rawEntry
 		if err := json.Unmarshal(msg, &e); err != nil {
-			return nil, errors.Wrapf(err, "safetensors: tensor %q: bad header entry", name)
+			return nil, fmt.Errorf("safetensors: tensor %q: bad header entry: %w", name, err)
 		}
 		ti, err := e.info(name)
 		if err != nil {
@@ -162,7 +162,7 @@ func parseHeader(raw []byte) (*Header, error) {
 	var end int64
 	for i, ti := range h.Tensors {
 		if i > 0 && ti.Begin < end {
-			return nil, errors.Errorf("safetensors: tensor %q (bytes %d..%d) overlaps tensor %q (ends at %d)",
+			return nil, fmt.Errorf("safetensors: tensor %q (bytes %d..%d) overlaps tensor %q (ends at %d)",
 				ti.Name, ti.Begin, ti.End, h.Tensors[i-1].Name, end)
 		}
 		end = max(end, ti.End)
@@ -175,32 +175,32 @@ func parseHeader(raw []byte) (*Header, error) {
 func (e rawEntry) info(name string) (TensorInfo, error) {
 	dtype, err := ParseDType(e.DType)
 	if err != nil {
-		return TensorInfo{}, errors.WithMessagef(err, "tensor %q", name)
+		return TensorInfo{}, fmt.Errorf("%w (tensor %q)", err, name)
 	}
 	if e.Shape == nil {
-		return TensorInfo{}, errors.Errorf("safetensors: tensor %q: missing shape", name)
+		return TensorInfo{}, fmt.Errorf("safetensors: tensor %q: missing shape", name)
 	}
 	if len(e.DataOffsets) != 2 {
-		return TensorInfo{}, errors.Errorf("safetensors: tensor %q: data_offsets must have 2 values, got %v", name, e.DataOffsets)
+		return TensorInfo{}, fmt.Errorf("safetensors: tensor %q: data_offsets must have 2 values, got %v", name, e.DataOffsets)
 	}
 	ti := TensorInfo{Name: name, DType: dtype, Dims: make([]int, len(e.Shape)),
 		Begin: e.DataOffsets[0], End: e.DataOffsets[1]}
 	size := int64(dtype.Size())
 	for i, d := range e.Shape {
 		if d < 0 {
-			return TensorInfo{}, errors.Errorf("safetensors: tensor %q: invalid dimension %d in shape %v", name, d, e.Shape)
+			return TensorInfo{}, fmt.Errorf("safetensors: tensor %q: invalid dimension %d in shape %v", name, d, e.Shape)
 		}
 		if d != 0 && size > math.MaxInt64/d {
-			return TensorInfo{}, errors.Errorf("safetensors: tensor %q: shape %v too large", name, e.Shape)
+			return TensorInfo{}, fmt.Errorf("safetensors: tensor %q: shape %v too large", name, e.Shape)
 		}
 		size *= d
 		ti.Dims[i] = int(d)
 	}
 	if ti.Begin < 0 || ti.End < ti.Begin {
-		return TensorInfo{}, errors.Errorf("safetensors: tensor %q: invalid data_offsets %v", name, e.DataOffsets)
+		return TensorInfo{}, fmt.Errorf("safetensors: tensor %q: invalid data_offsets %v", name, e.DataOffsets)
 	}
 	if ti.End-ti.Begin != size {
-		return TensorInfo{}, errors.Errorf("safetensors: tensor %q: data_offsets %v span %d bytes, but %s%v needs %d",
+		return TensorInfo{}, fmt.Errorf("safetensors: tensor %q: data_offsets %v span %d bytes, but %s%v needs %d",
 			name, e.DataOffsets, ti.End-ti.Begin, e.DType, e.Shape, size)
 	}
 	return ti, nil
@@ -245,7 +245,7 @@ func encodeHeader(infos []TensorInfo, metadata map[string]string) ([]byte, error
 	for _, ti := range infos {
 		name, err := DTypeName(ti.DType)
 		if err != nil {
-			return nil, errors.WithMessagef(err, "tensor %q", ti.Name)
+			return nil, fmt.Errorf("%w (tensor %q)", err, ti.Name)
 		}
 		writeKey(ti.Name)
 		dims := ti.Dims
@@ -261,7 +261,7 @@ func encodeHeader(infos []TensorInfo, metadata map[string]string) ([]byte, error
 	}
 	out := buf.Bytes()
 	if n := len(out) - 8; n > MaxHeaderSize {
-		return nil, errors.Errorf("safetensors: header of %d bytes exceeds the %d-byte limit", n, MaxHeaderSize)
+		return nil, fmt.Errorf("safetensors: header of %d bytes exceeds the %d-byte limit", n, MaxHeaderSize)
 	}
 	binary.LittleEndian.PutUint64(out[:8], uint64(len(out)-8))
 	return out, nil

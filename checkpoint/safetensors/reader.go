@@ -1,11 +1,11 @@
 package safetensors
 
 import (
+	"fmt"
 	"io"
 	"os"
 
 	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/pkg/errors"
 )
 
 // Reader reads the tensors of a safetensors stream one at a time, in file order.
@@ -43,7 +43,7 @@ func (r *Reader) Next() (TensorInfo, *tensors.Tensor, error) {
 		n, err := io.CopyN(io.Discard, r.r, gap)
 		r.pos += n
 		if err != nil {
-			return ti, nil, errors.Wrapf(noEOF(err), "safetensors: tensor %q: skipping to offset %d", ti.Name, ti.Begin)
+			return ti, nil, fmt.Errorf("safetensors: tensor %q: skipping to offset %d: %w", ti.Name, ti.Begin, noEOF(err))
 		}
 	}
 	t := tensors.FromShape(ti.Shape())
@@ -58,8 +58,7 @@ func (r *Reader) Next() (TensorInfo, *tensors.Tensor, error) {
 	}
 	if err != nil {
 		t.FinalizeAll()
-		return ti, nil, errors.Wrapf(noEOF(err), "safetensors: tensor %q: reading %d bytes at data offset %d",
-			ti.Name, ti.End-ti.Begin, ti.Begin)
+		return ti, nil, fmt.Errorf("safetensors: tensor %q: reading %d bytes at data offset %d: %w", ti.Name, ti.End-ti.Begin, ti.Begin, noEOF(err))
 	}
 	return ti, t, nil
 }
@@ -68,12 +67,12 @@ func (r *Reader) Next() (TensorInfo, *tensors.Tensor, error) {
 func ReadFile(path string) ([]Named, map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, errors.Wrap(err, "safetensors")
+		return nil, nil, fmt.Errorf("safetensors: %w", err)
 	}
 	defer f.Close()
 	r, err := NewReader(f)
 	if err != nil {
-		return nil, nil, errors.WithMessagef(err, "reading %s", path)
+		return nil, nil, fmt.Errorf("%w (file %s)", err, path)
 	}
 	var out []Named
 	for {
@@ -85,7 +84,7 @@ func ReadFile(path string) ([]Named, map[string]string, error) {
 			for _, nt := range out {
 				nt.Tensor.FinalizeAll()
 			}
-			return nil, nil, errors.WithMessagef(err, "reading %s", path)
+			return nil, nil, fmt.Errorf("%w (file %s)", err, path)
 		}
 		out = append(out, Named{Name: ti.Name, Tensor: t})
 	}

@@ -1,11 +1,11 @@
 package safetensors
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/goaccel/goaccel/internal/fsutil"
 	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/pkg/errors"
 )
 
 // Named is a tensor with the name it has (or will have) in a file.
@@ -23,18 +23,18 @@ func Layout(ts []Named) ([]TensorInfo, int64, error) {
 	for i, nt := range ts {
 		switch {
 		case nt.Name == "":
-			return nil, 0, errors.Errorf("safetensors: tensor #%d has an empty name", i)
+			return nil, 0, fmt.Errorf("safetensors: tensor #%d has an empty name", i)
 		case nt.Name == MetadataKey:
-			return nil, 0, errors.Errorf("safetensors: tensor #%d uses the reserved name %q", i, MetadataKey)
+			return nil, 0, fmt.Errorf("safetensors: tensor #%d uses the reserved name %q", i, MetadataKey)
 		case seen[nt.Name]:
-			return nil, 0, errors.Errorf("safetensors: tensor name %q used twice", nt.Name)
+			return nil, 0, fmt.Errorf("safetensors: tensor name %q used twice", nt.Name)
 		case nt.Tensor == nil:
-			return nil, 0, errors.Errorf("safetensors: tensor %q is nil", nt.Name)
+			return nil, 0, fmt.Errorf("safetensors: tensor %q is nil", nt.Name)
 		}
 		seen[nt.Name] = true
 		shape := nt.Tensor.Shape()
 		if _, err := DTypeName(shape.DType); err != nil {
-			return nil, 0, errors.WithMessagef(err, "tensor %q", nt.Name)
+			return nil, 0, fmt.Errorf("%w (tensor %q)", err, nt.Name)
 		}
 		size := int64(shape.ByteSize())
 		infos[i] = TensorInfo{Name: nt.Name, DType: shape.DType, Dims: shape.Dimensions,
@@ -61,7 +61,7 @@ func Write(w io.Writer, ts []Named, metadata map[string]string) (int64, error) {
 	n, err := w.Write(header)
 	total := int64(n)
 	if err != nil {
-		return total, errors.Wrap(err, "safetensors: writing header")
+		return total, fmt.Errorf("safetensors: writing header: %w", err)
 	}
 	for _, nt := range ts {
 		var werr error
@@ -73,7 +73,7 @@ func Write(w io.Writer, ts []Named, metadata map[string]string) (int64, error) {
 			err = werr
 		}
 		if err != nil {
-			return total, errors.Wrapf(err, "safetensors: writing tensor %q", nt.Name)
+			return total, fmt.Errorf("safetensors: writing tensor %q: %w", nt.Name, err)
 		}
 	}
 	return total, nil
@@ -87,5 +87,8 @@ func WriteFile(path string, ts []Named, metadata map[string]string) error {
 		_, err := Write(w, ts, metadata)
 		return err
 	})
-	return errors.WithMessage(err, "safetensors")
+	if err != nil {
+		return fmt.Errorf("safetensors: %w", err)
+	}
+	return nil
 }

@@ -122,8 +122,8 @@ func printEnv(w io.Writer, rep envReport) {
 	}
 	fmt.Fprintln(w, "- PJRT plugins found:")
 	if len(rep.Plugins) == 0 {
-		fmt.Fprintln(w, "    none (looked in PJRT_PLUGIN_LIBRARY_PATH, ~/.local/lib/go-xla, /usr/local/lib/go-xla, "+
-			"Python's site-packages)")
+		fmt.Fprintf(w, "    none (looked in %s)\n", accelerator.SearchedPlaces)
+		fmt.Fprintf(w, "    to install XLA's CPU plugin: %s\n", accelerator.InstallHint)
 	}
 	for _, p := range rep.Plugins {
 		fmt.Fprintf(w, "    %-5s %s (from %s)\n", p.Kind, p.Path, p.From)

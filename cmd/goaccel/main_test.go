@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/trainer"
 )
 
@@ -86,5 +87,46 @@ func TestEnvReport(t *testing.T) {
 	var rep envReport
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.Versions.GoMLX != "v0.28.3" || len(rep.Backends) == 0 {
 		t.Errorf("env --json: exit %d, %+v\n%s", code, rep, out)
+	}
+}
+
+// TestEnvFindsProjectPlugin: with the plugin `make deps` installs in the repository's .deps/,
+// `goaccel env` names XLA's CPU plugin and picks it, without PJRT_PLUGIN_LIBRARY_PATH (as
+// `go run ./cmd/goaccel env` outside make), from the repository root and from a subfolder.
+func TestEnvFindsProjectPlugin(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugins, _ := filepath.Glob(filepath.Join(root, ".deps", "pjrt-cpu", "*", "*.so"))
+	if len(plugins) == 0 {
+		msg := "SKIPPING: no XLA CPU plugin in " + filepath.Join(root, ".deps") + " (run `make deps`)"
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI is set but " + msg)
+		}
+		t.Skip(msg)
+	}
+	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", "")
+	t.Setenv("GOMLX_BACKEND", "")
+	for _, wd := range []string{root, filepath.Join(root, "examples", "bert_classify")} {
+		t.Chdir(wd)
+		code, out, errOut := runCmd("env")
+		if code != 0 {
+			t.Fatalf("from %s: exit %d: %s", wd, code, errOut)
+		}
+		for _, want := range []string{"(from project .deps folder)", "- accelerator.New would pick: xla:cpu"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("from %s: env output misses %q:\n%s", wd, want, out)
+			}
+		}
+	}
+	// Four CPU devices, as --devices 4 asks: XLA's plugin, not "install the plugin".
+	acc, err := accelerator.New(accelerator.Config{Devices: 4, Quiet: true})
+	if err != nil {
+		t.Fatalf("4 devices with the plugin in .deps: %v", err)
+	}
+	defer acc.Close()
+	if info := acc.Info(); info.Backend != "xla" || acc.NumDevices() != 4 {
+		t.Errorf("4 devices: %s", acc.Plan())
 	}
 }

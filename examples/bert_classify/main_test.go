@@ -5,33 +5,17 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/internal/acctest"
 )
 
 // cpuPlugin finds XLA's CPU plugin for the multi-device test; it skips loudly without one,
 // except under CI where the plugin is installed by make deps and its absence is a failure.
 func cpuPlugin(t *testing.T) string {
 	t.Helper()
-	for _, p := range accelerator.FindPlugins() {
-		if p.Kind == accelerator.PluginCPU {
-			return p.Path
-		}
-	}
-	_, file, _, _ := runtime.Caller(0)
-	local := filepath.Join(filepath.Dir(file), "..", "..", ".deps", "pjrt-cpu", "lammps_jax_pjrt_cpu", "pjrt_c_api_cpu_plugin.so")
-	if _, err := os.Stat(local); err == nil {
-		return local
-	}
-	msg := "SKIPPING: no XLA CPU PJRT plugin found (run `make deps`)"
-	if os.Getenv("CI") != "" {
-		t.Fatal("CI is set but " + msg)
-	}
-	t.Skip(msg)
-	return ""
+	return acctest.CPUPlugin(t)
 }
 
 // TestTinyModelSameLossesOn1And4Devices trains the built-in tiny BERT for a few steps at the

@@ -2,12 +2,13 @@ package main
 
 import (
 	"embed"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/goaccel/goaccel/accelerator"
@@ -30,29 +31,34 @@ var sample embed.FS
 type options struct {
 	DataDir, ModelDir, OutputDir, MixedPrecision, Backend string
 	Fit                                                   bool   // use trainer.Fit instead of the hand-written loop
-	Schedule                                              string // learning-rate schedule of --fit
+	Schedule                                              string // learning-rate schedule
 	WarmupSteps, SaveEvery                                int64
 	Epochs, BatchSize, MaxLen, Devices, Workers, MaxSteps int
+	GradAccum, Patience, SaveTotalLimit                   int
 	LR, TestSize, Dropout                                 float64
+	WarmupRatio, WeightDecay, MaxGradNorm                 float64
 	Seed                                                  int64
 }
 
 func defaultOptions() options {
 	return options{Epochs: 3, BatchSize: 64, MaxLen: 64, Seed: 42, TestSize: 0.1, MixedPrecision: "no", Workers: 2, Dropout: -1,
-		Schedule: "constant"}
+		Schedule: "constant", GradAccum: 1, SaveTotalLimit: 1}
 }
 
 // result is what a run reports (and what the tests check).
 type result struct {
 	EpochLoss     []float64 // mean training loss of each epoch
-	StepLoss      []float64 // every step's loss
+	StepLoss      []float64 // every batch's loss
 	Accuracy      []float64 // test accuracy after each epoch
 	Best          float64
 	BestEpoch     int
-	ExamplesPerS  float64 // training examples per second over the whole run
+	Steps         int64   // optimizer steps done
+	ExamplesPerS  float64 // training examples per second (this session)
 	TestExamples  int
 	OutputDir     string
 	TrainExamples int
+	Interrupted   bool   // a signal stopped the run; it can be resumed
+	Signal        string // the signal that stopped it: "SIGINT" or "SIGTERM"
 }
 
 // run is the whole program: everything a reader of the PyTorch script looks for is here, in
@@ -66,9 +72,18 @@ func run(o options, out io.Writer) (*result, error) {
 	acc, err := accelerator.New(accelerator.Config{Backend: o.Backend, Devices: o.Devices,
 		MixedPrecision: o.MixedPrecision, Seed: o.Seed, Output: out})
 	if err != nil {
-		return nil, err
+		return nil, flagError(err)
 	}
 	defer acc.Close()
+	// The run directory: a new one, or the interrupted run this command continues.
+	dir, err := o.runDirectory(acc)
+	if err != nil {
+		return nil, err
+	}
+	o.OutputDir = dir
+	// Ctrl-C and SIGTERM finish the current step and save a checkpoint.
+	intr := trainer.NotifyInterrupt(os.Stderr)
+	defer intr.Stop()
 
 	// Data: sentences from x.pos / x.neg, split 90/10 with the seed.
 	all, err := loadSentences(o.DataDir)
@@ -91,6 +106,9 @@ func run(o options, out io.Writer) (*result, error) {
 		clf.Config.HiddenDropoutProb, clf.Config.AttentionProbsDropoutProb = o.Dropout, o.Dropout
 		clf.Config.ClassifierDropout = &o.Dropout
 	}
+	if w := acc.SlowBackendWarning(clf.NumParameters()); w != "" && acc.IsMainProcess() {
+		fmt.Fprintln(out, w)
+	}
 
 	// Loaders: the DistributedSampler lives inside; the test loader is not shuffled.
 	trainLoader, err := data.NewLoader(trainSet, data.LoaderConfig[data.Labeled]{
@@ -104,13 +122,22 @@ func run(o options, out io.Writer) (*result, error) {
 		return nil, err
 	}
 
+	// The length of the run in optimizer steps, from the batches per epoch of the data split
+	// over every device (what Prepare does too).
+	if err := trainLoader.Distribute(acc.NumReplicas(), localRanks(acc)); err != nil {
+		return nil, err
+	}
+	plan, err := o.stepPlan(trainLoader.BatchesPerEpoch(), acc.NumReplicas())
+	if err != nil {
+		return nil, err
+	}
 	lr := o.learningRate()
 	if o.Fit {
-		return fitRun(acc, o, lr, clf, trainLoader, testLoader, out)
+		return fitRun(acc, o, lr, plan, clf, tok, trainLoader, testLoader, intr, out)
 	}
 
 	// Optimizer and Prepare: variables replicated on every device, batches sharded.
-	job, err := acc.Prepare(clf, optimizer.Adam().LearningRate(lr).Done(), trainLoader)
+	job, err := acc.Prepare(clf, o.optimizer(lr), trainLoader, o.prepareOptions(plan)...)
 	if err != nil {
 		return nil, err
 	}
@@ -123,127 +150,130 @@ func run(o options, out io.Writer) (*result, error) {
 	evalStep := job.EvalStep(func(s *model.Scope, b accelerator.GraphBatch) []*Node {
 		return []*Node{clf.Logits(s, b.Inputs)}
 	})
-	run, err := newRunDir(acc, o, lr, clf, job)
+	run, err := openRun(acc, o, lr, plan, clf, job)
 	if err != nil {
 		return nil, err
 	}
-	acc.Printf("training on %d sentences, testing on %d; run directory %s", trainSet.Len(), testSet.Len(), run.dir)
+	defer run.close()
+	acc.Printf("training on %d sentences, testing on %d; %s per epoch, %s in all",
+		trainSet.Len(), testSet.Len(), trainer.Count(int64(plan.batchesPerEpoch/o.GradAccum), "step"),
+		trainer.Count(plan.total, "step"))
+	prog := trainer.NewProgress(mainOnly(acc, out), trainer.ProgressConfig{Epochs: plan.epochs,
+		BatchesPerEpoch: plan.batchesPerEpoch, TotalSteps: plan.total, GradientAccumulation: o.GradAccum})
 
-	res := &result{OutputDir: run.dir, TrainExamples: trainSet.Len(), TestExamples: testSet.Len(), BestEpoch: -1}
+	res := &run.state.Result
+	res.TrainExamples, res.TestExamples = trainSet.Len(), testSet.Len()
 	var trainTime time.Duration
 	var trained int
-	for epoch := 1; epoch <= o.Epochs; epoch++ {
+	for epoch := trainLoader.State().Epoch; epoch < plan.epochs && !run.done(); epoch++ {
 		start := time.Now()
-		losses, examples, err := train(job, trainStep, o.MaxSteps, run, epoch)
+		examples, err := train(acc, job, trainStep, run, prog, intr)
 		if err != nil {
 			return nil, err
 		}
 		trainTime += time.Since(start)
 		trained += examples
-		accuracy, err := test(job, evalStep, testLoader)
+		stop, err := intr.RequestedAnywhere(acc) // all processes stop together
 		if err != nil {
 			return nil, err
 		}
-		res.StepLoss = append(res.StepLoss, losses...)
-		res.EpochLoss = append(res.EpochLoss, mean(losses))
-		res.Accuracy = append(res.Accuracy, accuracy)
-		acc.Printf("epoch %d: train loss %.4f  test accuracy %.4f  (%.0f examples/s, %s)", epoch, mean(losses),
-			accuracy, float64(examples)/time.Since(start).Seconds(), time.Since(start).Round(time.Millisecond))
-		if err := run.logEval(job, epoch, accuracy); err != nil {
+		if stop && !run.epochEnded() {
+			return run.interrupted(intr.Signal())
+		}
+		evalStart := time.Now()
+		accuracy, err := test(job, evalStep, prog.Evaluating(testLoader))
+		if err != nil {
 			return nil, err
 		}
-		if accuracy > res.Best || res.BestEpoch < 0 {
-			res.Best, res.BestEpoch = accuracy, epoch
+		losses := run.state.EpochLosses
+		res.EpochLoss = append(res.EpochLoss, mean(losses))
+		res.Accuracy = append(res.Accuracy, accuracy)
+		improved := accuracy > res.Best || res.BestEpoch == 0
+		if improved {
+			res.Best, res.BestEpoch, run.state.BadEpochs = accuracy, epoch+1, 0
+		} else {
+			run.state.BadEpochs++
+		}
+		prog.Println("%s", trainer.EvalLine(trainer.EvalSummary{Step: res.Steps, Epoch: float64(epoch + 1),
+			Metrics: map[string]float64{"accuracy": accuracy}, Headline: "accuracy", Improved: improved,
+			Best: res.Best, BestStep: run.state.BestStep, Examples: testSet.Len(), Duration: time.Since(evalStart)}))
+		if improved {
+			run.state.BestStep = res.Steps
 			// Only the main process writes; the others wait (a no-op with one process).
-			if acc.IsMainProcess() {
-				if err := bert.SavePretrained(filepath.Join(run.dir, "best"), clf, tok); err != nil {
-					return nil, err
-				}
-			}
-			if err := acc.WaitForEveryone(); err != nil {
+			if err := run.saveBest(clf, tok); err != nil {
 				return nil, err
 			}
 		}
-	}
-	res.ExamplesPerS = float64(trained) / trainTime.Seconds()
-	acc.Printf("best test accuracy %.4f (epoch %d); %.0f training examples/s; best model in %s",
-		res.Best, res.BestEpoch, res.ExamplesPerS, filepath.Join(run.dir, "best"))
-	if acc.IsMainProcess() {
-		if _, err := trainer.Plot(run.dir); err != nil {
+		if err := run.endEpoch(epoch+1, accuracy); err != nil {
 			return nil, err
 		}
+		if o.Patience > 0 && run.state.BadEpochs >= o.Patience {
+			run.state.Stopped = fmt.Sprintf("stopped early: test accuracy did not improve for %s",
+				trainer.Count(int64(run.state.BadEpochs), "epoch"))
+		}
+		if err := run.checkpoint(); err != nil {
+			return nil, err
+		}
+		if stop, err := intr.RequestedAnywhere(acc); err != nil {
+			return nil, err
+		} else if stop {
+			return run.interrupted(intr.Signal())
+		}
 	}
-	return res, nil
+	if trainTime > 0 {
+		res.ExamplesPerS = float64(trained) / trainTime.Seconds()
+	}
+	acc.Printf("%s; best test accuracy %.4f (epoch %d); best model in %s", run.doneWords(plan),
+		res.Best, res.BestEpoch, filepath.Join(run.dir, "best"))
+	return res, run.finish()
 }
 
-// fitRun is the same training with the trainer package's loop instead of the hand-written
-// one: progress bars, metrics.jsonl, checkpoints (resumable: give the same --output_dir
-// again), the best model by accuracy and the curves.
-func fitRun(acc *accelerator.Accelerator, o options, lr float64, clf *bert.Classifier,
-	trainLoader, testLoader data.Source, out io.Writer) (*result, error) {
-	dir := o.OutputDir
-	if dir == "" {
-		dir = filepath.Join("runs", "bert_classify-fit-"+time.Now().Format("20060102-150405"))
-	}
-	tr, err := trainer.New(acc, clf, optimizer.Adam().LearningRate(lr).Done(), trainer.Classification(2, clf.Logits))
-	if err != nil {
-		return nil, err
-	}
-	res, err := tr.Fit(trainLoader, testLoader, trainer.Config{
-		OutputDir: dir, Epochs: o.Epochs, MaxSteps: int64(o.MaxSteps), LearningRate: lr,
-		Schedule: o.Schedule, WarmupSteps: o.WarmupSteps, SaveEvery: o.SaveEvery, BestMetric: "accuracy", Output: out,
-		Extra: map[string]any{"data_dir": o.DataDir, "model_dir": o.ModelDir, "batch_size": o.BatchSize,
-			"max_len": o.MaxLen, "seed": o.Seed, "test_size": o.TestSize, "dropout": o.Dropout},
-	})
-	if err != nil {
-		return nil, err
-	}
-	acc.Printf("best test accuracy %.4f at step %d; checkpoint %s", res.Best, res.BestStep, res.BestCheckpoint)
-	return &result{Best: res.Best, OutputDir: res.RunDir}, nil
-}
-
-// train runs one epoch (the sampler's epoch advances by itself) and returns the step losses
-// and the number of real training examples seen.
-func train(job *accelerator.Job, step *accelerator.TrainStep, maxSteps int, run *runDir, epoch int) ([]float64, int, error) {
-	var losses []float64
-	examples, sinceLog := 0, time.Now()
-	var window []float64
-	windowExamples := 0
+// train runs one epoch (the sampler's epoch advances by itself), or what is left of it, and
+// returns the number of real training examples seen. It stops early at the run's last step,
+// or after the current step when a signal asks to stop.
+func train(acc *accelerator.Accelerator, job *accelerator.Job, step *accelerator.TrainStep, run *runDir,
+	prog *trainer.Progress, intr *trainer.Interrupt) (int, error) {
+	pos := job.Source().State()
+	prog.StartEpoch(pos.Epoch, pos.BatchesConsumed, run.state.Result.Steps)
+	defer prog.EndEpoch("")
+	examples := 0
 	for batch, err := range job.Batches() {
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		loss, err := step.Run(batch)
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		l, err := loss.Value()
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		n := 0
 		for _, sh := range batch.Shards {
 			n += sh.NumReal()
 		}
-		losses, window = append(losses, l), append(window, l)
+		n *= acc.NumProcesses() // every process runs as many real examples, padding aside
 		examples += n
-		windowExamples += n
-		if len(window) == 10 || (maxSteps > 0 && len(losses) == maxSteps) {
-			if err := run.logTrain(job, epoch, mean(window), float64(windowExamples)/time.Since(sinceLog).Seconds()); err != nil {
-				return nil, 0, err
-			}
-			window, windowExamples, sinceLog = nil, 0, time.Now()
+		if err := run.batchDone(job, l, n); err != nil {
+			return 0, err
 		}
-		if maxSteps > 0 && len(losses) == maxSteps {
+		prog.Batch(l, n, run.state.Result.Steps)
+		if !run.atStep() {
+			continue // the gradient accumulation of this step is not complete
+		}
+		stop, err := intr.RequestedAnywhere(acc)
+		if err != nil {
+			return 0, err
+		}
+		if run.done() || stop {
 			break
 		}
-	}
-	if len(window) > 0 {
-		if err := run.logTrain(job, epoch, mean(window), float64(windowExamples)/time.Since(sinceLog).Seconds()); err != nil {
-			return nil, 0, err
+		if err := run.maybeSave(); err != nil {
+			return 0, err
 		}
 	}
-	return losses, examples, nil
+	return examples, nil
 }
 
 // test evaluates on the whole test set: predictions gathered from every device in example
@@ -263,6 +293,96 @@ func test(job *accelerator.Job, eval *accelerator.EvalStep, testLoader data.Sour
 	}
 	return metrics.Accuracy(preds, labels, nil)
 }
+
+// fitRun is the same training with the trainer package's loop instead of the hand-written
+// one: metrics.jsonl, checkpoints (resumable: give the same --output_dir again), the best
+// model by accuracy as a Hugging Face folder, and the curves.
+func fitRun(acc *accelerator.Accelerator, o options, lr float64, plan stepPlan, clf *bert.Classifier,
+	tok *bert.Tokenizer, trainLoader, testLoader data.Source, intr *trainer.Interrupt, out io.Writer) (*result, error) {
+	tr, err := trainer.New(acc, clf, o.optimizer(lr), trainer.Classification(2, clf.Logits))
+	if err != nil {
+		return nil, err
+	}
+	res, err := tr.Fit(trainLoader, testLoader, trainer.Config{
+		OutputDir: o.OutputDir, Epochs: plan.epochs, MaxSteps: int64(o.MaxSteps), LearningRate: lr,
+		Schedule: o.Schedule, WarmupSteps: plan.warmup, ClipGradNorm: o.MaxGradNorm, GradientAccumulation: o.GradAccum,
+		SaveEvery: o.SaveEvery, KeepLast: o.SaveTotalLimit, BestMetric: "accuracy", Patience: o.Patience,
+		Output: out, Interrupt: intr,
+		SaveBest: func(dir string) error { return bert.SavePretrained(dir, clf, tok) },
+		Extra: map[string]any{"data_dir": o.DataDir, "model_dir": o.ModelDir, "batch_size": o.BatchSize,
+			"max_len": o.MaxLen, "seed": o.Seed, "test_size": o.TestSize, "dropout": o.Dropout,
+			"weight_decay": o.WeightDecay},
+	})
+	if err != nil {
+		return nil, flagError(err)
+	}
+	r := &result{Best: res.Best, OutputDir: res.RunDir, Steps: res.Steps, Interrupted: res.Interrupted}
+	if res.Interrupted {
+		r.Signal = trainer.SignalName(res.Signal)
+	}
+	if res.Interrupted {
+		if acc.IsMainProcess() {
+			fmt.Fprintf(out, "to resume: %s\n", resumeCommand(o.OutputDir))
+		}
+		return r, writeInterrupted(acc, o, trainer.SignalName(res.Signal), res.Steps)
+	}
+	if err := removeInterrupted(acc, o.OutputDir); err != nil {
+		return nil, err
+	}
+	acc.Printf("best test accuracy %.4f at step %d; best model (Hugging Face folder) in %s", res.Best, res.BestStep,
+		res.BestCheckpoint)
+	return r, nil
+}
+
+// localRanks are the replicas of this process, as accelerator.Prepare gives them to a source.
+func localRanks(acc *accelerator.Accelerator) []int {
+	ranks := make([]int, acc.NumDevices())
+	for i := range ranks {
+		ranks[i] = acc.ProcessIndex()*acc.NumDevices() + i
+	}
+	return ranks
+}
+
+// mainOnly is out on the main process and io.Discard elsewhere.
+func mainOnly(acc *accelerator.Accelerator, out io.Writer) io.Writer {
+	if acc.IsMainProcess() {
+		return out
+	}
+	return io.Discard
+}
+
+// flagError rewrites the library's names of settings into this program's flags, so that a
+// message says what to type: "use another --output_dir", not "Config.OutputDir".
+func flagError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, r := range [][2]string{
+		{"Config.OutputDir", "--output_dir"}, {"Config.LearningRate", "--lr"}, {"Config.Schedule", "--lr_scheduler_type"},
+		{"Config.WarmupSteps", "--warmup_steps"}, {"Config.ClipGradNorm", "--max_grad_norm"},
+		{"Config.GradientAccumulation", "--gradient_accumulation_steps"}, {"Config.Patience", "--patience"},
+		{"Config.SaveEvery", "--save_steps"}, {"Config.KeepLast", "--save_total_limit"}, {"Config.MaxSteps", "--max_steps"},
+		{"Config.Epochs", "--epochs"}, {"Config.MixedPrecision", "--mixed_precision"}, {"MixedPrecision", "--mixed_precision"},
+		{"Config.Backend", "--backend"}, {"Config.Devices", "--devices"}, {"Devices=", "--devices "},
+		{"or set Devices to", "or use --devices"},
+	} {
+		msg = strings.ReplaceAll(msg, r[0], r[1])
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return &renamedError{msg: msg, err: err}
+}
+
+// renamedError is an error whose message names flags; it unwraps to the library's error.
+type renamedError struct {
+	msg string
+	err error
+}
+
+func (e *renamedError) Error() string { return e.msg }
+func (e *renamedError) Unwrap() error { return e.err }
 
 // loadSentences reads <dir>/<name>.pos and <dir>/<name>.neg (label 1 and 0); with no dir,
 // the built-in sample.
@@ -295,7 +415,11 @@ func loadSentences(dir string) (data.Slice[data.Labeled], error) {
 // loadModel builds the classifier and its tokenizer.
 func loadModel(o options, store *model.Store) (*bert.Classifier, *bert.Tokenizer, error) {
 	if o.ModelDir != "" {
-		return bert.LoadPretrained(o.ModelDir, store, bert.LoadOptions{MaxLen: o.MaxLen, NumLabels: 2})
+		clf, tok, err := bert.LoadPretrained(o.ModelDir, store, bert.LoadOptions{MaxLen: o.MaxLen, NumLabels: 2})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--model_dir %s: %w", o.ModelDir, err)
+		}
+		return clf, tok, nil
 	}
 	vocab, err := sample.ReadFile("data/vocab.txt")
 	if err != nil {
@@ -314,23 +438,46 @@ func loadModel(o options, store *model.Store) (*bert.Classifier, *bert.Tokenizer
 }
 
 func (o options) check() error {
-	switch {
-	case o.Epochs <= 0:
-		return fmt.Errorf("--epochs %d: must be at least 1", o.Epochs)
-	case o.BatchSize <= 0:
-		return fmt.Errorf("--batch_size %d: must be at least 1", o.BatchSize)
-	case o.MaxLen < 2:
-		return fmt.Errorf("--max_len %d: must be at least 2 ([CLS] and [SEP])", o.MaxLen)
-	case o.TestSize <= 0 || o.TestSize >= 1:
-		return fmt.Errorf("--test_size %g: must be between 0 and 1", o.TestSize)
-	case o.LR < 0 || math.IsNaN(o.LR):
-		return fmt.Errorf("--lr %g: must be positive", o.LR)
-	case o.Dropout >= 1:
-		return fmt.Errorf("--dropout %g: must be below 1 (negative: the model's own rates)", o.Dropout)
-	case o.Workers < 0:
-		return fmt.Errorf("--workers %d: must be >= 0", o.Workers)
-	case o.MaxSteps < 0:
-		return fmt.Errorf("--max_steps %d: must be >= 0", o.MaxSteps)
+	// Each rule: is the value bad, the flag, its value, what it must be.
+	for _, r := range []struct {
+		bad  bool
+		flag string
+		v    any
+		want string
+	}{
+		{o.Epochs <= 0 && o.MaxSteps <= 0, "epochs", o.Epochs, "must be at least 1 (or give --max_steps)"},
+		{o.BatchSize <= 0, "batch_size", o.BatchSize, "must be at least 1"},
+		{o.GradAccum <= 0, "gradient_accumulation_steps", o.GradAccum, "must be at least 1"},
+		{o.MaxLen < 2, "max_len", o.MaxLen, "must be at least 2 ([CLS] and [SEP])"},
+		{o.TestSize <= 0 || o.TestSize >= 1, "test_size", o.TestSize, "must be between 0 and 1"},
+		{o.LR < 0 || math.IsNaN(o.LR), "lr", o.LR, "must be positive"},
+		{o.Dropout >= 1, "dropout", o.Dropout, "must be below 1 (negative: the model's own rates)"},
+		{o.Workers < 0, "workers", o.Workers, "must be >= 0"},
+		{o.MaxSteps < 0, "max_steps", o.MaxSteps, "must be >= 0"},
+		{o.WarmupRatio < 0 || o.WarmupRatio >= 1, "warmup_ratio", o.WarmupRatio, "must be in [0, 1)"},
+		{o.WarmupSteps < 0, "warmup_steps", o.WarmupSteps, "must be >= 0"},
+		{o.WeightDecay < 0, "weight_decay", o.WeightDecay, "must be >= 0"},
+		{o.MaxGradNorm < 0, "max_grad_norm", o.MaxGradNorm, "must be >= 0 (0: no clipping)"},
+		{o.Patience < 0, "patience", o.Patience, "must be >= 0"},
+		{o.SaveTotalLimit < 1, "save_total_limit", o.SaveTotalLimit, "must be at least 1 (the checkpoint a resume starts from)"},
+		{o.SaveEvery < 0, "save_steps", o.SaveEvery, "must be >= 0"},
+	} {
+		if r.bad {
+			return fmt.Errorf("--%s %v: %s", r.flag, r.v, r.want)
+		}
+	}
+	switch strings.ToLower(o.MixedPrecision) {
+	case "no", "fp32", "", "bf16":
+	case "fp16":
+		return errors.New("--mixed_precision fp16: not supported: float16's small range needs loss scaling, which " +
+			"goaccel does not do; use --mixed_precision bf16 (bfloat16 has float32's range, no scaling needed) or no")
+	default:
+		return fmt.Errorf("--mixed_precision %q: valid values are \"no\" and \"bf16\"", o.MixedPrecision)
+	}
+	switch strings.ToLower(o.Schedule) {
+	case trainer.ScheduleConstant, trainer.ScheduleLinear, trainer.ScheduleCosine:
+	default:
+		return fmt.Errorf("--lr_scheduler_type %q: valid values are %s", o.Schedule, strings.Join(trainer.Schedules, ", "))
 	}
 	if o.DataDir != "" {
 		if st, err := os.Stat(o.DataDir); err != nil || !st.IsDir() {
@@ -348,6 +495,66 @@ func (o options) learningRate() float64 {
 		return 2e-5
 	}
 	return 1e-3
+}
+
+// optimizer is Adam, or AdamW with --weight_decay.
+func (o options) optimizer(lr float64) optimizer.Interface {
+	adam := optimizer.Adam().LearningRate(lr)
+	if o.WeightDecay > 0 {
+		adam = adam.WeightDecay(o.WeightDecay)
+	}
+	return adam.Done()
+}
+
+// stepPlan is the length of the run in optimizer steps (one meaning for both loops).
+type stepPlan struct {
+	batchesPerEpoch int
+	epochs          int   // epochs started (the last one may end early under --max_steps)
+	total           int64 // optimizer steps of the run
+	warmup          int64
+	schedule        trainer.Schedule
+}
+
+// stepPlan computes the run's length: --max_steps optimizer steps when given (it overrides
+// --epochs, as in Hugging Face), else --epochs epochs.
+func (o options) stepPlan(batchesPerEpoch, replicas int) (stepPlan, error) {
+	p := stepPlan{batchesPerEpoch: batchesPerEpoch, epochs: o.Epochs}
+	k := int64(o.GradAccum)
+	perEpoch := int64(batchesPerEpoch) / k
+	if perEpoch == 0 {
+		return p, fmt.Errorf("--gradient_accumulation_steps %d: an epoch has only %d batches of %d x %d examples; "+
+			"lower it or --batch_size", o.GradAccum, batchesPerEpoch, o.BatchSize, replicas)
+	}
+	p.total = int64(o.Epochs) * int64(batchesPerEpoch) / k
+	if o.MaxSteps > 0 {
+		p.total = int64(o.MaxSteps)
+		p.epochs = int((p.total*k + int64(batchesPerEpoch) - 1) / int64(batchesPerEpoch))
+	}
+	p.warmup = o.WarmupSteps
+	if p.warmup == 0 && o.WarmupRatio > 0 {
+		p.warmup = int64(math.Ceil(o.WarmupRatio * float64(p.total)))
+	}
+	var err error
+	p.schedule, err = trainer.NewSchedule(o.Schedule, o.learningRate(), p.warmup, p.total)
+	if err != nil {
+		return p, flagError(err)
+	}
+	return p, nil
+}
+
+// prepareOptions are the Prepare options for the flags: accumulation, clipping, schedule.
+func (o options) prepareOptions(p stepPlan) []accelerator.PrepareOption {
+	var opts []accelerator.PrepareOption
+	if o.GradAccum > 1 {
+		opts = append(opts, accelerator.WithGradientAccumulation(o.GradAccum))
+	}
+	if o.MaxGradNorm > 0 {
+		opts = append(opts, accelerator.WithClipGradNorm(o.MaxGradNorm))
+	}
+	if p.schedule.Name != trainer.ScheduleConstant || p.warmup > 0 {
+		opts = append(opts, accelerator.WithLearningRateSchedule(p.schedule.Graph()))
+	}
+	return opts
 }
 
 func mean(xs []float64) float64 {
@@ -382,5 +589,3 @@ func trimCR(s string) string {
 	}
 	return s
 }
-
-var _ = json.Marshal

@@ -4,10 +4,14 @@ package fsutil
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // TempPrefix starts the name of the temporary file that WriteAtomic creates beside its target
@@ -25,10 +29,11 @@ func WriteFileAtomic(path string, data []byte) error {
 // temporary file in path's directory, which is then flushed, fsynced, closed and renamed over
 // path, and the directory is fsynced so that the rename itself is durable. write's writes are
 // buffered. On any error (write's included) the temporary file is removed, path is left as it
-// was, and the error names path. The new file has mode 0600, os.CreateTemp's.
+// was, and the error names path. The new file has mode 0644 less the umask, like a file made
+// by os.Create (not os.CreateTemp's 0600), whether it is the first version or a replacement.
 func WriteAtomic(path string, write func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, TempPrefix+filepath.Base(path)+"-")
+	f, err := CreateTemp(dir, TempPrefix+filepath.Base(path)+"-")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -105,4 +110,84 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("syncing directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// CreateTemp creates a new file in dir named prefix followed by a random string, open for
+// reading and writing, with mode 0644 less the umask: the mode of a file made by os.Create,
+// so that a file later renamed into place can be shared like any other (os.CreateTemp's
+// files are 0600).
+func CreateTemp(dir, prefix string) (*os.File, error) {
+	for range 1000 {
+		name := filepath.Join(dir, prefix+randomSuffix())
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("creating a temporary file in %s: no free name", dir)
+}
+
+// MkdirTemp creates a new directory in dir named prefix followed by a random string, with
+// mode 0755 less the umask, the mode of os.MkdirAll's directories (os.MkdirTemp's are 0700),
+// and returns its path.
+func MkdirTemp(dir, prefix string) (string, error) {
+	for range 1000 {
+		name := filepath.Join(dir, prefix+randomSuffix())
+		err := os.Mkdir(name, 0o755)
+		if err == nil {
+			return name, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("creating a temporary directory in %s: no free name", dir)
+}
+
+func randomSuffix() string { return strconv.FormatUint(rand.Uint64(), 36) }
+
+// ReplaceDir fills a new directory with fill and puts it in place of the directory dst (which
+// need not exist): fill writes into a temporary directory beside dst, which is then renamed
+// to dst once the old dst has been moved aside; the old one is deleted last. If fill fails,
+// dst is left as it was. A crash between the two renames leaves dst missing and both
+// versions in folders named TempPrefix+base(dst)+"-...", which a later ReplaceDir deletes.
+func ReplaceDir(dst string, fill func(dir string) error) error {
+	parent, base := filepath.Dir(dst), filepath.Base(dst)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("writing %s: %w", dst, err)
+	}
+	old, _ := filepath.Glob(filepath.Join(parent, TempPrefix+base+"-*"))
+	for _, o := range old {
+		_ = os.RemoveAll(o)
+	}
+	tmp, err := MkdirTemp(parent, TempPrefix+base+"-")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", dst, err)
+	}
+	if err := fill(tmp); err != nil {
+		_ = os.RemoveAll(tmp)
+		return fmt.Errorf("writing %s: %w", dst, err)
+	}
+	if err := SyncDir(tmp); err != nil {
+		_ = os.RemoveAll(tmp)
+		return err
+	}
+	aside := ""
+	if _, err := os.Stat(dst); err == nil {
+		aside = filepath.Join(parent, TempPrefix+base+"-old-"+randomSuffix())
+		if err := os.Rename(dst, aside); err != nil {
+			_ = os.RemoveAll(tmp)
+			return fmt.Errorf("writing %s: %w", dst, err)
+		}
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("writing %s: %w", dst, err)
+	}
+	if aside != "" {
+		_ = os.RemoveAll(aside)
+	}
+	return SyncDir(parent)
 }

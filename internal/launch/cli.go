@@ -45,7 +45,7 @@ type flagError struct{ error }
 type flagValues struct {
 	nproc, nnodes, masterAddr, logDir, timeout, joinTimeout, hosts *string
 	nodeRank, masterPort, maxRestarts, tee, np                     *int
-	standalone, noMPICheck, help                                   *bool
+	standalone, noMPICheck, noCPUBind, help                        *bool
 }
 
 // newFlags defines the launcher's flags; "_" and "-" are the same in their names.
@@ -72,6 +72,7 @@ func newFlags() (*flag.FlagSet, *flagValues) {
 	v.np = fs.Int("np", 0, "horovodrun: total number of ranks")
 	v.hosts = fs.StringP("hosts", "H", "", "horovodrun: host1:slots,host2:slots; the first host must be this machine")
 	v.noMPICheck = fs.Bool("no-mpi-check", false, "start several ranks even when no MPI library is found (programs that do not use MPI)")
+	v.noCPUBind = fs.Bool("no-cpu-bind", false, "leave every rank on all CPUs (default with several local ranks: each is bound to its share)")
 	v.help = fs.BoolP("help", "h", false, "show this help")
 	return fs, v
 }
@@ -89,6 +90,7 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 	}
 	inv := &invocation{noMPICheck: *noMPICheck}
 	c := &inv.cfg
+	c.NoCPUBind = *v.noCPUBind
 	c.Env = env
 	if fs.NArg() == 0 {
 		return nil, flagError{errors.New("no program to run")}
@@ -153,6 +155,9 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 	}
 	if inv.noMPICheck {
 		inv.forward = append(inv.forward, "--no_mpi_check")
+	}
+	if c.NoCPUBind {
+		inv.forward = append(inv.forward, "--no_cpu_bind")
 	}
 	return inv, nil
 }
@@ -269,12 +274,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	cfg := inv.cfg
 	cfg.Stdout, cfg.Stderr = stdout, stderr
 	if cfg.NprocPerNode*cfg.NNodes > 1 && !inv.noMPICheck {
-		lib, err := FindMPI(cfg.Env, cfg.Program)
+		lib, err := findMPI()
 		if err != nil {
 			fmt.Fprintf(stderr, "goaccel launch: %v (or pass --no_mpi_check for a program that does not use MPI)\n", err)
 			return 2
 		}
-		cfg.MPILib = lib
+		cfg.MPILib = lib.Path
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -27,7 +27,10 @@
 // the node: CUDA_VISIBLE_DEVICES (a contiguous share of the visible GPUs, or one shared GPU
 // when there are more ranks than GPUs) or, without GPUs, GOACCEL_DEVICES = total/nproc_per_node
 // of the CPU devices (total: $GOACCEL_DEVICES, else DefaultCPUDevices); GOMAXPROCS and
-// OMP_NUM_THREADS = max(1, cores/nproc_per_node) unless already set; MPICH's
+// OMP_NUM_THREADS = max(1, cores/nproc_per_node) unless already set; and, with several local
+// ranks and no more ranks than CPUs, a CPU binding: rank i runs on the i-th contiguous block of
+// the launcher's CPUs (listed in GOACCEL_CPUS), because XLA's CPU client and the Go runtime size
+// their thread pools from the CPU mask (Config.NoCPUBind, --no_cpu_bind: off); MPICH's
 // MPIR_CVAR_{BCAST,ALLREDUCE,BARRIER}_POSIX_INTRA_ALGORITHM=mpir unless already set (MPICH's
 // shared-memory collectives spin badly with more ranks than cores); GOACCEL_MPI_LIB when the
 // launcher found an MPI library and the variable is not set. Variables of an enclosing
@@ -42,7 +45,7 @@
 // # Output
 //
 // Every rank's stdout and stderr go to LOG_DIR/attempt_A/rank_R/{stdout,stderr}.log (LOG_DIR:
-// --log_dir, or a new temporary folder). By default the terminal also shows rank 0's stdout and
+// --log_dir, or a new temporary folder), which each launcher names when its ranks start. By default the terminal also shows rank 0's stdout and
 // stderr; --tee 1, 2 or 3 shows every local rank's stdout, stderr or both instead, and --tee 0
 // nothing. With more than one rank, terminal lines are prefixed "[rank N] ".
 //
@@ -54,8 +57,9 @@
 //     one that failed first, not a survivor that MPI tore down after it.
 //   - Every launcher then exits 1 with a message naming that rank, its node, host and pid, how
 //     it ended ("exit code 3", "signal: killed") and its log folder; the launcher where it ran
-//     also prints the last lines of its stderr. A rank that called MPI_Abort has its message
-//     added.
+//     also prints the last lines of its stderr.
+//   - MPI_Abort in a rank is that rank's failure ("MPI_Abort with error code 5"), handled as
+//     above: MPICH only tells the PMI server and carries on, leaving the kill to the launcher.
 //   - With --max_restarts N the whole group (every node) restarts, up to N times; the attempt
 //     number is in TORCHELASTIC_RESTART_COUNT, and resuming from the latest checkpoint is the
 //     program's part.
@@ -68,10 +72,13 @@
 //   - When an attempt's ranks are gone, the launcher removes the /dev/shm files they left
 //     (the files they mapped, and new mpich_shm_* files that no live process uses).
 //
+// $GOACCEL_LAUNCH_DEBUG=1 makes the master log every line it receives (PMI and launchers).
+//
 // # MPI
 //
-// With more than one rank, Main refuses to start without an MPI library (FindMPI; the error
-// says how to install MPICH: `make deps`), unless --no_mpi_check. The PMI server speaks PMI-1
+// With more than one rank, Main refuses to start without an MPI library (internal/mpi's Find;
+// the error says how to install MPICH: `make deps`), or with Open MPI's, unless --no_mpi_check.
+// It passes the library found to the ranks as GOACCEL_MPI_LIB. The PMI server speaks PMI-1
 // only, so the ranks get MPIR_CVAR_PMI_VERSION=1. Open MPI uses PMIx instead: under Open MPI
 // (and under Slurm) run the program with the cluster's own `mpirun -n 4 ./train` or
 // `srun -n 4 ./train`; goaccel's library reads OMPI_COMM_WORLD_*, PMI_* or SLURM_* itself.

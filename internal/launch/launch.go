@@ -47,6 +47,9 @@ type Config struct {
 	JoinTimeout time.Duration
 	// StopGrace is how long stopped workers get between SIGTERM and SIGKILL (default 5 s).
 	StopGrace time.Duration
+	// NoCPUBind leaves the ranks on every CPU of the launcher. By default, with several local
+	// ranks, each is bound to its share of the launcher's CPUs (see the package doc).
+	NoCPUBind bool
 	// Env is the workers' base environment (nil: this process's).
 	Env []string
 	// MPILib is passed to the ranks as $GOACCEL_MPI_LIB when they do not set it.
@@ -200,6 +203,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	l := &launcher{cfg: cfg, shares: shares, host: hostname()}
+	if !cfg.NoCPUBind {
+		l.cpus = cpuShares(cfg.NprocPerNode)
+	}
 	if note != "" {
 		l.sayf("%s", note)
 	}
@@ -301,6 +307,7 @@ func dialMaster(ctx context.Context, addr string, wait time.Duration) (*control,
 type launcher struct {
 	cfg    Config
 	shares []share
+	cpus   [][]int // per local rank; nil: unbound
 	host   string
 	ctl    *control
 	out    *terminal
@@ -395,6 +402,14 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 	world, _ := strconv.Atoi(start.args["world"])
 	base, _ := strconv.Atoi(start.args["base"])
 	n := l.cfg.NprocPerNode
+	if world > 1 {
+		shown := "rank 0's output is shown here"
+		if l.cfg.Tee != 0 {
+			shown = "--tee chooses what is shown here"
+		}
+		l.sayf("node_rank %d runs ranks %d-%d of %d; every rank's output is in %s/attempt_%d/rank_N/ (%s)",
+			l.cfg.NodeRank, base, base+n-1, world, l.cfg.LogDir, attempt, shown)
+	}
 	exits := make(chan exit, n)
 	var workers []*worker
 	var pmu sync.Mutex
@@ -467,6 +482,7 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 	failed := startErr != nil
 	in := l.ctl.in
 	done := ctx.Done()
+	killNow := l.cfg.Kill
 	for alive > 0 || (end == nil && !lost) {
 		select {
 		case e := <-exits:
@@ -503,6 +519,18 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 			if a, _ := strconv.Atoi(m.args["attempt"]); a != attempt {
 				continue
 			}
+			if m.cmd == "aborted" && !stopping && !failed {
+				// A local rank called MPI_Abort: its failure, though it may still be running.
+				r, _ := strconv.Atoi(m.args["rank"])
+				for _, w := range workers {
+					if w.rank == r {
+						failed = true
+						fail(&Failure{Kind: "worker", Rank: r, Node: l.cfg.NodeRank, Host: l.host, PID: w.cmd.Process.Pid,
+							What: "MPI_Abort with error code " + m.args["exitcode"], Log: w.logDir})
+					}
+				}
+				continue
+			}
 			if m.cmd == "stop" || m.cmd == "finished" {
 				end = &m
 				if m.cmd == "stop" {
@@ -516,7 +544,8 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 					Why: fmt.Sprintf("interrupted (Ctrl-C or SIGTERM on the launcher of node_rank %d on %s): every rank was stopped",
 						l.cfg.NodeRank, l.host)})
 			}
-		case <-l.cfg.Kill:
+		case <-killNow:
+			killNow = nil // closed: it would fire again at once
 			kill()
 		case <-grace:
 			grace = nil
@@ -589,7 +618,12 @@ func (l *launcher) startWorker(attempt, rank, local, world int) (*worker, error)
 		*s.dst = io.MultiWriter(f, pw)
 	}
 	w.cmd = cmd
-	if err := cmd.Start(); err != nil {
+	var cpus []int
+	if l.cpus != nil {
+		cpus = l.cpus[local]
+		cmd.Env = setEnv(cmd.Env, "GOACCEL_CPUS", cpuList(cpus))
+	}
+	if err := startPinned(cmd, cpus); err != nil {
 		for _, f := range w.files {
 			_ = f.Close()
 		}

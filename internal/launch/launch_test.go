@@ -85,6 +85,9 @@ func TestAllRanksExitZero(t *testing.T) {
 				t.Errorf("rank %d: %s=%q, want %q", rank, k, env[k], v)
 			}
 		}
+		if cpus := cpuShares(2); cpus != nil && (env["GOACCEL_CPUS"] != cpuList(cpus[rank]) || env["allowed_cpus"] != cpuList(cpus[rank])) {
+			t.Errorf("rank %d: bound to %q (GOACCEL_CPUS=%q), want %q", rank, env["allowed_cpus"], env["GOACCEL_CPUS"], cpuList(cpus[rank]))
+		}
 		if env["PMI_PORT"] != "127.0.0.1:"+env["MASTER_PORT"] {
 			t.Errorf("rank %d: PMI_PORT=%q MASTER_PORT=%q", rank, env["PMI_PORT"], env["MASTER_PORT"])
 		}
@@ -345,5 +348,128 @@ func TestHorovodHostsOnThisMachine(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "env_3")); err == nil {
 		t.Errorf("-np 3 started a fourth rank")
+	}
+}
+
+// With no MPI anywhere (a working directory outside the checkout, no GOACCEL_MPI_LIB), asking
+// for several ranks is refused with the way to install MPICH.
+func TestMPINotInstalled(t *testing.T) {
+	cmd, _, out := launcherCmd(t, "env", "--nproc_per_node", "2", "true")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(removeKey(removeKey(cmd.Env, "GOACCEL_MPI_LIB"), "LD_LIBRARY_PATH"), "GOACCEL_MPI_LIB=")
+	err := cmd.Run()
+	if err == nil {
+		t.Skipf("an MPI library is installed system-wide here: %s", out)
+	}
+	if cmd.ProcessState.ExitCode() != 2 {
+		t.Fatalf("exit %v, want 2\n%s", err, out)
+	}
+	for _, want := range []string{"no MPI library found", "make deps", "mpich==5.0.2", "GOACCEL_MPI_LIB", "--no_mpi_check"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("message misses %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestJobTimeout(t *testing.T) {
+	cfg, dir, out := testJob(t, "sleep", 2, "GOACCEL_DEVICES=2")
+	cfg.Timeout = 3 * time.Second
+	start := time.Now()
+	err := Run(context.Background(), cfg)
+	var f *Failure
+	if !errors.As(err, &f) || f.Kind != "timeout" || !strings.Contains(err.Error(), "--timeout 3s") {
+		t.Fatalf("Run: %v, want the job's timeout\n%s", err, out)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("took %s", d)
+	}
+	for r, pid := range waitPIDs(t, dir, 2) {
+		if alive(pid) {
+			t.Errorf("rank %d alive after the timeout", r)
+		}
+	}
+}
+
+func TestSecondCtrlCKills(t *testing.T) {
+	self, _ := os.Executable()
+	cmd, dir, out := launcherCmd(t, "sleep", "--nproc_per_node", "2", "--no_mpi_check", self)
+	cmd.Env = append(cmd.Env, "STUBBORN_RANK=1") // ignores SIGTERM: only SIGKILL ends it
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pids := waitPIDs(t, dir, 2)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(300 * time.Millisecond)
+	if !alive(pids[1]) {
+		t.Fatalf("rank 1 should still ignore SIGTERM\n%s", out)
+	}
+	start := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	_ = cmd.Wait()
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the second Ctrl-C took %s: it should kill at once, not wait for the 5 s grace", d)
+	}
+	if alive(pids[1]) {
+		t.Errorf("rank 1 survived the second Ctrl-C")
+	}
+}
+
+func TestInterruptOnOtherNodeStopsAll(t *testing.T) {
+	c0, dir, out := testJob(t, "sleep", 1, "GOACCEL_DEVICES=1")
+	c1 := c0
+	c1.LogDir = filepath.Join(dir, "logs1")
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	port := freePort(t)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, c := range []Config{c0, c1} {
+		c.NNodes, c.NodeRank, c.MasterPort = 2, i, port
+		ctx := context.Background()
+		if i == 1 {
+			ctx = ctx1
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = Run(ctx, c) }()
+	}
+	pids := waitPIDs(t, dir, 2)
+	cancel1() // Ctrl-C on node 1's launcher
+	wg.Wait()
+	for i, err := range errs {
+		var f *Failure
+		if !errors.As(err, &f) || f.Kind != "interrupt" || !strings.Contains(err.Error(), "node_rank 1") {
+			t.Errorf("node %d: %v, want the interrupt on node_rank 1\n%s", i, err, out)
+		}
+	}
+	for r, pid := range pids {
+		if alive(pid) {
+			t.Errorf("rank %d alive", r)
+		}
+	}
+}
+
+func TestMissingNodeTimesOut(t *testing.T) {
+	cfg, _, out := testJob(t, "env", 1)
+	cfg.NNodes, cfg.MasterPort, cfg.JoinTimeout = 3, freePort(t), time.Second
+	err := Run(context.Background(), cfg)
+	var f *Failure
+	if !errors.As(err, &f) || f.Kind != "join" || !strings.Contains(err.Error(), "node_rank 1, 2 did not join within 1s") {
+		t.Fatalf("Run: %v, want node_rank 1 and 2 named\n%s", err, out)
+	}
+}
+
+func TestTwoNodesRestart(t *testing.T) {
+	c0, dir, out := testJob(t, "failonce", 1)
+	c0.MaxRestarts = 1 // the master decides
+	c1 := c0
+	c1.LogDir = filepath.Join(dir, "logs1")
+	for i, err := range runNodes(t, []Config{c0, c1}) {
+		if err != nil {
+			t.Fatalf("node %d: %v\n%s", i, err, out)
+		}
+	}
+	for _, name := range []string{"ok_0_1", "ok_1_1"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("both nodes should have rerun: %v\n%s", err, out)
+		}
 	}
 }

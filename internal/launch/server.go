@@ -35,6 +35,7 @@ type server struct {
 	final     bool              // no more attempts: finished, or stopped without restart
 	done      map[int]bool      // nodes whose ranks all exited 0
 	world     int
+	bases     map[int]int // node rank -> its first global rank, for this attempt
 	kvsName   string
 	kvs       map[string]string
 	barrier   []*peerConn
@@ -50,6 +51,9 @@ type peerConn struct {
 	node int // launchers: node rank
 	rank int // ranks: PMI id
 }
+
+// pmiDebug ($GOACCEL_LAUNCH_DEBUG=1) logs every line the master receives to its stderr.
+var pmiDebug = os.Getenv("GOACCEL_LAUNCH_DEBUG") == "1"
 
 func (p *peerConn) send(m message, escaped bool) {
 	p.wmu.Lock()
@@ -112,11 +116,18 @@ func (s *server) handle(c net.Conn) {
 			launcher = strings.HasPrefix(line, "cmd=join ")
 			first = false
 		}
+		if pmiDebug {
+			fmt.Fprintf(os.Stderr, "goaccel launch: debug: %s <- %s\n", c.RemoteAddr(), line)
+		}
 		if launcher {
 			s.onLauncher(p, parseMessage(line, true))
-		} else {
-			s.onPMI(p, parseMessage(line, false))
+			continue
 		}
+		m := parseMessage(line, false)
+		if _, text, ok := strings.Cut(line, " message="); ok && m.cmd == "abort" {
+			m.args["message"] = text // the one value that may hold spaces
+		}
+		s.onPMI(p, m)
 	}
 }
 
@@ -240,7 +251,9 @@ func (s *server) startAttempt() {
 		s.joinTimer.Stop()
 	}
 	base := 0
+	s.bases = map[int]int{}
 	for i, n := range nodes {
+		s.bases[n] = base
 		s.joined[n].send(msg("go", "attempt", s.attempt, "world", s.world, "base", base, "nnodes", s.nnodes,
 			"kvs", s.kvsName), true)
 		base += nprocs[i]
@@ -350,8 +363,20 @@ func (s *server) onPMI(p *peerConn, m message) {
 	case "finalize":
 		reply("finalize_ack", "rc", 0)
 	case "abort":
-		if p.rank >= 0 && s.aborts != nil {
-			s.aborts[p.rank] = strings.TrimSpace(m.args["message"])
+		// MPI_Abort: MPICH sends this and carries on, leaving the kill to the process manager.
+		// The rank's own launcher reports it as that rank's failure, with its pid and log.
+		if p.rank < 0 || !s.running || s.stopped {
+			return
+		}
+		s.aborts[p.rank] = strings.TrimSpace(m.args["message"])
+		node := -1
+		for n, b := range s.bases {
+			if j := s.joined[n]; j != nil && p.rank >= b && p.rank < b+j.rank {
+				node = n
+			}
+		}
+		if node >= 0 {
+			s.joined[node].send(msg("aborted", "attempt", s.attempt, "rank", p.rank, "exitcode", m.args["exitcode"]), true)
 		}
 	default:
 		reply(m.cmd+"_result", "rc", -1, "msg", "unsupported_by_goaccel_launch")

@@ -64,23 +64,7 @@ func (t *shmTracker) watch() {
 func (t *shmTracker) cleanup() []string {
 	close(t.stop)
 	<-t.done
-	inUse := map[string]bool{}
-	procs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, p := range procs {
-		pid, err := strconv.Atoi(filepath.Base(p))
-		if err != nil {
-			continue
-		}
-		for path := range mappedShm(pid) {
-			inUse[path] = true
-		}
-		fds, _ := filepath.Glob(filepath.Join(p, "fd", "*"))
-		for _, fd := range fds {
-			if target, err := os.Readlink(fd); err == nil && strings.HasPrefix(target, shmDir+"/") {
-				inUse[target] = true
-			}
-		}
-	}
+	inUse := shmInUse()
 	candidates := map[string]bool{}
 	for path := range t.seen {
 		candidates[path] = true
@@ -101,6 +85,28 @@ func (t *shmTracker) cleanup() []string {
 		}
 	}
 	return removed
+}
+
+// shmInUse lists the files under /dev/shm that a live process maps or holds open.
+func shmInUse() map[string]bool {
+	inUse := map[string]bool{}
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		pid, err := strconv.Atoi(filepath.Base(p))
+		if err != nil {
+			continue
+		}
+		for path := range mappedShm(pid) {
+			inUse[path] = true
+		}
+		fds, _ := filepath.Glob(filepath.Join(p, "fd", "*"))
+		for _, fd := range fds {
+			if target, err := os.Readlink(fd); err == nil && strings.HasPrefix(target, shmDir+"/") {
+				inUse[target] = true
+			}
+		}
+	}
+	return inUse
 }
 
 // mappedShm lists the files under /dev/shm that process pid maps (not yet unlinked).

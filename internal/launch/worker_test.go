@@ -6,9 +6,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/goaccel/goaccel/internal/mpi"
 )
 
 // The test binary is also the worker and, for the command-line tests, the launcher:
@@ -35,7 +38,7 @@ func TestMain(m *testing.M) {
 var envKeys = []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
 	"MASTER_ADDR", "MASTER_PORT", "GOACCEL_DEVICES", "GOMAXPROCS", "OMP_NUM_THREADS", "PMI_PORT", "PMI_ID",
 	"PMI_SIZE", "MPI_LOCALRANKID", "MPIR_CVAR_BCAST_POSIX_INTRA_ALGORITHM", "GOACCEL_RESTART_COUNT",
-	"CUDA_VISIBLE_DEVICES"}
+	"CUDA_VISIBLE_DEVICES", "GOACCEL_CPUS"}
 
 // testWorker is one rank of a test job. Modes:
 //
@@ -43,6 +46,7 @@ var envKeys = []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "
 //	exit3     rank $FAIL_RANK exits 3 after 200 ms; the others sleep (until stopped)
 //	sleep     write DIR/pid_RANK and sleep; rank $STUBBORN_RANK ignores SIGTERM
 //	shm       map one file under /dev/shm, leave another, write DIR/pid_RANK and sleep
+//	gompi     internal/mpi: all-reduce rank+1, barrier, check, mpi.Exit(0)
 //	failonce  rank 1 exits 7 unless DIR/marker exists (it creates it); then all exit 0
 func testWorker(mode string) int {
 	dir := os.Getenv(dirVar)
@@ -56,6 +60,13 @@ func testWorker(mode string) int {
 			return 10
 		}
 		defer f.Close()
+		if status, err := os.ReadFile("/proc/self/status"); err == nil {
+			for _, line := range strings.Split(string(status), "\n") {
+				if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+					fmt.Fprintf(f, "allowed_cpus=%s\n", strings.TrimSpace(v))
+				}
+			}
+		}
 		for _, k := range envKeys {
 			v, ok := os.LookupEnv(k)
 			if !ok {
@@ -98,6 +109,32 @@ func testWorker(mode string) int {
 		}
 		time.Sleep(60 * time.Second)
 		return 0
+	case "gompi":
+		lib, err := mpi.Find()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 20
+		}
+		comm, err := mpi.Init(lib)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 21
+		}
+		buf := []float64{float64(comm.Rank() + 1)}
+		if err := comm.AllreduceFloat64(buf, mpi.Sum); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			mpi.Exit(22)
+		}
+		if err := comm.Barrier(30 * time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			mpi.Exit(23)
+		}
+		n := comm.Size()
+		fmt.Printf("go rank %d of %d (%s): allreduce %g\n", comm.Rank(), n, lib.ABI, buf[0])
+		if buf[0] != float64(n*(n+1)/2) || strconv.Itoa(comm.Rank()) != rank || strconv.Itoa(n) != os.Getenv("WORLD_SIZE") {
+			mpi.Exit(24)
+		}
+		mpi.Exit(0)
 	case "failonce":
 		marker := filepath.Join(dir, "marker")
 		if rank == "1" {

@@ -67,7 +67,9 @@ func childBench(c *Comm) int {
 	}
 	cases := []benchCase{
 		{"4 MB, 100 tensors of 40 KB (all fused)", many},
-		{"44 MB, an MLP's 8 gradients", []int{4096 * 2048, 2048, 2048 * 1024, 1024, 1024 * 512, 512, 512 * 10, 10}},
+		// internal/bench/mlp's defaults: 512 inputs, 4 hidden layers of 1024, 10 outputs.
+		{"14 MB, internal/bench/mlp's 10 gradients", []int{512 * 1024, 1024, 1024 * 1024, 1024, 1024 * 1024, 1024, 1024 * 1024, 1024, 1024 * 10, 10}},
+		{"44 MB, a wider MLP's 8 gradients", []int{4096 * 2048, 2048, 2048 * 1024, 1024, 1024 * 512, 512, 512 * 10, 10}},
 	}
 	if os.Getenv("GOACCEL_MPI_BENCH_BIG") != "" {
 		cases = append(cases, benchCase{"440 MB, 110M floats in 4 tensors", []int{50e6, 50e6, 10e6 - 1000, 1000}})
@@ -92,7 +94,7 @@ func childBench(c *Comm) int {
 			t1 := time.Now()
 			k.check("barrier", c.Barrier(0))
 			t2 := time.Now()
-			k.check("raw", c.rawAllreduceFloat32(flat))
+			k.check("raw", c.AllreduceRaw(flat))
 			t3 := time.Now()
 			k.check("barrier", c.Barrier(0))
 			t4 := time.Now()

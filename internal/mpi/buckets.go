@@ -8,6 +8,7 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -26,7 +27,9 @@ const DefaultBucketBytes = 25 << 20
 // full buffer, so that a model of many small variables does not pay MPI's per-call latency for
 // each. A tensor of at least DirectBytes (or bucketBytes, when that is smaller) is reduced in
 // place on its own: its transfer already dwarfs the latency, and fusing it would only add two
-// copies. bucketBytes <= 0 means DefaultBucketBytes.
+// copies. Up to 8 of these all-reduces are in flight at once. bucketBytes <= 0 means
+// DefaultBucketBytes; the fusion buffer (kept for the next call) holds two buckets, or all the
+// small tensors when they take less.
 //
 // The result equals AllreduceFloat32(t, Sum) on each tensor (then, with mean, t[i] /=
 // float32(Size())) bit for bit whenever the MPI library adds each element's contributions in an
@@ -54,60 +57,120 @@ func (c *Comm) AllreduceFused(tensors [][]float32, mean bool, bucketBytes int) e
 	}
 	n := float32(c.size)
 	return c.collective("allreduce-fused", 0, func(r *round) error {
-		var fused []float32 // the bucket buffer, allocated at first use
+		q := &inFlight{r: r}
+		var buf []float32 // fusion buffer: room for two buckets, or for all the small tensors
+		if small > 0 {
+			buf = c.fusionBuffer(min(small, 2*bucket))
+			r.pin.Pin(&buf[0])
+		}
+		off, filled, placed, nb := 0, 0, 0, 0 // current bucket: buf[off:off+filled]
 		var members [][]float32
-		filled, nb := 0, 0
-		flush := func() error {
+		postBucket := func() error {
 			if filled == 0 {
 				return nil
 			}
 			nb++
-			what := fmt.Sprintf(" (bucket %d: %d tensors, %d bytes)", nb, len(members), filled*4)
-			if err := r.allreduce(what, unsafe.Pointer(&fused[0]), filled, 4, C.GS_FLOAT, Sum); err != nil {
-				return err
-			}
-			off := 0
-			for _, t := range members {
-				src := fused[off : off+len(t)]
-				if mean {
-					divide(t, src, n)
-				} else {
-					copy(t, src)
+			fused, ms := buf[off:off+filled], members
+			what := fmt.Sprintf("bucket %d: %d tensors, %d bytes", nb, len(ms), filled*4)
+			err := q.post(what, unsafe.Pointer(&fused[0]), filled, func() {
+				for _, t := range ms {
+					if mean {
+						divide(t, fused[:len(t)], n)
+					} else {
+						copy(t, fused)
+					}
+					fused = fused[len(t):]
 				}
-				off += len(t)
-			}
-			members, filled = members[:0], 0
-			return nil
+			})
+			off, filled, members = off+filled, 0, nil
+			return err
 		}
 		for i, t := range tensors {
 			switch {
 			case len(t) == 0:
 			case len(t) >= limit:
 				r.pin.Pin(&t[0])
-				what := fmt.Sprintf(" (tensor %d: %d bytes)", i, len(t)*4)
-				if err := r.allreduce(what, unsafe.Pointer(&t[0]), len(t), 4, C.GS_FLOAT, Sum); err != nil {
-					return err
-				}
-				if mean {
-					divide(t, t, n)
-				}
-			default:
-				if filled+len(t) > bucket {
-					if err := flush(); err != nil {
+				for lo := 0; lo < len(t); lo += maxCount {
+					part := t[lo:min(lo+maxCount, len(t))]
+					what := fmt.Sprintf("tensor %d: %d bytes", i, len(t)*4)
+					err := q.post(what, unsafe.Pointer(&part[0]), len(part), func() {
+						if mean {
+							divide(part, part, n)
+						}
+					})
+					if err != nil {
 						return err
 					}
 				}
-				if fused == nil {
-					fused = c.fusionBuffer(min(bucket, small))
-					r.pin.Pin(&fused[0])
+			default:
+				if filled+len(t) > bucket {
+					if err := postBucket(); err != nil {
+						return err
+					}
 				}
-				copy(fused[filled:], t)
+				if filled == 0 && off+min(bucket, small-placed) > len(buf) {
+					// No room for the next bucket: the ones in flight must finish first.
+					if err := q.wait(); err != nil {
+						return err
+					}
+					off = 0
+				}
+				copy(buf[off+filled:], t)
 				filled += len(t)
+				placed += len(t)
 				members = append(members, t)
 			}
 		}
-		return flush()
+		if err := postBucket(); err != nil {
+			return err
+		}
+		return q.wait()
 	})
+}
+
+// maxInFlight is the most all-reduces AllreduceFused keeps posted at once. Measured on the
+// internal/bench/mlp gradients (2 ranks on 2 loaded cores, medians of 21 rounds): one at a time
+// took 1.3-1.6x the time of one MPI_Allreduce of the same bytes, 8 in flight 1.1x, fusing them
+// all into one bucket 1.8-2.2x.
+const maxInFlight = 8
+
+// inFlight is the list of AllreduceFused's posted all-reduces (sum, in place, float32).
+type inFlight struct {
+	r     *round
+	reqs  []C.gs_handle
+	whats []string
+	done  []func()
+}
+
+// post starts an all-reduce of n floats at p; done runs once it completed. When maxInFlight
+// are posted, it waits for them all.
+func (q *inFlight) post(what string, p unsafe.Pointer, n int, done func()) error {
+	var req C.gs_handle
+	if rc := C.gs_iallreduce(nil, p, C.int(n), C.GS_FLOAT, C.GS_SUM, q.r.c.comm, &req); rc != 0 {
+		return q.r.c.mpiErr(q.r.op+" ("+what+")", "MPI_Iallreduce", rc)
+	}
+	q.reqs = append(q.reqs, req)
+	q.whats = append(q.whats, what)
+	q.done = append(q.done, done)
+	if len(q.reqs) >= maxInFlight {
+		return q.wait()
+	}
+	return nil
+}
+
+// wait waits for every posted all-reduce and runs their done functions.
+func (q *inFlight) wait() error {
+	if len(q.reqs) == 0 {
+		return nil
+	}
+	if err := q.r.wait(" ("+strings.Join(q.whats, ", ")+")", q.reqs, "MPI_Iallreduce"); err != nil {
+		return err
+	}
+	for _, f := range q.done {
+		f()
+	}
+	q.reqs, q.whats, q.done = q.reqs[:0], q.whats[:0], q.done[:0]
+	return nil
 }
 
 // divide sets dst[i] = src[i] / n, on several goroutines when the slices are large: on a machine

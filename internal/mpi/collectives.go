@@ -376,9 +376,10 @@ func (c *Comm) Barrier(timeout time.Duration) error {
 	})
 }
 
-// rawAllreduceFloat32 is one blocking MPI_Allreduce (sum, in place) with none of the package's
-// machinery: the benchmark's reference.
-func (c *Comm) rawAllreduceFloat32(buf []float32) error {
+// AllreduceRaw is one blocking MPI_Allreduce (sum, in place) with none of the package's
+// machinery (no timeout, no buckets, no arrival messages): the reference that benchmarks
+// compare AllreduceFused with. Not for training code: a missing rank makes it wait forever.
+func (c *Comm) AllreduceRaw(buf []float32) error {
 	return c.do(func() error {
 		if rc := C.gs_allreduce(nil, unsafe.Pointer(&buf[0]), C.int(len(buf)), C.GS_FLOAT, C.GS_SUM, c.comm); rc != 0 {
 			return c.mpiErr("allreduce (raw)", "MPI_Allreduce", rc)

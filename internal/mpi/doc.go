@@ -15,12 +15,13 @@
 //
 // # Libraries
 //
-// Find prefers the MPI-5 standard ABI (libmpi_abi.so.1, shipped by MPICH >= 4.3 and by the
-// mpich wheel that `make deps` installs into .deps/mpich), then MPICH's own ABI (libmpi.so.12:
+// Find prefers the MPI-5 standard ABI (libmpi_abi.so.1, shipped by recent MPICH such as the
+// mpich 5.0.2 wheel that `make deps` installs into .deps/mpich), then MPICH's own ABI (libmpi.so.12:
 // MPICH, Intel MPI, MVAPICH) and Open MPI's (libmpi.so.40). All three are supported by the C
 // shim; only the handle constants and types differ. On a cluster set GOACCEL_MPI_LIB to the
 // libmpi of the mpiexec/srun that starts the job: a library that does not match its launcher
-// sees every rank as a job of size 1, which Init reports as an error.
+// either fails inside MPI_Init (MPICH under Open MPI's launcher: "unsupported PMI version PMIx")
+// or sees every rank as a job of size 1, which Init reports as an error.
 //
 // # Threads
 //

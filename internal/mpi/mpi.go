@@ -229,13 +229,19 @@ func (c *Comm) SetTimeout(d time.Duration) {
 }
 
 // Finalize ends MPI (MPI_Finalize). No MPI call may follow, and MPI cannot be initialized
-// again. A process that used MPI should end with Exit rather than return from main (see Exit).
+// again. After a failed or timed-out collective it does nothing and returns an error: the
+// missing rank would keep MPI_Finalize waiting; Exit then aborts the job. A process that used MPI should end with Exit rather than return from main (see Exit).
 func (c *Comm) Finalize() error {
 	return c.do(func() error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.finalized {
 			return nil
+		}
+		if c.broken != nil {
+			// MPI_Finalize would wait for the rank that never came: leave MPI to Exit, which
+			// aborts the job.
+			return fmt.Errorf("mpi: finalize: skipped after a failed collective (%v); end the process with mpi.Exit, which aborts the job", c.broken)
 		}
 		c.finalized = true
 		if rc := C.gs_finalize(); rc != 0 {

@@ -32,12 +32,10 @@ func (e *Encoded) Tensors() []*tensors.Tensor {
 }
 
 // WithBuckets returns a copy of the tokenizer that pads each batch to the smallest of the
-// given lengths that holds its longest text (MaxLen is always the last bucket), instead of
-// always padding to MaxLen: short batches cost less, and only a few shapes get compiled.
-//
-// Caveat: with several devices every shard of a step must have the same shape; pad
-// per-device batches to one common length (leave buckets off) unless the loader collates
-// the whole global batch at once.
+// given lengths that holds its longest text (MaxLen is always the last bucket; see
+// data.BucketLength), instead of always padding to MaxLen: short batches cost less, and only a
+// few shapes get compiled. It works on any number of devices: the data loaders collate a
+// global batch at once, so all its devices' batches get the bucket of its longest text.
 func (t *Tokenizer) WithBuckets(lengths ...int) (*Tokenizer, error) {
 	buckets := slices.Clone(lengths)
 	slices.Sort(buckets)
@@ -65,11 +63,8 @@ func (t *Tokenizer) EncodeBatch(texts []string) *Encoded {
 		longest = max(longest, len(encoded[i]))
 	}
 	seqLen := t.maxLen
-	for _, b := range t.buckets {
-		if b >= longest {
-			seqLen = b
-			break
-		}
+	if len(t.buckets) > 0 {
+		seqLen = data.BucketLength(longest, t.buckets)
 	}
 	e := &Encoded{
 		Batch: len(texts), Len: seqLen,
@@ -78,11 +73,7 @@ func (t *Tokenizer) EncodeBatch(texts []string) *Encoded {
 		TokenTypeIDs:  make([]int32, len(texts)*seqLen),
 	}
 	for i, ids := range encoded {
-		row := e.InputIDs[i*seqLen : (i+1)*seqLen]
-		copy(row, ids)
-		for j := len(ids); j < seqLen; j++ {
-			row[j] = t.pad
-		}
+		copy(e.InputIDs[i*seqLen:(i+1)*seqLen], data.PadTo(ids, seqLen, t.pad))
 		mask := e.AttentionMask[i*seqLen : (i+1)*seqLen]
 		for j := range ids {
 			mask[j] = 1

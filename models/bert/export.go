@@ -56,7 +56,7 @@ func SavePretrained(dir string, c *Classifier, tok *Tokenizer) error {
 		return fmt.Errorf("bert: SavePretrained: encoding config: %w", err)
 	}
 	if err := fsutil.WriteFileAtomic(filepath.Join(dir, "config.json"), append(cfgJSON, '\n')); err != nil {
-		return fmt.Errorf("bert: %w", err)
+		return fmt.Errorf("bert: SavePretrained: %w", err)
 	}
 	if tok != nil {
 		if err := tok.WriteVocab(filepath.Join(dir, "vocab.txt")); err != nil {
@@ -73,7 +73,7 @@ func SavePretrained(dir string, c *Classifier, tok *Tokenizer) error {
 			return fmt.Errorf("bert: SavePretrained: encoding tokenizer config: %w", err)
 		}
 		if err := fsutil.WriteFileAtomic(filepath.Join(dir, "tokenizer_config.json"), append(tokCfg, '\n')); err != nil {
-			return fmt.Errorf("bert: %w", err)
+			return fmt.Errorf("bert: SavePretrained: %w", err)
 		}
 	}
 	// transformers wants the metadata {"format": "pt"} to accept a safetensors file.
@@ -82,7 +82,7 @@ func SavePretrained(dir string, c *Classifier, tok *Tokenizer) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("bert: %w", err)
+		return fmt.Errorf("bert: SavePretrained: %w", err)
 	}
 	return nil
 }

@@ -3,11 +3,10 @@ package bert
 import (
 	"math"
 	"os"
-	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/gomlx/compute"
 	_ "github.com/gomlx/compute/gobackend"
 	"github.com/gomlx/go-xla/compute/xla"
@@ -32,10 +31,7 @@ func mustGoBackend(t testing.TB) compute.Backend {
 }
 
 // xlaPluginPath is the project-local XLA CPU PJRT plugin installed by `make deps`.
-func xlaPluginPath() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", ".deps", "pjrt-cpu", "lammps_jax_pjrt_cpu", "pjrt_c_api_cpu_plugin.so")
-}
+func xlaPluginPath() string { return testutil.LocalCPUPlugin() }
 
 // xlaBackend returns the XLA CPU backend, created once per test binary.
 var xlaBackend = sync.OnceValues(func() (compute.Backend, error) {

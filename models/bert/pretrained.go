@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/checkpoint/safetensors"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -45,6 +46,9 @@ const DefaultMaxLen = 128
 // configuration this package cannot build, missing tensors, tensors whose shape differs
 // from the config, extra encoder tensors (another architecture, more layers), a vocabulary
 // whose size differs from the word embeddings, and MaxLen above max_position_embeddings.
+// The tensors are then read and set by checkpoint.ImportWeights, file by file: of a sharded
+// model, a file that fails to read or does not fit store's existing variables leaves the
+// files before it loaded.
 func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifier, *Tokenizer, error) {
 	if info, err := os.Stat(dir); err != nil {
 		return nil, nil, fmt.Errorf("bert: model folder: %w", err)
@@ -71,7 +75,7 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 	if err != nil {
 		return nil, nil, err
 	}
-	values, err := readEncoderWeights(dir, cfg)
+	files, err := checkEncoderWeights(dir, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,8 +86,10 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 	if store == nil {
 		store = model.NewStore()
 	}
-	if err := setVariables(store, values); err != nil {
-		return nil, nil, err
+	for _, path := range files {
+		if _, err := checkpoint.ImportWeights(path, store, encoderVarPath, toFloat32); err != nil {
+			return nil, nil, err // names the file, tensor and variable
+		}
 	}
 	clf, err := NewClassifier(cfg, store)
 	if err != nil {
@@ -92,31 +98,19 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 	return clf, tok, nil
 }
 
-// namedValues holds tensors by variable path, in a fixed order.
-type namedValues struct {
-	paths  []string
-	values map[string]*tensors.Tensor
+// encoderVarPath maps a tensor name of a checked weights file to its variable path (see
+// VarPath); ok is false for the tensors that are not loaded (see ignoredTensor).
+func encoderVarPath(name string) (string, bool) {
+	name = canonicalHFName(name)
+	if ignoredTensor(name) {
+		return "", false
+	}
+	return VarPath(name)
 }
 
-// setVariables writes the tensors into store, creating or overwriting the variables.
-func setVariables(store *model.Store, nv *namedValues) error {
-	for _, path := range nv.paths {
-		t := nv.values[path]
-		if v := store.GetVariable(path); v != nil {
-			if !v.Shape().Equal(t.Shape()) {
-				return fmt.Errorf("bert: store already has variable %s with shape %s, the checkpoint has %s",
-					path, v.Shape(), t.Shape())
-			}
-			if err := v.SetValue(t); err != nil {
-				return fmt.Errorf("bert: setting variable %s: %w", path, err)
-			}
-			continue
-		}
-		if _, err := store.CreateVariable(path, t); err != nil {
-			return fmt.Errorf("bert: creating variable %s: %w", path, err)
-		}
-	}
-	return nil
+// toFloat32 converts F16, BF16 and F64 weights to the float32 variables of the model.
+func toFloat32(name string, t *tensors.Tensor) (*tensors.Tensor, error) {
+	return safetensors.ConvertFloat(t, dtypes.Float32)
 }
 
 // weightsFiles returns the safetensors files of a model folder, or an error saying why there
@@ -160,8 +154,9 @@ func weightsFiles(dir string) ([]string, error) {
 	return nil, fmt.Errorf("bert: model folder %s has no weights file (model.safetensors)", dir)
 }
 
-// readEncoderWeights reads and checks the encoder tensors of a model folder against cfg.
-func readEncoderWeights(dir string, cfg Config) (*namedValues, error) {
+// checkEncoderWeights checks the encoder tensors of a model folder against cfg, reading only
+// the files' headers, and returns the weights files.
+func checkEncoderWeights(dir string, cfg Config) ([]string, error) {
 	files, err := weightsFiles(dir)
 	if err != nil {
 		return nil, err
@@ -180,10 +175,11 @@ func readEncoderWeights(dir string, cfg Config) (*namedValues, error) {
 		}
 	}()
 	for _, path := range files {
-		// Only the headers are read here; each tensor is read below once everything checks out.
+		// Only the headers are read here; LoadPretrained reads the tensors once everything
+		// checks out.
 		st, err := safetensors.Open(path)
 		if err != nil {
-			return nil, fmt.Errorf("bert: weights: %w", err)
+			return nil, err // "safetensors: ... (file path)"
 		}
 		opened = append(opened, st)
 		for _, info := range st.Header().Tensors {
@@ -212,6 +208,12 @@ func readEncoderWeights(dir string, cfg Config) (*namedValues, error) {
 		if !slices.Equal(src.info.Dims, spec.Dims) {
 			problems = append(problems, fmt.Sprintf("%s has shape %v, config wants %v", src.stName, src.info.Dims, spec.Dims))
 		}
+		switch src.info.DType {
+		case dtypes.Float32, dtypes.Float16, dtypes.BFloat16, dtypes.Float64:
+		default:
+			dtype, _ := safetensors.DTypeName(src.info.DType)
+			problems = append(problems, fmt.Sprintf("%s has dtype %s, want a float type (F32, F16, BF16, F64)", src.stName, dtype))
+		}
 	}
 	for name, src := range found {
 		if !expectedSet[name] {
@@ -235,46 +237,7 @@ func readEncoderWeights(dir string, cfg Config) (*namedValues, error) {
 			strings.Join(files, ", "), filepath.Join(dir, "config.json"), strings.Join(msgs, "; "))
 	}
 
-	nv := &namedValues{values: make(map[string]*tensors.Tensor, len(expected))}
-	for _, spec := range expected {
-		src := found[spec.Name]
-		t, err := readFloat32(src.file, src.stName)
-		if err != nil {
-			for _, t := range nv.values {
-				_ = t.FinalizeAll()
-			}
-			return nil, err
-		}
-		path, _ := VarPath(spec.Name)
-		nv.paths = append(nv.paths, path)
-		nv.values[path] = t
-	}
-	return nv, nil
-}
-
-// readFloat32 reads one tensor of a weights file as float32, converting F16, BF16 and F64.
-func readFloat32(f *safetensors.File, name string) (*tensors.Tensor, error) {
-	info, _ := f.Lookup(name)
-	switch info.DType {
-	case dtypes.Float32, dtypes.Float16, dtypes.BFloat16, dtypes.Float64:
-	default:
-		dtype, _ := safetensors.DTypeName(info.DType)
-		return nil, fmt.Errorf("bert: %s: tensor %q has dtype %s, want a float type (F32, F16, BF16, F64)",
-			f.Path(), name, dtype)
-	}
-	t, err := f.Read(name)
-	if err != nil {
-		return nil, fmt.Errorf("bert: %w", err)
-	}
-	t32, err := safetensors.ConvertFloat(t, dtypes.Float32)
-	if err != nil {
-		_ = t.FinalizeAll()
-		return nil, fmt.Errorf("bert: %s: tensor %q: %w", f.Path(), name, err)
-	}
-	if t32 != t {
-		_ = t.FinalizeAll() // Hold only the float32 copy.
-	}
-	return t32, nil
+	return files, nil
 }
 
 // ignoredTensor reports whether a checkpoint tensor (canonical name) is deliberately not

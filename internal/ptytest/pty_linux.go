@@ -1,4 +1,6 @@
-package trainer
+// Package ptytest opens pseudo-terminals for tests that check what a program shows on a
+// terminal (progress bars) as opposed to a pipe or a file (plain lines).
+package ptytest
 
 import (
 	"fmt"
@@ -7,8 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openPTY opens a pseudo-terminal pair (master, slave) with the Linux /dev/ptmx interface.
-func openPTY() (*os.File, *os.File, error) {
+// Open opens a pseudo-terminal pair (master, slave) with the Linux /dev/ptmx interface: a
+// test writes a program's output to slave, which is a terminal, and reads the screen from
+// master.
+func Open() (*os.File, *os.File, error) {
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, nil, err

@@ -1,0 +1,227 @@
+package accelerator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goaccel/goaccel/internal/launch"
+	"github.com/goaccel/goaccel/internal/mpi"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// The tests in this file run the test binary itself as the ranks of a real job: goaccel
+// launch's library starts it several times, MPI connects the ranks, and TestMain sends each
+// rank to workerMain instead of the tests.
+
+const (
+	workerRole   = "GOACCEL_TEST_WORKER"        // which worker body a rank runs
+	workerOut    = "GOACCEL_TEST_OUT"           // the folder ranks write their results to
+	workerPlugin = "GOACCEL_TEST_PLUGIN"        // the XLA CPU plugin
+	workerDelay  = "GOACCEL_TEST_BARRIER_DELAY" // the "barrier" worker: how long rank 1 stays away
+)
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(workerRole); role != "" {
+		code := 0
+		if err := workerMain(role); err != nil {
+			fmt.Println("worker error:", err)
+			code = 3
+		}
+		Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// workerResult is what a rank of the "train" worker writes.
+type workerResult struct {
+	Rank, Processes, Devices int
+	Adam, SGD                []float64
+	AdamParams, SGDParams    map[string][]float32
+	EvalIndices              []int
+	EvalValues               []float64
+	Reduced                  float64
+}
+
+// workerMain is the body of one rank.
+func workerMain(role string) error {
+	a, err := New(Config{Backend: os.Getenv(workerPlugin), Quiet: true, Seed: 7}) // Timeout: $GOACCEL_TIMEOUT
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	switch role {
+	case "train":
+		res := workerResult{Rank: a.ProcessIndex(), Processes: a.NumProcesses(), Devices: a.NumDevices()}
+		if res.Adam, res.AdamParams, err = toyRun(a, optimizer.Adam().LearningRate(0.01).Done(), 30); err != nil {
+			return err
+		}
+		if res.SGD, res.SGDParams, err = toyRun(a, sgd(0.5), 5); err != nil {
+			return err
+		}
+		x, y := toyData(10)
+		job, err := a.Prepare(model.NewStore(), optimizer.Adam().Done(), nil)
+		if err != nil {
+			return err
+		}
+		g, err := job.Evaluate(&fixedSource{x: x, y: y, batch: 2}, job.EvalStep(func(s *model.Scope, b GraphBatch) []*Node {
+			return []*Node{Reshape(Slice(b.Inputs[0], AxisRange(), AxisElem(0)), -1)}
+		}))
+		if err != nil {
+			return err
+		}
+		res.EvalIndices = g.Indices
+		if res.EvalValues, err = g.Floats(0); err != nil {
+			return err
+		}
+		if res.Reduced, err = a.Reduce(float64(a.ProcessIndex()+1), OpSum); err != nil {
+			return err
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(os.Getenv(workerOut), fmt.Sprintf("rank_%d.json", a.ProcessIndex())), b, 0o644)
+	case "bench":
+		return benchWorker(a)
+	case "barrier":
+		if a.ProcessIndex() == 1 {
+			d, _ := time.ParseDuration(os.Getenv(workerDelay))
+			time.Sleep(d)
+		}
+		return a.WaitForEveryone()
+	}
+	return fmt.Errorf("unknown worker role %q", role)
+}
+
+// needMPI skips (loudly) without an MPI library, and fails under CI, where make deps installs it.
+func needMPI(t *testing.T) {
+	t.Helper()
+	if _, err := findMPI(); err != nil {
+		msg := "SKIPPING multi-process test: MPI not installed (run `make deps`): " + err.Error()
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI is set but " + msg)
+		}
+		t.Skip(msg)
+	}
+}
+
+// launchWorkers runs this test binary as nproc ranks of the given worker role, the CPU devices
+// (total) split between them by the launcher, and returns the launcher's error and output.
+func launchWorkers(t testing.TB, role string, nproc, total int, env ...string) (error, string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	err = launch.Run(ctx, launch.Config{
+		Program: exe, Args: []string{"-test.run=^$"}, NprocPerNode: nproc, LogDir: t.TempDir(), Tee: 3,
+		Env: append(os.Environ(), append(env, workerRole+"="+role, workerPlugin+"="+cpuPlugin(t),
+			fmt.Sprintf("GOACCEL_DEVICES=%d", total))...),
+		Stdout: &out, Stderr: &out,
+	})
+	return err, out.String()
+}
+
+// TestEquivalenceOverMPI is the multi-process promise with real processes and MPI: 2
+// processes x 2 XLA CPU devices and 4 x 1 train the toy model to the losses and variables of
+// 1 process x 1 device (30 Adam steps, 5 SGD steps: summing instead of averaging would double
+// SGD's step), every process ends with identical variables, evaluation of 10 examples at
+// per-device batch 2 gathers exactly those 10 in order on every process, and Reduce sums.
+func TestEquivalenceOverMPI(t *testing.T) {
+	needMPI(t)
+	ref := newXLA(t, 1)
+	refAdam, refAdamParams := trainToy(t, ref, optimizer.Adam().LearningRate(0.01).Done(), 30)
+	refSGD, refSGDParams := trainToy(t, ref, sgd(0.5), 5)
+	for _, layout := range []struct{ procs, devices int }{{2, 2}, {4, 1}} {
+		t.Run(fmt.Sprintf("%dx%d", layout.procs, layout.devices), func(t *testing.T) {
+			dir := t.TempDir()
+			start := time.Now()
+			err, out := launchWorkers(t, "train", layout.procs, layout.procs*layout.devices, workerOut+"="+dir, "GOACCEL_TIMEOUT=3m")
+			if err != nil {
+				t.Fatalf("launch: %v\n%s", err, out)
+			}
+			t.Logf("%d processes x %d devices ran in %s", layout.procs, layout.devices, time.Since(start).Round(time.Millisecond))
+			var rank0 workerResult
+			for r := range layout.procs {
+				b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("rank_%d.json", r)))
+				if err != nil {
+					t.Fatalf("rank %d wrote no result: %v\n%s", r, err, out)
+				}
+				var res workerResult
+				if err := json.Unmarshal(b, &res); err != nil {
+					t.Fatal(err)
+				}
+				if r == 0 {
+					rank0 = res
+				}
+				if res.Processes != layout.procs || res.Devices != layout.devices {
+					t.Errorf("rank %d ran as %d processes x %d devices, want %dx%d", r, res.Processes, res.Devices, layout.procs, layout.devices)
+				}
+				worstLoss, worstParam := 0.0, 0.0
+				for _, c := range []struct {
+					got, want             []float64
+					gotParams, wantParams map[string][]float32
+				}{{res.Adam, refAdam, res.AdamParams, refAdamParams}, {res.SGD, refSGD, res.SGDParams, refSGDParams}} {
+					for i := range c.want {
+						worstLoss = max(worstLoss, abs(c.got[i]-c.want[i]))
+					}
+					for name, p := range c.wantParams {
+						worstParam = max(worstParam, maxDiff(c.gotParams[name], p))
+					}
+				}
+				if worstLoss > equivTol || worstParam > equivTol {
+					t.Errorf("rank %d: max |loss diff| %g, max |param diff| %g from 1 process x 1 device (tolerance %g)",
+						r, worstLoss, worstParam, equivTol)
+				}
+				for name, p := range res.AdamParams {
+					if d := maxDiff(p, rank0.AdamParams[name]); d != 0 {
+						t.Errorf("rank %d's %s differs from rank 0's by %g", r, name, d)
+					}
+				}
+				if !slices.Equal(res.EvalIndices, seqInts(10)) {
+					t.Errorf("rank %d gathered %v, want the 10 examples once each, in order", r, res.EvalIndices)
+				}
+				if want := float64(layout.procs * (layout.procs + 1) / 2); res.Reduced != want {
+					t.Errorf("rank %d: Reduce(rank+1, OpSum) = %g, want %g", r, res.Reduced, want)
+				}
+				t.Logf("rank %d: max |loss diff| %.2g, max |param diff| %.2g from 1x1", r, worstLoss, worstParam)
+			}
+		})
+	}
+}
+
+// TestBarrierTimeoutNamesTheMissingRank: a rank that never reaches WaitForEveryone makes the
+// others fail after the timeout with an error that names it, instead of hanging.
+func TestBarrierTimeoutNamesTheMissingRank(t *testing.T) {
+	needMPI(t)
+	start := time.Now()
+	err, out := launchWorkers(t, "barrier", 2, 2, "GOACCEL_TIMEOUT=3s", workerDelay+"=60s")
+	if err == nil {
+		t.Fatalf("the job succeeded; want rank 0 to fail at the barrier\n%s", out)
+	}
+	if d := time.Since(start); d > 45*time.Second {
+		t.Errorf("the job took %s to fail; the timeout is 3 s", d)
+	}
+	if !strings.Contains(out, "WaitForEveryone") || !strings.Contains(out, "rank 1 never arrived") {
+		t.Errorf("rank 0's error does not name the barrier and rank 1:\n%s", out)
+	}
+	t.Logf("launcher: %v", err)
+	t.Logf("output:\n%s", out)
+}
+
+func findMPI() (mpi.Library, error) { return mpi.Find() }
+
+func abs(x float64) float64 { return max(x, -x) }

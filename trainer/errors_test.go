@@ -1,0 +1,26 @@
+package trainer
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestErrorConvention: a wrapped error of another package reads `trainer: operation: detail`
+// with one package prefix, and still unwraps to the original.
+func TestErrorConvention(t *testing.T) {
+	inner := errors.New("accelerator: the loss is not a scalar")
+	err := wrapf(inner, "training step %d", 3)
+	if got := err.Error(); got != "trainer: training step 3: the loss is not a scalar" {
+		t.Errorf("got %q", got)
+	}
+	if !errors.Is(err, inner) {
+		t.Error("the wrapped error does not unwrap")
+	}
+	if strings.Count(wrapf(wrapf(inner, "a"), "b").Error(), "trainer:") != 1 {
+		t.Errorf("repeated prefix: %q", wrapf(wrapf(inner, "a"), "b"))
+	}
+	if wrapf(nil, "x") != nil {
+		t.Error("wrapf(nil) is not nil")
+	}
+}

@@ -1,0 +1,162 @@
+package trainer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/launch"
+	"github.com/goaccel/goaccel/internal/mpi"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// The test binary doubles as the ranks of a real job (see TestMain): GOACCEL_TRAINER_WORKER
+// sends a process to fitWorker.
+const (
+	fitWorkerEnv = "GOACCEL_TRAINER_WORKER" // the run directory of the worker's Fit
+	fitKillEnv   = "GOACCEL_TRAINER_KILL"   // "rank:step": that rank SIGKILLs itself after that update, in attempt 0
+	fitPlugin    = "GOACCEL_TRAINER_PLUGIN"
+)
+
+// fitWorker is one rank of a 2-epoch Fit of the toy model that checkpoints every 3 updates.
+// Rank 0 writes the final weights to RUN_DIR/final.json.
+func fitWorker(dir string) error {
+	acc, err := accelerator.New(accelerator.Config{Backend: os.Getenv(fitPlugin), Quiet: true, Seed: 7})
+	if err != nil {
+		return err
+	}
+	defer acc.Close()
+	killRank, killStep := -1, int64(-1)
+	if v := os.Getenv(fitKillEnv); v != "" && os.Getenv("TORCHELASTIC_RESTART_COUNT") == "0" {
+		if _, err := fmt.Sscanf(v, "%d:%d", &killRank, &killStep); err != nil {
+			return fmt.Errorf("bad %s=%q", fitKillEnv, v)
+		}
+	}
+	loader := func(n, offset int, shuffle bool) (*data.Loader[example], error) {
+		return data.NewLoader(toyExamples(n, offset), data.LoaderConfig[example]{
+			BatchSize: 4, Shuffle: shuffle, Seed: 3, Collate: collateToy})
+	}
+	train, err := loader(96, 0, true)
+	if err != nil {
+		return err
+	}
+	eval, err := loader(24, 1000, false)
+	if err != nil {
+		return err
+	}
+	store := model.NewStore()
+	tr, err := New(acc, store, optimizer.Adam().LearningRate(0.01).Done(), toyTask(16))
+	if err != nil {
+		return err
+	}
+	cfg := Config{OutputDir: dir, Epochs: 2, SaveEvery: 3, LearningRate: 0.01, Quiet: true}
+	cfg.Callbacks.OnStep = func(ev StepEvent) error {
+		if acc.ProcessIndex() == killRank && ev.Step == killStep {
+			return syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		return nil
+	}
+	if _, err := tr.Fit(train, eval, cfg); err != nil {
+		return err
+	}
+	if !acc.IsMainProcess() {
+		return nil
+	}
+	w := map[string][]float32{}
+	for v := range store.IterVariables() {
+		if v.Trainable {
+			t, err := v.Value()
+			if err != nil {
+				return err
+			}
+			if err := t.ConstFlatData(func(a any) { w[v.Path()] = append([]float32(nil), a.([]float32)...) }); err != nil {
+				return err
+			}
+		}
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "final.json"), b, 0o644)
+}
+
+// launchFit runs fitWorker as 2 ranks (1 XLA CPU device each) on dir.
+func launchFit(t *testing.T, dir string, restarts int, env ...string) (string, error) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	err = launch.Run(ctx, launch.Config{
+		Program: exe, Args: []string{"-test.run=^$"}, NprocPerNode: 2, MaxRestarts: restarts, LogDir: t.TempDir(), Tee: 3,
+		Env: append(os.Environ(), append(env, fitWorkerEnv+"="+dir, fitPlugin+"="+cpuPlugin(t), "GOACCEL_DEVICES=2",
+			"GOACCEL_TIMEOUT=3m")...),
+		Stdout: &out, Stderr: &out,
+	})
+	return out.String(), err
+}
+
+// TestRestartAfterKillEqualsUninterrupted: a 2-process Fit whose rank 1 is SIGKILLed after
+// update 7 is restarted by the launcher (--max_restarts 1), resumes from the checkpoint of
+// update 6 on both processes, completes, and ends with exactly the weights of an uninterrupted
+// 2-process run.
+func TestRestartAfterKillEqualsUninterrupted(t *testing.T) {
+	if _, err := mpi.Find(); err != nil {
+		msg := "SKIPPING multi-process test: MPI not installed (run `make deps`): " + err.Error()
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI is set but " + msg)
+		}
+		t.Skip(msg)
+	}
+	clean, killed := t.TempDir(), t.TempDir()
+	if out, err := launchFit(t, clean, 0); err != nil {
+		t.Fatalf("uninterrupted run: %v\n%s", err, out)
+	}
+	out, err := launchFit(t, killed, 1, fitKillEnv+"=1:7")
+	if err != nil {
+		t.Fatalf("killed and restarted run: %v\n%s", err, out)
+	}
+	if !bytes.Contains([]byte(out), []byte("rank 1")) || !bytes.Contains([]byte(out), []byte("signal: killed")) {
+		t.Errorf("the launcher did not report rank 1's kill:\n%s", out)
+	}
+	read := func(dir string) map[string][]float32 {
+		b, err := os.ReadFile(filepath.Join(dir, "final.json"))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		var w map[string][]float32
+		if err := json.Unmarshal(b, &w); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	if d, where := maxAbsDiff(read(killed), read(clean)); d != 0 {
+		t.Errorf("after the kill and restart, %s differs from the uninterrupted run by %g; want identical weights", where, d)
+	}
+	recs := readRecords(t, killed)
+	steps := map[int64]int{}
+	for _, r := range recs {
+		if r.Kind == KindEval {
+			steps[r.Step]++
+		}
+	}
+	for s, n := range steps {
+		if n != 1 {
+			t.Errorf("metrics.jsonl has %d evaluation records at step %d, want 1", n, s)
+		}
+	}
+	t.Logf("launcher output of the killed run:\n%s", out)
+}
