@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -80,6 +81,19 @@ func WorkerMain(specJSON string, in io.Reader, out io.Writer) error {
 	}
 	if err := enc.Encode(event{Event: "ready", CPUS: round4(cpuSeconds())}); err != nil {
 		return err
+	}
+	// $GOACCEL_BENCH_CPUPROFILE: a Go CPU profile of the timed rounds (the Go side only: XLA's
+	// own threads show up as cgo calls), to see where a slow work spends its time.
+	if path := os.Getenv("GOACCEL_BENCH_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return fail(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fail(err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
