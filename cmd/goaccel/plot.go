@@ -16,12 +16,8 @@ func plotCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: goaccel plot RUN_DIR\n\nRedraws RUN_DIR/%s and RUN_DIR/%s from RUN_DIR/%s.\n",
 			trainer.CurvesPNG, trainer.CurvesSVG, trainer.MetricsFile)
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
-		return 2
+	if code, ok := parseFlags(fs, args, stderr, false); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

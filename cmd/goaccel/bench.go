@@ -1,0 +1,201 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/internal/bench"
+	flag "github.com/spf13/pflag"
+)
+
+const benchUsage = `usage: goaccel bench [flags]
+
+Trains the same works with goaccel and, in the same invocation, with PyTorch (when --python can
+import torch), alternating timed rounds, and prints per work: steps/s, examples/s, time to the
+first update, peak memory and the goaccel/PyTorch ratio (JSON lines, then a table). The run
+directory gets results.jsonl, table.txt, ratios.png and each worker's stderr.
+
+Works (--work, repeatable): mlp, tiny, minilm, base, optionally with shape overrides, e.g.
+  --work mlp:hidden=4096:batch=4096 --work minilm:batch=32:seq=128
+Defaults are the CPU shapes (mlp h1024 B256, tiny/minilm B64 L64, base B8 L64), or the GPU
+shapes when a GPU and XLA's CUDA plugin are found (mlp h4096 B4096, minilm B64 L128, base B32 L128).
+
+Flags:
+`
+
+// benchCmd runs the benchmark.
+func benchCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("goaccel bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	works := fs.StringArray("work", nil, "work to measure, NAME[:key=value]... (repeatable; default: mlp, tiny, minilm, base)")
+	precisions := fs.StringSlice("precision", nil, "precisions: fp32, tf32 (GPU), bf16 (default: fp32 on CPU, tf32,bf16 on a GPU)")
+	devices := fs.IntSlice("devices", nil, "device counts to run goaccel on (default: 1, plus all GPUs when there are several)")
+	backend := fs.String("backend", "", "goaccel's backend (see accelerator.Config.Backend); empty: discover")
+	goBackend := fs.Bool("go_backend", false, "also run the tiny BERT on goaccel's pure-Go backend (ratio to XLA)")
+	steps := fs.Int("steps", 0, "timed steps per round (0: enough for about --round_s seconds, from a calibration step)")
+	roundS := fs.Float64("round_s", 4, "target seconds per round when --steps is 0")
+	rounds := fs.Int("rounds", 3, "alternating rounds (goaccel, PyTorch, goaccel, ...)")
+	warmup := fs.Int("warmup", 2, "untimed steps after the first one")
+	python := fs.String("python", defaultPython(), `Python with torch (and transformers for BERT) for the comparison; "none" disables it`)
+	torchScript := fs.String("torch_script", "", "PyTorch worker script (default: scripts/bench_torch.py, or bench_torch.py next to this binary)")
+	threads := fs.Int("threads", runtime.NumCPU(), "PyTorch's intra-op threads (XLA's CPU plugin uses one thread per core)")
+	baseline := fs.String("baseline", "", "another goaccel binary whose bench-worker is measured alongside as goaccel-baseline (A/B of a change)")
+	runDir := fs.String("run_dir", "", "run directory (default: runs/bench-YYYYMMDD-HHMMSS)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, benchUsage)
+		fs.PrintDefaults()
+	}
+	if code, ok := parseFlags(fs, args, stderr, true); !ok {
+		return code
+	}
+	gpus := gpuCount(*backend)
+	if len(*works) == 0 {
+		*works = bench.WorkOrder
+	}
+	if len(*precisions) == 0 {
+		*precisions = []string{"fp32"}
+		if gpus > 0 {
+			*precisions = []string{"tf32", "bf16"}
+		}
+	}
+	if len(*devices) == 0 {
+		*devices = []int{1}
+		if gpus > 1 {
+			*devices = append(*devices, gpus)
+		}
+	}
+	o := bench.Options{Steps: *steps, RoundS: *roundS, Rounds: *rounds, GoBackend: *goBackend, Threads: *threads,
+		Out: stdout, Log: stderr, Machine: machineName(gpus)}
+	for _, w := range *works {
+		spec, err := bench.ParseWork(w, gpus > 0)
+		if err != nil {
+			fmt.Fprintln(stderr, "goaccel", err)
+			return 2
+		}
+		for _, p := range *precisions {
+			for _, d := range *devices {
+				s := spec
+				s.Precision, s.Devices, s.Backend, s.Warmup = p, d, *backend, *warmup
+				if err := s.Validate(); err != nil {
+					fmt.Fprintln(stderr, "goaccel", err)
+					return 2
+				}
+				o.Specs = append(o.Specs, s)
+			}
+		}
+	}
+	if *rounds < 1 || *steps < 0 || *warmup < 0 {
+		fmt.Fprintln(stderr, "goaccel bench: --rounds must be >= 1, --steps and --warmup >= 0")
+		return 2
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, "goaccel bench: finding this executable:", err)
+		return 1
+	}
+	o.Worker = []string{self, "bench-worker"}
+	if *baseline != "" {
+		o.BaselineWorker = []string{*baseline, "bench-worker"}
+	}
+	if *python != "none" {
+		o.Python = *python
+		o.TorchScript = *torchScript
+		if o.TorchScript == "" {
+			o.TorchScript = findTorchScript(self)
+		}
+		if o.TorchScript == "" {
+			fmt.Fprintln(stderr, "goaccel bench: scripts/bench_torch.py not found (run from the repository root, "+
+				"or pass --torch_script); measuring goaccel only")
+			o.Python = ""
+		}
+	}
+	o.RunDir = *runDir
+	if o.RunDir == "" {
+		o.RunDir = filepath.Join("runs", "bench-"+time.Now().UTC().Format("20060102-150405"))
+	}
+	if _, err := bench.Run(o); err != nil {
+		fmt.Fprintln(stderr, "goaccel bench:", err)
+		return 1
+	}
+	return 0
+}
+
+// benchWorkerCmd is the hidden `goaccel bench-worker SPEC_JSON` that bench starts per work.
+func benchWorkerCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "usage: goaccel bench-worker SPEC_JSON (started by goaccel bench)")
+		return 2
+	}
+	if err := bench.WorkerMain(args[0], os.Stdin, stdout); err != nil {
+		fmt.Fprintln(stderr, "goaccel bench-worker:", err)
+		return 1
+	}
+	return 0
+}
+
+// defaultPython is $GOACCEL_BENCH_PYTHON, else python3.
+func defaultPython() string {
+	if p := os.Getenv("GOACCEL_BENCH_PYTHON"); p != "" {
+		return p
+	}
+	return "python3"
+}
+
+// findTorchScript looks for the PyTorch worker in the repository (from the working
+// directory) and next to the executable (the GPU bundle).
+func findTorchScript(self string) string {
+	for _, p := range []string{filepath.Join("scripts", "bench_torch.py"), filepath.Join(filepath.Dir(self), "bench_torch.py")} {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			abs, _ := filepath.Abs(p)
+			return abs
+		}
+	}
+	return ""
+}
+
+// gpuCount is the number of NVIDIA GPUs goaccel would use: 0 unless XLA's CUDA plugin is
+// found (or named by backend) and /dev/nvidia<N> device files exist.
+func gpuCount(backend string) int {
+	b := strings.ToLower(backend)
+	if b == "go" || strings.HasPrefix(b, "go:") || strings.Contains(b, "cpu") {
+		return 0
+	}
+	cuda := strings.Contains(b, "cuda")
+	for _, p := range accelerator.FindPlugins() {
+		cuda = cuda || p.Kind == accelerator.PluginCUDA
+	}
+	if !cuda {
+		return 0
+	}
+	files, _ := filepath.Glob("/dev/nvidia[0-9]*")
+	return len(files)
+}
+
+// machineName describes the machine for the outputs: the GPU's name, or the CPU model and
+// core count.
+func machineName(gpus int) string {
+	if gpus > 0 {
+		if out, err := exec.Command("nvidia-smi", "--query-gpu=name", "--format=csv,noheader").Output(); err == nil {
+			names := strings.Split(strings.TrimSpace(string(out)), "\n")
+			return fmt.Sprintf("%d x %s", len(names), strings.TrimSpace(names[0]))
+		}
+		return fmt.Sprintf("%d GPU(s)", gpus)
+	}
+	model := runtime.GOARCH
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d cores", model, runtime.NumCPU())
+}

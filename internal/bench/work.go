@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Spec is one measurement: a work (model and batch shape) at one precision on some devices.
+// The same Spec drives goaccel's worker and PyTorch's (scripts/bench_torch.py), so both train
+// the same model on the same batch shape.
+type Spec struct {
+	// Work is "mlp" or one of the BERT classifier shapes "tiny", "minilm", "base".
+	Work string `json:"work"`
+	// Batch is the global batch (examples per optimizer step, over all devices).
+	Batch int `json:"batch"`
+	// Seq is the BERT sequence length (every example is full length: no padding).
+	Seq int `json:"seq,omitempty"`
+	// Hidden and Layers are the MLP's hidden width and number of hidden layers, or the BERT
+	// encoder's hidden size and number of layers.
+	Hidden int `json:"hidden"`
+	Layers int `json:"layers"`
+	// Heads, FF and Vocab are BERT's attention heads, feed-forward width and vocabulary.
+	Heads int `json:"heads,omitempty"`
+	FF    int `json:"ff,omitempty"`
+	Vocab int `json:"vocab,omitempty"`
+	// Precision is "fp32", "tf32" or "bf16" (mixed precision: bfloat16 compute, float32 weights).
+	Precision string `json:"precision"`
+	// Devices is the number of devices the global batch is split over (goaccel only).
+	Devices int `json:"devices"`
+	// Backend is goaccel's backend ("" discovers, "go" is the pure-Go backend).
+	Backend string `json:"backend,omitempty"`
+	// Warmup is the number of untimed steps after the first one.
+	Warmup int `json:"warmup"`
+}
+
+// IsBERT reports whether the work is a BERT classifier.
+func (s Spec) IsBERT() bool { return s.Work != "mlp" }
+
+// Label is a short human name of the measurement, e.g. "minilm B64 L64 fp32 1dev".
+func (s Spec) Label() string {
+	var b strings.Builder
+	b.WriteString(s.Work)
+	if s.IsBERT() {
+		fmt.Fprintf(&b, " B%d L%d", s.Batch, s.Seq)
+	} else {
+		fmt.Fprintf(&b, " h%d B%d", s.Hidden, s.Batch)
+	}
+	fmt.Fprintf(&b, " %s %ddev", s.Precision, s.Devices)
+	if s.Backend == "go" {
+		b.WriteString(" go")
+	}
+	return b.String()
+}
+
+// Validate checks the spec's numbers.
+func (s Spec) Validate() error {
+	switch {
+	case s.Batch <= 0:
+		return fmt.Errorf("bench: %s: batch must be > 0, got %d", s.Work, s.Batch)
+	case s.Devices <= 0:
+		return fmt.Errorf("bench: %s: devices must be > 0, got %d", s.Work, s.Devices)
+	case s.Batch%s.Devices != 0:
+		return fmt.Errorf("bench: %s: batch %d does not split evenly over %d devices", s.Work, s.Batch, s.Devices)
+	case s.Hidden <= 0 || s.Layers <= 0:
+		return fmt.Errorf("bench: %s: hidden and layers must be > 0", s.Work)
+	case s.IsBERT() && (s.Seq < 2 || s.Heads <= 0 || s.Hidden%s.Heads != 0 || s.FF <= 0 || s.Vocab <= 0):
+		return fmt.Errorf("bench: %s: needs seq >= 2, heads dividing hidden, ff > 0, vocab > 0", s.Work)
+	}
+	switch s.Precision {
+	case "fp32", "tf32", "bf16":
+	default:
+		return fmt.Errorf("bench: precision %q: valid values are fp32, tf32, bf16", s.Precision)
+	}
+	return nil
+}
+
+// Works are the benchmark's works with their default shapes on CPU and on a GPU (the issue's
+// measurement points: the MLP at hidden 1024 / batch 256 on CPU and 4096 / 4096 on a GPU,
+// MiniLM at B=64 L=64 on CPU, BERT-base at B=32 L=128 on a GPU). BERT-base's CPU batch is
+// small so that the whole default run stays within minutes on a 2-core machine.
+var Works = map[string]struct{ CPU, GPU Spec }{
+	"mlp": {
+		CPU: Spec{Work: "mlp", Batch: 256, Hidden: 1024, Layers: 4},
+		GPU: Spec{Work: "mlp", Batch: 4096, Hidden: 4096, Layers: 4},
+	},
+	"tiny": {
+		CPU: Spec{Work: "tiny", Batch: 64, Seq: 64, Hidden: 128, Layers: 2, Heads: 2, FF: 512, Vocab: 4096},
+		GPU: Spec{Work: "tiny", Batch: 64, Seq: 64, Hidden: 128, Layers: 2, Heads: 2, FF: 512, Vocab: 4096},
+	},
+	"minilm": {
+		CPU: Spec{Work: "minilm", Batch: 64, Seq: 64, Hidden: 384, Layers: 6, Heads: 12, FF: 1536, Vocab: 30522},
+		GPU: Spec{Work: "minilm", Batch: 64, Seq: 128, Hidden: 384, Layers: 6, Heads: 12, FF: 1536, Vocab: 30522},
+	},
+	"base": {
+		CPU: Spec{Work: "base", Batch: 8, Seq: 64, Hidden: 768, Layers: 12, Heads: 12, FF: 3072, Vocab: 30522},
+		GPU: Spec{Work: "base", Batch: 32, Seq: 128, Hidden: 768, Layers: 12, Heads: 12, FF: 3072, Vocab: 30522},
+	},
+}
+
+// WorkOrder is the order works are listed and run in.
+var WorkOrder = []string{"mlp", "tiny", "minilm", "base"}
+
+// ParseWork reads a work argument "NAME[:key=value]..." (keys: batch, seq, hidden, layers,
+// heads, ff, vocab), starting from the work's CPU or GPU defaults:
+//
+//	minilm:batch=32:seq=128
+//	mlp:hidden=4096:batch=4096
+func ParseWork(arg string, gpu bool) (Spec, error) {
+	parts := strings.Split(arg, ":")
+	w, ok := Works[parts[0]]
+	if !ok {
+		return Spec{}, fmt.Errorf("bench: unknown work %q: valid works are %s", parts[0], strings.Join(WorkOrder, ", "))
+	}
+	s := w.CPU
+	if gpu {
+		s = w.GPU
+	}
+	for _, kv := range parts[1:] {
+		k, v, found := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(v)
+		if !found || err != nil || n <= 0 {
+			return Spec{}, fmt.Errorf("bench: work %q: %q is not KEY=POSITIVE_INTEGER", arg, kv)
+		}
+		field, ok := map[string]*int{"batch": &s.Batch, "seq": &s.Seq, "hidden": &s.Hidden, "layers": &s.Layers,
+			"heads": &s.Heads, "ff": &s.FF, "vocab": &s.Vocab}[k]
+		if !ok {
+			return Spec{}, fmt.Errorf("bench: work %q: unknown key %q (batch, seq, hidden, layers, heads, ff, vocab)", arg, k)
+		}
+		*field = n
+	}
+	return s, nil
+}
+
+// torchArgs are scripts/bench_torch.py's arguments for the spec.
+func (s Spec) torchArgs() []string {
+	args := []string{"--batch", strconv.Itoa(s.Batch), "--precision", s.Precision, "--warmup", strconv.Itoa(s.Warmup)}
+	if !s.IsBERT() {
+		return append(args, "--work", "mlp", "--hidden", strconv.Itoa(s.Hidden), "--layers", strconv.Itoa(s.Layers))
+	}
+	return append(args, "--work", "bert", "--seq", strconv.Itoa(s.Seq), "--vocab", strconv.Itoa(s.Vocab),
+		"--bert_hidden", strconv.Itoa(s.Hidden), "--bert_layers", strconv.Itoa(s.Layers),
+		"--bert_heads", strconv.Itoa(s.Heads), "--bert_ff", strconv.Itoa(s.FF))
+}
