@@ -93,8 +93,8 @@ func (f *fit) loop() error {
 		}
 		f.prog.EndEpoch("")
 		if f.stop == "" && !f.finished() {
-			return fmt.Errorf("trainer: the training data ended epoch %d early (ran batches: %v; %d steps per epoch "+
-				"expected): is the data source's StepsPerEpoch right?", epoch+1, ranSteps, f.spe)
+			return fmt.Errorf("trainer: the training data ended epoch %d early (ran batches: %v; %d batches per epoch "+
+				"expected): is the data source's BatchesPerEpoch right?", epoch+1, ranSteps, f.spe)
 		}
 	}
 	if f.stop == "" {

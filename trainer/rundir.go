@@ -51,12 +51,12 @@ type RunInfo struct {
 	Processes int    `json:"processes"`
 	Plan      string `json:"plan"`
 	Seed      int64  `json:"seed"`
-	// PerDeviceBatch x Devices x Processes = GlobalBatch examples per batch; StepsPerEpoch
+	// PerDeviceBatch x Devices x Processes = GlobalBatch examples per batch; BatchesPerEpoch
 	// batches per epoch (an update takes GradientAccumulation batches).
-	PerDeviceBatch int    `json:"per_device_batch"`
-	GlobalBatch    int    `json:"global_batch"`
-	StepsPerEpoch  int    `json:"steps_per_epoch"`
-	Optimizer      string `json:"optimizer"`
+	PerDeviceBatch  int    `json:"per_device_batch"`
+	GlobalBatch     int    `json:"global_batch"`
+	BatchesPerEpoch int    `json:"batches_per_epoch"`
+	Optimizer       string `json:"optimizer"`
 	// Parameters is the number of trainable parameters of the model.
 	Parameters int      `json:"parameters"`
 	Versions   Versions `json:"versions"`

@@ -319,7 +319,7 @@ func (f *fit) runInfo() *RunInfo {
 		Backend: info.Backend, Plugin: info.Plugin.Path, Devices: acc.NumDevices(), Processes: acc.NumProcesses(),
 		Plan: acc.Plan(), Seed: acc.Seed(),
 		PerDeviceBatch: f.train.BatchSize(), GlobalBatch: f.train.BatchSize() * acc.NumReplicas(),
-		StepsPerEpoch: f.spe, Optimizer: fmt.Sprintf("%T", f.t.opt), Versions: BuildVersions(),
+		BatchesPerEpoch: f.spe, Optimizer: fmt.Sprintf("%T", f.t.opt), Versions: BuildVersions(),
 	}
 	return ri
 }
