@@ -4,17 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/internal/launch"
 	"github.com/goaccel/goaccel/internal/mpi"
 	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
@@ -49,6 +54,7 @@ type workerResult struct {
 	AdamParams, SGDParams    map[string][]float32
 	EvalIndices              []int
 	EvalValues               []float64
+	StreamIndices            []int
 	Reduced                  float64
 }
 
@@ -83,6 +89,19 @@ func workerMain(role string) error {
 		if res.EvalValues, err = g.Floats(0); err != nil {
 			return err
 		}
+		// An 11-example stream, dealt round-robin over the replicas (uneven shares).
+		xs, ys := toyData(11)
+		stream, err := data.NewStreamLoader[toyPoint](toyPoints(xs, ys), data.LoaderConfig[toyPoint]{BatchSize: 2, Collate: collateToyPoints})
+		if err != nil {
+			return err
+		}
+		gs, err := job.Evaluate(stream, job.EvalStep(func(s *model.Scope, b GraphBatch) []*Node {
+			return []*Node{Reshape(Slice(b.Inputs[0], AxisRange(), AxisElem(0)), -1)}
+		}))
+		if err != nil {
+			return err
+		}
+		res.StreamIndices = gs.Indices
 		if res.Reduced, err = a.Reduce(float64(a.ProcessIndex()+1), OpSum); err != nil {
 			return err
 		}
@@ -119,43 +138,84 @@ func needMPI(t *testing.T) {
 // (total) split between them by the launcher, and returns the launcher's error and output.
 func launchWorkers(t testing.TB, role string, nproc, total int, env ...string) (error, string) {
 	t.Helper()
+	return launchNodes(t, role, 1, nproc, total, env...)
+}
+
+// launchNodes is launchWorkers with nodes launchers of nproc ranks each (--nnodes N
+// --node_rank i --master_addr 127.0.0.1 on this host: the code path of N machines); total is
+// the CPU devices of each node.
+func launchNodes(t testing.TB, role string, nodes, nproc, total int, env ...string) (error, string) {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	err = launch.Run(ctx, launch.Config{
-		Program: exe, Args: []string{"-test.run=^$"}, NprocPerNode: nproc, LogDir: t.TempDir(), Tee: 3,
-		Env: append(os.Environ(), append(env, workerRole+"="+role, workerPlugin+"="+cpuPlugin(t),
-			fmt.Sprintf("GOACCEL_DEVICES=%d", total))...),
-		Stdout: &out, Stderr: &out,
-	})
-	return err, out.String()
+	port := 0
+	if nodes > 1 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+	}
+	outs := make([]bytes.Buffer, nodes)
+	errs := make([]error, nodes)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cfg := launch.Config{
+				Program: exe, Args: []string{"-test.run=^$"}, NprocPerNode: nproc, LogDir: t.TempDir(), Tee: 3,
+				Env: append(os.Environ(), append(env, workerRole+"="+role, workerPlugin+"="+cpuPlugin(t),
+					fmt.Sprintf("GOACCEL_DEVICES=%d", total))...),
+				Stdout: &outs[i], Stderr: &outs[i],
+			}
+			if nodes > 1 {
+				cfg.NNodes, cfg.NodeRank, cfg.MasterAddr, cfg.MasterPort = nodes, i, "127.0.0.1", port
+			}
+			errs[i] = launch.Run(ctx, cfg)
+		}()
+	}
+	wg.Wait()
+	var all strings.Builder
+	for i := range nodes {
+		fmt.Fprintf(&all, "--- node %d ---\n%s", i, outs[i].String())
+	}
+	return errors.Join(errs...), all.String()
 }
 
 // TestEquivalenceOverMPI is the multi-process promise with real processes and MPI: 2
-// processes x 2 XLA CPU devices and 4 x 1 train the toy model to the losses and variables of
-// 1 process x 1 device (30 Adam steps, 5 SGD steps: summing instead of averaging would double
-// SGD's step), every process ends with identical variables, evaluation of 10 examples at
-// per-device batch 2 gathers exactly those 10 in order on every process, and Reduce sums.
+// processes x 2 XLA CPU devices, 4 x 1, and 2 "machines" (two launchers, --nnodes 2) of 1 x 1
+// train the toy model to the losses and variables of 1 process x 1 device (30 Adam steps, 5
+// SGD steps: summing instead of averaging would multiply SGD's step), every process ends with
+// identical variables, evaluation of 10 examples at per-device batch 2 and of an 11-example
+// stream gathers exactly those examples in order on every process, and Reduce sums.
 func TestEquivalenceOverMPI(t *testing.T) {
 	needMPI(t)
 	ref := newXLA(t, 1)
 	refAdam, refAdamParams := trainToy(t, ref, optimizer.Adam().LearningRate(0.01).Done(), 30)
 	refSGD, refSGDParams := trainToy(t, ref, sgd(0.5), 5)
-	for _, layout := range []struct{ procs, devices int }{{2, 2}, {4, 1}} {
-		t.Run(fmt.Sprintf("%dx%d", layout.procs, layout.devices), func(t *testing.T) {
+	for _, layout := range []struct{ nodes, procs, devices int }{{1, 2, 2}, {1, 4, 1}, {2, 1, 1}} {
+		name := fmt.Sprintf("%dx%d", layout.procs, layout.devices)
+		if layout.nodes > 1 {
+			name = fmt.Sprintf("%d nodes x %s", layout.nodes, name)
+		}
+		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			start := time.Now()
-			err, out := launchWorkers(t, "train", layout.procs, layout.procs*layout.devices, workerOut+"="+dir, "GOACCEL_TIMEOUT=3m")
+			err, out := launchNodes(t, "train", layout.nodes, layout.procs, layout.procs*layout.devices,
+				workerOut+"="+dir, "GOACCEL_TIMEOUT=3m")
 			if err != nil {
 				t.Fatalf("launch: %v\n%s", err, out)
 			}
-			t.Logf("%d processes x %d devices ran in %s", layout.procs, layout.devices, time.Since(start).Round(time.Millisecond))
+			t.Logf("%s ran in %s", name, time.Since(start).Round(time.Millisecond))
 			var rank0 workerResult
-			for r := range layout.procs {
+			procs := layout.nodes * layout.procs
+			for r := range procs {
 				b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("rank_%d.json", r)))
 				if err != nil {
 					t.Fatalf("rank %d wrote no result: %v\n%s", r, err, out)
@@ -167,8 +227,8 @@ func TestEquivalenceOverMPI(t *testing.T) {
 				if r == 0 {
 					rank0 = res
 				}
-				if res.Processes != layout.procs || res.Devices != layout.devices {
-					t.Errorf("rank %d ran as %d processes x %d devices, want %dx%d", r, res.Processes, res.Devices, layout.procs, layout.devices)
+				if res.Processes != procs || res.Devices != layout.devices {
+					t.Errorf("rank %d ran as %d processes x %d devices, want %dx%d", r, res.Processes, res.Devices, procs, layout.devices)
 				}
 				worstLoss, worstParam := 0.0, 0.0
 				for _, c := range []struct {
@@ -194,7 +254,10 @@ func TestEquivalenceOverMPI(t *testing.T) {
 				if !slices.Equal(res.EvalIndices, seqInts(10)) {
 					t.Errorf("rank %d gathered %v, want the 10 examples once each, in order", r, res.EvalIndices)
 				}
-				if want := float64(layout.procs * (layout.procs + 1) / 2); res.Reduced != want {
+				if !slices.Equal(res.StreamIndices, seqInts(11)) {
+					t.Errorf("rank %d gathered %v from the 11-example stream, want each once, in order", r, res.StreamIndices)
+				}
+				if want := float64(procs * (procs + 1) / 2); res.Reduced != want {
 					t.Errorf("rank %d: Reduce(rank+1, OpSum) = %g, want %g", r, res.Reduced, want)
 				}
 				t.Logf("rank %d: max |loss diff| %.2g, max |param diff| %.2g from 1x1", r, worstLoss, worstParam)
@@ -225,3 +288,25 @@ func TestBarrierTimeoutNamesTheMissingRank(t *testing.T) {
 func findMPI() (mpi.Library, error) { return mpi.Find() }
 
 func abs(x float64) float64 { return max(x, -x) }
+
+// toyPoint is a toy example as a stream element.
+type toyPoint struct {
+	x     []float32
+	label int32
+}
+
+func toyPoints(x [][]float32, y []int32) data.Slice[toyPoint] {
+	pts := make(data.Slice[toyPoint], len(x))
+	for i := range pts {
+		pts[i] = toyPoint{x[i], y[i]}
+	}
+	return pts
+}
+
+func collateToyPoints(b []toyPoint) ([]*tensors.Tensor, *tensors.Tensor, error) {
+	xs, ys := make([][]float32, len(b)), make([]int32, len(b))
+	for i, p := range b {
+		xs[i], ys[i] = p.x, p.label
+	}
+	return []*tensors.Tensor{tensors.FromValue(xs)}, tensors.FromValue(ys), nil
+}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/goaccel/goaccel/data"
 	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
@@ -78,10 +77,6 @@ type rowsResult struct {
 // process, each real example exactly once and in order — 10 examples at per-device batch 2
 // (16 slots, 6 of them padding), and an 11-example stream (streams are dealt round-robin).
 func TestGatherAcrossProcesses(t *testing.T) {
-	type point struct {
-		x     []float32
-		label int32
-	}
 	for _, c := range []struct {
 		name   string
 		n      int
@@ -96,18 +91,8 @@ func TestGatherAcrossProcesses(t *testing.T) {
 				}
 				var src data.Source = &fixedSource{x: x, y: y, batch: 2}
 				if c.stream {
-					pts := make(data.Slice[point], c.n)
-					for i := range pts {
-						pts[i] = point{x[i], y[i]}
-					}
-					src, err = data.NewStreamLoader[point](pts, data.LoaderConfig[point]{BatchSize: 2,
-						Collate: func(b []point) ([]*tensors.Tensor, *tensors.Tensor, error) {
-							xs, ys := make([][]float32, len(b)), make([]int32, len(b))
-							for i, p := range b {
-								xs[i], ys[i] = p.x, p.label
-							}
-							return []*tensors.Tensor{tensors.FromValue(xs)}, tensors.FromValue(ys), nil
-						}})
+					src, err = data.NewStreamLoader[toyPoint](toyPoints(x, y), data.LoaderConfig[toyPoint]{BatchSize: 2,
+						Collate: collateToyPoints})
 					if err != nil {
 						return rowsResult{}, err
 					}
