@@ -6,6 +6,7 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/distributed"
@@ -290,8 +291,11 @@ func (t *TrainStep) Run(gb *data.GlobalBatch) (Loss, error) {
 		}
 	}
 	t.tracing = gb
+	start := time.Now()
 	outs, err := (*slot).Exec(args...)
 	t.tracing = nil
+	t.procs.stats.Steps++
+	t.procs.stats.Total += time.Since(start)
 	if err != nil {
 		return Loss{}, fmt.Errorf("accelerator: training step (epoch %d, batch %d) failed: %w", gb.Epoch, gb.Index, err)
 	}

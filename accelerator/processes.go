@@ -52,8 +52,9 @@ type StepStats struct {
 	SyncBytes int64
 }
 
-// Stats returns where the step's time went so far. With a single process, Total does not wait
-// for the devices (steps are queued), so it is only meaningful when the loss is read each step.
+// Stats returns where the step's time went so far. With a single process, Run returns before
+// the devices finish (steps queue up), so Total is meaningful only when the loss is read
+// after each step.
 func (t *TrainStep) Stats() StepStats { return t.procs.stats }
 
 // runProcesses is Run over several processes.
