@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/internal/mpi"
 	"github.com/goaccel/goaccel/trainer"
 	flag "github.com/spf13/pflag"
 )
@@ -17,7 +18,7 @@ import (
 var envVars = []string{
 	"GOMLX_BACKEND", "PJRT_PLUGIN_LIBRARY_PATH", "XLA_FLAGS", "GOACCEL_DEVICES", "GOMLX_NO_AUTO_INSTALL",
 	"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-	"MASTER_ADDR", "MASTER_PORT", "VIRTUAL_ENV",
+	"MASTER_ADDR", "MASTER_PORT", "GOACCEL_MPI_LIB", "GOACCEL_TIMEOUT", "GOACCEL_MAX_CPU_DEVICES", "VIRTUAL_ENV",
 }
 
 // envReport is what `goaccel env` prints.
@@ -29,7 +30,17 @@ type envReport struct {
 	// Choice is what accelerator.New(accelerator.Config{}) picks in this environment.
 	Choice      backendReport `json:"default_choice"`
 	NvidiaFiles []string      `json:"nvidia_device_files"`
-	Env         []envVar      `json:"environment"`
+	// MPI is the library runs over several processes would load (goaccel launch, mpirun).
+	MPI mpiReport `json:"mpi"`
+	Env []envVar  `json:"environment"`
+}
+
+// mpiReport is the MPI library found, or why none was.
+type mpiReport struct {
+	Library string `json:"library,omitempty"`
+	ABI     string `json:"abi,omitempty"`
+	From    string `json:"from,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 type backendReport struct {
@@ -75,6 +86,11 @@ func collectEnv() envReport {
 		rep.Backends = append(rep.Backends, open(accelerator.Config{Backend: p.Path}, "xla:"+string(p.Kind)))
 	}
 	rep.NvidiaFiles, _ = filepath.Glob("/dev/nvidia[0-9]*")
+	if lib, err := mpi.Find(); err != nil {
+		rep.MPI.Error = err.Error()
+	} else {
+		rep.MPI = mpiReport{Library: lib.Path, ABI: lib.ABI.String(), From: lib.Source}
+	}
 	for _, name := range envVars {
 		v := envVar{Name: name}
 		if val, ok := os.LookupEnv(name); ok {
@@ -152,6 +168,11 @@ func printEnv(w io.Writer, rep envReport) {
 			fmt.Fprintf(w, " (%s)", c.Plugin)
 		}
 		fmt.Fprintf(w, ", %d device(s): %s\n", c.Devices, c.Reason)
+	}
+	if m := rep.MPI; m.Error != "" {
+		fmt.Fprintf(w, "- MPI (for several processes): not found: %s\n", m.Error)
+	} else {
+		fmt.Fprintf(w, "- MPI (for several processes): %s (%s ABI, from %s)\n", m.Library, m.ABI, m.From)
 	}
 	fmt.Fprintln(w, "- Environment:")
 	for _, e := range rep.Env {
