@@ -52,6 +52,7 @@ func main() {
 	// README:begin (the README's quickstart is this block, checked by readme_test.go)
 	acc, err := accelerator.New(accelerator.Config{Seed: 42}) // finds GPUs, else CPU devices, else pure Go
 	check(err)
+	defer acc.Close() // leaves the process group when launched as several processes
 	loader, err := data.NewLoader(train, data.LoaderConfig[point]{BatchSize: 32, Shuffle: true, Seed: 42, Collate: collate})
 	check(err)
 	testLoader, err := data.NewLoader(test, data.LoaderConfig[point]{BatchSize: 32, Collate: collate})
