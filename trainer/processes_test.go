@@ -112,7 +112,7 @@ func launchFit(t *testing.T, dir string, restarts int, env ...string) (string, e
 // TestRestartAfterKillEqualsUninterrupted: a 2-process Fit whose rank 1 is SIGKILLed after
 // update 7 is restarted by the launcher (--max_restarts 1), resumes from the checkpoint of
 // update 6 on both processes, completes, and ends with exactly the weights of an uninterrupted
-// 2-process run.
+// 2-process run. That run's checkpoint then continues in one process on 2 devices.
 func TestRestartAfterKillEqualsUninterrupted(t *testing.T) {
 	if _, err := mpi.Find(); err != nil {
 		msg := "SKIPPING multi-process test: MPI not installed (run `make deps`): " + err.Error()
@@ -159,4 +159,22 @@ func TestRestartAfterKillEqualsUninterrupted(t *testing.T) {
 		}
 	}
 	t.Logf("launcher output of the killed run:\n%s", out)
+
+	// The 2-process run's checkpoint continues in one process on 2 devices (the same global
+	// batch), at its epoch boundary: a third epoch.
+	acc := accOn(t, 2)
+	store := model.NewStore()
+	tr, err := New(acc, store, optimizer.Adam().LearningRate(0.01).Done(), toyTask(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tr.Fit(toyLoader(t, 96, 0, 4, true), toyLoader(t, 24, 1000, 4, false),
+		Config{OutputDir: clean, Epochs: 3, SaveEvery: 3, LearningRate: 0.01, Quiet: true})
+	if err != nil {
+		t.Fatalf("continuing the 2-process run in 1 process x 2 devices: %v", err)
+	}
+	if res.Resumed == "" || res.Steps != 36 {
+		t.Errorf("1 process resumed from %q and ended at step %d; want the 2-process run's last checkpoint and step 36",
+			res.Resumed, res.Steps)
+	}
 }
