@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/internal/flagsuggest"
 	flag "github.com/spf13/pflag"
 )
 
@@ -108,40 +109,9 @@ func explainFlagError(fs *flag.FlagSet, err error) string {
 	if !strings.HasPrefix(msg, prefix) {
 		return msg
 	}
-	name := strings.ReplaceAll(strings.TrimPrefix(msg, prefix), "-", "_")
-	best, bestD := "", 4
-	fs.VisitAll(func(f *flag.Flag) {
-		d := editDistance(name, f.Name)
-		if strings.HasPrefix(f.Name, name) || strings.Contains(f.Name, name) && len(name) >= 4 {
-			d = min(d, 1)
-		}
-		if d < bestD {
-			best, bestD = f.Name, d
-		}
-	})
+	best := flagsuggest.Nearest(fs, strings.TrimPrefix(msg, prefix))
 	if best == "" {
 		return msg + " (--help lists the flags)"
 	}
 	return fmt.Sprintf("%s; did you mean --%s? (--help lists the flags)", msg, best)
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

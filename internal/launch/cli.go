@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/goaccel/goaccel/internal/flagsuggest"
 	flag "github.com/spf13/pflag"
 )
 
@@ -212,16 +213,7 @@ func unknownFlagHint(fs *flag.FlagSet, err error) error {
 		return err
 	}
 	given := strings.TrimPrefix(s, prefix)
-	norm := strings.ReplaceAll(given, "_", "-")
-	best, bestD := "", 3
-	fs.VisitAll(func(f *flag.Flag) {
-		if d := editDistance(norm, f.Name); d < bestD || (d == bestD && best == "") && d <= 2 {
-			best, bestD = f.Name, d
-		}
-		if strings.HasPrefix(f.Name, norm) && best == "" {
-			best = f.Name
-		}
-	})
+	best := flagsuggest.Nearest(fs, given)
 	if best == "" {
 		return fmt.Errorf("unknown flag --%s (see goaccel launch --help)", given)
 	}
@@ -229,27 +221,6 @@ func unknownFlagHint(fs *flag.FlagSet, err error) error {
 		best = strings.ReplaceAll(best, "-", "_")
 	}
 	return fmt.Errorf("unknown flag --%s (did you mean --%s?)", given, best)
-}
-
-// editDistance is Levenshtein's distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // Main runs `goaccel launch` with args (the words after "launch") and returns its exit status:
