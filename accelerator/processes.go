@@ -92,7 +92,7 @@ func (t *TrainStep) runProcesses(gb *data.GlobalBatch, args []any, accumulate bo
 		finalizeAll(outs)
 		return Loss{}, fmt.Errorf("accelerator: the gradient step returned %d outputs, want %d per device", len(outs), perDevice)
 	}
-	n := float32(realExamples(gb))
+	n := float32(gb.NumReal())
 	err = p.toHost(outs[:perDevice], n)
 	finalizeAll(outs)
 	if err != nil {
@@ -220,15 +220,6 @@ func (t *TrainStep) execTracing(e *model.Exec, gb *data.GlobalBatch, args []any)
 		return nil, fmt.Errorf("accelerator: training step (epoch %d, batch %d) failed: %w", gb.Epoch+1, gb.Index, err)
 	}
 	return outs, nil
-}
-
-// realExamples counts the real (unmasked) examples of a global batch.
-func realExamples(gb *data.GlobalBatch) int {
-	n := 0
-	for _, sh := range gb.Shards {
-		n += sh.NumReal()
-	}
-	return n
 }
 
 func finalizeAll(ts []*tensors.Tensor) {

@@ -56,6 +56,15 @@ type GlobalBatch struct {
 	Shards       []*Batch
 }
 
+// NumReal is the number of real (unmasked) examples of the global batch on this process.
+func (gb *GlobalBatch) NumReal() int {
+	n := 0
+	for _, b := range gb.Shards {
+		n += b.NumReal()
+	}
+	return n
+}
+
 // Source is what the Accelerator consumes: a loader that can be split over replicas and that
 // yields, global batch after global batch, one batch per local replica. *Loader and
 // *StreamLoader implement it.

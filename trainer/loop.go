@@ -11,7 +11,6 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/checkpoint"
-	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/internal/fsutil"
 )
 
@@ -49,7 +48,7 @@ func (f *fit) loop() error {
 			}
 			ranSteps = true
 			f.micro++
-			examples := realExamples(st) * acc.NumProcesses()
+			examples := st.NumReal() * acc.NumProcesses()
 			f.examplesAtLog += examples
 			f.rs.LossSum += lv
 			f.rs.LossCount++
@@ -104,15 +103,6 @@ func (f *fit) loop() error {
 		}
 	}
 	return f.finish()
-}
-
-// realExamples counts the real (non-padding) examples of a step on this process.
-func realExamples(st *data.GlobalBatch) int {
-	n := 0
-	for _, b := range st.Shards {
-		n += b.NumReal()
-	}
-	return n
 }
 
 // afterUpdate does what follows an optimizer update: callbacks, records, evaluation,

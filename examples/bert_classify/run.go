@@ -254,11 +254,7 @@ func train(acc *accelerator.Accelerator, job *accelerator.Job, step *accelerator
 		if err != nil {
 			return 0, err
 		}
-		n := 0
-		for _, sh := range batch.Shards {
-			n += sh.NumReal()
-		}
-		n *= acc.NumProcesses() // every process runs as many real examples, padding aside
+		n := batch.NumReal() * acc.NumProcesses() // every process runs as many real examples, padding aside
 		examples += n
 		if err := run.batchDone(job, l, n); err != nil {
 			return 0, err
