@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/testutil"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/layers"
@@ -31,9 +32,7 @@ import (
 //
 // It prints figures; it asserts nothing about speed.
 func BenchmarkProcesses(b *testing.B) {
-	if _, err := findMPI(); err != nil {
-		b.Skip("SKIPPING: MPI not installed (run `make deps`): " + err.Error())
-	}
+	testutil.NeedMPI(b)
 	steps := *benchSteps
 	single := func() benchFigures {
 		a, err := New(Config{Backend: cpuPlugin(b), Devices: 2, Quiet: true, Seed: 7})

@@ -17,7 +17,7 @@ import (
 
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/internal/launch"
-	"github.com/goaccel/goaccel/internal/mpi"
+	"github.com/goaccel/goaccel/internal/testutil"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -122,18 +122,6 @@ func workerMain(role string) error {
 	return fmt.Errorf("unknown worker role %q", role)
 }
 
-// needMPI skips (loudly) without an MPI library, and fails under CI, where make deps installs it.
-func needMPI(t *testing.T) {
-	t.Helper()
-	if _, err := findMPI(); err != nil {
-		msg := "SKIPPING multi-process test: MPI not installed (run `make deps`): " + err.Error()
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI is set but " + msg)
-		}
-		t.Skip(msg)
-	}
-}
-
 // launchWorkers runs this test binary as nproc ranks of the given worker role, the CPU devices
 // (total) split between them by the launcher, and returns the launcher's error and output.
 func launchWorkers(t testing.TB, role string, nproc, total int, env ...string) (error, string) {
@@ -195,7 +183,7 @@ func launchNodes(t testing.TB, role string, nodes, nproc, total int, env ...stri
 // identical variables, evaluation of 10 examples at per-device batch 2 and of an 11-example
 // stream gathers exactly those examples in order on every process, and Reduce sums.
 func TestEquivalenceOverMPI(t *testing.T) {
-	needMPI(t)
+	testutil.NeedMPI(t)
 	ref := newXLA(t, 1)
 	refAdam, refAdamParams := trainToy(t, ref, optimizer.Adam().LearningRate(0.01).Done(), 30)
 	refSGD, refSGDParams := trainToy(t, ref, sgd(0.5), 5)
@@ -269,7 +257,7 @@ func TestEquivalenceOverMPI(t *testing.T) {
 // TestBarrierTimeoutNamesTheMissingRank: a rank that never reaches WaitForEveryone makes the
 // others fail after the timeout with an error that names it, instead of hanging.
 func TestBarrierTimeoutNamesTheMissingRank(t *testing.T) {
-	needMPI(t)
+	testutil.NeedMPI(t)
 	start := time.Now()
 	err, out := launchWorkers(t, "barrier", 2, 2, "GOACCEL_TIMEOUT=3s", workerDelay+"=60s")
 	if err == nil {
@@ -284,8 +272,6 @@ func TestBarrierTimeoutNamesTheMissingRank(t *testing.T) {
 	t.Logf("launcher: %v", err)
 	t.Logf("output:\n%s", out)
 }
-
-func findMPI() (mpi.Library, error) { return mpi.Find() }
 
 func abs(x float64) float64 { return max(x, -x) }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/internal/launch"
-	"github.com/goaccel/goaccel/internal/mpi"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
@@ -114,13 +114,7 @@ func launchFit(t *testing.T, dir string, restarts int, env ...string) (string, e
 // update 6 on both processes, completes, and ends with exactly the weights of an uninterrupted
 // 2-process run. That run's checkpoint then continues in one process on 2 devices.
 func TestRestartAfterKillEqualsUninterrupted(t *testing.T) {
-	if _, err := mpi.Find(); err != nil {
-		msg := "SKIPPING multi-process test: MPI not installed (run `make deps`): " + err.Error()
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI is set but " + msg)
-		}
-		t.Skip(msg)
-	}
+	testutil.NeedMPI(t)
 	clean, killed := t.TempDir(), t.TempDir()
 	if out, err := launchFit(t, clean, 0); err != nil {
 		t.Fatalf("uninterrupted run: %v\n%s", err, out)

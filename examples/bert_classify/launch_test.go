@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/goaccel/goaccel/internal/launch"
-	"github.com/goaccel/goaccel/internal/mpi"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/trainer"
 )
 
@@ -21,13 +21,7 @@ import (
 // batches (2 replicas either way), so they evaluate to the same test accuracy after each
 // epoch, and only rank 0 prints and writes the run directory.
 func TestUnderLaunchTwoProcesses(t *testing.T) {
-	if _, err := mpi.Find(); err != nil {
-		msg := "SKIPPING multi-process test: MPI not installed (run `make deps`): " + err.Error()
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI is set but " + msg)
-		}
-		t.Skip(msg)
-	}
+	testutil.NeedMPI(t)
 	plugin := cpuPlugin(t)
 	root := t.TempDir()
 	args := func(dir string) []string {

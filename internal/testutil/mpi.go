@@ -1,0 +1,25 @@
+package testutil
+
+import (
+	"os"
+	"testing"
+
+	"github.com/goaccel/goaccel/internal/mpi"
+)
+
+// NeedMPI is for a test that starts several processes: it returns the MPI library they will
+// load, or skips the test with a line that starts with SKIPPING and says how to install MPI —
+// except when the CI environment variable is set, where `make deps` installs it and its
+// absence fails the test.
+func NeedMPI(t testing.TB) mpi.Library {
+	t.Helper()
+	lib, err := mpi.Find()
+	if err != nil {
+		msg := "SKIPPING multi-process test: MPI not installed (run `make deps`): " + err.Error()
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI is set but " + msg)
+		}
+		t.Skip(msg)
+	}
+	return lib
+}
