@@ -303,10 +303,12 @@ func (a *Accelerator) openXLA(p Plugin) error {
 		if err != nil {
 			return err
 		}
+		limit, err := cpuDeviceLimit() // checked even when unused: a bad setting is an error
+		if err != nil {
+			return err
+		}
 		if n > 0 {
-			if limit, err := cpuDeviceLimit(); err != nil {
-				return err
-			} else if n > limit {
+			if n > limit {
 				return fmt.Errorf("accelerator: %d XLA CPU devices requested, above the limit of %d (max(8, CPU cores)): "+
 					"each host device holds a full model replica and its own thread pool, so more devices than cores only "+
 					"costs memory (64 devices used 21 GB here); ask for fewer, or raise the limit with $GOACCEL_MAX_CPU_DEVICES", n, limit)

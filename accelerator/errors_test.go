@@ -213,6 +213,7 @@ func TestCPUDeviceLimit(t *testing.T) {
 		{100000, "", "100000 XLA CPU devices requested"},
 		{4, "2", "above the limit of 2"},
 		{4, "x", `$GOACCEL_MAX_CPU_DEVICES="x"`},
+		{0, "x", `$GOACCEL_MAX_CPU_DEVICES="x"`}, // checked even when no count is asked for
 	} {
 		t.Setenv("GOACCEL_MAX_CPU_DEVICES", c.env)
 		start := time.Now()

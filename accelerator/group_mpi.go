@@ -23,8 +23,10 @@ func openGroup(p processInfo, timeout time.Duration) (group, error) {
 	comm.SetTimeout(timeout)
 	if comm.Rank() != p.rank || comm.Size() != p.worldSize {
 		_ = comm.Finalize()
-		return nil, fmt.Errorf("accelerator: the launcher says rank %d of %d (%s) but MPI (%s) says rank %d of %d: "+
-			"the MPI library does not belong to the launcher that started the job; set $GOACCEL_MPI_LIB to its libmpi",
+		return nil, fmt.Errorf("accelerator: the environment says rank %d of %d (%s) but MPI (%s) says rank %d of %d: "+
+			"either the program was started by hand with those variables set (start it with goaccel launch, mpirun or "+
+			"srun, or unset them to run as one process), or the MPI library does not belong to the launcher that "+
+			"started the job (set $GOACCEL_MPI_LIB to its libmpi)",
 			p.rank, p.worldSize, p.source, lib.Path, comm.Rank(), comm.Size())
 	}
 	return &mpiGroup{comm}, nil

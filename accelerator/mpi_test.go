@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -271,6 +272,18 @@ func TestBarrierTimeoutNamesTheMissingRank(t *testing.T) {
 	}
 	t.Logf("launcher: %v", err)
 	t.Logf("output:\n%s", out)
+}
+
+// TestStartedByHandWithRankVariables: a program started alone with RANK/WORLD_SIZE set (no
+// launcher) gets an error that says so, not a hang waiting for the other process.
+func TestStartedByHandWithRankVariables(t *testing.T) {
+	testutil.NeedMPI(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), workerRole+"=train", workerPlugin+"="+cpuPlugin(t), "RANK=0", "WORLD_SIZE=2")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "rank 0 of 2") || !strings.Contains(string(out), "started by hand") {
+		t.Errorf("got %v:\n%s\nwant an error saying the program was started by hand with RANK/WORLD_SIZE", err, out)
+	}
 }
 
 func abs(x float64) float64 { return max(x, -x) }
