@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -225,7 +226,7 @@ func TestEquivalenceOverMPI(t *testing.T) {
 					gotParams, wantParams map[string][]float32
 				}{{res.Adam, refAdam, res.AdamParams, refAdamParams}, {res.SGD, refSGD, res.SGDParams, refSGDParams}} {
 					for i := range c.want {
-						worstLoss = max(worstLoss, abs(c.got[i]-c.want[i]))
+						worstLoss = max(worstLoss, math.Abs(c.got[i]-c.want[i]))
 					}
 					for name, p := range c.wantParams {
 						worstParam = max(worstParam, maxDiff(c.gotParams[name], p))
@@ -286,7 +287,6 @@ func TestStartedByHandWithRankVariables(t *testing.T) {
 	}
 }
 
-func abs(x float64) float64 { return max(x, -x) }
 
 // toyPoint is a toy example as a stream element.
 type toyPoint struct {
