@@ -287,7 +287,6 @@ func TestStartedByHandWithRankVariables(t *testing.T) {
 	}
 }
 
-
 // toyPoint is a toy example as a stream element.
 type toyPoint struct {
 	x     []float32
