@@ -407,12 +407,27 @@ const (
 	layoutApply               // replicated inputs (all-reduced gradients) and outputs
 )
 
+// String is the compiled graph's name, as XLA's dumps and profiles show it.
+func (l layout) String() string {
+	switch l {
+	case layoutTrain:
+		return "goaccel_train_step"
+	case layoutEval:
+		return "goaccel_eval_step"
+	default:
+		return "goaccel_apply_update"
+	}
+}
+
 // newExec builds the executor of a graph function, laid out over the devices.
 func (j *Job) newExec(graphFn func(s *model.Scope, inputs []*Node) []*Node, lay layout) (*model.Exec, error) {
 	e, err := model.NewExec(j.acc.backend, j.store, graphFn)
 	if err != nil {
 		return nil, fmt.Errorf("accelerator: creating the step executor: %w", err)
 	}
+	// A short, fixed name: XLA names its dumps (XLA_FLAGS=--xla_dump_to) and profiles after
+	// it, and the default (the Go closure's full name) is too long for a file name.
+	e.WithName(lay.String())
 	if mesh := j.acc.mesh; mesh != nil {
 		// Every input, the labels and the mask have the batch on axis 0: shard that axis over
 		// the mesh and replicate the rest (a spec shorter than the rank replicates the
