@@ -131,7 +131,8 @@ def main():
     now = time.perf_counter()
     emit(event="first_step", prepare_to_first_s=round(now - t_setup, 4), import_s=round(t_setup - T0, 4),
          cpu_s=round(time.process_time(), 4),
-         info=dict(torch=torch.__version__, device=dev, threads=torch.get_num_threads()))
+         info=dict(torch=torch.__version__, device=dev, threads=torch.get_num_threads(),
+                   glibc_tunables=os.environ.get("GLIBC_TUNABLES", "")))
     for _ in range(args.warmup):
         step()
     sync()

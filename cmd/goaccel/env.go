@@ -18,7 +18,8 @@ import (
 var envVars = []string{
 	"GOMLX_BACKEND", "PJRT_PLUGIN_LIBRARY_PATH", "XLA_FLAGS", "GOACCEL_DEVICES", "GOMLX_NO_AUTO_INSTALL",
 	"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-	"MASTER_ADDR", "MASTER_PORT", "GOACCEL_MPI_LIB", "GOACCEL_TIMEOUT", "GOACCEL_MAX_CPU_DEVICES", "VIRTUAL_ENV",
+	"MASTER_ADDR", "MASTER_PORT", "GOACCEL_MPI_LIB", "GOACCEL_TIMEOUT", "GOACCEL_MAX_CPU_DEVICES", "GOACCEL_HOST_MALLOC",
+	"GLIBC_TUNABLES", "VIRTUAL_ENV",
 }
 
 // envReport is what `goaccel env` prints.
@@ -32,7 +33,9 @@ type envReport struct {
 	NvidiaFiles []string      `json:"nvidia_device_files"`
 	// MPI is the library runs over several processes would load (goaccel launch, mpirun).
 	MPI mpiReport `json:"mpi"`
-	Env []envVar  `json:"environment"`
+	// HostMalloc says whether goaccel's glibc malloc settings are in effect (accelerator.HostMalloc).
+	HostMalloc string   `json:"host_malloc"`
+	Env        []envVar `json:"environment"`
 }
 
 // mpiReport is the MPI library found, or why none was.
@@ -91,6 +94,7 @@ func collectEnv() envReport {
 	} else {
 		rep.MPI = mpiReport{Library: lib.Path, ABI: lib.ABI.String(), From: lib.Source}
 	}
+	rep.HostMalloc = accelerator.HostMalloc()
 	for _, name := range envVars {
 		v := envVar{Name: name}
 		if val, ok := os.LookupEnv(name); ok {
@@ -174,6 +178,7 @@ func printEnv(w io.Writer, rep envReport) {
 	} else {
 		fmt.Fprintf(w, "- MPI (for several processes): %s (%s ABI, from %s)\n", m.Library, m.ABI, m.From)
 	}
+	fmt.Fprintf(w, "- Host memory: %s\n", rep.HostMalloc)
 	fmt.Fprintln(w, "- Environment:")
 	for _, e := range rep.Env {
 		val := "(unset)"

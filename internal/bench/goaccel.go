@@ -149,7 +149,7 @@ func (r *goaccelRun) steps(n int) (time.Duration, float64, error) {
 func (r *goaccelRun) describe() map[string]any {
 	info := r.acc.Info()
 	return map[string]any{"backend": info.Backend, "plugin": info.Plugin.Path, "devices": info.Devices,
-		"available": info.Available}
+		"available": info.Available, "host_malloc": accelerator.HostMalloc()}
 }
 
 // close releases the backend.

@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/goaccel/goaccel/accelerator"
 )
 
 // Options configure Run.
@@ -46,6 +48,10 @@ type Options struct {
 	Python string
 	// TorchScript is the path of scripts/bench_torch.py.
 	TorchScript string
+	// TorchGoaccelMalloc runs PyTorch with the glibc malloc settings goaccel gives itself
+	// (accelerator.HostMallocTunables); by default PyTorch runs with glibc's defaults, as its
+	// users run it.
+	TorchGoaccelMalloc bool
 	// Threads is the number of intra-op threads PyTorch uses (XLA's CPU plugin uses one per core).
 	Threads int
 	// RunDir receives results.jsonl, table.txt, ratios.png and the workers' stderr.
@@ -313,7 +319,11 @@ func Run(o Options) ([]*Measurement, error) {
 		if torchWhy == "" {
 			argv := append([]string{o.Python, o.TorchScript}, spec.torchArgs()...)
 			argv = append(argv, "--threads", strconv.Itoa(o.Threads))
-			add("pytorch", argv, []string{"OMP_NUM_THREADS=" + strconv.Itoa(o.Threads)}, "")
+			env := []string{"OMP_NUM_THREADS=" + strconv.Itoa(o.Threads)}
+			if !o.TorchGoaccelMalloc && os.Getenv("GLIBC_TUNABLES") == accelerator.HostMallocTunables {
+				env = append(env, "GLIBC_TUNABLES=") // glibc's defaults, as PyTorch users run it
+			}
+			add("pytorch", argv, env, "")
 		} else {
 			m := &Measurement{Impl: "pytorch", Label: spec.Label(), Spec: spec, Missing: torchWhy}
 			ms = append(ms, m)
