@@ -12,19 +12,17 @@ func TestNeedHostMallocReexec(t *testing.T) {
 		name  string
 		env   map[string]string
 		glibc bool
-		gpu   bool
 		want  bool
 	}{
-		{"glibc, nothing set", nil, true, false, true},
-		{"not glibc", nil, false, false, false},
-		{"a GPU is visible", nil, true, true, false},
-		{"user's GLIBC_TUNABLES win", map[string]string{"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}, true, false, false},
-		{"turned off", map[string]string{HostMallocEnv: "system"}, true, false, false},
-		{"turned off, any case", map[string]string{HostMallocEnv: " System "}, true, false, false},
-		{"other value keeps the settings", map[string]string{HostMallocEnv: "goaccel"}, true, false, true},
+		{"nothing set", nil, true, false},
+		{"keep", map[string]string{HostMallocEnv: "keep"}, true, true},
+		{"keep, any case and spaces", map[string]string{HostMallocEnv: " Keep "}, true, true},
+		{"keep, not glibc", map[string]string{HostMallocEnv: "keep"}, false, false},
+		{"keep, user's GLIBC_TUNABLES win", map[string]string{HostMallocEnv: "keep", "GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}, true, false},
+		{"system", map[string]string{HostMallocEnv: "system"}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := needHostMallocReexec(func(k string) string { return tc.env[k] }, tc.glibc, tc.gpu)
+			got := needHostMallocReexec(func(k string) string { return tc.env[k] }, tc.glibc)
 			if got != tc.want {
 				t.Errorf("needHostMallocReexec = %v, want %v", got, tc.want)
 			}
@@ -36,20 +34,22 @@ func TestNeedHostMallocReexec(t *testing.T) {
 const hostMallocRole = "print-glibc-tunables"
 
 // TestHostMallocReexec starts this test binary as a program that imports the package and
-// checks which glibc settings it runs with: goaccel's by default (it re-executed itself),
-// none with GOACCEL_HOST_MALLOC=system, and the user's own when they set GLIBC_TUNABLES.
+// checks which glibc settings it runs with: none by default, goaccel's with
+// GOACCEL_HOST_MALLOC=keep (it re-executed itself), and the user's own when they set
+// GLIBC_TUNABLES.
 func TestHostMallocReexec(t *testing.T) {
-	if glibcVersion() == "" || gpuPresent() {
-		t.Skip("SKIPPED: the C library is not glibc (or cgo is off), or a GPU is visible: goaccel leaves malloc alone here")
+	if glibcVersion() == "" {
+		t.Skip("SKIPPED: the C library is not glibc (or cgo is off): goaccel leaves malloc alone here")
 	}
 	for _, tc := range []struct {
 		name string
 		env  []string
 		want string
 	}{
-		{"default", nil, HostMallocTunables},
-		{"turned off", []string{HostMallocEnv + "=system"}, ""},
-		{"user's own", []string{"GLIBC_TUNABLES=glibc.malloc.arena_max=3"}, "glibc.malloc.arena_max=3"},
+		{"default", nil, ""},
+		{"keep", []string{HostMallocEnv + "=keep"}, HostMallocTunables},
+		{"system", []string{HostMallocEnv + "=system"}, ""},
+		{"keep, user's own", []string{HostMallocEnv + "=keep", "GLIBC_TUNABLES=glibc.malloc.arena_max=3"}, "glibc.malloc.arena_max=3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0])
