@@ -1,6 +1,7 @@
 package accelerator
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
@@ -44,25 +45,41 @@ const HostMallocEnv = "GOACCEL_HOST_MALLOC"
 const HostMallocTunables = "glibc.malloc.arena_max=1:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184"
 
 func init() {
-	if !needHostMallocReexec(os.Getenv, glibcVersion() != "") {
-		return
+	reexec, warning := hostMallocPlan(os.Getenv, glibcVersion() != "")
+	if reexec {
+		exe, err := os.Executable()
+		if err == nil {
+			env := append(os.Environ(), "GLIBC_TUNABLES="+HostMallocTunables)
+			err = syscall.Exec(exe, os.Args, env) // returns only on failure
+		}
+		warning = "re-executing this program with GLIBC_TUNABLES=" + HostMallocTunables + " failed (" +
+			err.Error() + "); running with glibc's defaults"
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return // only speed is lost
+	if warning != "" {
+		fmt.Fprintf(os.Stderr, "goaccel: WARNING: %s=%s: %s\n", HostMallocEnv, os.Getenv(HostMallocEnv), warning)
 	}
-	env := append(os.Environ(), "GLIBC_TUNABLES="+HostMallocTunables)
-	_ = syscall.Exec(exe, os.Args, env) // returns only on failure: run on with the defaults
 }
 
-// needHostMallocReexec says whether the process should restart itself with
-// HostMallocTunables: when $GOACCEL_HOST_MALLOC is "keep", on glibc, unless the user set
-// $GLIBC_TUNABLES.
-func needHostMallocReexec(getenv func(string) string, glibc bool) bool {
-	if !glibc || getenv("GLIBC_TUNABLES") != "" {
-		return false
+// hostMallocPlan says whether the process should restart itself with HostMallocTunables
+// (when $GOACCEL_HOST_MALLOC is "keep", on glibc, unless $GLIBC_TUNABLES is set), and what to
+// warn about when the variable asks for something that cannot be done.
+func hostMallocPlan(getenv func(string) string, glibc bool) (reexec bool, warning string) {
+	switch v := strings.ToLower(strings.TrimSpace(getenv(HostMallocEnv))); v {
+	case "", "system":
+		return false, ""
+	case "keep":
+		switch t := getenv("GLIBC_TUNABLES"); {
+		case t == HostMallocTunables:
+			return false, "" // already re-executed
+		case t != "":
+			return false, "ignored: GLIBC_TUNABLES is already set (" + t + "), and the user's own settings win"
+		case !glibc:
+			return false, "ignored: the C library is not glibc (or the program was built without cgo)"
+		}
+		return true, ""
+	default:
+		return false, "unknown value (use keep or system); running with glibc's defaults"
 	}
-	return strings.EqualFold(strings.TrimSpace(getenv(HostMallocEnv)), "keep")
 }
 
 // HostMalloc describes the host-memory settings of this process, for diagnostics

@@ -7,24 +7,31 @@ import (
 	"testing"
 )
 
-func TestNeedHostMallocReexec(t *testing.T) {
+func TestHostMallocPlan(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		env   map[string]string
-		glibc bool
-		want  bool
+		name    string
+		env     map[string]string
+		glibc   bool
+		reexec  bool
+		warning string // a part of the warning; "" for none
 	}{
-		{"nothing set", nil, true, false},
-		{"keep", map[string]string{HostMallocEnv: "keep"}, true, true},
-		{"keep, any case and spaces", map[string]string{HostMallocEnv: " Keep "}, true, true},
-		{"keep, not glibc", map[string]string{HostMallocEnv: "keep"}, false, false},
-		{"keep, user's GLIBC_TUNABLES win", map[string]string{HostMallocEnv: "keep", "GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}, true, false},
-		{"system", map[string]string{HostMallocEnv: "system"}, true, false},
+		{"nothing set", nil, true, false, ""},
+		{"system", map[string]string{HostMallocEnv: "system"}, true, false, ""},
+		{"keep", map[string]string{HostMallocEnv: "keep"}, true, true, ""},
+		{"keep, any case and spaces", map[string]string{HostMallocEnv: " Keep "}, true, true, ""},
+		{"keep, already re-executed", map[string]string{HostMallocEnv: "keep", "GLIBC_TUNABLES": HostMallocTunables}, true, false, ""},
+		{"keep, not glibc", map[string]string{HostMallocEnv: "keep"}, false, false, "not glibc"},
+		{"keep, user's GLIBC_TUNABLES win", map[string]string{HostMallocEnv: "keep", "GLIBC_TUNABLES": "glibc.malloc.arena_max=4"},
+			true, false, "GLIBC_TUNABLES is already set (glibc.malloc.arena_max=4)"},
+		{"unknown value", map[string]string{HostMallocEnv: "fast"}, true, false, "unknown value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := needHostMallocReexec(func(k string) string { return tc.env[k] }, tc.glibc)
-			if got != tc.want {
-				t.Errorf("needHostMallocReexec = %v, want %v", got, tc.want)
+			reexec, warning := hostMallocPlan(func(k string) string { return tc.env[k] }, tc.glibc)
+			if reexec != tc.reexec {
+				t.Errorf("reexec = %v, want %v", reexec, tc.reexec)
+			}
+			if (tc.warning == "") != (warning == "") || !strings.Contains(warning, tc.warning) {
+				t.Errorf("warning = %q, want one containing %q", warning, tc.warning)
 			}
 		})
 	}
@@ -45,11 +52,14 @@ func TestHostMallocReexec(t *testing.T) {
 		name string
 		env  []string
 		want string
+		warn string // part of the warning on stderr; "" for none
 	}{
-		{"default", nil, ""},
-		{"keep", []string{HostMallocEnv + "=keep"}, HostMallocTunables},
-		{"system", []string{HostMallocEnv + "=system"}, ""},
-		{"keep, user's own", []string{HostMallocEnv + "=keep", "GLIBC_TUNABLES=glibc.malloc.arena_max=3"}, "glibc.malloc.arena_max=3"},
+		{"default", nil, "", ""},
+		{"keep", []string{HostMallocEnv + "=keep"}, HostMallocTunables, ""},
+		{"system", []string{HostMallocEnv + "=system"}, "", ""},
+		{"keep, user's own", []string{HostMallocEnv + "=keep", "GLIBC_TUNABLES=glibc.malloc.arena_max=3"},
+			"glibc.malloc.arena_max=3", "GOACCEL_HOST_MALLOC=keep: ignored: GLIBC_TUNABLES is already set"},
+		{"unknown value", []string{HostMallocEnv + "=fast"}, "", "GOACCEL_HOST_MALLOC=fast: unknown value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0])
@@ -67,6 +77,10 @@ func TestHostMallocReexec(t *testing.T) {
 			}
 			if want := "GLIBC_TUNABLES=[" + tc.want + "]"; !strings.Contains(string(out), want) {
 				t.Errorf("child printed\n%s\nwant a line %q", out, want)
+			}
+			if warned := strings.Contains(string(out), "WARNING"); warned != (tc.warn != "") ||
+				!strings.Contains(string(out), tc.warn) {
+				t.Errorf("child printed\n%s\nwant a warning containing %q (none if empty)", out, tc.warn)
 			}
 		})
 	}
