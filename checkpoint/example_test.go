@@ -65,12 +65,12 @@ func trainUpTo(dir string, steps int64) (float64, error) {
 	st := &checkpoint.State{Store: job.Store()}
 	if path, err := mgr.LoadLatest(st); err == nil {
 		// The step restores the variables; the loader must be restored too, or the run would
-		// start the data order again from the beginning of epoch 0.
+		// start the data order again from the beginning of the first epoch.
 		if err := loader.Restore(st.Progress.Loader); err != nil {
 			return 0, err
 		}
 		fmt.Printf("resumed from %s: step %d, epoch %d after %d of its %d global batches\n", filepath.Base(path),
-			st.Progress.Step, st.Progress.Loader.Epoch, st.Progress.Loader.BatchesConsumed, loader.BatchesPerEpoch())
+			st.Progress.Step, st.Progress.Loader.Epoch+1, st.Progress.Loader.BatchesConsumed, loader.BatchesPerEpoch())
 	} else if !errors.Is(err, checkpoint.ErrNoCheckpoint) {
 		return 0, err
 	}
@@ -128,6 +128,6 @@ func Example() {
 	}
 	fmt.Println("last loss equal to the uninterrupted run's:", resumed == uninterrupted)
 	// Output:
-	// resumed from ckpt-000000006: step 6, epoch 1 after 1 of its 5 global batches
+	// resumed from ckpt-000000006: step 6, epoch 2 after 1 of its 5 global batches
 	// last loss equal to the uninterrupted run's: true
 }

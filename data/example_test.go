@@ -37,14 +37,15 @@ func ExampleNewLoader() {
 			panic(err)
 		}
 		for r, b := range gb.Shards {
-			fmt.Printf("epoch %d global batch %d replica %d: indices %v real %v\n", gb.Epoch, gb.Index, r, b.Indices, b.Real)
+			// Epoch and Index count from 0 in the API; people read them from 1.
+			fmt.Printf("epoch %d global batch %d replica %d: indices %v real %v\n", gb.Epoch+1, gb.Index+1, r, b.Indices, b.Real)
 		}
 	}
 	fmt.Printf("%+v\n", loader.State())
 	// Output:
-	// epoch 0 global batch 0 replica 0: indices [0 2 4] real [true true true]
-	// epoch 0 global batch 0 replica 1: indices [1 3 5] real [true true true]
-	// epoch 0 global batch 1 replica 0: indices [6 6 6] real [true false false]
-	// epoch 0 global batch 1 replica 1: indices [7 7 7] real [true false false]
+	// epoch 1 global batch 1 replica 0: indices [0 2 4] real [true true true]
+	// epoch 1 global batch 1 replica 1: indices [1 3 5] real [true true true]
+	// epoch 1 global batch 2 replica 0: indices [6 6 6] real [true false false]
+	// epoch 1 global batch 2 replica 1: indices [7 7 7] real [true false false]
 	// {Epoch:1 BatchesConsumed:0 Seed:0 NumReplicas:2}
 }

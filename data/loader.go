@@ -129,7 +129,7 @@ func (l *loaderBase[T]) epoch(produce globalBatchSlots[T]) iter.Seq2[*GlobalBatc
 						err = collateGlobalBatch(examples, batches, l.cfg.Collate)
 					}
 					if err != nil {
-						return nil, fmt.Errorf("data: epoch %d, global batch %d: %w", ps.epoch, index, err)
+						return nil, fmt.Errorf("data: epoch %d, global batch %d: %w", ps.epoch+1, index+1, err)
 					}
 					return &GlobalBatch{Epoch: ps.epoch, Index: index, Shards: batches}, nil
 				})

@@ -552,7 +552,7 @@ func TestLoaderReportsFailures(t *testing.T) {
 				}
 				n++
 			}
-			if got == nil || !strings.Contains(got.Error(), c.want) || !strings.Contains(got.Error(), "epoch 0, global batch") {
+			if got == nil || !strings.Contains(got.Error(), c.want) || !strings.Contains(got.Error(), "epoch 1, global batch") {
 				t.Errorf("workers=%d %s: error %v, want %q", w, c.name, got, c.want)
 			}
 			if st := l.State(); st.BatchesConsumed != n {

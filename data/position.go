@@ -71,13 +71,13 @@ func (p *position) checkLocked(numReplicas int) error {
 		return nil
 	}
 	if p.posReplicas != 0 && p.posReplicas != numReplicas {
-		return fmt.Errorf("data: the loader position (epoch %d, global batch %d) was reached with %d replicas and cannot "+
+		return fmt.Errorf("data: the loader position (epoch %d after %d global batches) was reached with %d replicas and cannot "+
 			"continue mid-epoch with %d; resume with %d replicas or from the start of an epoch",
-			p.epoch, p.consumed, p.posReplicas, numReplicas, p.posReplicas)
+			p.epoch+1, p.consumed, p.posReplicas, numReplicas, p.posReplicas)
 	}
 	if batches := p.batchesPerEpoch(numReplicas); p.consumed > batches {
-		return fmt.Errorf("data: the loader position (epoch %d, global batch %d) is past the end of the epoch "+
-			"(%d global batches); restore a state saved by this loader over the same data", p.epoch, p.consumed, batches)
+		return fmt.Errorf("data: the loader position (epoch %d after %d global batches) is past the end of the epoch "+
+			"(%d global batches); restore a state saved by this loader over the same data", p.epoch+1, p.consumed, batches)
 	}
 	return nil
 }
