@@ -78,13 +78,9 @@
 // # Host memory
 //
 // XLA's CPU runtime allocates each step's temporaries afresh, and with glibc's default malloc
-// every step faults that memory in again (about 15% of a MiniLM step's CPU time). With
-// $GOACCEL_HOST_MALLOC=keep (HostMallocEnv), on Linux with glibc, a program that imports this
-// package re-executes itself once at start, before its own code runs, with $GLIBC_TUNABLES set
-// to HostMallocTunables (one malloc arena, no mmap for large blocks, freed memory kept for
-// reuse): steps run 1.04-1.22x faster, the first update comes 1-2 s later (compiling contends
-// for the one arena), and the process keeps the memory it freed until it exits. It pays on
-// long CPU training runs. `goaccel env` says which settings are in effect.
+// every step faults that memory in again. The hostmalloc package, imported for its effect,
+// re-executes the program at start with glibc settings that keep freed memory for reuse when
+// $GOACCEL_HOST_MALLOC=keep; this package itself has no side effect at import.
 //
 // # Processes
 //

@@ -48,7 +48,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	python := fs.String("python", defaultPython(), `Python with torch (and transformers for BERT) for the comparison; "none" disables it`)
 	torchScript := fs.String("torch_script", "", "PyTorch worker script (default: scripts/bench_torch.py, or bench_torch.py next to this binary)")
 	threads := fs.Int("threads", runtime.NumCPU(), "PyTorch's intra-op threads (XLA's CPU plugin uses one thread per core)")
-	torchMalloc := fs.Bool("torch_goaccel_malloc", false, "run PyTorch with goaccel's glibc malloc settings too (default: glibc's defaults, as PyTorch users run it; see accelerator.HostMallocEnv)")
+	torchMalloc := fs.Bool("torch_goaccel_malloc", false, "run PyTorch with goaccel's glibc malloc settings too (default: glibc's defaults, as PyTorch users run it; see the hostmalloc package)")
 	baseline := fs.String("baseline", "", "another goaccel binary whose bench-worker is measured alongside as goaccel-baseline (A/B of a change)")
 	runDir := fs.String("run_dir", "", "run directory (default: runs/bench-YYYYMMDD-HHMMSS)")
 	fs.Usage = func() {

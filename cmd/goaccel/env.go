@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/hostmalloc"
 	"github.com/goaccel/goaccel/internal/mpi"
 	"github.com/goaccel/goaccel/trainer"
 	flag "github.com/spf13/pflag"
@@ -33,7 +34,7 @@ type envReport struct {
 	NvidiaFiles []string      `json:"nvidia_device_files"`
 	// MPI is the library runs over several processes would load (goaccel launch, mpirun).
 	MPI mpiReport `json:"mpi"`
-	// HostMalloc says whether goaccel's glibc malloc settings are in effect (accelerator.HostMalloc).
+	// HostMalloc says whether goaccel's glibc malloc settings are in effect (hostmalloc.Describe).
 	HostMalloc string   `json:"host_malloc"`
 	Env        []envVar `json:"environment"`
 }
@@ -94,7 +95,7 @@ func collectEnv() envReport {
 	} else {
 		rep.MPI = mpiReport{Library: lib.Path, ABI: lib.ABI.String(), From: lib.Source}
 	}
-	rep.HostMalloc = accelerator.HostMalloc()
+	rep.HostMalloc = hostmalloc.Describe()
 	for _, name := range envVars {
 		v := envVar{Name: name}
 		if val, ok := os.LookupEnv(name); ok {

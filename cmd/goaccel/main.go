@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 
+	_ "github.com/goaccel/goaccel/hostmalloc" // GOACCEL_HOST_MALLOC=keep: glibc keeps XLA's freed memory for reuse (bench workers run this binary)
 	flag "github.com/spf13/pflag"
 )
 

@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/goaccel/goaccel/accelerator"
+	_ "github.com/goaccel/goaccel/hostmalloc" // GOACCEL_HOST_MALLOC=keep: glibc keeps XLA's freed memory for reuse
 	"github.com/goaccel/goaccel/internal/flagsuggest"
 	flag "github.com/spf13/pflag"
 )

@@ -7,6 +7,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/hostmalloc"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -149,7 +150,7 @@ func (r *goaccelRun) steps(n int) (time.Duration, float64, error) {
 func (r *goaccelRun) describe() map[string]any {
 	info := r.acc.Info()
 	return map[string]any{"backend": info.Backend, "plugin": info.Plugin.Path, "devices": info.Devices,
-		"available": info.Available, "host_malloc": accelerator.HostMalloc()}
+		"available": info.Available, "host_malloc": hostmalloc.Describe()}
 }
 
 // close releases the backend.

@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/hostmalloc"
 )
 
 // Options configure Run.
@@ -49,7 +49,7 @@ type Options struct {
 	// TorchScript is the path of scripts/bench_torch.py.
 	TorchScript string
 	// TorchGoaccelMalloc runs PyTorch with the glibc malloc settings goaccel gives itself
-	// (accelerator.HostMallocTunables); by default PyTorch runs with glibc's defaults, as its
+	// (hostmalloc.Tunables); by default PyTorch runs with glibc's defaults, as its
 	// users run it.
 	TorchGoaccelMalloc bool
 	// Threads is the number of intra-op threads PyTorch uses (XLA's CPU plugin uses one per core).
@@ -320,7 +320,7 @@ func Run(o Options) ([]*Measurement, error) {
 			argv := append([]string{o.Python, o.TorchScript}, spec.torchArgs()...)
 			argv = append(argv, "--threads", strconv.Itoa(o.Threads))
 			env := []string{"OMP_NUM_THREADS=" + strconv.Itoa(o.Threads)}
-			if !o.TorchGoaccelMalloc && os.Getenv("GLIBC_TUNABLES") == accelerator.HostMallocTunables {
+			if !o.TorchGoaccelMalloc && os.Getenv("GLIBC_TUNABLES") == hostmalloc.Tunables {
 				env = append(env, "GLIBC_TUNABLES=") // glibc's defaults, as PyTorch users run it
 			}
 			add("pytorch", argv, env, "")

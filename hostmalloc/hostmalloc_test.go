@@ -1,13 +1,14 @@
-package accelerator
+package hostmalloc
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 )
 
-func TestHostMallocPlan(t *testing.T) {
+func TestPlan(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		env     map[string]string
@@ -16,17 +17,17 @@ func TestHostMallocPlan(t *testing.T) {
 		warning string // a part of the warning; "" for none
 	}{
 		{"nothing set", nil, true, false, ""},
-		{"system", map[string]string{HostMallocEnv: "system"}, true, false, ""},
-		{"keep", map[string]string{HostMallocEnv: "keep"}, true, true, ""},
-		{"keep, any case and spaces", map[string]string{HostMallocEnv: " Keep "}, true, true, ""},
-		{"keep, already re-executed", map[string]string{HostMallocEnv: "keep", "GLIBC_TUNABLES": HostMallocTunables}, true, false, ""},
-		{"keep, not glibc", map[string]string{HostMallocEnv: "keep"}, false, false, "not glibc"},
-		{"keep, user's GLIBC_TUNABLES win", map[string]string{HostMallocEnv: "keep", "GLIBC_TUNABLES": "glibc.malloc.arena_max=4"},
+		{"system", map[string]string{Env: "system"}, true, false, ""},
+		{"keep", map[string]string{Env: "keep"}, true, true, ""},
+		{"keep, any case and spaces", map[string]string{Env: " Keep "}, true, true, ""},
+		{"keep, already re-executed", map[string]string{Env: "keep", "GLIBC_TUNABLES": Tunables}, true, false, ""},
+		{"keep, not glibc", map[string]string{Env: "keep"}, false, false, "not glibc"},
+		{"keep, user's GLIBC_TUNABLES win", map[string]string{Env: "keep", "GLIBC_TUNABLES": "glibc.malloc.arena_max=4"},
 			true, false, "GLIBC_TUNABLES is already set (glibc.malloc.arena_max=4)"},
-		{"unknown value", map[string]string{HostMallocEnv: "fast"}, true, false, "unknown value"},
+		{"unknown value", map[string]string{Env: "fast"}, true, false, "unknown value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reexec, warning := hostMallocPlan(func(k string) string { return tc.env[k] }, tc.glibc)
+			reexec, warning := plan(func(k string) string { return tc.env[k] }, tc.glibc)
 			if reexec != tc.reexec {
 				t.Errorf("reexec = %v, want %v", reexec, tc.reexec)
 			}
@@ -37,14 +38,23 @@ func TestHostMallocPlan(t *testing.T) {
 	}
 }
 
-// hostMallocRole is the test binary's role (see TestMain) that prints its $GLIBC_TUNABLES.
-const hostMallocRole = "print-glibc-tunables"
+// childRole, set to "print", makes the test binary print its $GLIBC_TUNABLES and exit (see
+// TestMain): the child of TestReexec, a program that imports the package.
+const childRole = "GOACCEL_TEST_HOSTMALLOC_CHILD"
 
-// TestHostMallocReexec starts this test binary as a program that imports the package and
+func TestMain(m *testing.M) {
+	if os.Getenv(childRole) == "print" {
+		fmt.Println("GLIBC_TUNABLES=[" + os.Getenv("GLIBC_TUNABLES") + "]")
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestReexec starts this test binary as a program that imports the package and
 // checks which glibc settings it runs with: none by default, goaccel's with
 // GOACCEL_HOST_MALLOC=keep (it re-executed itself), and the user's own when they set
 // GLIBC_TUNABLES.
-func TestHostMallocReexec(t *testing.T) {
+func TestReexec(t *testing.T) {
 	if glibcVersion() == "" {
 		t.Skip("SKIPPED: the C library is not glibc (or cgo is off): goaccel leaves malloc alone here")
 	}
@@ -55,22 +65,22 @@ func TestHostMallocReexec(t *testing.T) {
 		warn string // part of the warning on stderr; "" for none
 	}{
 		{"default", nil, "", ""},
-		{"keep", []string{HostMallocEnv + "=keep"}, HostMallocTunables, ""},
-		{"system", []string{HostMallocEnv + "=system"}, "", ""},
-		{"keep, user's own", []string{HostMallocEnv + "=keep", "GLIBC_TUNABLES=glibc.malloc.arena_max=3"},
+		{"keep", []string{Env + "=keep"}, Tunables, ""},
+		{"system", []string{Env + "=system"}, "", ""},
+		{"keep, user's own", []string{Env + "=keep", "GLIBC_TUNABLES=glibc.malloc.arena_max=3"},
 			"glibc.malloc.arena_max=3", "GOACCEL_HOST_MALLOC=keep: ignored: GLIBC_TUNABLES is already set"},
-		{"unknown value", []string{HostMallocEnv + "=fast"}, "", "GOACCEL_HOST_MALLOC=fast: unknown value"},
+		{"unknown value", []string{Env + "=fast"}, "", "GOACCEL_HOST_MALLOC=fast: unknown value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0])
 			var env []string
 			for _, kv := range os.Environ() {
-				if !strings.HasPrefix(kv, "GLIBC_TUNABLES=") && !strings.HasPrefix(kv, HostMallocEnv+"=") &&
-					!strings.HasPrefix(kv, workerRole+"=") {
+				if !strings.HasPrefix(kv, "GLIBC_TUNABLES=") && !strings.HasPrefix(kv, Env+"=") &&
+					!strings.HasPrefix(kv, childRole+"=") {
 					env = append(env, kv)
 				}
 			}
-			cmd.Env = append(append(env, workerRole+"="+hostMallocRole), tc.env...)
+			cmd.Env = append(append(env, childRole+"=print"), tc.env...)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("child: %v\n%s", err, out)

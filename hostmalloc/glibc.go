@@ -1,6 +1,6 @@
 //go:build linux && cgo
 
-package accelerator
+package hostmalloc
 
 /*
 #include <features.h>

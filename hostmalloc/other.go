@@ -1,6 +1,6 @@
 //go:build !linux || !cgo
 
-package accelerator
+package hostmalloc
 
 // glibcVersion is "": without cgo on Linux, the process's C library is not known to be glibc.
 func glibcVersion() string { return "" }
