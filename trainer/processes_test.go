@@ -33,7 +33,8 @@ const (
 )
 
 // fitWorker is one rank of a 2-epoch Fit of the toy model that checkpoints every 3 updates.
-// Rank 0 writes the final weights to RUN_DIR/final.json.
+// Rank 0 writes the final weights to RUN_DIR/final.json, and the checkpoint its last session
+// resumed from ("" if none) to RUN_DIR/resumed.
 func fitWorker(dir string) error {
 	acc, err := accelerator.New(accelerator.Config{Backend: os.Getenv(fitPlugin), Quiet: true, Seed: 7})
 	if err != nil {
@@ -76,11 +77,15 @@ func fitWorker(dir string) error {
 		}
 		return nil
 	}
-	if _, err := tr.Fit(train, eval, cfg); err != nil {
+	res, err := tr.Fit(train, eval, cfg)
+	if err != nil {
 		return err
 	}
 	if !acc.IsMainProcess() {
 		return nil
+	}
+	if err := os.WriteFile(filepath.Join(dir, "resumed"), []byte(res.Resumed), 0o644); err != nil {
+		return err
 	}
 	w := map[string][]float32{}
 	for v := range store.IterVariables() {
@@ -214,6 +219,14 @@ func TestRestartWithDropoutEqualsUninterrupted(t *testing.T) {
 	if d, where := maxAbsDiff(read(killed), read(clean)); d != 0 {
 		t.Errorf("with dropout at 2 processes x 2 devices, after the kill and restart %s differs from the "+
 			"uninterrupted run by %g; want identical weights", where, d)
+	}
+	if b, err := os.ReadFile(filepath.Join(killed, "resumed")); err != nil || filepath.Base(string(b)) != "ckpt-000000009" {
+		t.Errorf("the restarted run resumed from %q (%v), want its checkpoint of update 9", b, err)
+	}
+	// 2 epochs of 96 examples in global batches of 4 x 2 devices x 2 processes: 12 updates.
+	latest, err := os.ReadFile(filepath.Join(killed, CheckpointsDir, checkpoint.LatestFile))
+	if err != nil || strings.TrimSpace(string(latest)) != "ckpt-000000012" {
+		t.Fatalf("the last checkpoint is %q (%v), want ckpt-000000012 (12 updates on 2 x 2 replicas)", latest, err)
 	}
 	// The checkpoint holds each rank's own random state.
 	f, err := safetensors.Open(filepath.Join(killed, CheckpointsDir, "ckpt-000000012", checkpoint.RandomStateFile))
