@@ -6,10 +6,14 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/goaccel/goaccel/accelerator"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/ml/model"
 )
+
+// The Accelerator gives every rank its own random state back.
+var _ Ranks = (*accelerator.Accelerator)(nil)
 
 // fakeJob is n processes of a run inside one test: its collectives meet in memory.
 type fakeJob struct {
