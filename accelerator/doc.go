@@ -54,9 +54,12 @@
 //     device (the equivalence tests above).
 //   - What is equal across device counts, and what is not: without randomness in the step
 //     (no dropout), the N-device and 1-device runs compute the same losses and variables to
-//     rounding (the tolerance above). With dropout, XLA partitions the random-number generator
-//     differently for each device layout, so the dropout masks, and so the runs, differ —
-//     as they differ between DDP's ranks. Each run is still a correct sample of the same
+//     rounding (the tolerance above). With dropout they differ. The random state is one
+//     variable per process; each step draws the random numbers of its whole global batch from
+//     it (the same numbers on any device count) and each device uses its own rows, so the
+//     replicas' masks differ; but the sampler interleaves the replicas, so a row holds another
+//     example on another device count, and the examples get other masks (pinned by
+//     TestDropoutMasksAcrossDevices). Each run is still a correct sample of the same
 //     training; it is not the same sample. Evaluation (training off) is not affected.
 //   - Each step's executable is compiled once per input shape; variables stay on the devices
 //     and are donated to each step; the host reads the loss only when Loss.Value is called.
@@ -113,7 +116,11 @@
 //     (DDP's broadcast of the parameters). Non-trainable variables are broadcast too but are not
 //     all-reduced afterwards: statistics updated by the step (batch-norm moving averages) are
 //     each process's own, as in DDP without SyncBatchNorm. The random state (dropout) is seeded
-//     with Seed + rank.
+//     with Seed + rank in Prepare, so the ranks draw different masks. A checkpoint saved with
+//     the Accelerator as its checkpoint.Options.Processes holds every rank's state and gives
+//     each rank its own back (AllGather carries them; a rank the checkpoint has none for keeps
+//     Seed + rank): a resumed run draws the masks of the uninterrupted one. Load a checkpoint
+//     after Prepare, which seeds the state afresh.
 //   - Evaluation: EvalStep.Run and Evaluate gather from every device of every process, so each
 //     real example counts exactly once and every process gets the same results.
 //   - Reduce, WaitForEveryone and MainProcessFirst work across processes; Print and Printf

@@ -61,3 +61,15 @@ func (a *Accelerator) Broadcast(b []byte) ([]byte, error) {
 	}
 	return all[0], nil
 }
+
+// AllGather returns every process's b, indexed by rank (torch.distributed.all_gather_object
+// for bytes; the lengths may differ): every process must call it, and all get the same
+// result. Package checkpoint uses it to save the random state of every process. With one
+// process it returns [b].
+func (a *Accelerator) AllGather(b []byte) ([][]byte, error) {
+	all, err := a.grp.Allgather(b)
+	if err != nil {
+		return nil, fmt.Errorf("accelerator: AllGather: %w", err)
+	}
+	return all, nil
+}

@@ -5,7 +5,8 @@
 // weights.safetensors, its other variables (optimizer moments, global step, learning rate,
 // random state) in optimizer.safetensors, the run's position (epoch, step, loader position,
 // seed) in progress.json, the caller's config and metrics history in config.json and
-// metrics.json, and MANIFEST.json with the size and SHA-256 of each of those files.
+// metrics.json, in a multi-process run the random state of every process in
+// random_state.safetensors, and MANIFEST.json with the size and SHA-256 of each of those files.
 //
 // Typical use, with the same code on every process of a run (Example is the complete
 // program):
@@ -34,6 +35,17 @@
 // back to the newest intact checkpoint and says so; a checkpoint saved on any number of devices
 // loads on any number. fsync makes saves durable across power loss as far as the file system
 // honours it.
+//
+// Random state: each process has its own device random state, which dropout draws from (the
+// Store variable "/#rngState"; the Accelerator seeds it with Seed + rank in Prepare, so load
+// after Prepare). With Options.Processes implementing Ranks, as the Accelerator does, Save
+// gathers every process's state into random_state.safetensors (tensor "rank<r>") and Load
+// gives rank r entry r: a resumed N-process run draws the masks of the uninterrupted one, bit
+// for bit. A rank that the checkpoint holds no state for keeps the one its Store has (after
+// Prepare: Seed + rank, what that rank starts a fresh run with). That is a rank that did not
+// exist at save time, and every rank but 0 with a checkpoint saved by one process, or saved
+// before random_state.safetensors existed: those hold only the main process's state (as
+// "/#rngState" in optimizer.safetensors), which rank 0 loads.
 //
 // The package does not decide when to save: the caller (the trainer) does.
 //

@@ -70,6 +70,7 @@ type Options struct {
 //	  ckpt-000001200/
 //	    weights.safetensors  trainable variables
 //	    optimizer.safetensors  other variables (optimizer state, random state, ...)
+//	    random_state.safetensors  every process's random state (several processes, Ranks)
 //	    progress.json  config.json  metrics.json
 //	    MANIFEST.json        size and SHA-256 of every other file; written last
 //
@@ -127,8 +128,12 @@ func (m *Manager) PathFor(step int64) string {
 // Save writes st as the checkpoint for st.Progress.Step and returns its directory. A checkpoint
 // already saved at that step is replaced atomically. Only the main process writes; every
 // process then waits for the others (Processes.WaitForEveryone), so on return the checkpoint is
-// complete for all of them. On the other processes the error reports only the barrier: a failed
-// write is reported by the main process.
+// complete for all of them. On the other processes the error reports only the barrier (and
+// their own random state, see Ranks): a failed write is reported by the main process.
+//
+// When Processes also implements Ranks (the Accelerator does), every process's random state
+// is gathered first and the main process writes them all to RandomStateFile, so that Load
+// gives each rank its own back.
 func (m *Manager) Save(st *State) (string, error) {
 	if st == nil || st.Store == nil {
 		return "", errors.New("checkpoint: Save needs a State with a Store")
@@ -137,10 +142,10 @@ func (m *Manager) Save(st *State) (string, error) {
 		return "", fmt.Errorf("checkpoint: negative step %d", st.Progress.Step)
 	}
 	path := m.PathFor(st.Progress.Step)
-	if !m.isMain() {
-		return path, m.wait()
+	states, err := m.gatherRandomStates(st.Store)
+	if err == nil && m.isMain() {
+		err = m.save(path, st, states)
 	}
-	err := m.save(path, st)
 	if werr := m.wait(); err == nil {
 		err = werr
 	}
@@ -151,7 +156,7 @@ func (m *Manager) Save(st *State) (string, error) {
 }
 
 // save does the main process's part of Save.
-func (m *Manager) save(path string, st *State) error {
+func (m *Manager) save(path string, st *State, states *varFile) error {
 	m.removeLeftovers()
 	// fsutil.MkdirTemp: 0755 less the umask, so that the checkpoint, renamed into place, can be
 	// read by others like the rest of the run directory (os.MkdirTemp makes 0700).
@@ -171,13 +176,17 @@ func (m *Manager) save(path string, st *State) error {
 	if err != nil {
 		return err
 	}
-	// The two files are written concurrently: each write is bound by its SHA-256, on one core.
-	files := []struct {
+	// The files are written concurrently: each write is bound by its SHA-256, on one core.
+	type varFileWrite struct {
 		name string
 		vf   *varFile
 		fe   fileEntry
 		err  error
-	}{{name: WeightsFile, vf: weights}, {name: OptimizerFile, vf: others}}
+	}
+	files := []varFileWrite{{name: WeightsFile, vf: weights}, {name: OptimizerFile, vf: others}}
+	if states != nil {
+		files = append(files, varFileWrite{name: RandomStateFile, vf: states})
+	}
 	var wg sync.WaitGroup
 	for i := range files {
 		f := &files[i]
@@ -371,7 +380,8 @@ func (m *Manager) latest() (name string, problem string) {
 // the same dtype and shape; one only in the Store is an error unless Options.AllowMissing; one
 // only in the checkpoint is created (GoMLX creates variables lazily, so a Store whose model has
 // not run yet is empty), except a trainable one when the Store already has trainable variables,
-// which is an error. Errors name the variables.
+// which is an error. Errors name the variables. The random state ("/#rngState") is this
+// process's own: see Ranks and the package documentation.
 func (m *Manager) Load(path string, st *State) error {
 	if st == nil || st.Store == nil {
 		return errors.New("checkpoint: Load needs a State with a Store")
@@ -379,11 +389,11 @@ func (m *Manager) Load(path string, st *State) error {
 	if !strings.ContainsRune(path, filepath.Separator) && ckptNameRE.MatchString(path) {
 		path = filepath.Join(m.dir, path)
 	}
-	return load(path, st, m.opts.AllowMissing)
+	return load(path, st, m.opts.AllowMissing, m.rank())
 }
 
-// load implements Manager.Load.
-func load(path string, st *State, allowMissing bool) error {
+// load implements Manager.Load, for the process of the given rank.
+func load(path string, st *State, allowMissing bool, rank int) error {
 	man, err := readManifest(path)
 	if err != nil {
 		return err
@@ -424,7 +434,17 @@ func load(path string, st *State, allowMissing bool) error {
 			return f.err
 		}
 	}
-	if err := restore(st.Store, vars, allowMissing); err != nil {
+	states, err := readRandomStates(path, man)
+	if err != nil {
+		freeLoaded(vars)
+		return err
+	}
+	vars, keepRNG, err := pickRandomState(path, vars, states, rank)
+	if err != nil {
+		freeLoaded(vars)
+		return err
+	}
+	if err := restore(st.Store, vars, allowMissing, keepRNG); err != nil {
 		freeLoaded(vars)
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
@@ -479,7 +499,7 @@ func (m *Manager) LoadLatest(st *State) (string, error) {
 	var failures []string
 	for i, name := range names {
 		path := filepath.Join(m.dir, name)
-		err := load(path, st, m.opts.AllowMissing)
+		err := load(path, st, m.opts.AllowMissing, m.rank())
 		if err == nil {
 			if i > 0 {
 				m.opts.Logf("checkpoint: fell back to %s (%d newer checkpoint(s) damaged)", path, i)

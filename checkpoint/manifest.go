@@ -17,8 +17,8 @@ const (
 	// WeightsFile holds the trainable variables (model weights) in safetensors format.
 	WeightsFile = "weights.safetensors"
 	// OptimizerFile holds the non-trainable variables in safetensors format: optimizer state
-	// (Adam moments, global step, learning rate), the random state and any other
-	// non-trainable model state (for example batch-norm averages).
+	// (Adam moments, global step, learning rate), the main process's random state and any
+	// other non-trainable model state (for example batch-norm averages).
 	OptimizerFile = "optimizer.safetensors"
 	// ProgressFile holds Progress as JSON.
 	ProgressFile = "progress.json"

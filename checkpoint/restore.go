@@ -26,7 +26,10 @@ const maxProblems = 20
 //     the model function then picks it up (and GoMLX fails, naming it, if it asks for another
 //     shape). The exception is a trainable (weights) variable when the Store already has
 //     trainable variables: the model has been built and has no such weight, so it is an error.
-func restore(store *model.Store, vars []loadedVar, allowMissing bool) error {
+//
+// With keepRNG the Store's random state ("/#rngState") is this rank's own and is not in vars:
+// it is left as it is (see pickRandomState).
+func restore(store *model.Store, vars []loadedVar, allowMissing, keepRNG bool) error {
 	byPath := make(map[string]*loadedVar, len(vars))
 	var problems []string
 	for i := range vars {
@@ -43,7 +46,7 @@ func restore(store *model.Store, vars []loadedVar, allowMissing bool) error {
 		storeHasWeights = storeHasWeights || v.Trainable
 		lv, ok := byPath[v.Path()]
 		if !ok {
-			if !allowMissing {
+			if !allowMissing && !(keepRNG && v.Path() == rngPath) {
 				problems = append(problems, fmt.Sprintf("variable %q (%s) is in the Store but not in the checkpoint "+
 					"(set Options.AllowMissing to keep its current value)", v.Path(), v.Shape()))
 			}

@@ -33,7 +33,8 @@ type Progress struct {
 	// Loader is the data loader's position, so that resuming yields the same next batches.
 	Loader data.LoaderState `json:"loader"`
 	// Seed is the run's seed. The device random state itself is a Store variable
-	// ("/#rngState") and is saved with the other variables.
+	// ("/#rngState"), saved with the other variables, and in a multi-process run once per
+	// process (see Ranks).
 	Seed int64 `json:"seed"`
 	// Devices and Processes record the topology at save time. They are informational: a
 	// checkpoint loads on any number of devices.

@@ -110,9 +110,14 @@ func toyLoader(t testing.TB, n, offset, batch int, shuffle bool) *data.Loader[ex
 }
 
 // mlp is the toy model: 8 -> hidden (tanh) -> 3 logits.
-func mlp(hidden int) func(s *model.Scope, x *Node) *Node {
+func mlp(hidden int) func(s *model.Scope, x *Node) *Node { return mlpDropout(hidden, 0) }
+
+// mlpDropout is mlp with dropout at the given rate on the hidden layer, active in training
+// only (0: none).
+func mlpDropout(hidden int, rate float64) func(s *model.Scope, x *Node) *Node {
 	return func(s *model.Scope, x *Node) *Node {
 		h := Tanh(layers.Dense(s.In("hidden"), x, true, hidden))
+		h = layers.DropoutStatic(s, h, rate)
 		return layers.Dense(s.In("out"), h, true, 3)
 	}
 }
@@ -120,8 +125,11 @@ func mlp(hidden int) func(s *model.Scope, x *Node) *Node {
 // toyTask trains the toy MLP with cross-entropy and reports accuracy and loss. The metrics
 // are computed here from the gathered outputs on purpose: the trainer is under test, not
 // package metrics.
-func toyTask(hidden int) Task {
-	logits := mlp(hidden)
+func toyTask(hidden int) Task { return toyDropoutTask(hidden, 0) }
+
+// toyDropoutTask is toyTask with dropout at the given rate on the hidden layer.
+func toyDropoutTask(hidden int, dropout float64) Task {
+	logits := mlpDropout(hidden, dropout)
 	return Task{
 		Loss: func(s *model.Scope, b accelerator.GraphBatch) *Node {
 			return accelerator.CrossEntropy(logits(s, b.Inputs[0]), b.Labels, b.Mask)

@@ -7,14 +7,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/checkpoint"
+	"github.com/goaccel/goaccel/checkpoint/safetensors"
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/internal/launch"
 	"github.com/goaccel/goaccel/internal/testutil"
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
@@ -25,10 +29,12 @@ const (
 	fitWorkerEnv = "GOACCEL_TRAINER_WORKER" // the run directory of the worker's Fit
 	fitKillEnv   = "GOACCEL_TRAINER_KILL"   // "rank:step": that rank SIGKILLs itself after that update, in attempt 0
 	fitPlugin    = "GOACCEL_TRAINER_PLUGIN"
+	fitDropout   = "GOACCEL_TRAINER_DROPOUT" // the dropout rate of the toy model's hidden layer (default none)
 )
 
 // fitWorker is one rank of a 2-epoch Fit of the toy model that checkpoints every 3 updates.
-// Rank 0 writes the final weights to RUN_DIR/final.json.
+// Rank 0 writes the final weights to RUN_DIR/final.json, and the checkpoint its last session
+// resumed from ("" if none) to RUN_DIR/resumed.
 func fitWorker(dir string) error {
 	acc, err := accelerator.New(accelerator.Config{Backend: os.Getenv(fitPlugin), Quiet: true, Seed: 7})
 	if err != nil {
@@ -53,8 +59,14 @@ func fitWorker(dir string) error {
 	if err != nil {
 		return err
 	}
+	var dropout float64
+	if v := os.Getenv(fitDropout); v != "" {
+		if _, err := fmt.Sscanf(v, "%g", &dropout); err != nil {
+			return fmt.Errorf("bad %s=%q", fitDropout, v)
+		}
+	}
 	store := model.NewStore()
-	tr, err := New(acc, store, optimizer.Adam().LearningRate(0.01).Done(), toyTask(16))
+	tr, err := New(acc, store, optimizer.Adam().LearningRate(0.01).Done(), toyDropoutTask(16, dropout))
 	if err != nil {
 		return err
 	}
@@ -65,11 +77,15 @@ func fitWorker(dir string) error {
 		}
 		return nil
 	}
-	if _, err := tr.Fit(train, eval, cfg); err != nil {
+	res, err := tr.Fit(train, eval, cfg)
+	if err != nil {
 		return err
 	}
 	if !acc.IsMainProcess() {
 		return nil
+	}
+	if err := os.WriteFile(filepath.Join(dir, "resumed"), []byte(res.Resumed), 0o644); err != nil {
+		return err
 	}
 	w := map[string][]float32{}
 	for v := range store.IterVariables() {
@@ -90,7 +106,23 @@ func fitWorker(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "final.json"), b, 0o644)
 }
 
-// launchFit runs fitWorker as 2 ranks (1 XLA CPU device each) on dir.
+// readFinal reads the final weights that fitWorker wrote in dir; out is the launcher's output,
+// shown when there are none.
+func readFinal(t *testing.T, dir, out string) map[string][]float32 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "final.json"))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var w map[string][]float32
+	if err := json.Unmarshal(b, &w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// launchFit runs fitWorker as 2 ranks (1 XLA CPU device each, unless env sets
+// GOACCEL_DEVICES to the total) on dir.
 func launchFit(t *testing.T, dir string, restarts int, env ...string) (string, error) {
 	t.Helper()
 	exe, err := os.Executable()
@@ -102,8 +134,8 @@ func launchFit(t *testing.T, dir string, restarts int, env ...string) (string, e
 	defer cancel()
 	err = launch.Run(ctx, launch.Config{
 		Program: exe, Args: []string{"-test.run=^$"}, NprocPerNode: 2, MaxRestarts: restarts, LogDir: t.TempDir(), Tee: 3,
-		Env: append(os.Environ(), append(env, fitWorkerEnv+"="+dir, fitPlugin+"="+cpuPlugin(t), "GOACCEL_DEVICES=2",
-			"GOACCEL_TIMEOUT=3m")...),
+		Env: append(os.Environ(), append([]string{fitWorkerEnv + "=" + dir, fitPlugin + "=" + cpuPlugin(t), "GOACCEL_DEVICES=2",
+			"GOACCEL_TIMEOUT=3m"}, env...)...),
 		Stdout: &out, Stderr: &out,
 	})
 	return out.String(), err
@@ -126,17 +158,7 @@ func TestRestartAfterKillEqualsUninterrupted(t *testing.T) {
 	if !bytes.Contains([]byte(out), []byte("rank 1")) || !bytes.Contains([]byte(out), []byte("signal: killed")) {
 		t.Errorf("the launcher did not report rank 1's kill:\n%s", out)
 	}
-	read := func(dir string) map[string][]float32 {
-		b, err := os.ReadFile(filepath.Join(dir, "final.json"))
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		var w map[string][]float32
-		if err := json.Unmarshal(b, &w); err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
+	read := func(dir string) map[string][]float32 { return readFinal(t, dir, out) }
 	if d, where := maxAbsDiff(read(killed), read(clean)); d != 0 {
 		t.Errorf("after the kill and restart, %s differs from the uninterrupted run by %g; want identical weights", where, d)
 	}
@@ -170,5 +192,57 @@ func TestRestartAfterKillEqualsUninterrupted(t *testing.T) {
 	if res.Resumed == "" || res.Steps != 36 {
 		t.Errorf("1 process resumed from %q and ended at step %d; want the 2-process run's last checkpoint and step 36",
 			res.Resumed, res.Steps)
+	}
+}
+
+// TestRestartWithDropoutEqualsUninterrupted: the same kill and restart as
+// TestRestartAfterKillEqualsUninterrupted, at 2 processes x 2 devices and with dropout, ends
+// with exactly the weights of the uninterrupted run. Each rank draws its own dropout masks
+// (seeded with Seed + rank), so this holds only if the checkpoint gives each rank its own
+// random state back: rank 1 resuming with rank 0's draws rank 0's masks.
+func TestRestartWithDropoutEqualsUninterrupted(t *testing.T) {
+	testutil.NeedMPI(t)
+	env := []string{fitDropout + "=0.3", "GOACCEL_DEVICES=4"}
+	clean, killed := t.TempDir(), t.TempDir()
+	if out, err := launchFit(t, clean, 0, env...); err != nil {
+		t.Fatalf("uninterrupted run: %v\n%s", err, out)
+	}
+	// Rank 1 dies after update 10, in epoch 2: the restart resumes mid-epoch from update 9.
+	out, err := launchFit(t, killed, 1, append(env, fitKillEnv+"=1:10")...)
+	if err != nil {
+		t.Fatalf("killed and restarted run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "signal: killed") {
+		t.Errorf("the launcher did not report rank 1's kill:\n%s", out)
+	}
+	read := func(dir string) map[string][]float32 { return readFinal(t, dir, out) }
+	if d, where := maxAbsDiff(read(killed), read(clean)); d != 0 {
+		t.Errorf("with dropout at 2 processes x 2 devices, after the kill and restart %s differs from the "+
+			"uninterrupted run by %g; want identical weights", where, d)
+	}
+	if b, err := os.ReadFile(filepath.Join(killed, "resumed")); err != nil || filepath.Base(string(b)) != "ckpt-000000009" {
+		t.Errorf("the restarted run resumed from %q (%v), want its checkpoint of update 9", b, err)
+	}
+	// 2 epochs of 96 examples in global batches of 4 x 2 devices x 2 processes: 12 updates.
+	latest, err := os.ReadFile(filepath.Join(killed, CheckpointsDir, checkpoint.LatestFile))
+	if err != nil || strings.TrimSpace(string(latest)) != "ckpt-000000012" {
+		t.Fatalf("the last checkpoint is %q (%v), want ckpt-000000012 (12 updates on 2 x 2 replicas)", latest, err)
+	}
+	// The checkpoint holds each rank's own random state.
+	f, err := safetensors.Open(filepath.Join(killed, CheckpointsDir, "ckpt-000000012", checkpoint.RandomStateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var states []*tensors.Tensor
+	for _, name := range []string{"rank0", "rank1"} {
+		st, err := f.Read(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		states = append(states, st)
+	}
+	if states[0].Equal(states[1]) {
+		t.Errorf("ranks 0 and 1 saved the same random state %v: want each its own", states[0])
 	}
 }

@@ -20,15 +20,15 @@ const resumeTol = 0
 
 var errCrash = errors.New("simulated crash")
 
-// resumeRun trains the toy MLP on 4 devices for 3 epochs of 6 updates (12 batches of 8,
-// accumulation 2), with a cosine schedule, clipping, a checkpoint every 4 updates, a
+// resumeRun trains the toy MLP, with dropout, on 4 devices for 3 epochs of 6 updates (12
+// batches of 8, accumulation 2), with a cosine schedule, clipping, a checkpoint every 4 updates, a
 // training record every 3 updates and an evaluation every epoch. crashAt > 0 makes a
 // callback fail at that step, as a crash would.
 func resumeRun(t *testing.T, dir string, crashAt int64) (*Result, *model.Store, string, error) {
 	t.Helper()
 	acc := accOn(t, 4)
 	store := model.NewStore()
-	tr, err := New(acc, store, optimizer.Adam().Done(), toyTask(8))
+	tr, err := New(acc, store, optimizer.Adam().Done(), toyDropoutTask(8, 0.2))
 	if err != nil {
 		t.Fatal(err)
 	}
