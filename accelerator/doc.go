@@ -119,7 +119,11 @@
 //     each process's own, as in DDP without SyncBatchNorm. The random state (dropout) is seeded
 //     with Seed + rank.
 //   - Evaluation: EvalStep.Run and Evaluate gather from every device of every process, so each
-//     real example counts exactly once and every process gets the same results.
+//     real example counts exactly once and every process gets the same results. Outputs whose
+//     shape beyond the batch axis differs between batches or processes (per-token logits of
+//     batches padded to different lengths) are padded with EvalStep.Pad to the largest shape
+//     over all of them, the same on every process, and Gathered.Lengths gives each row's real
+//     shape; a dtype or rank that differs is an error naming the output and both shapes.
 //   - Reduce, WaitForEveryone and MainProcessFirst work across processes; Print and Printf
 //     print on rank 0 only. Every wait on other processes (a gradient all-reduce, a gather, a
 //     barrier) is bounded by Config.Timeout ($GOACCEL_TIMEOUT, default 30 minutes): a process

@@ -110,11 +110,13 @@ func workerMain(role string) error {
 		if res.Reduced, err = a.Reduce(float64(a.ProcessIndex()+1), OpSum); err != nil {
 			return err
 		}
-		b, err := json.Marshal(res)
+		return writeRankResult(a, res)
+	case "tokens":
+		res, err := tokenEval(a)
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(os.Getenv(workerOut), fmt.Sprintf("rank_%d.json", a.ProcessIndex())), b, 0o644)
+		return writeRankResult(a, res)
 	case "bench":
 		return benchWorker(a)
 	case "barrier":
@@ -125,6 +127,28 @@ func workerMain(role string) error {
 		return a.WaitForEveryone()
 	}
 	return fmt.Errorf("unknown worker role %q", role)
+}
+
+// writeRankResult writes a worker's result as rank_<rank>.json in $GOACCEL_TEST_OUT.
+func writeRankResult(a *Accelerator, res any) error {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(os.Getenv(workerOut), fmt.Sprintf("rank_%d.json", a.ProcessIndex())), b, 0o644)
+}
+
+// readRankResult reads rank's result from dir into res, or fails the test showing the job's
+// output.
+func readRankResult(t *testing.T, dir string, rank int, out string, res any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("rank_%d.json", rank)))
+	if err != nil {
+		t.Fatalf("rank %d wrote no result: %v\n%s", rank, err, out)
+	}
+	if err := json.Unmarshal(b, res); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // launchWorkers runs this test binary as nproc ranks of the given worker role, the CPU devices
@@ -209,14 +233,8 @@ func TestEquivalenceOverMPI(t *testing.T) {
 			var rank0 workerResult
 			procs := layout.nodes * layout.procs
 			for r := range procs {
-				b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("rank_%d.json", r)))
-				if err != nil {
-					t.Fatalf("rank %d wrote no result: %v\n%s", r, err, out)
-				}
 				var res workerResult
-				if err := json.Unmarshal(b, &res); err != nil {
-					t.Fatal(err)
-				}
+				readRankResult(t, dir, r, out, &res)
 				if r == 0 {
 					rank0 = res
 				}
