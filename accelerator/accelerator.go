@@ -129,12 +129,13 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 	}
 	xla.EnableAutoInstall(cfg.AllowDownload)
 	if err := a.openBackend(); err != nil {
-		a.grp.Close()
+		a.Close()
 		return nil, err
 	}
 	if a.info.Devices > 1 {
-		a.mesh, err = distributed.NewDeviceMesh([]int{a.info.Devices}, []string{MeshAxis})
+		a.mesh, err = newMesh(a)
 		if err != nil {
+			a.Close() // the backend and the process group opened above
 			return nil, fmt.Errorf("accelerator: creating the device mesh: %w", err)
 		}
 	}
@@ -142,6 +143,11 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 		a.Print(a.Plan())
 	}
 	return a, nil
+}
+
+// newMesh makes the device mesh over a's devices (a variable: tests make it fail).
+var newMesh = func(a *Accelerator) (*distributed.DeviceMesh, error) {
+	return distributed.NewDeviceMesh([]int{a.info.Devices}, []string{MeshAxis})
 }
 
 // collectiveTimeout resolves Config.Timeout.
