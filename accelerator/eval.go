@@ -124,7 +124,7 @@ func (e *EvalStep) execTracing(gb *data.GlobalBatch, args []any) ([]*tensors.Ten
 	outs, err := e.exec.Exec(args...)
 	e.tracing = nil
 	if err != nil {
-		return nil, fmt.Errorf("accelerator: eval step (batch %d) failed: %w", gb.Index, err)
+		return nil, fmt.Errorf("accelerator: eval step (batch %d) failed: %w", gb.Index+1, err)
 	}
 	return outs, nil
 }

@@ -16,9 +16,10 @@ import (
 func TestLabelsOutOfRange(t *testing.T) {
 	a := newXLA(t, 2)
 	for _, c := range []struct {
-		name string
-		bad  int // dataset index of the bad label; the global batch is 8 examples
-	}{{"first batch", 3}, {"later batch", 9}} {
+		name  string
+		bad   int    // dataset index of the bad label; the global batch is 8 examples
+		where string // its place, counted from 1
+	}{{"first batch", 3, "batch 1 of epoch 1"}, {"later batch", 9, "batch 2 of epoch 1"}} {
 		t.Run(c.name, func(t *testing.T) {
 			x, y := toyData(16)
 			y[c.bad] = 3 // mlpLogits has 3 classes
@@ -45,6 +46,9 @@ func TestLabelsOutOfRange(t *testing.T) {
 			want := "label 3 of example " + strconv.Itoa(c.bad)
 			if runErr == nil || !strings.Contains(runErr.Error(), want) || !strings.Contains(runErr.Error(), "out of bounds") {
 				t.Fatalf("got %v, want an error with %q", runErr, want)
+			}
+			if !strings.Contains(runErr.Error(), c.where) {
+				t.Errorf("got %v, want it to name %q", runErr, c.where)
 			}
 			if step, err := job.GlobalStep(); err != nil || step != int64(steps) {
 				t.Errorf("global step %d (%v) after the error, want %d: the bad batch must make no update", step, err, steps)
