@@ -73,7 +73,9 @@
 // lammps-jax-pjrt-cpu); nothing is downloaded unless Config.AllowDownload is set. On the CPU
 // plugin, Config.Devices (or $GOACCEL_DEVICES, or --xla_force_host_platform_device_count in
 // $XLA_FLAGS) sets how many host devices XLA creates: that is how multi-device code is tested
-// without GPUs.
+// without GPUs. New creates at most max(8, CPU cores) of them and refuses more: each host device
+// holds a full model replica and its own thread pool, so devices beyond the cores only cost
+// memory. $GOACCEL_MAX_CPU_DEVICES (a positive integer) sets another cap.
 //
 // # Host memory
 //
@@ -126,8 +128,10 @@
 //     shape; a dtype or rank that differs is an error naming the output and both shapes.
 //   - Reduce, WaitForEveryone and MainProcessFirst work across processes; Print and Printf
 //     print on rank 0 only. Every wait on other processes (a gradient all-reduce, a gather, a
-//     barrier) is bounded by Config.Timeout ($GOACCEL_TIMEOUT, default 30 minutes): a process
-//     that never arrives makes the others fail with an error naming it, never a silent hang.
+//     barrier) is bounded by Config.Timeout, else $GOACCEL_TIMEOUT (a Go duration such as
+//     "90s" or "30m", or a number of seconds), else 30 minutes: a process that never arrives
+//     makes the others fail with an error naming it, never a silent hang. The variable's former
+//     name, $GOACCEL_COLLECTIVE_TIMEOUT, is an error that names it.
 //   - Ending: call Close, or end with Exit(code), which finalizes MPI and exits the way MPI
 //     launchers expect (MPICH's mpiexec takes a plain os.Exit for a crash).
 package accelerator

@@ -34,7 +34,7 @@ const (
 	workerRole   = "GOACCEL_TEST_WORKER"        // which worker body a rank runs
 	workerOut    = "GOACCEL_TEST_OUT"           // the folder ranks write their results to
 	workerPlugin = "GOACCEL_TEST_PLUGIN"        // the XLA CPU plugin
-	workerDelay  = "GOACCEL_TEST_BARRIER_DELAY" // the "barrier" worker: how long rank 1 stays away
+	workerDelay  = "GOACCEL_TEST_BARRIER_DELAY" // "barrier" and "stall" workers: how long rank 1 stays away
 )
 
 func TestMain(m *testing.M) {
@@ -117,6 +117,8 @@ func workerMain(role string) error {
 			return err
 		}
 		return writeRankResult(a, res)
+	case "stall":
+		return stallWorker(a)
 	case "bench":
 		return benchWorker(a)
 	case "barrier":
@@ -277,18 +279,27 @@ func TestEquivalenceOverMPI(t *testing.T) {
 	}
 }
 
-// TestBarrierTimeoutNamesTheMissingRank: a rank that never reaches WaitForEveryone makes the
-// others fail after the timeout with an error that names it, instead of hanging.
-func TestBarrierTimeoutNamesTheMissingRank(t *testing.T) {
-	testutil.NeedMPI(t)
+// launchStalled runs role on 2 ranks of 1 device, rank 1 staying away for 60 s, with a timeout of
+// 3 s set by env: the job must fail, well before rank 1 comes back. It returns the launcher's
+// error and output.
+func launchStalled(t *testing.T, role, env string) (error, string) {
+	t.Helper()
 	start := time.Now()
-	err, out := launchWorkers(t, "barrier", 2, 2, "GOACCEL_TIMEOUT=3s", workerDelay+"=60s")
+	err, out := launchWorkers(t, role, 2, 2, env, workerDelay+"=60s")
 	if err == nil {
-		t.Fatalf("the job succeeded; want rank 0 to fail at the barrier\n%s", out)
+		t.Fatalf("the job succeeded; want rank 0 to time out\n%s", out)
 	}
 	if d := time.Since(start); d > 45*time.Second {
 		t.Errorf("the job took %s to fail; the timeout is 3 s", d)
 	}
+	return err, out
+}
+
+// TestBarrierTimeoutNamesTheMissingRank: a rank that never reaches WaitForEveryone makes the
+// others fail after the timeout with an error that names it, instead of hanging.
+func TestBarrierTimeoutNamesTheMissingRank(t *testing.T) {
+	testutil.NeedMPI(t)
+	err, out := launchStalled(t, "barrier", "GOACCEL_TIMEOUT=3s")
 	if !strings.Contains(out, "WaitForEveryone") || !strings.Contains(out, "rank 1 never arrived") {
 		t.Errorf("rank 0's error does not name the barrier and rank 1:\n%s", out)
 	}
