@@ -54,18 +54,18 @@ func (g *Gathered) Len() int { return len(g.Indices) }
 // Job.EvalStep and run it on every global batch, or give it to Job.Evaluate. It keeps its
 // own compiled graphs (one per input shape), so two EvalSteps never share a graph.
 type EvalStep struct {
+	// Pad is the value that fills the positions a row lacks when rows of different shapes are
+	// gathered (see Gathered): 0 unless set, e.g. -100 for token labels or math.NaN() for
+	// float outputs. A value that the output's dtype cannot hold (a fraction for an integer
+	// output) is an error when padding is needed. Every process must set the same value.
+	Pad float64
+
 	job     *Job
 	fn      EvalFn
 	exec    *model.Exec
 	classes int               // see TrainStep.classes
 	tracing *data.GlobalBatch // the global batch being traced
 	synced  bool              // variables made equal on all processes
-
-	// Pad is the value that fills the positions a row lacks when rows of different shapes are
-	// gathered (see Gathered): 0 unless set, e.g. -100 for token labels or math.NaN() for
-	// float outputs. A value that the output's dtype cannot hold (a fraction for an integer
-	// output) is an error when padding is needed. Every process must set the same value.
-	Pad float64
 }
 
 // EvalStep returns fn compiled as an evaluation step of this Job. The graph is built with

@@ -193,7 +193,7 @@ func gatherRows(parts []*tensors.Tensor, lengths [][][]int, refs []rowRef, pad f
 		if s.DType != dtype || s.Rank() != s0.Rank() {
 			return nil, nil, fmt.Errorf("%s %d has shape %s, %s 0 has %s", what, p, s, what, s0)
 		}
-		partDims[p] = s.Dimensions[1:]
+		partDims[p] = slices.Clone(s.Dimensions[1:]) // handed out in Lengths: not the shape's own
 		if p < len(lengths) && lengths[p] != nil {
 			if len(lengths[p]) != s.Dimensions[0] {
 				return nil, nil, fmt.Errorf("%s %d has %d rows but %d row lengths", what, p, s.Dimensions[0], len(lengths[p]))
