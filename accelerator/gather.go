@@ -89,11 +89,7 @@ func (a *Accelerator) gatherProcesses(local *Gathered) (*Gathered, error) {
 		}
 		parts[rank] = g
 	}
-	out, err := concatGathered(parts, "rank")
-	if err != nil {
-		return nil, fmt.Errorf("accelerator: gathering evaluation results from the processes: %w", err)
-	}
-	return out, nil
+	return concatGathered(parts, "rank") // its errors name the ranks
 }
 
 // concatGathered puts the rows of parts one after the other (what names a part in errors).

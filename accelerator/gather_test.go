@@ -85,6 +85,11 @@ func TestGatherMismatchNamesOutputAndShapes(t *testing.T) {
 					t.Errorf("error %q does not name %q", err, want)
 				}
 			}
+			// The same between processes (what gatherProcesses does with every rank's rows).
+			_, err = concatGathered([]*Gathered{tokenPart(0, 4, 16, 3), other}, "rank")
+			if want := "accelerator: gathering output 0: rank 1 has shape " + s1 + ", rank 0 has " + s0; err == nil || err.Error() != want {
+				t.Errorf("between processes: %v, want %q", err, want)
+			}
 		})
 	}
 }
