@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goaccel/goaccel/internal/mpi"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/distributed"
 	_ "github.com/gomlx/compute/gobackend" // the pure-Go backend, always available
@@ -30,7 +31,8 @@ type Config struct {
 	Backend string
 	// Devices is how many devices to use; 0 means all that were found. On the XLA CPU
 	// plugin it is also how many host devices are created (default 4 there, or
-	// $GOACCEL_DEVICES, or --xla_force_host_platform_device_count in $XLA_FLAGS).
+	// $GOACCEL_DEVICES, or --xla_force_host_platform_device_count in $XLA_FLAGS), at most
+	// max(8, CPU cores) unless $GOACCEL_MAX_CPU_DEVICES sets another cap.
 	Devices int
 	// MixedPrecision is "no" (the default, also "" or "fp32") or "bf16": the model computes
 	// its activations in bfloat16 while the variables (master weights), the optimizer state
@@ -49,7 +51,8 @@ type Config struct {
 	// Timeout bounds every wait on other processes (barriers, gradient all-reduces, gathers)
 	// in a run over several processes: a process that does not arrive in time makes the
 	// waiting ones fail with an error naming it, instead of hanging. 0 means
-	// $GOACCEL_TIMEOUT (a Go duration such as "90s") or else 30 minutes.
+	// $GOACCEL_TIMEOUT (a Go duration such as "90s" or "30m", or a number of seconds) or
+	// else 30 minutes. ($GOACCEL_COLLECTIVE_TIMEOUT, its former name, is an error.)
 	Timeout time.Duration
 }
 
@@ -129,12 +132,13 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 	}
 	xla.EnableAutoInstall(cfg.AllowDownload)
 	if err := a.openBackend(); err != nil {
-		a.grp.Close()
+		a.Close()
 		return nil, err
 	}
 	if a.info.Devices > 1 {
-		a.mesh, err = distributed.NewDeviceMesh([]int{a.info.Devices}, []string{MeshAxis})
+		a.mesh, err = newMesh(a)
 		if err != nil {
+			a.Close() // the backend and the process group opened above
 			return nil, fmt.Errorf("accelerator: creating the device mesh: %w", err)
 		}
 	}
@@ -144,22 +148,26 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 	return a, nil
 }
 
-// collectiveTimeout resolves Config.Timeout.
+// newMesh makes the device mesh over a's devices (a variable: tests make it fail).
+var newMesh = func(a *Accelerator) (*distributed.DeviceMesh, error) {
+	return distributed.NewDeviceMesh([]int{a.info.Devices}, []string{MeshAxis})
+}
+
+// collectiveTimeout resolves Config.Timeout: cfg, else $GOACCEL_TIMEOUT, else 30 minutes. The
+// variable is checked even when cfg is set (a bad setting is an error in every run), with the
+// parser the MPI layer uses (internal/mpi.ParseTimeout).
 func collectiveTimeout(cfg time.Duration) (time.Duration, error) {
-	if cfg > 0 {
-		return cfg, nil
-	}
 	if cfg < 0 {
 		return 0, fmt.Errorf("accelerator: Timeout=%s: must be positive (or 0 for the default)", cfg)
 	}
-	if v := os.Getenv("GOACCEL_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return 0, fmt.Errorf("accelerator: $GOACCEL_TIMEOUT=%q is not a positive duration such as \"90s\" or \"30m\"", v)
-		}
-		return d, nil
+	env, err := mpi.TimeoutFromEnv()
+	if err != nil {
+		return 0, fmt.Errorf("accelerator: %w", err)
 	}
-	return 30 * time.Minute, nil
+	if cfg > 0 {
+		return cfg, nil
+	}
+	return env, nil
 }
 
 // MeshAxis is the name of the device-mesh axis that batches are sharded along.

@@ -76,7 +76,9 @@
 // lammps-jax-pjrt-cpu); nothing is downloaded unless Config.AllowDownload is set. On the CPU
 // plugin, Config.Devices (or $GOACCEL_DEVICES, or --xla_force_host_platform_device_count in
 // $XLA_FLAGS) sets how many host devices XLA creates: that is how multi-device code is tested
-// without GPUs.
+// without GPUs. New creates at most max(8, CPU cores) of them and refuses more: each host device
+// holds a full model replica and its own thread pool, so devices beyond the cores only cost
+// memory. $GOACCEL_MAX_CPU_DEVICES (a positive integer) sets another cap.
 //
 // # Host memory
 //
@@ -122,11 +124,17 @@
 //     Seed + rank): a resumed run draws the masks of the uninterrupted one. Load a checkpoint
 //     after Prepare, which seeds the state afresh.
 //   - Evaluation: EvalStep.Run and Evaluate gather from every device of every process, so each
-//     real example counts exactly once and every process gets the same results.
+//     real example counts exactly once and every process gets the same results. Outputs whose
+//     shape beyond the batch axis differs between batches or processes (per-token logits of
+//     batches padded to different lengths) are padded with EvalStep.Pad to the largest shape
+//     over all of them, the same on every process, and Gathered.Lengths gives each row's real
+//     shape; a dtype or rank that differs is an error naming the output and both shapes.
 //   - Reduce, WaitForEveryone and MainProcessFirst work across processes; Print and Printf
 //     print on rank 0 only. Every wait on other processes (a gradient all-reduce, a gather, a
-//     barrier) is bounded by Config.Timeout ($GOACCEL_TIMEOUT, default 30 minutes): a process
-//     that never arrives makes the others fail with an error naming it, never a silent hang.
+//     barrier) is bounded by Config.Timeout, else $GOACCEL_TIMEOUT (a Go duration such as
+//     "90s" or "30m", or a number of seconds), else 30 minutes: a process that never arrives
+//     makes the others fail with an error naming it, never a silent hang. The variable's former
+//     name, $GOACCEL_COLLECTIVE_TIMEOUT, is an error that names it.
 //   - Ending: call Close, or end with Exit(code), which finalizes MPI and exits the way MPI
 //     launchers expect (MPICH's mpiexec takes a plain os.Exit for a crash).
 package accelerator

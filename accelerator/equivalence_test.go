@@ -124,7 +124,7 @@ func TestEquivalenceAcrossDeviceCounts(t *testing.T) {
 		}
 		for i := range losses {
 			if math.Abs(losses[i]-refLoss[i]) > equivTol {
-				t.Errorf("%d devices, step %d: loss %.7f, 1 device %.7f", n, i, losses[i], refLoss[i])
+				t.Errorf("%d devices, step %d: loss %.7f, 1 device %.7f", n, i+1, losses[i], refLoss[i])
 			}
 		}
 		worstParam, worstLoss := 0.0, 0.0

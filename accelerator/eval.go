@@ -9,7 +9,6 @@ import (
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/dtypes/bfloat16"
 	"github.com/gomlx/compute/dtypes/float16"
-	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -18,9 +17,25 @@ import (
 
 // Gathered holds per-example results collected from every device. Row i of every output
 // and of Labels belongs to the same example, whose dataset index is Indices[i].
+//
+// Rows whose outputs differ in shape beyond axis 0 — per-token logits [B, L, C] of batches
+// padded to different lengths (data.BucketLength), in different batches or processes — are
+// gathered into one tensor padded with Pad to the largest size along each axis, and Lengths
+// says which part of each row is real:
+//
+//	res, err := job.Evaluate(testLoader, eval) // output 0: logits [B, L, C], L = 16 or 32
+//	// res.Outputs[0] is [N, 32, C]; a row of a 16-token batch has res.Lengths[0][i] = [16 C]
+//	// and holds eval.Pad at tokens 16..31.
 type Gathered struct {
 	// Outputs are the eval function's outputs, each [N, ...].
 	Outputs []*tensors.Tensor
+	// Lengths[k][i] is the real shape of row i of output k: its dimensions after axis 0 as the
+	// eval function returned them. Where it is smaller than Outputs[k]'s, the rest of the row
+	// holds Pad. Rows may share these slices.
+	Lengths [][][]int
+	// Pad is the value of the positions that gathering added to rows shorter than others:
+	// EvalStep.Pad (0 unless set). Labels of different shapes are padded with it too.
+	Pad float64
 	// Labels are the examples' labels [N], or nil when the data has none.
 	Labels *tensors.Tensor
 	// Real flags real examples (false: padding added by the sampler or the loader).
@@ -28,6 +43,8 @@ type Gathered struct {
 	// Indices are the examples' dataset indices; Positions their positions in the epoch order
 	// (-1 for padding).
 	Indices, Positions []int
+
+	labelLengths [][]int // the labels' real shapes, as Lengths (nil: the shape of Labels)
 }
 
 // Len is the number of rows.
@@ -37,6 +54,12 @@ func (g *Gathered) Len() int { return len(g.Indices) }
 // Job.EvalStep and run it on every global batch, or give it to Job.Evaluate. It keeps its
 // own compiled graphs (one per input shape), so two EvalSteps never share a graph.
 type EvalStep struct {
+	// Pad is the value that fills the positions a row lacks when rows of different shapes are
+	// gathered (see Gathered): 0 unless set, e.g. -100 for token labels or math.NaN() for
+	// float outputs. A value that the output's dtype cannot hold (a fraction for an integer
+	// output) is an error when padding is needed. Every process must set the same value.
+	Pad float64
+
 	job     *Job
 	fn      EvalFn
 	exec    *model.Exec
@@ -88,7 +111,7 @@ func (e *EvalStep) Run(gb *data.GlobalBatch) (*Gathered, error) {
 			}
 		}
 	}
-	local, err := gatherOutputs(gb, outs)
+	local, err := gatherOutputs(gb, outs, e.Pad)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +124,7 @@ func (e *EvalStep) execTracing(gb *data.GlobalBatch, args []any) ([]*tensors.Ten
 	outs, err := e.exec.Exec(args...)
 	e.tracing = nil
 	if err != nil {
-		return nil, fmt.Errorf("accelerator: eval step (batch %d) failed: %w", gb.Index, err)
+		return nil, fmt.Errorf("accelerator: eval step (batch %d) failed: %w", gb.Index+1, err)
 	}
 	return outs, nil
 }
@@ -131,11 +154,11 @@ func (e *EvalStep) graphFn(s *model.Scope, inputs []*Node) []*Node {
 
 // gatherOutputs puts the devices' outputs of one global batch together, device after device,
 // with the shards' labels, masks, indices and positions.
-func gatherOutputs(step *data.GlobalBatch, outs []*tensors.Tensor) (*Gathered, error) {
+func gatherOutputs(step *data.GlobalBatch, outs []*tensors.Tensor, pad float64) (*Gathered, error) {
 	var err error
 	nd := len(step.Shards)
 	perDevice := len(outs) / nd
-	res := &Gathered{}
+	res := &Gathered{Pad: pad}
 	var refs []rowRef
 	for d, sh := range step.Shards {
 		for r := 0; r < sh.Size(); r++ {
@@ -145,28 +168,16 @@ func gatherOutputs(step *data.GlobalBatch, outs []*tensors.Tensor) (*Gathered, e
 		res.Indices = append(res.Indices, sh.Indices...)
 		res.Positions = append(res.Positions, sh.Positions...)
 	}
-	for k := range perDevice {
-		parts := make([]*tensors.Tensor, nd)
-		for d := range nd {
-			parts[d] = outs[d*perDevice+k]
-		}
-		t, err := gatherRows(parts, refs)
-		if err != nil {
-			return nil, fmt.Errorf("accelerator: gathering eval output %d: %w", k, err)
-		}
-		res.Outputs = append(res.Outputs, t)
+	parts := make([]*Gathered, nd)
+	for d, sh := range step.Shards {
+		parts[d] = &Gathered{Outputs: outs[d*perDevice : (d+1)*perDevice], Labels: sh.Labels}
 	}
+	err = pickRows(parts, refs, res, "device")
 	for _, o := range outs {
 		_ = o.FinalizeAll()
 	}
-	if step.Shards[0].Labels != nil {
-		parts := make([]*tensors.Tensor, nd)
-		for d, sh := range step.Shards {
-			parts[d] = sh.Labels
-		}
-		if res.Labels, err = gatherRows(parts, refs); err != nil {
-			return nil, fmt.Errorf("accelerator: gathering labels: %w", err)
-		}
+	if err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -200,8 +211,15 @@ func (j *Job) Evaluate(src data.Source, eval *EvalStep) (*Gathered, error) {
 }
 
 // GatherForMetrics concatenates gathered results, drops padding rows and sorts the rest by
-// their position in the epoch order (dataset order for an unshuffled loader).
+// their position in the epoch order (dataset order for an unshuffled loader). Outputs of
+// different shapes beyond axis 0 are padded to the largest among the rows kept, with the
+// parts' Pad, which must be the same in all; Lengths keeps each row's real shape.
 func GatherForMetrics(parts ...*Gathered) (*Gathered, error) {
+	for p, g := range parts {
+		if !samePad(g.Pad, parts[0].Pad) {
+			return nil, fmt.Errorf("accelerator: GatherForMetrics: part %d pads with %g, part 0 with %g", p, g.Pad, parts[0].Pad)
+		}
+	}
 	type keyed struct {
 		pos int
 		ref rowRef
@@ -217,6 +235,9 @@ func GatherForMetrics(parts ...*Gathered) (*Gathered, error) {
 	sort.SliceStable(rows, func(a, b int) bool { return rows[a].pos < rows[b].pos })
 	refs := make([]rowRef, len(rows))
 	out := &Gathered{}
+	if len(parts) > 0 {
+		out.Pad = parts[0].Pad
+	}
 	for i, r := range rows {
 		refs[i] = r.ref
 		g := parts[r.ref.part]
@@ -227,84 +248,10 @@ func GatherForMetrics(parts ...*Gathered) (*Gathered, error) {
 	if len(parts) == 0 {
 		return out, nil
 	}
-	if err := pickRows(parts, refs, out); err != nil {
+	if err := pickRows(parts, refs, out, "part"); err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-// pickRows sets out's outputs and labels to the referenced rows of parts.
-func pickRows(parts []*Gathered, refs []rowRef, out *Gathered) error {
-	column := func(of func(g *Gathered) *tensors.Tensor) (*tensors.Tensor, error) {
-		ts := make([]*tensors.Tensor, len(parts))
-		for p, g := range parts {
-			ts[p] = of(g)
-		}
-		return gatherRows(ts, refs)
-	}
-	for k := range parts[0].Outputs {
-		t, err := column(func(g *Gathered) *tensors.Tensor { return g.Outputs[k] })
-		if err != nil {
-			return fmt.Errorf("accelerator: gathering output %d: %w", k, err)
-		}
-		out.Outputs = append(out.Outputs, t)
-	}
-	if parts[0].Labels != nil {
-		t, err := column(func(g *Gathered) *tensors.Tensor { return g.Labels })
-		if err != nil {
-			return fmt.Errorf("accelerator: gathering the labels: %w", err)
-		}
-		out.Labels = t
-	}
-	return nil
-}
-
-// rowRef names row `row` of part `part`.
-type rowRef struct{ part, row int }
-
-// gatherRows builds a tensor whose rows are the referenced rows of the parts (all of the
-// same dtype and per-row shape), copying bytes on the host.
-func gatherRows(parts []*tensors.Tensor, refs []rowRef) (*tensors.Tensor, error) {
-	if len(parts) == 0 {
-		return nil, errors.New("no parts to gather")
-	}
-	s0 := parts[0].Shape()
-	if s0.Rank() == 0 {
-		return nil, fmt.Errorf("cannot gather rows of a scalar")
-	}
-	dims := slices.Clone(s0.Dimensions)
-	dims[0] = len(refs)
-	out := tensors.FromShape(shapes.Make(s0.DType, dims...))
-	rowBytes := 0
-	if s0.Dimensions[0] > 0 {
-		rowBytes = int(s0.ByteSize()) / s0.Dimensions[0]
-	}
-	raw := make([][]byte, len(parts))
-	for i, p := range parts {
-		if p.DType() != s0.DType || p.Shape().Rank() != s0.Rank() {
-			return nil, fmt.Errorf("part %d has shape %s, part 0 has %s", i, p.Shape(), s0)
-		}
-		err := p.ConstBytes(func(b []byte) { raw[i] = slices.Clone(b) })
-		if err != nil {
-			return nil, err
-		}
-	}
-	var err error
-	mErr := out.MutableBytes(func(dst []byte) {
-		for i, r := range refs {
-			src := raw[r.part]
-			lo := r.row * rowBytes
-			if lo+rowBytes > len(src) {
-				err = fmt.Errorf("row %d of part %d is out of range", r.row, r.part)
-				return
-			}
-			copy(dst[i*rowBytes:(i+1)*rowBytes], src[lo:lo+rowBytes])
-		}
-	})
-	if mErr != nil {
-		return nil, mErr
-	}
-	return out, err
 }
 
 // Argmax returns, for output k of shape [N, C], the index of the largest value of each row:

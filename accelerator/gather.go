@@ -3,9 +3,15 @@ package accelerator
 import (
 	"bytes"
 	"encoding/gob"
+	"errors"
 	"fmt"
+	"math"
+	"reflect"
+	"slices"
 
 	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/dtypes/bfloat16"
+	"github.com/gomlx/compute/dtypes/float16"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
 )
@@ -20,18 +26,23 @@ type wireTensor struct {
 // wireGathered is a Gathered as it travels between processes.
 type wireGathered struct {
 	Outputs            []wireTensor
+	Lengths            [][][]int
 	Labels             *wireTensor
+	LabelLengths       [][]int
+	Pad                float64
 	Real               []bool
 	Indices, Positions []int
 }
 
 // gatherProcesses returns the rows of every process's local results, rank after rank (the
-// identity with one process). Every process gets the same result.
+// identity with one process). Every process gets the same result: all of them receive every
+// rank's rows, so they all pad them to the same shape, the largest over all ranks.
 func (a *Accelerator) gatherProcesses(local *Gathered) (*Gathered, error) {
 	if a.grp.Size() == 1 {
 		return local, nil
 	}
-	w := wireGathered{Real: local.Real, Indices: local.Indices, Positions: local.Positions}
+	w := wireGathered{Lengths: local.Lengths, LabelLengths: local.labelLengths, Pad: local.Pad,
+		Real: local.Real, Indices: local.Indices, Positions: local.Positions}
 	for _, t := range local.Outputs {
 		wt, err := toWire(t)
 		if err != nil {
@@ -60,7 +71,8 @@ func (a *Accelerator) gatherProcesses(local *Gathered) (*Gathered, error) {
 		if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&w); err != nil {
 			return nil, fmt.Errorf("accelerator: decoding the evaluation results of rank %d: %w", rank, err)
 		}
-		g := &Gathered{Real: w.Real, Indices: w.Indices, Positions: w.Positions}
+		g := &Gathered{Lengths: w.Lengths, labelLengths: w.LabelLengths, Pad: w.Pad,
+			Real: w.Real, Indices: w.Indices, Positions: w.Positions}
 		for _, wt := range w.Outputs {
 			g.Outputs = append(g.Outputs, fromWire(wt))
 		}
@@ -71,15 +83,19 @@ func (a *Accelerator) gatherProcesses(local *Gathered) (*Gathered, error) {
 			return nil, fmt.Errorf("accelerator: rank %d returned %d evaluation outputs (labels: %t), this process %d (labels: %t)",
 				rank, len(g.Outputs), g.Labels != nil, len(local.Outputs), local.Labels != nil)
 		}
+		if !samePad(g.Pad, local.Pad) {
+			return nil, fmt.Errorf("accelerator: rank %d pads evaluation outputs with %g (EvalStep.Pad), this process with %g",
+				rank, g.Pad, local.Pad)
+		}
 		parts[rank] = g
 	}
-	return concatGathered(parts)
+	return concatGathered(parts, "rank") // its errors name the ranks
 }
 
-// concatGathered puts the rows of parts one after the other.
-func concatGathered(parts []*Gathered) (*Gathered, error) {
+// concatGathered puts the rows of parts one after the other (what names a part in errors).
+func concatGathered(parts []*Gathered, what string) (*Gathered, error) {
 	var refs []rowRef
-	out := &Gathered{}
+	out := &Gathered{Pad: parts[0].Pad}
 	for p, g := range parts {
 		for r := range g.Len() {
 			refs = append(refs, rowRef{part: p, row: r})
@@ -88,11 +104,14 @@ func concatGathered(parts []*Gathered) (*Gathered, error) {
 		out.Indices = append(out.Indices, g.Indices...)
 		out.Positions = append(out.Positions, g.Positions...)
 	}
-	if err := pickRows(parts, refs, out); err != nil {
+	if err := pickRows(parts, refs, out, what); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
+
+// samePad reports whether two pad values are the same value (NaN is NaN).
+func samePad(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
 
 func toWire(t *tensors.Tensor) (wireTensor, error) {
 	w := wireTensor{DType: int(t.DType()), Dims: t.Shape().Dimensions}
@@ -104,4 +123,215 @@ func fromWire(w wireTensor) *tensors.Tensor {
 	t := tensors.FromShape(shapes.Make(dtypes.DType(w.DType), w.Dims...))
 	_ = t.MutableBytes(func(b []byte) { copy(b, w.Data) })
 	return t
+}
+
+// rowRef names row `row` of part `part`.
+type rowRef struct{ part, row int }
+
+// pickRows sets out's outputs (with their Lengths) and labels to the referenced rows of parts,
+// padded with out.Pad where the rows' shapes differ; what names a part in errors ("batch",
+// "rank").
+func pickRows(parts []*Gathered, refs []rowRef, out *Gathered, what string) error {
+	n := len(parts[0].Outputs)
+	for p, g := range parts {
+		if len(g.Outputs) != n || (g.Labels == nil) != (parts[0].Labels == nil) {
+			return fmt.Errorf("accelerator: %s %d has %d outputs (labels: %t), %s 0 has %d (labels: %t)",
+				what, p, len(g.Outputs), g.Labels != nil, what, n, parts[0].Labels != nil)
+		}
+	}
+	ts := make([]*tensors.Tensor, len(parts))
+	lens := make([][][]int, len(parts))
+	for k := range n {
+		for p, g := range parts {
+			ts[p], lens[p] = g.Outputs[k], nil
+			if k < len(g.Lengths) {
+				lens[p] = g.Lengths[k]
+			}
+		}
+		t, rowLens, err := gatherRows(ts, lens, refs, out.Pad, what)
+		if err != nil {
+			return fmt.Errorf("accelerator: gathering output %d: %w", k, err)
+		}
+		out.Outputs = append(out.Outputs, t)
+		out.Lengths = append(out.Lengths, rowLens)
+	}
+	if parts[0].Labels != nil {
+		for p, g := range parts {
+			ts[p], lens[p] = g.Labels, g.labelLengths
+		}
+		t, rowLens, err := gatherRows(ts, lens, refs, out.Pad, what)
+		if err != nil {
+			return fmt.Errorf("accelerator: gathering the labels: %w", err)
+		}
+		out.Labels, out.labelLengths = t, rowLens
+	}
+	return nil
+}
+
+// gatherRows builds a tensor whose rows are the referenced rows of parts (tensors of one dtype
+// and rank, the rows on axis 0), copying bytes on the host. Rows of different shapes are
+// padded with pad to the largest size along each axis among the referenced rows. lengths[p],
+// when not nil, holds the real shape of each row of part p (part p was itself padded);
+// otherwise a row's real shape is its part's. It returns the real shape of each row gathered.
+func gatherRows(parts []*tensors.Tensor, lengths [][][]int, refs []rowRef, pad float64, what string) (*tensors.Tensor, [][]int, error) {
+	if len(parts) == 0 {
+		return nil, nil, errors.New("no parts to gather")
+	}
+	s0 := parts[0].Shape()
+	if s0.Rank() == 0 {
+		return nil, nil, fmt.Errorf("cannot gather rows of a scalar")
+	}
+	dtype := s0.DType
+	partDims := make([][]int, len(parts)) // each part's row shape
+	partLens := make([][][]int, len(parts))
+	for p, t := range parts {
+		s := t.Shape()
+		if s.DType != dtype || s.Rank() != s0.Rank() {
+			return nil, nil, fmt.Errorf("%s %d has shape %s, %s 0 has %s", what, p, s, what, s0)
+		}
+		partDims[p] = slices.Clone(s.Dimensions[1:]) // handed out in Lengths: not the shape's own
+		if p < len(lengths) && lengths[p] != nil {
+			if len(lengths[p]) != s.Dimensions[0] {
+				return nil, nil, fmt.Errorf("%s %d has %d rows but %d row lengths", what, p, s.Dimensions[0], len(lengths[p]))
+			}
+			partLens[p] = lengths[p]
+		}
+	}
+	rowLens := make([][]int, len(refs))
+	outDims := slices.Clone(partDims[0])
+	for i, r := range refs {
+		if r.part < 0 || r.part >= len(parts) || r.row < 0 || r.row >= parts[r.part].Shape().Dimensions[0] {
+			return nil, nil, fmt.Errorf("row %d of %s %d is out of range", r.row, what, r.part)
+		}
+		l := partDims[r.part]
+		if partLens[r.part] != nil {
+			l = partLens[r.part][r.row]
+			if len(l) != len(outDims) {
+				return nil, nil, fmt.Errorf("row %d of %s %d has real shape %v, not of rank %d", r.row, what, r.part, l, len(outDims))
+			}
+		}
+		rowLens[i] = l
+		for a, d := range l {
+			if i == 0 || d > outDims[a] {
+				outDims[a] = d
+			}
+		}
+	}
+	out := tensors.FromShape(shapes.Make(dtype, append([]int{len(refs)}, outDims...)...))
+	padded := false // some row is copied into a shape other than its part's
+	for i, r := range refs {
+		padded = padded || !slices.Equal(partDims[r.part], outDims) || !slices.Equal(rowLens[i], outDims)
+	}
+	es := dtype.Size()
+	var padValue []byte
+	if padded {
+		if dtype.IsPacked() || es <= 0 {
+			return nil, nil, fmt.Errorf("rows of shapes %v and %v differ, and %s values cannot be padded", rowLens[0], outDims, dtype)
+		}
+		var err error
+		if padValue, err = padBytes(dtype, pad); err != nil {
+			return nil, nil, err
+		}
+	}
+	raw := make([][]byte, len(parts))
+	for p, t := range parts {
+		if err := t.ConstBytes(func(b []byte) { raw[p] = slices.Clone(b) }); err != nil {
+			return nil, nil, err
+		}
+	}
+	err := out.MutableBytes(func(dst []byte) {
+		if !padded { // every row has the output's row shape: copy rows whole
+			rowBytes := 0
+			if len(refs) > 0 {
+				rowBytes = len(dst) / len(refs)
+			}
+			for i, r := range refs {
+				copy(dst[i*rowBytes:(i+1)*rowBytes], raw[r.part][r.row*rowBytes:])
+			}
+			return
+		}
+		outRow := es * prod(outDims)
+		for i := 0; i < len(dst); i += es {
+			copy(dst[i:i+es], padValue)
+		}
+		for i, r := range refs {
+			srcRow := es * prod(partDims[r.part])
+			copyBlock(dst[i*outRow:], outDims, raw[r.part][r.row*srcRow:], partDims[r.part], rowLens[i], es)
+		}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, rowLens, nil
+}
+
+// copyBlock copies the leading block of shape block from src (row-major, shape srcDims) to dst
+// (row-major, shape dstDims); elements are es bytes.
+func copyBlock(dst []byte, dstDims []int, src []byte, srcDims []int, block []int, es int) {
+	switch len(block) {
+	case 0:
+		copy(dst[:es], src[:es])
+	case 1:
+		copy(dst[:block[0]*es], src[:block[0]*es])
+	default:
+		dStride, sStride := es*prod(dstDims[1:]), es*prod(srcDims[1:])
+		for j := range block[0] {
+			copyBlock(dst[j*dStride:], dstDims[1:], src[j*sStride:], srcDims[1:], block[1:], es)
+		}
+	}
+}
+
+func prod(dims []int) int {
+	n := 1
+	for _, d := range dims {
+		n *= d
+	}
+	return n
+}
+
+// padBytes is v as one value of dtype, in the host's byte order; v must be a value of dtype
+// (an integer for integer dtypes, 0 or 1 for bool).
+func padBytes(dtype dtypes.DType, v float64) ([]byte, error) {
+	t := tensors.FromShape(shapes.Make(dtype))
+	var err error
+	bad := func() { err = fmt.Errorf("the pad value %g (EvalStep.Pad) is not a value of dtype %s", v, dtype) }
+	whole := v == math.Trunc(v) && math.Abs(v) < 1<<63 // an integer that int64 holds
+	mErr := t.MutableFlatData(func(flat any) {
+		switch f := flat.(type) {
+		case []float32:
+			f[0] = float32(v)
+		case []float64:
+			f[0] = v
+		case []bfloat16.BFloat16:
+			f[0] = bfloat16.FromFloat64(v)
+		case []float16.Float16:
+			f[0] = float16.FromFloat64(v)
+		case []bool:
+			if v != 0 && v != 1 {
+				bad()
+			}
+			f[0] = v == 1
+		default:
+			x := reflect.ValueOf(flat).Index(0)
+			switch {
+			case x.CanInt() && whole && !x.OverflowInt(int64(v)):
+				x.SetInt(int64(v))
+			case x.CanUint() && whole && v >= 0 && !x.OverflowUint(uint64(v)):
+				x.SetUint(uint64(v))
+			default:
+				bad()
+			}
+		}
+	})
+	if mErr != nil {
+		return nil, mErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	var b []byte
+	if err := t.ConstBytes(func(raw []byte) { b = slices.Clone(raw) }); err != nil {
+		return nil, err
+	}
+	return b, nil
 }

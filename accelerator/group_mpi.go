@@ -10,7 +10,8 @@ import (
 // openGroup joins the process group described by p through MPI, loaded at run time: the
 // library that the launcher's environment points to ($GOACCEL_MPI_LIB, the project's
 // .deps/mpich, LD_LIBRARY_PATH, system folders). A program that runs as one process never
-// gets here.
+// gets here. timeout bounds every collective: Config.Timeout or $GOACCEL_TIMEOUT, resolved by
+// collectiveTimeout with the parser mpi.Init uses (mpi.TimeoutFromEnv), so both agree.
 func openGroup(p processInfo, timeout time.Duration) (group, error) {
 	lib, err := mpi.Find()
 	if err != nil {

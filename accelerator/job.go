@@ -297,7 +297,7 @@ func (t *TrainStep) Run(gb *data.GlobalBatch) (Loss, error) {
 	t.procs.stats.Steps++
 	t.procs.stats.Total += time.Since(start)
 	if err != nil {
-		return Loss{}, fmt.Errorf("accelerator: training step (epoch %d, batch %d) failed: %w", gb.Epoch, gb.Index, err)
+		return Loss{}, fmt.Errorf("accelerator: training step (%s) failed: %w", batchPlace(gb), err)
 	}
 	j.batchesRun++
 	for _, extra := range outs[1:] {
@@ -377,7 +377,7 @@ func (j *Job) args(gb *data.GlobalBatch) ([]any, error) {
 	var args []any
 	for d, sh := range gb.Shards {
 		if len(sh.Inputs) != len(first.Inputs) || (sh.Labels == nil) != (first.Labels == nil) || sh.Mask == nil {
-			return nil, fmt.Errorf("accelerator: shard %d of batch %d is not shaped like shard 0 (inputs, labels, mask)", d, gb.Index)
+			return nil, fmt.Errorf("accelerator: shard %d of batch %d is not shaped like shard 0 (inputs, labels, mask)", d, gb.Index+1)
 		}
 		for i, t := range sh.Inputs {
 			if !t.Shape().Equal(first.Inputs[i].Shape()) {
@@ -451,4 +451,10 @@ func (j *Job) newExec(graphFn func(s *model.Scope, inputs []*Node) []*Node, lay 
 		}
 	}
 	return e, nil
+}
+
+// batchPlace names a global batch for people: "epoch E, batch B", both counted from 1 (data
+// counts them from 0).
+func batchPlace(gb *data.GlobalBatch) string {
+	return fmt.Sprintf("epoch %d, batch %d", gb.Epoch+1, gb.Index+1)
 }

@@ -63,7 +63,7 @@ func checkLabels(gb *data.GlobalBatch, numClasses int) error {
 				}
 				return fmt.Errorf("accelerator: label %v of example %d (dataset index; batch %d of epoch %d, "+
 					"device %d, row %d) is out of bounds: the loss has %d classes, so labels must be in [0, %d)",
-					v, idx, gb.Index, gb.Epoch+1, d, i, numClasses, numClasses)
+					v, idx, gb.Index+1, gb.Epoch+1, d, i, numClasses, numClasses)
 			}
 		}
 	}

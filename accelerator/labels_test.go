@@ -16,9 +16,10 @@ import (
 func TestLabelsOutOfRange(t *testing.T) {
 	a := newXLA(t, 2)
 	for _, c := range []struct {
-		name string
-		bad  int // dataset index of the bad label; the global batch is 8 examples
-	}{{"first batch", 3}, {"later batch", 9}} {
+		name  string
+		bad   int    // dataset index of the bad label; the global batch is 8 examples
+		where string // its place, counted from 1
+	}{{"first batch", 3, "batch 1 of epoch 1"}, {"later batch", 9, "batch 2 of epoch 1"}} {
 		t.Run(c.name, func(t *testing.T) {
 			x, y := toyData(16)
 			y[c.bad] = 3 // mlpLogits has 3 classes
@@ -46,6 +47,9 @@ func TestLabelsOutOfRange(t *testing.T) {
 			if runErr == nil || !strings.Contains(runErr.Error(), want) || !strings.Contains(runErr.Error(), "out of bounds") {
 				t.Fatalf("got %v, want an error with %q", runErr, want)
 			}
+			if !strings.Contains(runErr.Error(), c.where) {
+				t.Errorf("got %v, want it to name %q", runErr, c.where)
+			}
 			if step, err := job.GlobalStep(); err != nil || step != int64(steps) {
 				t.Errorf("global step %d (%v) after the error, want %d: the bad batch must make no update", step, err, steps)
 			}
@@ -55,6 +59,32 @@ func TestLabelsOutOfRange(t *testing.T) {
 			_, err = job.Evaluate(&fixedSource{x: x, y: y, batch: 4}, eval)
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("Evaluate: got %v, want an error with %q", err, want)
+			}
+		})
+	}
+}
+
+// TestPerExampleCrossEntropyMisuse: logits or labels of the wrong shape are an error that
+// names PerExampleCrossEntropy and both shapes.
+func TestPerExampleCrossEntropyMisuse(t *testing.T) {
+	a := newXLA(t, 1)
+	x, y := toyData(8)
+	job, err := a.Prepare(model.NewStore(), optimizer.Adam().Done(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, wrong := range map[string]func(logits, labels *Node) (*Node, *Node){
+		"labels [B, 1]":    func(l, y *Node) (*Node, *Node) { return l, Reshape(y, -1, 1) },
+		"logits [B*C]":     func(l, y *Node) (*Node, *Node) { return Reshape(l, -1), y },
+		"labels of 2 rows": func(l, y *Node) (*Node, *Node) { return l, Slice(y, AxisRange(0, 2)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			eval := job.EvalStep(func(s *model.Scope, b GraphBatch) []*Node {
+				return []*Node{PerExampleCrossEntropy(wrong(mlpLogits(s, b.Inputs[0]), b.Labels))}
+			})
+			_, err := job.Evaluate(&fixedSource{x: x, y: y, batch: 4}, eval)
+			if err == nil || !strings.Contains(err.Error(), "accelerator: PerExampleCrossEntropy: want logits [B, C] and labels [B]") {
+				t.Errorf("got %v, want an error naming accelerator: PerExampleCrossEntropy and the shapes", err)
 			}
 		})
 	}

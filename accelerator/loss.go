@@ -22,8 +22,8 @@ func CrossEntropy(logits, labels, mask *Node) *Node {
 // labels [B] give [B] losses (no reduction), for evaluation functions that gather per-example
 // losses.
 func PerExampleCrossEntropy(logits, labels *Node) *Node {
-	if logits.Rank() != 2 || labels.Rank() != 1 {
-		exceptions.Panicf("accelerator.ExampleCrossEntropy: want logits [B, C] and labels [B], got %s and %s", logits.Shape(), labels.Shape())
+	if logits.Rank() != 2 || labels.Rank() != 1 || labels.Shape().Dimensions[0] != logits.Shape().Dimensions[0] {
+		exceptions.Panicf("accelerator: PerExampleCrossEntropy: want logits [B, C] and labels [B], got %s and %s", logits.Shape(), labels.Shape())
 	}
 	numClasses := logits.Shape().Dimensions[1]
 	requireLabelRange(labels, numClasses)

@@ -34,7 +34,7 @@ const (
 	workerRole   = "GOACCEL_TEST_WORKER"        // which worker body a rank runs
 	workerOut    = "GOACCEL_TEST_OUT"           // the folder ranks write their results to
 	workerPlugin = "GOACCEL_TEST_PLUGIN"        // the XLA CPU plugin
-	workerDelay  = "GOACCEL_TEST_BARRIER_DELAY" // the "barrier" worker: how long rank 1 stays away
+	workerDelay  = "GOACCEL_TEST_BARRIER_DELAY" // "barrier" and "stall" workers: how long rank 1 stays away
 )
 
 func TestMain(m *testing.M) {
@@ -107,11 +107,15 @@ func workerMain(role string) error {
 		if res.Reduced, err = a.Reduce(float64(a.ProcessIndex()+1), OpSum); err != nil {
 			return err
 		}
-		b, err := json.Marshal(res)
+		return writeRankResult(a, res)
+	case "tokens":
+		res, err := tokenEval(a)
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(os.Getenv(workerOut), fmt.Sprintf("rank_%d.json", a.ProcessIndex())), b, 0o644)
+		return writeRankResult(a, res)
+	case "stall":
+		return stallWorker(a)
 	case "bench":
 		return benchWorker(a)
 	case "barrier":
@@ -122,6 +126,28 @@ func workerMain(role string) error {
 		return a.WaitForEveryone()
 	}
 	return fmt.Errorf("unknown worker role %q", role)
+}
+
+// writeRankResult writes a worker's result as rank_<rank>.json in $GOACCEL_TEST_OUT.
+func writeRankResult(a *Accelerator, res any) error {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(os.Getenv(workerOut), fmt.Sprintf("rank_%d.json", a.ProcessIndex())), b, 0o644)
+}
+
+// readRankResult reads rank's result from dir into res, or fails the test showing the job's
+// output.
+func readRankResult(t *testing.T, dir string, rank int, out string, res any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("rank_%d.json", rank)))
+	if err != nil {
+		t.Fatalf("rank %d wrote no result: %v\n%s", rank, err, out)
+	}
+	if err := json.Unmarshal(b, res); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // launchWorkers runs this test binary as nproc ranks of the given worker role, the CPU devices
@@ -206,14 +232,8 @@ func TestEquivalenceOverMPI(t *testing.T) {
 			var rank0 workerResult
 			procs := layout.nodes * layout.procs
 			for r := range procs {
-				b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("rank_%d.json", r)))
-				if err != nil {
-					t.Fatalf("rank %d wrote no result: %v\n%s", r, err, out)
-				}
 				var res workerResult
-				if err := json.Unmarshal(b, &res); err != nil {
-					t.Fatal(err)
-				}
+				readRankResult(t, dir, r, out, &res)
 				if r == 0 {
 					rank0 = res
 				}
@@ -256,18 +276,27 @@ func TestEquivalenceOverMPI(t *testing.T) {
 	}
 }
 
-// TestBarrierTimeoutNamesTheMissingRank: a rank that never reaches WaitForEveryone makes the
-// others fail after the timeout with an error that names it, instead of hanging.
-func TestBarrierTimeoutNamesTheMissingRank(t *testing.T) {
-	testutil.NeedMPI(t)
+// launchStalled runs role on 2 ranks of 1 device, rank 1 staying away for 60 s, with a timeout of
+// 3 s set by env: the job must fail, well before rank 1 comes back. It returns the launcher's
+// error and output.
+func launchStalled(t *testing.T, role, env string) (error, string) {
+	t.Helper()
 	start := time.Now()
-	err, out := launchWorkers(t, "barrier", 2, 2, "GOACCEL_TIMEOUT=3s", workerDelay+"=60s")
+	err, out := launchWorkers(t, role, 2, 2, env, workerDelay+"=60s")
 	if err == nil {
-		t.Fatalf("the job succeeded; want rank 0 to fail at the barrier\n%s", out)
+		t.Fatalf("the job succeeded; want rank 0 to time out\n%s", out)
 	}
 	if d := time.Since(start); d > 45*time.Second {
 		t.Errorf("the job took %s to fail; the timeout is 3 s", d)
 	}
+	return err, out
+}
+
+// TestBarrierTimeoutNamesTheMissingRank: a rank that never reaches WaitForEveryone makes the
+// others fail after the timeout with an error that names it, instead of hanging.
+func TestBarrierTimeoutNamesTheMissingRank(t *testing.T) {
+	testutil.NeedMPI(t)
+	err, out := launchStalled(t, "barrier", "GOACCEL_TIMEOUT=3s")
 	if !strings.Contains(out, "WaitForEveryone") || !strings.Contains(out, "rank 1 never arrived") {
 		t.Errorf("rank 0's error does not name the barrier and rank 1:\n%s", out)
 	}

@@ -100,12 +100,12 @@ func (t *TrainStep) runProcesses(gb *data.GlobalBatch, args []any, accumulate bo
 	}
 	syncStart := time.Now()
 	if err := j.acc.grp.AllreduceSum(p.bufs); err != nil {
-		return Loss{}, fmt.Errorf("accelerator: all-reducing the gradients (epoch %d, batch %d): %w", gb.Epoch+1, gb.Index, err)
+		return Loss{}, fmt.Errorf("accelerator: all-reducing the gradients (%s): %w", batchPlace(gb), err)
 	}
 	p.stats.Sync += time.Since(syncStart)
 	sums := p.bufs[len(p.vars)]
 	if sums[1] <= 0 {
-		return Loss{}, fmt.Errorf("accelerator: global batch %d of epoch %d has no real example on any process", gb.Index, gb.Epoch+1)
+		return Loss{}, fmt.Errorf("accelerator: global batch %d of epoch %d has no real example on any process", gb.Index+1, gb.Epoch+1)
 	}
 	inv := 1 / sums[1]
 	loss := float64(sums[0]) / float64(sums[1])
@@ -133,7 +133,7 @@ func (t *TrainStep) runProcesses(gb *data.GlobalBatch, args []any, accumulate bo
 	}
 	applied, err := (*slot).Exec(applyArgs...)
 	if err != nil {
-		return Loss{}, fmt.Errorf("accelerator: applying the all-reduced gradients (epoch %d, batch %d): %w", gb.Epoch+1, gb.Index, err)
+		return Loss{}, fmt.Errorf("accelerator: applying the all-reduced gradients (%s): %w", batchPlace(gb), err)
 	}
 	finalizeAll(applied)
 	j.batchesRun++
@@ -217,7 +217,7 @@ func (t *TrainStep) execTracing(e *model.Exec, gb *data.GlobalBatch, args []any)
 	outs, err := e.Exec(args...)
 	t.tracing = nil
 	if err != nil {
-		return nil, fmt.Errorf("accelerator: training step (epoch %d, batch %d) failed: %w", gb.Epoch+1, gb.Index, err)
+		return nil, fmt.Errorf("accelerator: training step (%s) failed: %w", batchPlace(gb), err)
 	}
 	return outs, nil
 }

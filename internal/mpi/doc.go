@@ -43,8 +43,8 @@
 //
 // A collective never waits forever: each is a non-blocking MPI call (MPI_Iallreduce,
 // MPI_Ibcast, MPI_Iallgatherv, MPI_Ibarrier) polled with MPI_Test until a deadline (Timeout:
-// DefaultTimeout, 30 minutes, or GOACCEL_COLLECTIVE_TIMEOUT; Barrier takes its own). Alongside
-// each collective every rank sends every other one a zero-byte "arrived" message (only to rank 0
+// DefaultTimeout, 30 minutes, or $GOACCEL_TIMEOUT, or SetTimeout's; Barrier takes its own).
+// Alongside each collective every rank sends every other one a zero-byte "arrived" message (only to rank 0
 // in jobs of more than 64 ranks), so a timeout is a *TimeoutError that names the ranks that
 // never arrived. While some rank is missing the polling backs off (sleeps up to 1 ms), so a rank
 // waiting at a barrier does not steal the CPU of the rank it waits for; once all arrived it
@@ -64,7 +64,8 @@
 // calls (MPI_Finalize's, the benchmark's reference, another MPI user's in the process). Other MPI
 // libraries ignore them.
 // Read by the package: GOACCEL_MPI_LIB (a library file or directory), GOACCEL_MPI_ABI (standard,
-// mpich or openmpi: overrides detection), GOACCEL_COLLECTIVE_TIMEOUT.
+// mpich or openmpi: overrides detection), GOACCEL_TIMEOUT (TimeoutEnv; its former name
+// GOACCEL_COLLECTIVE_TIMEOUT is an error).
 //
 // MPICH jobs killed from outside leave /dev/shm/mpich_shm_* files behind; the launcher is
 // expected to remove them.

@@ -10,6 +10,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -18,11 +19,48 @@ import (
 	"unsafe"
 )
 
-// DefaultTimeout bounds every collective unless GOACCEL_COLLECTIVE_TIMEOUT (a Go duration such
-// as "90s", or a number of seconds) or SetTimeout says otherwise. It is long because a rank may
-// legitimately arrive late (rank 0 writing a checkpoint, a slow first compilation); its purpose
-// is to turn a hang into an error, not to police stragglers.
+// DefaultTimeout bounds every collective unless $GOACCEL_TIMEOUT (TimeoutEnv) or SetTimeout says
+// otherwise. It is long because a rank may legitimately arrive late (rank 0 writing a
+// checkpoint, a slow first compilation); its purpose is to turn a hang into an error, not to
+// police stragglers.
 const DefaultTimeout = 30 * time.Minute
+
+// TimeoutEnv names the variable that bounds every wait on other processes, read by
+// TimeoutFromEnv: a Go duration ("90s", "30m") or a number of seconds ("90").
+const TimeoutEnv = "GOACCEL_TIMEOUT"
+
+// oldTimeoutEnv is the variable that TimeoutEnv replaced; setting it is an error.
+const oldTimeoutEnv = "GOACCEL_COLLECTIVE_TIMEOUT"
+
+// ParseTimeout reads a timeout as $GOACCEL_TIMEOUT gives it: a positive Go duration such as
+// "90s" or "30m", or a positive number of seconds such as "90" or "2.5".
+func ParseTimeout(v string) (time.Duration, error) {
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return d, nil
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 && s < math.MaxInt64/float64(time.Second) {
+		return time.Duration(s * float64(time.Second)), nil
+	}
+	return 0, fmt.Errorf("%q is not a positive duration such as \"90s\" or \"30m\", or a number of seconds", v)
+}
+
+// TimeoutFromEnv is $GOACCEL_TIMEOUT (see ParseTimeout), or DefaultTimeout when it is unset or
+// empty. $GOACCEL_COLLECTIVE_TIMEOUT, its former name, is an error that names the new one. The
+// errors name the variable and have no package prefix: callers add theirs.
+func TimeoutFromEnv() (time.Duration, error) {
+	if v := os.Getenv(oldTimeoutEnv); v != "" {
+		return 0, fmt.Errorf("$%s=%q is no longer read: set $%s (the same values) instead", oldTimeoutEnv, v, TimeoutEnv)
+	}
+	v := os.Getenv(TimeoutEnv)
+	if v == "" {
+		return DefaultTimeout, nil
+	}
+	d, err := ParseTimeout(v)
+	if err != nil {
+		return 0, fmt.Errorf("$%s=%w", TimeoutEnv, err)
+	}
+	return d, nil
+}
 
 // ABI's values are shim.h's GS_ABI_*: these fail to compile otherwise.
 var (
@@ -88,9 +126,9 @@ func Init(lib Library) (*Comm, error) {
 	if world != nil {
 		return nil, fmt.Errorf("mpi: init: MPI is already initialized in this process (%s)", world.lib.Path)
 	}
-	timeout, err := timeoutFromEnv()
+	timeout, err := TimeoutFromEnv()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("mpi: init: %w", err)
 	}
 	for _, k := range intraNodeCVars {
 		if _, ok := os.LookupEnv(k); !ok {
@@ -327,20 +365,6 @@ func (c *Comm) mpiErr(op, call string, rc C.int) error {
 
 // ErrAborted is wrapped by the error of a collective interrupted by Abort.
 var ErrAborted = errors.New("the job is being aborted")
-
-func timeoutFromEnv() (time.Duration, error) {
-	v := os.Getenv("GOACCEL_COLLECTIVE_TIMEOUT")
-	if v == "" {
-		return DefaultTimeout, nil
-	}
-	if d, err := time.ParseDuration(v); err == nil && d > 0 {
-		return d, nil
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
-		return time.Duration(s * float64(time.Second)), nil
-	}
-	return 0, fmt.Errorf("mpi: init: GOACCEL_COLLECTIVE_TIMEOUT=%q: want a duration such as 90s or 30m, or seconds", v)
-}
 
 func baseName(p string) string {
 	for i := len(p) - 1; i >= 0; i-- {

@@ -34,6 +34,7 @@ var children = map[string]func(c *Comm) int{
 	"bench-bcast":       childBenchBcast,
 	"abort":             childAbort,
 	"mpi-error":         childMPIError,
+	"timeout":           childTimeout,
 }
 
 func TestMain(m *testing.M) {

@@ -1,0 +1,49 @@
+package accelerator
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/distributed"
+)
+
+// closeRecorder is a one-process group that records whether it was closed.
+type closeRecorder struct {
+	soloGroup
+	closed bool
+}
+
+func (g *closeRecorder) Close() error { g.closed = true; return nil }
+
+// TestNewReleasesAllWhenTheMeshFails: when the device mesh cannot be created, New returns the
+// error having finalised the backend it opened and closed the process group it joined.
+func TestNewReleasesAllWhenTheMeshFails(t *testing.T) {
+	plugin := cpuPlugin(t)
+	var backend compute.Backend
+	saved := newMesh
+	t.Cleanup(func() { newMesh = saved })
+	newMesh = func(a *Accelerator) (*distributed.DeviceMesh, error) {
+		backend = a.backend
+		return nil, errors.New("no mesh today")
+	}
+	grp := &closeRecorder{}
+	a, err := newAccelerator(Config{Backend: plugin, Devices: 2, Quiet: true}, processInfo{worldSize: 1, source: "test"}, grp)
+	if err == nil {
+		a.Close()
+		t.Fatal("New succeeded; want the mesh's error")
+	}
+	if !strings.Contains(err.Error(), "creating the device mesh: no mesh today") {
+		t.Errorf("error %q does not carry the mesh's", err)
+	}
+	if backend == nil {
+		t.Fatal("the mesh was never asked for")
+	}
+	if !backend.IsFinalized() {
+		t.Error("the backend was left open")
+	}
+	if !grp.closed {
+		t.Error("the process group was left open")
+	}
+}
