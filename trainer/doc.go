@@ -4,7 +4,8 @@
 // public pieces (Prepare, Job.TrainStep, Backward, Job.Evaluate, checkpoint.Manager).
 //
 //	acc, err := accelerator.New(accelerator.Config{Seed: 42})
-//	tr, err := trainer.New(acc, store, optimizer.Adam().Done(), trainer.Classification(2, clf.Logits))
+//	opt, err := trainer.Adam(trainer.AdamConfig{LearningRate: 2e-5}) // torch.optim.Adam's defaults
+//	tr, err := trainer.New(acc, store, opt, trainer.Classification(2, clf.Logits))
 //	res, err := tr.Fit(trainLoader, testLoader, trainer.Config{
 //	    OutputDir:    "runs/sst",
 //	    Epochs:       3,

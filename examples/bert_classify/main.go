@@ -77,7 +77,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.Schedule, "lr_scheduler_type", o.Schedule, `learning-rate schedule: "constant", "linear" or "cosine"`)
 	fs.Float64Var(&o.WarmupRatio, "warmup_ratio", 0, "fraction of the optimizer steps with a linear warm-up")
 	fs.Int64Var(&o.WarmupSteps, "warmup_steps", 0, "optimizer steps with a linear warm-up (overrides --warmup_ratio)")
-	fs.Float64Var(&o.WeightDecay, "weight_decay", 0, "AdamW's decoupled weight decay (0: Adam)")
+	fs.Float64Var(&o.WeightDecay, "weight_decay", 0, "AdamW's decoupled weight decay, not applied to biases and LayerNorm weights (0: Adam)")
 	fs.Float64Var(&o.MaxGradNorm, "max_grad_norm", 0, "clip the gradients to this global L2 norm (0: no clipping)")
 	fs.IntVar(&o.Patience, "patience", 0, "stop after this many evaluations without a better test accuracy (0: never)")
 	fs.IntVar(&o.MaxLen, "max_len", o.MaxLen, "tokens per sentence, [CLS] and [SEP] included (truncated or padded)")

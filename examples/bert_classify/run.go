@@ -142,7 +142,11 @@ func run(o options, out io.Writer) (*result, error) {
 	}
 
 	// Optimizer and Prepare: variables replicated on every device, batches sharded.
-	job, err := acc.Prepare(clf, o.optimizer(lr), trainLoader, o.prepareOptions(plan)...)
+	opt, err := o.optimizer(lr)
+	if err != nil {
+		return nil, err
+	}
+	job, err := acc.Prepare(clf, opt, trainLoader, o.prepareOptions(plan)...)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +304,11 @@ func test(job *accelerator.Job, eval *accelerator.EvalStep, testLoader data.Sour
 // model by accuracy as a Hugging Face folder, and the curves.
 func fitRun(acc *accelerator.Accelerator, o options, lr float64, plan stepPlan, clf *bert.Classifier,
 	tok *bert.Tokenizer, trainLoader, testLoader data.Source, intr *trainer.Interrupt, out io.Writer) (*result, error) {
-	tr, err := trainer.New(acc, clf, o.optimizer(lr), trainer.Classification(2, clf.Logits))
+	opt, err := o.optimizer(lr)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := trainer.New(acc, clf, opt, trainer.Classification(2, clf.Logits))
 	if err != nil {
 		return nil, err
 	}
@@ -498,13 +506,10 @@ func (o options) learningRate() float64 {
 	return 1e-3
 }
 
-// optimizer is Adam, or AdamW with --weight_decay.
-func (o options) optimizer(lr float64) optimizer.Interface {
-	adam := optimizer.Adam().LearningRate(lr)
-	if o.WeightDecay > 0 {
-		adam = adam.WeightDecay(o.WeightDecay)
-	}
-	return adam.Done()
+// optimizer is Adam with PyTorch's defaults (eps 1e-8), or with --weight_decay AdamW as in
+// Hugging Face's Trainer (no decay of biases and LayerNorm weights); see trainer.Adam.
+func (o options) optimizer(lr float64) (optimizer.Interface, error) {
+	return trainer.Adam(trainer.AdamConfig{LearningRate: lr, WeightDecay: o.WeightDecay})
 }
 
 // stepPlan is the length of the run in optimizer steps (one meaning for both loops).

@@ -234,3 +234,59 @@ func maxAbs(values []float32) float64 {
 	}
 	return m
 }
+
+// TestHeadInitialisedAsHF checks the statistics of a fresh classification head against
+// BertForSequenceClassification's _init_weights: weights drawn from N(0, initializer_range²)
+// (a plain normal, not truncated: about 4.6% of the draws lie beyond 2 sigma) and zero biases.
+func TestHeadInitialisedAsHF(t *testing.T) {
+	cfg := TinyConfig(8)
+	cfg.HiddenSize, cfg.NumAttentionHeads, cfg.NumLabels = 1024, 4, 2
+	store := model.NewStore()
+	if err := store.SetRNGStateFromSeed(11); err != nil {
+		t.Fatal(err)
+	}
+	clf, err := NewClassifier(cfg, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec, err := model.NewExec(mustGoBackend(t), store, func(s *model.Scope, g *Graph) *Node {
+		return clf.Head(s, Zeros(g, shapes.Make(dtypes.Float32, 1, cfg.HiddenSize)))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.Call(); err != nil {
+		t.Fatalf("running the head: %v", err)
+	}
+	w := tensors.MustCopyFlatData[float32](store.GetVariable("/classifier/weight").MustValue())
+	b := tensors.MustCopyFlatData[float32](store.GetVariable("/classifier/bias").MustValue())
+	n := float64(len(w))
+	var sum, sumSq float64
+	beyond2 := 0
+	for _, x := range w {
+		sum += float64(x)
+		sumSq += float64(x) * float64(x)
+		if math.Abs(float64(x)) > 2*cfg.InitializerRange {
+			beyond2++
+		}
+	}
+	mean := sum / n
+	std := math.Sqrt(sumSq/n - mean*mean)
+	sigma := cfg.InitializerRange
+	// Bounds of about 5 standard errors for 2048 draws.
+	if math.Abs(mean) > 5*sigma/math.Sqrt(n) {
+		t.Errorf("head weight mean %.5f, want 0 (within %.5f)", mean, 5*sigma/math.Sqrt(n))
+	}
+	if math.Abs(std-sigma) > 5*sigma/math.Sqrt(2*n) {
+		t.Errorf("head weight std %.5f, want initializer_range %.3f (within %.5f)", std, sigma, 5*sigma/math.Sqrt(2*n))
+	}
+	if frac := float64(beyond2) / n; frac < 0.02 || frac > 0.075 {
+		t.Errorf("%.1f%% of the head weights lie beyond 2 sigma, want about 4.6%% (a plain, untruncated normal)", 100*frac)
+	}
+	for i, x := range b {
+		if x != 0 {
+			t.Errorf("head bias[%d] = %g, want 0", i, x)
+		}
+	}
+	t.Logf("head weight: mean %.5f, std %.5f, %.1f%% beyond 2 sigma", mean, std, 100*float64(beyond2)/n)
+}
