@@ -173,7 +173,7 @@ var inherited = []string{"PMI_FD", "PMI_SPAWNED", "PMI_JOBID", "PMIX_RANK", "PMI
 type rankEnv struct {
 	rank, local, nlocal, world, node, nnodes, restart int
 	masterAddr                                        string
-	masterPort                                        int
+	masterPort, storePort                             int
 	share                                             share
 	mpiLib                                            string
 }
@@ -193,7 +193,7 @@ func (r rankEnv) build(base []string) []string {
 	set("NODE_RANK", r.node)
 	set("GROUP_WORLD_SIZE", r.nnodes)
 	set("MASTER_ADDR", r.masterAddr)
-	set("MASTER_PORT", r.masterPort)
+	set("MASTER_PORT", r.storePort) // rank 0's own store (PyTorch's); the launcher's port is PMI_PORT
 	set("TORCHELASTIC_RESTART_COUNT", r.restart)
 	set("GOACCEL_RESTART_COUNT", r.restart)
 	// MPICH's process-manager interface: the launcher's PMI-1 server.
@@ -213,6 +213,7 @@ func (r rankEnv) build(base []string) []string {
 	if _, ok := lookup(env, "GOACCEL_MPI_LIB"); !ok && r.mpiLib != "" {
 		set("GOACCEL_MPI_LIB", r.mpiLib)
 	}
+	env = mpiLibVars(env, r.mpiLib)
 	for k, v := range r.share.vars {
 		set(k, v)
 	}

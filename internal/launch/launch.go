@@ -30,7 +30,9 @@ type Config struct {
 	// index, 0 for the master.
 	NNodes, NodeRank int
 	// MasterAddr and MasterPort are where the master listens and the ranks' PMI_PORT points.
-	// Defaults: 127.0.0.1; with one node a free port, with several DefaultMasterPort.
+	// Defaults: 127.0.0.1; with one node a free port, with several DefaultMasterPort. The
+	// ranks' MASTER_PORT, where rank 0 may bind a store of its own (PyTorch's), is
+	// MasterPort+1, or a free port when MasterPort is 0.
 	MasterAddr string
 	MasterPort int
 	// MaxRestarts is how many times the whole group restarts after a worker failure.
@@ -215,11 +217,16 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.NNodes > 1 && !isLoopback(cfg.MasterAddr) {
 			bind = net.JoinHostPort("", strconv.Itoa(cfg.MasterPort)) // other machines must reach it
 		}
-		srv, err := newServer(bind, cfg.NNodes, cfg.MaxRestarts, cfg.JoinTimeout)
+		store, err := storePort(bind, cfg.MasterPort, l.sayf)
+		if err != nil {
+			return err
+		}
+		srv, err := newServer(bind, store, cfg.NNodes, cfg.MaxRestarts, cfg.JoinTimeout)
 		if err != nil {
 			return err
 		}
 		defer srv.close()
+		srv.sayf = l.sayf
 		l.cfg.MasterPort = srv.port()
 		masterAddr = net.JoinHostPort(cfg.MasterAddr, strconv.Itoa(l.cfg.MasterPort))
 		if cfg.Timeout > 0 {
@@ -249,6 +256,33 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// storePort chooses the ranks' MASTER_PORT, the port where rank 0 of a PyTorch job binds its
+// store (init_process_group's TCPStore): the launcher's own port+1 when --master_port is given
+// (a firewall opens both), else a free port of bind's host. A given port+1 that is in use now
+// is only a warning, since a program that binds no store does not need it.
+func storePort(bind string, masterPort int, warnf func(string, ...any)) (int, error) {
+	host, _, _ := net.SplitHostPort(bind)
+	if masterPort == 0 {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return 0, fmt.Errorf("cannot find a free port on %s for the ranks' MASTER_PORT: %w", bind, err)
+		}
+		defer ln.Close()
+		return ln.Addr().(*net.TCPAddr).Port, nil
+	}
+	p := masterPort + 1
+	if p > 65535 {
+		return 0, fmt.Errorf("--master_port %d: the ranks' MASTER_PORT is --master_port+1, so choose at most 65534", masterPort)
+	}
+	if ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p))); err != nil {
+		warnf("port %d, the ranks' MASTER_PORT (--master_port+1), is in use: a rank 0 that binds a store there "+
+			"(PyTorch's init_process_group) will fail (%v)", p, err)
+	} else {
+		ln.Close()
+	}
+	return p, nil
 }
 
 // control is a launcher's connection to the master.
@@ -310,9 +344,11 @@ type launcher struct {
 	cpus   [][]int // per local rank; nil: unbound
 	host   string
 	ctl    *control
-	out    *terminal
-	errOut *terminal
-	mu     sync.Mutex // guards l.cfg.Stderr writes from several goroutines through sayf
+	// storePort is the ranks' MASTER_PORT, as the master chose it (storePort).
+	storePort int
+	out       *terminal
+	errOut    *terminal
+	mu        sync.Mutex // guards l.cfg.Stderr writes from several goroutines through sayf
 }
 
 func (l *launcher) sayf(format string, args ...any) {
@@ -401,6 +437,7 @@ func describe(state *os.ProcessState, err error) (string, bool) {
 func (l *launcher) attempt(ctx context.Context, attempt int, start message) (message, error) {
 	world, _ := strconv.Atoi(start.args["world"])
 	base, _ := strconv.Atoi(start.args["base"])
+	l.storePort, _ = strconv.Atoi(start.args["store"])
 	n := l.cfg.NprocPerNode
 	if world > 1 {
 		shown := "rank 0's output is shown here"
@@ -584,7 +621,8 @@ func (l *launcher) startWorker(attempt, rank, local, world int) (*worker, error)
 	}
 	env := rankEnv{rank: rank, local: local, nlocal: l.cfg.NprocPerNode, world: world, node: l.cfg.NodeRank,
 		nnodes: l.cfg.NNodes, restart: attempt, masterAddr: l.cfg.MasterAddr, masterPort: l.cfg.MasterPort,
-		share: l.shares[local], mpiLib: l.cfg.MPILib}
+		storePort: l.storePort,
+		share:     l.shares[local], mpiLib: l.cfg.MPILib}
 	cmd := exec.Command(l.cfg.Program, l.cfg.Args...)
 	cmd.Env = env.build(l.cfg.Env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
