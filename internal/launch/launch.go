@@ -205,6 +205,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	l := &launcher{cfg: cfg, shares: shares, host: hostname()}
+	if l.guard, err = startGuardian(); err != nil {
+		l.sayf("cannot start the guardian that stops the ranks should this launcher be killed: %v", err)
+	}
+	defer l.guard.finish()
 	if !cfg.NoCPUBind {
 		l.cpus = cpuShares(cfg.NprocPerNode)
 	}
@@ -344,6 +348,7 @@ type launcher struct {
 	cpus   [][]int // per local rank; nil: unbound
 	host   string
 	ctl    *control
+	guard  *guardian // nil: none
 	// storePort is the ranks' MASTER_PORT, as the master chose it (storePort).
 	storePort int
 	out       *terminal
@@ -473,10 +478,12 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 		pmu.Lock()
 		workers = append(workers, w)
 		pmu.Unlock()
+		l.guard.add(w.cmd.Process.Pid)
 		alive++
 		go func() {
 			err := w.cmd.Wait()
 			w.exited.Store(true)
+			l.guard.remove(w.cmd.Process.Pid)
 			exits <- exit{w: w, state: w.cmd.ProcessState, err: err}
 		}()
 	}
@@ -577,9 +584,13 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 		case <-done:
 			done = nil
 			if !stopping {
+				what := "Ctrl-C or SIGTERM"
+				if c := context.Cause(ctx); c != nil && c != context.Canceled {
+					what = c.Error()
+				}
 				fail(&Failure{Kind: "interrupt", Rank: -1,
-					Why: fmt.Sprintf("interrupted (Ctrl-C or SIGTERM on the launcher of node_rank %d on %s): every rank was stopped",
-						l.cfg.NodeRank, l.host)})
+					Why: fmt.Sprintf("interrupted (%s on the launcher of node_rank %d on %s): every rank was stopped",
+						what, l.cfg.NodeRank, l.host)})
 			}
 		case <-killNow:
 			killNow = nil // closed: it would fire again at once
@@ -625,7 +636,9 @@ func (l *launcher) startWorker(attempt, rank, local, world int) (*worker, error)
 		share:     l.shares[local], mpiLib: l.cfg.MPILib}
 	cmd := exec.Command(l.cfg.Program, l.cfg.Args...)
 	cmd.Env = env.build(l.cfg.Env)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so that stop signals reach what it started too; and it dies with
+	// the launcher (Pdeathsig, tied to the fork thread: see onForkThread).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = 2 * time.Second
 	streams := []struct {
 		name string
@@ -661,7 +674,9 @@ func (l *launcher) startWorker(attempt, rank, local, world int) (*worker, error)
 		cpus = l.cpus[local]
 		cmd.Env = setEnv(cmd.Env, "GOACCEL_CPUS", cpuList(cpus))
 	}
-	if err := startPinned(cmd, cpus); err != nil {
+	var err error
+	onForkThread(func() { err = startPinned(cmd, cpus) })
+	if err != nil {
 		for _, f := range w.files {
 			_ = f.Close()
 		}

@@ -24,10 +24,13 @@ const (
 	launcherSwitch = "GOACCEL_LAUNCH_TEST_LAUNCHER"
 	workerSwitch   = "GOACCEL_LAUNCH_TEST_WORKER"
 	dirVar         = "GOACCEL_LAUNCH_TEST_DIR"
+	// noGuardianSwitch=1 makes the test launcher start no guardian (the parent-death signal alone).
+	noGuardianSwitch = "GOACCEL_LAUNCH_TEST_NO_GUARDIAN"
 )
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "launch" && os.Getenv(launcherSwitch) != "" {
+		noGuardian = os.Getenv(noGuardianSwitch) == "1"
 		os.Exit(Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	if mode := os.Getenv(workerSwitch); mode != "" {
@@ -47,12 +50,13 @@ var envKeys = []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "
 //	env       write RANK's environment to DIR/env_RANK and exit 0
 //	exit3     rank $FAIL_RANK exits 3 after 200 ms; the others sleep (until stopped)
 //	sleep     write DIR/pid_RANK and sleep; rank $STUBBORN_RANK ignores SIGTERM
-//	shm       map one file under /dev/shm, leave another, write DIR/pid_RANK and sleep
+//	shm       map one file under /dev/shm, leave another, write DIR/pid_RANK and sleep 60 s;
+//	          with $TICKS, print a line every 50 ms instead and exit 0 after $TICKS lines (only
+//	          rank $TICK_RANK when it is set)
 //	gompi     internal/mpi: all-reduce rank+1, barrier, check, mpi.Exit(0)
 //	failonce  rank 1 exits 7 unless DIR/marker exists (it creates it); then all exit 0
 //	store     rank 0 listens on MASTER_ADDR:MASTER_PORT (as PyTorch's TCPStore does) and reads
 //	          one line from every other rank, which connects there; DIR/store_0 lists them
-//	ticker    write DIR/pid_RANK, then print a line every 50 ms for 60 s
 func testWorker(mode string) int {
 	dir := os.Getenv(dirVar)
 	rank := os.Getenv("RANK")
@@ -112,7 +116,15 @@ func testWorker(mode string) int {
 		if err := os.WriteFile(filepath.Join(dir, "pid_"+rank), []byte(pid), 0o644); err != nil {
 			return 10
 		}
-		time.Sleep(60 * time.Second)
+		ticks, err := strconv.Atoi(os.Getenv("TICKS"))
+		if err != nil || os.Getenv("TICK_RANK") != "" && os.Getenv("TICK_RANK") != rank {
+			time.Sleep(60 * time.Second)
+			return 0
+		}
+		for i := 1; i <= ticks; i++ {
+			fmt.Printf("rank %s tick %d\n", rank, i)
+			time.Sleep(50 * time.Millisecond)
+		}
 		return 0
 	case "gompi":
 		lib, err := mpi.Find()
@@ -153,15 +165,6 @@ func testWorker(mode string) int {
 		return 0
 	case "store":
 		return storeWorker(dir, rank)
-	case "ticker":
-		if err := os.WriteFile(filepath.Join(dir, "pid_"+rank), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-			return 10
-		}
-		for i := 1; i <= 1200; i++ {
-			fmt.Printf("rank %s tick %d\n", rank, i)
-			time.Sleep(50 * time.Millisecond)
-		}
-		return 0
 	}
 	fmt.Fprintln(os.Stderr, "unknown worker mode", mode)
 	return 10
