@@ -159,19 +159,25 @@ func runGuardian(in io.Reader, errOut io.Writer) int {
 	return 0
 }
 
-// anyRunning says whether one of pids is a live process (zombies are not).
+// anyRunning says whether one of pids is a live process.
 func anyRunning(pids []int) bool {
 	for _, pid := range pids {
-		raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(raw)
-		if i := strings.LastIndexByte(s, ')'); i < 0 || i+2 >= len(s) || s[i+2] != 'Z' {
+		if running(pid) {
 			return true
 		}
 	}
 	return false
+}
+
+// running says whether pid is a live process (a zombie, which no one reaped yet, is not).
+func running(pid int) bool {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(raw)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 // forkRequests carries functions to the fork thread; see onForkThread.

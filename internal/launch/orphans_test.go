@@ -12,19 +12,6 @@ import (
 	"time"
 )
 
-// running says whether pid is a live process (a zombie is not).
-func running(pid int) bool {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(raw)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
-}
-
 // shmFiles lists the /dev/shm files that the "shm" workers pids made and that still exist.
 func shmFiles(pids []int) []string {
 	var left []string
