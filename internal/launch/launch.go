@@ -169,9 +169,31 @@ func (c *Config) defaults() error {
 	case c.Tee < TeeNone || c.Tee > 3:
 		return fmt.Errorf("--tee %d: want 0 (none), 1 (stdout), 2 (stderr) or 3 (both)", c.Tee)
 	}
-	if _, err := exec.LookPath(c.Program); err != nil {
+	return checkProgram(c.Program)
+}
+
+// checkProgram says what is wrong with a program that cannot be started: not found, a
+// directory, or a file without execute permission.
+func checkProgram(program string) error {
+	if strings.Contains(program, "/") {
+		st, err := os.Stat(program)
+		switch {
+		case err == nil && st.IsDir():
+			return fmt.Errorf("program %s is a directory: give the program inside it", program)
+		case err == nil && st.Mode()&0o111 == 0:
+			hint := "chmod +x " + program
+			switch filepath.Ext(program) {
+			case ".py":
+				hint += ", or name its interpreter: goaccel launch [flags] python3 " + program
+			case ".sh":
+				hint += ", or name its interpreter: goaccel launch [flags] bash " + program
+			}
+			return fmt.Errorf("program %s is not executable (%s)", program, hint)
+		}
+	}
+	if _, err := exec.LookPath(program); err != nil {
 		return fmt.Errorf("program %q not found: %w (give a path such as ./%s, or a name in $PATH)",
-			c.Program, unwrapExec(err), filepath.Base(c.Program))
+			program, unwrapExec(err), filepath.Base(program))
 	}
 	return nil
 }
@@ -445,10 +467,7 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 	l.storePort, _ = strconv.Atoi(start.args["store"])
 	n := l.cfg.NprocPerNode
 	if world > 1 {
-		shown := "rank 0's output is shown here"
-		if l.cfg.Tee != 0 {
-			shown = "--tee chooses what is shown here"
-		}
+		shown := shownHere(l.cfg.Tee, base, n)
 		l.sayf("node_rank %d runs ranks %d-%d of %d; every rank's output is in %s/attempt_%d/rank_N/ (%s)",
 			l.cfg.NodeRank, base, base+n-1, world, l.cfg.LogDir, attempt, shown)
 	}
@@ -607,6 +626,29 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 		return message{}, l.lost(nil)
 	}
 	return *end, nil
+}
+
+// shownHere says which ranks' output a launcher whose ranks are base to base+n-1 shows on
+// its terminal, as Config.Tee chooses.
+func shownHere(tee, base, n int) string {
+	ranks := fmt.Sprintf("ranks %d-%d", base, base+n-1)
+	if n == 1 {
+		ranks = fmt.Sprintf("rank %d", base)
+	}
+	switch tee {
+	case 0:
+		if base == 0 {
+			return "rank 0's output is shown here"
+		}
+		return "no rank's output is shown here: rank 0's is shown by node_rank 0's launcher; --tee 3 shows this node's"
+	case TeeNone:
+		return "no rank's output is shown here: --tee 0"
+	case 1:
+		return "the stdout of " + ranks + " is shown here"
+	case 2:
+		return "the stderr of " + ranks + " is shown here"
+	}
+	return "the stdout and stderr of " + ranks + " are shown here"
 }
 
 // signal signals a running worker's process group (the worker and what it started).
