@@ -64,7 +64,8 @@ func newFlags() (*flag.FlagSet, *flagValues) {
 	v.nnodes = fs.String("nnodes", "1", "number of nodes (launchers) in the job")
 	v.nodeRank = fs.Int("node-rank", 0, "this node's index, 0 to nnodes-1; node 0 is the master")
 	v.masterAddr = fs.String("master-addr", "127.0.0.1", "address of the node_rank 0 machine, which the other nodes and every rank connect to")
-	v.masterPort = fs.Int("master-port", 0, fmt.Sprintf("port of the master (default: a free port on one node, %d on several)", DefaultMasterPort))
+	v.masterPort = fs.Int("master-port", 0, fmt.Sprintf("port of the master launcher (default: a free port on one node, %d on several); "+
+		"the ranks' MASTER_PORT is this+1 (open both)", DefaultMasterPort))
 	v.standalone = fs.Bool("standalone", false, "one node, on a free local port (the default already)")
 	v.maxRestarts = fs.Int("max-restarts", 0, "restart the whole group this many times after a worker failure")
 	v.logDir = fs.String("log-dir", "", "write DIR/attempt_A/rank_R/{stdout,stderr}.log (default: a new temporary folder)")
