@@ -358,8 +358,8 @@ func TestMPINotInstalled(t *testing.T) {
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(removeKey(removeKey(cmd.Env, "GOACCEL_MPI_LIB"), "LD_LIBRARY_PATH"), "GOACCEL_MPI_LIB=")
 	err := cmd.Run()
-	if err == nil {
-		t.Skipf("an MPI library is installed system-wide here: %s", out)
+	if err == nil || strings.Contains(out.String(), "the MPI library found is") {
+		t.Skipf("SKIPPING: an MPI library is installed system-wide here: %s", out)
 	}
 	if cmd.ProcessState.ExitCode() != 2 {
 		t.Fatalf("exit %v, want 2\n%s", err, out)
