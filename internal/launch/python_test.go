@@ -20,7 +20,8 @@ func pythonWith(t *testing.T, python, module string, failInCI bool) string {
 		var out []byte
 		out, err = exec.Command(path, "-c", "import "+module).CombinedOutput()
 		if err != nil {
-			err = fmt.Errorf("%s -c 'import %s': %s", path, module, strings.TrimSpace(string(out)))
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			err = fmt.Errorf("%s -c 'import %s': %s", path, module, lines[len(lines)-1])
 		}
 	}
 	if err != nil {
