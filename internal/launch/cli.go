@@ -14,6 +14,7 @@ import (
 
 	"github.com/goaccel/goaccel/internal/flagsuggest"
 	flag "github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 )
 
 const usage = `usage: goaccel launch [flags] PROGRAM [ARGS...]
@@ -63,7 +64,8 @@ func newFlags() (*flag.FlagSet, *flagValues) {
 	v.nnodes = fs.String("nnodes", "1", "number of nodes (launchers) in the job")
 	v.nodeRank = fs.Int("node-rank", 0, "this node's index, 0 to nnodes-1; node 0 is the master")
 	v.masterAddr = fs.String("master-addr", "127.0.0.1", "address of the node_rank 0 machine, which the other nodes and every rank connect to")
-	v.masterPort = fs.Int("master-port", 0, fmt.Sprintf("port of the master (default: a free port on one node, %d on several)", DefaultMasterPort))
+	v.masterPort = fs.Int("master-port", 0, fmt.Sprintf("port of the master launcher (default: a free port on one node, %d on several); "+
+		"the ranks' MASTER_PORT is this+1 (open both)", DefaultMasterPort))
 	v.standalone = fs.Bool("standalone", false, "one node, on a free local port (the default already)")
 	v.maxRestarts = fs.Int("max-restarts", 0, "restart the whole group this many times after a worker failure")
 	v.logDir = fs.String("log-dir", "", "write DIR/attempt_A/rank_R/{stdout,stderr}.log (default: a new temporary folder)")
@@ -226,7 +228,8 @@ func unknownFlagHint(fs *flag.FlagSet, err error) error {
 // Main runs `goaccel launch` with args (the words after "launch") and returns its exit status:
 // 0 when every rank exited 0; 1 when the job failed (the message names the rank that failed
 // first, how it ended and where its log is); 2 for a bad command line; 130 when interrupted.
-// SIGINT or SIGTERM stops every rank (SIGTERM, then SIGKILL after 5 s); a second one kills them.
+// SIGINT, SIGTERM, SIGHUP or SIGQUIT stops every rank (SIGTERM, then SIGKILL after 5 s); a
+// second one kills them.
 func Main(args []string, stdout, stderr io.Writer) int {
 	inv, err := parseArgs(args, os.Environ())
 	if errors.Is(err, flag.ErrHelp) {
@@ -253,20 +256,30 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		cfg.MPILib = lib.Path
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
 	kill := make(chan struct{})
 	cfg.Kill = kill
+	// SIGHUP (a closed terminal or ssh session) and SIGQUIT stop the job as SIGINT and SIGTERM
+	// do (SIGQUIT prints no goroutine dump). SIGPIPE is caught, not left to kill the launcher
+	// when its output's reader goes away (`| head`): writes there fail, and it goes on.
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	defer signal.Stop(pipes)
+	go func() {
+		for range pipes {
+		}
+	}()
 	go func() {
 		n := 0
 		for sig := range sigs {
 			n++
 			if n == 1 {
 				fmt.Fprintf(stderr, "goaccel launch: %v: stopping every rank (again to kill them at once)\n", sig)
-				cancel()
+				cancel(errors.New(unix.SignalName(sig.(syscall.Signal))))
 				continue
 			}
 			if n == 2 {

@@ -154,8 +154,12 @@ func TestSplitNode(t *testing.T) {
 	}
 	cpu := []string{"CUDA_VISIBLE_DEVICES=", "GOACCEL_DEVICES=4"}
 	if got, note := devs(cpu, 3, "GOACCEL_DEVICES"); !reflect.DeepEqual(got, []string{"1", "1", "1"}) ||
-		!strings.Contains(note, "1 CPU device(s) left unused") {
+		!strings.Contains(note, "3 ranks x 1 CPU device use 3 of the 4 of this node (GOACCEL_DEVICES=4): 1 is left unused") {
 		t.Errorf("4 CPU devices / 3 ranks: %v %q", got, note)
+	}
+	if _, note := devs([]string{"CUDA_VISIBLE_DEVICES=", "GOACCEL_DEVICES=8"}, 3, "GOACCEL_DEVICES"); note !=
+		"3 ranks x 2 CPU devices use 6 of the 8 of this node (GOACCEL_DEVICES=8): 2 are left unused; --nproc_per_node 1, 2, 4 or 8 uses them all" {
+		t.Errorf("8 CPU devices / 3 ranks: %q", note)
 	}
 	if got, _ := devs([]string{"CUDA_VISIBLE_DEVICES="}, 2, "GOACCEL_DEVICES"); !reflect.DeepEqual(got, []string{"2", "2"}) {
 		t.Errorf("default CPU devices / 2 ranks: %v", got)

@@ -123,7 +123,7 @@ func splitNode(env []string, n int) (shares []share, note string, err error) {
 		}
 	} else {
 		total := DefaultCPUDevices
-		from := fmt.Sprintf("the default %d; set GOACCEL_DEVICES for more", DefaultCPUDevices)
+		from := "the default; set GOACCEL_DEVICES for more"
 		v, set := lookup(env, "GOACCEL_DEVICES")
 		if set {
 			total, err = strconv.Atoi(v)
@@ -142,7 +142,7 @@ func splitNode(env []string, n int) (shares []share, note string, err error) {
 			}
 		}
 		if total%n != 0 {
-			note = fmt.Sprintf("%d CPU device(s) left unused: %d ranks x %d devices", total%n, n, total/n)
+			note = unusedNote(n, total, from)
 		}
 	}
 	threads := strconv.Itoa(max(1, runtime.NumCPU()/n))
@@ -154,6 +154,33 @@ func splitNode(env []string, n int) (shares []share, note string, err error) {
 		}
 	}
 	return shares, note, nil
+}
+
+// unusedNote is the line that says how many of a node's total CPU devices n ranks leave
+// unused (each rank gets total/n; uneven shares would give the ranks different batch counts),
+// and which --nproc_per_node values use them all. from says where total came from.
+func unusedNote(n, total int, from string) string {
+	per := total / n
+	var divisors []string
+	for d := 1; d <= total; d++ {
+		if total%d == 0 {
+			divisors = append(divisors, strconv.Itoa(d))
+		}
+	}
+	list := divisors[0]
+	if k := len(divisors); k > 1 {
+		list = strings.Join(divisors[:k-1], ", ") + " or " + divisors[k-1]
+	}
+	device := "device"
+	if per > 1 {
+		device = "devices"
+	}
+	left := fmt.Sprintf("%d is", total-n*per)
+	if total-n*per > 1 {
+		left = fmt.Sprintf("%d are", total-n*per)
+	}
+	return fmt.Sprintf("%d ranks x %d CPU %s use %d of the %d of this node (%s): %s left unused; --nproc_per_node %s uses them all",
+		n, per, device, n*per, total, from, left, list)
 }
 
 // mpiDefaults are set in every rank's environment unless already set: MPICH's shared-memory
@@ -173,7 +200,7 @@ var inherited = []string{"PMI_FD", "PMI_SPAWNED", "PMI_JOBID", "PMIX_RANK", "PMI
 type rankEnv struct {
 	rank, local, nlocal, world, node, nnodes, restart int
 	masterAddr                                        string
-	masterPort                                        int
+	masterPort, storePort                             int
 	share                                             share
 	mpiLib                                            string
 }
@@ -193,7 +220,7 @@ func (r rankEnv) build(base []string) []string {
 	set("NODE_RANK", r.node)
 	set("GROUP_WORLD_SIZE", r.nnodes)
 	set("MASTER_ADDR", r.masterAddr)
-	set("MASTER_PORT", r.masterPort)
+	set("MASTER_PORT", r.storePort) // rank 0's own store (PyTorch's); the launcher's port is PMI_PORT
 	set("TORCHELASTIC_RESTART_COUNT", r.restart)
 	set("GOACCEL_RESTART_COUNT", r.restart)
 	// MPICH's process-manager interface: the launcher's PMI-1 server.
@@ -213,6 +240,7 @@ func (r rankEnv) build(base []string) []string {
 	if _, ok := lookup(env, "GOACCEL_MPI_LIB"); !ok && r.mpiLib != "" {
 		set("GOACCEL_MPI_LIB", r.mpiLib)
 	}
+	env = mpiLibVars(env, r.mpiLib)
 	for k, v := range r.share.vars {
 		set(k, v)
 	}

@@ -19,10 +19,19 @@
 //     ranks share a node from the PMI_process_mapping key, so it uses shared memory within a
 //     node and the network between nodes).
 //
+// # Ports
+//
+// A job uses two ports of the master's machine, both to be open between the nodes: the
+// launcher's own, --master_port P (rendezvous and PMI: the ranks' PMI_PORT), and the ranks'
+// MASTER_PORT, which is P+1, where rank 0 may bind a store of its own and the other ranks
+// connect (PyTorch's init_process_group("gloo"|"nccl") does; torchrun's agent hosts that
+// store itself). Without --master_port (one node) both are free ports the master picks; the
+// master sends MASTER_PORT to every node. A P+1 already in use is reported as a warning.
+//
 // Each launcher starts its local ranks itself, as child processes in their own process
 // groups, so it knows their pids, exit codes and signals. Every rank's environment has
 // torchrun's RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK (= NODE_RANK),
-// GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and TORCHELASTIC_RESTART_COUNT (= GOACCEL_RESTART_COUNT);
+// GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (see Ports) and TORCHELASTIC_RESTART_COUNT (= GOACCEL_RESTART_COUNT);
 // MPICH's PMI_PORT, PMI_ID, PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS; its share of
 // the node: CUDA_VISIBLE_DEVICES (a contiguous share of the visible GPUs, or one shared GPU
 // when there are more ranks than GPUs) or, without GPUs, GOACCEL_DEVICES = total/nproc_per_node
@@ -32,9 +41,11 @@
 // the launcher's CPUs (listed in GOACCEL_CPUS), because XLA's CPU client and the Go runtime size
 // their thread pools from the CPU mask (Config.NoCPUBind, --no_cpu_bind: off); MPICH's
 // MPIR_CVAR_{BCAST,ALLREDUCE,BARRIER}_POSIX_INTRA_ALGORITHM=mpir unless already set (MPICH's
-// shared-memory collectives spin badly with more ranks than cores); GOACCEL_MPI_LIB when the
-// launcher found an MPI library and the variable is not set. Variables of an enclosing
-// launcher (PMI_FD, PMIX_*, OMPI_COMM_WORLD_*) are removed.
+// shared-memory collectives spin badly with more ranks than cores); when the launcher found an
+// MPI library, and each unless already set: GOACCEL_MPI_LIB (that library), MPI4PY_LIBMPI
+// (the MPICH-ABI libmpi.so.12 beside it, which mpi4py 4 loads), and its folder in front of
+// LD_LIBRARY_PATH (for programs linked with -lmpi). Variables of an enclosing launcher
+// (PMI_FD, PMIX_*, OMPI_COMM_WORLD_*) are removed.
 //
 // Two launchers on one host, `--nnodes 2 --node_rank 0|1 --master_addr 127.0.0.1`, go through
 // the same code as two machines: the tests run that. horovodrun's -H starts the launchers of
@@ -45,9 +56,12 @@
 // # Output
 //
 // Every rank's stdout and stderr go to LOG_DIR/attempt_A/rank_R/{stdout,stderr}.log (LOG_DIR:
-// --log_dir, or a new temporary folder), which each launcher names when its ranks start. By default the terminal also shows rank 0's stdout and
-// stderr; --tee 1, 2 or 3 shows every local rank's stdout, stderr or both instead, and --tee 0
-// nothing. With more than one rank, terminal lines are prefixed "[rank N] ".
+// --log_dir, or a new temporary folder), which each launcher names when its ranks start, with
+// whose output its terminal shows. By default that is rank 0's stdout and stderr, on the
+// master's terminal (the other nodes' show none); --tee 1, 2 or 3 shows every local rank's
+// stdout, stderr or both instead, and --tee 0 nothing. With more than one rank, terminal
+// lines are prefixed "[rank N] ". When the terminal's side goes away (`| head` exits), the
+// launcher stops copying there and supervises the job to its end.
 //
 // # Failure semantics (torchrun's)
 //
@@ -64,9 +78,16 @@
 //     number is in TORCHELASTIC_RESTART_COUNT, and resuming from the latest checkpoint is the
 //     program's part.
 //   - Success is every rank of every node exiting 0, whether or not it finalized MPI.
-//   - Ctrl-C or SIGTERM on any launcher stops every rank of the job (exit status 130); a
-//     second one kills the local ranks at once. A launcher that goes away stops the job too.
-//     --timeout stops the whole job after that long.
+//   - Ctrl-C, SIGTERM, SIGHUP (a closed terminal or ssh session) or SIGQUIT (no goroutine
+//     dump) on any launcher stops every rank of the job (exit status 130); a second one kills
+//     the local ranks at once. A launcher that goes away stops the job too. --timeout stops
+//     the whole job after that long.
+//   - A launcher killed outright (SIGKILL) leaves nothing running: each rank has Linux's
+//     parent-death signal (SIGKILL, from a thread that lives as long as the launcher), and
+//     the launcher's guardian, a second process of the same executable that knows the ranks'
+//     pids through a pipe, kills their process groups and removes their /dev/shm files when
+//     that pipe closes without a goodbye. The other nodes see the launcher's connection close
+//     and stop their ranks.
 //   - A rank hanging in a collective is the library's to report (its collective timeouts);
 //     --timeout is the launcher's backstop.
 //   - When an attempt's ranks are gone, the launcher removes the /dev/shm files they left
@@ -77,9 +98,12 @@
 // # MPI
 //
 // With more than one rank, Main refuses to start without an MPI library (internal/mpi's Find;
-// the error says how to install MPICH: `make deps`), or with Open MPI's, unless --no_mpi_check.
+// the error says how to install MPICH: `make deps`), or with Open MPI's, unless --no_mpi_check
+// (which a PyTorch job, whose ranks need no MPI, passes).
 // It passes the library found to the ranks as GOACCEL_MPI_LIB. The PMI server speaks PMI-1
-// only, so the ranks get MPIR_CVAR_PMI_VERSION=1. Open MPI uses PMIx instead: under Open MPI
+// only, so the ranks get MPIR_CVAR_PMI_VERSION=1. MPI_Comm_spawn (PMI's multi-line spawn
+// command) is not supported: the rank's call fails, and the master says so on its stderr.
+// Open MPI uses PMIx instead: under Open MPI
 // (and under Slurm) run the program with the cluster's own `mpirun -n 4 ./train` or
 // `srun -n 4 ./train`; goaccel's library reads OMPI_COMM_WORLD_*, PMI_* or SLURM_* itself.
 package launch

@@ -30,7 +30,9 @@ type Config struct {
 	// index, 0 for the master.
 	NNodes, NodeRank int
 	// MasterAddr and MasterPort are where the master listens and the ranks' PMI_PORT points.
-	// Defaults: 127.0.0.1; with one node a free port, with several DefaultMasterPort.
+	// Defaults: 127.0.0.1; with one node a free port, with several DefaultMasterPort. The
+	// ranks' MASTER_PORT, where rank 0 may bind a store of its own (PyTorch's), is
+	// MasterPort+1, or a free port when MasterPort is 0.
 	MasterAddr string
 	MasterPort int
 	// MaxRestarts is how many times the whole group restarts after a worker failure.
@@ -167,9 +169,31 @@ func (c *Config) defaults() error {
 	case c.Tee < TeeNone || c.Tee > 3:
 		return fmt.Errorf("--tee %d: want 0 (none), 1 (stdout), 2 (stderr) or 3 (both)", c.Tee)
 	}
-	if _, err := exec.LookPath(c.Program); err != nil {
+	return checkProgram(c.Program)
+}
+
+// checkProgram says what is wrong with a program that cannot be started: not found, a
+// directory, or a file without execute permission.
+func checkProgram(program string) error {
+	if strings.Contains(program, "/") {
+		st, err := os.Stat(program)
+		switch {
+		case err == nil && st.IsDir():
+			return fmt.Errorf("program %s is a directory: give the program inside it", program)
+		case err == nil && st.Mode()&0o111 == 0:
+			hint := "chmod +x " + program
+			switch filepath.Ext(program) {
+			case ".py":
+				hint += ", or name its interpreter: goaccel launch [flags] python3 " + program
+			case ".sh":
+				hint += ", or name its interpreter: goaccel launch [flags] bash " + program
+			}
+			return fmt.Errorf("program %s is not executable (%s)", program, hint)
+		}
+	}
+	if _, err := exec.LookPath(program); err != nil {
 		return fmt.Errorf("program %q not found: %w (give a path such as ./%s, or a name in $PATH)",
-			c.Program, unwrapExec(err), filepath.Base(c.Program))
+			program, unwrapExec(err), filepath.Base(program))
 	}
 	return nil
 }
@@ -203,6 +227,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	l := &launcher{cfg: cfg, shares: shares, host: hostname()}
+	if l.guard, err = startGuardian(); err != nil {
+		l.sayf("cannot start the guardian that stops the ranks should this launcher be killed: %v", err)
+	}
+	defer l.guard.finish()
 	if !cfg.NoCPUBind {
 		l.cpus = cpuShares(cfg.NprocPerNode)
 	}
@@ -215,11 +243,16 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.NNodes > 1 && !isLoopback(cfg.MasterAddr) {
 			bind = net.JoinHostPort("", strconv.Itoa(cfg.MasterPort)) // other machines must reach it
 		}
-		srv, err := newServer(bind, cfg.NNodes, cfg.MaxRestarts, cfg.JoinTimeout)
+		store, err := storePort(bind, cfg.MasterPort, l.sayf)
+		if err != nil {
+			return err
+		}
+		srv, err := newServer(bind, store, cfg.NNodes, cfg.MaxRestarts, cfg.JoinTimeout)
 		if err != nil {
 			return err
 		}
 		defer srv.close()
+		srv.sayf = l.sayf
 		l.cfg.MasterPort = srv.port()
 		masterAddr = net.JoinHostPort(cfg.MasterAddr, strconv.Itoa(l.cfg.MasterPort))
 		if cfg.Timeout > 0 {
@@ -249,6 +282,33 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// storePort chooses the ranks' MASTER_PORT, the port where rank 0 of a PyTorch job binds its
+// store (init_process_group's TCPStore): the launcher's own port+1 when --master_port is given
+// (a firewall opens both), else a free port of bind's host. A given port+1 that is in use now
+// is only a warning, since a program that binds no store does not need it.
+func storePort(bind string, masterPort int, warnf func(string, ...any)) (int, error) {
+	host, _, _ := net.SplitHostPort(bind)
+	if masterPort == 0 {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return 0, fmt.Errorf("cannot find a free port on %s for the ranks' MASTER_PORT: %w", bind, err)
+		}
+		defer ln.Close()
+		return ln.Addr().(*net.TCPAddr).Port, nil
+	}
+	p := masterPort + 1
+	if p > 65535 {
+		return 0, fmt.Errorf("--master_port %d: the ranks' MASTER_PORT is --master_port+1, so choose at most 65534", masterPort)
+	}
+	if ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p))); err != nil {
+		warnf("port %d, the ranks' MASTER_PORT (--master_port+1), is in use: a rank 0 that binds a store there "+
+			"(PyTorch's init_process_group) will fail (%v)", p, err)
+	} else {
+		ln.Close()
+	}
+	return p, nil
 }
 
 // control is a launcher's connection to the master.
@@ -310,9 +370,12 @@ type launcher struct {
 	cpus   [][]int // per local rank; nil: unbound
 	host   string
 	ctl    *control
-	out    *terminal
-	errOut *terminal
-	mu     sync.Mutex // guards l.cfg.Stderr writes from several goroutines through sayf
+	guard  *guardian // nil: none
+	// storePort is the ranks' MASTER_PORT, as the master chose it (storePort).
+	storePort int
+	out       *terminal
+	errOut    *terminal
+	mu        sync.Mutex // guards l.cfg.Stderr writes from several goroutines through sayf
 }
 
 func (l *launcher) sayf(format string, args ...any) {
@@ -401,12 +464,10 @@ func describe(state *os.ProcessState, err error) (string, bool) {
 func (l *launcher) attempt(ctx context.Context, attempt int, start message) (message, error) {
 	world, _ := strconv.Atoi(start.args["world"])
 	base, _ := strconv.Atoi(start.args["base"])
+	l.storePort, _ = strconv.Atoi(start.args["store"])
 	n := l.cfg.NprocPerNode
 	if world > 1 {
-		shown := "rank 0's output is shown here"
-		if l.cfg.Tee != 0 {
-			shown = "--tee chooses what is shown here"
-		}
+		shown := shownHere(l.cfg.Tee, base, n)
 		l.sayf("node_rank %d runs ranks %d-%d of %d; every rank's output is in %s/attempt_%d/rank_N/ (%s)",
 			l.cfg.NodeRank, base, base+n-1, world, l.cfg.LogDir, attempt, shown)
 	}
@@ -436,10 +497,12 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 		pmu.Lock()
 		workers = append(workers, w)
 		pmu.Unlock()
+		l.guard.add(w.cmd.Process.Pid)
 		alive++
 		go func() {
 			err := w.cmd.Wait()
 			w.exited.Store(true)
+			l.guard.remove(w.cmd.Process.Pid)
 			exits <- exit{w: w, state: w.cmd.ProcessState, err: err}
 		}()
 	}
@@ -540,9 +603,13 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 		case <-done:
 			done = nil
 			if !stopping {
+				what := "Ctrl-C or SIGTERM"
+				if c := context.Cause(ctx); c != nil && c != context.Canceled {
+					what = c.Error()
+				}
 				fail(&Failure{Kind: "interrupt", Rank: -1,
-					Why: fmt.Sprintf("interrupted (Ctrl-C or SIGTERM on the launcher of node_rank %d on %s): every rank was stopped",
-						l.cfg.NodeRank, l.host)})
+					Why: fmt.Sprintf("interrupted (%s on the launcher of node_rank %d on %s): every rank was stopped",
+						what, l.cfg.NodeRank, l.host)})
 			}
 		case <-killNow:
 			killNow = nil // closed: it would fire again at once
@@ -559,6 +626,29 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 		return message{}, l.lost(nil)
 	}
 	return *end, nil
+}
+
+// shownHere says which ranks' output a launcher whose ranks are base to base+n-1 shows on
+// its terminal, as Config.Tee chooses.
+func shownHere(tee, base, n int) string {
+	ranks := fmt.Sprintf("ranks %d-%d", base, base+n-1)
+	if n == 1 {
+		ranks = fmt.Sprintf("rank %d", base)
+	}
+	switch tee {
+	case 0:
+		if base == 0 {
+			return "rank 0's output is shown here"
+		}
+		return "no rank's output is shown here: rank 0's is shown by node_rank 0's launcher; --tee 3 shows this node's"
+	case TeeNone:
+		return "no rank's output is shown here: --tee 0"
+	case 1:
+		return "the stdout of " + ranks + " is shown here"
+	case 2:
+		return "the stderr of " + ranks + " is shown here"
+	}
+	return "the stdout and stderr of " + ranks + " are shown here"
 }
 
 // signal signals a running worker's process group (the worker and what it started).
@@ -584,10 +674,13 @@ func (l *launcher) startWorker(attempt, rank, local, world int) (*worker, error)
 	}
 	env := rankEnv{rank: rank, local: local, nlocal: l.cfg.NprocPerNode, world: world, node: l.cfg.NodeRank,
 		nnodes: l.cfg.NNodes, restart: attempt, masterAddr: l.cfg.MasterAddr, masterPort: l.cfg.MasterPort,
-		share: l.shares[local], mpiLib: l.cfg.MPILib}
+		storePort: l.storePort,
+		share:     l.shares[local], mpiLib: l.cfg.MPILib}
 	cmd := exec.Command(l.cfg.Program, l.cfg.Args...)
 	cmd.Env = env.build(l.cfg.Env)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so that stop signals reach what it started too; and it dies with
+	// the launcher (Pdeathsig, tied to the fork thread: see onForkThread).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = 2 * time.Second
 	streams := []struct {
 		name string
@@ -623,7 +716,9 @@ func (l *launcher) startWorker(attempt, rank, local, world int) (*worker, error)
 		cpus = l.cpus[local]
 		cmd.Env = setEnv(cmd.Env, "GOACCEL_CPUS", cpuList(cpus))
 	}
-	if err := startPinned(cmd, cpus); err != nil {
+	var err error
+	onForkThread(func() { err = startPinned(cmd, cpus) })
+	if err != nil {
 		for _, f := range w.files {
 			_ = f.Close()
 		}

@@ -3,6 +3,9 @@ package launch
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 
 	"github.com/goaccel/goaccel/internal/mpi"
 )
@@ -26,4 +29,32 @@ func findMPI() (mpi.Library, error) {
 			"GOACCEL_MPI_LIB to an MPICH library (`make deps` installs one into .deps/mpich)", lib.Path, lib.Source)
 	}
 	return lib, nil
+}
+
+// mpiLibVars are the variables that let other MPI programs of the ranks load the library the
+// launcher found (lib; "" for none), each set only where the rank's environment lacks it:
+//   - MPI4PY_LIBMPI, for mpi4py 4: the MPICH-ABI libmpi.so.12 beside lib (mpi4py's wheels speak
+//     MPICH's and Open MPI's ABIs, not the standard one that goaccel prefers), else lib itself;
+//   - LD_LIBRARY_PATH gets lib's folder in front, for C and Fortran programs linked with
+//     -lmpi, unless it lists that folder already.
+func mpiLibVars(env []string, lib string) []string {
+	if lib == "" {
+		return env
+	}
+	if _, ok := lookup(env, "MPI4PY_LIBMPI"); !ok {
+		m := filepath.Join(filepath.Dir(lib), "libmpi.so.12")
+		if _, err := os.Stat(m); err != nil {
+			m = lib
+		}
+		env = setEnv(env, "MPI4PY_LIBMPI", m)
+	}
+	dir := filepath.Dir(lib)
+	old, _ := lookup(env, "LD_LIBRARY_PATH")
+	if !slices.Contains(filepath.SplitList(old), dir) {
+		if old != "" {
+			dir += string(filepath.ListSeparator) + old
+		}
+		env = setEnv(env, "LD_LIBRARY_PATH", dir)
+	}
+	return env
 }

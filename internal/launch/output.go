@@ -8,10 +8,13 @@ import (
 	"sync"
 )
 
-// terminal serialises the lines that several ranks write to one stream of the launcher.
+// terminal serialises the lines that several ranks write to one stream of the launcher. Once
+// a write fails (the reader of a pipe went away, as `| head` does) it stops copying: the
+// ranks' output is still in their log files, and the launcher goes on supervising them.
 type terminal struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu     sync.Mutex
+	w      io.Writer
+	broken bool
 }
 
 // prefixWriter writes each complete line to a terminal with a prefix ("[rank 3] "); a last
@@ -38,8 +41,12 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 func (p *prefixWriter) emit(line []byte) {
 	p.t.mu.Lock()
 	defer p.t.mu.Unlock()
-	_, _ = io.WriteString(p.t.w, p.prefix)
-	_, _ = p.t.w.Write(line)
+	if p.t.broken {
+		return
+	}
+	if _, err := p.t.w.Write(append([]byte(p.prefix), line...)); err != nil {
+		p.t.broken = true
+	}
 }
 
 // flush writes what is left of a last line that had no newline.

@@ -23,6 +23,7 @@ import (
 // attempt wins, later ones (survivors killed by the stop) are ignored.
 type server struct {
 	ln          net.Listener
+	storePort   int // the ranks' MASTER_PORT, sent to every launcher with "go"
 	nnodes      int
 	maxRestarts int
 	joinTimeout time.Duration
@@ -42,6 +43,8 @@ type server struct {
 	aborts    map[int]string // rank -> the message it gave MPI_Abort
 	joinTimer *time.Timer
 	closed    chan struct{}
+	// sayf prints a line of the master launcher (nil: none).
+	sayf func(format string, args ...any)
 }
 
 // peerConn is one connection: a node's launcher or one MPI rank.
@@ -62,13 +65,14 @@ func (p *peerConn) send(m message, escaped bool) {
 	_, _ = p.conn.Write([]byte(m.format(escaped)))
 }
 
-// newServer listens on addr ("host:port"; port 0 picks a free one).
-func newServer(addr string, nnodes, maxRestarts int, joinTimeout time.Duration) (*server, error) {
+// newServer listens on addr ("host:port"; port 0 picks a free one). storePort is the ranks'
+// MASTER_PORT, which the server sends to every launcher.
+func newServer(addr string, storePort, nnodes, maxRestarts int, joinTimeout time.Duration) (*server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on %s for the other ranks (--master_addr/--master_port): %w", addr, err)
 	}
-	s := &server{ln: ln, nnodes: nnodes, maxRestarts: maxRestarts, joinTimeout: joinTimeout,
+	s := &server{ln: ln, storePort: storePort, nnodes: nnodes, maxRestarts: maxRestarts, joinTimeout: joinTimeout,
 		joined: map[int]*peerConn{}, closed: make(chan struct{})}
 	s.armJoinTimer()
 	go s.serve()
@@ -121,6 +125,14 @@ func (s *server) handle(c net.Conn) {
 		}
 		if launcher {
 			s.onLauncher(p, parseMessage(line, true))
+			continue
+		}
+		if strings.HasPrefix(line, "mcmd=") {
+			m, err := readMultiline(r, line)
+			if err != nil {
+				return
+			}
+			s.onPMI(p, m)
 			continue
 		}
 		m := parseMessage(line, false)
@@ -255,7 +267,7 @@ func (s *server) startAttempt() {
 	for i, n := range nodes {
 		s.bases[n] = base
 		s.joined[n].send(msg("go", "attempt", s.attempt, "world", s.world, "base", base, "nnodes", s.nnodes,
-			"kvs", s.kvsName), true)
+			"kvs", s.kvsName, "store", s.storePort), true)
 		base += nprocs[i]
 	}
 }
@@ -322,6 +334,9 @@ const (
 //	initack pmiid=N -> initack rc=0, then set size=W, set rank=N, set debug=0
 //	init, get_maxes, get_appnum, get_my_kvsname, get_universe_size, put, get, barrier_in,
 //	finalize, abort
+//
+// and refuses the rest with rc=-1, once per command: spawn (MPI_Comm_spawn, whose command spans
+// several lines, "mcmd=spawn", one key=value a line, "endcmd") is not supported.
 func (s *server) onPMI(p *peerConn, m message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -362,6 +377,16 @@ func (s *server) onPMI(p *peerConn, m message) {
 		}
 	case "finalize":
 		reply("finalize_ack", "rc", 0)
+	case "spawn":
+		// MPI_Comm_spawn: one "mcmd=spawn ... endcmd" block per command of the spawn, a single
+		// answer after the last one.
+		if sofar, total := m.args["spawnssofar"], m.args["totspawns"]; sofar == total || sofar == "" || total == "" {
+			reply("spawn_result", "rc", -1, "msg", "MPI_Comm_spawn_is_not_supported_by_goaccel_launch")
+			if s.sayf != nil {
+				s.sayf("rank %d called MPI_Comm_spawn (of %s): goaccel launch does not support it, so it fails in that "+
+					"rank; start every process with --nproc_per_node instead", p.rank, m.args["execname"])
+			}
+		}
 	case "abort":
 		// MPI_Abort: MPICH sends this and carries on, leaving the kill to the process manager.
 		// The rank's own launcher reports it as that rank's failure, with its pid and log.

@@ -60,10 +60,19 @@ func (t *shmTracker) watch() {
 	}
 }
 
+// stopWatching ends the watch; cleanup calls it.
+func (t *shmTracker) stopWatching() {
+	select {
+	case <-t.stop:
+	default:
+		close(t.stop)
+	}
+	<-t.done
+}
+
 // cleanup stops watching and removes the attempt's leftover files; it returns their names.
 func (t *shmTracker) cleanup() []string {
-	close(t.stop)
-	<-t.done
+	t.stopWatching()
 	inUse := shmInUse()
 	candidates := map[string]bool{}
 	for path := range t.seen {

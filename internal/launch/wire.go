@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 )
@@ -79,6 +80,34 @@ func readLine(r *bufio.Reader) (string, error) {
 		return "", fmt.Errorf("line of %d bytes is too long", len(line))
 	}
 	return strings.TrimRight(line, "\r\n"), nil
+}
+
+// maxMultiline bounds the lines of one multi-line PMI command.
+const maxMultiline = 4096
+
+// readMultiline reads the rest of a multi-line PMI command whose first line ("mcmd=NAME") is
+// first: one key=value a line (the value may hold spaces) up to a line "endcmd". The command
+// is NAME; keys given twice keep their last value.
+func readMultiline(r *bufio.Reader, first string) (message, error) {
+	m := message{cmd: strings.TrimPrefix(first, "mcmd="), args: map[string]string{}}
+	for i := 0; ; i++ {
+		if i == maxMultiline {
+			return m, fmt.Errorf("multi-line command %s has more than %d lines", m.cmd, maxMultiline)
+		}
+		line, err := readLine(r)
+		if err != nil {
+			return m, err
+		}
+		if pmiDebug {
+			fmt.Fprintf(os.Stderr, "goaccel launch: debug:   %s\n", line)
+		}
+		if strings.TrimSpace(line) == "endcmd" {
+			return m, nil
+		}
+		if k, v, ok := strings.Cut(line, "="); ok {
+			m.args[strings.TrimSpace(k)] = v
+		}
+	}
 }
 
 // processMapping describes which ranks share a node, in MPICH's PMI_process_mapping format:

@@ -1,7 +1,9 @@
 package launch
 
 import (
+	"bufio"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,10 +24,13 @@ const (
 	launcherSwitch = "GOACCEL_LAUNCH_TEST_LAUNCHER"
 	workerSwitch   = "GOACCEL_LAUNCH_TEST_WORKER"
 	dirVar         = "GOACCEL_LAUNCH_TEST_DIR"
+	// noGuardianSwitch=1 makes the test launcher start no guardian (the parent-death signal alone).
+	noGuardianSwitch = "GOACCEL_LAUNCH_TEST_NO_GUARDIAN"
 )
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "launch" && os.Getenv(launcherSwitch) != "" {
+		noGuardian = os.Getenv(noGuardianSwitch) == "1"
 		os.Exit(Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	if mode := os.Getenv(workerSwitch); mode != "" {
@@ -45,9 +50,13 @@ var envKeys = []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "
 //	env       write RANK's environment to DIR/env_RANK and exit 0
 //	exit3     rank $FAIL_RANK exits 3 after 200 ms; the others sleep (until stopped)
 //	sleep     write DIR/pid_RANK and sleep; rank $STUBBORN_RANK ignores SIGTERM
-//	shm       map one file under /dev/shm, leave another, write DIR/pid_RANK and sleep
+//	shm       map one file under /dev/shm, leave another, write DIR/pid_RANK and sleep 60 s;
+//	          with $TICKS, print a line every 50 ms instead and exit 0 after $TICKS lines (only
+//	          rank $TICK_RANK when it is set)
 //	gompi     internal/mpi: all-reduce rank+1, barrier, check, mpi.Exit(0)
 //	failonce  rank 1 exits 7 unless DIR/marker exists (it creates it); then all exit 0
+//	store     rank 0 listens on MASTER_ADDR:MASTER_PORT (as PyTorch's TCPStore does) and reads
+//	          one line from every other rank, which connects there; DIR/store_0 lists them
 func testWorker(mode string) int {
 	dir := os.Getenv(dirVar)
 	rank := os.Getenv("RANK")
@@ -107,7 +116,15 @@ func testWorker(mode string) int {
 		if err := os.WriteFile(filepath.Join(dir, "pid_"+rank), []byte(pid), 0o644); err != nil {
 			return 10
 		}
-		time.Sleep(60 * time.Second)
+		ticks, err := strconv.Atoi(os.Getenv("TICKS"))
+		if err != nil || os.Getenv("TICK_RANK") != "" && os.Getenv("TICK_RANK") != rank {
+			time.Sleep(60 * time.Second)
+			return 0
+		}
+		for i := 1; i <= ticks; i++ {
+			fmt.Printf("rank %s tick %d\n", rank, i)
+			time.Sleep(50 * time.Millisecond)
+		}
 		return 0
 	case "gompi":
 		lib, err := mpi.Find()
@@ -146,7 +163,58 @@ func testWorker(mode string) int {
 		}
 		_ = os.WriteFile(filepath.Join(dir, "ok_"+rank+"_"+os.Getenv("GOACCEL_RESTART_COUNT")), nil, 0o644)
 		return 0
+	case "store":
+		return storeWorker(dir, rank)
 	}
 	fmt.Fprintln(os.Stderr, "unknown worker mode", mode)
 	return 10
+}
+
+// storeWorker is the "store" mode: what PyTorch's init_process_group does first with
+// MASTER_ADDR and MASTER_PORT (rank 0 binds there, the others connect).
+func storeWorker(dir, rank string) int {
+	addr := net.JoinHostPort(os.Getenv("MASTER_ADDR"), os.Getenv("MASTER_PORT"))
+	world, _ := strconv.Atoi(os.Getenv("WORLD_SIZE"))
+	if rank == "0" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "rank 0 cannot bind its store: %v\n", err)
+			return 30
+		}
+		defer ln.Close()
+		var got []string
+		for len(got) < world-1 {
+			c, err := ln.Accept()
+			if err != nil {
+				return 31
+			}
+			line, err := bufio.NewReader(c).ReadString('\n')
+			c.Close()
+			if err != nil {
+				return 32
+			}
+			got = append(got, strings.TrimSpace(line))
+		}
+		if err := os.WriteFile(filepath.Join(dir, "store_0"), []byte(strings.Join(got, "\n")), 0o644); err != nil {
+			return 10
+		}
+		return 0
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_, err = fmt.Fprintf(c, "hello from rank %s\n", rank)
+			c.Close()
+			if err != nil {
+				return 33
+			}
+			return 0
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "rank %s cannot reach rank 0's store at %s: %v\n", rank, addr, err)
+			return 34
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
