@@ -34,7 +34,7 @@ const (
 // program that imports this package: goaccel, or a test binary).
 func init() {
 	if len(os.Args) == 2 && os.Args[1] == guardianArg && os.Getenv(guardianEnv) == "1" {
-		os.Exit(runGuardian(os.Stdin, os.Stderr))
+		os.Exit(runGuardian(os.Stdin, os.Stdout, os.Stderr))
 	}
 }
 
@@ -48,8 +48,13 @@ type guardian struct {
 	w   io.WriteCloser
 }
 
+// guardianReady is the line the guardian writes on its stdout once it has listed /dev/shm: the
+// launcher starts no rank before it, or a rank's file made before the listing would count as
+// another job's and stay behind.
+const guardianReady = "ready"
+
 // startGuardian starts the guardian, in its own process group so that the terminal's signals
-// (Ctrl-C, a hang-up) reach the launcher only.
+// (Ctrl-C, a hang-up) reach the launcher only, and waits until it is ready.
 func startGuardian() (*guardian, error) {
 	if noGuardian {
 		return nil, nil
@@ -66,8 +71,30 @@ func startGuardian() (*guardian, error) {
 	if err != nil {
 		return nil, err
 	}
+	r, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
+	}
+	ready := make(chan error, 1)
+	go func() {
+		line, err := bufio.NewReader(r).ReadString('\n')
+		if err == nil && strings.TrimSpace(line) != guardianReady {
+			err = fmt.Errorf("it wrote %q", line)
+		}
+		ready <- err
+	}()
+	select {
+	case err = <-ready:
+	case <-time.After(30 * time.Second):
+		err = fmt.Errorf("it was not ready after 30 s")
+	}
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("the guardian process (%s %s): %w", exe, guardianArg, err)
 	}
 	return &guardian{cmd: cmd, w: w}, nil
 }
@@ -105,7 +132,7 @@ func (g *guardian) finish() {
 
 // runGuardian is the guardian process: it reads "+PID", "-PID" and "done" lines until its
 // input ends, and then, without "done", kills the ranks left and removes their /dev/shm files.
-func runGuardian(in io.Reader, errOut io.Writer) int {
+func runGuardian(in io.Reader, out, errOut io.Writer) int {
 	// Only the end of its input stops it: the terminal's and the shell's signals are the launcher's.
 	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGQUIT, syscall.SIGPIPE)
 	launcher := os.Getppid()
@@ -122,6 +149,7 @@ func runGuardian(in io.Reader, errOut io.Writer) int {
 		return out
 	}
 	shm := newShmTracker(pids)
+	fmt.Fprintln(out, guardianReady)
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		line := sc.Text()
