@@ -13,7 +13,7 @@ import (
 	"github.com/goaccel/goaccel/internal/home"
 )
 
-// TestFreshModule is SLOW (tens of seconds with warm caches, minutes with a cold GOCACHE;
+// TestFreshModule is SLOW (it builds a new module and runs pip; timings in docs/setup.md;
 // skipped under -short). It does what a user of goaccel does in their own module, outside this
 // checkout: a new module (replace github.com/goaccel/goaccel => the checkout) holding a copy of
 // examples/quickstart gets the command with `go get -tool .../cmd/goaccel`; before `go tool

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -50,6 +51,10 @@ func setupCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "goaccel setup: folder %s (from %s)\n", target, from)
+	if v := os.Getenv(home.EnvVar); *dir == "" && v != "" && !filepath.IsAbs(v) {
+		fmt.Fprintf(stdout, "goaccel setup: $%s=%s is relative: programs started in other folders look elsewhere; "+
+			"export %s=%s\n", home.EnvVar, v, home.EnvVar, target)
+	}
 	results, err := home.Setup(target, pipCmd, stdout)
 	for _, r := range results {
 		state := "already installed"

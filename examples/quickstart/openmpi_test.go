@@ -17,7 +17,7 @@ import (
 // inside the checkout, trains with no variable naming the MPI library: goaccel sees
 // OMPI_COMM_WORLD_* and loads Open MPI's libmpi.so.40 from the system's places, not the MPICH
 // that is found first otherwise (the Makefile's $GOACCEL_HOME=.deps), which would abort in
-// MPI_Init ("unsupported PMI version PMIx"). About 10 s after the build.
+// MPI_Init ("unsupported PMI version PMIx"). Timings: docs/setup.md.
 func TestQuickstartUnderOpenMPI(t *testing.T) {
 	mpirun := testutil.NeedOpenMPI(t)
 	dir := t.TempDir()
