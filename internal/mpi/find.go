@@ -166,9 +166,9 @@ func find(getenv func(string) string, homeDir string, sysDirs []string) (Library
 			looked = append(looked, pl.dir)
 		}
 	}
-	search := func(names []libName) (Library, bool) {
+	search := func(ns []libName) (Library, bool) {
 		for _, pl := range places {
-			if lib, ok := inDir(pl.dir, pl.source, names); ok {
+			if lib, ok := inDir(pl.dir, pl.source, ns); ok {
 				return lib, true
 			}
 		}
@@ -183,8 +183,8 @@ func find(getenv func(string) string, homeDir string, sysDirs []string) (Library
 			"inside MPI_Init); set GOACCEL_MPI_LIB to the libmpi.so.40 of that mpirun, or install Open MPI's library "+
 			"(Debian/Ubuntu: apt-get install openmpi-bin)", ompi, strings.Join(looked, ", "), ErrNotFound)
 	}
-	for _, names := range [][]libName{libNames[:2], libNames[2:]} {
-		if lib, ok := search(names); ok {
+	for _, ns := range [][]libName{libNames[:2], libNames[2:]} {
+		if lib, ok := search(ns); ok {
 			return withABIOverride(lib, getenv)
 		}
 	}
