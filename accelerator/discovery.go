@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/goaccel/goaccel/internal/home"
 )
 
 // PluginKind says what hardware an XLA PJRT plugin drives.
@@ -24,14 +26,15 @@ const (
 type Plugin struct {
 	Kind PluginKind // cuda or cpu
 	Path string     // absolute path of the shared library
-	From string     // where it was found: "PJRT_PLUGIN_LIBRARY_PATH", "go-xla install folder", "python site-packages"
+	From string     // where it was found: "PJRT_PLUGIN_LIBRARY_PATH", "goaccel home", "go-xla install folder", "python site-packages"
 }
 
 // FindPlugins lists the XLA PJRT plugins reachable from this process, in the order
-// accelerator.New prefers them within each kind: PJRT_PLUGIN_LIBRARY_PATH first, then the
-// project-local folder that `make deps` fills (.deps/pjrt-cpu/*/, see ProjectPluginDirs), then
-// the go-xla install folders, then Python's site-packages (JAX's CUDA plugin, pip CPU plugin
-// packages). It never touches the network and returns within a couple of seconds even when
+// accelerator.New prefers them within each kind: PJRT_PLUGIN_LIBRARY_PATH first, then
+// goaccel's install folder that `goaccel setup` fills ($GOACCEL_HOME, default
+// ~/.local/share/goaccel: its pjrt-cpu/*/), then the go-xla install folders, then Python's
+// site-packages (JAX's CUDA plugin, pip CPU plugin packages). Where the program or its
+// working directory lies plays no part. It never touches the network and returns within a couple of seconds even when
 // it has to ask python3 where its site-packages are.
 func FindPlugins() []Plugin {
 	var found []Plugin
@@ -74,8 +77,10 @@ func FindPlugins() []Plugin {
 			scanDir(dir, "PJRT_PLUGIN_LIBRARY_PATH")
 		}
 	}
-	for _, dir := range ProjectPluginDirs() {
-		scanDir(dir, "project .deps folder")
+	if dir, _, err := home.Dir(); err == nil {
+		for _, d := range home.PluginDirs(dir) {
+			scanDir(d, "goaccel home")
+		}
 	}
 	if home, err := os.UserHomeDir(); err == nil {
 		scanDir(filepath.Join(home, ".local", "lib", "go-xla"), "go-xla install folder")
@@ -96,50 +101,6 @@ func FindPlugins() []Plugin {
 		}
 	}
 	return found
-}
-
-// DepsDir is the project-local folder where `make deps` installs XLA's CPU plugin
-// (DepsDir/pjrt-cpu/<package>/*.so) and the test dependencies.
-const DepsDir = ".deps"
-
-// ProjectPluginDirs returns the folders DepsDir/pjrt-cpu/* of the Go modules around this
-// process: it walks up from the working directory, and from the executable's folder, to the
-// first folder holding a go.mod (the module root) and looks for DepsDir in each folder on the
-// way. So `go run ./cmd/goaccel env` from the repository root or any subfolder, a test binary
-// (which runs in its package's folder) and a binary built into the repository all find the
-// plugin `make deps` installed, without PJRT_PLUGIN_LIBRARY_PATH.
-func ProjectPluginDirs() []string {
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if exe, err := os.Executable(); err == nil {
-		if real, err := filepath.EvalSymlinks(exe); err == nil {
-			exe = real
-		}
-		starts = append(starts, filepath.Dir(exe))
-	}
-	var dirs []string
-	for _, start := range starts {
-		for dir := start; ; {
-			matches, _ := filepath.Glob(filepath.Join(dir, DepsDir, "pjrt-cpu", "*"))
-			slices.Sort(matches)
-			for _, m := range matches {
-				if st, err := os.Stat(m); err == nil && st.IsDir() && !slices.Contains(dirs, m) {
-					dirs = append(dirs, m)
-				}
-			}
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				break // the module root: look no higher
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
-	}
-	return dirs
 }
 
 // cpuPluginPackages are the pip packages known to carry XLA's CPU PJRT plugin, as globs
@@ -212,12 +173,13 @@ func gpuPresent() bool {
 }
 
 // SearchedPlaces lists, for messages, where FindPlugins looks.
-const SearchedPlaces = "PJRT_PLUGIN_LIBRARY_PATH, .deps/pjrt-cpu/ up to the module root, ~/.local/lib/go-xla, " +
-	"/usr/local/lib/go-xla and Python's site-packages"
+const SearchedPlaces = "PJRT_PLUGIN_LIBRARY_PATH, $GOACCEL_HOME/pjrt-cpu (default ~/.local/share/goaccel), " +
+	"~/.local/lib/go-xla, /usr/local/lib/go-xla and Python's site-packages"
 
 // InstallHint says how to install XLA's CPU plugin, for messages.
-const InstallHint = "run `make deps` in the goaccel repository (pip installs lammps-jax-pjrt-cpu==0.11.2 into " +
-	".deps/, found from every folder of the repository), or copy a PJRT CPU plugin (.so) into ~/.local/lib/go-xla"
+const InstallHint = "run `goaccel setup` (in your module: `go get -tool github.com/goaccel/goaccel/cmd/goaccel`, " +
+	"then `go tool goaccel setup`; pip installs lammps-jax-pjrt-cpu==0.11.2 into $GOACCEL_HOME, default " +
+	"~/.local/share/goaccel), or set PJRT_PLUGIN_LIBRARY_PATH to a PJRT CPU plugin (.so)"
 
 // describePlugins formats plugins for error messages: "cuda /path (from X), cpu /path (from Y)".
 func describePlugins(plugins []Plugin) string {

@@ -7,49 +7,58 @@ import (
 	"testing"
 )
 
-// TestProjectDepsFoundFromSubfolder: the plugin `make deps` puts in <module>/.deps/pjrt-cpu/
-// is found from the module root and from any folder below it, without PJRT_PLUGIN_LIBRARY_PATH
-// (the way `go run ./cmd/goaccel env` and `go run ./examples/bert_classify` are started), and
-// the search stops at the module root.
-func TestProjectDepsFoundFromSubfolder(t *testing.T) {
+// TestPluginFromGoaccelHome: the plugin `goaccel setup` puts in $GOACCEL_HOME/pjrt-cpu/ (default
+// $XDG_DATA_HOME/goaccel) is found from any working directory, without
+// PJRT_PLUGIN_LIBRARY_PATH; a .deps of the module around the working directory (what the search
+// used to climb to go.mod for) is not: the library does not know about any repository.
+func TestPluginFromGoaccelHome(t *testing.T) {
 	root := t.TempDir()
-	pkg := filepath.Join(root, "mod", ".deps", "pjrt-cpu", "lammps_jax_pjrt_cpu")
-	sub := filepath.Join(root, "mod", "examples", "deep")
-	for _, d := range []string{pkg, sub} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	writePlugin := func(dir string) string {
+		t.Helper()
+		pkg := filepath.Join(dir, "pjrt-cpu", "lammps_jax_pjrt_cpu")
+		if err := os.MkdirAll(pkg, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		so := filepath.Join(pkg, "pjrt_c_api_cpu_plugin.so")
+		if err := os.WriteFile(so, []byte("not really a plugin"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		real, _ := filepath.EvalSymlinks(so)
+		return real
 	}
-	so := filepath.Join(pkg, "pjrt_c_api_cpu_plugin.so")
-	if err := os.WriteFile(so, []byte("not really a plugin"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	inHome := writePlugin(filepath.Join(root, "home"))
+	inXDG := writePlugin(filepath.Join(root, "xdg", "goaccel"))
+	inCheckout := writePlugin(filepath.Join(root, "mod", ".deps"))
 	if err := os.WriteFile(filepath.Join(root, "mod", "go.mod"), []byte("module x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// A .deps above the module root must not be used.
-	above := filepath.Join(root, ".deps", "pjrt-cpu", "other")
-	if err := os.MkdirAll(above, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(above, "pjrt_c_api_cpu_plugin.so"), []byte("x"), 0o644); err != nil {
+	sub := filepath.Join(root, "mod", "examples", "deep")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", "")
-	for _, wd := range []string{filepath.Join(root, "mod"), sub} {
-		t.Chdir(wd)
-		var got *Plugin
+	fromHome := func() []string {
+		var paths []string
 		for _, p := range FindPlugins() {
-			if p.From == "project .deps folder" {
-				if got != nil {
-					t.Errorf("from %s: a second project plugin %s (the search went above go.mod?)", wd, p.Path)
-				}
-				got = &p
+			if p.Path == inCheckout {
+				t.Errorf("the checkout's .deps plugin was found (from %s)", p.From)
+			}
+			if p.From == "goaccel home" {
+				paths = append(paths, p.Path)
 			}
 		}
-		want, _ := filepath.EvalSymlinks(so)
-		if got == nil || got.Path != want || got.Kind != PluginCPU {
-			t.Errorf("from %s: project plugin = %+v, want cpu %s", wd, got, want)
+		return paths
+	}
+	for _, wd := range []string{filepath.Join(root, "mod"), sub, root} {
+		t.Chdir(wd)
+		t.Setenv("GOACCEL_HOME", filepath.Join(root, "home"))
+		t.Setenv("XDG_DATA_HOME", filepath.Join(root, "xdg"))
+		if got := fromHome(); len(got) != 1 || got[0] != inHome {
+			t.Errorf("from %s with GOACCEL_HOME: %v, want [%s]", wd, got, inHome)
+		}
+		t.Setenv("GOACCEL_HOME", "")
+		if got := fromHome(); len(got) != 1 || got[0] != inXDG {
+			t.Errorf("from %s with XDG_DATA_HOME: %v, want [%s]", wd, got, inXDG)
 		}
 	}
 }
@@ -67,7 +76,7 @@ func TestSlowBackendWarning(t *testing.T) {
 	}
 	w := acc.SlowBackendWarning(22_700_000)
 	for _, want := range []string{"WARNING", "22.7M-parameter", "pure-Go", "pjrt_c_api_cpu_plugin.so",
-		"lammps-jax-pjrt-cpu", "make deps", "7 times"} {
+		"lammps-jax-pjrt-cpu", "goaccel setup", "go tool goaccel setup", "7 times"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warning misses %q:\n%s", want, w)
 		}

@@ -22,7 +22,9 @@ func isolateFromPlugins(t *testing.T) {
 	t.Setenv("VIRTUAL_ENV", "")
 	t.Setenv("PATH", empty) // no python3 to ask for site-packages
 	t.Setenv("GOMLX_BACKEND", "")
-	t.Chdir(empty) // no .deps/ of the module around the working directory
+	t.Setenv("GOACCEL_HOME", empty)
+	t.Setenv("XDG_DATA_HOME", empty)
+	t.Chdir(empty)
 }
 
 func TestDiscoveryFallsBackToGoQuickly(t *testing.T) {
@@ -44,8 +46,8 @@ func TestDiscoveryFallsBackToGoQuickly(t *testing.T) {
 	if a.Info().Backend != "go" || a.NumDevices() != 1 {
 		t.Errorf("got backend %q with %d devices, want the pure-Go backend with 1", a.Info().Backend, a.NumDevices())
 	}
-	if !strings.Contains(a.Plan(), "pure") {
-		t.Errorf("plan line %q does not say why the pure-Go backend was chosen", a.Plan())
+	if !strings.Contains(a.Plan(), "pure") || !strings.Contains(a.Plan(), "goaccel setup") {
+		t.Errorf("plan line %q does not say why the pure-Go backend was chosen and how to get XLA (goaccel setup)", a.Plan())
 	}
 }
 
@@ -61,7 +63,7 @@ func TestBadConfigErrors(t *testing.T) {
 		want []string
 	}{
 		{"unknown backend lists what was found", Config{Backend: "tpu"}, []string{`unknown backend "tpu"`, "no XLA PJRT plugin found"}},
-		{"xla without plugin", Config{Backend: "xla:cpu"}, []string{"not available", "make deps"}},
+		{"xla without plugin", Config{Backend: "xla:cpu"}, []string{"not available", "goaccel setup"}},
 		{"missing plugin file", Config{Backend: "/nonexistent/pjrt_c_api_cpu_plugin.so"}, []string{"does not exist"}},
 		{"not a plugin", Config{Backend: fake}, []string{fake, "PJRT"}},
 		{"too many devices for pure Go", Config{Backend: "go", Devices: 2}, []string{"2 devices requested", "pure-Go backend has 1"}},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/hostmalloc"
+	"github.com/goaccel/goaccel/internal/home"
 	"github.com/goaccel/goaccel/internal/mpi"
 	"github.com/goaccel/goaccel/trainer"
 	flag "github.com/spf13/pflag"
@@ -20,13 +21,15 @@ var envVars = []string{
 	"GOMLX_BACKEND", "PJRT_PLUGIN_LIBRARY_PATH", "XLA_FLAGS", "GOACCEL_DEVICES", "GOMLX_NO_AUTO_INSTALL",
 	"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
 	"MASTER_ADDR", "MASTER_PORT", "GOACCEL_MPI_LIB", "GOACCEL_TIMEOUT", "GOACCEL_MAX_CPU_DEVICES", "GOACCEL_HOST_MALLOC",
-	"GLIBC_TUNABLES", "VIRTUAL_ENV",
+	"GLIBC_TUNABLES", "VIRTUAL_ENV", "GOACCEL_HOME", "XDG_DATA_HOME",
 }
 
 // envReport is what `goaccel env` prints.
 type envReport struct {
-	Versions trainer.Versions     `json:"versions"`
-	Plugins  []accelerator.Plugin `json:"plugins"`
+	Versions trainer.Versions `json:"versions"`
+	// Home is goaccel's install folder, which `goaccel setup` fills.
+	Home    homeReport           `json:"home"`
+	Plugins []accelerator.Plugin `json:"plugins"`
 	// Backends lists every backend that can be opened here with its device count.
 	Backends []backendReport `json:"backends"`
 	// Choice is what accelerator.New(accelerator.Config{}) picks in this environment.
@@ -37,6 +40,15 @@ type envReport struct {
 	// HostMalloc says whether goaccel's glibc malloc settings are in effect (hostmalloc.Describe).
 	HostMalloc string   `json:"host_malloc"`
 	Env        []envVar `json:"environment"`
+}
+
+// homeReport is goaccel's home folder and what `goaccel setup` installed there.
+type homeReport struct {
+	Dir       string   `json:"dir,omitempty"`
+	From      string   `json:"from,omitempty"`
+	Installed []string `json:"installed"`
+	Missing   []string `json:"missing"`
+	Error     string   `json:"error,omitempty"`
 }
 
 // mpiReport is the MPI library found, or why none was.
@@ -84,6 +96,18 @@ func open(cfg accelerator.Config, name string) backendReport {
 
 func collectEnv() envReport {
 	rep := envReport{Versions: trainer.BuildVersions(), Plugins: accelerator.FindPlugins()}
+	if dir, from, err := home.Dir(); err != nil {
+		rep.Home.Error = err.Error()
+	} else {
+		rep.Home.Dir, rep.Home.From = dir, from
+		for _, p := range home.Packages {
+			if p.Installed(dir) {
+				rep.Home.Installed = append(rep.Home.Installed, p.Spec)
+			} else {
+				rep.Home.Missing = append(rep.Home.Missing, p.Spec)
+			}
+		}
+	}
 	rep.Choice = open(accelerator.Config{}, "default")
 	rep.Backends = append(rep.Backends, open(accelerator.Config{Backend: "go"}, "go"))
 	for _, p := range rep.Plugins {
@@ -140,6 +164,18 @@ func printEnv(w io.Writer, rep envReport) {
 		fmt.Fprintf(w, "- NVIDIA device files: %s\n", strings.Join(rep.NvidiaFiles, " "))
 	} else {
 		fmt.Fprintln(w, "- NVIDIA device files: none (no GPU visible)")
+	}
+	if h := rep.Home; h.Error != "" {
+		fmt.Fprintf(w, "- goaccel home: none: %s\n", h.Error)
+	} else {
+		fmt.Fprintf(w, "- goaccel home: %s (from %s)", h.Dir, h.From)
+		if len(h.Installed) > 0 {
+			fmt.Fprintf(w, "; installed by goaccel setup: %s", strings.Join(h.Installed, ", "))
+		}
+		if len(h.Missing) > 0 {
+			fmt.Fprintf(w, "; not installed: %s (goaccel setup installs them)", strings.Join(h.Missing, ", "))
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w, "- PJRT plugins found:")
 	if len(rep.Plugins) == 0 {

@@ -1,5 +1,7 @@
 // Command goaccel is goaccel's command line:
 //
+//	goaccel setup [--dir D]  install XLA's CPU plugin and MPICH (pip) into goaccel's home
+//	                         folder, $GOACCEL_HOME (default ~/.local/share/goaccel)
 //	goaccel env              what this machine offers (versions, PJRT plugins, devices, the
 //	                         backend accelerator.New picks and why, relevant environment
 //	                         variables): paste it into bug reports
@@ -28,6 +30,7 @@ func main() {
 
 // commands maps a subcommand to its function, which gets the remaining arguments.
 var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"setup":  setupCmd,
 	"env":    envCmd,
 	"plot":   plotCmd,
 	"launch": launchCmd,
@@ -39,6 +42,8 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 const usage = `usage: goaccel <command> [arguments]
 
 commands:
+  setup [--dir DIR] install XLA's CPU plugin and MPICH with pip into $GOACCEL_HOME (default
+                    ~/.local/share/goaccel), where programs find them; idempotent
   env [--json]      print versions, PJRT plugins, devices per backend, the backend
                     accelerator.New would pick and why, and the relevant environment
   plot RUN_DIR      redraw RUN_DIR/curves.png and RUN_DIR/curves.svg from RUN_DIR/metrics.jsonl

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/trainer"
 )
 
@@ -90,31 +91,33 @@ func TestEnvReport(t *testing.T) {
 	}
 }
 
-// TestEnvFindsProjectPlugin: with the plugin `make deps` installs in the repository's .deps/,
-// `goaccel env` names XLA's CPU plugin and picks it, without PJRT_PLUGIN_LIBRARY_PATH (as
-// `go run ./cmd/goaccel env` outside make), from the repository root and from a subfolder.
-func TestEnvFindsProjectPlugin(t *testing.T) {
+// TestEnvFindsHomePlugin: with XLA's CPU plugin in goaccel's home folder ($GOACCEL_HOME, where
+// `goaccel setup` installs it), `goaccel env` names the folder, finds the plugin there and picks
+// it, without PJRT_PLUGIN_LIBRARY_PATH, from the repository and from a folder outside it.
+func TestEnvFindsHomePlugin(t *testing.T) {
+	plugin := testutil.CPUPlugin(t)
+	homeDir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(homeDir, "pjrt-cpu"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Dir(plugin), filepath.Join(homeDir, "pjrt-cpu", "lammps_jax_pjrt_cpu")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOACCEL_HOME", homeDir)
+	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", "")
+	t.Setenv("GOMLX_BACKEND", "")
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	plugins, _ := filepath.Glob(filepath.Join(root, ".deps", "pjrt-cpu", "*", "*.so"))
-	if len(plugins) == 0 {
-		msg := "SKIPPING: no XLA CPU plugin in " + filepath.Join(root, ".deps") + " (run `make deps`)"
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI is set but " + msg)
-		}
-		t.Skip(msg)
-	}
-	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", "")
-	t.Setenv("GOMLX_BACKEND", "")
-	for _, wd := range []string{root, filepath.Join(root, "examples", "bert_classify")} {
+	for _, wd := range []string{root, t.TempDir()} {
 		t.Chdir(wd)
 		code, out, errOut := runCmd("env")
 		if code != 0 {
 			t.Fatalf("from %s: exit %d: %s", wd, code, errOut)
 		}
-		for _, want := range []string{"(from project .deps folder)", "- accelerator.New would pick: xla:cpu"} {
+		for _, want := range []string{"- goaccel home: " + homeDir + " (from $GOACCEL_HOME)", "(from goaccel home)",
+			"- accelerator.New would pick: xla:cpu", "GOACCEL_HOME=\"" + homeDir + "\""} {
 			if !strings.Contains(out, want) {
 				t.Errorf("from %s: env output misses %q:\n%s", wd, want, out)
 			}
@@ -123,7 +126,7 @@ func TestEnvFindsProjectPlugin(t *testing.T) {
 	// Four CPU devices, as --devices 4 asks: XLA's plugin, not "install the plugin".
 	acc, err := accelerator.New(accelerator.Config{Devices: 4, Quiet: true})
 	if err != nil {
-		t.Fatalf("4 devices with the plugin in .deps: %v", err)
+		t.Fatalf("4 devices with the plugin in goaccel home: %v", err)
 	}
 	defer acc.Close()
 	if info := acc.Info(); info.Backend != "xla" || acc.NumDevices() != 4 {

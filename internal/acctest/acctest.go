@@ -11,8 +11,10 @@ import (
 )
 
 // CPUPlugin returns the XLA CPU PJRT plugin for a multi-device test: the first one
-// accelerator.FindPlugins finds, else the one `make deps` installs. Without one the test is
-// skipped loudly, or fails under CI (see testutil.CPUPlugin).
+// accelerator.FindPlugins finds, as a program would ($PJRT_PLUGIN_LIBRARY_PATH, then
+// $GOACCEL_HOME, which the Makefile sets to the repository's .deps that `make deps` fills, then
+// the system's places). Without one the test is skipped loudly, or fails under CI (see
+// testutil.CPUPlugin).
 func CPUPlugin(t testing.TB) string {
 	t.Helper()
 	var found []string

@@ -67,7 +67,7 @@ func TestBadInput(t *testing.T) {
 		{"gpu without GPUs", nil, []string{"--nproc_per_node", "gpu", "true"}, []string{"no GPU is visible"}},
 		{"missing program", nil, []string{"./no-such-trainer", "--epochs", "1"}, []string{`program "./no-such-trainer" not found`}},
 		{"MPI not installed", map[string]string{"GOACCEL_MPI_LIB": "/nonexistent/libmpi.so.12"}, []string{"--nproc_per_node", "2", "true"},
-			[]string{"GOACCEL_MPI_LIB=/nonexistent/libmpi.so.12", "make deps", "pip install", "mpich==5.0.2", "--no_mpi_check"}},
+			[]string{"GOACCEL_MPI_LIB=/nonexistent/libmpi.so.12", "goaccel setup", "pip install", "mpich==5.0.2", "--no_mpi_check"}},
 		{"elastic nnodes", nil, []string{"--nnodes", "1:4", "true"}, []string{"elastic ranges"}},
 		{"node_rank out of range", nil, []string{"--nnodes", "2", "--node_rank", "2", "--no_mpi_check", "true"}, []string{"--node_rank 2 is out of range"}},
 		{"standalone with nodes", nil, []string{"--standalone", "--nnodes", "2", "true"}, []string{"--standalone runs one node"}},

@@ -98,7 +98,7 @@
 // # MPI
 //
 // With more than one rank, Main refuses to start without an MPI library (internal/mpi's Find;
-// the error says how to install MPICH: `make deps`), or with Open MPI's, unless --no_mpi_check
+// the error says how to install MPICH: `goaccel setup`), or with Open MPI's, unless --no_mpi_check
 // (which a PyTorch job, whose ranks need no MPI, passes).
 // It passes the library found to the ranks as GOACCEL_MPI_LIB. The PMI server speaks PMI-1
 // only, so the ranks get MPIR_CVAR_PMI_VERSION=1. MPI_Comm_spawn (PMI's multi-line spawn

@@ -11,7 +11,7 @@ import (
 )
 
 // findMPI returns the MPI library the ranks will load (internal/mpi's Find: $GOACCEL_MPI_LIB,
-// the project's .deps/mpich, $LD_LIBRARY_PATH, the system folders), refusing Open MPI, whose
+// $GOACCEL_HOME/mpich, $LD_LIBRARY_PATH, the system folders), refusing Open MPI, whose
 // ranks need its own launcher (PMIx) rather than this one's PMI-1 server. The errors say how
 // to install MPICH or what to run instead.
 func findMPI() (mpi.Library, error) {
@@ -20,13 +20,13 @@ func findMPI() (mpi.Library, error) {
 		return lib, fmt.Errorf("several processes talk through MPI: %w", err) // says how to install it
 	}
 	if err != nil {
-		return lib, fmt.Errorf("several processes talk through MPI: %w; install MPICH with `make deps` (or `pip install "+
-			"--ignore-installed --prefix .deps/mpich mpich==5.0.2`), or set GOACCEL_MPI_LIB to an MPICH libmpi.so", err)
+		return lib, fmt.Errorf("several processes talk through MPI: %w; install MPICH with `goaccel setup` (it runs pip install "+
+			"mpich==5.0.2 into $GOACCEL_HOME/mpich), or set GOACCEL_MPI_LIB to an MPICH libmpi.so", err)
 	}
 	if lib.ABI == mpi.ABIOpenMPI {
 		return lib, fmt.Errorf("the MPI library found is Open MPI's (%s, from %s): its ranks need Open MPI's own "+
 			"launcher, so run `mpirun -n N PROGRAM` instead of goaccel launch (goaccel reads OMPI_COMM_WORLD_*), or set "+
-			"GOACCEL_MPI_LIB to an MPICH library (`make deps` installs one into .deps/mpich)", lib.Path, lib.Source)
+			"GOACCEL_MPI_LIB to an MPICH library (`goaccel setup` installs one into $GOACCEL_HOME/mpich)", lib.Path, lib.Source)
 	}
 	return lib, nil
 }

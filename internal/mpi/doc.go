@@ -4,7 +4,7 @@
 //
 // A process started by an MPI launcher (mpiexec, srun, or goaccel launch) uses it as:
 //
-//	lib, err := mpi.Find()          // GOACCEL_MPI_LIB, .deps/mpich, LD_LIBRARY_PATH, system
+//	lib, err := mpi.Find()          // GOACCEL_MPI_LIB, $GOACCEL_HOME/mpich, LD_LIBRARY_PATH, system
 //	comm, err := mpi.Init(lib)       // MPI_Init_thread on a dedicated OS thread
 //	err = comm.Broadcast(weights, 0) // rank 0's initial variables everywhere
 //	for step := range steps {
@@ -16,12 +16,14 @@
 // # Libraries
 //
 // Find prefers the MPI-5 standard ABI (libmpi_abi.so.1, shipped by recent MPICH such as the
-// mpich 5.0.2 wheel that `make deps` installs into .deps/mpich), then MPICH's own ABI (libmpi.so.12:
-// MPICH, Intel MPI, MVAPICH) and Open MPI's (libmpi.so.40). All three are supported by the C
-// shim; only the handle constants and types differ. On a cluster set GOACCEL_MPI_LIB to the
-// libmpi of the mpiexec/srun that starts the job: a library that does not match its launcher
-// either fails inside MPI_Init (MPICH under Open MPI's launcher: "unsupported PMI version PMIx")
-// or sees every rank as a job of size 1, which Init reports as an error.
+// mpich 5.0.2 wheel that `goaccel setup` installs into $GOACCEL_HOME/mpich), then MPICH's own
+// ABI (libmpi.so.12: MPICH, Intel MPI, MVAPICH), then Open MPI's (libmpi.so.40); in a process
+// started by Open MPI's mpirun (OMPI_COMM_WORLD_SIZE is set) it looks for Open MPI's alone. All
+// three are supported by the C shim; only the handle constants and types differ. On a cluster
+// set GOACCEL_MPI_LIB to the libmpi of the mpiexec/srun that starts the job: a library that
+// does not match its launcher either fails inside MPI_Init (MPICH under Open MPI's launcher:
+// "unsupported PMI version PMIx") or sees every rank as a job of size 1, which Init reports as
+// an error.
 //
 // # Threads
 //

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/goaccel/goaccel/internal/home"
 )
 
 // ABI is the binary interface of an MPI library: how its handles are represented.
@@ -37,18 +39,22 @@ func (a ABI) String() string {
 	return "unknown"
 }
 
-// libNames are the library files Find looks for in each directory, best first: the standard
-// ABI when the library ships it, then MPICH's and Open MPI's own.
-var libNames = []struct {
+// libName is a library file name and the ABI it implies.
+type libName struct {
 	name string
 	abi  ABI
-}{
+}
+
+// libNames are the library files Find looks for, best first: the standard ABI when the
+// library ships it, then MPICH's and Open MPI's own (the last one, which Find looks for alone
+// under Open MPI's mpirun).
+var libNames = []libName{
 	{"libmpi_abi.so.1", ABIStandard},
 	{"libmpi.so.12", ABIMPICH},
 	{"libmpi.so.40", ABIOpenMPI},
 }
 
-// systemDirs are searched after GOACCEL_MPI_LIB, the project's .deps/mpich and LD_LIBRARY_PATH.
+// systemDirs are searched after GOACCEL_MPI_LIB, goaccel's home folder and LD_LIBRARY_PATH.
 // /opt/*/lib and /opt/*/*/lib are globbed (vendor MPIs install there).
 var systemDirs = []string{
 	"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib",
@@ -67,38 +73,48 @@ type Library struct {
 	// Mpiexec is the launcher installed with the library (bin/mpiexec beside its lib/
 	// folder), or "" when there is none. Tests start their ranks with it.
 	Mpiexec string
-	// Source says where the library was found: "GOACCEL_MPI_LIB", ".deps/mpich",
-	// "LD_LIBRARY_PATH" or "system".
+	// Source says where the library was found: "GOACCEL_MPI_LIB", "goaccel home",
+	// "LD_LIBRARY_PATH", "beside mpirun" or "system".
 	Source string
 }
 
-// ErrNotFound is wrapped by Find's error when no MPI library is installed.
+// ErrNotFound is wrapped by Find's error when no MPI library is installed, or none that
+// matches the launcher that started the process.
 var ErrNotFound = errors.New("no MPI library found")
 
-// installHint says how to get an MPI library; every "not found" error carries it.
-const installHint = "install one with `make deps` (MPICH into .deps/mpich), or " +
-	"`pip install --ignore-installed --prefix .deps/mpich mpich==5.0.2`, " +
-	"or set GOACCEL_MPI_LIB to your cluster's libmpi.so"
+// installHint says how to get an MPI library; every "not found" error carries it. mpichDir
+// is where `goaccel setup` installs MPICH.
+func installHint(mpichDir string) string {
+	return "run `goaccel setup` (it runs pip install mpich==5.0.2 into " + mpichDir + "; in your own module: " +
+		"`go get -tool github.com/goaccel/goaccel/cmd/goaccel`, then `go tool goaccel setup`), " +
+		"or set GOACCEL_MPI_LIB to your cluster's libmpi.so"
+}
 
 // Find locates an MPI library. The search order is:
 //  1. $GOACCEL_MPI_LIB: a library file, or a directory searched as below (an error if it
 //     holds none: an explicit choice is never silently replaced);
-//  2. the project-local .deps/mpich/lib (what `make deps` installs), looked for in the
-//     working directory and its parents, then in the executable's directory and its parents;
+//  2. goaccel's home folder, $GOACCEL_HOME/mpich/lib (default ~/.local/share/goaccel), where
+//     `goaccel setup` installs MPICH;
 //  3. the directories of $LD_LIBRARY_PATH;
 //  4. the system directories (/usr/lib/x86_64-linux-gnu, /usr/lib64, /usr/local/lib, /opt/...).
 //
-// In each directory libmpi_abi.so.1 (the MPI-5 standard ABI) is preferred, then libmpi.so.12
-// (MPICH), then libmpi.so.40 (Open MPI). The error, when none is found, wraps ErrNotFound and
-// says how to install one.
+// In a process started by Open MPI's mpirun (OMPI_COMM_WORLD_SIZE is set) only Open MPI's
+// library (libmpi.so.40) is looked for, in those places and in the lib folder beside the
+// mpirun of $PATH: any other MPI would abort inside MPI_Init (MPICH: "unsupported PMI version
+// PMIx"). Otherwise the MPI-5 standard ABI (libmpi_abi.so.1) and MPICH's (libmpi.so.12) are
+// looked for in every place first, and Open MPI's only after them. The error, when none is
+// found, wraps ErrNotFound and says how to install one.
 func Find() (Library, error) {
-	cwd, _ := os.Getwd()
-	exe, _ := os.Executable()
-	return find(os.Getenv, cwd, exe, systemDirs)
+	dir, _, err := home.Dir()
+	if err != nil {
+		dir = ""
+	}
+	return find(os.Getenv, dir, systemDirs)
 }
 
-// find is Find with its inputs explicit, for tests.
-func find(getenv func(string) string, cwd, exe string, sysDirs []string) (Library, error) {
+// find is Find with its inputs explicit, for tests: homeDir is goaccel's home folder ("" for
+// none).
+func find(getenv func(string) string, homeDir string, sysDirs []string) (Library, error) {
 	if p := getenv("GOACCEL_MPI_LIB"); p != "" {
 		st, err := os.Stat(p)
 		if err != nil {
@@ -112,50 +128,85 @@ func find(getenv func(string) string, cwd, exe string, sysDirs []string) (Librar
 			lib.Mpiexec = mpiexecBeside(filepath.Dir(p))
 			return withABIOverride(lib, getenv)
 		}
-		if lib, ok := inDir(p, "GOACCEL_MPI_LIB"); ok {
+		if lib, ok := inDir(p, "GOACCEL_MPI_LIB", libNames); ok {
 			return withABIOverride(lib, getenv)
 		}
-		return Library{}, fmt.Errorf("mpi: find: GOACCEL_MPI_LIB=%s holds none of %s: %w", p, names(), ErrNotFound)
+		return Library{}, fmt.Errorf("mpi: find: GOACCEL_MPI_LIB=%s holds none of %s: %w", p, names(libNames), ErrNotFound)
 	}
-	var looked []string
-	var starts []string
-	for _, d := range []string{cwd, filepath.Dir(exe)} {
-		if d != "" && d != "." && !slices.Contains(starts, d) {
-			starts = append(starts, d)
-		}
-	}
-	for _, start := range starts {
-		for d := start; ; d = filepath.Dir(d) {
-			dir := filepath.Join(d, ".deps", "mpich", "lib")
-			if lib, ok := inDir(dir, ".deps/mpich"); ok {
-				return withABIOverride(lib, getenv)
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-		looked = append(looked, filepath.Join(start, ".deps/mpich/lib")+" and above")
+	type place struct{ dir, source string }
+	var places []place
+	mpichDir := "$GOACCEL_HOME/mpich"
+	if homeDir != "" {
+		places = append(places, place{home.MPILibDir(homeDir), "goaccel home"})
+		mpichDir = filepath.Join(homeDir, home.MPICHSubdir)
 	}
 	for _, dir := range filepath.SplitList(getenv("LD_LIBRARY_PATH")) {
-		if dir == "" {
-			continue
+		if dir != "" {
+			places = append(places, place{dir, "LD_LIBRARY_PATH"})
 		}
-		looked = append(looked, dir)
-		if lib, ok := inDir(dir, "LD_LIBRARY_PATH"); ok {
-			return withABIOverride(lib, getenv)
+	}
+	ompi := getenv("OMPI_COMM_WORLD_SIZE")
+	if ompi != "" {
+		if bin := inPath(getenv("PATH"), "mpirun"); bin != "" {
+			places = append(places, place{filepath.Join(filepath.Dir(filepath.Dir(bin)), "lib"), "beside mpirun"})
 		}
 	}
 	for _, pattern := range sysDirs {
 		dirs, _ := filepath.Glob(pattern)
+		if len(dirs) == 0 {
+			places = append(places, place{pattern, "system"}) // named in the error
+		}
 		for _, dir := range dirs {
-			if lib, ok := inDir(dir, "system"); ok {
-				return withABIOverride(lib, getenv)
+			places = append(places, place{dir, "system"})
+		}
+	}
+	var looked []string
+	for _, pl := range places {
+		if !slices.Contains(looked, pl.dir) {
+			looked = append(looked, pl.dir)
+		}
+	}
+	search := func(ns []libName) (Library, bool) {
+		for _, pl := range places {
+			if lib, ok := inDir(pl.dir, pl.source, ns); ok {
+				return lib, true
 			}
 		}
-		looked = append(looked, pattern)
+		return Library{}, false
+	}
+	if ompi != "" {
+		if lib, ok := search(libNames[2:]); ok {
+			return withABIOverride(lib, getenv)
+		}
+		return Library{}, fmt.Errorf("mpi: find: the process was started by Open MPI's mpirun (OMPI_COMM_WORLD_SIZE=%s) "+
+			"but Open MPI's library (libmpi.so.40) is not in %s: %w that matches this launcher (another MPI would abort "+
+			"inside MPI_Init); set GOACCEL_MPI_LIB to the libmpi.so.40 of that mpirun, or install Open MPI's library "+
+			"(Debian/Ubuntu: apt-get install openmpi-bin)", ompi, strings.Join(looked, ", "), ErrNotFound)
+	}
+	for _, ns := range [][]libName{libNames[:2], libNames[2:]} {
+		if lib, ok := search(ns); ok {
+			return withABIOverride(lib, getenv)
+		}
 	}
 	return Library{}, fmt.Errorf("mpi: find: %w (looked for %s in %s): %s",
-		ErrNotFound, names(), strings.Join(looked, ", "), installHint)
+		ErrNotFound, names(libNames), strings.Join(looked, ", "), installHint(mpichDir))
+}
+
+// inPath returns the first executable file named name in the directories of path ("" if none).
+func inPath(path, name string) string {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				return real
+			}
+			return p
+		}
+	}
+	return ""
 }
 
 // followLinkerScript returns the library that p names when p is a linker script rather than a
@@ -187,9 +238,9 @@ func followLinkerScript(p string) (string, error) {
 	return p, nil // not a script: dlopen will say what it is
 }
 
-// inDir returns the best library of dir.
-func inDir(dir, source string) (Library, bool) {
-	for _, n := range libNames {
+// inDir returns the best library of dir among names.
+func inDir(dir, source string, names []libName) (Library, bool) {
+	for _, n := range names {
 		p := filepath.Join(dir, n.name)
 		if st, err := os.Stat(p); err == nil && !st.IsDir() {
 			return Library{Path: p, ABI: n.abi, Mpiexec: mpiexecBeside(dir), Source: source}, true
@@ -235,9 +286,9 @@ func withABIOverride(lib Library, getenv func(string) string) (Library, error) {
 	return Library{}, fmt.Errorf("mpi: find: GOACCEL_MPI_ABI=%q: want standard, mpich or openmpi", v)
 }
 
-func names() string {
+func names(ns []libName) string {
 	var s []string
-	for _, n := range libNames {
+	for _, n := range ns {
 		s = append(s, n.name)
 	}
 	return strings.Join(s, ", ")

@@ -79,7 +79,7 @@ func mpiLib(t testing.TB) Library {
 		err = fmt.Errorf("no bin/mpiexec beside %s", lib.Path)
 	}
 	if err != nil {
-		msg := "SKIPPING: MPI not installed (run make deps): " + err.Error()
+		msg := "SKIPPING: MPI not installed (run goaccel setup; make deps in the repository): " + err.Error()
 		if os.Getenv("CI") != "" {
 			t.Fatal("CI is set but " + msg)
 		}
@@ -215,7 +215,7 @@ func TestOtherABIs(t *testing.T) {
 		libs = append(libs, Library{Path: p, ABI: ABIMPICH, Mpiexec: lib.Mpiexec})
 	}
 	if p := os.Getenv("GOACCEL_TEST_OPENMPI"); p != "" {
-		ompi, err := find(func(k string) string { return map[string]string{"GOACCEL_MPI_LIB": p}[k] }, "", "", nil)
+		ompi, err := find(func(k string) string { return map[string]string{"GOACCEL_MPI_LIB": p}[k] }, "", nil)
 		if err != nil || ompi.Mpiexec == "" {
 			t.Fatalf("GOACCEL_TEST_OPENMPI=%s: %v (mpiexec %q)", p, err, ompi.Mpiexec)
 		}

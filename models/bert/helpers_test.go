@@ -30,8 +30,9 @@ func mustGoBackend(t testing.TB) compute.Backend {
 	return b
 }
 
-// xlaPluginPath is the project-local XLA CPU PJRT plugin installed by `make deps`.
-func xlaPluginPath() string { return testutil.LocalCPUPlugin() }
+// xlaPluginPath is the XLA CPU PJRT plugin of $PJRT_PLUGIN_LIBRARY_PATH or $GOACCEL_HOME (the
+// Makefile's .deps, filled by `make deps`), or "".
+func xlaPluginPath() string { return testutil.FindCPUPlugin() }
 
 // xlaBackend returns the XLA CPU backend, created once per test binary.
 var xlaBackend = sync.OnceValues(func() (compute.Backend, error) {
@@ -45,7 +46,7 @@ func testBackends(t *testing.T) map[string]compute.Backend {
 	t.Helper()
 	backends := map[string]compute.Backend{"go": mustGoBackend(t)}
 	if _, err := os.Stat(xlaPluginPath()); err != nil {
-		t.Logf("NOTE: XLA CPU plugin not found at %s (run `make deps`): testing only the pure-Go backend", xlaPluginPath())
+		t.Logf("NOTE: XLA CPU plugin not found in $PJRT_PLUGIN_LIBRARY_PATH or $GOACCEL_HOME (run `make deps`): testing only the pure-Go backend")
 		return backends
 	}
 	b, err := xlaBackend()
