@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/mpi"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/distributed"
@@ -178,7 +179,7 @@ func (a *Accelerator) openBackend() error {
 	choice := a.cfg.Backend
 	source := "Config.Backend"
 	if choice == "" {
-		choice = os.Getenv("GOMLX_BACKEND")
+		choice = envvar.Backend.Value()
 		source = "$GOMLX_BACKEND"
 	}
 	found := FindPlugins()
@@ -276,14 +277,14 @@ func (a *Accelerator) cpuDeviceCount() (int, error) {
 	if a.cfg.Devices > 0 {
 		return a.cfg.Devices, nil
 	}
-	if v := os.Getenv("GOACCEL_DEVICES"); v != "" {
+	if v := envvar.Devices.Value(); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
 			return 0, fmt.Errorf("accelerator: $GOACCEL_DEVICES=%q is not a positive integer", v)
 		}
 		return n, nil
 	}
-	if m := xlaForceCount.FindStringSubmatch(os.Getenv("XLA_FLAGS")); m != nil {
+	if m := xlaForceCount.FindStringSubmatch(envvar.XLAFlags.Value()); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		return n, nil
 	}
@@ -293,7 +294,7 @@ func (a *Accelerator) cpuDeviceCount() (int, error) {
 // cpuDeviceLimit is the largest number of XLA CPU devices New creates: max(8, CPU cores), or
 // $GOACCEL_MAX_CPU_DEVICES.
 func cpuDeviceLimit() (int, error) {
-	if v := os.Getenv("GOACCEL_MAX_CPU_DEVICES"); v != "" {
+	if v := envvar.MaxCPUDevices.Value(); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
 			return 0, fmt.Errorf("accelerator: $GOACCEL_MAX_CPU_DEVICES=%q is not a positive integer", v)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/home"
 )
 
@@ -65,7 +66,7 @@ func FindPlugins() []Plugin {
 			}
 		}
 	}
-	if env := os.Getenv("PJRT_PLUGIN_LIBRARY_PATH"); env != "" {
+	if env := envvar.PluginPath.Value(); env != "" {
 		for _, dir := range strings.Split(env, ":") {
 			if dir == "" {
 				continue
@@ -129,7 +130,7 @@ func sitePackages() []string {
 	if home, err := os.UserHomeDir(); err == nil {
 		globs = append(globs, filepath.Join(home, ".local/lib/python3*/site-packages"))
 	}
-	if venv := os.Getenv("VIRTUAL_ENV"); venv != "" {
+	if venv := envvar.VirtualEnv.Value(); venv != "" {
 		globs = append(globs, filepath.Join(venv, "lib/python3*/site-packages"))
 	}
 	for _, g := range globs {
@@ -141,7 +142,7 @@ func sitePackages() []string {
 		defer cancel()
 		cmd := exec.CommandContext(ctx, py, "-S", "-c",
 			"import sysconfig;print(sysconfig.get_paths()['purelib']);print(sysconfig.get_paths()['platlib'])")
-		cmd.Env = append(os.Environ(), "PYTHONNOUSERSITE=1")
+		cmd.Env = append(envvar.Environ(), envvar.PythonNoUserSite.KV("1"))
 		if out, err := cmd.Output(); err == nil {
 			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 				if line = strings.TrimSpace(line); line != "" {
@@ -162,7 +163,7 @@ func sitePackages() []string {
 // gpuPresent reports whether an NVIDIA GPU is visible to this process, honouring
 // CUDA_VISIBLE_DEVICES (empty or "-1" hides every GPU).
 func gpuPresent() bool {
-	if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
+	if v, ok := envvar.CUDAVisibleDevices.Lookup(); ok {
 		v = strings.TrimSpace(v)
 		if v == "" || v == "-1" {
 			return false

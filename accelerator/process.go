@@ -2,9 +2,8 @@ package accelerator
 
 import (
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
+
+	"github.com/goaccel/goaccel/internal/envvar"
 )
 
 // processInfo is this process's place in the process group, as the launcher described it.
@@ -19,14 +18,14 @@ type processInfo struct {
 // launch, Open MPI's mpirun, MPICH/Hydra's mpiexec (and goaccel launch's PMI), Slurm's srun.
 type launcherEnv struct {
 	name                             string
-	rank, size, localRank, localSize string
+	rank, size, localRank, localSize envvar.Int
 }
 
 var launcherEnvs = []launcherEnv{
-	{"torchrun/goaccel launch", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
-	{"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
-	{"MPICH/Hydra", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
-	{"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
+	{"torchrun/goaccel launch", envvar.Rank, envvar.WorldSize, envvar.LocalRank, envvar.LocalWorldSize},
+	{"Open MPI", envvar.OMPIRank, envvar.OMPISize, envvar.OMPILocalRank, envvar.OMPILocalSize},
+	{"MPICH/Hydra", envvar.PMIRank, envvar.PMISize, envvar.MPILocalRankID, envvar.MPILocalNRanks},
+	{"Slurm", envvar.SlurmProcID, envvar.SlurmNTasks, envvar.SlurmLocalID, envvar.SlurmNTasksPerNode},
 }
 
 // readProcessEnv finds this process's rank and the number of processes in the environment of
@@ -35,12 +34,12 @@ var launcherEnvs = []launcherEnv{
 func readProcessEnv() (processInfo, error) {
 	p := processInfo{rank: 0, worldSize: 1, localRank: 0, localWorldSize: 1}
 	for _, l := range launcherEnvs {
-		rv, rok := os.LookupEnv(l.rank)
-		sv, sok := os.LookupEnv(l.size)
+		rv, rok := l.rank.Lookup()
+		sv, sok := l.size.Lookup()
 		if (rok && rv != "") != (sok && sv != "") {
-			set, unset := l.rank, l.size
+			set, unset := l.rank.Name, l.size.Name
 			if !rok || rv == "" {
-				set, unset = l.size, l.rank
+				set, unset = l.size.Name, l.rank.Name
 			}
 			return p, fmt.Errorf("accelerator: $%s is set but $%s is not: %s sets both; unset $%s to run as a "+
 				"single process, or start the program with a launcher (goaccel launch)", set, unset, l.name, set)
@@ -48,38 +47,34 @@ func readProcessEnv() (processInfo, error) {
 		if !rok || !sok || rv == "" || sv == "" {
 			continue
 		}
-		read := func(name string, dst *int, min int) error {
-			v, ok := os.LookupEnv(name)
-			if !ok || v == "" {
+		read := func(v envvar.Int, dst *int, min int) error {
+			// The table's parser: Slurm's "2(x3)" (SLURM_NTASKS_PER_NODE) reads as 2.
+			n, set, err := v.Int()
+			if !set {
 				return nil
 			}
-			// Slurm writes SLURM_NTASKS_PER_NODE as "2" or "2(x3)": the count comes first.
-			if i := strings.IndexByte(v, '('); i > 0 {
-				v = v[:i]
-			}
-			n, err := strconv.Atoi(v)
 			if err != nil || n < min {
-				return fmt.Errorf("accelerator: $%s=%q (set by %s) is not an integer >= %d", name, v, l.name, min)
+				return fmt.Errorf("accelerator: $%s=%q (set by %s) is not an integer >= %d", v.Name, v.Value(), l.name, min)
 			}
 			*dst = n
 			return nil
 		}
 		for _, r := range []struct {
-			name string
-			dst  *int
-			min  int
+			v   envvar.Int
+			dst *int
+			min int
 		}{{l.rank, &p.rank, 0}, {l.size, &p.worldSize, 1}, {l.localRank, &p.localRank, 0}, {l.localSize, &p.localWorldSize, 1}} {
-			if err := read(r.name, r.dst, r.min); err != nil {
+			if err := read(r.v, r.dst, r.min); err != nil {
 				return p, err
 			}
 		}
 		if p.rank >= p.worldSize {
-			return p, fmt.Errorf("accelerator: $%s=%d is not below $%s=%d (set by %s)", l.rank, p.rank, l.size, p.worldSize, l.name)
+			return p, fmt.Errorf("accelerator: $%s=%d is not below $%s=%d (set by %s)", l.rank.Name, p.rank, l.size.Name, p.worldSize, l.name)
 		}
 		if p.localRank >= p.localWorldSize {
 			p.localWorldSize = p.localRank + 1
 		}
-		p.source = fmt.Sprintf("%s ($%s, $%s)", l.name, l.rank, l.size)
+		p.source = fmt.Sprintf("%s ($%s, $%s)", l.name, l.rank.Name, l.size.Name)
 		return p, nil
 	}
 	return p, nil

@@ -26,29 +26,31 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/goaccel/goaccel/internal/envvar"
 )
 
 // Env names the environment variable that turns the settings on: GOACCEL_HOST_MALLOC=keep;
 // unset or "system" keeps glibc's defaults.
-const Env = "GOACCEL_HOST_MALLOC"
+const Env = "GOACCEL_HOST_MALLOC" // envvar.HostMalloc
 
 // Tunables is the $GLIBC_TUNABLES value that GOACCEL_HOST_MALLOC=keep runs the program with:
 // one malloc arena, no mmap for large blocks, a trim threshold of 16 GiB.
 const Tunables = "glibc.malloc.arena_max=1:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184"
 
 func init() {
-	reexec, warning := plan(os.Getenv, glibcVersion() != "")
+	reexec, warning := plan(envvar.Getenv, glibcVersion() != "")
 	if reexec {
 		exe, err := os.Executable()
 		if err == nil {
-			env := append(os.Environ(), "GLIBC_TUNABLES="+Tunables)
+			env := append(envvar.Environ(), envvar.GlibcTunables.KV(Tunables))
 			err = syscall.Exec(exe, os.Args, env) // returns only on failure
 		}
 		warning = "re-executing this program with GLIBC_TUNABLES=" + Tunables + " failed (" +
 			err.Error() + "); running with glibc's defaults"
 	}
 	if warning != "" {
-		fmt.Fprintf(os.Stderr, "goaccel: WARNING: %s=%s: %s\n", Env, os.Getenv(Env), warning)
+		fmt.Fprintf(os.Stderr, "goaccel: WARNING: %s=%s: %s\n", Env, envvar.HostMalloc.Value(), warning)
 	}
 }
 
@@ -60,7 +62,7 @@ func plan(getenv func(string) string, glibc bool) (reexec bool, warning string) 
 	case "", "system":
 		return false, ""
 	case "keep":
-		switch t := getenv("GLIBC_TUNABLES"); {
+		switch t := getenv(envvar.GlibcTunables.Name); {
 		case t == Tunables:
 			return false, "" // already re-executed
 		case t != "":
@@ -78,7 +80,7 @@ func plan(getenv func(string) string, glibc bool) (reexec bool, warning string) 
 // env`): goaccel's glibc settings, the user's own, or the C library's defaults.
 func Describe() string {
 	v := glibcVersion()
-	tunables := os.Getenv("GLIBC_TUNABLES")
+	tunables := envvar.GlibcTunables.Value()
 	switch {
 	case v == "":
 		return "the C library's defaults (not glibc)"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/internal/bench"
+	"github.com/goaccel/goaccel/internal/envvar"
 	flag "github.com/spf13/pflag"
 )
 
@@ -146,7 +147,7 @@ func benchWorkerCmd(args []string, stdout, stderr io.Writer) int {
 
 // defaultPython is $GOACCEL_BENCH_PYTHON, else python3.
 func defaultPython() string {
-	if p := os.Getenv("GOACCEL_BENCH_PYTHON"); p != "" {
+	if p := envvar.BenchPython.Value(); p != "" {
 		return p
 	}
 	return "python3"

@@ -4,25 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/hostmalloc"
+	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/home"
 	"github.com/goaccel/goaccel/internal/mpi"
 	"github.com/goaccel/goaccel/trainer"
 	flag "github.com/spf13/pflag"
 )
-
-// envVars are the environment variables that change what goaccel does, in report order.
-var envVars = []string{
-	"GOMLX_BACKEND", "PJRT_PLUGIN_LIBRARY_PATH", "XLA_FLAGS", "GOACCEL_DEVICES", "GOMLX_NO_AUTO_INSTALL",
-	"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-	"MASTER_ADDR", "MASTER_PORT", "GOACCEL_MPI_LIB", "GOACCEL_TIMEOUT", "GOACCEL_MAX_CPU_DEVICES", "GOACCEL_HOST_MALLOC",
-	"GLIBC_TUNABLES", "VIRTUAL_ENV", "GOACCEL_HOME", "XDG_DATA_HOME",
-}
 
 // envReport is what `goaccel env` prints.
 type envReport struct {
@@ -68,9 +60,14 @@ type backendReport struct {
 	Error   string `json:"error,omitempty"`
 }
 
+// envVar is one variable of goaccel's table (internal/envvar) and its value here.
 type envVar struct {
-	Name  string  `json:"name"`
-	Value *string `json:"value"` // nil: unset
+	Name    string   `json:"name"`
+	Value   *string  `json:"value"` // nil: unset
+	Meaning string   `json:"meaning"`
+	Kind    string   `json:"kind"`
+	SetBy   []string `json:"set_by"`
+	Planned bool     `json:"planned,omitempty"` // declared for a coming feature, not read yet
 }
 
 // open asks accelerator.New for a backend and describes what it got; failures are reported,
@@ -120,9 +117,12 @@ func collectEnv() envReport {
 		rep.MPI = mpiReport{Library: lib.Path, ABI: lib.ABI.String(), From: lib.Source}
 	}
 	rep.HostMalloc = hostmalloc.Describe()
-	for _, name := range envVars {
-		v := envVar{Name: name}
-		if val, ok := os.LookupEnv(name); ok {
+	for _, t := range envvar.All() {
+		v := envVar{Name: t.Name, Meaning: t.Meaning, Kind: string(t.Kind), Planned: t.Planned}
+		for _, s := range t.SetBy {
+			v.SetBy = append(v.SetBy, string(s))
+		}
+		if val, ok := t.Lookup(); ok {
 			v.Value = &val
 		}
 		rep.Env = append(rep.Env, v)
@@ -216,12 +216,16 @@ func printEnv(w io.Writer, rep envReport) {
 		fmt.Fprintf(w, "- MPI (for several processes): %s (%s ABI, from %s)\n", m.Library, m.ABI, m.From)
 	}
 	fmt.Fprintf(w, "- Host memory: %s\n", rep.HostMalloc)
-	fmt.Fprintln(w, "- Environment:")
+	fmt.Fprintln(w, "- Environment (every variable goaccel reads or writes; docs/environment.md):")
 	for _, e := range rep.Env {
 		val := "(unset)"
 		if e.Value != nil {
 			val = fmt.Sprintf("%q", *e.Value)
 		}
-		fmt.Fprintf(w, "    %s=%s\n", e.Name, val)
+		meaning := e.Meaning
+		if e.Planned {
+			meaning = "planned, not read yet: " + meaning
+		}
+		fmt.Fprintf(w, "    %s=%s  %s (set by %s)\n", e.Name, val, meaning, strings.Join(e.SetBy, ", "))
 	}
 }

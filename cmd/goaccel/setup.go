@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/home"
 	flag "github.com/spf13/pflag"
 )
@@ -51,7 +51,7 @@ func setupCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "goaccel setup: folder %s (from %s)\n", target, from)
-	if v := os.Getenv(home.EnvVar); *dir == "" && v != "" && !filepath.IsAbs(v) {
+	if v := envvar.Home.Value(); *dir == "" && v != "" && !filepath.IsAbs(v) {
 		fmt.Fprintf(stdout, "goaccel setup: $%s=%s is relative: programs started in other folders look elsewhere; "+
 			"export %s=%s\n", home.EnvVar, v, home.EnvVar, target)
 	}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/goaccel/goaccel/hostmalloc"
+	"github.com/goaccel/goaccel/internal/envvar"
 )
 
 // Options configure Run.
@@ -136,7 +137,7 @@ func (w *worker) read() (event, error) {
 // start launches a worker and waits until it is warm.
 func start(impl string, argv []string, env []string, logPath string, m *Measurement) (*worker, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(envvar.Environ(), env...)
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -319,9 +320,9 @@ func Run(o Options) ([]*Measurement, error) {
 		if torchWhy == "" {
 			argv := append([]string{o.Python, o.TorchScript}, spec.torchArgs()...)
 			argv = append(argv, "--threads", strconv.Itoa(o.Threads))
-			env := []string{"OMP_NUM_THREADS=" + strconv.Itoa(o.Threads)}
-			if !o.TorchGoaccelMalloc && os.Getenv("GLIBC_TUNABLES") == hostmalloc.Tunables {
-				env = append(env, "GLIBC_TUNABLES=") // glibc's defaults, as PyTorch users run it
+			env := []string{envvar.OMPNumThreads.KV(strconv.Itoa(o.Threads))}
+			if !o.TorchGoaccelMalloc && envvar.GlibcTunables.Value() == hostmalloc.Tunables {
+				env = append(env, envvar.GlibcTunables.KV("")) // glibc's defaults, as PyTorch users run it
 			}
 			add("pytorch", argv, env, "")
 		} else {

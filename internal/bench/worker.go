@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/goaccel/goaccel/internal/envvar"
 )
 
 // The worker protocol: the benchmark starts one worker process per framework and work, and
@@ -84,7 +86,7 @@ func WorkerMain(specJSON string, in io.Reader, out io.Writer) error {
 	}
 	// $GOACCEL_BENCH_CPUPROFILE: a Go CPU profile of the timed rounds (the Go side only: XLA's
 	// own threads show up as cgo calls), to see where a slow work spends its time.
-	if path := os.Getenv("GOACCEL_BENCH_CPUPROFILE"); path != "" {
+	if path := envvar.BenchCPUProfile.Value(); path != "" {
 		f, err := os.Create(path)
 		if err != nil {
 			return fail(err)

@@ -18,10 +18,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/goaccel/goaccel/internal/envvar"
 )
 
 // EnvVar names the variable that chooses the folder.
-const EnvVar = "GOACCEL_HOME"
+const EnvVar = "GOACCEL_HOME" // envvar.Home
 
 // The sub-folders of the home folder that discovery reads.
 const (
@@ -36,14 +38,14 @@ const (
 // $GOACCEL_HOME is taken from the working directory; a relative $XDG_DATA_HOME is ignored, as
 // the XDG specification says.
 func Dir() (dir, from string, err error) {
-	if d := os.Getenv(EnvVar); d != "" {
+	if d := envvar.Home.Value(); d != "" {
 		abs, err := filepath.Abs(d)
 		if err != nil {
 			return "", "", fmt.Errorf("home: dir: $%s=%s: %w", EnvVar, d, err)
 		}
 		return abs, "$" + EnvVar, nil
 	}
-	if x := os.Getenv("XDG_DATA_HOME"); x != "" && filepath.IsAbs(x) {
+	if x := envvar.XDGDataHome.Value(); x != "" && filepath.IsAbs(x) {
 		return filepath.Join(x, "goaccel"), "$XDG_DATA_HOME/goaccel", nil
 	}
 	h, err := os.UserHomeDir()

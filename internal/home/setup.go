@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/goaccel/goaccel/internal/envvar"
 )
 
 // Package is one thing Setup installs from PyPI.
@@ -135,7 +137,7 @@ func install(dir string, p Package, pip []string) error {
 		args = append(args, "--target", tmp, p.Spec)
 	}
 	cmd := exec.Command(pip[0], args...)
-	cmd.Env = append(os.Environ(), "PIP_ROOT_USER_ACTION=ignore", "PIP_USER=0")
+	cmd.Env = append(envvar.Environ(), envvar.PipRootUserAction.KV("ignore"), envvar.PipUser.KV("0"))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

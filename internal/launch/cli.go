@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/flagsuggest"
 	flag "github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
@@ -231,7 +232,7 @@ func unknownFlagHint(fs *flag.FlagSet, err error) error {
 // SIGINT, SIGTERM, SIGHUP or SIGQUIT stops every rank (SIGTERM, then SIGKILL after 5 s); a
 // second one kills them.
 func Main(args []string, stdout, stderr io.Writer) int {
-	inv, err := parseArgs(args, os.Environ())
+	inv, err := parseArgs(args, envvar.Environ())
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, usage+flagHelp())
 		return 0

@@ -7,21 +7,17 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/goaccel/goaccel/internal/envvar"
 )
 
 // DefaultCPUDevices is the number of XLA CPU devices a node is taken to have when
 // $GOACCEL_DEVICES is not set; --nproc_per_node N gives each rank DefaultCPUDevices/N of them.
 const DefaultCPUDevices = 4
 
-// lookup reads a variable from an environment list ("K=V"); the last one wins, as in exec.
-func lookup(env []string, key string) (string, bool) {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
-			return v, true
-		}
-	}
-	return "", false
-}
+// lookup reads a variable of the table (internal/envvar) from an environment list ("K=V");
+// the last one wins, as in exec.
+func lookup(env []string, key string) (string, bool) { return envvar.Lookup(env, key) }
 
 // setEnv returns env with key set to value, replacing every earlier definition.
 func setEnv(env []string, key, value string) []string {
@@ -43,10 +39,10 @@ func removeKey(env []string, key string) []string {
 // set (empty or "-1": none), else one per /dev/nvidiaN file. A backend forced to the CPU or
 // to pure Go ($GOMLX_BACKEND) sees none.
 func visibleGPUs(env []string) []string {
-	if b, _ := lookup(env, "GOMLX_BACKEND"); b == "go" || strings.Contains(b, "cpu") {
+	if b, _ := lookup(env, envvar.Backend.Name); b == "go" || strings.Contains(b, "cpu") {
 		return nil
 	}
-	if v, ok := lookup(env, "CUDA_VISIBLE_DEVICES"); ok {
+	if v, ok := lookup(env, envvar.CUDAVisibleDevices.Name); ok {
 		var ids []string
 		for _, id := range strings.Split(v, ",") {
 			if id = strings.TrimSpace(id); id != "" && id != "-1" {
@@ -109,12 +105,12 @@ func splitNode(env []string, n int) (shares []share, note string, err error) {
 		case n <= g && g%n == 0:
 			per := g / n
 			for i := range shares {
-				shares[i].vars["CUDA_VISIBLE_DEVICES"] = strings.Join(gpus[i*per:(i+1)*per], ",")
+				shares[i].vars[envvar.CUDAVisibleDevices.Name] = strings.Join(gpus[i*per:(i+1)*per], ",")
 			}
 		case n > g && n%g == 0:
 			per := n / g
 			for i := range shares {
-				shares[i].vars["CUDA_VISIBLE_DEVICES"] = gpus[i/per]
+				shares[i].vars[envvar.CUDAVisibleDevices.Name] = gpus[i/per]
 			}
 			note = fmt.Sprintf("%d ranks share each GPU: limit each one's GPU memory", per)
 		default:
@@ -124,7 +120,7 @@ func splitNode(env []string, n int) (shares []share, note string, err error) {
 	} else {
 		total := DefaultCPUDevices
 		from := "the default; set GOACCEL_DEVICES for more"
-		v, set := lookup(env, "GOACCEL_DEVICES")
+		v, set := lookup(env, envvar.Devices.Name)
 		if set {
 			total, err = strconv.Atoi(v)
 			if err != nil || total < 1 {
@@ -138,7 +134,7 @@ func splitNode(env []string, n int) (shares []share, note string, err error) {
 		}
 		if set || n > 1 {
 			for i := range shares {
-				shares[i].vars["GOACCEL_DEVICES"] = strconv.Itoa(total / n)
+				shares[i].vars[envvar.Devices.Name] = strconv.Itoa(total / n)
 			}
 		}
 		if total%n != 0 {
@@ -146,7 +142,7 @@ func splitNode(env []string, n int) (shares []share, note string, err error) {
 		}
 	}
 	threads := strconv.Itoa(max(1, runtime.NumCPU()/n))
-	for _, key := range []string{"GOMAXPROCS", "OMP_NUM_THREADS"} {
+	for _, key := range []string{envvar.GoMaxProcs.Name, envvar.OMPNumThreads.Name} {
 		if _, set := lookup(env, key); !set {
 			for i := range shares {
 				shares[i].vars[key] = threads
@@ -187,14 +183,15 @@ func unusedNote(n, total int, from string) string {
 // collectives spin so hard with more ranks than cores that a large broadcast did not finish
 // in minutes; its generic ("mpir") algorithms do not.
 var mpiDefaults = []string{
-	"MPIR_CVAR_BCAST_POSIX_INTRA_ALGORITHM=mpir",
-	"MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM=mpir",
-	"MPIR_CVAR_BARRIER_POSIX_INTRA_ALGORITHM=mpir",
+	envvar.BcastAlgorithm.KV("mpir"),
+	envvar.AllreduceAlgorithm.KV("mpir"),
+	envvar.BarrierAlgorithm.KV("mpir"),
 }
 
 // inherited are variables of an enclosing launcher that would make a rank find the wrong peers.
-var inherited = []string{"PMI_FD", "PMI_SPAWNED", "PMI_JOBID", "PMIX_RANK", "PMIX_NAMESPACE", "PMIX_SERVER_URI2",
-	"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"}
+var inherited = []string{envvar.PMIFD.Name, envvar.PMISpawned.Name, envvar.PMIJobID.Name, envvar.PMIxRank.Name,
+	envvar.PMIxNamespace.Name, envvar.PMIxServerURI2.Name, envvar.OMPIRank.Name, envvar.OMPISize.Name,
+	envvar.OMPILocalRank.Name, envvar.OMPILocalSize.Name}
 
 // rankEnv is the environment of one rank.
 type rankEnv struct {
@@ -212,33 +209,33 @@ func (r rankEnv) build(base []string) []string {
 	}
 	set := func(k string, v any) { env = setEnv(env, k, fmt.Sprint(v)) }
 	// torchrun's variables.
-	set("RANK", r.rank)
-	set("LOCAL_RANK", r.local)
-	set("WORLD_SIZE", r.world)
-	set("LOCAL_WORLD_SIZE", r.nlocal)
-	set("GROUP_RANK", r.node)
-	set("NODE_RANK", r.node)
-	set("GROUP_WORLD_SIZE", r.nnodes)
-	set("MASTER_ADDR", r.masterAddr)
-	set("MASTER_PORT", r.storePort) // rank 0's own store (PyTorch's); the launcher's port is PMI_PORT
-	set("TORCHELASTIC_RESTART_COUNT", r.restart)
-	set("GOACCEL_RESTART_COUNT", r.restart)
+	set(envvar.Rank.Name, r.rank)
+	set(envvar.LocalRank.Name, r.local)
+	set(envvar.WorldSize.Name, r.world)
+	set(envvar.LocalWorldSize.Name, r.nlocal)
+	set(envvar.GroupRank.Name, r.node)
+	set(envvar.NodeRank.Name, r.node)
+	set(envvar.GroupWorldSize.Name, r.nnodes)
+	set(envvar.MasterAddr.Name, r.masterAddr)
+	set(envvar.MasterPort.Name, r.storePort) // rank 0's own store (PyTorch's); the launcher's port is PMI_PORT
+	set(envvar.TorchelasticRestartCount.Name, r.restart)
+	set(envvar.RestartCount.Name, r.restart)
 	// MPICH's process-manager interface: the launcher's PMI-1 server.
-	set("PMI_PORT", fmt.Sprintf("%s:%d", r.masterAddr, r.masterPort))
-	set("PMI_ID", r.rank)
-	set("PMI_RANK", r.rank)
-	set("PMI_SIZE", r.world)
-	set("MPI_LOCALRANKID", r.local)
-	set("MPI_LOCALNRANKS", r.nlocal)
-	set("MPIR_CVAR_PMI_VERSION", 1) // the server speaks PMI-1 only
+	set(envvar.PMIPort.Name, fmt.Sprintf("%s:%d", r.masterAddr, r.masterPort))
+	set(envvar.PMIID.Name, r.rank)
+	set(envvar.PMIRank.Name, r.rank)
+	set(envvar.PMISize.Name, r.world)
+	set(envvar.MPILocalRankID.Name, r.local)
+	set(envvar.MPILocalNRanks.Name, r.nlocal)
+	set(envvar.PMIVersion.Name, 1) // the server speaks PMI-1 only
 	for _, kv := range mpiDefaults {
 		k, v, _ := strings.Cut(kv, "=")
 		if _, ok := lookup(env, k); !ok {
 			set(k, v)
 		}
 	}
-	if _, ok := lookup(env, "GOACCEL_MPI_LIB"); !ok && r.mpiLib != "" {
-		set("GOACCEL_MPI_LIB", r.mpiLib)
+	if _, ok := lookup(env, envvar.MPILib.Name); !ok && r.mpiLib != "" {
+		set(envvar.MPILib.Name, r.mpiLib)
 	}
 	env = mpiLibVars(env, r.mpiLib)
 	for k, v := range r.share.vars {

@@ -50,8 +50,10 @@
 // Two launchers on one host, `--nnodes 2 --node_rank 0|1 --master_addr 127.0.0.1`, go through
 // the same code as two machines: the tests run that. horovodrun's -H starts the launchers of
 // the other hosts itself: on this machine for its own names (localhost, 127.0.0.1, its host
-// name or addresses), by `ssh HOST 'cd $PWD && exec /same/path/goaccel launch --node_rank i ...'`
-// for others (that needs the same binary and working directory there, and is untested here).
+// name or addresses), by `ssh HOST 'cd $PWD && exec env GOACCEL_HOME=... /same/path/goaccel launch
+// --node_rank i ...'` for others, passing this machine's GOACCEL_HOME, GOACCEL_MPI_LIB and
+// PJRT_PLUGIN_LIBRARY_PATH when set (that needs the same binary and working directory there, and
+// is untested here).
 //
 // # Output
 //

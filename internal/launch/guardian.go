@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/goaccel/goaccel/internal/envvar"
 )
 
 // A launcher killed outright (SIGKILL, the OOM killer) cannot stop its ranks or remove their
@@ -25,15 +27,12 @@ import (
 //     learns every rank's pid through a pipe; when the pipe closes without "done" (the
 //     launcher died), it SIGKILLs each rank's process group (what the ranks started too) and
 //     removes the /dev/shm files they left, as the launcher does after an attempt.
-const (
-	guardianArg = "__goaccel_launch_guardian__"
-	guardianEnv = "GOACCEL_LAUNCH_GUARDIAN"
-)
+const guardianArg = "__goaccel_launch_guardian__" // with $GOACCEL_LAUNCH_GUARDIAN=1
 
 // init turns this process into a guardian when it was started as one (the binary is any
 // program that imports this package: goaccel, or a test binary).
 func init() {
-	if len(os.Args) == 2 && os.Args[1] == guardianArg && os.Getenv(guardianEnv) == "1" {
+	if len(os.Args) == 2 && os.Args[1] == guardianArg && envvar.LaunchGuardian.Value() == "1" {
 		os.Exit(runGuardian(os.Stdin, os.Stdout, os.Stderr))
 	}
 }
@@ -64,7 +63,7 @@ func startGuardian() (*guardian, error) {
 		return nil, err
 	}
 	cmd := exec.Command(exe, guardianArg)
-	cmd.Env = append(os.Environ(), guardianEnv+"=1")
+	cmd.Env = append(envvar.Environ(), envvar.LaunchGuardian.KV("1"))
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	w, err := cmd.StdinPipe()

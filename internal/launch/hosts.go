@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/goaccel/goaccel/internal/envvar"
 )
 
 // hostSlots is one entry of horovodrun's -H list: a host and how many ranks it runs.
@@ -131,11 +133,7 @@ func (h *hostLaunchers) start(port int) error {
 			cmd.Env = cfg.Env
 		} else {
 			wd, _ := os.Getwd()
-			remote := "cd " + shellQuote(wd) + " && exec " + shellQuote(self)
-			for _, a := range args {
-				remote += " " + shellQuote(a)
-			}
-			cmd = exec.Command("ssh", "-o", "BatchMode=yes", hs.host, remote)
+			cmd = exec.Command("ssh", "-o", "BatchMode=yes", hs.host, remoteCommand(wd, self, args, cfg.Env))
 		}
 		cmd.Stdout, cmd.Stderr = h.stdout, h.stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Ctrl-C reaches it through the master
@@ -147,6 +145,28 @@ func (h *hostLaunchers) start(port int) error {
 		go func() { defer h.wg.Done(); _ = cmd.Wait() }()
 	}
 	return nil
+}
+
+// remoteVars are the variables of goaccel's discovery that the launcher of another machine gets
+// from this one's environment, when set: ssh starts it in a login environment without them,
+// and it would then miss the folder that goaccel setup filled, or the MPI library and plugin
+// chosen by hand.
+var remoteVars = []string{envvar.Home.Name, envvar.MPILib.Name, envvar.PluginPath.Name}
+
+// remoteCommand is the shell command that ssh runs on another machine: in the folder wd, self
+// with args, and remoteVars as env (the base environment) has them.
+func remoteCommand(wd, self string, args, env []string) string {
+	remote := "cd " + shellQuote(wd) + " && exec env"
+	for _, k := range remoteVars {
+		if v, ok := lookup(env, k); ok && v != "" {
+			remote += " " + shellQuote(k+"="+v)
+		}
+	}
+	remote += " " + shellQuote(self)
+	for _, a := range args {
+		remote += " " + shellQuote(a)
+	}
+	return remote
 }
 
 // wait waits for the other launchers (they end with the job), killing them after d.

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/goaccel/goaccel/internal/envvar"
 )
 
 // Config is one launcher's job: the program, how many ranks this node runs, and where the
@@ -149,7 +151,7 @@ func (c *Config) defaults() error {
 		c.StopGrace = 5 * time.Second
 	}
 	if c.Env == nil {
-		c.Env = os.Environ()
+		c.Env = envvar.Environ()
 	}
 	if c.Stdout == nil {
 		c.Stdout = os.Stdout
@@ -714,7 +716,7 @@ func (l *launcher) startWorker(attempt, rank, local, world int) (*worker, error)
 	var cpus []int
 	if l.cpus != nil {
 		cpus = l.cpus[local]
-		cmd.Env = setEnv(cmd.Env, "GOACCEL_CPUS", cpuList(cpus))
+		cmd.Env = setEnv(cmd.Env, envvar.CPUs.Name, cpuList(cpus))
 	}
 	var err error
 	onForkThread(func() { err = startPinned(cmd, cpus) })

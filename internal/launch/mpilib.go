@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/mpi"
 )
 
@@ -41,20 +42,20 @@ func mpiLibVars(env []string, lib string) []string {
 	if lib == "" {
 		return env
 	}
-	if _, ok := lookup(env, "MPI4PY_LIBMPI"); !ok {
+	if _, ok := lookup(env, envvar.MPI4PyLibMPI.Name); !ok {
 		m := filepath.Join(filepath.Dir(lib), "libmpi.so.12")
 		if _, err := os.Stat(m); err != nil {
 			m = lib
 		}
-		env = setEnv(env, "MPI4PY_LIBMPI", m)
+		env = setEnv(env, envvar.MPI4PyLibMPI.Name, m)
 	}
 	dir := filepath.Dir(lib)
-	old, _ := lookup(env, "LD_LIBRARY_PATH")
+	old, _ := lookup(env, envvar.LDLibraryPath.Name)
 	if !slices.Contains(filepath.SplitList(old), dir) {
 		if old != "" {
 			dir += string(filepath.ListSeparator) + old
 		}
-		env = setEnv(env, "LD_LIBRARY_PATH", dir)
+		env = setEnv(env, envvar.LDLibraryPath.Name, dir)
 	}
 	return env
 }

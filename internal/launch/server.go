@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/goaccel/goaccel/internal/envvar"
 )
 
 // server runs in the node_rank 0 launcher. On one TCP port it
@@ -55,8 +57,8 @@ type peerConn struct {
 	rank int // ranks: PMI id
 }
 
-// pmiDebug ($GOACCEL_LAUNCH_DEBUG=1) logs every line the master receives to its stderr.
-var pmiDebug = os.Getenv("GOACCEL_LAUNCH_DEBUG") == "1"
+// pmiDebug ($GOACCEL_LAUNCH_DEBUG=1 or true) logs every line the master receives to its stderr.
+var pmiDebug, _ = envvar.LaunchDebug.Bool()
 
 func (p *peerConn) send(m message, escaped bool) {
 	p.wmu.Lock()

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/home"
 )
 
@@ -109,13 +110,13 @@ func Find() (Library, error) {
 	if err != nil {
 		dir = ""
 	}
-	return find(os.Getenv, dir, systemDirs)
+	return find(envvar.Getenv, dir, systemDirs)
 }
 
 // find is Find with its inputs explicit, for tests: homeDir is goaccel's home folder ("" for
 // none).
 func find(getenv func(string) string, homeDir string, sysDirs []string) (Library, error) {
-	if p := getenv("GOACCEL_MPI_LIB"); p != "" {
+	if p := getenv(envvar.MPILib.Name); p != "" {
 		st, err := os.Stat(p)
 		if err != nil {
 			return Library{}, fmt.Errorf("mpi: find: GOACCEL_MPI_LIB=%s: %w", p, err)
@@ -140,14 +141,14 @@ func find(getenv func(string) string, homeDir string, sysDirs []string) (Library
 		places = append(places, place{home.MPILibDir(homeDir), "goaccel home"})
 		mpichDir = filepath.Join(homeDir, home.MPICHSubdir)
 	}
-	for _, dir := range filepath.SplitList(getenv("LD_LIBRARY_PATH")) {
+	for _, dir := range filepath.SplitList(getenv(envvar.LDLibraryPath.Name)) {
 		if dir != "" {
 			places = append(places, place{dir, "LD_LIBRARY_PATH"})
 		}
 	}
-	ompi := getenv("OMPI_COMM_WORLD_SIZE")
+	ompi := getenv(envvar.OMPISize.Name)
 	if ompi != "" {
-		if bin := inPath(getenv("PATH"), "mpirun"); bin != "" {
+		if bin := inPath(getenv(envvar.Path.Name), "mpirun"); bin != "" {
 			places = append(places, place{filepath.Join(filepath.Dir(filepath.Dir(bin)), "lib"), "beside mpirun"})
 		}
 	}
@@ -273,7 +274,7 @@ func abiOfName(base string) ABI {
 
 // withABIOverride applies GOACCEL_MPI_ABI (standard, mpich or openmpi).
 func withABIOverride(lib Library, getenv func(string) string) (Library, error) {
-	v := getenv("GOACCEL_MPI_ABI")
+	v := getenv(envvar.MPIABI.Name)
 	if v == "" {
 		return lib, nil
 	}

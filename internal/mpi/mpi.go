@@ -10,13 +10,12 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"math"
-	"os"
 	"runtime"
-	"strconv"
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/goaccel/goaccel/internal/envvar"
 )
 
 // DefaultTimeout bounds every collective unless $GOACCEL_TIMEOUT (TimeoutEnv) or SetTimeout says
@@ -29,35 +28,24 @@ const DefaultTimeout = 30 * time.Minute
 // TimeoutFromEnv: a Go duration ("90s", "30m") or a number of seconds ("90").
 const TimeoutEnv = "GOACCEL_TIMEOUT"
 
-// oldTimeoutEnv is the variable that TimeoutEnv replaced; setting it is an error.
-const oldTimeoutEnv = "GOACCEL_COLLECTIVE_TIMEOUT"
-
 // ParseTimeout reads a timeout as $GOACCEL_TIMEOUT gives it: a positive Go duration such as
-// "90s" or "30m", or a positive number of seconds such as "90" or "2.5".
-func ParseTimeout(v string) (time.Duration, error) {
-	if d, err := time.ParseDuration(v); err == nil && d > 0 {
-		return d, nil
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 && s < math.MaxInt64/float64(time.Second) {
-		return time.Duration(s * float64(time.Second)), nil
-	}
-	return 0, fmt.Errorf("%q is not a positive duration such as \"90s\" or \"30m\", or a number of seconds", v)
-}
+// "90s" or "30m", or a positive number of seconds such as "90" or "2.5" (goaccel's one
+// duration parser, envvar.ParseDuration).
+func ParseTimeout(v string) (time.Duration, error) { return envvar.ParseDuration(v) }
 
 // TimeoutFromEnv is $GOACCEL_TIMEOUT (see ParseTimeout), or DefaultTimeout when it is unset or
 // empty. $GOACCEL_COLLECTIVE_TIMEOUT, its former name, is an error that names the new one. The
 // errors name the variable and have no package prefix: callers add theirs.
 func TimeoutFromEnv() (time.Duration, error) {
-	if v := os.Getenv(oldTimeoutEnv); v != "" {
-		return 0, fmt.Errorf("$%s=%q is no longer read: set $%s (the same values) instead", oldTimeoutEnv, v, TimeoutEnv)
+	if v := envvar.CollectiveTimeout.Value(); v != "" {
+		return 0, fmt.Errorf("$%s=%q is no longer read: set $%s (the same values) instead", envvar.CollectiveTimeout.Name, v, TimeoutEnv)
 	}
-	v := os.Getenv(TimeoutEnv)
-	if v == "" {
-		return DefaultTimeout, nil
-	}
-	d, err := ParseTimeout(v)
+	d, set, err := envvar.Timeout.Duration()
 	if err != nil {
-		return 0, fmt.Errorf("$%s=%w", TimeoutEnv, err)
+		return 0, err
+	}
+	if !set {
+		return DefaultTimeout, nil
 	}
 	return d, nil
 }
@@ -76,11 +64,7 @@ var (
 // set them: MPICH's shared-memory ("posix") collectives spin so hard when ranks outnumber
 // cores that a 440 MB broadcast on 4 ranks / 2 cores did not finish in 120 s; its generic
 // ("mpir") algorithms did. Other MPI libraries ignore them.
-var intraNodeCVars = []string{
-	"MPIR_CVAR_BCAST_POSIX_INTRA_ALGORITHM",
-	"MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM",
-	"MPIR_CVAR_BARRIER_POSIX_INTRA_ALGORITHM",
-}
+var intraNodeCVars = []envvar.String{envvar.BcastAlgorithm, envvar.AllreduceAlgorithm, envvar.BarrierAlgorithm}
 
 // Comm is the world communicator of an initialized MPI job (a private duplicate of
 // MPI_COMM_WORLD, so goaccel's messages never mix with another MPI user's in the process).
@@ -131,8 +115,10 @@ func Init(lib Library) (*Comm, error) {
 		return nil, fmt.Errorf("mpi: init: %w", err)
 	}
 	for _, k := range intraNodeCVars {
-		if _, ok := os.LookupEnv(k); !ok {
-			os.Setenv(k, "mpir")
+		if _, ok := k.Lookup(); !ok {
+			if err := k.Set("mpir"); err != nil {
+				return nil, fmt.Errorf("mpi: init: %w", err)
+			}
 		}
 	}
 	c := &Comm{lib: lib, timeout: timeout, calls: make(chan func())}
@@ -214,8 +200,9 @@ func (c *Comm) open() error {
 // checkLauncher catches a library that does not match the launcher (for example Open MPI's
 // mpirun starting a program that loaded MPICH): each rank then sees a job of size 1.
 func (c *Comm) checkLauncher() error {
-	for _, k := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"} {
-		if n, err := strconv.Atoi(os.Getenv(k)); err == nil && n > 1 && c.size == 1 {
+	for _, v := range []envvar.Int{envvar.OMPISize, envvar.PMISize, envvar.PMIxSize} {
+		if n, _, err := v.Int(); err == nil && n > 1 && c.size == 1 {
+			k := v.Name
 			return fmt.Errorf("mpi: init: the launcher started %d processes (%s=%d) but %s (%s ABI) sees a job of 1: "+
 				"the MPI library does not match the launcher; set GOACCEL_MPI_LIB to the libmpi of the mpiexec you use",
 				n, k, n, c.lib.Path, c.lib.ABI)

@@ -1,9 +1,9 @@
 package testutil
 
 import (
-	"os"
 	"testing"
 
+	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/mpi"
 )
 
@@ -18,7 +18,7 @@ func NeedMPI(t testing.TB) mpi.Library {
 	lib, err := mpi.Find()
 	if err != nil {
 		msg := "SKIPPING multi-process test: MPI not installed (run `make deps`, and the test with GOACCEL_HOME=$PWD/.deps): " + err.Error()
-		if os.Getenv("CI") != "" {
+		if envvar.CI.Value() != "" {
 			t.Fatal("CI is set but " + msg)
 		}
 		t.Skip(msg)

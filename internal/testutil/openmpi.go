@@ -2,11 +2,12 @@ package testutil
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goaccel/goaccel/internal/envvar"
 )
 
 // NeedOpenMPI is for a test that starts a program with Open MPI's own launcher: it returns the
@@ -32,7 +33,7 @@ func NeedOpenMPI(t testing.TB) string {
 		return path
 	}
 	msg = "SKIPPING Open MPI test: " + msg + " (Debian/Ubuntu: apt-get install openmpi-bin; .ci/run installs it as root)"
-	if os.Getenv("CI") != "" {
+	if envvar.CI.Value() != "" {
 		t.Fatal("CI is set but " + msg)
 	}
 	t.Skip(msg)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/home"
 )
 
@@ -20,7 +21,7 @@ import (
 func FindCPUPlugin() string {
 	const name = "pjrt_c_api_cpu_plugin.so"
 	var candidates []string
-	for _, p := range strings.Split(os.Getenv("PJRT_PLUGIN_LIBRARY_PATH"), ":") {
+	for _, p := range envvar.PluginPath.Paths() {
 		switch {
 		case p == "":
 		case strings.HasSuffix(p, ".so"):
@@ -59,7 +60,7 @@ func CPUPlugin(t testing.TB, found ...string) string {
 	}
 	msg := "SKIPPING: no XLA CPU PJRT plugin found in $PJRT_PLUGIN_LIBRARY_PATH or " + homeDesc() +
 		" (run `make deps`, which runs `goaccel setup --dir .deps`, and the test with GOACCEL_HOME=$PWD/.deps)"
-	if os.Getenv("CI") != "" {
+	if envvar.CI.Value() != "" {
 		t.Fatal("CI is set but " + msg)
 	}
 	t.Skip(msg)

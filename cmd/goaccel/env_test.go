@@ -1,0 +1,59 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/goaccel/goaccel/internal/envvar"
+)
+
+// TestEnvPrintsTheTable: `goaccel env` prints every variable of goaccel's table
+// (internal/envvar) with its value when set, its meaning and who sets it, planned ones marked,
+// as text and as JSON.
+func TestEnvPrintsTheTable(t *testing.T) {
+	t.Setenv("GROUP_RANK", "1")
+	t.Setenv("SLURM_PROCID", "")
+	code, out, errOut := runCmd("env")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, v := range envvar.All() {
+		val := "(unset)"
+		if s, ok := v.Lookup(); ok {
+			val = fmt.Sprintf("%q", s)
+		}
+		meaning := v.Meaning
+		if v.Planned {
+			meaning = "planned, not read yet: " + meaning
+		}
+		want := fmt.Sprintf("    %s=%s  %s (set by %s)\n", v.Name, val, meaning, v.Setters())
+		if !strings.Contains(out, want) {
+			t.Errorf("env output misses %q", want)
+		}
+	}
+	for _, want := range []string{`GROUP_RANK="1"  `, `SLURM_PROCID=""  `, "GOACCEL_VERIFY=(unset)  planned, not read yet: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("env output misses %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCmd("env", "--json")
+	var rep envReport
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
+		t.Fatalf("env --json: exit %d\n%s", code, out)
+	}
+	all := envvar.All()
+	if len(rep.Env) != len(all) {
+		t.Fatalf("env --json lists %d variables, the table %d", len(rep.Env), len(all))
+	}
+	for i, e := range rep.Env {
+		v := all[i]
+		if e.Name != v.Name || e.Meaning != v.Meaning || e.Kind != string(v.Kind) || len(e.SetBy) != len(v.SetBy) || e.Planned != v.Planned {
+			t.Errorf("env --json entry %d = %+v, want the table's %+v", i, e, *v)
+		}
+		if v.Name == "GROUP_RANK" && (e.Value == nil || *e.Value != "1") {
+			t.Errorf("env --json: GROUP_RANK's value %v, want 1", e.Value)
+		}
+	}
+}

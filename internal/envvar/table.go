@@ -1,0 +1,189 @@
+package envvar
+
+// The table. Its order is the order of `goaccel env` and docs/environment.md. A new variable,
+// a new launcher's variables included (PBS, LSF), gets its entry here and nowhere else.
+
+// Process placement as torchrun writes it; goaccel launch writes the same, and the accelerator
+// reads them first.
+var (
+	// Rank is RANK.
+	Rank = integer("RANK", "this process's rank among all the job's processes, 0 to WORLD_SIZE-1", Torchrun, Launch)
+	// LocalRank is LOCAL_RANK.
+	LocalRank = integer("LOCAL_RANK", "this process's index among the processes on its machine, 0 to LOCAL_WORLD_SIZE-1", Torchrun, Launch)
+	// WorldSize is WORLD_SIZE.
+	WorldSize = integer("WORLD_SIZE", "the number of processes in the job, on every machine", Torchrun, Launch)
+	// LocalWorldSize is LOCAL_WORLD_SIZE.
+	LocalWorldSize = integer("LOCAL_WORLD_SIZE", "the number of processes on this machine (--nproc_per_node)", Torchrun, Launch)
+	// GroupRank is GROUP_RANK.
+	GroupRank = integer("GROUP_RANK", "this machine's index among the job's machines (torchrun: its worker group's rank), 0 to GROUP_WORLD_SIZE-1", Torchrun, Launch)
+	// NodeRank is NODE_RANK.
+	NodeRank = integer("NODE_RANK", "the same as GROUP_RANK, under the name PyTorch Lightning reads", Launch)
+	// GroupWorldSize is GROUP_WORLD_SIZE.
+	GroupWorldSize = integer("GROUP_WORLD_SIZE", "the number of machines (torchrun: worker groups) in the job (--nnodes)", Torchrun, Launch)
+	// MasterAddr is MASTER_ADDR.
+	MasterAddr = str("MASTER_ADDR", "the host name or address of the machine that runs rank 0", Torchrun, Launch)
+	// MasterPort is MASTER_PORT.
+	MasterPort = integer("MASTER_PORT", "the port on MASTER_ADDR for rank 0's TCP store (PyTorch's c10d); goaccel launch's own server is PMI_PORT", Torchrun, Launch)
+	// TorchelasticRestartCount is TORCHELASTIC_RESTART_COUNT.
+	TorchelasticRestartCount = integer("TORCHELASTIC_RESTART_COUNT", "how many times the job's processes were restarted so far (0 on the first attempt)", Torchrun, Launch)
+	// RestartCount is GOACCEL_RESTART_COUNT.
+	RestartCount = integer("GOACCEL_RESTART_COUNT", "the same as TORCHELASTIC_RESTART_COUNT, under goaccel's name", Launch)
+)
+
+// MPICH's process-manager interface (PMI-1), which Hydra's mpiexec and goaccel launch serve.
+var (
+	// PMIPort is PMI_PORT.
+	PMIPort = str("PMI_PORT", "host:port of the PMI server that MPICH's MPI_Init connects to (goaccel launch's own)", Hydra, Launch)
+	// PMIID is PMI_ID.
+	PMIID = integer("PMI_ID", "this process's id for the PMI server (its rank)", Hydra, Launch)
+	// PMIRank is PMI_RANK.
+	PMIRank = integer("PMI_RANK", "this process's rank in the MPI job", Hydra, Launch)
+	// PMISize is PMI_SIZE.
+	PMISize = integer("PMI_SIZE", "the number of processes in the MPI job", Hydra, Launch)
+	// MPILocalRankID is MPI_LOCALRANKID.
+	MPILocalRankID = integer("MPI_LOCALRANKID", "this process's index among the MPI job's processes on its machine", Hydra, Launch)
+	// MPILocalNRanks is MPI_LOCALNRANKS.
+	MPILocalNRanks = integer("MPI_LOCALNRANKS", "the number of the MPI job's processes on this machine", Hydra, Launch)
+	// PMIVersion is MPIR_CVAR_PMI_VERSION.
+	PMIVersion = integer("MPIR_CVAR_PMI_VERSION", "the PMI version MPICH speaks to its server (goaccel launch serves 1 only)", Launch)
+	// PMIFD is PMI_FD.
+	PMIFD = integer("PMI_FD", "an enclosing MPICH launcher's PMI socket; goaccel launch removes it from its ranks", Hydra)
+	// PMISpawned is PMI_SPAWNED.
+	PMISpawned = integer("PMI_SPAWNED", "set by MPICH's launcher for spawned processes; goaccel launch removes it from its ranks", Hydra)
+	// PMIJobID is PMI_JOBID.
+	PMIJobID = str("PMI_JOBID", "an enclosing PMI launcher's job id; goaccel launch removes it from its ranks", Hydra, Srun)
+	// BcastAlgorithm is MPIR_CVAR_BCAST_POSIX_INTRA_ALGORITHM.
+	BcastAlgorithm = str("MPIR_CVAR_BCAST_POSIX_INTRA_ALGORITHM", "MPICH's shared-memory broadcast algorithm; goaccel sets \"mpir\" unless set (posix spins with more ranks than cores)", User, Launch, Goaccel)
+	// AllreduceAlgorithm is MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM.
+	AllreduceAlgorithm = str("MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM", "MPICH's shared-memory all-reduce algorithm; goaccel sets \"mpir\" unless set", User, Launch, Goaccel)
+	// BarrierAlgorithm is MPIR_CVAR_BARRIER_POSIX_INTRA_ALGORITHM.
+	BarrierAlgorithm = str("MPIR_CVAR_BARRIER_POSIX_INTRA_ALGORITHM", "MPICH's shared-memory barrier algorithm; goaccel sets \"mpir\" unless set", User, Launch, Goaccel)
+)
+
+// Open MPI's mpirun (and its PMIx), then Slurm's srun.
+var (
+	// OMPIRank is OMPI_COMM_WORLD_RANK.
+	OMPIRank = integer("OMPI_COMM_WORLD_RANK", "this process's rank in Open MPI's job", OpenMPI)
+	// OMPISize is OMPI_COMM_WORLD_SIZE.
+	OMPISize = integer("OMPI_COMM_WORLD_SIZE", "the number of processes in Open MPI's job (set: only Open MPI's library is looked for)", OpenMPI)
+	// OMPILocalRank is OMPI_COMM_WORLD_LOCAL_RANK.
+	OMPILocalRank = integer("OMPI_COMM_WORLD_LOCAL_RANK", "this process's index among Open MPI's processes on its machine", OpenMPI)
+	// OMPILocalSize is OMPI_COMM_WORLD_LOCAL_SIZE.
+	OMPILocalSize = integer("OMPI_COMM_WORLD_LOCAL_SIZE", "the number of Open MPI's processes on this machine", OpenMPI)
+	// PMIxRank is PMIX_RANK.
+	PMIxRank = integer("PMIX_RANK", "this process's rank for a PMIx server; goaccel launch removes it from its ranks", OpenMPI, Srun)
+	// PMIxSize is PMIX_SIZE.
+	PMIxSize = integer("PMIX_SIZE", "the number of processes of a PMIx job", OpenMPI, Srun)
+	// PMIxNamespace is PMIX_NAMESPACE.
+	PMIxNamespace = str("PMIX_NAMESPACE", "a PMIx job's namespace; goaccel launch removes it from its ranks", OpenMPI, Srun)
+	// PMIxServerURI2 is PMIX_SERVER_URI2.
+	PMIxServerURI2 = str("PMIX_SERVER_URI2", "the address of a PMIx server; goaccel launch removes it from its ranks", OpenMPI, Srun)
+	// SlurmProcID is SLURM_PROCID.
+	SlurmProcID = integer("SLURM_PROCID", "this task's rank among the Slurm job step's tasks", Srun)
+	// SlurmNTasks is SLURM_NTASKS.
+	SlurmNTasks = integer("SLURM_NTASKS", "the number of tasks in the Slurm job step", Srun)
+	// SlurmLocalID is SLURM_LOCALID.
+	SlurmLocalID = integer("SLURM_LOCALID", "this task's index among the job step's tasks on its node", Srun)
+	// SlurmNTasksPerNode is SLURM_NTASKS_PER_NODE.
+	SlurmNTasksPerNode = slurmCount("SLURM_NTASKS_PER_NODE", "the number of tasks per node, \"2\" or \"2(x3)\" (2 on each of 3 nodes)", Srun)
+)
+
+// The MPI library.
+var (
+	// MPILib is GOACCEL_MPI_LIB.
+	MPILib = str("GOACCEL_MPI_LIB", "the MPI library to load (a libmpi file or a folder holding one); goaccel launch passes the one it found to its ranks", User, Launch)
+	// MPIABI is GOACCEL_MPI_ABI.
+	MPIABI = str("GOACCEL_MPI_ABI", "the ABI of the MPI library, overriding detection: standard, mpich or openmpi", User)
+	// MPI4PyLibMPI is MPI4PY_LIBMPI.
+	MPI4PyLibMPI = str("MPI4PY_LIBMPI", "the libmpi that mpi4py 4 loads; goaccel launch sets it to its MPICH unless set", User, Launch)
+	// LDLibraryPath is LD_LIBRARY_PATH.
+	LDLibraryPath = paths("LD_LIBRARY_PATH", "folders the dynamic linker searches; MPI discovery looks there; goaccel launch puts its MPI's folder first", User, Launch)
+	// Path is PATH.
+	Path = paths("PATH", "folders searched for programs; under Open MPI, the lib folder beside its mpirun is searched for libmpi", User, OS)
+	// Timeout is GOACCEL_TIMEOUT.
+	Timeout = duration("GOACCEL_TIMEOUT", "how long any wait on other processes may last before it fails naming the missing ranks (default 30m)", User)
+	// CollectiveTimeout is GOACCEL_COLLECTIVE_TIMEOUT.
+	CollectiveTimeout = duration("GOACCEL_COLLECTIVE_TIMEOUT", "GOACCEL_TIMEOUT's former name: setting it is an error that names the new one", User)
+)
+
+// Backends, plugins and devices.
+var (
+	// Backend is GOMLX_BACKEND.
+	Backend = str("GOMLX_BACKEND", "the backend accelerator.New opens when Config.Backend is empty: go, xla, xla:cpu, xla:cuda or a plugin's .so", User)
+	// PluginPath is PJRT_PLUGIN_LIBRARY_PATH.
+	PluginPath = paths("PJRT_PLUGIN_LIBRARY_PATH", "PJRT plugin files or folders holding them, searched before goaccel's home folder", User)
+	// XLAFlags is XLA_FLAGS.
+	XLAFlags = str("XLA_FLAGS", "XLA's own flags; --xla_force_host_platform_device_count=N sets the CPU devices when GOACCEL_DEVICES is unset", User)
+	// Devices is GOACCEL_DEVICES.
+	Devices = integer("GOACCEL_DEVICES", "the number of XLA CPU devices of a process (Config.Devices wins); goaccel launch gives each rank its share", User, Launch)
+	// MaxCPUDevices is GOACCEL_MAX_CPU_DEVICES.
+	MaxCPUDevices = integer("GOACCEL_MAX_CPU_DEVICES", "the most XLA CPU devices a process may ask for (default max(8, CPU cores))", User)
+	// NoAutoInstall is GOMLX_NO_AUTO_INSTALL.
+	NoAutoInstall = boolean("GOMLX_NO_AUTO_INSTALL", "read by GoMLX: never download a PJRT plugin (goaccel never asks it to)", User)
+	// CUDAVisibleDevices is CUDA_VISIBLE_DEVICES.
+	CUDAVisibleDevices = str("CUDA_VISIBLE_DEVICES", "the GPUs a process may use (empty or -1: none); goaccel launch gives each rank its share", User, Launch)
+	// NvidiaVisibleDevices is NVIDIA_VISIBLE_DEVICES.
+	NvidiaVisibleDevices = str("NVIDIA_VISIBLE_DEVICES", "the GPUs a container was given (reported by goaccel env only)", Container)
+	// VirtualEnv is VIRTUAL_ENV.
+	VirtualEnv = str("VIRTUAL_ENV", "the active Python virtual environment, whose site-packages plugin discovery searches", User)
+	// PythonNoUserSite is PYTHONNOUSERSITE.
+	PythonNoUserSite = str("PYTHONNOUSERSITE", "set to 1 for the python3 that plugin discovery asks for its site-packages", Goaccel)
+)
+
+// Threads and cores.
+var (
+	// GoMaxProcs is GOMAXPROCS.
+	GoMaxProcs = integer("GOMAXPROCS", "the Go runtime's threads; goaccel launch sets cores/nproc_per_node unless set", User, Launch)
+	// OMPNumThreads is OMP_NUM_THREADS.
+	OMPNumThreads = integer("OMP_NUM_THREADS", "OpenMP's threads; goaccel launch sets cores/nproc_per_node unless set, goaccel bench sets it for PyTorch", User, Launch, Goaccel)
+	// CPUs is GOACCEL_CPUS.
+	CPUs = str("GOACCEL_CPUS", "the CPUs goaccel launch bound the rank to, as a list such as 0-3,8", Launch)
+)
+
+// goaccel's home folder and `goaccel setup`.
+var (
+	// Home is GOACCEL_HOME.
+	Home = str("GOACCEL_HOME", "goaccel's install folder, which goaccel setup fills and discovery reads (default $XDG_DATA_HOME/goaccel)", User)
+	// XDGDataHome is XDG_DATA_HOME.
+	XDGDataHome = str("XDG_DATA_HOME", "the user's data folder (absolute); goaccel's home is its goaccel/ unless GOACCEL_HOME is set (default ~/.local/share)", User, OS)
+	// PipRootUserAction is PIP_ROOT_USER_ACTION.
+	PipRootUserAction = str("PIP_ROOT_USER_ACTION", "set to ignore for the pip that goaccel setup runs", Goaccel)
+	// PipUser is PIP_USER.
+	PipUser = str("PIP_USER", "set to 0 for the pip that goaccel setup runs (it installs into goaccel's home, not ~/.local)", Goaccel)
+)
+
+// Host memory (the hostmalloc package).
+var (
+	// HostMalloc is GOACCEL_HOST_MALLOC.
+	HostMalloc = str("GOACCEL_HOST_MALLOC", "keep: a program importing hostmalloc re-executes itself with GLIBC_TUNABLES that keep freed memory; system or unset: glibc's defaults", User)
+	// GlibcTunables is GLIBC_TUNABLES.
+	GlibcTunables = str("GLIBC_TUNABLES", "glibc's settings, read at start; hostmalloc sets them when it re-executes, and leaves the user's own alone", User, Goaccel)
+)
+
+// goaccel launch's and goaccel bench's own.
+var (
+	// LaunchGuardian is GOACCEL_LAUNCH_GUARDIAN.
+	LaunchGuardian = str("GOACCEL_LAUNCH_GUARDIAN", "1 in the guardian process goaccel launch starts to clean up after it", Launch)
+	// LaunchDebug is GOACCEL_LAUNCH_DEBUG.
+	LaunchDebug = boolean("GOACCEL_LAUNCH_DEBUG", "true or 1: goaccel launch's master logs every line its PMI server receives on stderr", User)
+	// BenchPython is GOACCEL_BENCH_PYTHON.
+	BenchPython = str("GOACCEL_BENCH_PYTHON", "the Python that goaccel bench runs the PyTorch side with (default python3)", User)
+	// BenchCPUProfile is GOACCEL_BENCH_CPUPROFILE.
+	BenchCPUProfile = str("GOACCEL_BENCH_CPUPROFILE", "a file a goaccel bench worker writes its Go CPU profile to", User)
+	// CI is CI.
+	CI = str("CI", "set on CI services: a test missing an optional tool (plugin, MPI) fails instead of skipping", User, CIService)
+)
+
+// Planned: declared so that the coming features have their names; nothing reads them yet, and
+// `goaccel env` and docs/environment.md mark them so. Each gets its reader, and loses
+// planned, with the issue that adds it.
+var (
+	// Verify is GOACCEL_VERIFY.
+	Verify = planned(KindBool, "GOACCEL_VERIFY", "check that every rank runs the same collectives in the same order, and fail naming the first that differs")
+	// Timeline is GOACCEL_TIMELINE.
+	Timeline = planned(KindString, "GOACCEL_TIMELINE", "a file each process writes a timeline of its steps and collectives to")
+	// Debug is GOACCEL_DEBUG.
+	Debug = planned(KindBool, "GOACCEL_DEBUG", "print goaccel's debugging details (discovery, placement, collectives) on stderr")
+	// HangDir is GOACCEL_HANG_DIR.
+	HangDir = planned(KindString, "GOACCEL_HANG_DIR", "a folder a process writes its goroutine stacks and last collectives to when a wait times out")
+)
