@@ -65,7 +65,7 @@ type EvalStep struct {
 	exec    *model.Exec
 	classes int               // see TrainStep.classes
 	tracing *data.GlobalBatch // the global batch being traced
-	synced  bool              // variables made equal on all processes
+	synced  bool              // the variables this graph created were made equal on all replicas
 }
 
 // EvalStep returns fn compiled as an evaluation step of this Job. The graph is built with
@@ -92,30 +92,15 @@ func (e *EvalStep) Run(gb *data.GlobalBatch) (*Gathered, error) {
 			return nil, err
 		}
 	}
-	outs, err := e.execTracing(gb, args)
+	outs, err := j.execCreatingVariables(&e.synced, func() ([]*tensors.Tensor, error) { return e.execTracing(gb, args) })
 	if err != nil {
 		return nil, err
-	}
-	if !e.synced && j.acc.grp.Size() > 1 {
-		// Variables first created by this graph: make them rank 0's everywhere.
-		changed, err := j.syncVariables()
-		if err != nil {
-			finalizeAll(outs)
-			return nil, err
-		}
-		e.synced = true
-		if changed {
-			finalizeAll(outs)
-			if outs, err = e.execTracing(gb, args); err != nil {
-				return nil, err
-			}
-		}
 	}
 	local, err := gatherOutputs(gb, outs, e.Pad)
 	if err != nil {
 		return nil, err
 	}
-	return j.acc.gatherProcesses(local)
+	return j.strategy.gather(local)
 }
 
 // execTracing executes the compiled eval graph on args, telling the tracer which batch it traces.
@@ -154,13 +139,13 @@ func (e *EvalStep) graphFn(s *model.Scope, inputs []*Node) []*Node {
 
 // gatherOutputs puts the devices' outputs of one global batch together, device after device,
 // with the shards' labels, masks, indices and positions.
-func gatherOutputs(step *data.GlobalBatch, outs []*tensors.Tensor, pad float64) (*Gathered, error) {
+func gatherOutputs(gb *data.GlobalBatch, outs []*tensors.Tensor, pad float64) (*Gathered, error) {
 	var err error
-	nd := len(step.Shards)
+	nd := len(gb.Shards)
 	perDevice := len(outs) / nd
 	res := &Gathered{Pad: pad}
 	var refs []rowRef
-	for d, sh := range step.Shards {
+	for d, sh := range gb.Shards {
 		for r := 0; r < sh.Size(); r++ {
 			refs = append(refs, rowRef{part: d, row: r})
 		}
@@ -169,7 +154,7 @@ func gatherOutputs(step *data.GlobalBatch, outs []*tensors.Tensor, pad float64) 
 		res.Positions = append(res.Positions, sh.Positions...)
 	}
 	parts := make([]*Gathered, nd)
-	for d, sh := range step.Shards {
+	for d, sh := range gb.Shards {
 		parts[d] = &Gathered{Outputs: outs[d*perDevice : (d+1)*perDevice], Labels: sh.Labels}
 	}
 	err = pickRows(parts, refs, res, "device")
@@ -197,11 +182,11 @@ func (j *Job) Evaluate(src data.Source, eval *EvalStep) (*Gathered, error) {
 		return nil, err
 	}
 	var parts []*Gathered
-	for step, err := range src.Epoch() {
+	for gb, err := range src.Epoch() {
 		if err != nil {
 			return nil, fmt.Errorf("accelerator: reading evaluation data: %w", err)
 		}
-		g, err := eval.Run(step)
+		g, err := eval.Run(gb)
 		if err != nil {
 			return nil, err
 		}
