@@ -96,9 +96,13 @@ var xlaForceCount = regexp.MustCompile(`--xla_force_host_platform_device_count=(
 func New(cfg Config) (*Accelerator, error) {
 	proc, err := readProcessEnv()
 	if err != nil {
-		return nil, err
+		return nil, wrapOp("New", err)
 	}
-	return newAccelerator(cfg, proc, nil)
+	a, err := newAccelerator(cfg, proc, nil)
+	if err != nil {
+		return nil, wrapOp("New", err)
+	}
+	return a, nil
 }
 
 // newAccelerator is New for the process proc; grp, when not nil, is its process group

@@ -31,7 +31,7 @@ const (
 // devices of this process, so with one process Reduce returns x for every op.
 func (a *Accelerator) Reduce(x float64, op ReduceOp) (float64, error) {
 	if op < OpSum || op > OpMax {
-		return 0, fmt.Errorf("accelerator: unknown ReduceOp %d (want OpSum, OpMean or OpMax)", op)
+		return 0, fmt.Errorf("accelerator: Reduce: unknown ReduceOp %d (want OpSum, OpMean or OpMax)", op)
 	}
 	// NaN travels as a flag: MPI's max of NaN is undefined.
 	buf := []float64{x, 0}

@@ -91,6 +91,14 @@ type Job struct {
 //
 //	goaccel: per-device batch 64 x 4 device(s) x 1 process(es) = global batch 256; 150 batches/epoch
 func (a *Accelerator) Prepare(m model.StoreProvider, opt optimizer.Interface, src data.Source, opts ...PrepareOption) (*Job, error) {
+	j, err := a.prepare(m, opt, src, opts)
+	if err != nil {
+		return nil, wrapOp("Prepare", err)
+	}
+	return j, nil
+}
+
+func (a *Accelerator) prepare(m model.StoreProvider, opt optimizer.Interface, src data.Source, opts []PrepareOption) (*Job, error) {
 	if m == nil || m.Store() == nil {
 		return nil, errors.New("accelerator: Prepare: the model has no model.Store")
 	}
@@ -144,7 +152,7 @@ func (a *Accelerator) distribute(src data.Source) error {
 		replicas[d] = a.ProcessIndex()*a.NumDevices() + d
 	}
 	if err := src.Distribute(a.NumReplicas(), replicas); err != nil {
-		return fmt.Errorf("accelerator: splitting the data over the replicas: %w", err)
+		return fmt.Errorf("accelerator: splitting the data over the %d replicas: %w", a.NumReplicas(), err)
 	}
 	if src.BatchSize() <= 0 {
 		return fmt.Errorf("accelerator: the data source has batch size %d; it must be > 0", src.BatchSize())
@@ -166,7 +174,7 @@ func (j *Job) Accelerator() *Accelerator { return j.acc }
 func (j *Job) Batches() iter.Seq2[*data.GlobalBatch, error] {
 	if j.src == nil {
 		return func(yield func(*data.GlobalBatch, error) bool) {
-			yield(nil, errors.New("accelerator: the job was prepared without a data source"))
+			yield(nil, errors.New("accelerator: Job.Batches: the job was prepared without a data source"))
 		}
 	}
 	return j.src.Epoch()

@@ -56,11 +56,11 @@ func (j *Job) GlobalStep() (int64, error) {
 	}
 	t, err := v.Value()
 	if err != nil {
-		return 0, fmt.Errorf("accelerator: reading the global step: %w", err)
+		return 0, fmt.Errorf("accelerator: GlobalStep: %w", err)
 	}
 	f, err := scalarFloat(t)
 	if err != nil {
-		return 0, fmt.Errorf("accelerator: reading the global step: %w", err)
+		return 0, fmt.Errorf("accelerator: GlobalStep: %w", err)
 	}
 	return int64(f), nil
 }

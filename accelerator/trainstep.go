@@ -70,6 +70,14 @@ func (j *Job) TrainStep(fn StepFn) *TrainStep {
 // function (a mean over the global batch's real examples). With gradient accumulation over k
 // batches, the update happens on every k-th call.
 func (t *TrainStep) Run(gb *data.GlobalBatch) (Loss, error) {
+	l, err := t.run(gb)
+	if err != nil {
+		return Loss{}, wrapOp("TrainStep.Run", err)
+	}
+	return l, nil
+}
+
+func (t *TrainStep) run(gb *data.GlobalBatch) (Loss, error) {
 	j := t.job
 	if t.fn == nil {
 		return Loss{}, errors.New("accelerator: TrainStep.Run: the step function is nil")
@@ -133,7 +141,7 @@ func (t *TrainStep) execTracing(e *model.Exec, gb *data.GlobalBatch, args []any)
 	outs, err := e.Exec(args...)
 	t.tracing = nil
 	if err != nil {
-		return nil, fmt.Errorf("accelerator: training step (%s) failed: %w", batchPlace(gb), err)
+		return nil, fmt.Errorf("accelerator: %s: %w", batchPlace(gb), err)
 	}
 	return outs, nil
 }
