@@ -76,7 +76,8 @@ type Accelerator struct {
 	info    Info
 	mesh    *distributed.DeviceMesh // nil on a single device
 	proc    processInfo
-	grp     group         // the processes of the run; soloGroup for one process
+	grp     group         // the processes of the run (soloGroup for one): the source of rank and process count
+	left    bool          // Close left grp
 	timeout time.Duration // bound on waits for other processes
 	out     io.Writer
 	muOut   sync.Mutex
@@ -96,9 +97,13 @@ var xlaForceCount = regexp.MustCompile(`--xla_force_host_platform_device_count=(
 func New(cfg Config) (*Accelerator, error) {
 	proc, err := readProcessEnv()
 	if err != nil {
-		return nil, err
+		return nil, wrapOp("New", err)
 	}
-	return newAccelerator(cfg, proc, nil)
+	a, err := newAccelerator(cfg, proc, nil)
+	if err != nil {
+		return nil, wrapOp("New", err)
+	}
+	return a, nil
 }
 
 // newAccelerator is New for the process proc; grp, when not nil, is its process group
@@ -126,10 +131,8 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 	}
 	if grp != nil {
 		a.grp = grp
-	} else if proc.worldSize > 1 {
-		if a.grp, err = openGroup(proc, a.timeout); err != nil {
-			return nil, err
-		}
+	} else if a.grp, err = joinGroup(proc, a.timeout); err != nil {
+		return nil, err
 	}
 	xla.EnableAutoInstall(cfg.AllowDownload)
 	if err := a.openBackend(); err != nil {
@@ -353,7 +356,7 @@ func (a *Accelerator) Plan() string {
 		backend = fmt.Sprintf("xla:%s (%s)", a.info.Plugin.Kind, a.info.Plugin.Path)
 	}
 	return fmt.Sprintf("goaccel: backend %s; devices %d of %d; processes %d; precision %s; %s",
-		backend, a.info.Devices, a.info.Available, a.proc.worldSize, precisionName(a.cfg.MixedPrecision), a.info.Reason)
+		backend, a.info.Devices, a.info.Available, a.grp.Size(), precisionName(a.cfg.MixedPrecision), a.info.Reason)
 }
 
 func precisionName(p string) string {
@@ -374,7 +377,7 @@ func (a *Accelerator) Backend() compute.Backend { return a.backend }
 func (a *Accelerator) NumDevices() int { return a.info.Devices }
 
 // NumReplicas is the number of model replicas over all processes: devices x processes.
-func (a *Accelerator) NumReplicas() int { return a.info.Devices * a.proc.worldSize }
+func (a *Accelerator) NumReplicas() int { return a.info.Devices * a.grp.Size() }
 
 // SetSeed sets the seed used by models prepared afterwards (variable initialisation and
 // in-graph randomness such as dropout).
@@ -384,14 +387,15 @@ func (a *Accelerator) SetSeed(seed int64) { a.seed = seed }
 func (a *Accelerator) Seed() int64 { return a.seed }
 
 // Close releases the backend and leaves the process group. The Accelerator must not be used
-// afterwards.
+// afterwards: its rank and process count still read right, but a collective across processes
+// fails.
 func (a *Accelerator) Close() {
 	if a.backend != nil {
 		a.backend.Finalize()
 		a.backend = nil
 	}
-	if a.grp != nil {
+	if a.grp != nil && !a.left {
 		_ = a.grp.Close()
-		a.grp = soloGroup{}
+		a.left = true
 	}
 }

@@ -26,8 +26,9 @@ type backwardState struct {
 	job        *Job
 	accumulate bool // true: add gradients to the accumulators, no optimizer update
 	called     bool
-	// gradsOnly (runs over several processes): Backward only computes the gradients and
-	// leaves them in vars/grads; they are all-reduced on the host and applied by a second graph.
+	// gradsOnly (a strategy that combines the gradients outside the graph, such as
+	// hostReduced): Backward only computes the gradients and leaves them in vars/grads; the
+	// strategy combines them and applies them with a second graph (Job.applyGradients).
 	gradsOnly bool
 	vars      []*model.Variable
 	grads     []*Node

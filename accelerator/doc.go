@@ -25,7 +25,19 @@
 // An example is one item of a dataset; a batch is what the loader yields for one device (the
 // per-device batch); a global batch is the batches of all devices (and processes) that are
 // run together; a step is one optimizer update (with gradient accumulation over k batches, k
-// global batches make one step); an epoch is one pass over the dataset.
+// global batches make one step); an epoch is one pass over the dataset. A rank is a process's
+// index in the run; its local rank is its index on its machine (torchrun's LOCAL_RANK, and
+// nothing else); a device is one accelerator (or one XLA CPU device); a replica is one
+// device's share of the work, devices x processes of them in all (replica r = rank x devices
+// + device). Epochs, batches and steps that a person reads count from 1; ranks, devices and
+// replicas from 0.
+//
+// # Strategies
+//
+// How a step runs is chosen once, in Prepare, from the process group: in one process, the
+// step is one compiled graph and XLA inserts the all-reduce of the gradients; over several
+// processes, a gradients graph, an all-reduce on the host (MPI) and an apply graph. Both
+// compute the same update; docs/architecture.md shows where other strategies go.
 //
 // # Compiled steps
 //
@@ -137,4 +149,6 @@
 //     name, $GOACCEL_COLLECTIVE_TIMEOUT, is an error that names it.
 //   - Ending: call Close, or end with Exit(code), which finalizes MPI and exits the way MPI
 //     launchers expect (MPICH's mpiexec takes a plain os.Exit for a crash).
+//   - A wait that ran out of time returns an error wrapping ErrTimeout: test for it with
+//     errors.Is(err, accelerator.ErrTimeout).
 package accelerator

@@ -65,7 +65,7 @@ type EvalStep struct {
 	exec    *model.Exec
 	classes int               // see TrainStep.classes
 	tracing *data.GlobalBatch // the global batch being traced
-	synced  bool              // variables made equal on all processes
+	synced  bool              // the variables this graph created were made equal on all replicas
 }
 
 // EvalStep returns fn compiled as an evaluation step of this Job. The graph is built with
@@ -75,6 +75,14 @@ func (j *Job) EvalStep(fn EvalFn) *EvalStep { return &EvalStep{job: j, fn: fn} }
 // Run evaluates one global batch and returns the per-example outputs of every device of every
 // process (like Accelerate's gather), padding included (GatherForMetrics drops it).
 func (e *EvalStep) Run(gb *data.GlobalBatch) (*Gathered, error) {
+	g, err := e.run(gb)
+	if err != nil {
+		return nil, wrapOp("EvalStep.Run", err)
+	}
+	return g, nil
+}
+
+func (e *EvalStep) run(gb *data.GlobalBatch) (*Gathered, error) {
 	j := e.job
 	if e.fn == nil {
 		return nil, errors.New("accelerator: EvalStep.Run: the eval function is nil")
@@ -92,30 +100,15 @@ func (e *EvalStep) Run(gb *data.GlobalBatch) (*Gathered, error) {
 			return nil, err
 		}
 	}
-	outs, err := e.execTracing(gb, args)
+	outs, err := j.execCreatingVariables(&e.synced, func() ([]*tensors.Tensor, error) { return e.execTracing(gb, args) })
 	if err != nil {
 		return nil, err
-	}
-	if !e.synced && j.acc.grp.Size() > 1 {
-		// Variables first created by this graph: make them rank 0's everywhere.
-		changed, err := j.syncVariables()
-		if err != nil {
-			finalizeAll(outs)
-			return nil, err
-		}
-		e.synced = true
-		if changed {
-			finalizeAll(outs)
-			if outs, err = e.execTracing(gb, args); err != nil {
-				return nil, err
-			}
-		}
 	}
 	local, err := gatherOutputs(gb, outs, e.Pad)
 	if err != nil {
 		return nil, err
 	}
-	return j.acc.gatherProcesses(local)
+	return j.strategy.gather(local)
 }
 
 // execTracing executes the compiled eval graph on args, telling the tracer which batch it traces.
@@ -124,7 +117,7 @@ func (e *EvalStep) execTracing(gb *data.GlobalBatch, args []any) ([]*tensors.Ten
 	outs, err := e.exec.Exec(args...)
 	e.tracing = nil
 	if err != nil {
-		return nil, fmt.Errorf("accelerator: eval step (batch %d) failed: %w", gb.Index+1, err)
+		return nil, fmt.Errorf("accelerator: batch %d: %w", gb.Index+1, err)
 	}
 	return outs, nil
 }
@@ -154,13 +147,13 @@ func (e *EvalStep) graphFn(s *model.Scope, inputs []*Node) []*Node {
 
 // gatherOutputs puts the devices' outputs of one global batch together, device after device,
 // with the shards' labels, masks, indices and positions.
-func gatherOutputs(step *data.GlobalBatch, outs []*tensors.Tensor, pad float64) (*Gathered, error) {
+func gatherOutputs(gb *data.GlobalBatch, outs []*tensors.Tensor, pad float64) (*Gathered, error) {
 	var err error
-	nd := len(step.Shards)
+	nd := len(gb.Shards)
 	perDevice := len(outs) / nd
 	res := &Gathered{Pad: pad}
 	var refs []rowRef
-	for d, sh := range step.Shards {
+	for d, sh := range gb.Shards {
 		for r := 0; r < sh.Size(); r++ {
 			refs = append(refs, rowRef{part: d, row: r})
 		}
@@ -169,7 +162,7 @@ func gatherOutputs(step *data.GlobalBatch, outs []*tensors.Tensor, pad float64) 
 		res.Positions = append(res.Positions, sh.Positions...)
 	}
 	parts := make([]*Gathered, nd)
-	for d, sh := range step.Shards {
+	for d, sh := range gb.Shards {
 		parts[d] = &Gathered{Outputs: outs[d*perDevice : (d+1)*perDevice], Labels: sh.Labels}
 	}
 	err = pickRows(parts, refs, res, "device")
@@ -187,21 +180,29 @@ func gatherOutputs(step *data.GlobalBatch, outs []*tensors.Tensor, pad float64) 
 // exactly once — what Accelerate's gather_for_metrics does, decided by the loader's mask
 // rather than guessed from sizes.
 func (j *Job) Evaluate(src data.Source, eval *EvalStep) (*Gathered, error) {
+	g, err := j.evaluate(src, eval)
+	if err != nil {
+		return nil, wrapOp("Evaluate", err)
+	}
+	return g, nil
+}
+
+func (j *Job) evaluate(src data.Source, eval *EvalStep) (*Gathered, error) {
 	if src == nil {
-		return nil, errors.New("accelerator: Evaluate needs a data source")
+		return nil, errors.New("accelerator: no data source")
 	}
 	if eval == nil || eval.job != j {
-		return nil, errors.New("accelerator: Evaluate needs an EvalStep made by this Job's EvalStep")
+		return nil, errors.New("accelerator: the EvalStep was not made by this Job's EvalStep")
 	}
 	if err := j.acc.distribute(src); err != nil {
 		return nil, err
 	}
 	var parts []*Gathered
-	for step, err := range src.Epoch() {
+	for gb, err := range src.Epoch() {
 		if err != nil {
 			return nil, fmt.Errorf("accelerator: reading evaluation data: %w", err)
 		}
-		g, err := eval.Run(step)
+		g, err := eval.run(gb)
 		if err != nil {
 			return nil, err
 		}
@@ -258,11 +259,11 @@ func GatherForMetrics(parts ...*Gathered) (*Gathered, error) {
 // the predicted class for logits.
 func (g *Gathered) Argmax(k int) ([]int, error) {
 	if k < 0 || k >= len(g.Outputs) {
-		return nil, fmt.Errorf("accelerator: Argmax of output %d, but there are %d outputs", k, len(g.Outputs))
+		return nil, fmt.Errorf("accelerator: Gathered.Argmax: output %d requested, but there are %d outputs", k, len(g.Outputs))
 	}
 	t := g.Outputs[k]
 	if t.Shape().Rank() != 2 {
-		return nil, fmt.Errorf("accelerator: Argmax needs a [N, C] output, output %d is %s", k, t.Shape())
+		return nil, fmt.Errorf("accelerator: Gathered.Argmax: needs a [N, C] output, output %d is %s", k, t.Shape())
 	}
 	n, c := t.Shape().Dimensions[0], t.Shape().Dimensions[1]
 	preds := make([]int, n)
@@ -270,7 +271,7 @@ func (g *Gathered) Argmax(k int) ([]int, error) {
 	cerr := t.ConstFlatData(func(flat any) {
 		vals, ok := asFloat64s(flat)
 		if !ok {
-			err = fmt.Errorf("accelerator: Argmax of a %s output is not supported", t.DType())
+			err = fmt.Errorf("accelerator: Gathered.Argmax: a %s output is not supported", t.DType())
 			return
 		}
 		for i := range n {
@@ -292,14 +293,14 @@ func (g *Gathered) Argmax(k int) ([]int, error) {
 // IntLabels returns the labels as ints.
 func (g *Gathered) IntLabels() ([]int, error) {
 	if g.Labels == nil {
-		return nil, errors.New("accelerator: the gathered results have no labels")
+		return nil, errors.New("accelerator: Gathered.IntLabels: the gathered results have no labels")
 	}
 	var out []int
 	var err error
 	cerr := g.Labels.ConstFlatData(func(flat any) {
 		vals, ok := asFloat64s(flat)
 		if !ok {
-			err = fmt.Errorf("accelerator: labels of dtype %s are not numbers", g.Labels.DType())
+			err = fmt.Errorf("accelerator: Gathered.IntLabels: labels of dtype %s are not numbers", g.Labels.DType())
 			return
 		}
 		out = make([]int, len(vals))
@@ -316,7 +317,7 @@ func (g *Gathered) IntLabels() ([]int, error) {
 // Floats returns output k flattened as float64 values (for per-example losses or scores).
 func (g *Gathered) Floats(k int) ([]float64, error) {
 	if k < 0 || k >= len(g.Outputs) {
-		return nil, fmt.Errorf("accelerator: output %d requested, but there are %d outputs", k, len(g.Outputs))
+		return nil, fmt.Errorf("accelerator: Gathered.Floats: output %d requested, but there are %d outputs", k, len(g.Outputs))
 	}
 	var out []float64
 	var ok bool
@@ -324,7 +325,7 @@ func (g *Gathered) Floats(k int) ([]float64, error) {
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("accelerator: output %d of dtype %s is not numeric", k, g.Outputs[k].DType())
+		return nil, fmt.Errorf("accelerator: Gathered.Floats: output %d of dtype %s is not numeric", k, g.Outputs[k].DType())
 	}
 	return out, nil
 }

@@ -34,13 +34,10 @@ type wireGathered struct {
 	Indices, Positions []int
 }
 
-// gatherProcesses returns the rows of every process's local results, rank after rank (the
-// identity with one process). Every process gets the same result: all of them receive every
+// gatherRanks returns the rows of every process's local results, rank after rank, through
+// grp (hostReduced's gather). Every process gets the same result: all of them receive every
 // rank's rows, so they all pad them to the same shape, the largest over all ranks.
-func (a *Accelerator) gatherProcesses(local *Gathered) (*Gathered, error) {
-	if a.grp.Size() == 1 {
-		return local, nil
-	}
+func gatherRanks(grp group, local *Gathered) (*Gathered, error) {
 	w := wireGathered{Lengths: local.Lengths, LabelLengths: local.labelLengths, Pad: local.Pad,
 		Real: local.Real, Indices: local.Indices, Positions: local.Positions}
 	for _, t := range local.Outputs {
@@ -61,7 +58,7 @@ func (a *Accelerator) gatherProcesses(local *Gathered) (*Gathered, error) {
 	if err := gob.NewEncoder(&buf).Encode(&w); err != nil {
 		return nil, fmt.Errorf("accelerator: encoding evaluation results: %w", err)
 	}
-	all, err := a.grp.Allgather(buf.Bytes())
+	all, err := grp.Allgather(buf.Bytes())
 	if err != nil {
 		return nil, fmt.Errorf("accelerator: gathering evaluation results from the processes: %w", err)
 	}

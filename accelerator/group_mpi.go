@@ -1,6 +1,7 @@
 package accelerator
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,28 +41,54 @@ func (g *mpiGroup) Rank() int { return g.c.Rank() }
 func (g *mpiGroup) Size() int { return g.c.Size() }
 
 // AllreduceSum sums in DDP-sized fused buckets (mpi.DefaultBucketBytes).
-func (g *mpiGroup) AllreduceSum(bufs [][]float32) error { return g.c.AllreduceFused(bufs, false, 0) }
+func (g *mpiGroup) AllreduceSum(bufs [][]float32) error {
+	return timedOut(g.c.AllreduceFused(bufs, false, 0))
+}
 
 func (g *mpiGroup) AllreduceFloat64(buf []float64, op ReduceOp) error {
 	mop := mpi.Sum
 	if op == OpMax {
 		mop = mpi.Max
 	}
-	return g.c.AllreduceFloat64(buf, mop)
+	return timedOut(g.c.AllreduceFloat64(buf, mop))
 }
 
-func (g *mpiGroup) Broadcast(buf []byte, root int) error    { return g.c.Broadcast(buf, root) }
-func (g *mpiGroup) Allgather(mine []byte) ([][]byte, error) { return g.c.AllgatherBytes(mine) }
-func (g *mpiGroup) Barrier(timeout time.Duration) error     { return g.c.Barrier(timeout) }
-func (g *mpiGroup) Close() error                            { return g.c.Finalize() }
+func (g *mpiGroup) ReduceScatterSum(send, recv []float32) error {
+	if err := checkBlocks("ReduceScatterSum", len(recv), len(send), g.c.Size()); err != nil {
+		return err
+	}
+	return timedOut(g.c.ReduceScatterFloat32(send, recv, mpi.Sum))
+}
 
-// Exit ends the program with code. In a run over several processes it first leaves the process
-// group the way MPI launchers expect (MPI_Finalize and the C library's exit, which MPICH's
-// mpiexec needs to see to take the exit for a clean one; Go's os.Exit and returning from main
-// skip it), or aborts the whole job after a failed collective. With one process it is os.Exit.
-// End a program that may run under a launcher with it:
-//
-//	defer acc.Close() // not needed before Exit
-//	...
-//	accelerator.Exit(0)
-func Exit(code int) { mpi.Exit(code) }
+func (g *mpiGroup) AllgatherFloat32(mine, recv []float32) error {
+	if err := checkBlocks("AllgatherFloat32", len(mine), len(recv), g.c.Size()); err != nil {
+		return err
+	}
+	return timedOut(g.c.AllgatherFloat32(mine, recv))
+}
+
+// Exit is mpi.Exit: MPI_Finalize (MPI_Abort after a failed collective), then the C exit.
+func (g *mpiGroup) Exit(code int) { mpi.Exit(code) }
+
+func (g *mpiGroup) Broadcast(buf []byte, root int) error { return timedOut(g.c.Broadcast(buf, root)) }
+func (g *mpiGroup) Barrier(timeout time.Duration) error  { return timedOut(g.c.Barrier(timeout)) }
+func (g *mpiGroup) Close() error                         { return g.c.Finalize() }
+
+func (g *mpiGroup) Allgather(mine []byte) ([][]byte, error) {
+	all, err := g.c.AllgatherBytes(mine)
+	return all, timedOut(err)
+}
+
+// timedOut makes an MPI error that wraps mpi.ErrTimeout wrap ErrTimeout too, its text unchanged.
+func timedOut(err error) error {
+	if err != nil && errors.Is(err, mpi.ErrTimeout) {
+		return &peerTimeout{err}
+	}
+	return err
+}
+
+// peerTimeout is the MPI error of a process that never arrived; errors.Is finds ErrTimeout in it.
+type peerTimeout struct{ err error }
+
+func (e *peerTimeout) Error() string   { return e.err.Error() }
+func (e *peerTimeout) Unwrap() []error { return []error{e.err, ErrTimeout} }

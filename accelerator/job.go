@@ -4,18 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"math"
 	"slices"
-	"time"
 
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/distributed"
 	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
-	"github.com/gomlx/gomlx/support/exceptions"
 )
 
 // GraphBatch is what a step function sees: the whole global batch as graph nodes. Each input has
@@ -52,8 +48,8 @@ type prepareOptions struct {
 	schedule   func(updatesDone *Node) *Node
 }
 
-// WithGradientAccumulation accumulates gradients over k consecutive steps and applies one
-// optimizer update with their mean on every k-th step (k >= 1).
+// WithGradientAccumulation accumulates gradients over k consecutive global batches and applies
+// one optimizer update (one step) with their mean on every k-th batch (k >= 1).
 func WithGradientAccumulation(k int) PrepareOption {
 	return func(o *prepareOptions) { o.accumulate = k }
 }
@@ -84,6 +80,7 @@ type Job struct {
 	// batches, every k-th one applies the update.
 	batchesRun int64
 	inputRanks []int
+	strategy   strategy // how steps run over the replicas: chosen in Prepare
 }
 
 // Prepare binds a model's variables (anything with a model.Store, such as a *model.Store or
@@ -94,6 +91,14 @@ type Job struct {
 //
 //	goaccel: per-device batch 64 x 4 device(s) x 1 process(es) = global batch 256; 150 batches/epoch
 func (a *Accelerator) Prepare(m model.StoreProvider, opt optimizer.Interface, src data.Source, opts ...PrepareOption) (*Job, error) {
+	j, err := a.prepare(m, opt, src, opts)
+	if err != nil {
+		return nil, wrapOp("Prepare", err)
+	}
+	return j, nil
+}
+
+func (a *Accelerator) prepare(m model.StoreProvider, opt optimizer.Interface, src data.Source, opts []PrepareOption) (*Job, error) {
 	if m == nil || m.Store() == nil {
 		return nil, errors.New("accelerator: Prepare: the model has no model.Store")
 	}
@@ -106,7 +111,7 @@ func (a *Accelerator) Prepare(m model.StoreProvider, opt optimizer.Interface, sr
 		o(&j.opts)
 	}
 	if j.opts.accumulate < 1 {
-		return nil, fmt.Errorf("accelerator: Prepare: gradient accumulation must be >= 1 step, got %d", j.opts.accumulate)
+		return nil, fmt.Errorf("accelerator: Prepare: gradient accumulation must be over >= 1 batch, got %d", j.opts.accumulate)
 	}
 	if j.opts.clipNorm < 0 {
 		return nil, fmt.Errorf("accelerator: Prepare: clip norm must be >= 0, got %g", j.opts.clipNorm)
@@ -114,7 +119,8 @@ func (a *Accelerator) Prepare(m model.StoreProvider, opt optimizer.Interface, sr
 	if err := a.applyPrecision(m); err != nil {
 		return nil, err
 	}
-	if _, err := j.syncVariables(); err != nil { // e.g. pretrained weights loaded before Prepare
+	j.strategy = chooseStrategy(a.grp)
+	if _, err := j.strategy.syncVariables(j); err != nil { // e.g. pretrained weights loaded before Prepare
 		return nil, err
 	}
 	root := j.store.RootScope()
@@ -141,12 +147,12 @@ func (a *Accelerator) Prepare(m model.StoreProvider, opt optimizer.Interface, sr
 
 // distribute splits src over this Accelerator's replicas.
 func (a *Accelerator) distribute(src data.Source) error {
-	ranks := make([]int, a.NumDevices())
-	for i := range ranks {
-		ranks[i] = a.ProcessIndex()*a.NumDevices() + i
+	replicas := make([]int, a.NumDevices()) // this process's replicas: rank x devices + device
+	for d := range replicas {
+		replicas[d] = a.ProcessIndex()*a.NumDevices() + d
 	}
-	if err := src.Distribute(a.NumReplicas(), ranks); err != nil {
-		return fmt.Errorf("accelerator: splitting the data over the replicas: %w", err)
+	if err := src.Distribute(a.NumReplicas(), replicas); err != nil {
+		return fmt.Errorf("accelerator: splitting the data over the %d replicas: %w", a.NumReplicas(), err)
 	}
 	if src.BatchSize() <= 0 {
 		return fmt.Errorf("accelerator: the data source has batch size %d; it must be > 0", src.BatchSize())
@@ -163,181 +169,15 @@ func (j *Job) Source() data.Source { return j.src }
 // Accelerator returns the Accelerator the job was prepared on.
 func (j *Job) Accelerator() *Accelerator { return j.acc }
 
-// Batches returns one pass (an epoch) over the training data, one global step at a time.
+// Batches returns one pass (an epoch) over the training data, one global batch at a time.
 // The epoch advances by itself when a pass ends: there is no SetEpoch to forget.
 func (j *Job) Batches() iter.Seq2[*data.GlobalBatch, error] {
 	if j.src == nil {
 		return func(yield func(*data.GlobalBatch, error) bool) {
-			yield(nil, errors.New("accelerator: the job was prepared without a data source"))
+			yield(nil, errors.New("accelerator: Job.Batches: the job was prepared without a data source"))
 		}
 	}
 	return j.src.Epoch()
-}
-
-// GlobalStep returns the number of optimizer updates applied so far (GoMLX's global_step
-// variable): 0 before the first update.
-func (j *Job) GlobalStep() (int64, error) {
-	v := j.store.GetVariable("/" + optimizer.GlobalStepVariableName)
-	if v == nil || !v.HasValue() {
-		return 0, nil
-	}
-	t, err := v.Value()
-	if err != nil {
-		return 0, fmt.Errorf("accelerator: reading the global step: %w", err)
-	}
-	f, err := scalarFloat(t)
-	if err != nil {
-		return 0, fmt.Errorf("accelerator: reading the global step: %w", err)
-	}
-	return int64(f), nil
-}
-
-// Loss is the scalar loss of a training step. Reading it waits for the step to finish on
-// the devices; not reading it lets steps queue up.
-type Loss struct{ t *tensors.Tensor }
-
-// Value copies the loss to the host as a float64, whatever its dtype (float32, float64,
-// bfloat16, float16). A loss that cannot be read is an error, never a quiet 0.
-func (l Loss) Value() (float64, error) {
-	if l.t == nil {
-		return math.NaN(), errors.New("accelerator: Loss.Value: the loss of a failed or missing step")
-	}
-	v, err := scalarFloat(l.t)
-	if err != nil {
-		return math.NaN(), fmt.Errorf("accelerator: Loss.Value: %w", err)
-	}
-	return v, nil
-}
-
-// scalarFloat reads a one-element tensor of any numeric dtype as a float64.
-func scalarFloat(t *tensors.Tensor) (float64, error) {
-	if t.Shape().Size() != 1 {
-		return math.NaN(), fmt.Errorf("want a scalar, got shape %s", t.Shape())
-	}
-	var out float64
-	var ok bool
-	if err := t.ConstFlatData(func(flat any) {
-		var vals []float64
-		if vals, ok = asFloat64s(flat); ok {
-			out = vals[0]
-		}
-	}); err != nil {
-		return math.NaN(), err
-	}
-	if !ok {
-		return math.NaN(), fmt.Errorf("a %s value cannot be read as a number", t.DType())
-	}
-	return out, nil
-}
-
-// TrainStep is a training step function compiled for this Job's devices: build it once with
-// Job.TrainStep and run it on every global batch. It keeps its own compiled graphs (one per
-// input shape, plus a second graph for the batches that only accumulate gradients), so two
-// TrainSteps never share a graph, even when they were made by the same code.
-type TrainStep struct {
-	job   *Job
-	fn    StepFn
-	apply *model.Exec // forward, backward, gradient sync and optimizer update
-	accum *model.Exec // with gradient accumulation: adds the gradients, no update
-	// classes is the class count the loss requires of the labels (0: none), known once the
-	// step was traced; tracing checks the batch being traced.
-	classes int
-	tracing *data.GlobalBatch
-	procs   procStep // the graphs and buffers of runs over several processes
-}
-
-// TrainStep returns fn compiled as a training step of this Job, the way GoMLX's
-// model.NewExec compiles a graph function: build it once, outside the training loop, then
-// call Run for every global batch.
-//
-//	train := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *graph.Node {
-//	    l := accelerator.CrossEntropy(logits(s, b.Inputs[0]), b.Labels, b.Mask)
-//	    acc.Backward(s, l)
-//	    return l
-//	})
-//	for gb, err := range job.Batches() {
-//	    loss, err := train.Run(gb)
-//	}
-func (j *Job) TrainStep(fn StepFn) *TrainStep { return &TrainStep{job: j, fn: fn} }
-
-// Run runs the step on one global batch (forward, backward, gradient sync and optimizer
-// update on all devices) and returns the loss of the global batch, as returned by the step
-// function (a mean over the global batch's real examples). With gradient accumulation over k
-// batches, the update happens on every k-th call.
-func (t *TrainStep) Run(gb *data.GlobalBatch) (Loss, error) {
-	j := t.job
-	if t.fn == nil {
-		return Loss{}, errors.New("accelerator: TrainStep.Run: the step function is nil")
-	}
-	accumulate := j.opts.accumulate > 1 && (j.batchesRun+1)%int64(j.opts.accumulate) != 0
-	args, err := j.args(gb)
-	if err != nil {
-		return Loss{}, err
-	}
-	slot := &t.apply
-	if accumulate {
-		slot = &t.accum
-	}
-	if err := checkLabels(gb, t.classes); err != nil {
-		return Loss{}, err
-	}
-	if j.acc.grp.Size() > 1 {
-		return t.runProcesses(gb, args, accumulate)
-	}
-	if *slot == nil {
-		*slot, err = j.newExec(t.graphFn(accumulate), layoutTrain)
-		if err != nil {
-			return Loss{}, err
-		}
-	}
-	t.tracing = gb
-	start := time.Now()
-	outs, err := (*slot).Exec(args...)
-	t.tracing = nil
-	t.procs.stats.Steps++
-	t.procs.stats.Total += time.Since(start)
-	if err != nil {
-		return Loss{}, fmt.Errorf("accelerator: training step (%s) failed: %w", batchPlace(gb), err)
-	}
-	j.batchesRun++
-	for _, extra := range outs[1:] {
-		_ = extra.FinalizeAll()
-	}
-	return Loss{t: outs[0]}, nil
-}
-
-// graphFn wraps the user's step function into the graph function compiled by model.Exec.
-func (t *TrainStep) graphFn(accumulate bool) func(s *model.Scope, inputs []*Node) []*Node {
-	j := t.job
-	return func(s *model.Scope, inputs []*Node) []*Node {
-		g := inputs[0].Graph()
-		s.Store().SetTraining(g, true)
-		st := &backwardState{job: j, accumulate: accumulate}
-		g.AttachState(backwardKey{}, st)
-		return []*Node{t.traceUser(s, inputs, st)}
-	}
-}
-
-// traceUser calls the user's step function on the graph's inputs and checks what it did.
-func (t *TrainStep) traceUser(s *model.Scope, inputs []*Node, st *backwardState) *Node {
-	b := t.job.unpack(inputs)
-	loss := t.fn(s, b)
-	if loss == nil {
-		exceptions.Panicf("the step function returned a nil loss")
-	}
-	if t.classes = labelClasses(b); t.classes > 0 {
-		if err := checkLabels(t.tracing, t.classes); err != nil {
-			panic(err) // before the first execution: no update is made
-		}
-	}
-	if !st.called {
-		exceptions.Panicf("the step function never called Accelerator.Backward(s, loss): without it " +
-			"no gradient is computed and no update is made; call it once on the batch loss")
-	}
-	if !loss.Shape().IsScalar() {
-		exceptions.Panicf("the step function must return the scalar loss, got shape %s", loss.Shape())
-	}
-	return loss
 }
 
 // unpack turns the flat per-device parameter list back into a Batch.
@@ -350,7 +190,7 @@ func (j *Job) unpack(inputs []*Node) GraphBatch {
 	return b
 }
 
-// args flattens a step into the executor's arguments: device-major, each device's inputs,
+// args flattens a global batch into the executor's arguments: device-major, each device's inputs,
 // labels (if any) and mask.
 func (j *Job) args(gb *data.GlobalBatch) ([]any, error) {
 	if gb == nil {

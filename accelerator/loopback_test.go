@@ -2,6 +2,7 @@ package accelerator
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -58,7 +59,7 @@ func (l *loopback) exchange(rank int, v any, timeout time.Duration) ([]any, erro
 					missing = append(missing, i)
 				}
 			}
-			return nil, fmt.Errorf("loopback: ranks %v did not arrive within %s", missing, timeout)
+			return nil, fmt.Errorf("loopback: ranks %v did not arrive within %s: %w", missing, timeout, ErrTimeout)
 		}
 		go func() { time.Sleep(10 * time.Millisecond); l.cond.Broadcast() }()
 		l.cond.Wait()
@@ -118,6 +119,38 @@ func (m *loopMember) AllreduceFloat64(buf []float64, op ReduceOp) error {
 	}
 	return nil
 }
+
+func (m *loopMember) ReduceScatterSum(send, recv []float32) error {
+	all, err := m.exchangeBlocks("ReduceScatterSum", len(recv), send, len(send))
+	for k := range recv {
+		var s float32
+		for _, other := range all {
+			s += other.([]float32)[m.rank*len(recv)+k]
+		}
+		recv[k] = s
+	}
+	return err
+}
+
+func (m *loopMember) AllgatherFloat32(mine, recv []float32) error {
+	all, err := m.exchangeBlocks("AllgatherFloat32", len(mine), mine, len(recv))
+	for r, other := range all {
+		copy(recv[r*len(mine):], other.([]float32))
+	}
+	return err
+}
+
+// exchangeBlocks checks the lengths of a block collective (one block of n, and total) and
+// hands in mine; on an error it returns no values.
+func (m *loopMember) exchangeBlocks(op string, n int, mine []float32, total int) ([]any, error) {
+	if err := checkBlocks(op, n, total, m.l.n); err != nil {
+		return nil, err
+	}
+	return m.l.exchange(m.rank, slices.Clone(mine), 0)
+}
+
+// Exit ends the test process: a loopback "process" is a goroutine and cannot end alone.
+func (m *loopMember) Exit(code int) { os.Exit(code) }
 
 func (m *loopMember) Broadcast(buf []byte, root int) error {
 	all, err := m.l.exchange(m.rank, slices.Clone(buf), 0)

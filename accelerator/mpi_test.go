@@ -119,11 +119,9 @@ func workerMain(role string) error {
 	case "bench":
 		return benchWorker(a)
 	case "barrier":
-		if a.ProcessIndex() == 1 {
-			d, _ := time.ParseDuration(os.Getenv(workerDelay))
-			time.Sleep(d)
-		}
-		return a.WaitForEveryone()
+		return barrierWorker(a)
+	case "blocks":
+		return blocksWorker(a)
 	}
 	return fmt.Errorf("unknown worker role %q", role)
 }
@@ -293,12 +291,16 @@ func launchStalled(t *testing.T, role, env string) (error, string) {
 }
 
 // TestBarrierTimeoutNamesTheMissingRank: a rank that never reaches WaitForEveryone makes the
-// others fail after the timeout with an error that names it, instead of hanging.
+// others fail after the timeout with an error that names it and wraps ErrTimeout, instead of
+// hanging.
 func TestBarrierTimeoutNamesTheMissingRank(t *testing.T) {
 	testutil.NeedMPI(t)
 	err, out := launchStalled(t, "barrier", "GOACCEL_TIMEOUT=3s")
 	if !strings.Contains(out, "WaitForEveryone") || !strings.Contains(out, "rank 1 never arrived") {
 		t.Errorf("rank 0's error does not name the barrier and rank 1:\n%s", out)
+	}
+	if !strings.Contains(out, "rank 0: the error wraps accelerator.ErrTimeout") {
+		t.Errorf("rank 0's error does not wrap ErrTimeout:\n%s", out)
 	}
 	t.Logf("launcher: %v", err)
 	t.Logf("output:\n%s", out)

@@ -1,6 +1,8 @@
 package accelerator
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -61,11 +63,12 @@ func TestTimeoutFromEnvironment(t *testing.T) {
 // TestGradientTimeoutNamesTheBatch: over MPI, a rank that stays away from the 4th batch of
 // epoch 1 makes the other fail in the gradient all-reduce after $GOACCEL_TIMEOUT (given in
 // bare seconds: the value reaches the MPI layer, which has no timeout of its own for it),
-// with an error that names epoch 1, batch 4 and the missing rank.
+// with an error that names epoch 1, batch 4 and the missing rank, and wraps ErrTimeout.
 func TestGradientTimeoutNamesTheBatch(t *testing.T) {
 	testutil.NeedMPI(t)
 	_, out := launchStalled(t, "stall", "GOACCEL_TIMEOUT=3")
-	for _, want := range []string{"all-reducing the gradients (epoch 1, batch 4)", "timed out after 3s", "rank 1 never arrived"} {
+	for _, want := range []string{"all-reducing the gradients (epoch 1, batch 4)", "timed out after 3s", "rank 1 never arrived",
+		"rank 0: the error wraps accelerator.ErrTimeout"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rank 0's error does not say %q:\n%s", want, out)
 		}
@@ -94,6 +97,9 @@ func stallWorker(a *Accelerator) error {
 			time.Sleep(d)
 		}
 		if _, err := train.Run(gb); err != nil {
+			if errors.Is(err, ErrTimeout) {
+				fmt.Printf("rank %d: the error wraps accelerator.ErrTimeout\n", a.ProcessIndex())
+			}
 			return err
 		}
 	}

@@ -365,6 +365,50 @@ func (c *Comm) AllgatherBytes(mine []byte) ([][]byte, error) {
 	return out, err
 }
 
+// ReduceScatterFloat32 sums send element-wise over all ranks and leaves this rank's block of the
+// sums in recv (MPI_Ireduce_scatter_block): send holds Size() blocks of len(recv) elements,
+// block r going to rank r, so that len(send) == Size()*len(recv) on every rank. It is the
+// gradient step of sharded training (each rank keeps the sums of its shard). Every rank must
+// pass the same lengths; send and recv must not overlap. It fails after Timeout.
+func (c *Comm) ReduceScatterFloat32(send, recv []float32, op Op) error {
+	if op != Sum && op != Max && op != Min {
+		return fmt.Errorf("mpi: reduce-scatter: unknown reduction %v", op)
+	}
+	return c.blocks("reduce-scatter", "MPI_Ireduce_scatter_block", send, recv, len(recv), func(s, r unsafe.Pointer, req *C.gs_handle) C.int {
+		return C.gs_ireduce_scatter_block(s, r, C.int(len(recv)), C.GS_FLOAT, C.int(op), c.comm, req)
+	})
+}
+
+// AllgatherFloat32 writes every rank's mine into recv, rank after rank (MPI_Iallgather):
+// len(recv) == Size()*len(mine), the same lengths on every rank. It is the parameter step of
+// sharded training (every rank gets all the shards). It fails after Timeout.
+func (c *Comm) AllgatherFloat32(mine, recv []float32) error {
+	return c.blocks("allgather", "MPI_Iallgather", mine, recv, len(mine), func(s, r unsafe.Pointer, req *C.gs_handle) C.int {
+		return C.gs_iallgather(s, r, C.int(len(mine)), C.GS_FLOAT, c.comm, req)
+	})
+}
+
+// blocks runs a collective that moves one block of n elements per rank from send to recv, of
+// which one holds Size() blocks: it checks the lengths, pins both and posts it with post.
+func (c *Comm) blocks(name, call string, send, recv []float32, n int, post func(s, r unsafe.Pointer, req *C.gs_handle) C.int) error {
+	if long := max(len(send), len(recv)); long != c.size*n || min(len(send), len(recv)) != n {
+		return fmt.Errorf("mpi: %s: buffers of %d and %d elements, want one block of %d and %d ranks x %d", name, len(send), len(recv), n, c.size, n)
+	}
+	if n > maxCount {
+		return fmt.Errorf("mpi: %s: blocks of %d elements exceed the %d that one MPI call moves", name, n, maxCount)
+	}
+	return c.collective(name, 0, func(r *round) error {
+		if n == 0 {
+			return nil
+		}
+		r.pin.Pin(&send[0])
+		r.pin.Pin(&recv[0])
+		return r.run("", call, func(req *C.gs_handle) C.int {
+			return post(unsafe.Pointer(&send[0]), unsafe.Pointer(&recv[0]), req)
+		})
+	})
+}
+
 // Barrier returns when every rank has called Barrier. If that takes longer than timeout (0
 // means Timeout) it returns a *TimeoutError naming the ranks that never arrived, and the Comm
 // is broken (Exit then aborts the job).

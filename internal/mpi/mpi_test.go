@@ -468,6 +468,37 @@ func childCollectives(c *Comm) int {
 		}
 	}
 
+	// Reduce-scatter and all-gather of float32 blocks (3 elements per rank, and empty blocks).
+	send := make([]float32, 3*n)
+	for i := range send {
+		send[i] = float32(i + 100*rank)
+	}
+	block := make([]float32, 3)
+	if k.check("reduce-scatter", c.ReduceScatterFloat32(send, block, Sum)) {
+		for j, v := range block {
+			if want := float32(n*(3*rank+j) + 100*n*(n-1)/2); v != want {
+				k.failf("reduce-scatter: element %d of rank %d's block = %g, want %g", j, rank, v, want)
+			}
+		}
+	}
+	if err := c.ReduceScatterFloat32(send[:len(send)-1], block, Sum); err == nil || !strings.Contains(err.Error(), "mpi: reduce-scatter: ") {
+		k.failf("reduce-scatter of a send buffer one short: %v, want an error naming it", err)
+	}
+	k.check("reduce-scatter of nothing", c.ReduceScatterFloat32(nil, nil, Sum))
+	mineF := []float32{float32(rank), float32(-rank), 0.5}
+	allF := make([]float32, 3*n)
+	if k.check("allgather float32", c.AllgatherFloat32(mineF, allF)) {
+		for r := range n {
+			if got := allF[3*r : 3*r+3]; !slices.Equal(got, []float32{float32(r), float32(-r), 0.5}) {
+				k.failf("allgather float32: block %d = %v", r, got)
+			}
+		}
+	}
+	if err := c.AllgatherFloat32(mineF, allF[1:]); err == nil || !strings.Contains(err.Error(), "mpi: allgather: ") {
+		k.failf("allgather float32 into a buffer one short: %v, want an error naming it", err)
+	}
+	k.check("allgather float32 of nothing", c.AllgatherFloat32(nil, nil))
+
 	k.check("barrier", c.Barrier(10*time.Second))
 	return k.done()
 }

@@ -46,6 +46,9 @@ int gs_ibcast(void *buf, int count, int dt, int root, gs_handle comm, gs_handle 
 int gs_iallgather(const void *sbuf, void *rbuf, int count, int dt, gs_handle comm, gs_handle *req);
 int gs_iallgatherv(const void *sbuf, int scount, void *rbuf, const int *counts, const int *displs,
                    gs_handle comm, gs_handle *req);
+// Every rank sends count*size elements of sbuf and receives its block of count sums in rbuf
+// (MPI_Ireduce_scatter_block; sbuf and rbuf must not overlap).
+int gs_ireduce_scatter_block(const void *sbuf, void *rbuf, int count, int dt, int op, gs_handle comm, gs_handle *req);
 int gs_ibarrier(gs_handle comm, gs_handle *req);
 // Zero-byte messages: the "I have arrived" side channel of the collectives.
 int gs_isend0(int dest, int tag, gs_handle comm, gs_handle *req);

@@ -19,13 +19,10 @@ import (
 //   - equal variables with different values are broadcast from rank 0.
 //
 // The random-number state (dropout) is left alone: each process keeps its own seed. It
-// returns whether any value changed. With one process it does nothing.
-func (j *Job) syncVariables() (changed bool, err error) {
-	grp := j.acc.grp
-	if grp.Size() == 1 {
-		return false, nil
-	}
-	vars := syncedVariables(j.store)
+// returns whether any value changed. Strategies over several processes call it
+// (strategy.syncVariables).
+func syncVariables(grp group, store *model.Store) (changed bool, err error) {
+	vars := syncedVariables(store)
 	var desc strings.Builder
 	values := make([]*tensors.Tensor, len(vars))
 	for i, v := range vars {

@@ -1,9 +1,19 @@
 package accelerator
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
+
+// The collectives of a program: host values combined across processes, barriers. Each goes
+// through the process group, whose single-process twin makes them the identity.
+
+// ErrTimeout is wrapped by the error of every wait on other processes that ran out of time
+// (Config.Timeout): a barrier, a gradient all-reduce or a gather that a process never arrived
+// at. The error's text names the operation and the processes that did not arrive; test for it
+// with errors.Is(err, accelerator.ErrTimeout).
+var ErrTimeout = errors.New("accelerator: timed out waiting for other processes")
 
 // ReduceOp is how Reduce combines the processes' values.
 type ReduceOp int
@@ -21,10 +31,7 @@ const (
 // devices of this process, so with one process Reduce returns x for every op.
 func (a *Accelerator) Reduce(x float64, op ReduceOp) (float64, error) {
 	if op < OpSum || op > OpMax {
-		return 0, fmt.Errorf("accelerator: unknown ReduceOp %d (want OpSum, OpMean or OpMax)", op)
-	}
-	if a.grp.Size() == 1 {
-		return x, nil
+		return 0, fmt.Errorf("accelerator: Reduce: unknown ReduceOp %d (want OpSum, OpMean or OpMax)", op)
 	}
 	// NaN travels as a flag: MPI's max of NaN is undefined.
 	buf := []float64{x, 0}
@@ -52,9 +59,6 @@ func (a *Accelerator) Reduce(x float64, op ReduceOp) (float64, error) {
 // such as a run directory named after the time. Every process must call it. With one process
 // it returns b.
 func (a *Accelerator) Broadcast(b []byte) ([]byte, error) {
-	if a.grp.Size() == 1 {
-		return b, nil
-	}
 	all, err := a.grp.Allgather(b)
 	if err != nil {
 		return nil, fmt.Errorf("accelerator: Broadcast: %w", err)
@@ -72,4 +76,30 @@ func (a *Accelerator) AllGather(b []byte) ([][]byte, error) {
 		return nil, fmt.Errorf("accelerator: AllGather: %w", err)
 	}
 	return all, nil
+}
+
+// WaitForEveryone is a barrier across processes (torch.distributed.barrier, Accelerate's
+// wait_for_everyone). With a single process it returns at once. A process that does not
+// arrive within the collective timeout (Config.Timeout) makes it return an error that names
+// the ranks that never arrived, instead of waiting forever.
+func (a *Accelerator) WaitForEveryone() error {
+	if err := a.grp.Barrier(a.timeout); err != nil {
+		return fmt.Errorf("accelerator: WaitForEveryone: %w", err)
+	}
+	return nil
+}
+
+// MainProcessFirst runs fn on the main process first and then, after a barrier, on the
+// others — for work such as preparing a dataset cache that the others then read.
+func (a *Accelerator) MainProcessFirst(fn func() error) error {
+	if a.IsMainProcess() {
+		if err := fn(); err != nil {
+			return err
+		}
+		return a.WaitForEveryone()
+	}
+	if err := a.WaitForEveryone(); err != nil {
+		return err
+	}
+	return fn()
 }

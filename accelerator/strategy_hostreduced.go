@@ -13,79 +13,54 @@ import (
 	"github.com/gomlx/gomlx/support/exceptions"
 )
 
-// A training step over several processes runs as two graphs with the host in between:
+// hostReduced is the strategy of a run over several processes. A training step runs as two
+// graphs with the host in between:
 //
 //  1. gradients: forward and backward on this process's devices (XLA sharding averages the
 //     gradients over the local devices, as in a single process), giving the loss and the mean
 //     gradient of this process's part of the global batch;
 //  2. on the host: each process weights its loss and gradients by its number of real examples
-//     n_p, and one bucketed all-reduce (MPI) sums them, with the n_p, over all processes;
-//     dividing by the sum gives the mean over the real examples of the whole global batch —
-//     the same number a single process running the whole global batch computes;
+//     n_p, and one bucketed all-reduce (the group's AllreduceSum) sums them, with the n_p,
+//     over all processes; dividing by the sum gives the mean over the real examples of the
+//     whole global batch — the same number a single process running the whole global batch
+//     computes;
 //  3. apply: the mean gradient goes back to the devices, where gradient accumulation, clipping,
 //     the learning-rate schedule and the optimizer update run exactly as in a single process.
 //
-// Every process thus applies the same update to the same variables (broadcast from rank 0 at
-// the first step) and the variables stay equal on all processes.
+// Every process thus applies the same update to the same variables (made rank 0's by
+// syncVariables at Prepare and after the first execution) and the variables stay equal on all
+// processes. Evaluation rows are all-gathered (gatherRanks).
+type hostReduced struct{ grp group }
 
-// procStep is the part of a TrainStep that runs over several processes.
-type procStep struct {
+func (h hostReduced) newStep(t *TrainStep) stepRunner { return &hostReducedStep{t: t, grp: h.grp} }
+func (h hostReduced) syncVariables(j *Job) (bool, error) {
+	return syncVariables(h.grp, j.store)
+}
+func (h hostReduced) gather(local *Gathered) (*Gathered, error) { return gatherRanks(h.grp, local) }
+
+// hostReducedStep holds a TrainStep's graphs and host buffers under hostReduced.
+type hostReducedStep struct {
+	t            *TrainStep
+	grp          group
 	grads        *model.Exec // forward and backward: the loss, then one gradient per variable
 	apply, accum *model.Exec // apply the all-reduced gradients, or add them to the accumulators
 	vars         []*model.Variable
 	lossDType    dtypes.DType
 	bufs         [][]float32 // host buffers of the all-reduce: the gradients, then {n*loss, n}
 	synced       bool        // the variables were made equal on all processes
-	stats        StepStats
 }
 
-// StepStats is where a TrainStep's time went, for benchmarks and logs.
-type StepStats struct {
-	// Steps is the number of global batches run.
-	Steps int
-	// Total is the wall time spent in Run.
-	Total time.Duration
-	// Sync is the part of Total spent in the all-reduce of gradients between processes (0 in
-	// a single process, where the devices' gradients are averaged inside the compiled step).
-	Sync time.Duration
-	// SyncBytes is the number of gradient bytes each process all-reduced.
-	SyncBytes int64
-}
-
-// Stats returns where the step's time went so far. With a single process, Run returns before
-// the devices finish (steps queue up), so Total is meaningful only when the loss is read
-// after each step.
-func (t *TrainStep) Stats() StepStats { return t.procs.stats }
-
-// runProcesses is Run over several processes.
-func (t *TrainStep) runProcesses(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
-	j, p := t.job, &t.procs
-	start := time.Now()
+func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
+	t, j := p.t, p.t.job
 	var err error
 	if p.grads == nil {
-		if p.grads, err = j.newExec(t.gradsGraphFn, layoutTrain); err != nil {
+		if p.grads, err = j.newExec(p.gradsGraphFn, layoutTrain); err != nil {
 			return Loss{}, err
 		}
 	}
-	outs, err := t.execTracing(p.grads, gb, args)
+	outs, err := j.execCreatingVariables(&p.synced, func() ([]*tensors.Tensor, error) { return t.execTracing(p.grads, gb, args) })
 	if err != nil {
 		return Loss{}, err
-	}
-	if !p.synced {
-		// The first execution created and initialised the variables on each process; make them
-		// rank 0's, and recompute the gradients if anything changed.
-		changed, err := j.syncVariables()
-		if err != nil {
-			finalizeAll(outs)
-			return Loss{}, err
-		}
-		p.synced = true
-		if changed {
-			finalizeAll(outs)
-			if outs, err = t.execTracing(p.grads, gb, args); err != nil {
-				return Loss{}, err
-			}
-		}
 	}
 	perDevice := 1 + len(p.vars)
 	if len(outs) != perDevice*j.acc.NumDevices() {
@@ -99,10 +74,10 @@ func (t *TrainStep) runProcesses(gb *data.GlobalBatch, args []any, accumulate bo
 		return Loss{}, err
 	}
 	syncStart := time.Now()
-	if err := j.acc.grp.AllreduceSum(p.bufs); err != nil {
+	if err := p.grp.AllreduceSum(p.bufs); err != nil {
 		return Loss{}, fmt.Errorf("accelerator: all-reducing the gradients (%s): %w", batchPlace(gb), err)
 	}
-	p.stats.Sync += time.Since(syncStart)
+	t.stats.Sync += time.Since(syncStart)
 	sums := p.bufs[len(p.vars)]
 	if sums[1] <= 0 {
 		return Loss{}, fmt.Errorf("accelerator: global batch %d of epoch %d has no real example on any process", gb.Index+1, gb.Epoch+1)
@@ -115,7 +90,7 @@ func (t *TrainStep) runProcesses(gb *data.GlobalBatch, args []any, accumulate bo
 		slot = &p.accum
 	}
 	if *slot == nil {
-		if *slot, err = j.newExec(t.applyGraphFn(accumulate), layoutApply); err != nil {
+		if *slot, err = j.newExec(p.applyGraphFn(accumulate), layoutApply); err != nil {
 			return Loss{}, err
 		}
 	}
@@ -136,20 +111,17 @@ func (t *TrainStep) runProcesses(gb *data.GlobalBatch, args []any, accumulate bo
 		return Loss{}, fmt.Errorf("accelerator: applying the all-reduced gradients (%s): %w", batchPlace(gb), err)
 	}
 	finalizeAll(applied)
-	j.batchesRun++
-	p.stats.Steps++
-	p.stats.Total += time.Since(start)
 	return Loss{t: tensors.FromValue(loss)}, nil
 }
 
 // toHost copies one device's loss and gradients into the all-reduce buffers, each weighted by
 // n, the number of real examples of this process's part of the global batch.
-func (p *procStep) toHost(outs []*tensors.Tensor, n float32) error {
+func (p *hostReducedStep) toHost(outs []*tensors.Tensor, n float32) error {
 	if p.bufs == nil {
 		p.bufs = make([][]float32, len(p.vars)+1)
 		for i, v := range p.vars {
 			p.bufs[i] = make([]float32, v.Shape().Size())
-			p.stats.SyncBytes += int64(4 * v.Shape().Size())
+			p.t.stats.SyncBytes += int64(4 * v.Shape().Size())
 		}
 		p.bufs[len(p.vars)] = make([]float32, 2)
 	}
@@ -181,8 +153,8 @@ func (p *procStep) toHost(outs []*tensors.Tensor, n float32) error {
 }
 
 // gradsGraphFn is graph 1: the user's step function with Backward computing the gradients only.
-func (t *TrainStep) gradsGraphFn(s *model.Scope, inputs []*Node) []*Node {
-	j := t.job
+func (p *hostReducedStep) gradsGraphFn(s *model.Scope, inputs []*Node) []*Node {
+	t, j := p.t, p.t.job
 	g := inputs[0].Graph()
 	s.Store().SetTraining(g, true)
 	st := &backwardState{job: j, gradsOnly: true}
@@ -192,15 +164,15 @@ func (t *TrainStep) gradsGraphFn(s *model.Scope, inputs []*Node) []*Node {
 		exceptions.Panicf("accelerator: optimizer %T does not accept gradients (UpdateGraphWithGradients), so it cannot "+
 			"be used over several processes; use one of GoMLX's optimizers (Adam, AdamW, SGD, RMSProp)", j.opt)
 	}
-	t.procs.vars, t.procs.lossDType = st.vars, loss.DType()
+	p.vars, p.lossDType = st.vars, loss.DType()
 	return append([]*Node{loss}, st.grads...)
 }
 
 // applyGraphFn is graph 2: the all-reduced gradients (the inputs, one per variable) applied
 // as Backward applies them in a single process.
-func (t *TrainStep) applyGraphFn(accumulate bool) func(s *model.Scope, inputs []*Node) []*Node {
+func (p *hostReducedStep) applyGraphFn(accumulate bool) func(s *model.Scope, inputs []*Node) []*Node {
 	return func(s *model.Scope, inputs []*Node) []*Node {
-		j, p := t.job, &t.procs
+		j := p.t.job
 		g := inputs[0].Graph()
 		for _, v := range p.vars {
 			_ = v.NodeValue(g) // the optimizer updates the variables the graph uses, in Store order
@@ -208,24 +180,5 @@ func (t *TrainStep) applyGraphFn(accumulate bool) func(s *model.Scope, inputs []
 		root := s.Store().RootScope()
 		j.applyGradients(root, g, p.vars, inputs, accumulate, p.lossDType)
 		return []*Node{optimizer.GetGlobalStepVar(root).NodeValue(g)}
-	}
-}
-
-// execTracing executes a compiled step on args, telling the tracer which batch it traces.
-func (t *TrainStep) execTracing(e *model.Exec, gb *data.GlobalBatch, args []any) ([]*tensors.Tensor, error) {
-	t.tracing = gb
-	outs, err := e.Exec(args...)
-	t.tracing = nil
-	if err != nil {
-		return nil, fmt.Errorf("accelerator: training step (%s) failed: %w", batchPlace(gb), err)
-	}
-	return outs, nil
-}
-
-func finalizeAll(ts []*tensors.Tensor) {
-	for _, t := range ts {
-		if t != nil {
-			_ = t.FinalizeAll()
-		}
 	}
 }

@@ -46,3 +46,21 @@ func (j *Job) readScalar(path, what string) (float64, error) {
 	}
 	return x, nil
 }
+
+// GlobalStep returns the number of optimizer updates applied so far (GoMLX's global_step
+// variable): 0 before the first update.
+func (j *Job) GlobalStep() (int64, error) {
+	v := j.store.GetVariable("/" + optimizer.GlobalStepVariableName)
+	if v == nil || !v.HasValue() {
+		return 0, nil
+	}
+	t, err := v.Value()
+	if err != nil {
+		return 0, fmt.Errorf("accelerator: GlobalStep: %w", err)
+	}
+	f, err := scalarFloat(t)
+	if err != nil {
+		return 0, fmt.Errorf("accelerator: GlobalStep: %w", err)
+	}
+	return int64(f), nil
+}

@@ -1,0 +1,43 @@
+package accelerator
+
+import (
+	"github.com/goaccel/goaccel/data"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// inGraph is the strategy of a run whose replicas are all devices of this process: the step
+// function, Backward's gradients, their mean over the devices (XLA's sharding inserts the
+// all-reduce), accumulation, clipping and the optimizer update are one compiled graph. The
+// variables are replicated on the devices by XLA, so they are equal by construction, and the
+// devices' evaluation rows are already together.
+type inGraph struct{}
+
+func (inGraph) newStep(t *TrainStep) stepRunner           { return &inGraphStep{t: t} }
+func (inGraph) syncVariables(*Job) (bool, error)          { return false, nil }
+func (inGraph) gather(local *Gathered) (*Gathered, error) { return local, nil }
+
+// inGraphStep holds a TrainStep's graphs under inGraph.
+type inGraphStep struct {
+	t     *TrainStep
+	apply *model.Exec // forward, backward, gradient mean and optimizer update
+	accum *model.Exec // with gradient accumulation: adds the gradients, no update
+}
+
+func (s *inGraphStep) run(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
+	slot := &s.apply
+	if accumulate {
+		slot = &s.accum
+	}
+	if *slot == nil {
+		var err error
+		if *slot, err = s.t.job.newExec(s.t.graphFn(accumulate), layoutTrain); err != nil {
+			return Loss{}, err
+		}
+	}
+	outs, err := s.t.execTracing(*slot, gb, args)
+	if err != nil {
+		return Loss{}, err
+	}
+	finalizeAll(outs[1:])
+	return Loss{t: outs[0]}, nil
+}

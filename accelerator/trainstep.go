@@ -1,0 +1,185 @@
+package accelerator
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/goaccel/goaccel/data"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// TrainStep is a training step function compiled for this Job's devices: build it once with
+// Job.TrainStep and run it on every global batch. It keeps its own compiled graphs (one per
+// input shape, plus a second graph for the batches that only accumulate gradients), so two
+// TrainSteps never share a graph, even when they were made by the same code.
+type TrainStep struct {
+	job    *Job
+	fn     StepFn
+	runner stepRunner // the job's strategy's graphs and buffers for this step
+	// classes is the class count the loss requires of the labels (0: none), known once the
+	// step was traced; tracing checks the batch being traced.
+	classes int
+	tracing *data.GlobalBatch
+	stats   StepStats
+}
+
+// StepStats is where a TrainStep's time went, for benchmarks and logs.
+type StepStats struct {
+	// Batches is the number of global batches run (with gradient accumulation over k
+	// batches, k of them make one step).
+	Batches int
+	// Total is the wall time spent in Run.
+	Total time.Duration
+	// Sync is the part of Total spent in the all-reduce of gradients between processes (0 in
+	// a single process, where the devices' gradients are averaged inside the compiled step).
+	Sync time.Duration
+	// SyncBytes is the number of gradient bytes each process all-reduces per batch.
+	SyncBytes int64
+}
+
+// Stats returns where the step's time went so far. With a single process, Run returns before
+// the devices finish (batches queue up), so Total is meaningful only when the loss is read
+// after each batch.
+func (t *TrainStep) Stats() StepStats { return t.stats }
+
+// TrainStep returns fn compiled as a training step of this Job, the way GoMLX's
+// model.NewExec compiles a graph function: build it once, outside the training loop, then
+// call Run for every global batch.
+//
+//	train := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *graph.Node {
+//	    l := accelerator.CrossEntropy(logits(s, b.Inputs[0]), b.Labels, b.Mask)
+//	    acc.Backward(s, l)
+//	    return l
+//	})
+//	for gb, err := range job.Batches() {
+//	    loss, err := train.Run(gb)
+//	}
+func (j *Job) TrainStep(fn StepFn) *TrainStep {
+	t := &TrainStep{job: j, fn: fn}
+	t.runner = j.strategy.newStep(t)
+	return t
+}
+
+// Run runs the step on one global batch (forward, backward, gradient sync and optimizer
+// update on all devices) and returns the loss of the global batch, as returned by the step
+// function (a mean over the global batch's real examples). With gradient accumulation over k
+// batches, the update happens on every k-th call.
+func (t *TrainStep) Run(gb *data.GlobalBatch) (Loss, error) {
+	l, err := t.run(gb)
+	if err != nil {
+		return Loss{}, wrapOp("TrainStep.Run", err)
+	}
+	return l, nil
+}
+
+func (t *TrainStep) run(gb *data.GlobalBatch) (Loss, error) {
+	j := t.job
+	if t.fn == nil {
+		return Loss{}, errors.New("accelerator: TrainStep.Run: the step function is nil")
+	}
+	accumulate := j.opts.accumulate > 1 && (j.batchesRun+1)%int64(j.opts.accumulate) != 0
+	args, err := j.args(gb)
+	if err != nil {
+		return Loss{}, err
+	}
+	if err := checkLabels(gb, t.classes); err != nil {
+		return Loss{}, err
+	}
+	start := time.Now()
+	loss, err := t.runner.run(gb, args, accumulate)
+	if err != nil {
+		return Loss{}, err
+	}
+	j.batchesRun++
+	t.stats.Batches++
+	t.stats.Total += time.Since(start)
+	return loss, nil
+}
+
+// graphFn wraps the user's step function into the graph function compiled by model.Exec.
+func (t *TrainStep) graphFn(accumulate bool) func(s *model.Scope, inputs []*Node) []*Node {
+	j := t.job
+	return func(s *model.Scope, inputs []*Node) []*Node {
+		g := inputs[0].Graph()
+		s.Store().SetTraining(g, true)
+		st := &backwardState{job: j, accumulate: accumulate}
+		g.AttachState(backwardKey{}, st)
+		return []*Node{t.traceUser(s, inputs, st)}
+	}
+}
+
+// traceUser calls the user's step function on the graph's inputs and checks what it did.
+func (t *TrainStep) traceUser(s *model.Scope, inputs []*Node, st *backwardState) *Node {
+	b := t.job.unpack(inputs)
+	loss := t.fn(s, b)
+	if loss == nil {
+		exceptions.Panicf("the step function returned a nil loss")
+	}
+	if t.classes = labelClasses(b); t.classes > 0 {
+		if err := checkLabels(t.tracing, t.classes); err != nil {
+			panic(err) // before the first execution: no update is made
+		}
+	}
+	if !st.called {
+		exceptions.Panicf("the step function never called Accelerator.Backward(s, loss): without it " +
+			"no gradient is computed and no update is made; call it once on the batch loss")
+	}
+	if !loss.Shape().IsScalar() {
+		exceptions.Panicf("the step function must return the scalar loss, got shape %s", loss.Shape())
+	}
+	return loss
+}
+
+// execTracing executes a compiled step on args, telling the tracer which batch it traces.
+func (t *TrainStep) execTracing(e *model.Exec, gb *data.GlobalBatch, args []any) ([]*tensors.Tensor, error) {
+	t.tracing = gb
+	outs, err := e.Exec(args...)
+	t.tracing = nil
+	if err != nil {
+		return nil, fmt.Errorf("accelerator: %s: %w", batchPlace(gb), err)
+	}
+	return outs, nil
+}
+
+// Loss is the scalar loss of a training step. Reading it waits for the step to finish on
+// the devices; not reading it lets steps queue up.
+type Loss struct{ t *tensors.Tensor }
+
+// Value copies the loss to the host as a float64, whatever its dtype (float32, float64,
+// bfloat16, float16). A loss that cannot be read is an error, never a quiet 0.
+func (l Loss) Value() (float64, error) {
+	if l.t == nil {
+		return math.NaN(), errors.New("accelerator: Loss.Value: the loss of a failed or missing step")
+	}
+	v, err := scalarFloat(l.t)
+	if err != nil {
+		return math.NaN(), fmt.Errorf("accelerator: Loss.Value: %w", err)
+	}
+	return v, nil
+}
+
+// scalarFloat reads a one-element tensor of any numeric dtype as a float64.
+func scalarFloat(t *tensors.Tensor) (float64, error) {
+	if t.Shape().Size() != 1 {
+		return math.NaN(), fmt.Errorf("want a scalar, got shape %s", t.Shape())
+	}
+	var out float64
+	var ok bool
+	if err := t.ConstFlatData(func(flat any) {
+		var vals []float64
+		if vals, ok = asFloat64s(flat); ok {
+			out = vals[0]
+		}
+	}); err != nil {
+		return math.NaN(), err
+	}
+	if !ok {
+		return math.NaN(), fmt.Errorf("a %s value cannot be read as a number", t.DType())
+	}
+	return out, nil
+}
