@@ -51,7 +51,7 @@ deps-status:
 
 FUZZTIME ?= 30s
 fuzz:
-	$(GO) test ./data -run '^$$' -fuzz '^FuzzParseTSV$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./data/text -run '^$$' -fuzz '^FuzzParseTSV$$' -fuzztime $(FUZZTIME)
 
 # deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only), the
 # Python packages of the interoperability tests and MPICH (for the multi-process tests) into .deps/. Without pip it says so and the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/data/text"
 	"github.com/goaccel/goaccel/metrics"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/trainer"
@@ -116,12 +117,12 @@ func run(o options, out io.Writer) (*result, error) {
 	}
 
 	// Loaders: the DistributedSampler lives inside; the test loader is not shuffled.
-	trainLoader, err := data.NewLoader(trainSet, data.LoaderConfig[data.Labeled]{
+	trainLoader, err := data.NewLoader(trainSet, data.LoaderConfig[text.Labeled]{
 		BatchSize: o.BatchSize, Shuffle: true, Seed: o.Seed, Workers: o.Workers, Collate: tok.Collate})
 	if err != nil {
 		return nil, err
 	}
-	testLoader, err := data.NewLoader(testSet, data.LoaderConfig[data.Labeled]{
+	testLoader, err := data.NewLoader(testSet, data.LoaderConfig[text.Labeled]{
 		BatchSize: o.BatchSize, Workers: o.Workers, Collate: tok.Collate})
 	if err != nil {
 		return nil, err
@@ -395,7 +396,7 @@ func (e *renamedError) Unwrap() error { return e.err }
 
 // loadSentences reads <dir>/<name>.pos and <dir>/<name>.neg (label 1 and 0); with no dir,
 // the built-in sample.
-func loadSentences(dir string) (data.Slice[data.Labeled], error) {
+func loadSentences(dir string) (data.Slice[text.Labeled], error) {
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "bert_classify-sample-")
 		if err != nil {
@@ -418,7 +419,7 @@ func loadSentences(dir string) (data.Slice[data.Labeled], error) {
 	if len(pos) != 1 || len(neg) != 1 {
 		return nil, fmt.Errorf("--data_dir %s: want exactly one *.pos and one *.neg file, found %d and %d", dir, len(pos), len(neg))
 	}
-	return data.LoadPolarity(pos[0], neg[0])
+	return text.LoadPolarity(pos[0], neg[0])
 }
 
 // loadModel builds the classifier and its tokenizer.

@@ -29,7 +29,7 @@
 //	// or, for a tiny model trained from scratch:
 //	//   tok, err := bert.NewTokenizer("examples/bert_classify/data/vocab.txt", 64)
 //	//   clf, err := bert.NewClassifier(bert.TinyConfig(tok.VocabSize()), store)
-//	loader := data.NewLoader(train, data.LoaderConfig[data.Labeled]{BatchSize: 64, Collate: tok.Collate, ...})
+//	loader := data.NewLoader(train, data.LoaderConfig[text.Labeled]{BatchSize: 64, Collate: tok.Collate, ...})
 //	train := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *graph.Node {
 //	    logits := clf.Logits(s, b.Inputs)
 //	    ...

@@ -1,6 +1,7 @@
-package data
+package text
 
 import (
+	"github.com/goaccel/goaccel/data"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,7 +125,7 @@ func TestLoadPolarityRealData(t *testing.T) {
 	if pos != 5331 {
 		t.Errorf("%d positive examples, want 5331", pos)
 	}
-	train, test, err := Split[Labeled](ds, 0.1, 42)
+	train, test, err := data.Split[Labeled](ds, 0.1, 42)
 	if err != nil || train.Len() != 9595 || test.Len() != 1067 {
 		t.Errorf("split %d/%d, %v", train.Len(), test.Len(), err)
 	}
