@@ -83,6 +83,10 @@ type Config struct {
 	PlainInterval time.Duration `json:"-"`
 	// Quiet prints nothing but errors (metrics.jsonl is still written).
 	Quiet bool `json:"-"`
+	// Loggers receive every record Fit writes to metrics.jsonl (the default logger), in the
+	// same order, on the main process; Fit closes them when it returns. A resumed session
+	// gives them the records from the checkpoint on.
+	Loggers []Logger `json:"-"`
 	// Callbacks are called during the run.
 	Callbacks Callbacks `json:"-"`
 	// Interrupt, when set, lets SIGINT and SIGTERM stop the run cleanly (NotifyInterrupt):

@@ -208,15 +208,20 @@ func (f *fit) trainRecord(epoch float64) error {
 	return f.record(r)
 }
 
-// record appends r to metrics.jsonl (main process).
+// record appends r to metrics.jsonl and gives it to Config.Loggers (main process).
 func (f *fit) record(r Record) error {
 	if f.log == nil {
 		return nil
 	}
-	if err := f.log.Write(r); err != nil {
+	if err := f.log.Log(r); err != nil {
 		return err
 	}
 	f.rs.Records = f.log.Len()
+	for i, l := range f.cfg.Loggers {
+		if err := l.Log(r); err != nil {
+			return wrapf(err, "Config.Loggers[%d] at step %d", i, f.step)
+		}
+	}
 	return nil
 }
 

@@ -90,7 +90,7 @@ func TestMetricsLogKeepsTheCheckpointsRecords(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := l.Write(Record{Kind: KindEval, Step: 99, Eval: map[string]float64{"x": 1}, Loss: nan, LR: nan,
+			if err := l.Log(Record{Kind: KindEval, Step: 99, Eval: map[string]float64{"x": 1}, Loss: nan, LR: nan,
 				GradNorm: nan, ExamplesPerSec: nan}); err != nil {
 				t.Fatal(err)
 			}

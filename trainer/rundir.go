@@ -199,9 +199,9 @@ func writeJSONAtomic(path string, v any) error {
 	return nil
 }
 
-// MetricsWriter appends Records to a run's metrics.jsonl (one JSON object per line). Fit
-// writes through one; a hand-written loop can too, so that its run directory reads like
-// Fit's (Plot, `goaccel plot`).
+// MetricsWriter is the default Logger: it appends Records to a run's metrics.jsonl (one JSON
+// object per line). Fit writes through one; a hand-written loop can too, so that its run
+// directory reads like Fit's (Plot, `goaccel plot`).
 type MetricsWriter struct {
 	f    *os.File
 	path string
@@ -251,8 +251,8 @@ func OpenMetrics(path string, keep int, notice func(format string, args ...any))
 	return &MetricsWriter{f: f, path: path, n: kept}, nil
 }
 
-// Write appends one record; its Time is set to now when empty.
-func (l *MetricsWriter) Write(r Record) error {
+// Log appends one record; its Time is set to now when empty.
+func (l *MetricsWriter) Log(r Record) error {
 	if r.Time == "" {
 		r.Time = time.Now().UTC().Format(time.RFC3339Nano)
 	}

@@ -164,6 +164,13 @@ func (t *Trainer) Fit(train, eval data.Source, cfg Config) (res *Result, err err
 		return nil, errors.New("trainer: Fit was already called on this Trainer; create a new one (trainer.New)")
 	}
 	t.used = true
+	defer func() {
+		for i, l := range cfg.Loggers {
+			if cerr := l.Close(); err == nil && cerr != nil {
+				err = wrapf(cerr, "closing Config.Loggers[%d]", i)
+			}
+		}
+	}()
 	if train == nil {
 		return nil, errors.New("trainer: Fit needs a training data source")
 	}

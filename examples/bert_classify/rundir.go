@@ -297,7 +297,7 @@ func (r *runDir) write(rec trainer.Record) error {
 		return nil
 	}
 	rec.Elapsed = r.state.Elapsed + time.Since(r.start).Seconds()
-	if err := r.metrics.Write(rec); err != nil {
+	if err := r.metrics.Log(rec); err != nil {
 		return err
 	}
 	r.state.Records = r.metrics.Len()
