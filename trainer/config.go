@@ -78,8 +78,12 @@ type Config struct {
 	// Output receives the progress bar and the evaluation lines on the main process; nil means
 	// os.Stdout. Other processes print nothing.
 	Output io.Writer `json:"-"`
-	// PlainInterval is how often a plain progress line is printed when Output is not a
-	// terminal (a log file, CI): no bar and no escape codes there. 0 means 10 s.
+	// Display shows the run as it goes on the main process; nil: a progress.Bar on Output
+	// (a bar per epoch and per evaluation on a terminal, plain lines elsewhere). Fit gives it
+	// the evaluation lines and its notices too (Println).
+	Display Display `json:"-"`
+	// PlainInterval is how often the default Display prints a plain progress line when Output
+	// is not a terminal (a log file, CI): no bar and no escape codes there. 0 means 10 s.
 	PlainInterval time.Duration `json:"-"`
 	// Quiet prints nothing but errors (metrics.jsonl is still written).
 	Quiet bool `json:"-"`

@@ -12,6 +12,7 @@ import (
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/internal/fsutil"
+	"github.com/goaccel/goaccel/trainer/progress"
 )
 
 // loop runs epochs until the run's length is reached or something stops it.
@@ -237,7 +238,7 @@ func orNaN(v float64, err error) float64 {
 func (f *fit) endOfEpoch(epoch int) error {
 	epochF := float64(epoch + 1)
 	summary := fmt.Sprintf("epoch %d done: step %d, mean loss %s", epoch+1, f.step,
-		formatLoss(f.rs.EpochLossSum/math.Max(1, float64(f.rs.EpochLossCount))))
+		progress.FormatLoss(f.rs.EpochLossSum/math.Max(1, float64(f.rs.EpochLossCount))))
 	f.prog.EndEpoch(summary)
 	ev := EpochEvent{Epoch: epoch, Step: f.step, Loss: f.rs.EpochLossSum / math.Max(1, float64(f.rs.EpochLossCount))}
 	f.rs.EpochLossSum, f.rs.EpochLossCount = 0, 0
@@ -291,7 +292,7 @@ func (f *fit) evaluate(epoch float64) error {
 		}
 		ev.Best, ev.BestStep, ev.BadEvals = *f.rs.Best, f.rs.BestStep, f.rs.BadEvals
 	}
-	line := EvalLine(EvalSummary{Step: f.step, Epoch: epoch, Metrics: m, Headline: headline, Improved: ev.Improved,
+	line := progress.EvalLine(progress.EvalSummary{Step: f.step, Epoch: epoch, Metrics: m, Headline: headline, Improved: ev.Improved,
 		Best: ev.Best, BestStep: ev.BestStep, Examples: g.Len(), Duration: time.Since(start)})
 	if name := f.cfg.BestMetric; name != "" && f.cfg.Patience > 0 && f.rs.BadEvals >= f.cfg.Patience {
 		f.stop = fmt.Sprintf("early stopping: %s did not improve for %d evaluation(s) (best %.4g at step %d)",
@@ -409,7 +410,7 @@ func (f *fit) finish() error {
 			return err
 		}
 	}
-	f.notice("trainer: %s (step %d, %s)", f.doneWords(), f.step, formatETA(seconds(f.elapsed())))
+	f.notice("trainer: %s (step %d, %s)", f.doneWords(), f.step, progress.FormatDuration(time.Duration(f.elapsed()*float64(time.Second))))
 	return nil
 }
 
@@ -417,17 +418,17 @@ func (f *fit) finish() error {
 func (f *fit) doneWords() string {
 	switch {
 	case f.stop == "epochs":
-		return "done after " + Count(int64(f.cfg.Epochs), "epoch")
+		return "done after " + count(int64(f.cfg.Epochs), "epoch")
 	case f.stop == "max steps":
-		return "done after " + Count(f.step, "step") + " (the maximum)"
+		return "done after " + count(f.step, "step") + " (the maximum)"
 	case strings.HasPrefix(f.stop, "early stopping"):
 		return "stopped early: " + strings.TrimPrefix(f.stop, "early stopping: ")
 	}
 	return "stopped: " + f.stop
 }
 
-// Count is "1 step", "3 steps": n and the unit, plural when n is not 1.
-func Count(n int64, unit string) string {
+// count is "1 step", "3 steps": n and the unit, plural when n is not 1.
+func count(n int64, unit string) string {
 	if n == 1 {
 		return "1 " + unit
 	}
@@ -464,65 +465,4 @@ func formatMetrics(m map[string]float64) string {
 		out += fmt.Sprintf("%s %.4f", k, m[k])
 	}
 	return out
-}
-
-// EvalSummary is what EvalLine prints about one evaluation.
-type EvalSummary struct {
-	Step  int64
-	Epoch float64
-	// Metrics are all the metrics (metrics.jsonl has them all; the line shows Headline and
-	// the loss).
-	Metrics map[string]float64
-	// Headline is the metric shown first (BestMetric); empty: the first by name.
-	Headline string
-	// Improved, Best and BestStep describe the best Headline so far (Best NaN: not tracked).
-	Improved bool
-	Best     float64
-	BestStep int64
-	// Examples is the size of the evaluation set; Duration the time the evaluation took.
-	Examples int
-	Duration time.Duration
-}
-
-// EvalLine formats an evaluation for the terminal in at most 100 columns: the headline
-// metric first, how it compares with the best so far, the examples and the time. The other
-// metrics are in metrics.jsonl (and on the curves), not on the line:
-//
-//	eval step 1200, epoch 2: accuracy 0.8557 (best so far) | 1067 examples, 25.1s
-func EvalLine(e EvalSummary) string {
-	head := e.Headline
-	if _, ok := e.Metrics[head]; !ok {
-		names := make([]string, 0, len(e.Metrics))
-		for k := range e.Metrics {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		head = ""
-		if len(names) > 0 {
-			head = names[0]
-		}
-	}
-	line := fmt.Sprintf("eval step %d, epoch %s:", e.Step, formatEpoch(e.Epoch))
-	if head != "" {
-		line += fmt.Sprintf(" %s %.4f", head, e.Metrics[head])
-		switch {
-		case e.Improved:
-			line += " (best so far)"
-		case !math.IsNaN(e.Best):
-			line += fmt.Sprintf(" (best %.4f at step %d)", e.Best, e.BestStep)
-		}
-	}
-	took := fmt.Sprintf("%.1fs", e.Duration.Seconds())
-	if e.Duration >= time.Minute {
-		took = formatETA(e.Duration)
-	}
-	return line + fmt.Sprintf(" | %d examples, %s", e.Examples, took)
-}
-
-// formatEpoch is "2" at an epoch's end, "1.37" within one.
-func formatEpoch(e float64) string {
-	if e == math.Trunc(e) {
-		return fmt.Sprintf("%d", int64(e))
-	}
-	return fmt.Sprintf("%.2f", e)
 }

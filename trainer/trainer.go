@@ -12,6 +12,7 @@ import (
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/trainer/progress"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
@@ -120,7 +121,8 @@ type fit struct {
 
 	dir    string
 	log    *MetricsWriter
-	prog   *Progress
+	out    io.Writer // the main process's Config.Output; io.Discard elsewhere
+	prog   Display
 	last   *checkpoint.Manager
 	best   *checkpoint.Manager
 	notice func(format string, args ...any)
@@ -191,9 +193,14 @@ func (t *Trainer) Fit(train, eval data.Source, cfg Config) (res *Result, err err
 	if !f.main || cfg.Quiet {
 		out = io.Discard
 	}
-	f.prog = NewProgress(out, ProgressConfig{Epochs: cfg.Epochs, PlainInterval: cfg.PlainInterval,
-		GradientAccumulation: cfg.GradientAccumulation})
-	f.notice = func(format string, args ...any) { f.prog.Println(format, args...) }
+	f.out = out
+	f.notice = func(format string, args ...any) {
+		if f.prog == nil {
+			fmt.Fprintf(out, format+"\n", args...)
+			return
+		}
+		f.prog.Println(format, args...)
+	}
 
 	saved, err := readRunDir(f.dir)
 	if err != nil {
@@ -310,7 +317,11 @@ func (f *fit) prepare() error {
 	if err != nil {
 		return err
 	}
-	f.prog.cfg.TotalSteps, f.prog.cfg.BatchesPerEpoch = total, f.spe
+	f.prog = cfg.Display
+	if f.prog == nil {
+		f.prog = progress.New(f.out, progress.Config{Epochs: cfg.Epochs, BatchesPerEpoch: f.spe, TotalSteps: total,
+			GradientAccumulation: cfg.GradientAccumulation, PlainInterval: cfg.PlainInterval})
+	}
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/goaccel/goaccel/metrics"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/trainer"
+	"github.com/goaccel/goaccel/trainer/progress"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
@@ -166,9 +167,9 @@ func run(o options, out io.Writer) (*result, error) {
 	}
 	defer run.close()
 	acc.Printf("training on %d sentences, testing on %d; %s per epoch, %s in all",
-		trainSet.Len(), testSet.Len(), trainer.Count(int64(plan.batchesPerEpoch/o.GradAccum), "step"),
-		trainer.Count(plan.total, "step"))
-	prog := trainer.NewProgress(mainOnly(acc, out), trainer.ProgressConfig{Epochs: plan.epochs,
+		trainSet.Len(), testSet.Len(), count(int64(plan.batchesPerEpoch/o.GradAccum), "step"),
+		count(plan.total, "step"))
+	prog := progress.New(mainOnly(acc, out), progress.Config{Epochs: plan.epochs,
 		BatchesPerEpoch: plan.batchesPerEpoch, TotalSteps: plan.total, GradientAccumulation: o.GradAccum})
 
 	res := &run.state.Result
@@ -204,7 +205,7 @@ func run(o options, out io.Writer) (*result, error) {
 		} else {
 			run.state.BadEpochs++
 		}
-		prog.Println("%s", trainer.EvalLine(trainer.EvalSummary{Step: res.Steps, Epoch: float64(epoch + 1),
+		prog.Println("%s", progress.EvalLine(progress.EvalSummary{Step: res.Steps, Epoch: float64(epoch + 1),
 			Metrics: map[string]float64{"accuracy": accuracy}, Headline: "accuracy", Improved: improved,
 			Best: res.Best, BestStep: run.state.BestStep, Examples: testSet.Len(), Duration: time.Since(evalStart)}))
 		if improved {
@@ -219,7 +220,7 @@ func run(o options, out io.Writer) (*result, error) {
 		}
 		if o.Patience > 0 && run.state.BadEpochs >= o.Patience {
 			run.state.Stopped = fmt.Sprintf("stopped early: test accuracy did not improve for %s",
-				trainer.Count(int64(run.state.BadEpochs), "epoch"))
+				count(int64(run.state.BadEpochs), "epoch"))
 		}
 		if err := run.checkpoint(); err != nil {
 			return nil, err
@@ -242,7 +243,7 @@ func run(o options, out io.Writer) (*result, error) {
 // returns the number of real training examples seen. It stops early at the run's last step,
 // or after the current step when a signal asks to stop.
 func train(acc *accelerator.Accelerator, job *accelerator.Job, step *accelerator.TrainStep, run *runDir,
-	prog *trainer.Progress, intr *trainer.Interrupt) (int, error) {
+	prog *progress.Bar, intr *trainer.Interrupt) (int, error) {
 	pos := job.Source().State()
 	prog.StartEpoch(pos.Epoch, pos.BatchesConsumed, run.state.Result.Steps)
 	defer prog.EndEpoch("")
@@ -595,4 +596,12 @@ func trimCR(s string) string {
 		return s[:len(s)-1]
 	}
 	return s
+}
+
+// count is "1 step", "3 steps".
+func count(n int64, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
 }

@@ -389,9 +389,9 @@ func (r *runDir) doneWords(plan stepPlan) string {
 	case r.state.Stopped != "":
 		return r.state.Stopped
 	case r.o.MaxSteps > 0:
-		return "done after " + trainer.Count(r.state.Result.Steps, "step")
+		return "done after " + count(r.state.Result.Steps, "step")
 	}
-	return "done after " + trainer.Count(int64(plan.epochs), "epoch")
+	return "done after " + count(int64(plan.epochs), "epoch")
 }
 
 // finish draws the curves and removes the interrupted marker of a resumed run.
