@@ -62,11 +62,7 @@ func (i *Interrupt) watch() {
 				continue
 			}
 			fmt.Fprintf(i.out, "\n%s again: quitting without saving\n", SignalName(s))
-			code := 130
-			if s == syscall.SIGTERM {
-				code = 143
-			}
-			i.exit(code)
+			i.exit(exitCode(s))
 		}
 	}
 }
@@ -135,6 +131,21 @@ func (i *Interrupt) Stop() {
 	default:
 		close(i.done)
 	}
+}
+
+// ExitCode is the exit status a program stopped by the signal should end with, as a shell
+// reports a program that the signal ended: 130 for SIGINT, 143 for SIGTERM; 0 when no signal
+// came.
+func (i *Interrupt) ExitCode() int { return exitCode(i.Signal()) }
+
+func exitCode(s os.Signal) int {
+	switch s {
+	case nil:
+		return 0
+	case syscall.SIGTERM:
+		return 143
+	}
+	return 130
 }
 
 // SignalName is "SIGINT" or "SIGTERM" (the signal's String otherwise).

@@ -11,7 +11,6 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/checkpoint"
-	"github.com/goaccel/goaccel/internal/fsutil"
 	"github.com/goaccel/goaccel/trainer/progress"
 )
 
@@ -386,11 +385,12 @@ func (f *fit) finish() error {
 				return err
 			}
 		}
-		if f.lastCheckpoint != "" {
-			f.notice("trainer: %s: stopped after step %d of %d; checkpoint %s", SignalName(f.interrupted), f.step,
-				f.sched.Total, f.lastCheckpoint)
+		if f.lastCheckpoint == "" {
+			return nil
 		}
-		return nil
+		f.notice("trainer: %s: stopped after step %d of %d; checkpoint %s", SignalName(f.interrupted), f.step,
+			f.sched.Total, f.lastCheckpoint)
+		return MarkInterrupted(f.t.acc, f.dir, f.interrupted, f.step)
 	}
 	if f.eval != nil && !f.cfg.SkipEpochEval && f.rs.LastEvalStep != f.step {
 		pos := f.train.State()
@@ -409,6 +409,9 @@ func (f *fit) finish() error {
 		if err := f.saveLast(); err != nil {
 			return err
 		}
+	}
+	if err := ClearInterrupted(f.t.acc, f.dir); err != nil {
+		return err
 	}
 	f.notice("trainer: %s (step %d, %s)", f.doneWords(), f.step, progress.FormatDuration(time.Duration(f.elapsed()*float64(time.Second))))
 	return nil
@@ -435,16 +438,10 @@ func count(n int64, unit string) string {
 	return fmt.Sprintf("%d %ss", n, unit)
 }
 
-// saveBestFolder writes the best model with Config.SaveBest into a new folder beside best/
-// and puts it in place of best/ (main process; the others wait).
+// saveBestFolder writes the best model with Config.SaveBest in place of best/.
 func (f *fit) saveBestFolder() (string, error) {
 	dst := filepath.Join(f.dir, BestDir)
-	if f.main {
-		if err := fsutil.ReplaceDir(dst, f.cfg.SaveBest); err != nil {
-			return "", wrapf(err, "saving the best model at step %d", f.step)
-		}
-	}
-	if err := f.t.acc.WaitForEveryone(); err != nil {
+	if err := SaveFolder(f.t.acc, dst, f.cfg.SaveBest); err != nil {
 		return "", wrapf(err, "saving the best model at step %d", f.step)
 	}
 	return dst, nil
