@@ -19,10 +19,10 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
-// sampleDataDir is examples/bert_classify/data, the built-in dataset of the example.
+// sampleDataDir is models/bert/sample, the built-in dataset of the examples.
 func sampleDataDir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "examples", "bert_classify", "data")
+	return filepath.Join(filepath.Dir(file), "sample")
 }
 
 // readSampleData reads sample.pos (label 1) and sample.neg (label 0).
@@ -68,7 +68,7 @@ func TestSampleVocab(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := BuildVocab(texts, DefaultVocabWords); !slices.Equal(tok.Vocab(), want) {
-		t.Errorf("examples/bert_classify/data/vocab.txt (%d tokens) is stale: run `go run scripts/make_sample_vocab.go` (want %d tokens)",
+		t.Errorf("models/bert/sample/vocab.txt (%d tokens) is stale: run `go run scripts/make_sample_vocab.go` (want %d tokens)",
 			tok.VocabSize(), len(want))
 	}
 	longest := 0
