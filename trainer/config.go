@@ -34,6 +34,9 @@ type Config struct {
 	Schedule string `json:"schedule"`
 	// WarmupSteps is the number of updates over which the rate rises linearly to LearningRate.
 	WarmupSteps int64 `json:"warmup_steps"`
+	// WarmupRatio, when WarmupSteps is 0, warms up over ceil(WarmupRatio x the run's updates),
+	// as Hugging Face's warmup_ratio; in [0, 1).
+	WarmupRatio float64 `json:"warmup_ratio,omitempty"`
 	// ClipGradNorm clips the gradients by their global L2 norm before each update; 0 disables.
 	ClipGradNorm float64 `json:"clip_grad_norm"`
 	// GradientAccumulation is the number of batches whose gradients are averaged into one
@@ -149,6 +152,8 @@ func (c Config) validate() error {
 		return bad("Epochs", "and Config.MaxSteps are both 0: set how long to train")
 	case c.ClipGradNorm < 0 || math.IsNaN(c.ClipGradNorm):
 		return bad("ClipGradNorm", "= %g: must be >= 0 (0 disables clipping)", c.ClipGradNorm)
+	case c.WarmupRatio < 0 || c.WarmupRatio >= 1 || math.IsNaN(c.WarmupRatio):
+		return bad("WarmupRatio", "= %g: must be in [0, 1)", c.WarmupRatio)
 	case c.GradientAccumulation < 1:
 		return bad("GradientAccumulation", "= %d: must be >= 1", c.GradientAccumulation)
 	case c.EvalEvery < 0:

@@ -119,3 +119,39 @@ func TestLRTraceMatchesSchedule(t *testing.T) {
 		})
 	}
 }
+
+// TestFitWarmupRatio: Config.WarmupRatio warms up over ceil(ratio x total updates), as
+// Hugging Face's warmup_ratio does: 0.2 of 8 updates is 2, and the learning rates in
+// metrics.jsonl follow the linear schedule with 2 warm-up updates. WarmupSteps, when set,
+// wins; a ratio outside [0, 1) is refused.
+func TestFitWarmupRatio(t *testing.T) {
+	acc := accOn(t, 1)
+	tr, err := New(acc, model.NewStore(), optimizer.Adam().Done(), toyTask(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	_, err = tr.Fit(toyLoader(t, 32, 0, 8, true), nil, Config{OutputDir: dir, Epochs: 2, LearningRate: 0.01,
+		Schedule: "linear", WarmupRatio: 0.2, LogEvery: 1, Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched := refSchedule{name: "linear", peak: 0.01, warmup: 2, total: 8}
+	recs := readRecords(t, dir)
+	if len(recs) != 8 {
+		t.Fatalf("%d records, want 8", len(recs))
+	}
+	for _, r := range recs {
+		if want := sched.at(r.Step - 1); math.Abs(r.LR-want) > 1e-9+1e-6*want {
+			t.Errorf("step %d: lr %.9g, want %.9g (2 warm-up updates)", r.Step, r.LR, want)
+		}
+	}
+	for _, ratio := range []float64{-0.1, 1, math.NaN()} {
+		tr, _ := New(acc, model.NewStore(), optimizer.Adam().Done(), toyTask(4))
+		_, err := tr.Fit(toyLoader(t, 32, 0, 8, true), nil, Config{OutputDir: filepath.Join(t.TempDir(), "r"), Epochs: 1,
+			LearningRate: 0.01, WarmupRatio: ratio, Quiet: true})
+		if err == nil || !strings.Contains(err.Error(), "Config.WarmupRatio") {
+			t.Errorf("WarmupRatio %g: %v", ratio, err)
+		}
+	}
+}

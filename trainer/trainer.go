@@ -313,7 +313,11 @@ func (f *fit) prepare() error {
 				rest, k)
 		}
 	}
-	f.sched, err = NewSchedule(cfg.Schedule, cfg.LearningRate, cfg.WarmupSteps, total)
+	warmup := cfg.WarmupSteps
+	if warmup == 0 && cfg.WarmupRatio > 0 {
+		warmup = int64(math.Ceil(cfg.WarmupRatio * float64(total)))
+	}
+	f.sched, err = NewSchedule(cfg.Schedule, cfg.LearningRate, warmup, total)
 	if err != nil {
 		return err
 	}
