@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/goaccel/goaccel/data"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -124,6 +125,21 @@ func LoadPolarity(pos, neg string) (data.Slice[Labeled], error) {
 	ds, _, err := ReadLabeledFiles([]LabeledFile{{Path: pos, Label: 1}, {Path: neg, Label: 0}},
 		LineOptions{Encoding: EncodingAuto})
 	return ds, err
+}
+
+// LoadPolarityDir is LoadPolarity on the folder layout in which the dataset is distributed:
+// dir holds exactly one <name>.pos and one <name>.neg (rt-polarity.pos and rt-polarity.neg).
+func LoadPolarityDir(dir string) (data.Slice[Labeled], error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("text: LoadPolarityDir: %s is not a readable folder", dir)
+	}
+	pos, _ := filepath.Glob(filepath.Join(dir, "*.pos"))
+	neg, _ := filepath.Glob(filepath.Join(dir, "*.neg"))
+	if len(pos) != 1 || len(neg) != 1 {
+		return nil, fmt.Errorf("text: LoadPolarityDir: %s: want one *.pos and one *.neg file, found %d and %d",
+			dir, len(pos), len(neg))
+	}
+	return LoadPolarity(pos[0], neg[0])
 }
 
 // LabeledTSV returns a parse function for OpenLines that reads a Labeled example from a

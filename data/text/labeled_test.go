@@ -165,3 +165,21 @@ func TestLineEndings(t *testing.T) {
 		t.Errorf("error %v, want one naming %s:2", err, pos)
 	}
 }
+
+// TestLoadPolarityDir reads the folder layout: one *.pos and one *.neg; a missing folder, or
+// one with no pair or two, is an error naming the folder.
+func TestLoadPolarityDir(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "x.pos", "good\nfine\n")
+	writeFile(t, dir, "x.neg", "bad\n")
+	ds, err := LoadPolarityDir(dir)
+	if err != nil || len(ds) != 3 || ds[0] != (Labeled{"good", 1}) || ds[2] != (Labeled{"bad", 0}) {
+		t.Fatalf("LoadPolarityDir = %v, %v", ds, err)
+	}
+	writeFile(t, dir, "y.pos", "more\n")
+	for _, d := range []string{dir, t.TempDir(), filepath.Join(dir, "missing")} {
+		if _, err := LoadPolarityDir(d); err == nil || !strings.Contains(err.Error(), d) {
+			t.Errorf("LoadPolarityDir(%s): %v, want an error naming the folder", d, err)
+		}
+	}
+}

@@ -124,9 +124,11 @@ func run(o options, out io.Writer) (*history, int, error) {
 	defer intr.Stop()
 
 	// Data: sentences from x.pos / x.neg, split 90/10 with the seed; the tokenizer collates.
-	all, err := loadSentences(o.DataDir)
-	if err != nil {
-		return nil, 0, err
+	all := sample.Polarity() // the built-in sentences, or rt-polarity's pair of files:
+	if o.DataDir != "" {
+		if all, err = text.LoadPolarityDir(o.DataDir); err != nil {
+			return nil, 0, fmt.Errorf("--data_dir: %w", err)
+		}
 	}
 	trainSet, testSet, err := data.Split(all, o.TestSize, o.Seed)
 	if err != nil {
@@ -292,20 +294,6 @@ func test(job *accelerator.Job, eval *accelerator.EvalStep, testLoader data.Sour
 		return 0, err
 	}
 	return metrics.Accuracy(preds, labels, nil)
-}
-
-// loadSentences reads <dir>/<name>.pos and <dir>/<name>.neg (label 1 and 0); with no dir,
-// the built-in sample.
-func loadSentences(dir string) (data.Slice[text.Labeled], error) {
-	if dir == "" {
-		return sample.Polarity(), nil
-	}
-	pos, _ := filepath.Glob(filepath.Join(dir, "*.pos"))
-	neg, _ := filepath.Glob(filepath.Join(dir, "*.neg"))
-	if len(pos) != 1 || len(neg) != 1 {
-		return nil, fmt.Errorf("--data_dir %s: want one *.pos and one *.neg file, found %d and %d", dir, len(pos), len(neg))
-	}
-	return text.LoadPolarity(pos[0], neg[0])
 }
 
 // loadModel builds the classifier and its tokenizer: pretrained weights with a fresh

@@ -87,8 +87,8 @@ func TestBadFlagsStopBeforeTraining(t *testing.T) {
 		edit func(*options)
 		want string
 	}{
-		{"missing data dir", func(o *options) { o.DataDir = "/nonexistent/rt" }, "--data_dir /nonexistent/rt"},
-		{"data dir without files", func(o *options) { o.DataDir = t.TempDir() }, "want one *.pos and one *.neg"},
+		{"missing data dir", func(o *options) { o.DataDir = "/nonexistent/rt" }, "/nonexistent/rt is not a readable folder"},
+		{"data dir without files", func(o *options) { o.DataDir = t.TempDir() }, "--data_dir: text: LoadPolarityDir"},
 		{"model dir without weights", func(o *options) { o.ModelDir = t.TempDir() }, "config.json"},
 		{"max_len above positions", func(o *options) { o.MaxLen = 4096 }, "--max_len 4096"},
 		{"zero batch", func(o *options) { o.BatchSize = 0 }, "--batch_size"},
