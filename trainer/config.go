@@ -30,7 +30,16 @@ type Config struct {
 	// optimizer was built with. Required.
 	LearningRate float64 `json:"learning_rate"`
 	// Schedule names the learning-rate schedule: "constant" (the default), "linear" or
-	// "cosine"; see Schedule for the formulas.
+	// "cosine". With peak rate η = LearningRate, W warm-up updates and T updates in the run,
+	// the rate of update u (0 for the first) is
+	//
+	//	warm-up (u < W):  η · (u+1)/W              (the W-th update reaches η)
+	//	constant:         η
+	//	linear:           η · max(0, (T-u)/(T-W))   (η at u = W, η/(T-W) for the last update)
+	//	cosine:           η · ½(1 + cos(π · min(1, (u-W)/(T-W))))
+	//
+	// computed in the training graph; the rate of the last update is the Store variable
+	// /optimizers/learning_rate, and metrics.jsonl records it.
 	Schedule string `json:"schedule"`
 	// WarmupSteps is the number of updates over which the rate rises linearly to LearningRate.
 	WarmupSteps int64 `json:"warmup_steps"`
@@ -122,7 +131,7 @@ func (c Config) withDefaults() Config {
 		c.PlainInterval = 10 * time.Second
 	}
 	if c.Schedule == "" {
-		c.Schedule = ScheduleConstant
+		c.Schedule = scheduleConstant
 	}
 	c.Schedule = strings.ToLower(strings.TrimSpace(c.Schedule))
 	c.BestMode = strings.ToLower(strings.TrimSpace(c.BestMode))

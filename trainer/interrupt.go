@@ -58,10 +58,10 @@ func (i *Interrupt) watch() {
 			i.mu.Unlock()
 			if first {
 				fmt.Fprintf(i.out, "\n%s: finishing the current step and saving a checkpoint (send it again to "+
-					"quit at once, without saving)\n", SignalName(s))
+					"quit at once, without saving)\n", signalName(s))
 				continue
 			}
-			fmt.Fprintf(i.out, "\n%s again: quitting without saving\n", SignalName(s))
+			fmt.Fprintf(i.out, "\n%s again: quitting without saving\n", signalName(s))
 			i.exit(exitCode(s))
 		}
 	}
@@ -148,8 +148,8 @@ func exitCode(s os.Signal) int {
 	return 130
 }
 
-// SignalName is "SIGINT" or "SIGTERM" (the signal's String otherwise).
-func SignalName(s os.Signal) string {
+// signalName is "SIGINT" or "SIGTERM" (the signal's String otherwise).
+func signalName(s os.Signal) string {
 	switch s {
 	case os.Interrupt:
 		return "SIGINT"

@@ -77,7 +77,7 @@ func (f *fit) loop() error {
 				}
 				if requested {
 					f.interrupted = f.cfg.Interrupt.Signal()
-					f.stop = "interrupted by " + SignalName(f.interrupted)
+					f.stop = "interrupted by " + signalName(f.interrupted)
 				}
 			}
 			if f.stop != "" || f.finished() {
@@ -388,9 +388,9 @@ func (f *fit) finish() error {
 		if f.lastCheckpoint == "" {
 			return nil
 		}
-		f.notice("trainer: %s: stopped after step %d of %d; checkpoint %s", SignalName(f.interrupted), f.step,
+		f.notice("trainer: %s: stopped after step %d of %d; checkpoint %s", signalName(f.interrupted), f.step,
 			f.sched.Total, f.lastCheckpoint)
-		return MarkInterrupted(f.t.acc, f.dir, f.interrupted, f.step)
+		return markInterrupted(f.t.acc, f.dir, f.interrupted, f.step)
 	}
 	if f.eval != nil && !f.cfg.SkipEpochEval && f.rs.LastEvalStep != f.step {
 		pos := f.train.State()
@@ -410,7 +410,7 @@ func (f *fit) finish() error {
 			return err
 		}
 	}
-	if err := ClearInterrupted(f.t.acc, f.dir); err != nil {
+	if err := clearInterrupted(f.t.acc, f.dir); err != nil {
 		return err
 	}
 	f.notice("trainer: %s (step %d, %s)", f.doneWords(), f.step, progress.FormatDuration(time.Duration(f.elapsed()*float64(time.Second))))
@@ -441,7 +441,7 @@ func count(n int64, unit string) string {
 // saveBestFolder writes the best model with Config.SaveBest in place of best/.
 func (f *fit) saveBestFolder() (string, error) {
 	dst := filepath.Join(f.dir, BestDir)
-	if err := SaveFolder(f.t.acc, dst, f.cfg.SaveBest); err != nil {
+	if err := saveFolder(f.t.acc, dst, f.cfg.SaveBest); err != nil {
 		return "", wrapf(err, "saving the best model at step %d", f.step)
 	}
 	return dst, nil

@@ -86,7 +86,7 @@ func TestMetricsLogKeepsTheCheckpointsRecords(t *testing.T) {
 				writeLines(t, path, c.lines, c.torn)
 			}
 			var notices []string
-			l, err := OpenMetrics(path, c.keep, func(f string, a ...any) { notices = append(notices, fmt.Sprintf(f, a...)) })
+			l, err := openMetrics(path, c.keep, func(f string, a ...any) { notices = append(notices, fmt.Sprintf(f, a...)) })
 			if err != nil {
 				t.Fatal(err)
 			}

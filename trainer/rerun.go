@@ -37,7 +37,7 @@ type interruptMark struct {
 }
 
 // ChooseRunDir returns the run directory of this program (os.Args): dir when it is not
-// empty; else the newest runs/<name>-<time> that MarkInterrupted left for the same arguments
+// empty; else the newest runs/<name>-<time> that an interrupted session left for the same arguments
 // (--output_dir aside), so that running the same command again resumes it; else a new
 // runs/<name>-<time> (-2, -3... appended when taken). The main process chooses and prints its
 // choice; the other processes receive it, so that all use the same directory.
@@ -79,40 +79,40 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// MarkInterrupted records in dir that sig stopped its run after step (interrupted.json, read
+// markInterrupted records in dir that sig stopped its run after step (interrupted.json, read
 // by ChooseRunDir) and prints the command that resumes it. Only the main process writes.
-func MarkInterrupted(acc *accelerator.Accelerator, dir string, sig os.Signal, step int64) error {
+func markInterrupted(acc *accelerator.Accelerator, dir string, sig os.Signal, step int64) error {
 	if !acc.IsMainProcess() {
 		return nil
 	}
-	cmd := ResumeCommand(dir)
-	raw, err := json.MarshalIndent(interruptMark{Signal: SignalName(sig), Step: step, Command: cmd, Args: os.Args[1:]}, "", "  ")
+	cmd := resumeCommand(dir)
+	raw, err := json.MarshalIndent(interruptMark{Signal: signalName(sig), Step: step, Command: cmd, Args: os.Args[1:]}, "", "  ")
 	if err != nil {
-		return fmt.Errorf("trainer: MarkInterrupted: %w", err)
+		return fmt.Errorf("trainer: marking the interruption: %w", err)
 	}
 	if err := fsutil.WriteFileAtomic(filepath.Join(dir, interruptedFile), append(raw, '\n')); err != nil {
-		return fmt.Errorf("trainer: MarkInterrupted: %w", err)
+		return fmt.Errorf("trainer: marking the interruption: %w", err)
 	}
 	acc.Printf("to resume: %s", cmd)
 	return nil
 }
 
-// ClearInterrupted removes MarkInterrupted's record from dir once its run has ended. Only the
+// clearInterrupted removes markInterrupted's record from dir once its run has ended. Only the
 // main process writes.
-func ClearInterrupted(acc *accelerator.Accelerator, dir string) error {
+func clearInterrupted(acc *accelerator.Accelerator, dir string) error {
 	if !acc.IsMainProcess() {
 		return nil
 	}
 	if err := os.Remove(filepath.Join(dir, interruptedFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("trainer: ClearInterrupted: %w", err)
+		return fmt.Errorf("trainer: clearing the interruption mark: %w", err)
 	}
 	return nil
 }
 
-// SaveFolder writes the folder dst (best/, say) whole: the main process fills a new folder
+// saveFolder writes the folder dst (best/, say) whole: the main process fills a new folder
 // beside it with fill and renames it into place, so that dst is never half written; the
 // other processes wait for it.
-func SaveFolder(acc *accelerator.Accelerator, dst string, fill func(dir string) error) error {
+func saveFolder(acc *accelerator.Accelerator, dst string, fill func(dir string) error) error {
 	if acc.IsMainProcess() {
 		if err := fsutil.ReplaceDir(dst, fill); err != nil {
 			return fmt.Errorf("trainer: saving %s: %w", dst, err)
@@ -121,10 +121,10 @@ func SaveFolder(acc *accelerator.Accelerator, dst string, fill func(dir string) 
 	return acc.WaitForEveryone()
 }
 
-// ResumeCommand is the command line that runs this program again on the run directory dir:
+// resumeCommand is the command line that runs this program again on the run directory dir:
 // os.Args with --output_dir dir added when missing. Under `go run` it is `go run PACKAGE`,
 // the package named relative to the working directory.
-func ResumeCommand(dir string) string {
+func resumeCommand(dir string) string {
 	args := []string{os.Args[0]}
 	if pkg := goRunPackage(); pkg != "" {
 		args = []string{"go", "run", pkg}

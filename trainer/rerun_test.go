@@ -9,9 +9,9 @@ import (
 )
 
 // TestChooseRunDirFindsTheInterruptedRun: without --output_dir, a program gets a new
-// runs/<name>-<time>; once MarkInterrupted has marked it, the same arguments (in any
+// runs/<name>-<time>; once markInterrupted has marked it, the same arguments (in any
 // --output_dir spelling) choose it again, other arguments or another name do not, and after
-// ClearInterrupted a new directory is chosen.
+// clearInterrupted a new directory is chosen.
 func TestChooseRunDirFindsTheInterruptedRun(t *testing.T) {
 	acc := accOn(t, 1)
 	t.Chdir(t.TempDir())
@@ -29,7 +29,7 @@ func TestChooseRunDirFindsTheInterruptedRun(t *testing.T) {
 	if err := os.MkdirAll(first, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := MarkInterrupted(acc, first, syscall.SIGINT, 7); err != nil {
+	if err := markInterrupted(acc, first, syscall.SIGINT, 7); err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := os.ReadFile(filepath.Join(first, interruptedFile))
@@ -56,10 +56,10 @@ func TestChooseRunDirFindsTheInterruptedRun(t *testing.T) {
 		}
 	}
 	os.Args = []string{"prog", "--epochs", "2"}
-	if err := ClearInterrupted(acc, first); err != nil {
+	if err := clearInterrupted(acc, first); err != nil {
 		t.Fatal(err)
 	}
-	if err := ClearInterrupted(acc, first); err != nil {
+	if err := clearInterrupted(acc, first); err != nil {
 		t.Errorf("clearing twice: %v", err)
 	}
 	if got, _ := ChooseRunDir(acc, "", "prog"); got == first {
@@ -67,16 +67,16 @@ func TestChooseRunDirFindsTheInterruptedRun(t *testing.T) {
 	}
 }
 
-// TestResumeCommand: the program's own arguments, --output_dir added once, quoted for a shell.
-func TestResumeCommand(t *testing.T) {
+// TestResumeCommandLine: the program's own arguments, --output_dir added once, quoted for a shell.
+func TestResumeCommandLine(t *testing.T) {
 	oldArgs := os.Args
 	defer func() { os.Args = oldArgs }()
 	os.Args = []string{"/bin/prog", "--data_dir", "my data", "--epochs=2"}
-	if got, want := ResumeCommand("runs/x"), "/bin/prog --data_dir 'my data' --epochs=2 --output_dir runs/x"; got != want {
-		t.Errorf("ResumeCommand = %q, want %q", got, want)
+	if got, want := resumeCommand("runs/x"), "/bin/prog --data_dir 'my data' --epochs=2 --output_dir runs/x"; got != want {
+		t.Errorf("resumeCommand = %q, want %q", got, want)
 	}
 	os.Args = []string{"/bin/prog", "--output-dir", "d"}
-	if got, want := ResumeCommand("d"), "/bin/prog --output-dir d"; got != want {
-		t.Errorf("ResumeCommand = %q, want %q", got, want)
+	if got, want := resumeCommand("d"), "/bin/prog --output-dir d"; got != want {
+		t.Errorf("resumeCommand = %q, want %q", got, want)
 	}
 }

@@ -40,7 +40,7 @@ type Run struct {
 	job     *accelerator.Job
 	state   any
 	ckpt    *checkpoint.Manager
-	log     *MetricsWriter // main process only
+	log     *metricsWriter // main process only
 	records int
 	savedAt int64
 }
@@ -134,7 +134,7 @@ func OpenRun(acc *accelerator.Accelerator, dir string, config any, job *accelera
 	if err := writeJSONAtomic(filepath.Join(dir, ConfigFile), cfg); err != nil {
 		return nil, err
 	}
-	r.log, err = OpenMetrics(filepath.Join(dir, MetricsFile), r.records, func(format string, args ...any) {
+	r.log, err = openMetrics(filepath.Join(dir, MetricsFile), r.records, func(format string, args ...any) {
 		acc.Printf(format, args...)
 	})
 	return r, err
@@ -208,21 +208,21 @@ func (r *Run) Save(step int64) error {
 	return nil
 }
 
-// SaveBest writes best/ with save (bert.SavePretrained, say), whole: see SaveFolder.
+// SaveBest writes best/ with save (bert.SavePretrained, say), whole: the main process fills a new folder beside it and renames it into place, so that best/ is never half written; the others wait.
 func (r *Run) SaveBest(save func(dir string) error) error {
-	return SaveFolder(r.acc, filepath.Join(r.Dir, BestDir), save)
+	return saveFolder(r.acc, filepath.Join(r.Dir, BestDir), save)
 }
 
 // Interrupted ends a session that sig stopped after step: it saves the checkpoint, draws the
-// curves and marks the run so that the same command resumes it (MarkInterrupted), printing
+// curves and marks the run so that the same command resumes it (interrupted.json), printing
 // that command.
 func (r *Run) Interrupted(sig os.Signal, step int64) error {
 	if err := r.Save(step); err != nil {
 		return err
 	}
-	r.acc.Printf("%s: stopped after step %d; checkpoint saved in %s", SignalName(sig), step, r.ckpt.Dir())
+	r.acc.Printf("%s: stopped after step %d; checkpoint saved in %s", signalName(sig), step, r.ckpt.Dir())
 	r.plot()
-	return MarkInterrupted(r.acc, r.Dir, sig, step)
+	return markInterrupted(r.acc, r.Dir, sig, step)
 }
 
 // Finish ends a run that is complete at step: the last checkpoint, the curves, and the
@@ -232,7 +232,7 @@ func (r *Run) Finish(step int64) error {
 		return err
 	}
 	r.plot()
-	return ClearInterrupted(r.acc, r.Dir)
+	return clearInterrupted(r.acc, r.Dir)
 }
 
 // plot draws the curves on the main process; a failure is a warning (the records are safe).

@@ -114,13 +114,13 @@ type fit struct {
 	// trainStep and evalStep are the task's loss and evaluation compiled for the job.
 	trainStep *accelerator.TrainStep
 	evalStep  *accelerator.EvalStep
-	sched     Schedule
-	info      *RunInfo
+	sched     lrSchedule
+	info      *runFile
 	rs        runState
 	main      bool
 
 	dir    string
-	log    *MetricsWriter
+	log    *metricsWriter
 	out    io.Writer // the main process's Config.Output; io.Discard elsewhere
 	prog   Display
 	last   *checkpoint.Manager
@@ -145,7 +145,7 @@ type fit struct {
 // Fit trains on train and evaluates on eval (nil: no evaluation) as cfg says, writing the
 // run directory cfg.OutputDir:
 //
-//	config.json      RunInfo: hyperparameters, backend, devices, versions
+//	config.json      hyperparameters, backend, devices, versions
 //	metrics.jsonl    one Record per training log step and per evaluation
 //	checkpoints/     the last checkpoints (every SaveEvery updates and at each epoch end)
 //	best/            the best model by Config.BestMetric
@@ -317,7 +317,7 @@ func (f *fit) prepare() error {
 	if warmup == 0 && cfg.WarmupRatio > 0 {
 		warmup = int64(math.Ceil(cfg.WarmupRatio * float64(total)))
 	}
-	f.sched, err = NewSchedule(cfg.Schedule, cfg.LearningRate, warmup, total)
+	f.sched, err = newSchedule(cfg.Schedule, cfg.LearningRate, warmup, total)
 	if err != nil {
 		return err
 	}
@@ -330,12 +330,12 @@ func (f *fit) prepare() error {
 }
 
 // runInfo describes this run for config.json.
-func (f *fit) runInfo() *RunInfo {
+func (f *fit) runInfo() *runFile {
 	acc := f.t.acc
 	info := acc.Info()
 	hyper := f.cfg
 	hyper.Output, hyper.Callbacks = nil, Callbacks{}
-	ri := &RunInfo{
+	ri := &runFile{
 		Format: runFormat, Version: runVersion, Created: time.Now().UTC().Format(time.RFC3339),
 		Trainer: hyper, Schedule: f.sched.String(), TotalSteps: f.sched.Total,
 		Backend: info.Backend, Plugin: info.Plugin.Path, Devices: acc.NumDevices(), Processes: acc.NumProcesses(),
@@ -399,7 +399,7 @@ func (f *fit) restore(resuming bool) (string, error) {
 	if !resuming {
 		return "", nil
 	}
-	var saved RunInfo
+	var saved runFile
 	st := &checkpoint.State{Store: f.job.Store(), Config: &saved, Metrics: &f.rs}
 	path, err := f.last.LoadLatest(st)
 	if errors.Is(err, checkpoint.ErrNoCheckpoint) {
@@ -446,7 +446,7 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 		return wrapf(err, "creating Config.OutputDir")
 	}
 	if resuming {
-		f.info.Resumes = append(f.info.Resumes, Resume{Time: time.Now().UTC().Format(time.RFC3339), Step: f.step,
+		f.info.Resumes = append(f.info.Resumes, resumeEntry{Time: time.Now().UTC().Format(time.RFC3339), Step: f.step,
 			Checkpoint: from, Changed: changes})
 		for _, c := range changes {
 			f.notice("trainer: resuming with a change: %s", c)
@@ -463,7 +463,7 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 		return err
 	}
 	var err error
-	f.log, err = OpenMetrics(filepath.Join(f.dir, MetricsFile), f.rs.Records, f.notice)
+	f.log, err = openMetrics(filepath.Join(f.dir, MetricsFile), f.rs.Records, f.notice)
 	return err
 }
 

@@ -199,7 +199,7 @@ func (p *Bar) stats() string {
 	}
 	if eta, ok := p.epochETA(); ok {
 		s := "ETA " + FormatDuration(eta)
-		if run, ok := p.RunETA(); ok && (p.cfg.TotalSteps-p.step)*int64(p.cfg.GradientAccumulation) > int64(p.batches-p.done) {
+		if run, ok := p.runETA(); ok && (p.cfg.TotalSteps-p.step)*int64(p.cfg.GradientAccumulation) > int64(p.batches-p.done) {
 			s += ", run " + FormatDuration(run)
 		}
 		parts = append(parts, s)
@@ -222,10 +222,10 @@ func (p *Bar) epochETA() (time.Duration, bool) {
 	return seconds(float64(p.batches-p.done) * spb), true
 }
 
-// RunETA estimates the time left in the whole run: the batches up to TotalSteps at the
+// runETA estimates the time left in the whole run: the batches up to TotalSteps at the
 // measured speed, plus the evaluations still to come (one per epoch end and one at the end)
 // at the duration of the last one. ok is false before the speed or the run's length is known.
-func (p *Bar) RunETA() (time.Duration, bool) {
+func (p *Bar) runETA() (time.Duration, bool) {
 	spb, ok := p.secsPerBatch()
 	if !ok || p.cfg.TotalSteps <= 0 {
 		return 0, false
