@@ -27,6 +27,7 @@ import (
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/data/text"
+	_ "github.com/goaccel/goaccel/hostmalloc" // GOACCEL_HOST_MALLOC=keep: glibc keeps XLA's freed memory for reuse
 	"github.com/goaccel/goaccel/metrics"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/bert/sample"
@@ -80,7 +81,10 @@ func newFlagSet(o *options) *flag.FlagSet {
 func main() {
 	o := defaultOptions()
 	fs := newFlagSet(&o)
-	if err := fs.Parse(os.Args[1:]); err != nil {
+	if err := fs.Parse(os.Args[1:]); err != nil || fs.NArg() > 0 {
+		if err == nil {
+			err = fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+		}
 		if err != flag.ErrHelp {
 			fmt.Fprintf(os.Stderr, "bert_classify: %v (--help lists the flags)\n", err)
 			os.Exit(2)
@@ -192,12 +196,8 @@ func run(o options, out io.Writer) (*history, int, error) {
 	bar := progress.New(mainOnly(acc, out), progress.Config{Epochs: epochs, BatchesPerEpoch: perEpoch, TotalSteps: total})
 
 	for epoch := trainLoader.State().Epoch; epoch < epochs && h.Steps < total; epoch++ {
-		if err := train(acc, job, trainStep, bar, intr, h, total, rd); err != nil {
-			return nil, 0, err
-		}
-		// All processes stop after the same step; in the middle of an epoch, the resumed
-		// session finishes it and tests.
-		if stop, err := intr.RequestedAnywhere(acc); err != nil {
+		// A signal in the middle of an epoch: the resumed session finishes it and tests.
+		if stop, err := train(acc, job, trainStep, bar, intr, h, total, rd); err != nil {
 			return nil, 0, err
 		} else if stop && trainLoader.State().BatchesConsumed > 0 {
 			return h, intr.ExitCode(), rd.Interrupted(intr.Signal(), h.Steps)
@@ -239,23 +239,24 @@ func run(o options, out io.Writer) (*history, int, error) {
 }
 
 // train runs one epoch (the sampler's epoch advances by itself), or what is left of it. It
-// stops early at the run's last step, or after the current step when a signal asks to stop.
+// stops early at the run's last step, or after the current step when a signal asks to stop
+// (stop: all processes stop after the same step).
 func train(acc *accelerator.Accelerator, job *accelerator.Job, step *accelerator.TrainStep, bar *progress.Bar,
-	intr *trainer.Interrupt, h *history, total int64, log trainer.Logger) error {
+	intr *trainer.Interrupt, h *history, total int64, log trainer.Logger) (stop bool, err error) {
 	pos := job.Source().State()
 	bar.StartEpoch(pos.Epoch, pos.BatchesConsumed, h.Steps)
 	defer bar.EndEpoch("")
 	for batch, err := range job.Batches() {
 		if err != nil {
-			return err
+			return false, err
 		}
 		loss, err := step.Run(batch)
 		if err != nil {
-			return err
+			return false, err
 		}
 		l, err := loss.Value()
 		if err != nil {
-			return err
+			return false, err
 		}
 		h.Steps++
 		h.StepLoss, h.Window = append(h.StepLoss, l), append(h.Window, l)
@@ -263,19 +264,23 @@ func train(acc *accelerator.Accelerator, job *accelerator.Job, step *accelerator
 		epochEnd := job.Source().State().BatchesConsumed == 0
 		if h.Steps%10 == 0 || h.Steps == 1 || epochEnd || h.Steps == total { // the loss curve starts at step 1
 			lr, _ := job.LearningRate()
+			sum := 0.0
+			for _, x := range h.Window {
+				sum += x
+			}
 			err := log.Log(trainer.Record{Kind: trainer.KindTrain, Step: h.Steps, Epoch: float64(batch.Epoch) +
-				float64(batch.Index+1)/float64(job.Source().BatchesPerEpoch()), Loss: mean(h.Window), LR: lr,
+				float64(batch.Index+1)/float64(job.Source().BatchesPerEpoch()), Loss: sum / float64(len(h.Window)), LR: lr,
 				GradNorm: math.NaN(), ExamplesPerSec: math.NaN()})
 			if err != nil {
-				return err
+				return false, err
 			}
 			h.Window = nil
 		}
 		if stop, err := intr.RequestedAnywhere(acc); err != nil || stop || h.Steps >= total {
-			return err
+			return stop, err
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // test evaluates on the whole test set: predictions gathered from every device in example
@@ -306,7 +311,9 @@ func loadModel(o options, store *model.Store) (clf *bert.Classifier, tok *bert.T
 	} else if clf, tok, err = bert.LoadPretrained(o.ModelDir, store, bert.LoadOptions{MaxLen: o.MaxLen, NumLabels: 2}); err != nil {
 		return nil, nil, fmt.Errorf("--model_dir %s: %w", o.ModelDir, err)
 	}
-	if o.Dropout >= 0 {
+	if o.Dropout >= 1 {
+		return nil, nil, fmt.Errorf("--dropout %g: must be below 1 (negative: the model's own rates)", o.Dropout)
+	} else if o.Dropout >= 0 {
 		clf.Config.HiddenDropoutProb, clf.Config.AttentionProbsDropoutProb = o.Dropout, o.Dropout
 		clf.Config.ClassifierDropout = &o.Dropout
 	}
@@ -319,12 +326,4 @@ func mainOnly(acc *accelerator.Accelerator, out io.Writer) io.Writer {
 		return out
 	}
 	return io.Discard
-}
-
-func mean(xs []float64) float64 {
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/data/text"
+	_ "github.com/goaccel/goaccel/hostmalloc" // GOACCEL_HOST_MALLOC=keep: glibc keeps XLA's freed memory for reuse
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/bert/sample"
 	"github.com/goaccel/goaccel/trainer"
@@ -69,7 +70,11 @@ func newFlagSet(o *options) *flag.FlagSet {
 
 func main() {
 	var o options
-	if err := newFlagSet(&o).Parse(os.Args[1:]); err != nil {
+	fs := newFlagSet(&o)
+	if err := fs.Parse(os.Args[1:]); err != nil || fs.NArg() > 0 {
+		if err == nil {
+			err = fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+		}
 		if err != flag.ErrHelp {
 			fmt.Fprintf(os.Stderr, "fit: %v (--help lists the flags)\n", err)
 			os.Exit(2)
@@ -120,7 +125,9 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("--model_dir %q, --max_len %d: %w", o.ModelDir, o.MaxLen, err)
 	}
-	if o.Dropout >= 0 {
+	if o.Dropout >= 1 {
+		return nil, 0, fmt.Errorf("--dropout %g: must be below 1 (negative: the model's own rates)", o.Dropout)
+	} else if o.Dropout >= 0 {
 		clf.Config.HiddenDropoutProb, clf.Config.AttentionProbsDropoutProb = o.Dropout, o.Dropout
 		clf.Config.ClassifierDropout = &o.Dropout
 	}
