@@ -104,7 +104,6 @@ type history struct {
 	Steps     int64     `json:"steps"`      // optimizer steps done
 	StepLoss  []float64 `json:"step_loss"`  // every step's loss
 	Window    []float64 `json:"window"`     // the losses since the last training record
-	Accuracy  []float64 `json:"accuracy"`   // the test accuracy after each epoch
 	Best      float64   `json:"best"`       // the best test accuracy, after epoch BestEpoch
 	BestEpoch int       `json:"best_epoch"` // (0: no epoch ended yet), at step BestStep
 	BestStep  int64     `json:"best_step"`
@@ -193,7 +192,10 @@ func run(o options, out io.Writer) (*history, int, error) {
 	}
 	defer rd.Close()
 	acc.Printf("training on %d sentences, testing on %d; %d steps per epoch, %d in all", trainSet.Len(), testSet.Len(), perEpoch, total)
-	bar := progress.New(mainOnly(acc, out), progress.Config{Epochs: epochs, BatchesPerEpoch: perEpoch, TotalSteps: total})
+	if !acc.IsMainProcess() {
+		out = io.Discard // the progress bar shows on rank 0 only
+	}
+	bar := progress.New(out, progress.Config{Epochs: epochs, BatchesPerEpoch: perEpoch, TotalSteps: total})
 
 	for epoch := trainLoader.State().Epoch; epoch < epochs && h.Steps < total; epoch++ {
 		// A signal in the middle of an epoch: the resumed session finishes it and tests.
@@ -211,7 +213,6 @@ func run(o options, out io.Writer) (*history, int, error) {
 		if improved {
 			h.Best, h.BestEpoch, h.BestStep = accuracy, epoch+1, h.Steps
 		}
-		h.Accuracy = append(h.Accuracy, accuracy)
 		bar.Println("%s", progress.EvalLine(progress.EvalSummary{Step: h.Steps, Epoch: float64(epoch + 1),
 			Metrics: map[string]float64{"accuracy": accuracy}, Headline: "accuracy", Improved: improved, Best: h.Best,
 			BestStep: h.BestStep, Examples: testSet.Len(), Duration: time.Since(start)}))
@@ -318,12 +319,4 @@ func loadModel(o options, store *model.Store) (clf *bert.Classifier, tok *bert.T
 		clf.Config.ClassifierDropout = &o.Dropout
 	}
 	return clf, tok, nil
-}
-
-// mainOnly is out on the main process and io.Discard elsewhere.
-func mainOnly(acc *accelerator.Accelerator, out io.Writer) io.Writer {
-	if acc.IsMainProcess() {
-		return out
-	}
-	return io.Discard
 }
