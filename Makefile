@@ -59,7 +59,7 @@ deps-status:
 
 FUZZTIME ?= 30s
 fuzz:
-	$(GO) test ./data -run '^$$' -fuzz '^FuzzParseTSV$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./data/text -run '^$$' -fuzz '^FuzzParseTSV$$' -fuzztime $(FUZZTIME)
 
 # deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only) and MPICH
 # (for the multi-process tests) with `goaccel setup --dir .deps`, then the Python packages of the

@@ -1,5 +1,6 @@
-// Package data feeds a goaccel Accelerator: datasets, the distributed sampler, streaming text
-// files and the loader that collates batches for every replica.
+// Package data feeds a goaccel Accelerator: datasets, the distributed sampler and the loader
+// that collates batches for every replica. Reading text files (line files, TSV, the sentiment
+// dataset's pair of files, encodings) is package data/text's job.
 //
 // Words: an example is one item of a dataset; a batch is what one device (replica) processes,
 // BatchSize examples; a global batch (GlobalBatch) is the batches of all local devices that are
@@ -17,8 +18,8 @@
 //     uninterrupted run would have.
 //
 // Two kinds of datasets exist: indexed ones (Dataset: Len and Get, such as Slice and Subset),
-// which can be shuffled, and streaming ones (Stream: an iterator, such as LineFile, which reads a
-// text file line by line and never holds it whole in memory). NewLoader serves the first kind
+// which can be shuffled, and streaming ones (Stream: an iterator, such as text.LineFile, which reads
+// a text file line by line and never holds it whole in memory). NewLoader serves the first kind
 // through a DistributedSampler; NewStreamLoader serves the second, dealing example i to replica
 // i mod R.
 //
@@ -27,9 +28,9 @@
 //
 // A typical program:
 //
-//	all, err := data.LoadPolarity(dir+"/rt-polarity.pos", dir+"/rt-polarity.neg")
+//	all, err := text.LoadPolarity(dir+"/rt-polarity.pos", dir+"/rt-polarity.neg")
 //	train, test, err := data.Split(all, 0.1, seed)
-//	loader, err := data.NewLoader(train, data.LoaderConfig[data.Labeled]{
+//	loader, err := data.NewLoader(train, data.LoaderConfig[text.Labeled]{
 //		BatchSize: 32, Shuffle: true, Seed: seed, Workers: 2, Collate: tok.Collate})
 //	job, err := acc.Prepare(model, opt, loader) // calls loader.Distribute
 package data

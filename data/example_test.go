@@ -4,28 +4,29 @@ import (
 	"fmt"
 
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/data/text"
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
 // A loader over 10 labeled texts, split 80/20, shared by 2 replicas with batches of 3
 // examples: the last global batch is completed with padding, marked in Real.
 func ExampleNewLoader() {
-	var all data.Slice[data.Labeled]
+	var all data.Slice[text.Labeled]
 	for i := range 10 {
-		all = append(all, data.Labeled{Text: fmt.Sprintf("text %d", i), Label: i % 2})
+		all = append(all, text.Labeled{Text: fmt.Sprintf("text %d", i), Label: i % 2})
 	}
 	train, _, err := data.Split(all, 0.2, 1)
 	if err != nil {
 		panic(err)
 	}
-	collate := func(ex []data.Labeled) ([]*tensors.Tensor, *tensors.Tensor, error) {
+	collate := func(ex []text.Labeled) ([]*tensors.Tensor, *tensors.Tensor, error) {
 		lens, labels := make([]int32, len(ex)), make([]int32, len(ex))
 		for i, e := range ex {
 			lens[i], labels[i] = int32(len(e.Text)), int32(e.Label)
 		}
 		return []*tensors.Tensor{tensors.FromValue(lens)}, tensors.FromValue(labels), nil
 	}
-	loader, err := data.NewLoader(train, data.LoaderConfig[data.Labeled]{BatchSize: 3, Collate: collate})
+	loader, err := data.NewLoader(train, data.LoaderConfig[text.Labeled]{BatchSize: 3, Collate: collate})
 	if err != nil {
 		panic(err)
 	}

@@ -257,6 +257,6 @@ func (l *Loader[T]) slots(ps pass, order []int, numSamples, t int) ([]T, []*Batc
 }
 
 var (
-	_ Source = (*Loader[Labeled])(nil)
-	_ Source = (*StreamLoader[Labeled])(nil)
+	_ Source = (*Loader[int])(nil)
+	_ Source = (*StreamLoader[int])(nil)
 )

@@ -562,55 +562,6 @@ func TestLoaderReportsFailures(t *testing.T) {
 	}
 }
 
-func TestStreamLoaderFileChanges(t *testing.T) {
-	dir := t.TempDir()
-	p := writeFile(t, dir, "n.txt", "1\n2\n3\n4\n5\n")
-	f, err := OpenLines(p, func(s string) (int, error) { v, err := parseInt(s); return 1000 + v - 1, err }, LineOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := NewStreamLoader[int](f, LoaderConfig[int]{BatchSize: 2, Collate: intCollate, Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	batches, _ := collectEpoch(t, l)
-	checkEpochCoverage(t, batches, 5, 1, 2, false)
-	writeFile(t, dir, "n.txt", "1\n2\n3\n")
-	var got error
-	for _, err := range l.Epoch() {
-		if err != nil {
-			got = err
-		}
-	}
-	if got == nil || !strings.Contains(got.Error(), "stream shrank") {
-		t.Errorf("shrunk file: %v", got)
-	}
-	writeFile(t, dir, "n.txt", "1\n2\n3\n4\n5\n6\n7\n")
-	got = nil
-	for _, err := range l.Epoch() {
-		if err != nil {
-			got = err
-		}
-	}
-	if got == nil || !strings.Contains(got.Error(), "stream grew") {
-		t.Errorf("grown file: %v", got)
-	}
-	writeFile(t, dir, "n.txt", "1\n2\nthree\n4\n5\n")
-	got = nil
-	for _, err := range l.Epoch() {
-		if err != nil {
-			got = err
-		}
-	}
-	if got == nil || !strings.Contains(got.Error(), "n.txt:3:") {
-		t.Errorf("malformed line during a pass: %v", got)
-	}
-	if _, err := NewStreamLoader[int](f, LoaderConfig[int]{BatchSize: 2, Collate: intCollate}); err == nil ||
-		!strings.Contains(err.Error(), "n.txt:3:") {
-		t.Errorf("malformed line while counting: %v", err)
-	}
-}
-
 func TestLoaderStopsWorkers(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for _, stream := range []bool{false, true} {

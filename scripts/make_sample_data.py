@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Generate the built-in sentiment dataset of examples/bert_classify (used by `make run`).
+"""Generate the built-in sentiment dataset of the examples (package models/bert/sample, used by `make run`).
 
-Writes examples/bert_classify/data/sample.pos and sample.neg: one lower-case movie-review
+Writes models/bert/sample/sample.pos and sample.neg: one lower-case movie-review
 sentence per line, made from this project's own templates and word lists (no external data).
 The two classes use different opinion words, so even a tiny randomly initialised BERT learns
 them within a minute; a few sentences per class use negation ("not bad at all") so the task
@@ -19,7 +19,7 @@ import random
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT_DIR = os.path.join(REPO, "examples", "bert_classify", "data")
+OUT_DIR = os.path.join(REPO, "models", "bert", "sample")
 PER_CLASS = int(sys.argv[1]) if len(sys.argv) > 1 else 400
 
 SUBJECTS = [

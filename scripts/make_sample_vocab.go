@@ -1,6 +1,6 @@
 //go:build ignore
 
-// make_sample_vocab writes examples/bert_classify/data/vocab.txt, the vocabulary of the tiny
+// make_sample_vocab writes models/bert/sample/vocab.txt, the vocabulary of the tiny
 // randomly initialised BERT used by `make run`, from the built-in sentiment sentences
 // (sample.pos and sample.neg) with bert.BuildVocab. Run from the repository root:
 //
@@ -20,7 +20,7 @@ import (
 )
 
 func main() {
-	dir := filepath.Join("examples", "bert_classify", "data")
+	dir := filepath.Join("models", "bert", "sample")
 	var texts []string
 	for _, name := range []string{"sample.pos", "sample.neg"} {
 		f, err := os.Open(filepath.Join(dir, name))

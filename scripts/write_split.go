@@ -1,7 +1,7 @@
 //go:build ignore
 
 // write_split writes the train/test split that examples/bert_classify trains and tests on
-// (data.LoadPolarity, then data.Split with --test_size and --seed) as two JSON-lines files,
+// (text.LoadPolarity, then data.Split with --test_size and --seed) as two JSON-lines files,
 // train.jsonl and test.jsonl, one {"text": ..., "label": ...} object per line in the split's
 // order, so that another framework (scripts/finetune_torch.py) uses exactly the same examples.
 // With --model_dir each object also has "ids": the example's token ids from the model's
@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/data/text"
 	"github.com/goaccel/goaccel/models/bert"
 )
 
@@ -55,7 +56,7 @@ func run(dataDir string, seed int64, testSize float64, out string, tok *bert.Tok
 	if len(pos) != 1 || len(neg) != 1 {
 		return fmt.Errorf("--data_dir %s: want exactly one *.pos and one *.neg file, found %d and %d", dataDir, len(pos), len(neg))
 	}
-	all, err := data.LoadPolarity(pos[0], neg[0])
+	all, err := text.LoadPolarity(pos[0], neg[0])
 	if err != nil {
 		return err
 	}
@@ -68,7 +69,7 @@ func run(dataDir string, seed int64, testSize float64, out string, tok *bert.Tok
 	}
 	for _, part := range []struct {
 		name string
-		set  data.Subset[data.Labeled]
+		set  data.Subset[text.Labeled]
 	}{{"train.jsonl", train}, {"test.jsonl", test}} {
 		if err := writeJSONL(filepath.Join(out, part.name), part.set, tok); err != nil {
 			return err
@@ -78,7 +79,7 @@ func run(dataDir string, seed int64, testSize float64, out string, tok *bert.Tok
 	return nil
 }
 
-func writeJSONL(path string, set data.Subset[data.Labeled], tok *bert.Tokenizer) error {
+func writeJSONL(path string, set data.Subset[text.Labeled], tok *bert.Tokenizer) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err

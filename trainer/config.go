@@ -30,10 +30,22 @@ type Config struct {
 	// optimizer was built with. Required.
 	LearningRate float64 `json:"learning_rate"`
 	// Schedule names the learning-rate schedule: "constant" (the default), "linear" or
-	// "cosine"; see Schedule for the formulas.
+	// "cosine". With peak rate η = LearningRate, W warm-up updates and T updates in the run,
+	// the rate of update u (0 for the first) is
+	//
+	//	warm-up (u < W):  η · (u+1)/W              (the W-th update reaches η)
+	//	constant:         η
+	//	linear:           η · max(0, (T-u)/(T-W))   (η at u = W, η/(T-W) for the last update)
+	//	cosine:           η · ½(1 + cos(π · min(1, (u-W)/(T-W))))
+	//
+	// computed in the training graph; the rate of the last update is the Store variable
+	// /optimizers/learning_rate, and metrics.jsonl records it.
 	Schedule string `json:"schedule"`
 	// WarmupSteps is the number of updates over which the rate rises linearly to LearningRate.
 	WarmupSteps int64 `json:"warmup_steps"`
+	// WarmupRatio, when WarmupSteps is 0, warms up over ceil(WarmupRatio x the run's updates),
+	// as Hugging Face's warmup_ratio; in [0, 1).
+	WarmupRatio float64 `json:"warmup_ratio,omitempty"`
 	// ClipGradNorm clips the gradients by their global L2 norm before each update; 0 disables.
 	ClipGradNorm float64 `json:"clip_grad_norm"`
 	// GradientAccumulation is the number of batches whose gradients are averaged into one
@@ -78,11 +90,19 @@ type Config struct {
 	// Output receives the progress bar and the evaluation lines on the main process; nil means
 	// os.Stdout. Other processes print nothing.
 	Output io.Writer `json:"-"`
-	// PlainInterval is how often a plain progress line is printed when Output is not a
-	// terminal (a log file, CI): no bar and no escape codes there. 0 means 10 s.
+	// Display shows the run as it goes on the main process; nil: a progress.Bar on Output
+	// (a bar per epoch and per evaluation on a terminal, plain lines elsewhere). Fit gives it
+	// the evaluation lines and its notices too (Println).
+	Display Display `json:"-"`
+	// PlainInterval is how often the default Display prints a plain progress line when Output
+	// is not a terminal (a log file, CI): no bar and no escape codes there. 0 means 10 s.
 	PlainInterval time.Duration `json:"-"`
 	// Quiet prints nothing but errors (metrics.jsonl is still written).
 	Quiet bool `json:"-"`
+	// Loggers receive every record Fit writes to metrics.jsonl (the default logger), in the
+	// same order, on the main process; Fit closes them when it returns. A resumed session
+	// gives them the records from the checkpoint on.
+	Loggers []Logger `json:"-"`
 	// Callbacks are called during the run.
 	Callbacks Callbacks `json:"-"`
 	// Interrupt, when set, lets SIGINT and SIGTERM stop the run cleanly (NotifyInterrupt):
@@ -111,7 +131,7 @@ func (c Config) withDefaults() Config {
 		c.PlainInterval = 10 * time.Second
 	}
 	if c.Schedule == "" {
-		c.Schedule = ScheduleConstant
+		c.Schedule = scheduleConstant
 	}
 	c.Schedule = strings.ToLower(strings.TrimSpace(c.Schedule))
 	c.BestMode = strings.ToLower(strings.TrimSpace(c.BestMode))
@@ -141,6 +161,8 @@ func (c Config) validate() error {
 		return bad("Epochs", "and Config.MaxSteps are both 0: set how long to train")
 	case c.ClipGradNorm < 0 || math.IsNaN(c.ClipGradNorm):
 		return bad("ClipGradNorm", "= %g: must be >= 0 (0 disables clipping)", c.ClipGradNorm)
+	case c.WarmupRatio < 0 || c.WarmupRatio >= 1 || math.IsNaN(c.WarmupRatio):
+		return bad("WarmupRatio", "= %g: must be in [0, 1)", c.WarmupRatio)
 	case c.GradientAccumulation < 1:
 		return bad("GradientAccumulation", "= %d: must be >= 1", c.GradientAccumulation)
 	case c.EvalEvery < 0:

@@ -19,17 +19,19 @@
 //
 //   - Steps count optimizer updates; with GradientAccumulation = k an update takes k batches.
 //   - The learning rate follows the named schedule (constant, linear or cosine, with linear
-//     warm-up; see Schedule), computed in the training graph; the rate actually used is read
-//     back from the Store variable /optimizers/learning_rate for the logs.
+//     warm-up; see Config.Schedule), computed in the training graph; the rate actually used
+//     is read back from the Store variable /optimizers/learning_rate for the logs.
 //   - It evaluates at the end of every epoch and every EvalEvery updates through
 //     Job.Evaluate (gathered over all devices, padding dropped), keeps the best model by
 //     BestMetric under best/, stops early after Patience evaluations without improvement, and
 //     saves the last checkpoint every SaveEvery updates and at each epoch end.
-//   - On the main process it shows one progress bar per epoch on a terminal (steps, smoothed
-//     loss, examples/s, ETA) and one line per evaluation; elsewhere (a file, CI) it prints a
-//     plain line every PlainInterval, without escape codes.
-//   - The run directory holds config.json (RunInfo), metrics.jsonl (Record lines), the
-//     checkpoints and, at the end, curves.png and curves.svg (Plot; `goaccel plot RUN_DIR`).
+//   - On the main process it tells a Display what happens: by default a progress.Bar, one
+//     progress bar per epoch on a terminal (steps, smoothed loss, examples/s, ETA) and one line
+//     per evaluation; elsewhere (a file, CI) a plain line every PlainInterval, without escape
+//     codes. Config.Display attaches another.
+//   - The run directory holds config.json (hyperparameters, backend, devices, versions),
+//     metrics.jsonl (Record lines; Config.Loggers get the same records), the checkpoints and,
+//     at the end, curves.png and curves.svg (Plot; `goaccel plot RUN_DIR`).
 //   - Giving Fit the directory of an interrupted run resumes it from its latest intact
 //     checkpoint: same weights, optimizer state, random state and data position, so the run
 //     ends as an uninterrupted one would (the tests find it bit-identical on XLA CPU), and
@@ -37,6 +39,10 @@
 //   - Bad input (unknown schedule or metric, a directory that holds something else, another
 //     configuration or a checkpoint of another model shape) is an error before any training
 //     step, and leaves an existing directory untouched.
+//
+// A hand-written loop gets the same run directory from Run (OpenRun: config, resume, records,
+// best/, curves), the run directory of the same command after a Ctrl-C from ChooseRunDir, and
+// the clean stop from NotifyInterrupt; examples/bert_classify is such a loop.
 //
 // Mixed precision is the Accelerator's business (accelerator.Config.MixedPrecision); the run's
 // precision is recorded in config.json with the Accelerator's plan.

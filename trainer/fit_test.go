@@ -127,7 +127,7 @@ func checkConfigJSON(t *testing.T, dir string, devices int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var info RunInfo
+	var info runFile
 	if err := json.Unmarshal(raw, &info); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func checkCurves(t *testing.T, files []string) {
 	}
 }
 
-// refSchedule is the tests' own statement of the schedule formulas (see Schedule).
+// refSchedule is the tests' own statement of the schedule formulas (see Config.Schedule).
 type refSchedule struct {
 	name                 string
 	peak                 float64

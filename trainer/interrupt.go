@@ -58,15 +58,11 @@ func (i *Interrupt) watch() {
 			i.mu.Unlock()
 			if first {
 				fmt.Fprintf(i.out, "\n%s: finishing the current step and saving a checkpoint (send it again to "+
-					"quit at once, without saving)\n", SignalName(s))
+					"quit at once, without saving)\n", signalName(s))
 				continue
 			}
-			fmt.Fprintf(i.out, "\n%s again: quitting without saving\n", SignalName(s))
-			code := 130
-			if s == syscall.SIGTERM {
-				code = 143
-			}
-			i.exit(code)
+			fmt.Fprintf(i.out, "\n%s again: quitting without saving\n", signalName(s))
+			i.exit(exitCode(s))
 		}
 	}
 }
@@ -137,8 +133,23 @@ func (i *Interrupt) Stop() {
 	}
 }
 
-// SignalName is "SIGINT" or "SIGTERM" (the signal's String otherwise).
-func SignalName(s os.Signal) string {
+// ExitCode is the exit status a program stopped by the signal should end with, as a shell
+// reports a program that the signal ended: 130 for SIGINT, 143 for SIGTERM; 0 when no signal
+// came.
+func (i *Interrupt) ExitCode() int { return exitCode(i.Signal()) }
+
+func exitCode(s os.Signal) int {
+	switch s {
+	case nil:
+		return 0
+	case syscall.SIGTERM:
+		return 143
+	}
+	return 130
+}
+
+// signalName is "SIGINT" or "SIGTERM" (the signal's String otherwise).
+func signalName(s os.Signal) string {
 	switch s {
 	case os.Interrupt:
 		return "SIGINT"

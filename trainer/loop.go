@@ -11,7 +11,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/checkpoint"
-	"github.com/goaccel/goaccel/internal/fsutil"
+	"github.com/goaccel/goaccel/trainer/progress"
 )
 
 // loop runs epochs until the run's length is reached or something stops it.
@@ -77,7 +77,7 @@ func (f *fit) loop() error {
 				}
 				if requested {
 					f.interrupted = f.cfg.Interrupt.Signal()
-					f.stop = "interrupted by " + SignalName(f.interrupted)
+					f.stop = "interrupted by " + signalName(f.interrupted)
 				}
 			}
 			if f.stop != "" || f.finished() {
@@ -208,15 +208,20 @@ func (f *fit) trainRecord(epoch float64) error {
 	return f.record(r)
 }
 
-// record appends r to metrics.jsonl (main process).
+// record appends r to metrics.jsonl and gives it to Config.Loggers (main process).
 func (f *fit) record(r Record) error {
 	if f.log == nil {
 		return nil
 	}
-	if err := f.log.Write(r); err != nil {
+	if err := f.log.Log(r); err != nil {
 		return err
 	}
 	f.rs.Records = f.log.Len()
+	for i, l := range f.cfg.Loggers {
+		if err := l.Log(r); err != nil {
+			return wrapf(err, "Config.Loggers[%d] at step %d", i, f.step)
+		}
+	}
 	return nil
 }
 
@@ -232,7 +237,7 @@ func orNaN(v float64, err error) float64 {
 func (f *fit) endOfEpoch(epoch int) error {
 	epochF := float64(epoch + 1)
 	summary := fmt.Sprintf("epoch %d done: step %d, mean loss %s", epoch+1, f.step,
-		formatLoss(f.rs.EpochLossSum/math.Max(1, float64(f.rs.EpochLossCount))))
+		progress.FormatLoss(f.rs.EpochLossSum/math.Max(1, float64(f.rs.EpochLossCount))))
 	f.prog.EndEpoch(summary)
 	ev := EpochEvent{Epoch: epoch, Step: f.step, Loss: f.rs.EpochLossSum / math.Max(1, float64(f.rs.EpochLossCount))}
 	f.rs.EpochLossSum, f.rs.EpochLossCount = 0, 0
@@ -286,7 +291,7 @@ func (f *fit) evaluate(epoch float64) error {
 		}
 		ev.Best, ev.BestStep, ev.BadEvals = *f.rs.Best, f.rs.BestStep, f.rs.BadEvals
 	}
-	line := EvalLine(EvalSummary{Step: f.step, Epoch: epoch, Metrics: m, Headline: headline, Improved: ev.Improved,
+	line := progress.EvalLine(progress.EvalSummary{Step: f.step, Epoch: epoch, Metrics: m, Headline: headline, Improved: ev.Improved,
 		Best: ev.Best, BestStep: ev.BestStep, Examples: g.Len(), Duration: time.Since(start)})
 	if name := f.cfg.BestMetric; name != "" && f.cfg.Patience > 0 && f.rs.BadEvals >= f.cfg.Patience {
 		f.stop = fmt.Sprintf("early stopping: %s did not improve for %d evaluation(s) (best %.4g at step %d)",
@@ -380,11 +385,12 @@ func (f *fit) finish() error {
 				return err
 			}
 		}
-		if f.lastCheckpoint != "" {
-			f.notice("trainer: %s: stopped after step %d of %d; checkpoint %s", SignalName(f.interrupted), f.step,
-				f.sched.Total, f.lastCheckpoint)
+		if f.lastCheckpoint == "" {
+			return nil
 		}
-		return nil
+		f.notice("trainer: %s: stopped after step %d of %d; checkpoint %s", signalName(f.interrupted), f.step,
+			f.sched.Total, f.lastCheckpoint)
+		return markInterrupted(f.t.acc, f.dir, f.interrupted, f.step)
 	}
 	if f.eval != nil && !f.cfg.SkipEpochEval && f.rs.LastEvalStep != f.step {
 		pos := f.train.State()
@@ -404,7 +410,10 @@ func (f *fit) finish() error {
 			return err
 		}
 	}
-	f.notice("trainer: %s (step %d, %s)", f.doneWords(), f.step, formatETA(seconds(f.elapsed())))
+	if err := clearInterrupted(f.t.acc, f.dir); err != nil {
+		return err
+	}
+	f.notice("trainer: %s (step %d, %s)", f.doneWords(), f.step, progress.FormatDuration(time.Duration(f.elapsed()*float64(time.Second))))
 	return nil
 }
 
@@ -412,33 +421,27 @@ func (f *fit) finish() error {
 func (f *fit) doneWords() string {
 	switch {
 	case f.stop == "epochs":
-		return "done after " + Count(int64(f.cfg.Epochs), "epoch")
+		return "done after " + count(int64(f.cfg.Epochs), "epoch")
 	case f.stop == "max steps":
-		return "done after " + Count(f.step, "step") + " (the maximum)"
+		return "done after " + count(f.step, "step") + " (the maximum)"
 	case strings.HasPrefix(f.stop, "early stopping"):
 		return "stopped early: " + strings.TrimPrefix(f.stop, "early stopping: ")
 	}
 	return "stopped: " + f.stop
 }
 
-// Count is "1 step", "3 steps": n and the unit, plural when n is not 1.
-func Count(n int64, unit string) string {
+// count is "1 step", "3 steps": n and the unit, plural when n is not 1.
+func count(n int64, unit string) string {
 	if n == 1 {
 		return "1 " + unit
 	}
 	return fmt.Sprintf("%d %ss", n, unit)
 }
 
-// saveBestFolder writes the best model with Config.SaveBest into a new folder beside best/
-// and puts it in place of best/ (main process; the others wait).
+// saveBestFolder writes the best model with Config.SaveBest in place of best/.
 func (f *fit) saveBestFolder() (string, error) {
 	dst := filepath.Join(f.dir, BestDir)
-	if f.main {
-		if err := fsutil.ReplaceDir(dst, f.cfg.SaveBest); err != nil {
-			return "", wrapf(err, "saving the best model at step %d", f.step)
-		}
-	}
-	if err := f.t.acc.WaitForEveryone(); err != nil {
+	if err := saveFolder(f.t.acc, dst, f.cfg.SaveBest); err != nil {
 		return "", wrapf(err, "saving the best model at step %d", f.step)
 	}
 	return dst, nil
@@ -459,65 +462,4 @@ func formatMetrics(m map[string]float64) string {
 		out += fmt.Sprintf("%s %.4f", k, m[k])
 	}
 	return out
-}
-
-// EvalSummary is what EvalLine prints about one evaluation.
-type EvalSummary struct {
-	Step  int64
-	Epoch float64
-	// Metrics are all the metrics (metrics.jsonl has them all; the line shows Headline and
-	// the loss).
-	Metrics map[string]float64
-	// Headline is the metric shown first (BestMetric); empty: the first by name.
-	Headline string
-	// Improved, Best and BestStep describe the best Headline so far (Best NaN: not tracked).
-	Improved bool
-	Best     float64
-	BestStep int64
-	// Examples is the size of the evaluation set; Duration the time the evaluation took.
-	Examples int
-	Duration time.Duration
-}
-
-// EvalLine formats an evaluation for the terminal in at most 100 columns: the headline
-// metric first, how it compares with the best so far, the examples and the time. The other
-// metrics are in metrics.jsonl (and on the curves), not on the line:
-//
-//	eval step 1200, epoch 2: accuracy 0.8557 (best so far) | 1067 examples, 25.1s
-func EvalLine(e EvalSummary) string {
-	head := e.Headline
-	if _, ok := e.Metrics[head]; !ok {
-		names := make([]string, 0, len(e.Metrics))
-		for k := range e.Metrics {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		head = ""
-		if len(names) > 0 {
-			head = names[0]
-		}
-	}
-	line := fmt.Sprintf("eval step %d, epoch %s:", e.Step, formatEpoch(e.Epoch))
-	if head != "" {
-		line += fmt.Sprintf(" %s %.4f", head, e.Metrics[head])
-		switch {
-		case e.Improved:
-			line += " (best so far)"
-		case !math.IsNaN(e.Best):
-			line += fmt.Sprintf(" (best %.4f at step %d)", e.Best, e.BestStep)
-		}
-	}
-	took := fmt.Sprintf("%.1fs", e.Duration.Seconds())
-	if e.Duration >= time.Minute {
-		took = formatETA(e.Duration)
-	}
-	return line + fmt.Sprintf(" | %d examples, %s", e.Examples, took)
-}
-
-// formatEpoch is "2" at an epoch's end, "1.37" within one.
-func formatEpoch(e float64) string {
-	if e == math.Trunc(e) {
-		return fmt.Sprintf("%d", int64(e))
-	}
-	return fmt.Sprintf("%.2f", e)
 }

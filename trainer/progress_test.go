@@ -1,6 +1,8 @@
 package trainer
 
 import (
+	"fmt"
+	"github.com/goaccel/goaccel/data"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/goaccel/goaccel/internal/ptytest"
+	"github.com/goaccel/goaccel/trainer/progress"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
@@ -36,7 +39,7 @@ func TestNonTTYOutputHasNoEscapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if IsTerminal(f) {
+	if progress.IsTerminal(f) {
 		t.Fatal("a regular file is taken for a terminal")
 	}
 	fitPrinting(t, f, time.Nanosecond) // a plain line after every step
@@ -75,7 +78,7 @@ func TestTerminalOutputDrawsBars(t *testing.T) {
 		t.Skipf("SKIPPING: no pseudo-terminal on this machine: %v", err)
 	}
 	defer master.Close()
-	if !IsTerminal(slave) {
+	if !progress.IsTerminal(slave) {
 		t.Fatal("the pseudo-terminal is not detected as a terminal")
 	}
 	screen := ptytest.Capture(master)
@@ -86,5 +89,47 @@ func TestTerminalOutputDrawsBars(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("terminal output misses %q:\n%q", want, out)
 		}
+	}
+}
+
+// recordingDisplay is a Display that notes what Fit tells it.
+type recordingDisplay struct {
+	epochs, batches, ends, evals int
+	lines                        []string
+}
+
+func (d *recordingDisplay) StartEpoch(epoch, batchesDone int, stepsDone int64) { d.epochs++ }
+func (d *recordingDisplay) Batch(loss float64, examples int, step int64)       { d.batches++ }
+func (d *recordingDisplay) EndEpoch(summary string)                            { d.ends++ }
+func (d *recordingDisplay) Println(format string, args ...any) {
+	d.lines = append(d.lines, fmt.Sprintf(format, args...))
+}
+func (d *recordingDisplay) Evaluating(src data.Source) data.Source { d.evals++; return src }
+
+// TestFitDisplayAttaches: a Config.Display replaces the progress bar: Fit tells it every
+// epoch, batch and evaluation and gives it its lines, and writes nothing to Output itself.
+func TestFitDisplayAttaches(t *testing.T) {
+	tr, err := New(accOn(t, 1), model.NewStore(), optimizer.Adam().Done(), toyTask(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &recordingDisplay{}
+	var out strings.Builder
+	_, err = tr.Fit(toyLoader(t, 32, 0, 4, true), toyLoader(t, 8, 100, 4, false), Config{
+		OutputDir: filepath.Join(t.TempDir(), "run"), Epochs: 2, LearningRate: 0.01, Output: &out, Display: d,
+		DisableCheckpoints: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.epochs != 2 || d.ends != 2 || d.batches != 16 || d.evals != 2 {
+		t.Errorf("the display saw %d epochs (%d ended), %d batches, %d evaluations; want 2, 2, 16, 2",
+			d.epochs, d.ends, d.batches, d.evals)
+	}
+	joined := strings.Join(d.lines, "\n")
+	if !strings.Contains(joined, "eval step 8, epoch 1: accuracy") || !strings.Contains(joined, "trainer: done after 2 epochs") {
+		t.Errorf("the display's lines miss the evaluation or the end:\n%s", joined)
+	}
+	if out.Len() != 0 {
+		t.Errorf("Fit wrote to Output beside its Display:\n%s", out.String())
 	}
 }

@@ -86,11 +86,11 @@ func TestMetricsLogKeepsTheCheckpointsRecords(t *testing.T) {
 				writeLines(t, path, c.lines, c.torn)
 			}
 			var notices []string
-			l, err := OpenMetrics(path, c.keep, func(f string, a ...any) { notices = append(notices, fmt.Sprintf(f, a...)) })
+			l, err := openMetrics(path, c.keep, func(f string, a ...any) { notices = append(notices, fmt.Sprintf(f, a...)) })
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := l.Write(Record{Kind: KindEval, Step: 99, Eval: map[string]float64{"x": 1}, Loss: nan, LR: nan,
+			if err := l.Log(Record{Kind: KindEval, Step: 99, Eval: map[string]float64{"x": 1}, Loss: nan, LR: nan,
 				GradNorm: nan, ExamplesPerSec: nan}); err != nil {
 				t.Fatal(err)
 			}

@@ -18,7 +18,7 @@ import (
 
 // Names inside a run directory.
 const (
-	// ConfigFile holds RunInfo: hyperparameters, backend, devices, versions.
+	// ConfigFile holds the hyperparameters, backend, devices, versions.
 	ConfigFile = "config.json"
 	// MetricsFile holds one Record per line.
 	MetricsFile = "metrics.jsonl"
@@ -34,8 +34,8 @@ const (
 	runVersion = 1
 )
 
-// RunInfo is the content of config.json: everything needed to know how a run was made.
-type RunInfo struct {
+// runFile is the content of config.json: everything needed to know how a run was made.
+type runFile struct {
 	Format  string `json:"format"`
 	Version int    `json:"version"`
 	Created string `json:"created"`
@@ -61,11 +61,11 @@ type RunInfo struct {
 	Parameters int      `json:"parameters"`
 	Versions   Versions `json:"versions"`
 	// Resumes lists the sessions that continued the run.
-	Resumes []Resume `json:"resumes,omitempty"`
+	Resumes []resumeEntry `json:"resumes,omitempty"`
 }
 
 // Resume records one continuation of a run.
-type Resume struct {
+type resumeEntry struct {
 	Time       string   `json:"time"`
 	Step       int64    `json:"step"`
 	Checkpoint string   `json:"checkpoint,omitempty"`
@@ -74,7 +74,7 @@ type Resume struct {
 
 // readRunDir looks at an output directory before a run: nil for a new or empty directory,
 // the RunInfo of a goaccel run to resume, or an error for anything else (nothing is touched).
-func readRunDir(dir string) (*RunInfo, error) {
+func readRunDir(dir string) (*runFile, error) {
 	st, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -105,7 +105,7 @@ func readRunDir(dir string) (*RunInfo, error) {
 	if err != nil {
 		return nil, wrapf(err, "reading %s", filepath.Join(dir, ConfigFile))
 	}
-	var info RunInfo
+	var info runFile
 	if err := json.Unmarshal(raw, &info); err != nil || info.Format != runFormat {
 		why := fmt.Sprintf("format %q, want %q", info.Format, runFormat)
 		if err != nil {
@@ -123,7 +123,7 @@ func readRunDir(dir string) (*RunInfo, error) {
 
 // compareRuns lists how the run about to start differs from the one saved in a run directory:
 // problems make resuming wrong (an error), changes are allowed and recorded.
-func compareRuns(saved, now *RunInfo) (problems, changes []string) {
+func compareRuns(saved, now *runFile) (problems, changes []string) {
 	savedCfg, nowCfg := jsonObject(saved.Trainer), jsonObject(now.Trainer)
 	keys := map[string]bool{}
 	for k := range savedCfg {
@@ -149,7 +149,7 @@ func compareRuns(saved, now *RunInfo) (problems, changes []string) {
 			problems = append(problems, line)
 		}
 	}
-	if saved.TotalSteps != now.TotalSteps && now.Trainer.Schedule != ScheduleConstant {
+	if saved.TotalSteps != now.TotalSteps && now.Trainer.Schedule != scheduleConstant {
 		problems = append(problems, fmt.Sprintf("total_steps: %s has %d, this run %d, and the %q schedule depends "+
 			"on it (only a constant schedule lets a run be lengthened)", ConfigFile, saved.TotalSteps, now.TotalSteps,
 			now.Trainer.Schedule))
@@ -199,21 +199,20 @@ func writeJSONAtomic(path string, v any) error {
 	return nil
 }
 
-// MetricsWriter appends Records to a run's metrics.jsonl (one JSON object per line). Fit
-// writes through one; a hand-written loop can too, so that its run directory reads like
-// Fit's (Plot, `goaccel plot`).
-type MetricsWriter struct {
+// metricsWriter is the default Logger: it appends Records to a run's metrics.jsonl (one JSON
+// object per line), for Fit and for Run.
+type metricsWriter struct {
 	f    *os.File
 	path string
 	n    int // records in the file
 }
 
-// OpenMetrics opens metrics.jsonl at path for appending (creating it), keeping exactly its
+// openMetrics opens metrics.jsonl at path for appending (creating it), keeping exactly its
 // first keep records: those written up to the checkpoint the run continues from (0 for a
 // new run). Records logged after that checkpoint (by a session that was interrupted) are
 // dropped, so that the resumed run continues the file without gaps or repeats; notice (nil:
 // silent) reports what was done.
-func OpenMetrics(path string, keep int, notice func(format string, args ...any)) (*MetricsWriter, error) {
+func openMetrics(path string, keep int, notice func(format string, args ...any)) (*metricsWriter, error) {
 	if notice == nil {
 		notice = func(string, ...any) {}
 	}
@@ -248,11 +247,11 @@ func OpenMetrics(path string, keep int, notice func(format string, args ...any))
 	if err != nil {
 		return nil, fmt.Errorf("trainer: %w", err)
 	}
-	return &MetricsWriter{f: f, path: path, n: kept}, nil
+	return &metricsWriter{f: f, path: path, n: kept}, nil
 }
 
-// Write appends one record; its Time is set to now when empty.
-func (l *MetricsWriter) Write(r Record) error {
+// Log appends one record; its Time is set to now when empty.
+func (l *metricsWriter) Log(r Record) error {
 	if r.Time == "" {
 		r.Time = time.Now().UTC().Format(time.RFC3339Nano)
 	}
@@ -269,10 +268,10 @@ func (l *MetricsWriter) Write(r Record) error {
 
 // Len is the number of records in the file: what a checkpoint stores, to give OpenMetrics
 // as keep on resume.
-func (l *MetricsWriter) Len() int { return l.n }
+func (l *metricsWriter) Len() int { return l.n }
 
 // Sync flushes the file to disk (before a checkpoint records its length).
-func (l *MetricsWriter) Sync() error {
+func (l *metricsWriter) Sync() error {
 	if err := l.f.Sync(); err != nil {
 		return wrapf(err, "syncing %s", l.path)
 	}
@@ -280,4 +279,4 @@ func (l *MetricsWriter) Sync() error {
 }
 
 // Close closes the file.
-func (l *MetricsWriter) Close() error { return l.f.Close() }
+func (l *metricsWriter) Close() error { return l.f.Close() }

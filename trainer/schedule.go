@@ -10,49 +10,39 @@ import (
 
 // The learning-rate schedules known by name (Config.Schedule).
 const (
-	// ScheduleConstant keeps the peak learning rate after the warm-up.
-	ScheduleConstant = "constant"
-	// ScheduleLinear decays linearly from the peak to 0 over the updates after the warm-up.
-	ScheduleLinear = "linear"
-	// ScheduleCosine decays along half a cosine from the peak to 0 after the warm-up.
-	ScheduleCosine = "cosine"
+	// scheduleConstant keeps the peak learning rate after the warm-up.
+	scheduleConstant = "constant"
+	// scheduleLinear decays linearly from the peak to 0 over the updates after the warm-up.
+	scheduleLinear = "linear"
+	// scheduleCosine decays along half a cosine from the peak to 0 after the warm-up.
+	scheduleCosine = "cosine"
 )
 
-// Schedules lists the schedule names accepted by Config.Schedule.
-var Schedules = []string{ScheduleConstant, ScheduleLinear, ScheduleCosine}
+// scheduleNames lists the schedule names accepted by Config.Schedule.
+var scheduleNames = []string{scheduleConstant, scheduleLinear, scheduleCosine}
 
-// Schedule is a learning-rate schedule: the learning rate of each optimizer update as a
-// function of the number of updates already applied (u = 0 for the first update).
-//
-// With peak rate η, W warm-up updates and T updates in the whole run:
-//
-//	warm-up (u < W):  η · (u+1)/W              (the W-th update reaches η)
-//	constant:         η
-//	linear:           η · max(0, (T-u)/(T-W))   (η at u = W, η/(T-W) for the last update)
-//	cosine:           η · ½(1 + cos(π · min(1, (u-W)/(T-W))))
-//
-// The rate is computed in the training graph (accelerator.WithLearningRateSchedule), and the
-// value used by the last update is the Store variable /optimizers/learning_rate. At is the same
-// formula on the host, in float64.
-type Schedule struct {
-	Name   string  // one of Schedules
+// lrSchedule is the learning-rate schedule of Config.Schedule (its doc has the formulas):
+// the rate of each optimizer update as a function of the updates already applied, computed in
+// the training graph (accelerator.WithLearningRateSchedule); At is the same on the host.
+type lrSchedule struct {
+	Name   string  // one of scheduleNames
 	Peak   float64 // η
 	Warmup int64   // W
 	Total  int64   // T (needed by "linear" and "cosine")
 }
 
-// NewSchedule checks the name and numbers of a schedule. Names are matched without regard
+// newSchedule checks the name and numbers of a schedule. Names are matched without regard
 // to case; unknown names are an error that lists the valid ones.
-func NewSchedule(name string, peak float64, warmup, total int64) (Schedule, error) {
-	s := Schedule{Name: strings.ToLower(strings.TrimSpace(name)), Peak: peak, Warmup: warmup, Total: total}
+func newSchedule(name string, peak float64, warmup, total int64) (lrSchedule, error) {
+	s := lrSchedule{Name: strings.ToLower(strings.TrimSpace(name)), Peak: peak, Warmup: warmup, Total: total}
 	if s.Name == "" {
-		s.Name = ScheduleConstant
+		s.Name = scheduleConstant
 	}
 	switch s.Name {
-	case ScheduleConstant, ScheduleLinear, ScheduleCosine:
+	case scheduleConstant, scheduleLinear, scheduleCosine:
 	default:
 		return s, fmt.Errorf("trainer: Config.Schedule = %q is not a known learning-rate schedule; valid names: %s",
-			name, strings.Join(Schedules, ", "))
+			name, strings.Join(scheduleNames, ", "))
 	}
 	if !(peak > 0) || math.IsInf(peak, 0) {
 		return s, fmt.Errorf("trainer: Config.LearningRate = %g: must be a positive number (it is the peak rate of "+
@@ -61,7 +51,7 @@ func NewSchedule(name string, peak float64, warmup, total int64) (Schedule, erro
 	if warmup < 0 {
 		return s, fmt.Errorf("trainer: Config.WarmupSteps = %d: must be >= 0", warmup)
 	}
-	if s.Name != ScheduleConstant && total <= warmup {
+	if s.Name != scheduleConstant && total <= warmup {
 		return s, fmt.Errorf("trainer: schedule %q decays over the updates after the warm-up, but the run has %d "+
 			"update(s) and Config.WarmupSteps = %d; lower WarmupSteps or train longer", s.Name, total, warmup)
 	}
@@ -69,16 +59,16 @@ func NewSchedule(name string, peak float64, warmup, total int64) (Schedule, erro
 }
 
 // At returns the learning rate of the update made after u updates (u = 0: the first).
-func (s Schedule) At(u int64) float64 {
+func (s lrSchedule) At(u int64) float64 {
 	uf := float64(u)
 	if s.Warmup > 0 && u < s.Warmup {
 		return s.Peak * (uf + 1) / float64(s.Warmup)
 	}
 	span := float64(s.Total - s.Warmup)
 	switch s.Name {
-	case ScheduleLinear:
+	case scheduleLinear:
 		return s.Peak * math.Max(0, (float64(s.Total)-uf)/span)
-	case ScheduleCosine:
+	case scheduleCosine:
 		frac := math.Min(1, (uf-float64(s.Warmup))/span)
 		return s.Peak * 0.5 * (1 + math.Cos(math.Pi*frac))
 	default:
@@ -87,15 +77,15 @@ func (s Schedule) At(u int64) float64 {
 }
 
 // Graph returns the schedule as a graph function for accelerator.WithLearningRateSchedule.
-func (s Schedule) Graph() func(updatesDone *Node) *Node {
+func (s lrSchedule) Graph() func(updatesDone *Node) *Node {
 	return func(u *Node) *Node {
 		peak := Scalar(u.Graph(), u.DType(), s.Peak)
 		lr := peak
 		span := float64(s.Total - s.Warmup)
 		switch s.Name {
-		case ScheduleLinear:
+		case scheduleLinear:
 			lr = Mul(peak, MaxScalar(DivScalar(AddScalar(Neg(u), float64(s.Total)), span), 0))
-		case ScheduleCosine:
+		case scheduleCosine:
 			frac := MinScalar(DivScalar(AddScalar(u, -float64(s.Warmup)), span), 1)
 			lr = Mul(peak, MulScalar(OnePlus(Cos(MulScalar(frac, math.Pi))), 0.5))
 		}
@@ -108,12 +98,12 @@ func (s Schedule) Graph() func(updatesDone *Node) *Node {
 }
 
 // String describes the schedule in one line, for logs.
-func (s Schedule) String() string {
+func (s lrSchedule) String() string {
 	out := fmt.Sprintf("%s lr %g", s.Name, s.Peak)
 	if s.Warmup > 0 {
 		out += fmt.Sprintf(", warm-up %d update(s)", s.Warmup)
 	}
-	if s.Name != ScheduleConstant {
+	if s.Name != scheduleConstant {
 		out += fmt.Sprintf(", to 0 at update %d", s.Total)
 	}
 	return out

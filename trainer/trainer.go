@@ -12,6 +12,7 @@ import (
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/trainer/progress"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
@@ -113,14 +114,15 @@ type fit struct {
 	// trainStep and evalStep are the task's loss and evaluation compiled for the job.
 	trainStep *accelerator.TrainStep
 	evalStep  *accelerator.EvalStep
-	sched     Schedule
-	info      *RunInfo
+	sched     lrSchedule
+	info      *runFile
 	rs        runState
 	main      bool
 
 	dir    string
-	log    *MetricsWriter
-	prog   *Progress
+	log    *metricsWriter
+	out    io.Writer // the main process's Config.Output; io.Discard elsewhere
+	prog   Display
 	last   *checkpoint.Manager
 	best   *checkpoint.Manager
 	notice func(format string, args ...any)
@@ -143,7 +145,7 @@ type fit struct {
 // Fit trains on train and evaluates on eval (nil: no evaluation) as cfg says, writing the
 // run directory cfg.OutputDir:
 //
-//	config.json      RunInfo: hyperparameters, backend, devices, versions
+//	config.json      hyperparameters, backend, devices, versions
 //	metrics.jsonl    one Record per training log step and per evaluation
 //	checkpoints/     the last checkpoints (every SaveEvery updates and at each epoch end)
 //	best/            the best model by Config.BestMetric
@@ -164,6 +166,13 @@ func (t *Trainer) Fit(train, eval data.Source, cfg Config) (res *Result, err err
 		return nil, errors.New("trainer: Fit was already called on this Trainer; create a new one (trainer.New)")
 	}
 	t.used = true
+	defer func() {
+		for i, l := range cfg.Loggers {
+			if cerr := l.Close(); err == nil && cerr != nil {
+				err = wrapf(cerr, "closing Config.Loggers[%d]", i)
+			}
+		}
+	}()
 	if train == nil {
 		return nil, errors.New("trainer: Fit needs a training data source")
 	}
@@ -184,9 +193,14 @@ func (t *Trainer) Fit(train, eval data.Source, cfg Config) (res *Result, err err
 	if !f.main || cfg.Quiet {
 		out = io.Discard
 	}
-	f.prog = NewProgress(out, ProgressConfig{Epochs: cfg.Epochs, PlainInterval: cfg.PlainInterval,
-		GradientAccumulation: cfg.GradientAccumulation})
-	f.notice = func(format string, args ...any) { f.prog.Println(format, args...) }
+	f.out = out
+	f.notice = func(format string, args ...any) {
+		if f.prog == nil {
+			fmt.Fprintf(out, format+"\n", args...)
+			return
+		}
+		f.prog.Println(format, args...)
+	}
 
 	saved, err := readRunDir(f.dir)
 	if err != nil {
@@ -299,21 +313,29 @@ func (f *fit) prepare() error {
 				rest, k)
 		}
 	}
-	f.sched, err = NewSchedule(cfg.Schedule, cfg.LearningRate, cfg.WarmupSteps, total)
+	warmup := cfg.WarmupSteps
+	if warmup == 0 && cfg.WarmupRatio > 0 {
+		warmup = int64(math.Ceil(cfg.WarmupRatio * float64(total)))
+	}
+	f.sched, err = newSchedule(cfg.Schedule, cfg.LearningRate, warmup, total)
 	if err != nil {
 		return err
 	}
-	f.prog.cfg.TotalSteps, f.prog.cfg.BatchesPerEpoch = total, f.spe
+	f.prog = cfg.Display
+	if f.prog == nil {
+		f.prog = progress.New(f.out, progress.Config{Epochs: cfg.Epochs, BatchesPerEpoch: f.spe, TotalSteps: total,
+			GradientAccumulation: cfg.GradientAccumulation, PlainInterval: cfg.PlainInterval})
+	}
 	return nil
 }
 
 // runInfo describes this run for config.json.
-func (f *fit) runInfo() *RunInfo {
+func (f *fit) runInfo() *runFile {
 	acc := f.t.acc
 	info := acc.Info()
 	hyper := f.cfg
 	hyper.Output, hyper.Callbacks = nil, Callbacks{}
-	ri := &RunInfo{
+	ri := &runFile{
 		Format: runFormat, Version: runVersion, Created: time.Now().UTC().Format(time.RFC3339),
 		Trainer: hyper, Schedule: f.sched.String(), TotalSteps: f.sched.Total,
 		Backend: info.Backend, Plugin: info.Plugin.Path, Devices: acc.NumDevices(), Processes: acc.NumProcesses(),
@@ -377,7 +399,7 @@ func (f *fit) restore(resuming bool) (string, error) {
 	if !resuming {
 		return "", nil
 	}
-	var saved RunInfo
+	var saved runFile
 	st := &checkpoint.State{Store: f.job.Store(), Config: &saved, Metrics: &f.rs}
 	path, err := f.last.LoadLatest(st)
 	if errors.Is(err, checkpoint.ErrNoCheckpoint) {
@@ -424,7 +446,7 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 		return wrapf(err, "creating Config.OutputDir")
 	}
 	if resuming {
-		f.info.Resumes = append(f.info.Resumes, Resume{Time: time.Now().UTC().Format(time.RFC3339), Step: f.step,
+		f.info.Resumes = append(f.info.Resumes, resumeEntry{Time: time.Now().UTC().Format(time.RFC3339), Step: f.step,
 			Checkpoint: from, Changed: changes})
 		for _, c := range changes {
 			f.notice("trainer: resuming with a change: %s", c)
@@ -441,7 +463,7 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 		return err
 	}
 	var err error
-	f.log, err = OpenMetrics(filepath.Join(f.dir, MetricsFile), f.rs.Records, f.notice)
+	f.log, err = openMetrics(filepath.Join(f.dir, MetricsFile), f.rs.Records, f.notice)
 	return err
 }
 

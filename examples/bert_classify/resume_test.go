@@ -1,251 +1,53 @@
 package main
 
 import (
-	"bytes"
-	"fmt"
-	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
-	"time"
 
-	"github.com/goaccel/goaccel/checkpoint"
-	"github.com/goaccel/goaccel/internal/ptytest"
-	"github.com/goaccel/goaccel/models/bert"
-	"github.com/goaccel/goaccel/trainer"
-	"github.com/gomlx/gomlx/ml/model"
+	"github.com/goaccel/goaccel/internal/exampletest"
 )
 
-// TestMain lets the test binary act as the bert_classify program in a child process, so
-// that a test can kill it with SIGKILL.
-func TestMain(m *testing.M) {
-	if os.Getenv("BERT_CLASSIFY_CHILD") == "1" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+// childEnv, set to 1, makes the test binary run main (exampletest.Child).
+const childEnv = "BERT_CLASSIFY_CHILD"
 
-// child runs the program with args in a new process.
-func child(t *testing.T, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "BERT_CLASSIFY_CHILD=1")
-	return cmd
-}
+// TestMain: see exampletest.Main.
+func TestMain(m *testing.M) { exampletest.Main(m, childEnv, main) }
 
-// TestKillAndResumeEqualsUninterrupted: the --fit program is killed with SIGKILL in the middle
-// of its first epoch (right after the checkpoint of update 5 of 12), started again on the same
-// run directory, and ends with the same weights (bit for bit, XLA CPU) as a run that was never
-// interrupted: the resumed session continues the same epoch with the same order.
-func TestKillAndResumeEqualsUninterrupted(t *testing.T) {
-	plugin := cpuPlugin(t)
-	root := t.TempDir()
-	args := func(dir string) []string {
-		return []string{"--fit", "--backend", plugin, "--devices", "2", "--batch_size", "16", "--epochs", "4",
-			"--workers", "1", "--save_every", "5", "--output_dir", dir}
-	}
-	full := filepath.Join(root, "full")
-	if out, err := child(t, args(full)...).CombinedOutput(); err != nil {
-		t.Fatalf("uninterrupted run: %v\n%s", err, out)
-	}
-
-	resumed := filepath.Join(root, "resumed")
-	first := child(t, args(resumed)...)
-	var firstOut bytes.Buffer
-	first.Stdout, first.Stderr = &firstOut, &firstOut
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// Kill it as soon as the first checkpoint (update 5) is complete.
-	latest := filepath.Join(resumed, "checkpoints", checkpoint.LatestFile)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if _, err := os.Stat(latest); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = first.Process.Kill()
-			t.Fatalf("no checkpoint after 2 minutes:\n%s", firstOut.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = first.Wait()
-	if strings.Contains(firstOut.String(), "trainer: done") {
-		t.Fatalf("the first session finished before it could be killed:\n%s", firstOut.String())
-	}
-
-	out, err := child(t, args(resumed)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("resumed run: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "resuming") {
-		t.Errorf("the second session did not resume:\n%s", out)
-	}
-	if finalWeights(t, full) != finalWeights(t, resumed) {
-		t.Errorf("the final weights of the killed-and-resumed run differ from the uninterrupted run's")
-	}
-	full1, _ := os.ReadFile(filepath.Join(full, "metrics.jsonl"))
-	res1, _ := os.ReadFile(filepath.Join(resumed, "metrics.jsonl"))
-	if n1, n2 := strings.Count(string(full1), "\n"), strings.Count(string(res1), "\n"); n1 != n2 {
-		t.Errorf("metrics.jsonl has %d records after the resume, %d without interruption", n2, n1)
-	}
-}
-
-// signalRun is one session of the program in a child process whose output is read as it
-// comes, to send it a signal once training has started.
-type signalRun struct {
-	cmd *exec.Cmd
-	mu  sync.Mutex
-	out bytes.Buffer
-}
-
-func (s *signalRun) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.out.Write(p)
-}
-
-func (s *signalRun) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.out.String()
-}
-
-// interruptAfterFirstBatch starts the program, waits for the progress line of its first batch
-// (the first step is done) and sends sig; it returns the output and exit code.
-func interruptAfterFirstBatch(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) (string, int) {
-	t.Helper()
-	s := &signalRun{cmd: cmd}
-	cmd.Stdout, cmd.Stderr = s, s
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for !strings.Contains(s.String(), " batch 1/") {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("no progress line after 3 minutes:\n%s", s.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	err := cmd.Wait()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return s.String(), code
-}
-
-// finalWeights reads the weights of a run's latest checkpoint.
-func finalWeights(t *testing.T, dir string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "checkpoints", checkpoint.LatestFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := os.ReadFile(filepath.Join(dir, "checkpoints", strings.TrimSpace(string(b)), checkpoint.WeightsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(m)
-}
-
-// checkModes asserts that every file of a run directory has mode 0644 and every folder
-// 0755 (the test runs under umask 022), as a user expects to share them.
-func checkModes(t *testing.T, when, dir string) {
-	t.Helper()
-	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			t.Errorf("%s: %v", when, err)
-			return nil
-		}
-		info, _ := d.Info()
-		want := fs.FileMode(0o644)
-		if d.IsDir() {
-			want = 0o755
-		}
-		if info.Mode().Perm() != want {
-			t.Errorf("%s: %s has mode %v, want %v", when, path, info.Mode().Perm(), want)
-		}
-		return nil
-	})
-}
-
-// metricsLines reads metrics.jsonl without its times and throughputs (which differ between
-// runs).
-func metricsLines(t *testing.T, dir string) []string {
-	t.Helper()
-	recs, err := trainer.ReadMetrics(filepath.Join(dir, trainer.MetricsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, r := range recs {
-		out = append(out, fmt.Sprintf("%s step %d epoch %.4f loss %.6g lr %.6g eval %v", r.Kind, r.Step, r.Epoch,
-			r.Loss, r.LR, r.Eval))
-	}
-	return out
-}
-
-// TestSignalAndResumeEqualsUninterrupted: the program gets SIGINT (Ctrl-C) or SIGTERM
-// (preemption) in the middle of its first epoch; it finishes the step, saves a checkpoint,
-// prints the command that resumes and exits with status 130 or 143. Running that command
-// ends with the same weights (bit for bit, XLA CPU) and the same metrics.jsonl as a run that
-// was never interrupted. The default (hand-written) loop is run without --output_dir, from a
-// working folder of its own: the same command finds the interrupted run by itself. The files
-// keep their modes before and after the resume. The uninterrupted default run writes to a
-// pseudo-terminal: its progress bar moves; the interrupted one writes to a pipe: plain lines.
+// TestSignalAndResumeEqualsUninterrupted: the program gets SIGINT (Ctrl-C) in the middle of
+// its first epoch; it finishes the step, saves a checkpoint, prints the command that resumes
+// and exits with status 130. Running the same command again (without --output_dir, from a
+// working folder of its own: it finds the interrupted run by itself) ends with the same
+// weights (bit for bit, XLA CPU) and the same metrics.jsonl as a run that was never
+// interrupted. The files keep their modes before and after the resume. The uninterrupted run
+// writes to a pseudo-terminal: its progress bar moves; the interrupted one writes to a pipe:
+// plain lines. (examples/fit has the same test for SIGTERM and SIGKILL through trainer.Fit.)
 func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
 	plugin := cpuPlugin(t)
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
 	for _, c := range []struct {
-		name string
-		fit  bool
 		sig  syscall.Signal
 		code int
-	}{{"default loop, SIGINT", false, syscall.SIGINT, 130}, {"fit, SIGTERM", true, syscall.SIGTERM, 143}} {
-		t.Run(c.name, func(t *testing.T) {
+	}{{syscall.SIGINT, 130}} {
+		t.Run(c.sig.String(), func(t *testing.T) {
 			root := t.TempDir()
 			args := []string{"--backend", plugin, "--devices", "2", "--batch-size", "16", "--epochs", "2", "--workers", "1"}
-			if c.fit {
-				args = append(args, "--fit")
-			}
 			full := filepath.Join(root, "full")
-			uninterrupted := child(t, append(args, "--output_dir", full)...)
-			screen := ""
-			if !c.fit {
-				screen = runOnTerminal(t, uninterrupted)
-			} else if out, err := uninterrupted.CombinedOutput(); err != nil {
-				t.Fatalf("uninterrupted run: %v\n%s", err, out)
-			}
+			uninterrupted := exampletest.Child(t, childEnv, append(args, "--output_dir", full)...)
+			screen := exampletest.RunOnTerminal(t, uninterrupted)
 
 			work := filepath.Join(root, "work")
 			if err := os.Mkdir(work, 0o755); err != nil {
 				t.Fatal(err)
 			}
 			sessionArgs := args
-			if c.fit {
-				sessionArgs = append(args, "--output_dir", filepath.Join(work, "run"))
-			}
-			first := child(t, sessionArgs...)
+			first := exampletest.Child(t, childEnv, sessionArgs...)
 			first.Dir = work
-			out, code := interruptAfterFirstBatch(t, first, c.sig)
+			out, code := exampletest.InterruptAfterFirstBatch(t, first, c.sig)
 			if code != c.code {
 				t.Errorf("exit status %d after %v, want %d", code, c.sig, c.code)
 			}
@@ -268,12 +70,12 @@ func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
 				t.Fatalf("want one run directory under %s, found %v", work, configs)
 			}
 			runDir := filepath.Dir(configs[0])
-			checkModes(t, "after the interrupt", runDir)
+			exampletest.CheckModes(t, "after the interrupt", runDir)
 			if !strings.Contains(out, "--output_dir "+runDir[len(work)+1:]) && !strings.Contains(out, "--output_dir "+runDir) {
 				t.Errorf("the resume command does not name the run directory %s:\n%s", runDir, out)
 			}
 
-			second := child(t, sessionArgs...)
+			second := exampletest.Child(t, childEnv, sessionArgs...)
 			second.Dir = work
 			out2, err := second.CombinedOutput()
 			if err != nil {
@@ -282,64 +84,27 @@ func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
 			if !strings.Contains(string(out2), "resuming") {
 				t.Errorf("the second session did not resume:\n%s", out2)
 			}
-			if !c.fit && !strings.Contains(string(out2), "the interrupted run of this command") {
+			if !strings.Contains(string(out2), "the interrupted run of this command") {
 				t.Errorf("the same command without --output_dir did not find the interrupted run:\n%s", out2)
 			}
-			if finalWeights(t, full) != finalWeights(t, runDir) {
-				t.Errorf("the final weights of the interrupted-and-resumed run differ from the uninterrupted run's")
-			}
-			if a, b := metricsLines(t, full), metricsLines(t, runDir); !slices.Equal(a, b) {
-				t.Errorf("metrics.jsonl differs:\nuninterrupted:\n%s\nresumed:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
-			}
-			checkModes(t, "after the resume", runDir)
-			if _, err := os.Stat(filepath.Join(runDir, "interrupted.json")); err == nil {
-				t.Error("interrupted.json is still there after the run completed")
-			}
+			exampletest.SameRun(t, full, runDir)
 			for _, f := range []string{"best/config.json", "best/vocab.txt", "best/model.safetensors", "curves.png"} {
 				if _, err := os.Stat(filepath.Join(runDir, f)); err != nil {
 					t.Errorf("run directory lacks %s: %v", f, err)
 				}
 			}
-			// best/ is a Hugging Face folder in both modes.
-			if _, _, err := bert.LoadPretrained(filepath.Join(runDir, "best"), model.NewStore(),
-				bert.LoadOptions{MaxLen: 64, NumLabels: 2}); err != nil {
-				t.Errorf("best/ does not load with bert.LoadPretrained: %v", err)
+			// The bar moved: several counts of the first epoch were drawn, over carriage returns.
+			counts := regexp.MustCompile(`\((\d+)/23`).FindAllStringSubmatch(screen, -1)
+			seen := map[string]bool{}
+			for _, m := range counts {
+				seen[m[1]] = true
 			}
-			if ckpts, _ := filepath.Glob(filepath.Join(runDir, "checkpoints", checkpoint.DirPrefix+"*")); len(ckpts) != 1 {
-				t.Errorf("checkpoints kept: %v, want 1 (--save_total_limit's default)", ckpts)
+			if !strings.Contains(screen, "\r") || len(seen) < 3 || !seen["23"] {
+				t.Errorf("the terminal shows no moving bar (counts seen %v):\n%q", seen, screen)
 			}
-			if !c.fit {
-				// The bar moved: several counts of the first epoch were drawn, over carriage returns.
-				counts := regexp.MustCompile(`\((\d+)/23`).FindAllStringSubmatch(screen, -1)
-				seen := map[string]bool{}
-				for _, m := range counts {
-					seen[m[1]] = true
-				}
-				if !strings.Contains(screen, "\r") || len(seen) < 3 || !seen["23"] {
-					t.Errorf("the terminal shows no moving bar (counts seen %v):\n%q", seen, screen)
-				}
-				if !strings.Contains(screen, "eval step 23, epoch 1: accuracy") {
-					t.Errorf("the terminal output misses the evaluation line:\n%q", screen)
-				}
+			if !strings.Contains(screen, "eval step 23, epoch 1: accuracy") {
+				t.Errorf("the terminal output misses the evaluation line:\n%q", screen)
 			}
 		})
 	}
-}
-
-// runOnTerminal runs cmd with its output on a pseudo-terminal and returns what the screen got.
-func runOnTerminal(t *testing.T, cmd *exec.Cmd) string {
-	t.Helper()
-	master, slave, err := ptytest.Open()
-	if err != nil {
-		t.Skipf("SKIPPING: no pseudo-terminal on this machine: %v", err)
-	}
-	defer master.Close()
-	screen := ptytest.Capture(master)
-	cmd.Stdout, cmd.Stderr = slave, slave
-	err = cmd.Run()
-	slave.Close()
-	if err != nil {
-		t.Fatalf("run on a terminal: %v\n%s", err, screen.Text())
-	}
-	return screen.Text()
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/data/text"
 )
 
 // BenchmarkLoaderTokenizeCollate measures what the BERT example's data pipeline delivers:
@@ -17,7 +18,7 @@ import (
 //	go test ./models/bert -run '^$' -bench LoaderTokenizeCollate
 func BenchmarkLoaderTokenizeCollate(b *testing.B) {
 	dir := filepath.Join("..", "..", "..", "shared", "data", "rt-polarity")
-	all, err := data.LoadPolarity(filepath.Join(dir, "rt-polarity.pos"), filepath.Join(dir, "rt-polarity.neg"))
+	all, err := text.LoadPolarity(filepath.Join(dir, "rt-polarity.pos"), filepath.Join(dir, "rt-polarity.neg"))
 	if err != nil {
 		b.Skipf("SKIPPING: the real rt-polarity data is not at %s: %v", dir, err)
 	}
@@ -27,7 +28,7 @@ func BenchmarkLoaderTokenizeCollate(b *testing.B) {
 	}
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			loader, err := data.NewLoader(all, data.LoaderConfig[data.Labeled]{BatchSize: 64, Shuffle: true, Seed: 1,
+			loader, err := data.NewLoader(all, data.LoaderConfig[text.Labeled]{BatchSize: 64, Shuffle: true, Seed: 1,
 				Workers: workers, Collate: tok.Collate})
 			if err != nil {
 				b.Fatal(err)
@@ -54,7 +55,7 @@ func BenchmarkLoaderTokenizeCollate(b *testing.B) {
 
 // pipelineTokenizer is MiniLM's tokenizer when its folder was fetched (make fetch-model), else
 // a WordPiece vocabulary of 8000 words built from the sentences themselves.
-func pipelineTokenizer(all data.Slice[data.Labeled]) (*Tokenizer, error) {
+func pipelineTokenizer(all data.Slice[text.Labeled]) (*Tokenizer, error) {
 	if dir := os.Getenv("GOACCEL_BERT_DIR"); dir != "" {
 		return LoadTokenizer(dir, 64)
 	}

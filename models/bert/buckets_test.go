@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/data/text"
 )
 
 // TestBucketsAcrossDevices: with WithBuckets, every device's batch of a global batch has the
@@ -19,18 +20,18 @@ func TestBucketsAcrossDevices(t *testing.T) {
 	}
 	// Short texts (2 tokens + [CLS], [SEP] = 4) with a long one (8 tokens + 2 = 10 -> 16) now
 	// and then, so the replicas of one global batch see different longest texts.
-	var ds data.Slice[data.Labeled]
+	var ds data.Slice[text.Labeled]
 	for i := range 40 {
-		text := "the movie"
+		sentence := "the movie"
 		if i%7 == 3 {
-			text = "the movie was great the movie was great"
+			sentence = "the movie was great the movie was great"
 		}
-		ds = append(ds, data.Labeled{Text: text, Label: i % 2})
+		ds = append(ds, text.Labeled{Text: sentence, Label: i % 2})
 	}
 	for _, replicas := range []int{1, 2, 4} {
 		for _, workers := range []int{0, 2} {
 			t.Run(fmt.Sprintf("%d replicas %d workers", replicas, workers), func(t *testing.T) {
-				l, err := data.NewLoader(ds, data.LoaderConfig[data.Labeled]{BatchSize: 2, Shuffle: true, Seed: 1,
+				l, err := data.NewLoader(ds, data.LoaderConfig[text.Labeled]{BatchSize: 2, Shuffle: true, Seed: 1,
 					Workers: workers, Collate: bucketed.Collate})
 				if err != nil {
 					t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/data/text"
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
@@ -83,10 +84,10 @@ func (t *Tokenizer) EncodeBatch(texts []string) *Encoded {
 }
 
 // Collate turns labeled examples into the classifier's inputs and labels; it has the
-// signature of data.CollateFunc[data.Labeled]. inputs are [input_ids, attention_mask,
+// signature of data.CollateFunc[text.Labeled]. inputs are [input_ids, attention_mask,
 // token_type_ids], int32 [B, L] (see EncodeBatch), and labels are int32 [B]. It fails on an
 // empty batch and on negative labels.
-func (t *Tokenizer) Collate(examples []data.Labeled) (inputs []*tensors.Tensor, labels *tensors.Tensor, err error) {
+func (t *Tokenizer) Collate(examples []text.Labeled) (inputs []*tensors.Tensor, labels *tensors.Tensor, err error) {
 	if len(examples) == 0 {
 		return nil, nil, fmt.Errorf("bert: Collate called with an empty batch")
 	}
@@ -113,4 +114,4 @@ func truncateForError(text string) string {
 }
 
 // Compile-time check that Collate fits the data loader.
-var _ data.CollateFunc[data.Labeled] = (*Tokenizer)(nil).Collate
+var _ data.CollateFunc[text.Labeled] = (*Tokenizer)(nil).Collate

@@ -26,10 +26,9 @@
 //
 //	store := model.NewStore()
 //	clf, tok, err := bert.LoadPretrained(modelDir, store, bert.LoadOptions{MaxLen: 128, NumLabels: 2})
-//	// or, for a tiny model trained from scratch:
-//	//   tok, err := bert.NewTokenizer("examples/bert_classify/data/vocab.txt", 64)
-//	//   clf, err := bert.NewClassifier(bert.TinyConfig(tok.VocabSize()), store)
-//	loader := data.NewLoader(train, data.LoaderConfig[data.Labeled]{BatchSize: 64, Collate: tok.Collate, ...})
+//	// or, for a tiny model trained from scratch on the built-in sentences (models/bert/sample):
+//	//   clf, tok, err := sample.TinyClassifier(store, 64)
+//	loader := data.NewLoader(train, data.LoaderConfig[text.Labeled]{BatchSize: 64, Collate: tok.Collate, ...})
 //	train := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *graph.Node {
 //	    logits := clf.Logits(s, b.Inputs)
 //	    ...

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/data/text"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -19,16 +19,16 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
-// sampleDataDir is examples/bert_classify/data, the built-in dataset of the example.
+// sampleDataDir is models/bert/sample, the built-in dataset of the examples.
 func sampleDataDir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "examples", "bert_classify", "data")
+	return filepath.Join(filepath.Dir(file), "sample")
 }
 
 // readSampleData reads sample.pos (label 1) and sample.neg (label 0).
-func readSampleData(t *testing.T) []data.Labeled {
+func readSampleData(t *testing.T) []text.Labeled {
 	t.Helper()
-	var examples []data.Labeled
+	var examples []text.Labeled
 	for _, f := range []struct {
 		name  string
 		label int
@@ -41,11 +41,11 @@ func readSampleData(t *testing.T) []data.Labeled {
 		line := 0
 		for sc.Scan() {
 			line++
-			text := sc.Text()
-			if strings.TrimSpace(text) == "" || text != strings.ToLower(text) {
-				t.Errorf("%s:%d: want a non-empty lower-case sentence, got %q", f.name, line, text)
+			sentence := sc.Text()
+			if strings.TrimSpace(sentence) == "" || sentence != strings.ToLower(sentence) {
+				t.Errorf("%s:%d: want a non-empty lower-case sentence, got %q", f.name, line, sentence)
 			}
-			examples = append(examples, data.Labeled{Text: text, Label: f.label})
+			examples = append(examples, text.Labeled{Text: sentence, Label: f.label})
 		}
 		_ = fh.Close()
 		if line < 300 {
@@ -68,7 +68,7 @@ func TestSampleVocab(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := BuildVocab(texts, DefaultVocabWords); !slices.Equal(tok.Vocab(), want) {
-		t.Errorf("examples/bert_classify/data/vocab.txt (%d tokens) is stale: run `go run scripts/make_sample_vocab.go` (want %d tokens)",
+		t.Errorf("models/bert/sample/vocab.txt (%d tokens) is stale: run `go run scripts/make_sample_vocab.go` (want %d tokens)",
 			tok.VocabSize(), len(want))
 	}
 	longest := 0

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/data/text"
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
@@ -86,7 +86,7 @@ func TestEncodeTruncates(t *testing.T) {
 
 func TestCollate(t *testing.T) {
 	tok := microTokenizer(t, 6)
-	examples := []data.Labeled{{Text: "the movie", Label: 1}, {Text: "bad bad bad bad bad bad", Label: 0}, {Text: "", Label: 2}}
+	examples := []text.Labeled{{Text: "the movie", Label: 1}, {Text: "bad bad bad bad bad bad", Label: 0}, {Text: "", Label: 2}}
 	inputs, labels, err := tok.Collate(examples)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestCollate(t *testing.T) {
 	if _, _, err := tok.Collate(nil); err == nil || !strings.Contains(err.Error(), "empty batch") {
 		t.Errorf("Collate(nil) error = %v, want an empty-batch error", err)
 	}
-	if _, _, err := tok.Collate([]data.Labeled{{Text: "the", Label: -1}}); err == nil || !strings.Contains(err.Error(), "negative label") {
+	if _, _, err := tok.Collate([]text.Labeled{{Text: "the", Label: -1}}); err == nil || !strings.Contains(err.Error(), "negative label") {
 		t.Errorf("Collate(label -1) error = %v, want a negative-label error", err)
 	}
 }

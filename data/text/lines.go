@@ -1,16 +1,20 @@
-package data
+package text
 
 import (
 	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/goaccel/goaccel/data"
 	"io"
 	"iter"
 	"os"
 	"strings"
 	"sync"
 )
+
+// A LineFile is a data.Stream: data.NewStreamLoader serves it.
+var _ data.Stream[int] = (*LineFile[int])(nil)
 
 // DefaultMaxLineBytes is the longest line OpenLines accepts unless LineOptions.MaxLineBytes
 // says otherwise.
@@ -84,10 +88,10 @@ type LineFile[T any] struct {
 // MaxLineBytes) end the pass and name file:line.
 func OpenLines[T any](path string, parse func(line string) (T, error), opts LineOptions) (*LineFile[T], error) {
 	if parse == nil {
-		return nil, fmt.Errorf("data.OpenLines(%s): nil parse function", path)
+		return nil, fmt.Errorf("text: OpenLines(%s): nil parse function", path)
 	}
 	if opts.SkipHeader < 0 || opts.MaxLineBytes < 0 {
-		return nil, fmt.Errorf("data.OpenLines(%s): SkipHeader = %d and MaxLineBytes = %d, want both >= 0",
+		return nil, fmt.Errorf("text: OpenLines(%s): SkipHeader = %d and MaxLineBytes = %d, want both >= 0",
 			path, opts.SkipHeader, opts.MaxLineBytes)
 	}
 	if err := checkReadable(path); err != nil {
@@ -110,10 +114,10 @@ func OpenLines[T any](path string, parse func(line string) (T, error), opts Line
 func checkReadable(path string) error {
 	st, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("data: %w", err)
+		return fmt.Errorf("text: %w", err)
 	}
 	if st.IsDir() {
-		return fmt.Errorf("data: %s is a directory, not a text file", path)
+		return fmt.Errorf("text: %s is a directory, not a text file", path)
 	}
 	return nil
 }
@@ -131,7 +135,7 @@ func (f *LineFile[T]) All() iter.Seq2[T, error] {
 		}()
 		fh, err := os.Open(f.path)
 		if err != nil {
-			yield(zero, fmt.Errorf("data: %w", err))
+			yield(zero, fmt.Errorf("text: %w", err))
 			return
 		}
 		defer fh.Close()

@@ -1,6 +1,7 @@
-package data
+package text
 
 import (
+	"github.com/goaccel/goaccel/data"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,7 +125,7 @@ func TestLoadPolarityRealData(t *testing.T) {
 	if pos != 5331 {
 		t.Errorf("%d positive examples, want 5331", pos)
 	}
-	train, test, err := Split[Labeled](ds, 0.1, 42)
+	train, test, err := data.Split[Labeled](ds, 0.1, 42)
 	if err != nil || train.Len() != 9595 || test.Len() != 1067 {
 		t.Errorf("split %d/%d, %v", train.Len(), test.Len(), err)
 	}
@@ -162,5 +163,23 @@ func TestLineEndings(t *testing.T) {
 	neg := writeFile(t, dir, "err.neg", "c\n")
 	if _, err := LoadPolarity(pos, neg); err == nil || !strings.Contains(err.Error(), pos+":2: empty line") {
 		t.Errorf("error %v, want one naming %s:2", err, pos)
+	}
+}
+
+// TestLoadPolarityDir reads the folder layout: one *.pos and one *.neg; a missing folder, or
+// one with no pair or two, is an error naming the folder.
+func TestLoadPolarityDir(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "x.pos", "good\nfine\n")
+	writeFile(t, dir, "x.neg", "bad\n")
+	ds, err := LoadPolarityDir(dir)
+	if err != nil || len(ds) != 3 || ds[0] != (Labeled{"good", 1}) || ds[2] != (Labeled{"bad", 0}) {
+		t.Fatalf("LoadPolarityDir = %v, %v", ds, err)
+	}
+	writeFile(t, dir, "y.pos", "more\n")
+	for _, d := range []string{dir, t.TempDir(), filepath.Join(dir, "missing")} {
+		if _, err := LoadPolarityDir(d); err == nil || !strings.Contains(err.Error(), d) {
+			t.Errorf("LoadPolarityDir(%s): %v, want an error naming the folder", d, err)
+		}
 	}
 }

@@ -1,7 +1,8 @@
-package data
+package text
 
 import (
 	"fmt"
+	"github.com/goaccel/goaccel/data"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,12 +60,12 @@ func whitespaceCollate(examples []Labeled) ([]*tensors.Tensor, *tensors.Tensor, 
 		rows[i] = ids
 		longest = max(longest, len(ids))
 	}
-	l := BucketLength(longest, []int{32, 64, maxLen})
+	l := data.BucketLength(longest, []int{32, 64, maxLen})
 	ids := make([]int32, 0, len(rows)*l)
 	mask := make([]int32, len(rows)*l)
 	labels := make([]int32, len(rows))
 	for i, r := range rows {
-		ids = append(ids, PadTo(r, l, 0)...)
+		ids = append(ids, data.PadTo(r, l, 0)...)
 		for j := range min(len(r), l) {
 			mask[i*l+j] = 1
 		}
@@ -88,7 +89,7 @@ func BenchmarkLoaderPolarity(b *testing.B) {
 	}
 	for _, workers := range []int{0, 1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			l, err := NewLoader[Labeled](ds, LoaderConfig[Labeled]{BatchSize: 32, Shuffle: true, Seed: 1,
+			l, err := data.NewLoader[Labeled](ds, data.LoaderConfig[Labeled]{BatchSize: 32, Shuffle: true, Seed: 1,
 				Workers: workers, Collate: whitespaceCollate})
 			if err != nil {
 				b.Fatal(err)
@@ -109,7 +110,7 @@ func BenchmarkLoaderPolarity(b *testing.B) {
 	// step): with workers, collation overlaps with it.
 	for _, workers := range []int{0, 1, 2} {
 		b.Run(fmt.Sprintf("busy-consumer/workers=%d", workers), func(b *testing.B) {
-			l, err := NewLoader[Labeled](ds, LoaderConfig[Labeled]{BatchSize: 32, Shuffle: true, Seed: 1,
+			l, err := data.NewLoader[Labeled](ds, data.LoaderConfig[Labeled]{BatchSize: 32, Shuffle: true, Seed: 1,
 				Workers: workers, Collate: whitespaceCollate})
 			if err != nil {
 				b.Fatal(err)

@@ -1,4 +1,4 @@
-package data
+package text
 
 import (
 	"fmt"
@@ -108,7 +108,7 @@ func sniffEncoding(path string, opts LineOptions) (*sniffed, error) {
 	s := &sniffed{path: path}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("data: %w", err)
+		return nil, fmt.Errorf("text: %w", err)
 	}
 	defer f.Close()
 	err = readRawLines(f, path, opts, func(num int, b []byte) (bool, error) { return s.add(num, b), nil })
@@ -129,7 +129,7 @@ func resolveEncoding(files []*sniffed) (Encoding, error) {
 	var utf8File, legacyFile *sniffed
 	for _, f := range files {
 		if f.utf8Line > 0 && f.invalidLine > 0 {
-			return 0, fmt.Errorf("data: %s mixes encodings: line %d is UTF-8 but line %d is not (byte 0x%02x); "+
+			return 0, fmt.Errorf("text: %s mixes encodings: line %d is UTF-8 but line %d is not (byte 0x%02x); "+
 				"convert the file to a single encoding", f.path, f.utf8Line, f.invalidLine, f.invalidByte)
 		}
 		if f.utf8Line > 0 && utf8File == nil {
@@ -141,7 +141,7 @@ func resolveEncoding(files []*sniffed) (Encoding, error) {
 	}
 	switch {
 	case utf8File != nil && legacyFile != nil:
-		return 0, fmt.Errorf("data: files have unequal encodings: %s:%d is UTF-8, but %s:%d is not valid UTF-8 "+
+		return 0, fmt.Errorf("text: files have unequal encodings: %s:%d is UTF-8, but %s:%d is not valid UTF-8 "+
 			"(byte 0x%02x, likely Latin-1/Windows-1252); convert one of them (for example with "+
 			"iconv -f windows-1252 -t utf-8) or set LineOptions.Encoding explicitly",
 			utf8File.path, utf8File.utf8Line, legacyFile.path, legacyFile.invalidLine, legacyFile.invalidByte)

@@ -1,9 +1,11 @@
-package data
+package text
 
 import (
 	"bytes"
 	"fmt"
+	"github.com/goaccel/goaccel/data"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -36,10 +38,10 @@ type LabeledFile struct {
 // both files and lines.
 //
 // A file without any example, or a missing or unreadable file, is an error.
-func ReadLabeledFiles(files []LabeledFile, opts LineOptions) (Slice[Labeled], Skips, error) {
+func ReadLabeledFiles(files []LabeledFile, opts LineOptions) (data.Slice[Labeled], Skips, error) {
 	var skips Skips
 	if len(files) == 0 {
-		return nil, skips, fmt.Errorf("data.ReadLabeledFiles: no files given")
+		return nil, skips, fmt.Errorf("text: ReadLabeledFiles: no files given")
 	}
 	for _, f := range files {
 		if err := checkReadable(f.Path); err != nil {
@@ -66,7 +68,7 @@ func ReadLabeledFiles(files []LabeledFile, opts LineOptions) (Slice[Labeled], Sk
 			return nil, skips, err
 		}
 	}
-	var out Slice[Labeled]
+	var out data.Slice[Labeled]
 	for i, f := range files {
 		parse := func(line string) (Labeled, error) {
 			text := strings.TrimSpace(line)
@@ -86,7 +88,7 @@ func ReadLabeledFiles(files []LabeledFile, opts LineOptions) (Slice[Labeled], Sk
 			}
 		}
 		if len(out) == before {
-			return nil, skips, fmt.Errorf("data: %s has no examples (label %d)", f.Path, f.Label)
+			return nil, skips, fmt.Errorf("text: %s has no examples (label %d)", f.Path, f.Label)
 		}
 	}
 	return out, skips, nil
@@ -103,7 +105,7 @@ func readRawFile(path string, opts LineOptions) (rawFile, error) {
 	var rf rawFile
 	fh, err := os.Open(path)
 	if err != nil {
-		return rf, fmt.Errorf("data: %w", err)
+		return rf, fmt.Errorf("text: %w", err)
 	}
 	defer fh.Close()
 	err = readRawLines(fh, path, opts, func(num int, b []byte) (bool, error) {
@@ -119,10 +121,25 @@ func readRawFile(path string, opts LineOptions) (rawFile, error) {
 // v1.0 files are Latin-1/Windows-1252 and are decoded as such, UTF-8 copies are read as they
 // are, and a pair with unequal encodings is an error. Empty lines are errors naming file:line;
 // call ReadLabeledFiles with SkipEmpty or SkipMalformed to skip and count them instead.
-func LoadPolarity(pos, neg string) (Slice[Labeled], error) {
+func LoadPolarity(pos, neg string) (data.Slice[Labeled], error) {
 	ds, _, err := ReadLabeledFiles([]LabeledFile{{Path: pos, Label: 1}, {Path: neg, Label: 0}},
 		LineOptions{Encoding: EncodingAuto})
 	return ds, err
+}
+
+// LoadPolarityDir is LoadPolarity on the folder layout in which the dataset is distributed:
+// dir holds exactly one <name>.pos and one <name>.neg (rt-polarity.pos and rt-polarity.neg).
+func LoadPolarityDir(dir string) (data.Slice[Labeled], error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("text: LoadPolarityDir: %s is not a readable folder", dir)
+	}
+	pos, _ := filepath.Glob(filepath.Join(dir, "*.pos"))
+	neg, _ := filepath.Glob(filepath.Join(dir, "*.neg"))
+	if len(pos) != 1 || len(neg) != 1 {
+		return nil, fmt.Errorf("text: LoadPolarityDir: %s: want one *.pos and one *.neg file, found %d and %d",
+			dir, len(pos), len(neg))
+	}
+	return LoadPolarity(pos[0], neg[0])
 }
 
 // LabeledTSV returns a parse function for OpenLines that reads a Labeled example from a

@@ -1,8 +1,9 @@
 //go:build unix
 
-package data
+package text
 
 import (
+	"github.com/goaccel/goaccel/data"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -33,7 +34,7 @@ func TestLoadPolarityNamedPipes(t *testing.T) {
 	pos := feed("pos", "caf\xe9 good\nfine\n")
 	neg := feed("neg", "bad\n")
 	type result struct {
-		ds  Slice[Labeled]
+		ds  data.Slice[Labeled]
 		err error
 	}
 	done := make(chan result, 1)
@@ -46,7 +47,7 @@ func TestLoadPolarityNamedPipes(t *testing.T) {
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		want := Slice[Labeled]{{"café good", 1}, {"fine", 1}, {"bad", 0}}
+		want := data.Slice[Labeled]{{"café good", 1}, {"fine", 1}, {"bad", 0}}
 		if len(r.ds) != len(want) {
 			t.Fatalf("got %v, want %v", r.ds, want)
 		}

@@ -1,6 +1,7 @@
-package trainer
+package curves
 
 import (
+	"bytes"
 	"math"
 	"strings"
 	"testing"
@@ -9,18 +10,18 @@ import (
 // curveRecords is a short run: 2 epochs of 10 steps, training records at step 1 and every 5
 // steps, evaluations (accuracy, f1, loss) at the epoch ends, a learning rate that is constant
 // or decays.
-func curveRecords(constantLR bool) []Record {
-	var recs []Record
+func curveRecords(constantLR bool) []Point {
+	nan := math.NaN()
+	var recs []Point
 	for _, step := range []int64{1, 5, 10, 15, 20} {
 		lr := 1e-3
 		if !constantLR {
 			lr = 1e-3 * float64(20-step) / 20
 		}
-		recs = append(recs, Record{Kind: KindTrain, Step: step, Epoch: float64(step) / 10, Loss: 1 / float64(step),
-			LR: lr, GradNorm: nan, ExamplesPerSec: 100})
+		recs = append(recs, Point{Step: step, Epoch: float64(step) / 10, Loss: 1 / float64(step), LR: lr})
 		if step%10 == 0 {
-			recs = append(recs, Record{Kind: KindEval, Step: step, Epoch: float64(step) / 10, Loss: nan, LR: nan,
-				GradNorm: nan, ExamplesPerSec: nan, Eval: map[string]float64{"accuracy": 0.8, "f1": 0.7, "loss": 0.5}})
+			recs = append(recs, Point{Step: step, Epoch: float64(step) / 10, Loss: nan, LR: nan,
+				Eval: map[string]float64{"accuracy": 0.8, "f1": 0.7, "loss": 0.5}})
 		}
 	}
 	return recs
@@ -97,5 +98,16 @@ func TestCurvesStructure(t *testing.T) {
 	}
 	if len(fig.panels) != 2 || !strings.Contains(fig.title, "constant learning rate 0.001") {
 		t.Errorf("constant rate: %d panels, title %q; want no rate panel and the rate in the title", len(fig.panels), fig.title)
+	}
+}
+
+// TestDrawEncodes: Draw gives a PNG and an SVG picture of the points.
+func TestDrawEncodes(t *testing.T) {
+	png, svg, err := Draw(curveRecords(false), "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(png, []byte("\x89PNG")) || !bytes.Contains(svg, []byte("<svg")) {
+		t.Errorf("Draw: %d bytes of PNG (%q...), %d of SVG", len(png), png[:min(8, len(png))], len(svg))
 	}
 }

@@ -1,8 +1,9 @@
-package data
+package text
 
 import (
 	"bufio"
 	"fmt"
+	"github.com/goaccel/goaccel/data"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -130,7 +131,7 @@ func TestStreamingLargeFileKeepsMemoryFlat(t *testing.T) {
 	}
 	m = newMemWatch()
 	start = time.Now()
-	l, err := NewStreamLoader[Labeled](f, LoaderConfig[Labeled]{BatchSize: 512, Workers: 2, Collate: collate})
+	l, err := data.NewStreamLoader[Labeled](f, data.LoaderConfig[Labeled]{BatchSize: 512, Workers: 2, Collate: collate})
 	if err != nil {
 		t.Fatal(err)
 	}

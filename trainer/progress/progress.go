@@ -1,10 +1,11 @@
-package trainer
+package progress
 
 import (
 	"fmt"
 	"io"
 	"iter"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,8 +14,8 @@ import (
 	"golang.org/x/term"
 )
 
-// ProgressConfig describes the run a Progress shows.
-type ProgressConfig struct {
+// Config describes the run a Bar shows.
+type Config struct {
 	// Epochs is the number of epochs of the run (0: not known, the run ends by TotalSteps).
 	Epochs int
 	// BatchesPerEpoch is the number of batches (global batches) of one epoch.
@@ -29,17 +30,17 @@ type ProgressConfig struct {
 	PlainInterval time.Duration
 }
 
-// Progress shows a training run while it runs: on a terminal, one progress bar per epoch
+// Bar shows a training run while it runs: on a terminal, one progress bar per epoch
 // (batches, smoothed loss, examples/s, the epoch's and the whole run's ETA) and one per
 // evaluation; elsewhere (a log file, CI, a pipe) a plain line every PlainInterval, without
 // escape codes. The run's ETA counts the optimizer steps left up to TotalSteps and the
-// evaluations still to come, at the speeds measured so far. Fit uses it; a hand-written loop
-// uses it the same way:
+// evaluations still to come, at the speeds measured so far. trainer.Fit shows its runs
+// with one (its default trainer.Display); a hand-written loop uses it the same way:
 //
-//	prog := trainer.NewProgress(os.Stdout, trainer.ProgressConfig{Epochs: 3,
+//	prog := progress.New(os.Stdout, progress.Config{Epochs: 3,
 //	    BatchesPerEpoch: src.BatchesPerEpoch(), TotalSteps: total})
 //	for epoch := range 3 {
-//	    prog.StartEpoch(epoch, 0)
+//	    prog.StartEpoch(epoch, 0, step)
 //	    for gb, err := range job.Batches() {
 //	        ...
 //	        prog.Batch(loss, examples, step)
@@ -49,12 +50,12 @@ type ProgressConfig struct {
 //	    prog.Println("epoch %d: accuracy %.4f", epoch+1, accuracy)
 //	}
 //
-// A Progress is for one goroutine. Give it io.Discard on the processes that are not the main
+// A Bar is for one goroutine. Give it io.Discard on the processes that are not the main
 // one.
-type Progress struct {
+type Bar struct {
 	out      io.Writer
 	tty      bool
-	cfg      ProgressConfig
+	cfg      Config
 	bar      *progressbar.ProgressBar
 	epoch    int   // 0-based epoch shown
 	batches  int   // batches of the current epoch in this display (bar total)
@@ -85,25 +86,21 @@ func IsTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// NewProgress returns a Progress writing to out.
-func NewProgress(out io.Writer, cfg ProgressConfig) *Progress {
+// New returns a Bar writing to out.
+func New(out io.Writer, cfg Config) *Bar {
 	if cfg.GradientAccumulation <= 0 {
 		cfg.GradientAccumulation = 1
 	}
 	if cfg.PlainInterval <= 0 {
 		cfg.PlainInterval = 10 * time.Second
 	}
-	return &Progress{out: out, tty: IsTerminal(out), cfg: cfg}
+	return &Bar{out: out, tty: IsTerminal(out), cfg: cfg}
 }
-
-// SetTotalSteps changes the number of optimizer steps of the run (known once the data is
-// prepared).
-func (p *Progress) SetTotalSteps(total int64) { p.cfg.TotalSteps = total }
 
 // StartEpoch begins the display of epoch (0-based), of which batchesDone batches are done
 // already (a resumed epoch), after stepsDone optimizer steps of the run. Under TotalSteps the
 // bar of the last epoch ends where the run does.
-func (p *Progress) StartEpoch(epoch, batchesDone int, stepsDone int64) {
+func (p *Bar) StartEpoch(epoch, batchesDone int, stepsDone int64) {
 	p.epoch, p.done, p.step = epoch, batchesDone, stepsDone
 	p.startAt = stepsDone
 	p.batches = p.cfg.BatchesPerEpoch
@@ -143,7 +140,7 @@ func newBar(out io.Writer, total int, desc string) *progressbar.ProgressBar {
 	)
 }
 
-func (p *Progress) epochName() string {
+func (p *Bar) epochName() string {
 	if p.cfg.Epochs > 0 {
 		return fmt.Sprintf("epoch %d/%d", p.epoch+1, p.cfg.Epochs)
 	}
@@ -157,7 +154,7 @@ func ema(avg, weight *float64, v float64) {
 
 // Batch records one finished batch: its loss, its real examples (all processes) and the
 // optimizer steps done after it.
-func (p *Progress) Batch(loss float64, examples int, step int64) {
+func (p *Bar) Batch(loss float64, examples int, step int64) {
 	now := time.Now()
 	dt := now.Sub(p.lastAt).Seconds()
 	p.lastAt = now
@@ -184,7 +181,7 @@ func (p *Progress) Batch(loss float64, examples int, step int64) {
 	}
 }
 
-func (p *Progress) stepString() string {
+func (p *Bar) stepString() string {
 	if p.cfg.TotalSteps > 0 {
 		return fmt.Sprintf("%d/%d", p.step, p.cfg.TotalSteps)
 	}
@@ -192,32 +189,32 @@ func (p *Progress) stepString() string {
 }
 
 // stats is "loss 0.4321 | 1234 ex/s | ETA 1m02s, run 5m10s".
-func (p *Progress) stats() string {
+func (p *Bar) stats() string {
 	var parts []string
 	if p.lossW > 0 {
-		parts = append(parts, "loss "+formatLoss(p.loss/p.lossW))
+		parts = append(parts, "loss "+FormatLoss(p.loss/p.lossW))
 	}
 	if p.rateW > 0 {
 		parts = append(parts, fmt.Sprintf("%.0f ex/s", p.rate/p.rateW))
 	}
 	if eta, ok := p.epochETA(); ok {
-		s := "ETA " + formatETA(eta)
-		if run, ok := p.RunETA(); ok && (p.cfg.TotalSteps-p.step)*int64(p.cfg.GradientAccumulation) > int64(p.batches-p.done) {
-			s += ", run " + formatETA(run)
+		s := "ETA " + FormatDuration(eta)
+		if run, ok := p.runETA(); ok && (p.cfg.TotalSteps-p.step)*int64(p.cfg.GradientAccumulation) > int64(p.batches-p.done) {
+			s += ", run " + FormatDuration(run)
 		}
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, " | ")
 }
 
-func (p *Progress) secsPerBatch() (float64, bool) {
+func (p *Bar) secsPerBatch() (float64, bool) {
 	if p.secsW == 0 {
 		return 0, false
 	}
 	return p.secs / p.secsW, true
 }
 
-func (p *Progress) epochETA() (time.Duration, bool) {
+func (p *Bar) epochETA() (time.Duration, bool) {
 	spb, ok := p.secsPerBatch()
 	if !ok || p.done >= p.batches {
 		return 0, false
@@ -225,10 +222,10 @@ func (p *Progress) epochETA() (time.Duration, bool) {
 	return seconds(float64(p.batches-p.done) * spb), true
 }
 
-// RunETA estimates the time left in the whole run: the batches up to TotalSteps at the
+// runETA estimates the time left in the whole run: the batches up to TotalSteps at the
 // measured speed, plus the evaluations still to come (one per epoch end and one at the end)
 // at the duration of the last one. ok is false before the speed or the run's length is known.
-func (p *Progress) RunETA() (time.Duration, bool) {
+func (p *Bar) runETA() (time.Duration, bool) {
 	spb, ok := p.secsPerBatch()
 	if !ok || p.cfg.TotalSteps <= 0 {
 		return 0, false
@@ -252,8 +249,8 @@ func (p *Progress) RunETA() (time.Duration, bool) {
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-// formatETA is "45s", "3m05s" or "1h02m".
-func formatETA(d time.Duration) string {
+// FormatDuration is "45s", "3m05s" or "1h02m": a duration as the bar shows it.
+func FormatDuration(d time.Duration) string {
 	d = d.Round(time.Second)
 	switch {
 	case d < time.Minute:
@@ -264,7 +261,9 @@ func formatETA(d time.Duration) string {
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
-func formatLoss(v float64) string {
+// FormatLoss is a loss as the bar shows it: 4 decimals, or 4 digits with an exponent for
+// very large or small values.
+func FormatLoss(v float64) string {
 	if math.Abs(v) >= 1e4 || (v != 0 && math.Abs(v) < 1e-3) {
 		return fmt.Sprintf("%.3e", v)
 	}
@@ -272,7 +271,7 @@ func formatLoss(v float64) string {
 }
 
 // Println prints a line (an evaluation result, a notice) without breaking the bar.
-func (p *Progress) Println(format string, args ...any) {
+func (p *Bar) Println(format string, args ...any) {
 	line := fmt.Sprintf(format, args...)
 	if p.tty && p.bar != nil && !p.bar.IsFinished() {
 		_ = p.bar.Clear()
@@ -284,7 +283,7 @@ func (p *Progress) Println(format string, args ...any) {
 }
 
 // EndEpoch closes the epoch's bar (complete or not) and prints summary unless it is empty.
-func (p *Progress) EndEpoch(summary string) {
+func (p *Bar) EndEpoch(summary string) {
 	if p.tty && p.bar != nil {
 		if p.done >= p.batches {
 			_ = p.bar.Finish()
@@ -304,14 +303,14 @@ func (p *Progress) EndEpoch(summary string) {
 // ETA:
 //
 //	res, err := job.Evaluate(prog.Evaluating(testLoader), evalStep)
-func (p *Progress) Evaluating(src data.Source) data.Source {
+func (p *Bar) Evaluating(src data.Source) data.Source {
 	return &evalSource{Source: src, p: p}
 }
 
-// evalSource is a data.Source that reports its batches to a Progress.
+// evalSource is a data.Source that reports its batches to a Bar.
 type evalSource struct {
 	data.Source
-	p *Progress
+	p *Bar
 }
 
 // Epoch yields the wrapped source's batches, showing them.
@@ -346,8 +345,69 @@ func (s *evalSource) Epoch() iter.Seq2[*data.GlobalBatch, error] {
 				_ = bar.Add(1)
 			} else if now := time.Now(); now.Sub(last) >= p.cfg.PlainInterval && done < total {
 				last = now
-				fmt.Fprintf(p.out, "eval batch %d/%d (%s)\n", done, total, formatETA(now.Sub(start)))
+				fmt.Fprintf(p.out, "eval batch %d/%d (%s)\n", done, total, FormatDuration(now.Sub(start)))
 			}
 		}
 	}
+}
+
+// EvalSummary is what EvalLine prints about one evaluation.
+type EvalSummary struct {
+	Step  int64
+	Epoch float64
+	// Metrics are all the metrics (metrics.jsonl has them all; the line shows Headline and
+	// the loss).
+	Metrics map[string]float64
+	// Headline is the metric shown first (BestMetric); empty: the first by name.
+	Headline string
+	// Improved, Best and BestStep describe the best Headline so far (Best NaN: not tracked).
+	Improved bool
+	Best     float64
+	BestStep int64
+	// Examples is the size of the evaluation set; Duration the time the evaluation took.
+	Examples int
+	Duration time.Duration
+}
+
+// EvalLine formats an evaluation for the terminal in at most 100 columns: the headline
+// metric first, how it compares with the best so far, the examples and the time. The other
+// metrics are in metrics.jsonl (and on the curves), not on the line:
+//
+//	eval step 1200, epoch 2: accuracy 0.8557 (best so far) | 1067 examples, 25.1s
+func EvalLine(e EvalSummary) string {
+	head := e.Headline
+	if _, ok := e.Metrics[head]; !ok {
+		names := make([]string, 0, len(e.Metrics))
+		for k := range e.Metrics {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		head = ""
+		if len(names) > 0 {
+			head = names[0]
+		}
+	}
+	line := fmt.Sprintf("eval step %d, epoch %s:", e.Step, formatEpoch(e.Epoch))
+	if head != "" {
+		line += fmt.Sprintf(" %s %.4f", head, e.Metrics[head])
+		switch {
+		case e.Improved:
+			line += " (best so far)"
+		case !math.IsNaN(e.Best):
+			line += fmt.Sprintf(" (best %.4f at step %d)", e.Best, e.BestStep)
+		}
+	}
+	took := fmt.Sprintf("%.1fs", e.Duration.Seconds())
+	if e.Duration >= time.Minute {
+		took = FormatDuration(e.Duration)
+	}
+	return line + fmt.Sprintf(" | %d examples, %s", e.Examples, took)
+}
+
+// formatEpoch is "2" at an epoch's end, "1.37" within one.
+func formatEpoch(e float64) string {
+	if e == math.Trunc(e) {
+		return fmt.Sprintf("%d", int64(e))
+	}
+	return fmt.Sprintf("%.2f", e)
 }

@@ -1,0 +1,188 @@
+// Package exampletest runs the examples' programs in child processes for their tests: start
+// one, send it a signal once it trains, and compare the run directories it leaves.
+package exampletest
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/goaccel/goaccel/checkpoint"
+	"github.com/goaccel/goaccel/internal/ptytest"
+	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/trainer"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// Main is the TestMain of an example's tests: with env (NAME=1) set, the test binary is the
+// program (main) in a child process that a test started (Child), so that it can signal or
+// kill it; else it runs the tests.
+func Main(m *testing.M, env string, main func()) {
+	if os.Getenv(env) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// Child runs the test binary with args in a new process, with env (NAME=1) set: the test's
+// TestMain then runs the program's main instead of the tests.
+func Child(t testing.TB, env string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), env+"=1")
+	return cmd
+}
+
+// signalRun is one session of the program in a child process whose output is read as it
+// comes, to send it a signal once training has started.
+type signalRun struct {
+	cmd *exec.Cmd
+	mu  sync.Mutex
+	out bytes.Buffer
+}
+
+func (s *signalRun) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.Write(p)
+}
+
+func (s *signalRun) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.String()
+}
+
+// InterruptAfterFirstBatch starts the program, waits for the progress line of its first batch
+// (the first step is done) and sends sig; it returns the output and exit code.
+func InterruptAfterFirstBatch(t testing.TB, cmd *exec.Cmd, sig syscall.Signal) (string, int) {
+	t.Helper()
+	s := &signalRun{cmd: cmd}
+	cmd.Stdout, cmd.Stderr = s, s
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for !strings.Contains(s.String(), " batch 1/") {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("no progress line after 3 minutes:\n%s", s.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return s.String(), code
+}
+
+// FinalWeights reads the weights of a run's latest checkpoint.
+func FinalWeights(t testing.TB, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "checkpoints", checkpoint.LatestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := os.ReadFile(filepath.Join(dir, "checkpoints", strings.TrimSpace(string(b)), checkpoint.WeightsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(m)
+}
+
+// CheckModes asserts that every file of a run directory has mode 0644 and every folder
+// 0755 (the test runs under umask 022), as a user expects to share them.
+func CheckModes(t testing.TB, when, dir string) {
+	t.Helper()
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			t.Errorf("%s: %v", when, err)
+			return nil
+		}
+		info, _ := d.Info()
+		want := fs.FileMode(0o644)
+		if d.IsDir() {
+			want = 0o755
+		}
+		if info.Mode().Perm() != want {
+			t.Errorf("%s: %s has mode %v, want %v", when, path, info.Mode().Perm(), want)
+		}
+		return nil
+	})
+}
+
+// MetricsLines reads metrics.jsonl without its times and throughputs (which differ between
+// runs).
+func MetricsLines(t testing.TB, dir string) []string {
+	t.Helper()
+	recs, err := trainer.ReadMetrics(filepath.Join(dir, trainer.MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range recs {
+		out = append(out, fmt.Sprintf("%s step %d epoch %.4f loss %.6g lr %.6g eval %v", r.Kind, r.Step, r.Epoch,
+			r.Loss, r.LR, r.Eval))
+	}
+	return out
+}
+
+// RunOnTerminal runs cmd with its output on a pseudo-terminal and returns what the screen got.
+func RunOnTerminal(t testing.TB, cmd *exec.Cmd) string {
+	t.Helper()
+	master, slave, err := ptytest.Open()
+	if err != nil {
+		t.Skipf("SKIPPING: no pseudo-terminal on this machine: %v", err)
+	}
+	defer master.Close()
+	screen := ptytest.Capture(master)
+	cmd.Stdout, cmd.Stderr = slave, slave
+	err = cmd.Run()
+	slave.Close()
+	if err != nil {
+		t.Fatalf("run on a terminal: %v\n%s", err, screen.Text())
+	}
+	return screen.Text()
+}
+
+// SameRun checks that the run directory resumed, which a signal interrupted and the same
+// command resumed, ended as full, a run that was never interrupted: the same final weights
+// (bit for bit), the same metrics.jsonl (times and throughputs aside), file modes as
+// CheckModes, no interrupted.json left, one checkpoint kept, and best/ a Hugging Face folder.
+func SameRun(t testing.TB, full, resumed string) {
+	t.Helper()
+	if FinalWeights(t, full) != FinalWeights(t, resumed) {
+		t.Errorf("the final weights of the interrupted-and-resumed run differ from the uninterrupted run's")
+	}
+	if a, b := MetricsLines(t, full), MetricsLines(t, resumed); !slices.Equal(a, b) {
+		t.Errorf("metrics.jsonl differs:\nuninterrupted:\n%s\nresumed:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+	}
+	CheckModes(t, "after the resume", resumed)
+	if _, err := os.Stat(filepath.Join(resumed, "interrupted.json")); err == nil {
+		t.Error("interrupted.json is still there after the run completed")
+	}
+	if _, _, err := bert.LoadPretrained(filepath.Join(resumed, "best"), model.NewStore(),
+		bert.LoadOptions{MaxLen: 64, NumLabels: 2}); err != nil {
+		t.Errorf("best/ does not load with bert.LoadPretrained: %v", err)
+	}
+	if ckpts, _ := filepath.Glob(filepath.Join(resumed, "checkpoints", checkpoint.DirPrefix+"*")); len(ckpts) != 1 {
+		t.Errorf("checkpoints kept: %v, want 1", ckpts)
+	}
+}
