@@ -28,6 +28,7 @@ examples:
   goaccel launch --nproc_per_node 2 ./train --epochs 3
   goaccel launch --nnodes 2 --node_rank 0 --master_addr 10.0.0.1 --master_port 29500 --nproc_per_node 4 ./train
   goaccel launch -np 4 -H localhost:2,otherhost:2 ./train
+  goaccel launch --hostfile hosts.txt ./train         (lines "host slots=N", "host:N" or "host")
 
 flags:
 `
@@ -35,7 +36,7 @@ flags:
 // invocation is a parsed command line.
 type invocation struct {
 	cfg        Config
-	hosts      []hostSlots // horovodrun's -H, in order; empty without -H
+	hosts      []hostSlots // horovodrun's -H or --hostfile, in order; empty without them
 	noMPICheck bool
 	// forward holds the flags to pass on to the launchers of the other -H hosts.
 	forward []string
@@ -46,9 +47,9 @@ type flagError struct{ error }
 
 // flagValues holds the parsed flags.
 type flagValues struct {
-	nproc, nnodes, masterAddr, logDir, timeout, joinTimeout, hosts *string
-	nodeRank, masterPort, maxRestarts, tee, np                     *int
-	standalone, noMPICheck, noCPUBind, help                        *bool
+	nproc, nnodes, masterAddr, logDir, timeout, joinTimeout, hosts, hostfile *string
+	nodeRank, masterPort, maxRestarts, tee, np                               *int
+	standalone, noMPICheck, noCPUBind, help                                  *bool
 }
 
 // newFlags defines the launcher's flags; "_" and "-" are the same in their names.
@@ -75,6 +76,7 @@ func newFlags() (*flag.FlagSet, *flagValues) {
 	v.joinTimeout = fs.String("join-timeout", "300", "how long to wait for every node's launcher (seconds or a duration)")
 	v.np = fs.Int("np", 0, "horovodrun: total number of ranks")
 	v.hosts = fs.StringP("hosts", "H", "", "horovodrun: host1:slots,host2:slots; the first host must be this machine")
+	v.hostfile = fs.String("hostfile", "", "the hosts of -H from a file, one a line: \"host slots=N\" (Open MPI, Horovod), \"host:N\" (MPICH) or \"host\" (1 slot); # comments")
 	v.noMPICheck = fs.Bool("no-mpi-check", false, "start several ranks even when no MPI library is found (programs that do not use MPI)")
 	v.noCPUBind = fs.Bool("no-cpu-bind", false, "leave every rank on all CPUs (default with several local ranks: each is bound to its share)")
 	v.help = fs.BoolP("help", "h", false, "show this help")
@@ -127,12 +129,24 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 		}
 		c.MasterAddr, c.MasterPort = "127.0.0.1", 0
 	}
+	if *hosts != "" && *v.hostfile != "" {
+		return nil, flagError{errors.New("-H and --hostfile both list the hosts: give one")}
+	}
 	switch {
-	case *hosts != "":
-		if fs.Changed("nproc-per-node") || fs.Changed("nnodes") || fs.Changed("node-rank") {
-			return nil, flagError{errors.New("-H lists the nodes and their slots: do not combine it with --nproc_per_node, --nnodes or --node_rank")}
+	case *hosts != "" || *v.hostfile != "":
+		which := "-H"
+		if *v.hostfile != "" {
+			which = "--hostfile"
 		}
-		if inv.hosts, err = parseHosts(*hosts, *np); err != nil {
+		if fs.Changed("nproc-per-node") || fs.Changed("nnodes") || fs.Changed("node-rank") {
+			return nil, flagError{fmt.Errorf("%s lists the nodes and their slots: do not combine it with --nproc_per_node, --nnodes or --node_rank", which)}
+		}
+		if *hosts != "" {
+			inv.hosts, err = parseHosts(*hosts, *np)
+		} else {
+			inv.hosts, err = parseHostfile(*v.hostfile, *np)
+		}
+		if err != nil {
 			return nil, flagError{err}
 		}
 		c.NNodes, c.NprocPerNode = len(inv.hosts), inv.hosts[0].slots
