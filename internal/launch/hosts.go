@@ -194,7 +194,9 @@ func (h *hostLaunchers) start(port int) error {
 		args := []string{"launch", "--nnodes", strconv.Itoa(len(h.inv.hosts)), "--node_rank", strconv.Itoa(i),
 			"--master_addr", h.addr, "--master_port", strconv.Itoa(port), "--nproc_per_node", strconv.Itoa(hs.slots)}
 		args = append(args, h.inv.forward...)
-		args = append(append(args, "--", cfg.Program), cfg.Args...)
+		if !h.inv.selfTest { // that launcher starts its own executable's self-test ranks
+			args = append(append(args, "--", cfg.Program), cfg.Args...)
+		}
 		var cmd *exec.Cmd
 		if isLocalHost(hs.host) {
 			cmd = exec.Command(self, args...)
