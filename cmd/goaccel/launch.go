@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"time"
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/internal/launch"
@@ -13,6 +14,11 @@ func launchCmd(args []string, stdout, stderr io.Writer) int {
 	return launch.Main(args, stdout, stderr)
 }
 
+// selfTestTimeout bounds each wait of a self-test rank on the others (the barrier, the
+// all-reduce, the gather): one that never arrives, such as a rank whose machine's MPI traffic a
+// firewall drops, is named after it instead of after the 30 minutes of a training run.
+const selfTestTimeout = time.Minute
+
 // The ranks of `goaccel launch --selftest` are this executable started with
 // launch.SelfTestCommand; it is not listed in the usage.
 func init() { commands[launch.SelfTestCommand] = selfTestRankCmd }
@@ -23,7 +29,7 @@ func init() { commands[launch.SelfTestCommand] = selfTestRankCmd }
 // accelerator.Exit, as MPI launchers expect.
 func selfTestRankCmd(_ []string, stdout, stderr io.Writer) int {
 	open := func() (launch.SelfTestJob, launch.SelfTestDiscovery, error) {
-		acc, err := accelerator.New(accelerator.Config{Quiet: true})
+		acc, err := accelerator.New(accelerator.Config{Quiet: true, Timeout: selfTestTimeout})
 		if err != nil {
 			return nil, launch.SelfTestDiscovery{}, err
 		}

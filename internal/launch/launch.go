@@ -282,7 +282,12 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer ctl.conn.Close()
-	l.ctl, l.masterAddr, l.ackBy, l.ackLimit = ctl, masterAddr, dialStart.Add(wait), wait
+	// The master answers a join at once; a second after connecting is plenty even at the end of wait.
+	ackBy := dialStart.Add(wait)
+	if soon := time.Now().Add(time.Second); ackBy.Before(soon) {
+		ackBy = soon
+	}
+	l.ctl, l.masterAddr, l.ackBy, l.ackLimit = ctl, masterAddr, ackBy, wait
 	return l.loop(ctx)
 }
 
