@@ -439,7 +439,7 @@ func (l *launcher) loop(ctx context.Context) error {
 			return failureFrom(start)
 		}
 		if start.cmd != "go" {
-			return l.notMaster(start)
+			return l.notMaster(answered(start))
 		}
 		end, err := l.attempt(ctx, attempt, start)
 		if err != nil {
@@ -475,7 +475,7 @@ func (l *launcher) awaitStart(ctx context.Context, first bool) (message, error) 
 		case m, ok := <-l.ctl.in:
 			if !ok {
 				if ackTimeout != nil {
-					return message{}, l.notMaster(message{args: map[string]string{"line": "nothing: it closed the connection"}})
+					return message{}, l.notMaster("it closed the connection without answering the join")
 				}
 				return message{}, l.lost(nil)
 			}
@@ -499,8 +499,15 @@ func (l *launcher) awaitStart(ctx context.Context, first bool) (message, error) 
 	}
 }
 
-// notMaster is the failure of a launcher whose master's port answered m, which is not goaccel's.
-func (l *launcher) notMaster(m message) error {
+// notMaster is the failure of a launcher whose master's port is held by a program that is not
+// goaccel's master; what says what that program did.
+func (l *launcher) notMaster(what string) error {
+	return &Failure{Kind: "join", Rank: -1, Why: fmt.Sprintf("the program at %s is not goaccel launch's node_rank 0 launcher: "+
+		"%s: check --master_addr and --master_port", l.masterAddr, what)}
+}
+
+// answered says what a program answered a join with: `it answered "HTTP/1.1 400 Bad Request"`.
+func answered(m message) string {
 	said := strings.TrimSpace(m.args["line"])
 	if said == "" {
 		said = strings.TrimSpace(m.format(true))
@@ -508,8 +515,7 @@ func (l *launcher) notMaster(m message) error {
 	if len(said) > 80 {
 		said = said[:80] + "..."
 	}
-	return &Failure{Kind: "join", Rank: -1, Why: fmt.Sprintf("the program at %s is not goaccel launch's node_rank 0 launcher: "+
-		"it answered %q: check --master_addr and --master_port", l.masterAddr, said)}
+	return fmt.Sprintf("it answered %q", said)
 }
 
 func (l *launcher) lost(err error) error {

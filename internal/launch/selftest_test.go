@@ -25,8 +25,9 @@ func TestSelfTestFailsFastNamingTheMaster(t *testing.T) {
 	}{
 		{"closed port", strconv.Itoa(freePort(t)), "connection refused"},
 		{"unreachable master", blackHole(t), "i/o timeout"},
-		{"another program answers", otherService(t, "HTTP/1.1 400 Bad Request\r\n"), `it answered "HTTP/1.1 400 Bad Request"`},
-		{"another program says nothing", otherService(t, ""), "did not answer as goaccel launch's node_rank 0 launcher"},
+		{"another program answers", otherService(t, "HTTP/1.1 400 Bad Request\r\n", true), `it answered "HTTP/1.1 400 Bad Request"`},
+		{"another program says nothing", otherService(t, "", true), "did not answer as goaccel launch's node_rank 0 launcher"},
+		{"another program hangs up", otherService(t, "", false), "it closed the connection without answering the join"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -88,8 +89,9 @@ func blackHole(t *testing.T) string {
 }
 
 // otherService returns the port of a listener on 127.0.0.1 that accepts every connection and
-// writes reply to it (nothing when reply is ""), keeping it open: a program that is not goaccel's.
-func otherService(t *testing.T, reply string) string {
+// writes reply to it (nothing when reply is ""), then keeps it open (keep) or closes it: a
+// program that is not goaccel's.
+func otherService(t *testing.T, reply string, keep bool) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -111,10 +113,14 @@ func otherService(t *testing.T, reply string) string {
 			if err != nil {
 				return
 			}
+			_, _ = c.Write([]byte(reply))
+			if !keep {
+				c.Close()
+				continue
+			}
 			mu.Lock()
 			conns = append(conns, c)
 			mu.Unlock()
-			_, _ = c.Write([]byte(reply))
 		}
 	}()
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
