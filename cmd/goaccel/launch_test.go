@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -114,5 +115,26 @@ func TestLaunchSelfTestOneRank(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report misses %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestLaunchSelfTestHostfile: --selftest with a host file of two hosts of this machine: the
+// master starts the other host's launcher with --selftest, which runs its own self-test rank
+// (the program given is replaced), and the report has both.
+func TestLaunchSelfTestHostfile(t *testing.T) {
+	testutil.NeedMPI(t)
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(hosts, []byte("localhost slots=1  # this machine\n127.0.0.1:1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd, out, errOut := goaccelCmd(t, "launch", "--selftest", "--hostfile", hosts, "--timeout", "120", "./train", "--epochs", "3")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s%s", err, out, errOut)
+	}
+	if !strings.Contains(out.String(), "2 rank(s) on 2 node(s), 1 host(s): every rank joined") {
+		t.Errorf("the report:\n%s", out)
+	}
+	if !strings.Contains(errOut.String(), "running the self-test on every rank instead of ./train") {
+		t.Errorf("the replaced program is not named:\n%s", errOut)
 	}
 }
