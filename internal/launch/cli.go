@@ -19,6 +19,7 @@ import (
 )
 
 const usage = `usage: goaccel launch [flags] PROGRAM [ARGS...]
+       goaccel launch --selftest [flags]
 
 Starts PROGRAM as several processes (ranks) on this node, and with --nnodes on several nodes,
 as torchrun does, and stops them all when one fails. Flags take torchrun's names, in snake or
@@ -28,6 +29,9 @@ examples:
   goaccel launch --nproc_per_node 2 ./train --epochs 3
   goaccel launch --nnodes 2 --node_rank 0 --master_addr 10.0.0.1 --master_port 29500 --nproc_per_node 4 ./train
   goaccel launch -np 4 -H localhost:2,otherhost:2 ./train
+  goaccel launch --hostfile hosts.txt ./train         (lines "host slots=N", "host:N" or "host")
+  goaccel launch --selftest --nnodes 2 --node_rank 1 --master_addr 10.0.0.1 --nproc_per_node 4
+                                                      (checks the job's ranks, MPI and network)
 
 flags:
 `
@@ -35,8 +39,12 @@ flags:
 // invocation is a parsed command line.
 type invocation struct {
 	cfg        Config
-	hosts      []hostSlots // horovodrun's -H, in order; empty without -H
+	hosts      []hostSlots // horovodrun's -H or --hostfile, in order; empty without them
 	noMPICheck bool
+	// selfTest runs goaccel's self-test ranks instead of a program (--selftest); replaced names
+	// the program given with it, which does not run.
+	selfTest bool
+	replaced string
 	// forward holds the flags to pass on to the launchers of the other -H hosts.
 	forward []string
 }
@@ -46,9 +54,9 @@ type flagError struct{ error }
 
 // flagValues holds the parsed flags.
 type flagValues struct {
-	nproc, nnodes, masterAddr, logDir, timeout, joinTimeout, hosts *string
-	nodeRank, masterPort, maxRestarts, tee, np                     *int
-	standalone, noMPICheck, noCPUBind, help                        *bool
+	nproc, nnodes, masterAddr, logDir, timeout, joinTimeout, hosts, hostfile *string
+	nodeRank, masterPort, maxRestarts, tee, np                               *int
+	standalone, noMPICheck, noCPUBind, selfTest, help                        *bool
 }
 
 // newFlags defines the launcher's flags; "_" and "-" are the same in their names.
@@ -72,9 +80,12 @@ func newFlags() (*flag.FlagSet, *flagValues) {
 	v.logDir = fs.String("log-dir", "", "write DIR/attempt_A/rank_R/{stdout,stderr}.log (default: a new temporary folder)")
 	v.tee = fs.Int("tee", -1, "show on the terminal: 0 nothing, 1 every local rank's stdout, 2 stderr, 3 both (default: rank 0's output)")
 	v.timeout = fs.String("timeout", "0", "stop the whole job after this long (seconds or a duration such as 30m; 0: never)")
-	v.joinTimeout = fs.String("join-timeout", "300", "how long to wait for every node's launcher (seconds or a duration)")
+	v.joinTimeout = fs.String("join-timeout", "300", "how long to wait for every node's launcher (seconds or a duration); every 10 s the launchers say what they wait for")
 	v.np = fs.Int("np", 0, "horovodrun: total number of ranks")
 	v.hosts = fs.StringP("hosts", "H", "", "horovodrun: host1:slots,host2:slots; the first host must be this machine")
+	v.hostfile = fs.String("hostfile", "", "the hosts of -H from a file, one a line: \"host slots=N\" (Open MPI, Horovod), \"host:N\" (MPICH) or \"host\" (1 slot); # comments")
+	v.selfTest = fs.Bool("selftest", false, "run goaccel's check on every rank instead of PROGRAM: discovery, a barrier, a 64 MiB all-reduce and its "+
+		"bandwidth, host names and interfaces, in one table; a node_rank > 0 that cannot reach the master fails within 10 s")
 	v.noMPICheck = fs.Bool("no-mpi-check", false, "start several ranks even when no MPI library is found (programs that do not use MPI)")
 	v.noCPUBind = fs.Bool("no-cpu-bind", false, "leave every rank on all CPUs (default with several local ranks: each is bound to its share)")
 	v.help = fs.BoolP("help", "h", false, "show this help")
@@ -92,14 +103,23 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 	if *help {
 		return nil, flag.ErrHelp
 	}
-	inv := &invocation{noMPICheck: *noMPICheck}
+	inv := &invocation{noMPICheck: *noMPICheck, selfTest: *v.selfTest}
 	c := &inv.cfg
 	c.NoCPUBind = *v.noCPUBind
 	c.Env = env
-	if fs.NArg() == 0 {
-		return nil, flagError{errors.New("no program to run")}
+	switch {
+	case inv.selfTest:
+		if fs.NArg() > 0 {
+			inv.replaced = fs.Arg(0)
+		}
+		if err := c.selfTestProgram(); err != nil {
+			return nil, err
+		}
+	case fs.NArg() == 0:
+		return nil, flagError{errors.New("no program to run (or --selftest)")}
+	default:
+		c.Program, c.Args = fs.Arg(0), fs.Args()[1:]
 	}
-	c.Program, c.Args = fs.Arg(0), fs.Args()[1:]
 	var err error
 	if c.NNodes, err = strconv.Atoi(*nnodes); err != nil || c.NNodes < 1 {
 		return nil, flagError{fmt.Errorf("--nnodes %q: want a positive number (elastic ranges such as 1:4 are not supported)", *nnodes)}
@@ -127,12 +147,24 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 		}
 		c.MasterAddr, c.MasterPort = "127.0.0.1", 0
 	}
+	if *hosts != "" && *v.hostfile != "" {
+		return nil, flagError{errors.New("-H and --hostfile both list the hosts: give one")}
+	}
 	switch {
-	case *hosts != "":
-		if fs.Changed("nproc-per-node") || fs.Changed("nnodes") || fs.Changed("node-rank") {
-			return nil, flagError{errors.New("-H lists the nodes and their slots: do not combine it with --nproc_per_node, --nnodes or --node_rank")}
+	case *hosts != "" || *v.hostfile != "":
+		which := "-H"
+		if *v.hostfile != "" {
+			which = "--hostfile"
 		}
-		if inv.hosts, err = parseHosts(*hosts, *np); err != nil {
+		if fs.Changed("nproc-per-node") || fs.Changed("nnodes") || fs.Changed("node-rank") {
+			return nil, flagError{fmt.Errorf("%s lists the nodes and their slots: do not combine it with --nproc_per_node, --nnodes or --node_rank", which)}
+		}
+		if *hosts != "" {
+			inv.hosts, err = parseHosts(*hosts, *np)
+		} else {
+			inv.hosts, err = parseHostfile(*v.hostfile, *np)
+		}
+		if err != nil {
 			return nil, flagError{err}
 		}
 		c.NNodes, c.NprocPerNode = len(inv.hosts), inv.hosts[0].slots
@@ -162,6 +194,9 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 	}
 	if c.NoCPUBind {
 		inv.forward = append(inv.forward, "--no_cpu_bind")
+	}
+	if inv.selfTest {
+		inv.forward = append(inv.forward, "--selftest")
 	}
 	return inv, nil
 }
@@ -248,6 +283,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := inv.cfg
 	cfg.Stdout, cfg.Stderr = stdout, stderr
+	if inv.replaced != "" {
+		fmt.Fprintf(stderr, "goaccel launch: --selftest: running the self-test on every rank instead of %s\n", inv.replaced)
+	}
 	if cfg.NprocPerNode*cfg.NNodes > 1 && !inv.noMPICheck {
 		lib, err := findMPI()
 		if err != nil {

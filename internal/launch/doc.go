@@ -53,7 +53,12 @@
 // name or addresses), by `ssh HOST 'cd $PWD && exec env GOACCEL_HOME=... /same/path/goaccel launch
 // --node_rank i ...'` for others, passing this machine's GOACCEL_HOME, GOACCEL_MPI_LIB and
 // PJRT_PLUGIN_LIBRARY_PATH when set (that needs the same binary and working directory there, and
-// is untested here).
+// is untested here). --hostfile reads the same list from a file (parseHostfile).
+//
+// While the nodes join, the master and the other launchers say every 10 s what they wait for;
+// the master answers each join at once ("joined"), so a node that reached another program on
+// the port fails naming host:port. --selftest runs this executable as every rank
+// (SelfTestCommand, see selftest.go), and its node_rank > 0 launchers give up after 8 s.
 //
 // # Output
 //

@@ -25,31 +25,49 @@ type hostSlots struct {
 // order with np ranks (np 0: every slot). Hosts left without a rank are dropped.
 func parseHosts(spec string, np int) ([]hostSlots, error) {
 	var all []hostSlots
-	total := 0
 	for _, item := range strings.Split(spec, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
 			continue
 		}
-		h := hostSlots{host: item, slots: 1}
-		if i := strings.LastIndex(item, ":"); i >= 0 {
-			n, err := strconv.Atoi(item[i+1:])
-			if err != nil || n < 1 || i == 0 {
-				return nil, fmt.Errorf("-H %q: %q is not host:slots with slots a positive number", spec, item)
-			}
-			h.host, h.slots = item[:i], n
+		h, ok := hostColonSlots(item)
+		if !ok {
+			return nil, fmt.Errorf("-H %q: %q is not host:slots with slots a positive number", spec, item)
 		}
 		all = append(all, h)
-		total += h.slots
 	}
 	if len(all) == 0 {
 		return nil, fmt.Errorf("-H %q lists no host", spec)
+	}
+	return fillSlots(all, np, "-H "+spec)
+}
+
+// hostColonSlots reads "host:N" (MPICH's and horovodrun's way) or a bare "host" (one slot).
+func hostColonSlots(item string) (hostSlots, bool) {
+	h := hostSlots{host: item, slots: 1}
+	if i := strings.LastIndex(item, ":"); i >= 0 {
+		n, err := strconv.Atoi(item[i+1:])
+		if err != nil || n < 1 || i == 0 {
+			return h, false
+		}
+		h.host, h.slots = item[:i], n
+	}
+	return h, true
+}
+
+// fillSlots fills the slots of all, in order, with np ranks (np 0: every slot), drops the hosts
+// left without a rank, and checks that the first host is this machine. from names the list in
+// messages ("-H a:2,b:2", "--hostfile hosts").
+func fillSlots(all []hostSlots, np int, from string) ([]hostSlots, error) {
+	total := 0
+	for _, h := range all {
+		total += h.slots
 	}
 	if np == 0 {
 		np = total
 	}
 	if np > total {
-		return nil, fmt.Errorf("-np %d is more than the %d slots of -H %s", np, total, spec)
+		return nil, fmt.Errorf("-np %d is more than the %d slots of %s", np, total, from)
 	}
 	var out []hostSlots
 	for _, h := range all {
@@ -61,10 +79,60 @@ func parseHosts(spec string, np int) ([]hostSlots, error) {
 		out = append(out, h)
 	}
 	if !isLocalHost(out[0].host) {
-		return nil, fmt.Errorf("-H: the first host (%s) must be this machine, which runs the master: "+
-			"run goaccel launch on %s, or list this machine first", out[0].host, out[0].host)
+		if strings.HasPrefix(from, "-H ") {
+			from = "-H"
+		}
+		return nil, fmt.Errorf("%s: the first host (%s) must be this machine, which runs the master: "+
+			"run goaccel launch on %s, or list this machine first", from, out[0].host, out[0].host)
 	}
 	return out, nil
+}
+
+// parseHostfile reads a host file, one host a line, in Open MPI's and Horovod's form
+// ("host slots=N"), MPICH's ("host:N") or bare ("host": one slot); "#" starts a comment and
+// blank lines are skipped. Its hosts then fill their slots with np ranks as -H's do.
+func parseHostfile(path string, np int) ([]hostSlots, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--hostfile: %w", err)
+	}
+	var all []hostSlots
+	for i, line := range strings.Split(string(raw), "\n") {
+		if c := strings.IndexByte(line, '#'); c >= 0 {
+			line = line[:c]
+		}
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		bad := func(why string) error {
+			return fmt.Errorf("--hostfile %s:%d: %q: %s (want \"host slots=N\", \"host:N\" or \"host\")",
+				path, i+1, strings.TrimSpace(line), why)
+		}
+		h, ok := hostColonSlots(fields[0])
+		if !ok {
+			return nil, bad(fmt.Sprintf("%q is not host:N with N a positive number", fields[0]))
+		}
+		for _, f := range fields[1:] {
+			k, v, _ := strings.Cut(f, "=")
+			if k != "slots" {
+				return nil, bad(fmt.Sprintf("unknown %q: only slots=N is read", f))
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return nil, bad(fmt.Sprintf("slots=%q is not a positive number", v))
+			}
+			if strings.Contains(fields[0], ":") {
+				return nil, bad("give the slots once, as host:N or as slots=N")
+			}
+			h.slots = n
+		}
+		all = append(all, h)
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("--hostfile %s lists no host", path)
+	}
+	return fillSlots(all, np, "--hostfile "+path)
 }
 
 // isLocalHost says whether host names this machine: localhost, a loopback address, the host
@@ -126,7 +194,9 @@ func (h *hostLaunchers) start(port int) error {
 		args := []string{"launch", "--nnodes", strconv.Itoa(len(h.inv.hosts)), "--node_rank", strconv.Itoa(i),
 			"--master_addr", h.addr, "--master_port", strconv.Itoa(port), "--nproc_per_node", strconv.Itoa(hs.slots)}
 		args = append(args, h.inv.forward...)
-		args = append(append(args, "--", cfg.Program), cfg.Args...)
+		if !h.inv.selfTest { // that launcher starts its own executable's self-test ranks
+			args = append(append(args, "--", cfg.Program), cfg.Args...)
+		}
 		var cmd *exec.Cmd
 		if isLocalHost(hs.host) {
 			cmd = exec.Command(self, args...)

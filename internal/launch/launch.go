@@ -66,6 +66,10 @@ type Config struct {
 	// OnListen, on the master, is called with its port before any rank starts: the place to
 	// start the launchers of the other nodes (horovodrun's -H does).
 	OnListen func(port int) error
+	// SelfTest marks the job of goaccel launch --selftest: a node_rank > 0 launcher that cannot
+	// reach the master gives up after 8 s instead of JoinTimeout, and rank 0's output (the
+	// report) is shown without its "[rank 0] " prefix.
+	SelfTest bool
 }
 
 // TeeNone is Config.Tee's value for "no worker output on the terminal" (torchrun's --tee 0).
@@ -249,12 +253,11 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return err
 		}
-		srv, err := newServer(bind, store, cfg.NNodes, cfg.MaxRestarts, cfg.JoinTimeout)
+		srv, err := newServer(bind, store, cfg.NNodes, cfg.MaxRestarts, cfg.JoinTimeout, l.sayf)
 		if err != nil {
 			return err
 		}
 		defer srv.close()
-		srv.sayf = l.sayf
 		l.cfg.MasterPort = srv.port()
 		masterAddr = net.JoinHostPort(cfg.MasterAddr, strconv.Itoa(l.cfg.MasterPort))
 		if cfg.Timeout > 0 {
@@ -269,12 +272,22 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 	}
-	ctl, err := dialMaster(ctx, masterAddr, cfg.JoinTimeout)
+	wait := cfg.JoinTimeout
+	if cfg.SelfTest && cfg.NodeRank > 0 {
+		wait = min(wait, selfTestDial)
+	}
+	dialStart := time.Now()
+	ctl, err := dialMaster(ctx, masterAddr, wait, cfg.JoinTimeout, l.sayf)
 	if err != nil {
 		return err
 	}
 	defer ctl.conn.Close()
-	l.ctl = ctl
+	// The master answers a join at once; a second after connecting is plenty even at the end of wait.
+	ackBy := dialStart.Add(wait)
+	if soon := time.Now().Add(time.Second); ackBy.Before(soon) {
+		ackBy = soon
+	}
+	l.ctl, l.masterAddr, l.ackBy, l.ackLimit = ctl, masterAddr, ackBy, wait
 	return l.loop(ctx)
 }
 
@@ -328,12 +341,18 @@ func (c *control) send(m message) error {
 	return err
 }
 
+// progressEvery is how often a launcher that waits for another says what it waits for.
+var progressEvery = 10 * time.Second
+
 // dialMaster connects to the master, retrying while it is not up yet (other nodes' launchers
-// may start first), for at most wait.
-func dialMaster(ctx context.Context, addr string, wait time.Duration) (*control, error) {
-	deadline := time.Now().Add(wait)
+// may start first), for at most wait, saying every progressEvery what it waits for; joinTimeout
+// is the --join_timeout that wait comes from (shorter under --selftest).
+func dialMaster(ctx context.Context, addr string, wait, joinTimeout time.Duration, sayf func(string, ...any)) (*control, error) {
+	start := time.Now()
+	deadline := start.Add(wait)
+	nextSay := start.Add(progressEvery)
 	for {
-		d := net.Dialer{Timeout: 5 * time.Second}
+		d := net.Dialer{Timeout: min(5*time.Second, max(time.Until(deadline), 100*time.Millisecond))}
 		conn, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
 			c := &control{conn: conn, in: make(chan message, 16)}
@@ -345,7 +364,11 @@ func dialMaster(ctx context.Context, addr string, wait time.Duration) (*control,
 					if err != nil {
 						return
 					}
-					c.in <- parseMessage(line, true)
+					m := parseMessage(line, true)
+					if m.cmd == "" {
+						m.args["line"] = line // not goaccel's: kept for the message
+					}
+					c.in <- m
 				}
 			}()
 			return c, nil
@@ -354,9 +377,17 @@ func dialMaster(ctx context.Context, addr string, wait time.Duration) (*control,
 			return nil, &Failure{Kind: "interrupt", Rank: -1, Why: "interrupted while connecting to the master at " + addr}
 		}
 		if time.Now().After(deadline) {
+			limit := "--join_timeout"
+			if wait < joinTimeout {
+				limit = "--selftest's limit; a normal launch waits --join_timeout"
+			}
 			return nil, &Failure{Kind: "join", Rank: -1, Why: fmt.Sprintf("cannot reach the node_rank 0 launcher at %s "+
-				"within %s: %v (is it running, with the same --master_addr and --master_port, and is the port open?)",
-				addr, wait, err)}
+				"within %s (%s): %v (is it running, with the same --master_addr and --master_port, and is the port open?)",
+				addr, wait.Round(time.Millisecond), limit, err)}
+		}
+		if now := time.Now(); now.After(nextSay) {
+			sayf("waiting for node_rank 0's launcher at %s (%s of %s): %v", addr, seconds(now.Sub(start)), seconds(joinTimeout), err)
+			nextSay = nextSay.Add(progressEvery)
 		}
 		select {
 		case <-ctx.Done():
@@ -378,6 +409,12 @@ type launcher struct {
 	out       *terminal
 	errOut    *terminal
 	mu        sync.Mutex // guards l.cfg.Stderr writes from several goroutines through sayf
+	// masterAddr is the master's host:port; ackBy is when the master must have answered the
+	// first join ("joined"), ackLimit the wait that ends then (a program on the port that is
+	// not goaccel's master never answers).
+	masterAddr string
+	ackBy      time.Time
+	ackLimit   time.Duration
 }
 
 func (l *launcher) sayf(format string, args ...any) {
@@ -394,21 +431,15 @@ func (l *launcher) loop(ctx context.Context) error {
 			"host", l.host)); err != nil {
 			return l.lost(err)
 		}
-		var start message
-		select {
-		case m, ok := <-l.ctl.in:
-			if !ok {
-				return l.lost(nil)
-			}
-			start = m
-		case <-ctx.Done():
-			return &Failure{Kind: "interrupt", Rank: -1, Why: "interrupted while waiting for the other nodes to join"}
+		start, err := l.awaitStart(ctx, attempt == 0)
+		if err != nil {
+			return err
 		}
 		if start.cmd == "stop" {
 			return failureFrom(start)
 		}
 		if start.cmd != "go" {
-			return fmt.Errorf("unexpected message from the master: %s", start.format(true))
+			return l.notMaster(answered(start))
 		}
 		end, err := l.attempt(ctx, attempt, start)
 		if err != nil {
@@ -424,6 +455,67 @@ func (l *launcher) loop(ctx context.Context) error {
 		l.sayf("%s; restarting the group (restart %d of %d)", strings.TrimSuffix(f.Error(), "; the other ranks were stopped"),
 			attempt+1, l.cfg.MaxRestarts)
 	}
+}
+
+// awaitStart waits for the master's answer to a join: "go" once every node joined, or "stop",
+// after its "joined", which the first join (first) must get by l.ackBy. A node_rank > 0 says
+// every progressEvery that it waits (the master says for whom).
+func (l *launcher) awaitStart(ctx context.Context, first bool) (message, error) {
+	begin := time.Now()
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+	var ackTimeout <-chan time.Time
+	if first {
+		t := time.NewTimer(time.Until(l.ackBy))
+		defer t.Stop()
+		ackTimeout = t.C
+	}
+	for {
+		select {
+		case m, ok := <-l.ctl.in:
+			if !ok {
+				if ackTimeout != nil {
+					return message{}, l.notMaster("it closed the connection without answering the join")
+				}
+				return message{}, l.lost(nil)
+			}
+			if m.cmd == "joined" {
+				ackTimeout = nil
+				continue
+			}
+			return m, nil
+		case <-ackTimeout:
+			return message{}, &Failure{Kind: "join", Rank: -1, Why: fmt.Sprintf("something at %s accepted the connection "+
+				"but did not answer as goaccel launch's node_rank 0 launcher within %s: check --master_addr and --master_port",
+				l.masterAddr, l.ackLimit.Round(time.Millisecond))}
+		case <-tick.C:
+			if l.cfg.NodeRank > 0 {
+				l.sayf("joined node_rank 0's launcher at %s; waiting for the other nodes to join (%s of %s)",
+					l.ctl.conn.RemoteAddr(), seconds(time.Since(begin)), seconds(l.cfg.JoinTimeout))
+			}
+		case <-ctx.Done():
+			return message{}, &Failure{Kind: "interrupt", Rank: -1, Why: "interrupted while waiting for the other nodes to join"}
+		}
+	}
+}
+
+// notMaster is the failure of a launcher whose master's port is held by a program that is not
+// goaccel's master; what says what that program did.
+func (l *launcher) notMaster(what string) error {
+	return &Failure{Kind: "join", Rank: -1, Why: fmt.Sprintf("the program at %s is not goaccel launch's node_rank 0 launcher: "+
+		"%s: check --master_addr and --master_port", l.masterAddr, what)}
+}
+
+// answered says what a program answered a join with: `it answered "HTTP/1.1 400 Bad Request"`.
+func answered(m message) string {
+	said := strings.TrimSpace(m.args["line"])
+	if said == "" {
+		said = strings.TrimSpace(m.format(true))
+	}
+	if len(said) > 80 {
+		said = said[:80] + "..."
+	}
+	return fmt.Sprintf("it answered %q", said)
 }
 
 func (l *launcher) lost(err error) error {
@@ -705,7 +797,7 @@ func (l *launcher) startWorker(attempt, rank, local, world int) (*worker, error)
 			continue
 		}
 		prefix := ""
-		if world > 1 {
+		if world > 1 && !(l.cfg.SelfTest && rank == 0) {
 			prefix = fmt.Sprintf("[rank %d] ", rank)
 		}
 		pw := &prefixWriter{t: s.term, prefix: prefix}

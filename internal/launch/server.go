@@ -44,6 +44,7 @@ type server struct {
 	barrier   []*peerConn
 	aborts    map[int]string // rank -> the message it gave MPI_Abort
 	joinTimer *time.Timer
+	joinStart time.Time // when the wait for the current attempt's launchers began
 	closed    chan struct{}
 	// sayf prints a line of the master launcher (nil: none).
 	sayf func(format string, args ...any)
@@ -69,16 +70,52 @@ func (p *peerConn) send(m message, escaped bool) {
 
 // newServer listens on addr ("host:port"; port 0 picks a free one). storePort is the ranks'
 // MASTER_PORT, which the server sends to every launcher.
-func newServer(addr string, storePort, nnodes, maxRestarts int, joinTimeout time.Duration) (*server, error) {
+func newServer(addr string, storePort, nnodes, maxRestarts int, joinTimeout time.Duration, sayf func(string, ...any)) (*server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on %s for the other ranks (--master_addr/--master_port): %w", addr, err)
 	}
 	s := &server{ln: ln, storePort: storePort, nnodes: nnodes, maxRestarts: maxRestarts, joinTimeout: joinTimeout,
-		joined: map[int]*peerConn{}, closed: make(chan struct{})}
+		joined: map[int]*peerConn{}, closed: make(chan struct{}), sayf: sayf}
 	s.armJoinTimer()
 	go s.serve()
+	go s.sayWhileJoining()
 	return s, nil
+}
+
+// sayWhileJoining says every progressEvery, until the server closes, which node_ranks the
+// current attempt still waits for.
+func (s *server) sayWhileJoining() {
+	t := time.NewTicker(progressEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.closed:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		if !s.running && !s.final && len(s.joined) < s.nnodes && s.sayf != nil {
+			var missing []string
+			for n := 0; n < s.nnodes; n++ {
+				if s.joined[n] == nil {
+					missing = append(missing, strconv.Itoa(n))
+				}
+			}
+			s.sayf("waiting for node_rank %s of %d to join on port %d (%s of %s)", strings.Join(missing, ", "), s.nnodes,
+				s.port(), seconds(time.Since(s.joinStart)), seconds(s.joinTimeout))
+		}
+		s.mu.Unlock()
+	}
+}
+
+// seconds writes d as whole seconds, "12 s" (at least 1 s for a positive d under a second).
+func seconds(d time.Duration) string {
+	n := int(d.Round(time.Second) / time.Second)
+	if n == 0 && d > 0 {
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+	return fmt.Sprintf("%d s", n)
 }
 
 // port is the port the server listens on.
@@ -91,6 +128,7 @@ func (s *server) close() {
 	}
 	s.mu.Unlock()
 	_ = s.ln.Close()
+	close(s.closed)
 }
 
 func (s *server) serve() {
@@ -152,6 +190,7 @@ func (s *server) armJoinTimer() {
 		s.joinTimer.Stop()
 	}
 	attempt := s.attempt
+	s.joinStart = time.Now()
 	s.joinTimer = time.AfterFunc(s.joinTimeout, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -206,6 +245,7 @@ func (s *server) onLauncher(p *peerConn, m message) {
 			p.node = node
 			p.rank = nproc // a launcher's rank field holds its number of ranks
 			s.joined[node] = p
+			p.send(msg("joined", "attempt", attempt, "node", node), true) // it reached goaccel's master
 			if len(s.joined) == s.nnodes {
 				s.startAttempt()
 			}
