@@ -30,7 +30,7 @@ func TestUnderLaunchTwoProcesses(t *testing.T) {
 			"--output_dir", dir}
 	}
 	single := filepath.Join(root, "single")
-	if out, err := exampletest.Child(t, childEnv, append(args(single), "--devices", "2")...).CombinedOutput(); err != nil {
+	if out, err := exampletest.Child(t, append(args(single), "--devices", "2")...).CombinedOutput(); err != nil {
 		t.Fatalf("one process: %v\n%s", err, out)
 	}
 
@@ -39,7 +39,7 @@ func TestUnderLaunchTwoProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	err := launch.Run(ctx, launch.Config{Program: os.Args[0], Args: args(multi), NprocPerNode: 2, LogDir: logs,
-		Env: append(os.Environ(), childEnv+"=1", "GOACCEL_DEVICES=2", "GOACCEL_TIMEOUT=5m"), Stdout: &out, Stderr: &out})
+		Env: append(os.Environ(), "GOACCEL_EXAMPLE_CHILD=1", "GOACCEL_DEVICES=2", "GOACCEL_TIMEOUT=5m"), Stdout: &out, Stderr: &out})
 	if err != nil {
 		t.Fatalf("goaccel launch --nproc_per_node 2: %v\n%s", err, out.String())
 	}

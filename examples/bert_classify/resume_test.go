@@ -11,11 +11,9 @@ import (
 	"github.com/goaccel/goaccel/internal/exampletest"
 )
 
-// childEnv, set to 1, makes the test binary run main (exampletest.Child).
-const childEnv = "BERT_CLASSIFY_CHILD"
 
 // TestMain: see exampletest.Main.
-func TestMain(m *testing.M) { exampletest.Main(m, childEnv, main) }
+func TestMain(m *testing.M) { exampletest.Main(m, main) }
 
 // TestSignalAndResumeEqualsUninterrupted: the program gets SIGINT (Ctrl-C) in the middle of
 // its first epoch; it finishes the step, saves a checkpoint, prints the command that resumes
@@ -37,7 +35,7 @@ func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
 			root := t.TempDir()
 			args := []string{"--backend", plugin, "--devices", "2", "--batch-size", "16", "--epochs", "2", "--workers", "1"}
 			full := filepath.Join(root, "full")
-			uninterrupted := exampletest.Child(t, childEnv, append(args, "--output_dir", full)...)
+			uninterrupted := exampletest.Child(t, append(args, "--output_dir", full)...)
 			screen := exampletest.RunOnTerminal(t, uninterrupted)
 
 			work := filepath.Join(root, "work")
@@ -45,7 +43,7 @@ func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
 				t.Fatal(err)
 			}
 			sessionArgs := args
-			first := exampletest.Child(t, childEnv, sessionArgs...)
+			first := exampletest.Child(t, sessionArgs...)
 			first.Dir = work
 			out, code := exampletest.InterruptAfterFirstBatch(t, first, c.sig)
 			if code != c.code {
@@ -75,7 +73,7 @@ func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
 				t.Errorf("the resume command does not name the run directory %s:\n%s", runDir, out)
 			}
 
-			second := exampletest.Child(t, childEnv, sessionArgs...)
+			second := exampletest.Child(t, sessionArgs...)
 			second.Dir = work
 			out2, err := second.CombinedOutput()
 			if err != nil {

@@ -16,11 +16,9 @@ import (
 	"github.com/goaccel/goaccel/internal/exampletest"
 )
 
-// childEnv, set to 1, makes the test binary run main (exampletest.Child).
-const childEnv = "FIT_CHILD"
 
 // TestMain: see exampletest.Main.
-func TestMain(m *testing.M) { exampletest.Main(m, childEnv, main) }
+func TestMain(m *testing.M) { exampletest.Main(m, main) }
 
 // parse returns the options of a command line.
 func parse(t *testing.T, args ...string) options {
@@ -88,14 +86,14 @@ func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
 	root := t.TempDir()
 	args := []string{"--backend", plugin, "--devices", "2", "--batch-size", "16", "--epochs", "2", "--workers", "1"}
 	full := filepath.Join(root, "full")
-	if out, err := exampletest.Child(t, childEnv, append(args, "--output_dir", full)...).CombinedOutput(); err != nil {
+	if out, err := exampletest.Child(t, append(args, "--output_dir", full)...).CombinedOutput(); err != nil {
 		t.Fatalf("uninterrupted run: %v\n%s", err, out)
 	}
 	work := filepath.Join(root, "work")
 	if err := os.Mkdir(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	first := exampletest.Child(t, childEnv, args...)
+	first := exampletest.Child(t, args...)
 	first.Dir = work
 	out, code := exampletest.InterruptAfterFirstBatch(t, first, syscall.SIGTERM)
 	if code != 143 {
@@ -116,7 +114,7 @@ func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
 	}
 	runDir := filepath.Dir(configs[0])
 	exampletest.CheckModes(t, "after the interrupt", runDir)
-	second := exampletest.Child(t, childEnv, args...)
+	second := exampletest.Child(t, args...)
 	second.Dir = work
 	out2, err := second.CombinedOutput()
 	if err != nil {
@@ -140,11 +138,11 @@ func TestKillAndResumeEqualsUninterrupted(t *testing.T) {
 			"--save_steps", "5", "--output_dir", dir}
 	}
 	full := filepath.Join(root, "full")
-	if out, err := exampletest.Child(t, childEnv, args(full)...).CombinedOutput(); err != nil {
+	if out, err := exampletest.Child(t, args(full)...).CombinedOutput(); err != nil {
 		t.Fatalf("uninterrupted run: %v\n%s", err, out)
 	}
 	resumed := filepath.Join(root, "resumed")
-	first := exampletest.Child(t, childEnv, args(resumed)...)
+	first := exampletest.Child(t, args(resumed)...)
 	var firstOut bytes.Buffer
 	first.Stdout, first.Stderr = &firstOut, &firstOut
 	if err := first.Start(); err != nil {
@@ -167,7 +165,7 @@ func TestKillAndResumeEqualsUninterrupted(t *testing.T) {
 	if strings.Contains(firstOut.String(), "trainer: done") {
 		t.Fatalf("the first session finished before it could be killed:\n%s", firstOut.String())
 	}
-	out, err := exampletest.Child(t, childEnv, args(resumed)...).CombinedOutput()
+	out, err := exampletest.Child(t, args(resumed)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("resumed run: %v\n%s", err, out)
 	}

@@ -17,29 +17,30 @@ import (
 	"time"
 
 	"github.com/goaccel/goaccel/checkpoint"
+	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/ptytest"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/trainer"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
-// Main is the TestMain of an example's tests: with env (NAME=1) set, the test binary is the
-// program (main) in a child process that a test started (Child), so that it can signal or
-// kill it; else it runs the tests.
-func Main(m *testing.M, env string, main func()) {
-	if os.Getenv(env) == "1" {
+// Main is the TestMain of an example's tests: with $GOACCEL_EXAMPLE_CHILD=1, the test binary
+// is the program (main) in a child process that a test started (Child), so that it can signal
+// or kill it; else it runs the tests.
+func Main(m *testing.M, main func()) {
+	if envvar.ExampleChild.Value() == "1" {
 		main()
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
 
-// Child runs the test binary with args in a new process, with env (NAME=1) set: the test's
-// TestMain then runs the program's main instead of the tests.
-func Child(t testing.TB, env string, args ...string) *exec.Cmd {
+// Child runs the test binary with args in a new process, with $GOACCEL_EXAMPLE_CHILD=1: the
+// test's TestMain then runs the program's main instead of the tests.
+func Child(t testing.TB, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), env+"=1")
+	cmd.Env = append(envvar.Environ(), envvar.ExampleChild.KV("1"))
 	return cmd
 }
 
