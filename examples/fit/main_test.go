@@ -16,7 +16,6 @@ import (
 	"github.com/goaccel/goaccel/internal/exampletest"
 )
 
-
 // TestMain: see exampletest.Main.
 func TestMain(m *testing.M) { exampletest.Main(m, main) }
 
