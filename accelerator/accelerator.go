@@ -252,9 +252,8 @@ func (a *Accelerator) openBackend() error {
 }
 
 // defaultGoConfig runs the pure-Go backend's ops one at a time (each op still uses every
-// core). GoMLX v0.28.3's default lets parallel ops each start parallel matmuls on a shared
-// worker pool, and a training step of the BERT example was seen to deadlock that way on a
-// 2-core machine (2 runs of 2); "go:ops_sequential" never did.
+// core): GoMLX v0.28.3's default, parallel ops each starting parallel matmuls on one shared
+// worker pool, can deadlock a training step (docs/backends.md).
 const defaultGoConfig = "go:ops_sequential"
 
 func (a *Accelerator) openGo() error {
@@ -323,7 +322,7 @@ func (a *Accelerator) openXLA(p Plugin) error {
 			if n > limit {
 				return fmt.Errorf("accelerator: %d XLA CPU devices requested, above the limit of %d (max(8, CPU cores)): "+
 					"each host device holds a full model replica and its own thread pool, so more devices than cores only "+
-					"costs memory (64 devices used 21 GB here); ask for fewer, or raise the limit with $GOACCEL_MAX_CPU_DEVICES", n, limit)
+					"costs memory; ask for fewer, or raise the limit with $GOACCEL_MAX_CPU_DEVICES", n, limit)
 			}
 			opts["cpu_device_count"] = int64(n)
 			want = n

@@ -5,26 +5,20 @@ import (
 	"strings"
 )
 
-// opError is an error of the trainer that wraps another package's: its text names the
-// package once ("trainer: training step 12: the loss ..."), dropping the inner error's own
-// package prefix, and it unwraps to the inner error for errors.Is and errors.As.
+// opError is an error of the trainer that wraps another one: its text is "trainer: <op>:
+// <inner error>", the inner error whole (its own package prefix says where it came from), and
+// it unwraps to the inner error for errors.Is and errors.As. A trainer error wrapped again
+// adds its operation to the chain instead of repeating "trainer: ".
 type opError struct {
 	op  string
 	err error
 }
 
-// innerPrefixes are the package prefixes dropped from wrapped errors' texts.
-var innerPrefixes = []string{"trainer: ", "accelerator: ", "checkpoint: ", "data: ", "metrics: ", "bert: "}
-
 func (e *opError) Error() string {
-	msg := e.err.Error()
-	for _, p := range innerPrefixes {
-		if strings.HasPrefix(msg, p) {
-			msg = msg[len(p):]
-			break
-		}
+	if inner, ok := e.err.(*opError); ok {
+		return "trainer: " + e.op + ": " + strings.TrimPrefix(inner.Error(), "trainer: ")
 	}
-	return "trainer: " + e.op + ": " + msg
+	return "trainer: " + e.op + ": " + e.err.Error()
 }
 
 func (e *opError) Unwrap() error { return e.err }

@@ -6,12 +6,13 @@ import (
 	"testing"
 )
 
-// TestErrorConvention: a wrapped error of another package reads `trainer: operation: detail`
-// with one package prefix, and still unwraps to the original.
+// TestErrorConvention: a wrapped error of another package reads `trainer: operation: detail`,
+// the detail being the inner error whole (its package prefix included), and still unwraps to
+// the original; a trainer error wrapped again says "trainer: " once.
 func TestErrorConvention(t *testing.T) {
 	inner := errors.New("accelerator: the loss is not a scalar")
 	err := wrapf(inner, "training step %d", 3)
-	if got := err.Error(); got != "trainer: training step 3: the loss is not a scalar" {
+	if got := err.Error(); got != "trainer: training step 3: accelerator: the loss is not a scalar" {
 		t.Errorf("got %q", got)
 	}
 	if !errors.Is(err, inner) {
