@@ -22,11 +22,11 @@ import (
 func Classification(numClasses int, logits func(s *model.Scope, inputs []*Node) *Node) Task {
 	checked := func(s *model.Scope, inputs []*Node) *Node {
 		if numClasses < 2 {
-			exceptions.Panicf("trainer.Classification: numClasses = %d, want at least 2", numClasses)
+			exceptions.Panicf("trainer: Classification: numClasses = %d, want at least 2", numClasses)
 		}
 		l := logits(s, inputs)
 		if l.Rank() != 2 || l.Shape().Dimensions[1] != numClasses {
-			exceptions.Panicf("trainer.Classification: the logits function returned shape %s, want [batch, %d]",
+			exceptions.Panicf("trainer: Classification: the logits function returned shape %s, want [batch, %d]",
 				l.Shape(), numClasses)
 		}
 		return l
@@ -58,11 +58,11 @@ func Classification(numClasses int, logits func(s *model.Scope, inputs []*Node) 
 			}
 			clf := metrics.NewClassification(numClasses)
 			if err := clf.Add(preds, labels, g.Real); err != nil {
-				return nil, fmt.Errorf("trainer.Classification: %w", err)
+				return nil, fmt.Errorf("trainer: Classification: %w", err)
 			}
 			var loss metrics.Mean
 			if err := loss.AddMasked(losses, g.Real); err != nil {
-				return nil, fmt.Errorf("trainer.Classification: %w", err)
+				return nil, fmt.Errorf("trainer: Classification: %w", err)
 			}
 			out := clf.Values()
 			delete(out, "count")

@@ -35,13 +35,13 @@ type Trainer struct {
 func New(acc *accelerator.Accelerator, m model.StoreProvider, opt optimizer.Interface, task Task) (*Trainer, error) {
 	switch {
 	case acc == nil:
-		return nil, errors.New("trainer.New: the Accelerator is nil (accelerator.New creates one)")
+		return nil, errors.New("trainer: New: the Accelerator is nil (accelerator.New creates one)")
 	case m == nil || m.Store() == nil:
-		return nil, errors.New("trainer.New: the model has no model.Store")
+		return nil, errors.New("trainer: New: the model has no model.Store")
 	case opt == nil:
-		return nil, errors.New("trainer.New: the optimizer is nil (e.g. trainer.Adam(trainer.AdamConfig{LearningRate: 2e-5}))")
+		return nil, errors.New("trainer: New: the optimizer is nil (e.g. trainer.Adam(trainer.AdamConfig{LearningRate: 2e-5}))")
 	case task.Loss == nil:
-		return nil, errors.New("trainer.New: Task.Loss is nil: Fit needs the training loss of a batch")
+		return nil, errors.New("trainer: New: Task.Loss is nil: Fit needs the training loss of a batch")
 	}
 	return &Trainer{acc: acc, model: m, opt: opt, task: task}, nil
 }
