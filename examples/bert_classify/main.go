@@ -41,6 +41,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bert_classify: unexpected argument %q (flags start with --)\n", fs.Arg(0))
 		os.Exit(2)
 	}
+	if fs.Changed("global_batch_size") {
+		if err := opts.useGlobalBatch(fs.Changed("batch_size") || fs.Changed("per_device_train_batch_size")); err != nil {
+			fmt.Fprintln(os.Stderr, "bert_classify:", err)
+			os.Exit(2)
+		}
+	}
 	// accelerator.Exit ends the process the way MPI launchers expect when it is one of several
 	// (mpiexec takes a plain os.Exit for a crash); alone, it is os.Exit.
 	res, err := run(opts, os.Stdout)
@@ -72,6 +78,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "number of epochs")
 	fs.IntVar(&o.MaxSteps, "max_steps", 0, "total optimizer steps of the run; overrides --epochs, as in Hugging Face (0: --epochs decides)")
 	fs.IntVar(&o.BatchSize, "batch_size", o.BatchSize, "batch size per device (global batch = batch_size x devices)")
+	fs.IntVar(&o.GlobalBatchSize, "global_batch_size", 0, "examples per batch over all devices and processes, shared out "+
+		"(the rest masked): the same updates on any topology; replaces --batch_size")
 	fs.IntVar(&o.GradAccum, "gradient_accumulation_steps", 1, "batches whose gradients are averaged into one optimizer step")
 	fs.Float64Var(&o.LR, "lr", 0, "peak learning rate; 0: 2e-5 with --model_dir, 1e-3 for the tiny default model")
 	fs.StringVar(&o.Schedule, "lr_scheduler_type", o.Schedule, `learning-rate schedule: "constant", "linear" or "cosine"`)

@@ -35,6 +35,7 @@ type options struct {
 	WarmupSteps, SaveEvery                                int64
 	Epochs, BatchSize, MaxLen, Devices, Workers, MaxSteps int
 	GradAccum, Patience, SaveTotalLimit                   int
+	GlobalBatchSize                                       int // 0: BatchSize per device
 	LR, TestSize, Dropout                                 float64
 	WarmupRatio, WeightDecay, MaxGradNorm                 float64
 	Seed                                                  int64
@@ -117,12 +118,13 @@ func run(o options, out io.Writer) (*result, error) {
 
 	// Loaders: the DistributedSampler lives inside; the test loader is not shuffled.
 	trainLoader, err := data.NewLoader(trainSet, data.LoaderConfig[data.Labeled]{
-		BatchSize: o.BatchSize, Shuffle: true, Seed: o.Seed, Workers: o.Workers, Collate: tok.Collate})
+		BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize, Shuffle: true, Seed: o.Seed, Workers: o.Workers,
+		Collate: tok.Collate})
 	if err != nil {
 		return nil, err
 	}
 	testLoader, err := data.NewLoader(testSet, data.LoaderConfig[data.Labeled]{
-		BatchSize: o.BatchSize, Workers: o.Workers, Collate: tok.Collate})
+		BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize, Workers: o.Workers, Collate: tok.Collate})
 	if err != nil {
 		return nil, err
 	}
@@ -316,7 +318,7 @@ func fitRun(acc *accelerator.Accelerator, o options, lr float64, plan stepPlan, 
 		OutputDir: o.OutputDir, Epochs: plan.epochs, MaxSteps: int64(o.MaxSteps), LearningRate: lr,
 		Schedule: o.Schedule, WarmupSteps: plan.warmup, ClipGradNorm: o.MaxGradNorm, GradientAccumulation: o.GradAccum,
 		SaveEvery: o.SaveEvery, KeepLast: o.SaveTotalLimit, BestMetric: "accuracy", Patience: o.Patience,
-		Output: out, Interrupt: intr,
+		GlobalBatchSize: o.GlobalBatchSize, Output: out, Interrupt: intr,
 		SaveBest: func(dir string) error { return bert.SavePretrained(dir, clf, tok) },
 		Extra: map[string]any{"data_dir": o.DataDir, "model_dir": o.ModelDir, "batch_size": o.BatchSize,
 			"max_len": o.MaxLen, "seed": o.Seed, "test_size": o.TestSize, "dropout": o.Dropout,
@@ -446,6 +448,20 @@ func loadModel(o options, store *model.Store) (*bert.Classifier, *bert.Tokenizer
 	return clf, tok, err
 }
 
+// useGlobalBatch switches the options to --global_batch_size, which main saw given, and
+// batchSizeGiven says whether --batch_size was given too (an error: give one).
+func (o *options) useGlobalBatch(batchSizeGiven bool) error {
+	if batchSizeGiven {
+		return fmt.Errorf("--batch_size %d and --global_batch_size %d are both given: give one (per device, or for all "+
+			"devices and processes)", o.BatchSize, o.GlobalBatchSize)
+	}
+	if o.GlobalBatchSize <= 0 {
+		return fmt.Errorf("--global_batch_size %d: must be at least 1 (or left out: --batch_size per device)", o.GlobalBatchSize)
+	}
+	o.BatchSize = 0
+	return nil
+}
+
 func (o options) check() error {
 	// Each rule: is the value bad, the flag, its value, what it must be.
 	for _, r := range []struct {
@@ -455,7 +471,9 @@ func (o options) check() error {
 		want string
 	}{
 		{o.Epochs <= 0 && o.MaxSteps <= 0, "epochs", o.Epochs, "must be at least 1 (or give --max_steps)"},
-		{o.BatchSize <= 0, "batch_size", o.BatchSize, "must be at least 1"},
+		{o.GlobalBatchSize == 0 && o.BatchSize <= 0, "batch_size", o.BatchSize, "must be at least 1"},
+		{o.GlobalBatchSize < 0, "global_batch_size", o.GlobalBatchSize, "must be at least 1 (or left out: --batch_size per device)"},
+		{o.GlobalBatchSize > 0 && o.BatchSize > 0, "global_batch_size", o.GlobalBatchSize, "cannot be given with --batch_size: give one"},
 		{o.GradAccum <= 0, "gradient_accumulation_steps", o.GradAccum, "must be at least 1"},
 		{o.MaxLen < 2, "max_len", o.MaxLen, "must be at least 2 ([CLS] and [SEP])"},
 		{o.TestSize <= 0 || o.TestSize >= 1, "test_size", o.TestSize, "must be between 0 and 1"},

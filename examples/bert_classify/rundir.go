@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -125,7 +126,7 @@ func openRun(acc *accelerator.Accelerator, o options, lr float64, plan stepPlan,
 	r.state.Result.OutputDir = r.dir
 	cfg := runConfig{Program: program, Created: time.Now().UTC().Format(time.RFC3339), Flags: o, LearningRate: lr,
 		Schedule: plan.schedule.String(), TotalSteps: plan.total, Accelerator: acc.Info(), Plan: acc.Plan(),
-		GlobalBatch: o.BatchSize * acc.NumReplicas(), BatchesPerEp: plan.batchesPerEpoch,
+		GlobalBatch: cmp.Or(o.GlobalBatchSize, o.BatchSize*acc.NumReplicas()), BatchesPerEp: plan.batchesPerEpoch,
 		Model: clf.Config, Versions: trainer.BuildVersions()}
 	saved, err := readRunConfig(r.dir)
 	if err != nil {
@@ -213,7 +214,7 @@ func readRunConfig(dir string) (*runConfig, error) {
 var flagNames = map[string]string{
 	"DataDir": "--data_dir", "ModelDir": "--model_dir", "OutputDir": "--output_dir", "MixedPrecision": "--mixed_precision",
 	"Backend": "--backend", "Fit": "--fit", "Schedule": "--lr_scheduler_type", "WarmupSteps": "--warmup_steps",
-	"SaveEvery": "--save_steps", "Epochs": "--epochs", "BatchSize": "--batch_size", "MaxLen": "--max_len",
+	"SaveEvery": "--save_steps", "Epochs": "--epochs", "BatchSize": "--batch_size", "GlobalBatchSize": "--global_batch_size", "MaxLen": "--max_len",
 	"Devices": "--devices", "Workers": "--workers", "MaxSteps": "--max_steps", "GradAccum": "--gradient_accumulation_steps",
 	"Patience": "--patience", "SaveTotalLimit": "--save_total_limit", "LR": "--lr", "TestSize": "--test_size",
 	"Dropout": "--dropout", "WarmupRatio": "--warmup_ratio", "WeightDecay": "--weight_decay",
