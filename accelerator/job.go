@@ -90,6 +90,10 @@ type Job struct {
 // On the main process it prints the batch plan:
 //
 //	goaccel: per-device batch 64 x 4 device(s) x 1 process(es) = global batch 256; 150 batches/epoch
+//
+// and, for a data.LoaderConfig.GlobalBatchSize of 16 on 3 devices (shares 6 + 6 + 4):
+//
+//	goaccel: per-device batch 6 x 3 device(s) x 1 process(es) = 18 slots: global batch 16 + 2 masked; 7 batches/epoch
 func (a *Accelerator) Prepare(m model.StoreProvider, opt optimizer.Interface, src data.Source, opts ...PrepareOption) (*Job, error) {
 	j, err := a.prepare(m, opt, src, opts)
 	if err != nil {
@@ -134,15 +138,29 @@ func (a *Accelerator) prepare(m model.StoreProvider, opt optimizer.Interface, sr
 		if err := a.distribute(src); err != nil {
 			return nil, err
 		}
-		bs := src.BatchSize()
-		steps := ""
-		if k := j.opts.accumulate; k > 1 {
-			steps = fmt.Sprintf(" (gradient accumulation %d: %d steps/epoch)", k, src.BatchesPerEpoch()/k)
-		}
-		a.plan("goaccel: per-device batch %d x %d device(s) x %d process(es) = global batch %d; %d batches/epoch%s",
-			bs, a.NumDevices(), a.NumProcesses(), bs*a.NumReplicas(), src.BatchesPerEpoch(), steps)
+		a.plan("%s", a.batchPlan(src, j.opts.accumulate))
 	}
 	return j, nil
+}
+
+// batchPlan is the batch plan line Prepare prints: both batch sizes, and with a fixed global
+// batch (data.LoaderConfig.GlobalBatchSize) that the replicas do not divide, its masked slots.
+func (a *Accelerator) batchPlan(src data.Source, accumulate int) string {
+	bs, slots := src.BatchSize(), src.BatchSize()*a.NumReplicas()
+	global := slots
+	if g, ok := src.(interface{ GlobalBatchSize() int }); ok {
+		global = g.GlobalBatchSize()
+	}
+	sizes := fmt.Sprintf("global batch %d", global)
+	if global != slots {
+		sizes = fmt.Sprintf("%d slots: global batch %d + %d masked", slots, global, slots-global)
+	}
+	steps := ""
+	if accumulate > 1 {
+		steps = fmt.Sprintf(" (gradient accumulation %d: %d steps/epoch)", accumulate, src.BatchesPerEpoch()/accumulate)
+	}
+	return fmt.Sprintf("goaccel: per-device batch %d x %d device(s) x %d process(es) = %s; %d batches/epoch%s",
+		bs, a.NumDevices(), a.NumProcesses(), sizes, src.BatchesPerEpoch(), steps)
 }
 
 // distribute splits src over this Accelerator's replicas.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goaccel/goaccel/accelerator"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/ml/model"
@@ -23,6 +24,14 @@ import (
 const crashDirEnv = "GOACCEL_CHECKPOINT_CRASH_HELPER_DIR"
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(topoWorkerEnv); dir != "" { // a rank of TestResumeOnAnotherTopology
+		code := 0
+		if err := topoWorker(dir); err != nil {
+			fmt.Println("worker error:", err)
+			code = 3
+		}
+		accelerator.Exit(code)
+	}
 	if dir := os.Getenv(crashDirEnv); dir != "" {
 		if err := crashHelper(dir); err != nil {
 			fmt.Fprintln(os.Stderr, "crash helper:", err)

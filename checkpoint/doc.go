@@ -15,7 +15,8 @@
 //	st := &checkpoint.State{Store: job.Store(), Config: &cfg}
 //	if path, err := mgr.LoadLatest(st); err == nil {
 //		// The Store now holds the model and optimizer state; the loader's position must be
-//		// restored too, or the resumed run starts the data order again.
+//		// restored too, or the resumed run starts the data order again. It continues on any
+//		// number of devices and processes (see data.Loader.Restore).
 //		if err := loader.Restore(st.Progress.Loader); err != nil {
 //			return err
 //		}
@@ -23,10 +24,11 @@
 //	} else if !errors.Is(err, checkpoint.ErrNoCheckpoint) {
 //		return err
 //	}
+//	st.Progress.RecordTopology(acc.NumDevices(), acc.NumProcesses()) // the list of topologies
 //	...
 //	step, err := job.GlobalStep()
 //	pos := loader.State() // after the global batch of this step was handed out
-//	st.Progress = checkpoint.Progress{Epoch: pos.Epoch, Step: step, Loader: pos, Seed: seed}
+//	st.Progress.Epoch, st.Progress.Step, st.Progress.Loader, st.Progress.Seed = pos.Epoch, step, pos, seed
 //	_, err = mgr.Save(st) // the main process writes, the others wait
 //
 // Guarantees: a save is atomic (a crash, kill -9 included, never leaves a partial checkpoint
@@ -45,7 +47,9 @@
 // Prepare: Seed + rank, what that rank starts a fresh run with). That is a rank that did not
 // exist at save time, and every rank but 0 with a checkpoint saved by one process, or saved
 // before random_state.safetensors existed: those hold only the main process's state (as
-// "/#rngState" in optimizer.safetensors), which rank 0 loads.
+// "/#rngState" in optimizer.safetensors), which rank 0 loads. So a run resumed on more
+// processes than it was saved with draws, on the new ranks, other dropout masks than any
+// uninterrupted run: tests that compare runs across topologies exactly keep dropout off.
 //
 // The package does not decide when to save: the caller (the trainer) does.
 //

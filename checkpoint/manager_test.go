@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -105,7 +106,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		t.Errorf("LoadLatest loaded %q, want %q", got, path)
 	}
 	checkStore(t, loaded.Store, 7)
-	if loaded.Progress != progress {
+	if !reflect.DeepEqual(loaded.Progress, progress) {
 		t.Errorf("Progress = %+v, want %+v", loaded.Progress, progress)
 	}
 	if cfg != (testConfig{LR: 2e-5, Layers: 12}) {

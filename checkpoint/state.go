@@ -40,4 +40,33 @@ type Progress struct {
 	// checkpoint loads on any number of devices.
 	Devices   int `json:"devices,omitempty"`
 	Processes int `json:"processes,omitempty"`
+	// Topologies lists the topologies the run has had, oldest first, one entry per change
+	// (see RecordTopology): a checkpoint saved on 2 processes x 2 devices and resumed on 1 x 3
+	// holds {0, 2, 2} and {S, 3, 1}, S the step it was resumed at.
+	Topologies []Topology `json:"topologies,omitempty"`
+}
+
+// Topology is where a run ran from step Step on: Devices devices per process x Processes
+// processes.
+type Topology struct {
+	Step      int64 `json:"step"`
+	Devices   int   `json:"devices"`
+	Processes int   `json:"processes"`
+}
+
+// RecordTopology notes that the run continues at p.Step on devices x processes: it sets
+// Devices and Processes and appends an entry to Topologies when the topology differs from the
+// last one. Call it when a run starts (step 0) and after Load, then keep the Progress (updating
+// Step, Epoch and Loader) for the next Save. A Progress without Topologies whose Devices are
+// set (a checkpoint written before the list existed) starts the list with that topology, from
+// step 0.
+func (p *Progress) RecordTopology(devices, processes int) {
+	if len(p.Topologies) == 0 && p.Devices > 0 {
+		p.Topologies = []Topology{{Step: 0, Devices: p.Devices, Processes: max(p.Processes, 1)}}
+	}
+	now := Topology{Step: p.Step, Devices: devices, Processes: processes}
+	if n := len(p.Topologies); n == 0 || p.Topologies[n-1].Devices != devices || p.Topologies[n-1].Processes != processes {
+		p.Topologies = append(p.Topologies, now)
+	}
+	p.Devices, p.Processes = devices, processes
 }

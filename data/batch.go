@@ -99,6 +99,16 @@ type LoaderState struct {
 	Seed int64 `json:"seed"`
 	// NumReplicas is the replica count the position was reached with.
 	NumReplicas int `json:"num_replicas"`
+	// ExamplesConsumed is the position in the epoch's global example order (the sampler's
+	// order, before it is split over replicas): the examples of the epoch handed out. It is
+	// what lets a position continue on another replica count: the rest of the epoch is the
+	// order from there, re-split over the new count. A state without it (saved before it
+	// existed, ExamplesConsumed 0 with BatchesConsumed > 0) continues only with NumReplicas
+	// replicas, as it did then.
+	ExamplesConsumed int `json:"examples_consumed,omitempty"`
+	// GlobalBatchSize is the loader's LoaderConfig.GlobalBatchSize (0 for per-device
+	// batches). A position mid-epoch continues only with the same setting.
+	GlobalBatchSize int `json:"global_batch_size,omitempty"`
 }
 
 // UnmarshalJSON reads a LoaderState, including one saved before BatchesConsumed was named so

@@ -4,7 +4,8 @@
 //
 // Words: an example is one item of a dataset; a batch is what one device (replica) processes,
 // BatchSize examples; a global batch (GlobalBatch) is the batches of all local devices that are
-// processed together, collated at once; a step is one optimizer update, made of one global
+// processed together, collated at once (over all processes: BatchSize x replicas examples, or a
+// fixed LoaderConfig.GlobalBatchSize shared out over the replicas, the same on any topology); a step is one optimizer update, made of one global
 // batch (or several, with gradient accumulation): this package never counts steps.
 //
 // It plays the part of PyTorch's Dataset, IterableDataset, DistributedSampler and DataLoader,
@@ -13,8 +14,10 @@
 //   - every example slot of a Batch carries a real/padding bit (Batch.Real and Batch.Mask), so
 //     metrics never count the duplicates the sampler adds to even out the replicas;
 //   - the epoch advances by itself at the end of each pass (no forgotten set_epoch);
-//   - the loader's position (epoch, global batches consumed, seed) is saved with State and
-//     restored with Restore, and a restored loader yields exactly the global batches an
+//   - the loader's position (epoch, global batches consumed, the place in the epoch's global
+//     example order, seed) is saved with State and restored with Restore, on any replica
+//     count: a restored loader yields the rest of the epoch, each remaining example exactly
+//     once, and, on the same count or with GlobalBatchSize, exactly the global batches an
 //     uninterrupted run would have.
 //
 // Two kinds of datasets exist: indexed ones (Dataset: Len and Get, such as Slice and Subset),

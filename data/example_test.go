@@ -48,5 +48,5 @@ func ExampleNewLoader() {
 	// epoch 1 global batch 1 replica 1: indices [1 3 5] real [true true true]
 	// epoch 1 global batch 2 replica 0: indices [6 6 6] real [true false false]
 	// epoch 1 global batch 2 replica 1: indices [7 7 7] real [true false false]
-	// {Epoch:1 BatchesConsumed:0 Seed:0 NumReplicas:2}
+	// {Epoch:1 BatchesConsumed:0 Seed:0 NumReplicas:2 ExamplesConsumed:0 GlobalBatchSize:0}
 }

@@ -22,16 +22,40 @@ type CollateFunc[T any] func(examples []T) (inputs []*tensors.Tensor, labels *te
 // LoaderConfig configures NewLoader and NewStreamLoader.
 type LoaderConfig[T any] struct {
 	// BatchSize is the number of examples in the batch of each replica (device), as in PyTorch
-	// DDP: the global batch is BatchSize x replicas. It must be > 0.
+	// DDP: the global batch is BatchSize x replicas, so it grows with the devices. Set it or
+	// GlobalBatchSize, not both.
 	BatchSize int
+	// GlobalBatchSize fixes the global batch instead: each global batch holds GlobalBatchSize
+	// consecutive examples of the epoch's order (G), whatever the replica count R, and every
+	// replica gets a contiguous share of S = ceil(G/R) slots; the last replicas' shares are
+	// completed with masked slots (S*R - G of them, at most R-1), so every batch has S slots.
+	// The same G examples form global batch t on any number of devices and processes, so the
+	// updates (a mean over the real examples) are the same on any topology. It must be >= R
+	// (Distribute fails otherwise, naming both numbers).
+	//
+	// Worked example, N = 20 examples, G = 8, R = 3 replicas, no shuffle:
+	//
+	//	S = ceil(8/3) = 3 slots per replica; ceil(20/8) = 3 global batches (DropLast: floor, 2)
+	//	global batch 1 (positions 0-7):   replica 0 = 0 1 2,    replica 1 = 3 4 5,  replica 2 = 6 7 *
+	//	global batch 2 (positions 8-15):  replica 0 = 8 9 10,   replica 1 = 11 12 13, replica 2 = 14 15 *
+	//	global batch 3 (positions 16-19): replica 0 = 16 17 18, replica 1 = 19 * *, replica 2 = * * *
+	//	                                  (* masked, Real = false; DropLast leaves out 16-19)
+	//
+	// On R = 2 the same run has S = 4: global batch 1 is replica 0 = 0 1 2 3, replica 1 = 4 5 6 7.
+	// The 16 examples on 3 replicas of the issue that asked for this are 6 + 6 + 4, 2 masked.
+	// Without DropLast the epoch's last global batch holds the N mod G remaining examples (the
+	// replicas past them get only masked slots); DropLast leaves it out, but the shares of a
+	// G that R does not divide still have masked slots.
+	GlobalBatchSize int
 	// Shuffle draws a new order every epoch (seeded with Seed + epoch); see DistributedSampler.
 	// Streaming datasets cannot be shuffled.
 	Shuffle bool
 	// Seed seeds the shuffle. Restore replaces it with the saved one.
 	Seed int64
-	// DropLast leaves out the tail of the epoch instead of padding it: the sampler drops the
-	// examples that would need wrap-around padding and the loader drops the last short global
-	// batch, so every slot of every batch is a real example. Without it nothing is left out:
+	// DropLast leaves out the tail of the epoch instead of padding it: with BatchSize, the
+	// sampler drops the examples that would need wrap-around padding and the loader drops the
+	// last short global batch, so every slot of every batch is a real example; with
+	// GlobalBatchSize, the last short global batch is dropped. Without it nothing is left out:
 	// padding slots complete the epoch, marked Real = false.
 	DropLast bool
 	// Workers is the number of goroutines that read and collate global batches ahead of the
@@ -44,8 +68,15 @@ type LoaderConfig[T any] struct {
 
 func (c LoaderConfig[T]) validate(caller string) error {
 	switch {
-	case c.BatchSize <= 0:
-		return fmt.Errorf("%s: LoaderConfig.BatchSize = %d, want > 0", caller, c.BatchSize)
+	case c.BatchSize > 0 && c.GlobalBatchSize > 0:
+		return fmt.Errorf("%s: LoaderConfig.BatchSize = %d and GlobalBatchSize = %d are both set; set one: BatchSize "+
+			"per device (the global batch grows with the devices) or GlobalBatchSize for all of them", caller, c.BatchSize, c.GlobalBatchSize)
+	case c.GlobalBatchSize < 0:
+		return fmt.Errorf("%s: LoaderConfig.GlobalBatchSize = %d, want > 0", caller, c.GlobalBatchSize)
+	case c.GlobalBatchSize == 0 && c.BatchSize <= 0:
+		return fmt.Errorf("%s: LoaderConfig.BatchSize = %d, want > 0 (or set GlobalBatchSize instead)", caller, c.BatchSize)
+	case c.GlobalBatchSize > 0 && c.BatchSize < 0:
+		return fmt.Errorf("%s: LoaderConfig.BatchSize = %d, want 0 with GlobalBatchSize", caller, c.BatchSize)
 	case c.Workers < 0:
 		return fmt.Errorf("%s: LoaderConfig.Workers = %d, want >= 0", caller, c.Workers)
 	case c.Collate == nil:
@@ -63,29 +94,47 @@ type loaderBase[T any] struct {
 }
 
 // newLoaderBase is the part of NewLoader and NewStreamLoader that is the same for both; n is
-// the number of examples, for the error when DropLast leaves no global batch.
-func newLoaderBase[T any](caller string, n int, cfg LoaderConfig[T], batchesPerEpoch func(int) int) (loaderBase[T], error) {
-	if batchesPerEpoch(1) <= 0 {
+// the number of examples.
+func newLoaderBase[T any](caller string, n int, cfg LoaderConfig[T]) (loaderBase[T], error) {
+	lay := layout{n: n, batch: cfg.BatchSize, global: cfg.GlobalBatchSize, dropLast: cfg.DropLast}
+	if lay.batchesFrom(0, 1) <= 0 {
 		return loaderBase[T]{}, fmt.Errorf("%s: %d examples make no full batch of %d and LoaderConfig.DropLast is set; "+
-			"lower BatchSize or unset DropLast", caller, n, cfg.BatchSize)
+			"lower the batch size or unset DropLast", caller, n, lay.perGlobal(1))
 	}
-	return loaderBase[T]{cfg: cfg, pos: newPosition(cfg.Seed, batchesPerEpoch)}, nil
+	return loaderBase[T]{cfg: cfg, pos: newPosition(cfg.Seed, lay)}, nil
 }
 
 // Distribute splits the data over numReplicas replicas (devices x processes), of which this
 // process feeds localRanks (one batch per local rank in every GlobalBatch, in that order). More
 // replicas than examples is allowed: the replicas past the data get padding (see
-// DistributedSampler), unless DropLast leaves no global batch, which is an error. A position
-// restored mid-epoch can only continue with the replica count it was saved with.
+// DistributedSampler), unless DropLast leaves no global batch, which is an error; with
+// GlobalBatchSize, more replicas than GlobalBatchSize is an error. A position restored
+// mid-epoch continues on any replica count with the rest of the epoch (see Restore).
 func (l *loaderBase[T]) Distribute(numReplicas int, localRanks []int) error {
 	return l.pos.distribute(numReplicas, localRanks)
 }
 
-// BatchSize is the per-replica batch size: the first axis of every tensor of a Batch.
-func (l *loaderBase[T]) BatchSize() int { return l.cfg.BatchSize }
+// BatchSize is the per-replica batch size: the first axis of every tensor of a Batch. With
+// GlobalBatchSize it is the share ceil(GlobalBatchSize / replicas) of the current split.
+func (l *loaderBase[T]) BatchSize() int {
+	l.pos.mu.Lock()
+	r := l.pos.numReplicas
+	l.pos.mu.Unlock()
+	return l.pos.lay.share(r)
+}
 
-// BatchesPerEpoch is the number of global batches of one epoch with the current replica
-// count; every replica gets that many batches.
+// GlobalBatchSize is the number of examples of the epoch's order in one global batch of the
+// current split: LoaderConfig.GlobalBatchSize, or BatchSize x replicas without it.
+func (l *loaderBase[T]) GlobalBatchSize() int {
+	l.pos.mu.Lock()
+	r := l.pos.numReplicas
+	l.pos.mu.Unlock()
+	return l.pos.lay.perGlobal(r)
+}
+
+// BatchesPerEpoch is the number of global batches of a whole epoch with the current replica
+// count; every replica gets that many batches. (An epoch resumed mid-way on another replica
+// count with per-device batches has the count of its rest re-split, see Restore.)
 func (l *loaderBase[T]) BatchesPerEpoch() int {
 	l.pos.mu.Lock()
 	r := l.pos.numReplicas
@@ -99,7 +148,17 @@ func (l *loaderBase[T]) BatchesPerEpoch() int {
 func (l *loaderBase[T]) State() LoaderState { return l.pos.state() }
 
 // Restore moves the loader to a saved position (and takes its seed). The next call to Epoch
-// continues that epoch after its BatchesConsumed global batches.
+// continues that epoch after its BatchesConsumed global batches, on any replica count: the
+// rest of the epoch is the epoch's order from ExamplesConsumed on, each remaining example
+// exactly once and in that order. With GlobalBatchSize the global batches are those of the
+// uninterrupted run whatever the count. With per-device batches on the count the position was
+// reached with they are too; on another count R' the rest is split as a fresh epoch of the
+// remaining examples would be (interleaved over R', wrap-around padding), so the epoch has
+// another number of global batches (and with DropLast up to R' x BatchSize - 1 more examples
+// are left out). A mid-epoch position continues only with the GlobalBatchSize (or per-device
+// batches) it was saved with: otherwise Restore, Distribute or Epoch fails naming both. A
+// state saved before ExamplesConsumed existed continues, as it did then, only with the
+// replica count it was reached with.
 func (l *loaderBase[T]) Restore(st LoaderState) error { return l.pos.restore(st) }
 
 // SetEpoch moves the loader to the start of the given epoch. It is rarely needed: the epoch
@@ -188,9 +247,8 @@ func NewLoader[T any](ds Dataset[T], cfg LoaderConfig[T]) (*Loader[T], error) {
 		return nil, fmt.Errorf("data.NewLoader: empty dataset (Len() = %d)", n)
 	}
 	l := &Loader[T]{ds: ds, n: n}
-	l.cfg = cfg // read by batchesPerEpochOver
 	var err error
-	if l.loaderBase, err = newLoaderBase("data.NewLoader", n, cfg, l.batchesPerEpochOver); err != nil {
+	if l.loaderBase, err = newLoaderBase("data.NewLoader", n, cfg); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -200,14 +258,6 @@ func (l *Loader[T]) sampler(numReplicas int, seed int64) DistributedSampler {
 	return DistributedSampler{Len: l.n, NumReplicas: numReplicas, Shuffle: l.cfg.Shuffle, Seed: seed, DropLast: l.cfg.DropLast}
 }
 
-func (l *Loader[T]) batchesPerEpochOver(numReplicas int) int {
-	ns, b := l.sampler(numReplicas, 0).NumSamples(), l.cfg.BatchSize
-	if l.cfg.DropLast {
-		return ns / b
-	}
-	return (ns + b - 1) / b
-}
-
 // Epoch yields the remaining global batches of the current epoch (all of them unless the
 // loader was stopped or restored mid-epoch), then moves to the next epoch. Stopping the loop
 // early keeps the position: the next call continues after the last global batch handed out.
@@ -215,10 +265,9 @@ func (l *Loader[T]) batchesPerEpochOver(numReplicas int) int {
 // global batch.
 func (l *Loader[T]) Epoch() iter.Seq2[*GlobalBatch, error] {
 	return l.epoch(func(ps pass, emit func(int, func() ([]T, []*Batch, error)) bool) error {
-		s := l.sampler(ps.numReplicas, ps.seed)
-		order, numSamples := s.Order(ps.epoch), s.NumSamples()
+		perm := l.sampler(ps.numReplicas, ps.seed).perm(ps.epoch)
 		for t := ps.start; t < ps.batches; t++ {
-			if !emit(t, func() ([]T, []*Batch, error) { return l.slots(ps, order, numSamples, t) }) {
+			if !emit(t, func() ([]T, []*Batch, error) { return l.slots(ps, perm, t) }) {
 				return nil
 			}
 		}
@@ -226,29 +275,40 @@ func (l *Loader[T]) Epoch() iter.Seq2[*GlobalBatch, error] {
 	})
 }
 
-// slots gathers the examples of global batch t: one batch per local replica.
-func (l *Loader[T]) slots(ps pass, order []int, numSamples, t int) ([]T, []*Batch, error) {
-	bs, r := l.cfg.BatchSize, ps.numReplicas
+// slots gathers the examples of global batch t: one batch per local replica. A slot past the
+// real examples is the sampler's wrap-around padding (per-device batches, within the
+// replicas' equal shares of the rest of the epoch) or a filler that repeats the batch's first
+// example (or, for a batch with no real example, the global batch's first).
+func (l *Loader[T]) slots(ps pass, perm []int, t int) ([]T, []*Batch, error) {
+	lay, r := l.pos.lay, ps.numReplicas
+	bs := lay.share(r)
+	sampled := ps.base + (l.n-ps.base+r-1)/r*r // end of the wrap-around padding (per-device batches)
+	first, _ := ps.slot(lay, t, 0, 0)
 	examples, batches := make([]T, 0, bs*len(ps.localRanks)), make([]*Batch, len(ps.localRanks))
 	for j, rank := range ps.localRanks {
-		b, first := newBatch(bs), len(examples)
+		b, firstSlot := newBatch(bs), len(examples)
 		for k := range bs {
-			i := t*bs + k // the i-th sample of this replica
-			if i >= numSamples {
-				// Short last batch: repeat the first example (k > 0 here, as t < batches).
-				examples = append(examples, examples[first])
+			p, inShare := ps.slot(lay, t, rank, k)
+			isReal := inShare && p < l.n
+			var index int
+			switch {
+			case isReal || (lay.global == 0 && p < sampled):
+				index = perm[p%l.n]
+			case k > 0:
+				examples = append(examples, examples[firstSlot])
 				b.Indices[k], b.Positions[k] = b.Indices[0], -1
 				continue
+			default:
+				index = perm[first]
 			}
-			p := rank + i*r // its position in the epoch order: order[rank::r][i]
-			ex, err := l.ds.Get(order[p])
+			ex, err := l.ds.Get(index)
 			if err != nil {
-				return nil, nil, fmt.Errorf("replica %d: example %d: %w", rank, order[p], err)
+				return nil, nil, fmt.Errorf("replica %d: example %d: %w", rank, index, err)
 			}
 			examples = append(examples, ex)
-			b.Indices[k], b.Real[k], b.Positions[k] = order[p], p < l.n, p
-			if p >= l.n {
-				b.Positions[k] = -1 // wrap-around padding from the sampler
+			b.Indices[k], b.Real[k], b.Positions[k] = index, isReal, p
+			if !isReal {
+				b.Positions[k] = -1
 			}
 		}
 		batches[j] = b

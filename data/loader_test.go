@@ -133,13 +133,7 @@ func TestLoaderCoversDatasetOnce(t *testing.T) {
 							}
 							name := fmt.Sprintf("N=%d/R=%d/B=%d/shuffle=%v/drop=%v/stream=%v", n, r, bs, shuffle, dropLast, stream)
 							cfg := LoaderConfig[int]{BatchSize: bs, Shuffle: shuffle, Seed: 3, DropLast: dropLast, Collate: intCollate}
-							var src Source
-							var err error
-							if stream {
-								src, err = NewStreamLoader[int](values(n), cfg)
-							} else {
-								src, err = NewLoader[int](values(n), cfg)
-							}
+							src, err := makeSource(stream, n, cfg)
 							if err != nil {
 								if dropLast && n < bs {
 									continue // no full batch: refused, as documented
@@ -298,17 +292,7 @@ func TestLoaderResume(t *testing.T) {
 			t.Run(fmt.Sprintf("stream=%v/workers=%d", stream, workers), func(t *testing.T) {
 				mk := func(seed int64) source {
 					cfg := LoaderConfig[int]{BatchSize: 4, Shuffle: !stream, Seed: seed, Workers: workers, Collate: intCollate}
-					var src source
-					var err error
-					if stream {
-						src, err = NewStreamLoader[int](values(103), cfg)
-					} else {
-						src, err = NewLoader[int](values(103), cfg)
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-					return src
+					return newSource(t, stream, 103, cfg)
 				}
 				ref := mk(77)
 				if err := ref.Distribute(2, []int{0, 1}); err != nil {

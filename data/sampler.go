@@ -74,21 +74,25 @@ func (s DistributedSampler) TotalSize() int { return s.NumSamples() * s.replicas
 // TotalSize dataset indices, of which replica r reads positions r, r+R, r+2R, ...
 // Positions >= Len are padding.
 func (s DistributedSampler) Order(epoch int) []int {
-	n := max(s.Len, 0)
-	var perm []int
-	if s.Shuffle {
-		perm = rand.New(rand.NewPCG(uint64(s.Seed+int64(epoch)), 0)).Perm(n)
-	} else {
-		perm = make([]int, n)
-		for i := range perm {
-			perm[i] = i
-		}
-	}
+	n, perm := max(s.Len, 0), s.perm(epoch)
 	padded := make([]int, s.TotalSize())
 	for i := range padded {
 		padded[i] = perm[i%n] // i < n: the permutation; i >= n: wrap-around padding
 	}
 	return padded
+}
+
+// perm is the epoch's order before padding: Len dataset indices.
+func (s DistributedSampler) perm(epoch int) []int {
+	n := max(s.Len, 0)
+	if s.Shuffle {
+		return rand.New(rand.NewPCG(uint64(s.Seed+int64(epoch)), 0)).Perm(n)
+	}
+	perm := make([]int, n)
+	for i := range perm {
+		perm[i] = i
+	}
+	return perm
 }
 
 // Samples returns replica Rank's share of the given epoch: NumSamples slots, in order.

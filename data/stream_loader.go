@@ -12,6 +12,9 @@ import (
 //
 //	ceil(N / (R*B))      (DropLast: floor(N / (R*B)))
 //
+// With GlobalBatchSize G, global batch t takes the G examples [t*G, (t+1)*G) and replica r
+// the contiguous share of S = ceil(G/R) from t*G + r*S, as in Loader (see LoaderConfig).
+//
 // In the last global batch, the slots past the end of the stream are filled by repeating an
 // example of that global batch, marked Real = false with Position -1, so every batch has the
 // same shapes and the real examples of all replicas together are the stream, each exactly
@@ -53,20 +56,11 @@ func NewStreamLoader[T any](s Stream[T], cfg LoaderConfig[T]) (*StreamLoader[T],
 		return nil, fmt.Errorf("data.NewStreamLoader: empty dataset (the stream has no example)")
 	}
 	l := &StreamLoader[T]{s: s, n: n}
-	l.cfg = cfg // read by batchesPerEpochOver
 	var err error
-	if l.loaderBase, err = newLoaderBase("data.NewStreamLoader", n, cfg, l.batchesPerEpochOver); err != nil {
+	if l.loaderBase, err = newLoaderBase("data.NewStreamLoader", n, cfg); err != nil {
 		return nil, err
 	}
 	return l, nil
-}
-
-func (l *StreamLoader[T]) batchesPerEpochOver(numReplicas int) int {
-	perGlobalBatch := numReplicas * l.cfg.BatchSize
-	if l.cfg.DropLast {
-		return l.n / perGlobalBatch
-	}
-	return (l.n + perGlobalBatch - 1) / perGlobalBatch
 }
 
 // Epoch yields the remaining global batches of the current epoch, then moves to the next one
@@ -74,8 +68,8 @@ func (l *StreamLoader[T]) batchesPerEpochOver(numReplicas int) int {
 // every epoch. The stream is read on a goroutine of its own when Workers > 0.
 func (l *StreamLoader[T]) Epoch() iter.Seq2[*GlobalBatch, error] {
 	return l.epoch(func(ps pass, emit func(int, func() ([]T, []*Batch, error)) bool) error {
-		perGlobalBatch := ps.numReplicas * l.cfg.BatchSize
-		skip, i := ps.start*perGlobalBatch, 0
+		perGlobalBatch := l.pos.lay.perGlobal(ps.numReplicas)
+		skip, i := ps.base+(ps.start-ps.segStart)*perGlobalBatch, 0
 		t := ps.start
 		round := make([]T, 0, perGlobalBatch)
 		flush := func() bool {
@@ -114,21 +108,24 @@ func (l *StreamLoader[T]) Epoch() iter.Seq2[*GlobalBatch, error] {
 	})
 }
 
-// slots deals the examples of global batch t (R*B of them, fewer in the last one) to the local
-// replicas' batches.
+// slots deals the examples of global batch t (its round of the stream, short in the last one)
+// to the local replicas' batches.
 func (l *StreamLoader[T]) slots(ps pass, round []T, t int) ([]T, []*Batch, error) {
-	bs, r := l.cfg.BatchSize, ps.numReplicas
-	base := t * r * bs // stream number of round[0]
+	lay := l.pos.lay
+	bs := lay.share(ps.numReplicas)
+	base, _ := ps.slot(lay, t, 0, 0) // stream number of round[0]
 	examples, batches := make([]T, 0, bs*len(ps.localRanks)), make([]*Batch, len(ps.localRanks))
 	for j, rank := range ps.localRanks {
 		b, first := newBatch(bs), len(examples)
 		for k := range bs {
-			if q := k*r + rank; q < len(round) { // stream number base+q, and (base+q) mod r == rank
+			p, inShare := ps.slot(lay, t, rank, k)
+			if q := p - base; inShare && q < len(round) {
 				examples = append(examples, round[q])
-				b.Indices[k], b.Real[k], b.Positions[k] = base+q, true, base+q
+				b.Indices[k], b.Real[k], b.Positions[k] = p, true, p
 				continue
 			}
-			// Past the end of the stream: repeat this batch's first example, or the global batch's.
+			// Past the end of the stream or of the share: repeat this batch's first example,
+			// or the global batch's.
 			if k > 0 {
 				examples = append(examples, examples[first])
 				b.Indices[k] = b.Indices[0]

@@ -2,7 +2,6 @@ package trainer
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/xml"
 	"image/png"
 	"math"
@@ -123,14 +122,7 @@ func TestFitEndToEnd(t *testing.T) {
 
 func checkConfigJSON(t *testing.T, dir string, devices int) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir, ConfigFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var info runFile
-	if err := json.Unmarshal(raw, &info); err != nil {
-		t.Fatal(err)
-	}
+	info, raw := readRunInfo(t, dir)
 	if info.Devices != devices || info.Backend != "xla" || info.GlobalBatch != 8 || info.PerDeviceBatch != 8/devices ||
 		info.Trainer.Schedule != "linear" || info.Trainer.GradientAccumulation != 2 || info.TotalSteps != 12 ||
 		info.Parameters != 8*16+16+16*3+3 || info.Versions.Go == "" || info.Versions.GoMLX == "" {

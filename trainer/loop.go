@@ -350,7 +350,7 @@ func (f *fit) state() *checkpoint.State {
 	return &checkpoint.State{
 		Store: f.job.Store(),
 		Progress: checkpoint.Progress{Epoch: f.train.State().Epoch, Step: f.step, Loader: f.train.State(),
-			Seed: acc.Seed(), Devices: acc.NumDevices(), Processes: acc.NumProcesses()},
+			Seed: acc.Seed(), Devices: acc.NumDevices(), Processes: acc.NumProcesses(), Topologies: f.info.Topologies},
 		Config:  f.info,
 		Metrics: &rs,
 	}

@@ -2,7 +2,6 @@ package trainer
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/checkpoint"
@@ -125,20 +123,9 @@ func readFinal(t *testing.T, dir, out string) map[string][]float32 {
 // GOACCEL_DEVICES to the total) on dir.
 func launchFit(t *testing.T, dir string, restarts int, env ...string) (string, error) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	err = launch.Run(ctx, launch.Config{
-		Program: exe, Args: []string{"-test.run=^$"}, NprocPerNode: 2, MaxRestarts: restarts, LogDir: t.TempDir(), Tee: 3,
+	return testutil.LaunchSelf(t, launch.Config{NprocPerNode: 2, MaxRestarts: restarts,
 		Env: append(os.Environ(), append([]string{fitWorkerEnv + "=" + dir, fitPlugin + "=" + cpuPlugin(t), "GOACCEL_DEVICES=2",
-			"GOACCEL_TIMEOUT=3m"}, env...)...),
-		Stdout: &out, Stderr: &out,
-	})
-	return out.String(), err
+			"GOACCEL_TIMEOUT=3m"}, env...)...)})
 }
 
 // TestRestartAfterKillEqualsUninterrupted: a 2-process Fit whose rank 1 is SIGKILLed after

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/internal/fsutil"
 )
 
@@ -51,8 +52,9 @@ type runFile struct {
 	Processes int    `json:"processes"`
 	Plan      string `json:"plan"`
 	Seed      int64  `json:"seed"`
-	// PerDeviceBatch x Devices x Processes = GlobalBatch examples per batch; BatchesPerEpoch
-	// batches per epoch (an update takes GradientAccumulation batches).
+	// PerDeviceBatch x Devices x Processes = GlobalBatch examples per batch (with a fixed
+	// Config.GlobalBatchSize, GlobalBatch is it and the product is larger by the masked
+	// slots); BatchesPerEpoch batches per epoch (an update takes GradientAccumulation batches).
 	PerDeviceBatch  int    `json:"per_device_batch"`
 	GlobalBatch     int    `json:"global_batch"`
 	BatchesPerEpoch int    `json:"batches_per_epoch"`
@@ -62,6 +64,9 @@ type runFile struct {
 	Versions   Versions `json:"versions"`
 	// Resumes lists the sessions that continued the run.
 	Resumes []resumeEntry `json:"resumes,omitempty"`
+	// Topologies lists the devices x processes the run has had, one entry per change, from
+	// the step it began at (the same list as the checkpoints' Progress.Topologies).
+	Topologies []checkpoint.Topology `json:"topologies,omitempty"`
 }
 
 // Resume records one continuation of a run.
@@ -159,12 +164,21 @@ func compareRuns(saved, now *runFile) (problems, changes []string) {
 		old, new any
 	}{
 		{"seed", saved.Seed, now.Seed},
-		{"per_device_batch", saved.PerDeviceBatch, now.PerDeviceBatch},
 		{"global_batch", saved.GlobalBatch, now.GlobalBatch},
 		{"optimizer", saved.Optimizer, now.Optimizer},
 	} {
 		if !reflect.DeepEqual(c.old, c.new) {
 			problems = append(problems, fmt.Sprintf("%s: %s has %v, this run %v", c.name, ConfigFile, c.old, c.new))
+		}
+	}
+	// Another topology (with the same global batch) is allowed and recorded.
+	for _, c := range []struct {
+		name     string
+		old, new int
+	}{{"devices", saved.Devices, now.Devices}, {"processes", saved.Processes, now.Processes},
+		{"per_device_batch", saved.PerDeviceBatch, now.PerDeviceBatch}} {
+		if c.old != c.new {
+			changes = append(changes, fmt.Sprintf("%s: %s has %d, this run %d", c.name, ConfigFile, c.old, c.new))
 		}
 	}
 	return problems, changes

@@ -237,6 +237,11 @@ func (t *Trainer) Fit(train, eval data.Source, cfg Config) (res *Result, err err
 	if err != nil {
 		return nil, err
 	}
+	if saved != nil { // config.json and the checkpoints list each change of topology
+		p := checkpoint.Progress{Step: f.step, Devices: saved.Devices, Processes: saved.Processes, Topologies: saved.Topologies}
+		p.RecordTopology(t.acc.NumDevices(), t.acc.NumProcesses())
+		f.info.Topologies = p.Topologies
+	}
 	res = &Result{RunDir: f.dir, Resumed: resumed, BestMetric: cfg.BestMetric, Best: math.NaN()}
 	if f.rs.Stopped != "" || f.finished() {
 		res.StopReason = "already complete"
@@ -282,6 +287,10 @@ func (f *fit) prepare() error {
 	job, err := f.t.acc.Prepare(f.t.model, f.t.opt, f.train, opts...)
 	if err != nil {
 		return wrapf(err, "preparing the job")
+	}
+	if g := cfg.GlobalBatchSize; g > 0 && globalBatch(f.train, f.t.acc.NumReplicas()) != g {
+		return fmt.Errorf("trainer: Config.GlobalBatchSize = %d but the training data's global batch is %d; make the "+
+			"loader with data.LoaderConfig.GlobalBatchSize = %d", g, globalBatch(f.train, f.t.acc.NumReplicas()), g)
 	}
 	f.job, f.t.job = job, job
 	acc, loss := f.t.acc, f.t.task.Loss
@@ -329,6 +338,16 @@ func (f *fit) prepare() error {
 	return nil
 }
 
+// globalBatch is the number of examples of a global batch of src over replicas: its
+// GlobalBatchSize (data.Loader has it: a fixed one, or BatchSize x replicas), else BatchSize x
+// replicas.
+func globalBatch(src data.Source, replicas int) int {
+	if g, ok := src.(interface{ GlobalBatchSize() int }); ok {
+		return g.GlobalBatchSize()
+	}
+	return src.BatchSize() * replicas
+}
+
 // runInfo describes this run for config.json.
 func (f *fit) runInfo() *runFile {
 	acc := f.t.acc
@@ -340,7 +359,8 @@ func (f *fit) runInfo() *runFile {
 		Trainer: hyper, Schedule: f.sched.String(), TotalSteps: f.sched.Total,
 		Backend: info.Backend, Plugin: info.Plugin.Path, Devices: acc.NumDevices(), Processes: acc.NumProcesses(),
 		Plan: acc.Plan(), Seed: acc.Seed(),
-		PerDeviceBatch: f.train.BatchSize(), GlobalBatch: f.train.BatchSize() * acc.NumReplicas(),
+		PerDeviceBatch: f.train.BatchSize(), GlobalBatch: globalBatch(f.train, acc.NumReplicas()),
+		Topologies:      []checkpoint.Topology{{Step: 0, Devices: acc.NumDevices(), Processes: acc.NumProcesses()}},
 		BatchesPerEpoch: f.spe, Optimizer: fmt.Sprintf("%T", f.t.opt), Versions: BuildVersions(),
 	}
 	return ri

@@ -43,6 +43,7 @@ import (
 type options struct {
 	DataDir, ModelDir, OutputDir, MixedPrecision, Backend string
 	Epochs, MaxSteps, BatchSize, MaxLen, Devices, Workers int
+	GlobalBatchSize                                       int // 0: BatchSize per device
 	LearningRate, TestSize, Dropout, WeightDecay          float64
 	Seed                                                  int64
 }
@@ -63,6 +64,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "number of epochs")
 	fs.IntVar(&o.MaxSteps, "max_steps", 0, "optimizer steps of the whole run; overrides --epochs, as in Hugging Face (0: --epochs decides)")
 	fs.IntVar(&o.BatchSize, "batch_size", o.BatchSize, "batch size per device (global batch = batch_size x devices)")
+	fs.IntVar(&o.GlobalBatchSize, "global_batch_size", 0, "examples per global batch, split over the devices and processes (instead of --batch_size): the same run on any topology")
 	fs.Float64Var(&o.LearningRate, "learning_rate", 0, "Adam's learning rate; 0: 2e-5 with --model_dir, 1e-3 for the tiny default model")
 	fs.Float64Var(&o.WeightDecay, "weight_decay", 0, "AdamW's decoupled weight decay, not applied to biases and LayerNorm weights (0: Adam)")
 	fs.IntVar(&o.MaxLen, "max_len", o.MaxLen, "tokens per sentence, [CLS] and [SEP] included (truncated or padded)")
@@ -81,10 +83,14 @@ func newFlagSet(o *options) *flag.FlagSet {
 func main() {
 	o := defaultOptions()
 	fs := newFlagSet(&o)
-	if err := fs.Parse(os.Args[1:]); err != nil || fs.NArg() > 0 {
-		if err == nil {
-			err = fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
-		}
+	err := fs.Parse(os.Args[1:])
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	if err == nil {
+		err = o.useGlobalBatch(fs)
+	}
+	if err != nil {
 		if err != flag.ErrHelp {
 			fmt.Fprintf(os.Stderr, "bert_classify: %v (--help lists the flags)\n", err)
 			os.Exit(2)
@@ -97,6 +103,21 @@ func main() {
 		code = 1
 	}
 	accelerator.Exit(code) // os.Exit, or what an MPI launcher expects of one of several processes
+}
+
+// useGlobalBatch applies --global_batch_size, when given: that many examples per global batch,
+// split over the replicas, instead of --batch_size per device.
+func (o *options) useGlobalBatch(fs *flag.FlagSet) error {
+	switch {
+	case !fs.Changed("global_batch_size"):
+		return nil
+	case fs.Changed("batch_size"):
+		return fmt.Errorf("--batch_size %d and --global_batch_size %d are both given: give one", o.BatchSize, o.GlobalBatchSize)
+	case o.GlobalBatchSize <= 0:
+		return fmt.Errorf("--global_batch_size %d: must be at least 1 (or left out: --batch_size per device)", o.GlobalBatchSize)
+	}
+	o.BatchSize = 0
+	return nil
 }
 
 // history is the loop's part of a checkpoint: what it needs to go on exactly where it stopped.
@@ -146,12 +167,13 @@ func run(o options, out io.Writer) (*history, int, error) {
 	}
 	// The loaders hold the DistributedSampler; Prepare splits the train loader over the devices.
 	trainLoader, err := data.NewLoader(trainSet, data.LoaderConfig[text.Labeled]{
-		BatchSize: o.BatchSize, Shuffle: true, Seed: o.Seed, Workers: o.Workers, Collate: tok.Collate})
+		BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize, Shuffle: true, Seed: o.Seed, Workers: o.Workers,
+		Collate: tok.Collate})
 	if err != nil {
 		return nil, 0, fmt.Errorf("--batch_size: %w", err)
 	}
 	testLoader, err := data.NewLoader(testSet, data.LoaderConfig[text.Labeled]{
-		BatchSize: o.BatchSize, Workers: o.Workers, Collate: tok.Collate})
+		BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize, Workers: o.Workers, Collate: tok.Collate})
 	if err != nil {
 		return nil, 0, err
 	}
