@@ -30,6 +30,7 @@ import (
 type options struct {
 	DataDir, ModelDir, OutputDir, MixedPrecision, Backend, Schedule            string
 	Epochs, MaxSteps, BatchSize, MaxLen, Devices, Workers, GradAccum, Patience int
+	GlobalBatchSize                                                            int // 0: BatchSize per device
 	SaveTotalLimit                                                             int
 	WarmupSteps, SaveSteps, Seed                                               int64
 	LearningRate, TestSize, Dropout, WeightDecay, WarmupRatio, MaxGradNorm     float64
@@ -47,6 +48,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.Epochs, "epochs", 3, "number of epochs")
 	fs.IntVar(&o.MaxSteps, "max_steps", 0, "optimizer steps of the whole run; overrides --epochs (0: --epochs decides)")
 	fs.IntVar(&o.BatchSize, "batch_size", 64, "batch size per device")
+	fs.IntVar(&o.GlobalBatchSize, "global_batch_size", 0, "examples per global batch, split over the devices and processes (instead of --batch_size)")
 	fs.IntVar(&o.GradAccum, "gradient_accumulation_steps", 1, "batches whose gradients are averaged into one optimizer step")
 	fs.Float64Var(&o.LearningRate, "learning_rate", 0, "peak learning rate; 0: 2e-5 with --model_dir, 1e-3 for the tiny model")
 	fs.StringVar(&o.Schedule, "lr_scheduler_type", "constant", `learning-rate schedule: "constant", "linear" or "cosine"`)
@@ -71,10 +73,20 @@ func newFlagSet(o *options) *flag.FlagSet {
 func main() {
 	var o options
 	fs := newFlagSet(&o)
-	if err := fs.Parse(os.Args[1:]); err != nil || fs.NArg() > 0 {
-		if err == nil {
-			err = fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+	err := fs.Parse(os.Args[1:])
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	if err == nil && fs.Changed("global_batch_size") {
+		switch {
+		case fs.Changed("batch_size"):
+			err = fmt.Errorf("--batch_size %d and --global_batch_size %d are both given: give one", o.BatchSize, o.GlobalBatchSize)
+		case o.GlobalBatchSize <= 0:
+			err = fmt.Errorf("--global_batch_size %d: must be at least 1 (or left out: --batch_size per device)", o.GlobalBatchSize)
 		}
+		o.BatchSize = 0
+	}
+	if err != nil {
 		if err != flag.ErrHelp {
 			fmt.Fprintf(os.Stderr, "fit: %v (--help lists the flags)\n", err)
 			os.Exit(2)
@@ -131,7 +143,8 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 		clf.Config.HiddenDropoutProb, clf.Config.AttentionProbsDropoutProb = o.Dropout, o.Dropout
 		clf.Config.ClassifierDropout = &o.Dropout
 	}
-	collate := data.LoaderConfig[text.Labeled]{BatchSize: o.BatchSize, Seed: o.Seed, Workers: o.Workers, Collate: tok.Collate}
+	collate := data.LoaderConfig[text.Labeled]{BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize, Seed: o.Seed,
+		Workers: o.Workers, Collate: tok.Collate}
 	testLoader, err := data.NewLoader(testSet, collate)
 	if err != nil {
 		return nil, 0, fmt.Errorf("--batch_size: %w", err)
@@ -157,7 +170,7 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 		OutputDir: dir, Epochs: o.Epochs, MaxSteps: int64(o.MaxSteps), LearningRate: lr, Schedule: o.Schedule,
 		WarmupSteps: o.WarmupSteps, WarmupRatio: o.WarmupRatio, ClipGradNorm: o.MaxGradNorm,
 		GradientAccumulation: o.GradAccum, SaveEvery: o.SaveSteps, KeepLast: o.SaveTotalLimit, BestMetric: "accuracy",
-		Patience: o.Patience, Output: out, Interrupt: intr,
+		Patience: o.Patience, GlobalBatchSize: o.GlobalBatchSize, Output: out, Interrupt: intr,
 		SaveBest: func(dir string) error { return bert.SavePretrained(dir, clf, tok) }, // best/: a Hugging Face folder
 		Extra: map[string]any{"data_dir": o.DataDir, "model_dir": o.ModelDir, "batch_size": o.BatchSize,
 			"max_len": o.MaxLen, "seed": o.Seed, "test_size": o.TestSize, "dropout": o.Dropout, "weight_decay": o.WeightDecay},
