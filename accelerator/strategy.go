@@ -1,6 +1,8 @@
 package accelerator
 
 import (
+	"fmt"
+
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/gomlx/core/tensors"
 )
@@ -71,7 +73,23 @@ func (j *Job) execCreatingVariables(synced *bool, exec func() ([]*tensors.Tensor
 		return outs, nil
 	}
 	finalizeAll(outs)
+	if err := j.resetAccumulators(); err != nil { // the first execution added to them already
+		return nil, err
+	}
 	return exec()
+}
+
+// resetAccumulators sets the gradient accumulators (goaccel/grad_accum, goaccel/grad_weight)
+// to zero.
+func (j *Job) resetAccumulators() error {
+	for v := range j.store.IterVariables() {
+		if isAccumulator(v.Path()) && v.HasValue() {
+			if err := v.SetValue(tensors.FromShape(v.Shape())); err != nil {
+				return fmt.Errorf("accelerator: resetting %s: %w", v.Path(), err)
+			}
+		}
+	}
+	return nil
 }
 
 func finalizeAll(ts []*tensors.Tensor) {

@@ -35,11 +35,19 @@ type StepStats struct {
 	Batches int
 	// Total is the wall time spent in Run.
 	Total time.Duration
-	// Sync is the part of Total spent in the all-reduce of gradients between processes (0 in
-	// a single process, where the devices' gradients are averaged inside the compiled step).
+	// Updates is the number of optimizer updates (steps) applied: Batches / k with gradient
+	// accumulation over k batches.
+	Updates int
+	// Sync is the part of Total spent in the all-reduces between processes (0 in a single
+	// process, where the devices' gradients are averaged inside the compiled step).
 	Sync time.Duration
-	// SyncBytes is the number of gradient bytes each process all-reduces per batch.
+	// SyncBytes is the number of gradient bytes each process all-reduces per optimizer update
+	// (0 in a single process). With gradient accumulation over k batches the gradients stay
+	// on the devices until the k-th batch, so this is also the bytes per k batches.
 	SyncBytes int64
+	// SyncedBytes is the number of bytes each process all-reduced so far: SyncBytes per
+	// update, plus 16 per batch for the loss of the global batch and its weight.
+	SyncedBytes int64
 }
 
 // Stats returns where the step's time went so far. With a single process, Run returns before
@@ -97,6 +105,9 @@ func (t *TrainStep) run(gb *data.GlobalBatch) (Loss, error) {
 	}
 	j.batchesRun++
 	t.stats.Batches++
+	if !accumulate {
+		t.stats.Updates++
+	}
 	t.stats.Total += time.Since(start)
 	return loss, nil
 }
@@ -116,6 +127,7 @@ func (t *TrainStep) graphFn(accumulate bool) func(s *model.Scope, inputs []*Node
 // traceUser calls the user's step function on the graph's inputs and checks what it did.
 func (t *TrainStep) traceUser(s *model.Scope, inputs []*Node, st *backwardState) *Node {
 	b := t.job.unpack(inputs)
+	st.mask = b.Mask
 	loss := t.fn(s, b)
 	if loss == nil {
 		exceptions.Panicf("the step function returned a nil loss")
