@@ -104,3 +104,70 @@ func TestAccumulationOverAnEpochTail(t *testing.T) {
 		})
 	}
 }
+
+// countingGroup counts the calls and floats of AllreduceSum (the gradients' all-reduce).
+type countingGroup struct {
+	group
+	calls, floats int64
+}
+
+func (c *countingGroup) AllreduceSum(bufs [][]float32) error {
+	c.calls++
+	for _, b := range bufs {
+		c.floats += int64(len(b))
+	}
+	return c.group.AllreduceSum(bufs)
+}
+
+// TestOneAllreducePerUpdate: with accumulation 4 on 2 processes, 8 batches make 2 updates and
+// the gradients cross processes twice, one update's bytes each time (counted on the group: the
+// gradients and the 2 floats of the loss and its weight), which StepStats reports: SyncBytes
+// per update, SyncedBytes in all (with the loss: 8 bytes in the update's buckets, 16 on each
+// batch that only accumulates). Without accumulation, once per batch.
+func TestOneAllreducePerUpdate(t *testing.T) {
+	for _, k := range []int{1, 4} {
+		counters := make([]*countingGroup, 2)
+		res := runProcessesWrapped(t, 2, 1, func(r int, g group) group {
+			counters[r] = &countingGroup{group: g}
+			return counters[r]
+		}, func(a *Accelerator) (StepStats, error) {
+			x, y := toyData(64)
+			job, err := a.Prepare(model.NewStore(), sgd(0.1), &fixedSource{x: x, y: y, batch: 4}, WithGradientAccumulation(k))
+			if err != nil {
+				return StepStats{}, err
+			}
+			train := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
+				lv := CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
+				a.Backward(s, lv)
+				return lv
+			})
+			ran := 0
+			for gb, err := range job.Batches() {
+				if err != nil {
+					return StepStats{}, err
+				}
+				if _, err := train.Run(gb); err != nil {
+					return StepStats{}, err
+				}
+				if ran++; ran == 8 {
+					break
+				}
+			}
+			return train.Stats(), nil
+		})
+		const params = 8*16 + 16 + 16*3 + 3 // the toy MLP's variables
+		updates := 8 / k
+		for r, st := range res {
+			c := counters[r]
+			if c.calls != int64(updates) || c.floats != int64(updates*(params+2)) {
+				t.Errorf("accumulation %d, rank %d: %d gradient all-reduces of %d floats in all over 8 batches; want %d of %d floats each",
+					k, r, c.calls, c.floats, updates, params+2)
+			}
+			if st.Batches != 8 || st.Updates != updates || st.SyncBytes != 4*params || st.SyncedBytes != int64(updates*(4*params+8)+(8-updates)*16) {
+				t.Errorf("accumulation %d, rank %d: stats %+v; want 8 batches, %d updates, SyncBytes %d, SyncedBytes %d",
+					k, r, st, updates, 4*params, updates*(4*params+8)+(8-updates)*16)
+			}
+		}
+		t.Logf("accumulation %d: %d gradient all-reduces of %d bytes over 8 batches (StepStats %+v)", k, counters[0].calls, 4*params, res[0])
+	}
+}

@@ -22,17 +22,18 @@ import (
 //     gradients over the local devices, as in a single process), giving the loss, the weight
 //     w_p of this process's part of the global batch (its real examples, or BackwardWeighted's
 //     weight) and its gradient weighted by w_p;
-//  2. on the host: an all-reduce of {w_p x loss, w_p} (16 bytes) gives the loss of the global
-//     batch and its weight; on the batch that makes the update, one bucketed all-reduce (the
-//     group's AllreduceSum) sums the weighted gradients over all processes, and dividing by
-//     the total weight gives the mean over the real examples of the whole global batch (of
-//     all k batches with accumulation): the number one process running them all computes;
+//  2. on the host: on the batch that makes the update, one bucketed all-reduce (the group's
+//     AllreduceSum) sums the weighted gradients and {w_p x loss, w_p} over all processes;
+//     dividing by the total weight gives the mean over the real examples of the whole global
+//     batch (of all k batches with accumulation): the number one process running them all
+//     computes, and the loss of the global batch;
 //  3. apply: the mean gradient goes back to the devices, where clipping, the learning-rate
 //     schedule and the optimizer update run exactly as in a single process.
 //
 // With gradient accumulation over k batches, the k-1 batches before the update add their
-// weighted gradients to accumulators on the devices (goaccel/grad_accum) and send nothing but
-// their loss and weight: the gradients cross processes once per update, as with DDP's no_sync
+// weighted gradients to accumulators on the devices (goaccel/grad_accum) and all-reduce only
+// their {w_p x loss, w_p} (16 bytes, so that every batch's loss is the global batch's on every
+// process): the gradients cross processes once per update, as with DDP's no_sync
 // (StepStats.SyncBytes is that update's bytes).
 //
 // Every process thus applies the same update to the same variables (made rank 0's by
@@ -57,8 +58,8 @@ type hostReducedStep struct {
 	// gradBytes is the bytes of the gradients all-reduced per update.
 	gradBytes int64
 	lossDType dtypes.DType
-	bufs      [][]float32 // host buffers of the gradients' all-reduce, one per variable
-	pair      []float64   // host buffer of the loss's all-reduce: {weight x loss, weight}
+	bufs      [][]float32 // host buffers of the update's all-reduce: one per variable, then {weight x loss, weight}
+	pair      []float64   // host buffer of the loss's all-reduce on the batches before the update
 	window    float64     // total weight, over all processes, of the update's batches so far
 	local     float64     // this process's part of window
 	synced    bool        // the variables were made equal on all processes
@@ -100,29 +101,37 @@ func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool)
 		return Loss{}, err
 	}
 	syncStart := time.Now()
-	if err := p.grp.AllreduceFloat64(p.pair, OpSum); err != nil {
-		return Loss{}, fmt.Errorf("accelerator: all-reducing the loss (%s): %w", batchPlace(gb), err)
-	}
-	t.stats.SyncedBytes += int64(8 * len(p.pair))
-	if p.pair[1] <= 0 {
+	var lossSum, weight float64 // this batch's weight x loss and weight, over all processes
+	if accumulate {
+		// Only the loss crosses processes; the gradients stay in the accumulators.
+		err = p.grp.AllreduceFloat64(p.pair, OpSum)
 		t.stats.Sync += time.Since(syncStart)
+		if err != nil {
+			return Loss{}, fmt.Errorf("accelerator: all-reducing the loss (%s): %w", batchPlace(gb), err)
+		}
+		t.stats.SyncedBytes += int64(8 * len(p.pair))
+		lossSum, weight = p.pair[0], p.pair[1]
+	} else {
+		// The update: the gradients and, in the same buckets, the loss.
+		err = p.allreduceGradients()
+		t.stats.Sync += time.Since(syncStart)
+		if err != nil {
+			return Loss{}, fmt.Errorf("accelerator: all-reducing the gradients (%s): %w", batchPlace(gb), err)
+		}
+		t.stats.SyncedBytes += p.gradBytes + 4*2
+		lossSum, weight = float64(p.bufs[len(p.vars)][0]), float64(p.bufs[len(p.vars)][1])
+	}
+	if weight <= 0 {
 		return Loss{}, fmt.Errorf("accelerator: global batch %d of epoch %d has no real example on any process", gb.Index+1, gb.Epoch+1)
 	}
-	loss := Loss{t: tensors.FromValue(p.pair[0] / p.pair[1])}
-	p.window += p.pair[1]
+	loss := Loss{t: tensors.FromValue(lossSum / weight)}
 	if accumulate {
-		t.stats.Sync += time.Since(syncStart)
+		p.window += weight
 		return loss, nil
 	}
-	err = p.allreduceGradients()
-	t.stats.Sync += time.Since(syncStart)
-	if err != nil {
-		return Loss{}, fmt.Errorf("accelerator: all-reducing the gradients (%s): %w", batchPlace(gb), err)
-	}
-	t.stats.SyncedBytes += p.gradBytes
-	inv := float32(1 / p.window)
+	inv := float32(1 / (p.window + weight))
 	p.window, p.local = 0, 0
-	for _, g := range p.bufs {
+	for _, g := range p.bufs[:len(p.vars)] {
 		for k := range g {
 			g[k] *= inv
 		}
@@ -154,7 +163,7 @@ func (p *hostReducedStep) allreduceGradients() error {
 		return p.grp.AllreduceSum(p.bufs)
 	}
 	if f.unweightedRank == p.grp.Rank()+1 && p.local > 0 {
-		for _, g := range p.bufs {
+		for _, g := range p.bufs[:len(p.vars)] {
 			for k := range g {
 				g[k] /= float32(p.local)
 			}
@@ -167,9 +176,8 @@ func (p *hostReducedStep) allreduceGradients() error {
 	return p.grp.AllreduceSum(bufs)
 }
 
-// toHost reads one device's outputs: the loss and weight into the loss's all-reduce buffer
-// (weight x loss, weight) and, on the update's batch, the weighted gradient sums into the
-// gradients' buffers.
+// toHost reads one device's outputs: the loss and the weight, as {weight x loss, weight}, and,
+// on the update's batch, the weighted gradient sums, into the buffers of the all-reduce.
 func (p *hostReducedStep) toHost(outs []*tensors.Tensor, accumulate bool) error {
 	if p.pair == nil {
 		p.pair = make([]float64, 2)
@@ -188,19 +196,21 @@ func (p *hostReducedStep) toHost(outs []*tensors.Tensor, accumulate bool) error 
 	if w == 0 {
 		loss = 0 // a process whose part is all padding contributes nothing (not NaN)
 	}
-	p.pair[0], p.pair[1] = w*loss, w
 	p.local += w
 	if accumulate {
+		p.pair[0], p.pair[1] = w*loss, w
 		return nil
 	}
 	if p.bufs == nil {
-		p.bufs = make([][]float32, len(p.vars))
+		p.bufs = make([][]float32, len(p.vars)+1)
 		for i, v := range p.vars {
 			p.bufs[i] = make([]float32, v.Shape().Size())
 			p.gradBytes += int64(4 * v.Shape().Size())
 		}
+		p.bufs[len(p.vars)] = make([]float32, 2)
 		p.t.stats.SyncBytes = p.gradBytes
 	}
+	p.bufs[len(p.vars)][0], p.bufs[len(p.vars)][1] = float32(w*loss), float32(w)
 	for i, v := range p.vars {
 		g := outs[2+i]
 		if g.DType() != dtypes.Float32 {

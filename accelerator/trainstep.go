@@ -46,7 +46,8 @@ type StepStats struct {
 	// on the devices until the k-th batch, so this is also the bytes per k batches.
 	SyncBytes int64
 	// SyncedBytes is the number of bytes each process all-reduced so far: SyncBytes per
-	// update, plus 16 per batch for the loss of the global batch and its weight.
+	// update, plus the loss of the global batch and its weight, 8 bytes on the update's batch
+	// (in its buckets) and 16 on a batch that only accumulates.
 	SyncedBytes int64
 }
 
