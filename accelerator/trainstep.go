@@ -26,6 +26,7 @@ type TrainStep struct {
 	classes int
 	tracing *data.GlobalBatch
 	stats   StepStats
+	verify  *verifier // Config.Verify's state (nil until a checked update)
 }
 
 // StepStats is where a TrainStep's time went, for benchmarks and logs.
@@ -100,9 +101,22 @@ func (t *TrainStep) run(gb *data.GlobalBatch) (Loss, error) {
 		return Loss{}, err
 	}
 	start := time.Now()
+	var check *verifyCheck
+	if every := int64(j.acc.verify); every > 0 && !j.oneDevice {
+		if update := j.batchesRun/int64(j.opts.accumulate) + 1; update == 1 || update%every == 0 {
+			if check, err = t.verifyBefore(gb, accumulate, update); err != nil {
+				return Loss{}, err
+			}
+		}
+	}
 	loss, err := t.runner.run(gb, args, accumulate)
 	if err != nil {
 		return Loss{}, err
+	}
+	if check != nil {
+		if err := t.verifyAfter(check); err != nil {
+			return Loss{}, err
+		}
 	}
 	j.batchesRun++
 	t.stats.Batches++
