@@ -3,6 +3,7 @@ package accelerator
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph"
@@ -169,5 +170,35 @@ func TestOneAllreducePerUpdate(t *testing.T) {
 			}
 		}
 		t.Logf("accumulation %d: %d gradient all-reduces of %d bytes over 8 batches (StepStats %+v)", k, counters[0].calls, 4*params, res[0])
+	}
+}
+
+// TestBackwardWeightedBadWeight: a weight that is not a scalar, or nil, is an error of the
+// step naming BackwardWeighted, not a wrong update.
+func TestBackwardWeightedBadWeight(t *testing.T) {
+	a := newXLA(t, 1)
+	x, y := toyData(8)
+	job, err := a.Prepare(model.NewStore(), sgd(0.1), &fixedSource{x: x, y: y, batch: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, weight := range map[string]func(b GraphBatch) *Node{
+		"per-example weights": func(b GraphBatch) *Node { return ConvertDType(b.Mask, b.Inputs[0].DType()) },
+		"nil":                 func(GraphBatch) *Node { return nil },
+	} {
+		train := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
+			lv := CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
+			a.BackwardWeighted(s, lv, weight(b))
+			return lv
+		})
+		for gb, err := range job.Batches() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := train.Run(gb); err == nil || !strings.Contains(err.Error(), "BackwardWeighted: the weight") {
+				t.Errorf("%s: %v; want an error naming BackwardWeighted's weight", name, err)
+			}
+			break
+		}
 	}
 }
