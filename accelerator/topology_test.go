@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/testutil"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
@@ -135,27 +136,29 @@ func TestSameRunOnEveryTopology(t *testing.T) {
 }
 
 // TestSameRunOverMPI is TestSameRunOnEveryTopology's 2x1 and 2x2 as real processes, MPI
-// between them.
+// between them, and 2x2 again with GOACCEL_VERIFY=1 set for the launched program (every update
+// checked against one device on rank 0).
 func TestSameRunOverMPI(t *testing.T) {
 	testutil.NeedMPI(t)
 	ref, _, err := topoRun(newXLA(t, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, devices := range []int{1, 2} {
+	for _, c := range []struct{ devices, verify int }{{1, 0}, {2, 0}, {2, 1}} {
 		dir := t.TempDir()
 		start := time.Now()
-		err, out := launchWorkers(t, "topology", 2, 2*devices, workerOut+"="+dir, "GOACCEL_TIMEOUT=3m")
+		err, out := launchWorkers(t, "topology", 2, 2*c.devices, workerOut+"="+dir, "GOACCEL_TIMEOUT=3m",
+			fmt.Sprintf("%s=%d", envvar.Verify.Name, c.verify))
 		if err != nil {
-			t.Fatalf("launch 2x%d: %v\n%s", devices, err, out)
+			t.Fatalf("launch 2x%d (GOACCEL_VERIFY=%d): %v\n%s", c.devices, c.verify, err, out)
 		}
 		ranks := make([]toyResult, 2)
 		for r := range ranks {
 			var res topoResult
 			readRankResult(t, dir, r, out, &res)
 			ranks[r] = toyResult{res.Losses, res.Params}
-			if res.Devices != devices {
-				t.Errorf("rank %d ran on %d devices, want %d", r, res.Devices, devices)
+			if res.Devices != c.devices || res.Verify != c.verify {
+				t.Errorf("rank %d ran on %d devices with Verify %d, want %d and %d", r, res.Devices, res.Verify, c.devices, c.verify)
 			}
 			want := int64(topoUpdates)*(res.Stats.SyncBytes+8) + int64(16*topoUpdates*(topoAccum-1))
 			if res.Stats.SyncBytes == 0 || res.Stats.Updates != topoUpdates || res.Stats.SyncedBytes != want {
@@ -164,13 +167,14 @@ func TestSameRunOverMPI(t *testing.T) {
 					res.Stats.Updates, res.Stats.SyncBytes, want)
 			}
 		}
-		compareTopology(t, fmt.Sprintf("2x%d (MPI, %s)", devices, time.Since(start).Round(time.Millisecond)), ref, ranks)
+		compareTopology(t, fmt.Sprintf("2x%d (MPI, GOACCEL_VERIFY=%d, %s)", c.devices, c.verify, time.Since(start).Round(time.Millisecond)), ref, ranks)
 	}
 }
 
 // topoResult is what a rank of the "topology" worker writes.
 type topoResult struct {
 	Devices int
+	Verify  int
 	Losses  []float64
 	Params  map[string][]float32
 	Stats   StepStats
@@ -182,5 +186,5 @@ func topologyWorker(a *Accelerator) error {
 	if err != nil {
 		return err
 	}
-	return writeRankResult(a, topoResult{Devices: a.NumDevices(), Losses: res.losses, Params: res.params, Stats: st})
+	return writeRankResult(a, topoResult{Devices: a.NumDevices(), Verify: a.verify, Losses: res.losses, Params: res.params, Stats: st})
 }
