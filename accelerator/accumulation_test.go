@@ -202,3 +202,28 @@ func TestBackwardWeightedBadWeight(t *testing.T) {
 		}
 	}
 }
+
+// TestAccumulationFirstBatchRerun: when the first batch creates variables that differ between
+// processes (here each rank seeds its initialisation differently), the variables are made rank
+// 0's and the batch runs again; what the first run added to the gradient accumulators must not
+// count twice. With accumulation 2 over 2 processes the update then equals 1 process's with
+// rank 0's seed.
+func TestAccumulationFirstBatchRerun(t *testing.T) {
+	want, err := tailRun(newXLA(t, 1), 11, 8, 2, false, sgd(0.5), WithGradientAccumulation(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runProcesses(t, 2, 1, func(a *Accelerator) (map[string][]float32, error) {
+		a.seed += int64(a.ProcessIndex()) // rank 1 initialises other values
+		return tailRun(a, 11, 4, 2, false, sgd(0.5), WithGradientAccumulation(2))
+	})
+	for r, got := range res {
+		worst := 0.0
+		for name, p := range got {
+			worst = math.Max(worst, maxDiff(p, want[name]))
+		}
+		if worst > equivTol {
+			t.Errorf("rank %d: max |param diff| %g from 1 process (tolerance %g)", r, worst, equivTol)
+		}
+	}
+}

@@ -135,7 +135,8 @@
 //     devices x processes; the loader gives replica r = rank x devices + d its share.
 //   - The update: a training step computes each process's loss and mean gradient on its
 //     devices, then all-reduces them on the host in fused buckets (DDP's 25 MiB buckets,
-//     Horovod's tensor fusion), each process weighted by its number of real examples, so the
+//     Horovod's tensor fusion), each process weighted by its number of real examples (or by
+//     BackwardWeighted's weight), so the
 //     gradient is the mean over the real examples of the whole global batch whatever the split
 //     into processes and devices; the same optimizer update (with accumulation, clipping and
 //     schedule) then runs on every process. The tests check 2 processes x 2 devices and 4 x 1
