@@ -55,6 +55,17 @@ type Config struct {
 	// $GOACCEL_TIMEOUT (a Go duration such as "90s" or "30m", or a number of seconds) or
 	// else 30 minutes. ($GOACCEL_COLLECTIVE_TIMEOUT, its former name, is an error.)
 	Timeout time.Duration
+	// Verify checks the distributed update against one device at the first optimizer update
+	// and then every Verify-th (updates 1, N, 2N, ...): before the update, rank 0 keeps a copy
+	// of the variables and the optimizer state, gathers the update's global batches from all
+	// processes, recomputes the update on its device 0 alone and compares every variable with
+	// the distributed result; a difference beyond 1e-5 + 1e-3 x the variable's largest value
+	// fails TrainStep.Run on every process with an error naming the step, the variable and the
+	// difference. It costs a copy of the model and its optimizer state on rank 0 (twice the
+	// memory) and the gather, only on the updates it checks; off, the step does nothing more.
+	// It needs the step to be deterministic (no dropout) and the model to fit on one device.
+	// 0 (the default) means $GOACCEL_VERIFY, else off; a negative value is an error.
+	Verify int
 }
 
 // Info describes what New found and chose.
@@ -79,6 +90,7 @@ type Accelerator struct {
 	grp     group         // the processes of the run (soloGroup for one): the source of rank and process count
 	left    bool          // Close left grp
 	timeout time.Duration // bound on waits for other processes
+	verify  int           // Config.Verify resolved: check every verify-th update (0: off)
 	out     io.Writer
 	muOut   sync.Mutex
 	seed    int64
@@ -127,6 +139,9 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 		a.out = os.Stdout
 	}
 	if a.timeout, err = collectiveTimeout(cfg.Timeout); err != nil {
+		return nil, err
+	}
+	if a.verify, err = verifyEvery(cfg.Verify); err != nil {
 		return nil, err
 	}
 	if grp != nil {

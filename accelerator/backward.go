@@ -23,22 +23,27 @@ type backwardKey struct{}
 
 // backwardState is what Backward needs to know about the step being built.
 type backwardState struct {
-	job        *Job
-	accumulate bool // true: add gradients to the accumulators, no optimizer update
+	job *Job
+	// accumulate: the batch only adds its weighted gradients to the accumulators (no
+	// optimizer update).
+	accumulate bool
 	called     bool
+	// mask is the batch's mask ([B] bool): its count of true rows is the default weight.
+	mask *Node
 	// gradsOnly (a strategy that combines the gradients outside the graph, such as
-	// hostReduced): Backward only computes the gradients and leaves them in vars/grads; the
-	// strategy combines them and applies them with a second graph (Job.applyGradients).
+	// hostReduced): Backward only computes the gradients and the batch's weight and leaves
+	// them in vars/grads/weight; the strategy combines and applies them.
 	gradsOnly bool
 	vars      []*model.Variable
 	grads     []*Node
+	weight    *Node // the batch's weight (a float32 scalar): its real examples, or BackwardWeighted's
 }
 
 // Backward computes the gradients of loss with respect to every trainable variable, takes
-// their mean over the global batch (all devices), optionally accumulates them over several
-// micro-batches and clips them by global norm, and applies the optimizer update. Call it
-// exactly once inside the step function given to Job.TrainStep, on the scalar loss of the
-// global batch (a mean over its real examples):
+// their mean over the global batch (all devices and processes), optionally accumulates them
+// over several batches and clips them by global norm, and applies the optimizer update. Call
+// it exactly once inside the step function given to Job.TrainStep, on the scalar loss of the
+// global batch, a mean over its real examples (CrossEntropy and MaskedMean with b.Mask are):
 //
 //	train := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *graph.Node {
 //	    l := myLoss(s, b)
@@ -49,20 +54,50 @@ type backwardState struct {
 // The graph is written for the whole global batch and the batch axis is sharded over the
 // devices (GoMLX AutoSharding), so the gradient is a mean over the global batch by
 // construction and XLA inserts the all-reduce: the update does not depend on the device
-// count. Like GoMLX graph building, Backward panics on misuse; TrainStep.Run turns the panic
-// into an error.
-func (a *Accelerator) Backward(s *model.Scope, loss *Node) {
+// count. With gradient accumulation over k batches, each batch's gradient is weighted by its
+// number of real examples (b.Mask's true rows) and the update uses the sum over the k batches
+// divided by their total of real examples: the mean over the real examples of all k, the
+// same update as one step on them concatenated, even when a batch is an epoch's padded tail.
+// A loss that is a mean over something else (tokens) says its weight with BackwardWeighted.
+// Like GoMLX graph building, Backward panics on misuse; TrainStep.Run turns the panic into an
+// error.
+func (a *Accelerator) Backward(s *model.Scope, loss *Node) { a.backward("Backward", s, loss, nil) }
+
+// BackwardWeighted is Backward for a loss that is a mean over weight units of the global
+// batch rather than over its real examples: a language model's loss averaged over the real
+// tokens, with weight the number of those tokens (a scalar node of the step's graph, e.g.
+// ReduceAllSum of the token mask). Under gradient accumulation, and across processes, each
+// batch's gradient counts in proportion to its weight, so the update is the mean over all the
+// tokens of the k batches, the update of one step on them concatenated:
+//
+//	tokens := graph.ReduceAllSum(graph.ConvertDType(tokenMask, dtypes.Float32))
+//	l := graph.Div(graph.ReduceAllSum(graph.Mul(perToken, tokenMaskF)), graph.Max(tokens, graph.OnesLike(tokens)))
+//	acc.BackwardWeighted(s, l, tokens)
+//
+// A batch of weight 0 contributes nothing. Backward(s, l) is BackwardWeighted(s, l, real
+// examples of the batch).
+func (a *Accelerator) BackwardWeighted(s *model.Scope, loss, weight *Node) {
+	if weight == nil {
+		exceptions.Panicf("accelerator: BackwardWeighted: the weight is nil; use Backward for a mean over the real examples")
+	}
+	a.backward("BackwardWeighted", s, loss, weight)
+}
+
+func (a *Accelerator) backward(op string, s *model.Scope, loss, weight *Node) {
 	g := loss.Graph()
 	st, _ := g.State(backwardKey{}).(*backwardState)
 	if st == nil || st.job.acc != a {
-		exceptions.Panicf("accelerator: Backward: called outside a step function run by a TrainStep of this Accelerator")
+		exceptions.Panicf("accelerator: %s: called outside a step function run by a TrainStep of this Accelerator", op)
 	}
 	if st.called {
-		exceptions.Panicf("accelerator: Backward: called twice in one step; sum the losses and call it once")
+		exceptions.Panicf("accelerator: %s: called twice in one step; sum the losses and call it once", op)
 	}
 	st.called = true
 	if !loss.Shape().IsScalar() {
-		exceptions.Panicf("accelerator: Backward: the loss must be a scalar (a mean over the batch), got shape %s", loss.Shape())
+		exceptions.Panicf("accelerator: %s: the loss must be a scalar (a mean over the batch), got shape %s", op, loss.Shape())
+	}
+	if weight != nil && (!weight.Shape().IsScalar() || weight.Graph() != g) {
+		exceptions.Panicf("accelerator: %s: the weight must be a scalar of the step's graph, got shape %s", op, weight.Shape())
 	}
 	j := st.job
 	root := s.Store().RootScope()
@@ -75,11 +110,15 @@ func (a *Accelerator) Backward(s *model.Scope, loss *Node) {
 		}
 	}
 	if len(vars) == 0 {
-		exceptions.Panicf("accelerator: Backward: the loss depends on no trainable variable")
+		exceptions.Panicf("accelerator: %s: the loss depends on no trainable variable", op)
 	}
+	if weight == nil {
+		weight = ReduceAllSum(ConvertDType(st.mask, dtypes.Float32))
+	}
+	weight = StopGradient(ConvertDType(weight, dtypes.Float32))
 	grads := Gradient(loss, values...)
 	if st.gradsOnly {
-		st.vars, st.grads = vars, grads
+		st.vars, st.grads, st.weight = vars, grads, weight
 		return
 	}
 	if _, ok := j.opt.(gradientOptimizer); !ok {
@@ -90,29 +129,52 @@ func (a *Accelerator) Backward(s *model.Scope, loss *Node) {
 		j.opt.UpdateGraph(root, g, loss)
 		return
 	}
-	j.applyGradients(root, g, vars, grads, st.accumulate, loss.DType())
-}
-
-// applyGradients accumulates, clips and applies grads (one per variable of vars, in the
-// Store's order) with the job's optimizer, in graph g.
-func (j *Job) applyGradients(root *model.Scope, g *Graph, vars []*model.Variable, grads []*Node, accumulate bool, lossDType dtypes.DType) {
-	k := j.opts.accumulate
-	if k > 1 {
-		accScope := root.At(internalScope).At("grad_accum").WithInitializer(initializer.Zero)
-		for i, v := range vars {
-			accVar := accScope.VariableWithShape(accumName(v), v.Shape()).SetTrainable(false)
-			sum := Add(accVar.NodeValue(g), grads[i])
-			if accumulate {
-				accVar.SetNodeValue(sum)
-				continue
-			}
-			grads[i] = DivScalar(sum, float64(k))
-			accVar.SetNodeValue(ZerosLike(sum))
-		}
-		if accumulate {
+	if j.opts.accumulate > 1 {
+		sums, total := accumulateWeighted(root, g, vars, grads, weight, st.accumulate)
+		if st.accumulate {
 			return
 		}
+		// The mean over the weight of the k batches (0 when they had none: no NaN).
+		total = Max(total, Scalar(g, dtypes.Float32, 1e-30))
+		for i, s := range sums {
+			grads[i] = Div(s, ConvertDType(total, s.DType()))
+		}
 	}
+	j.applyGradients(root, g, grads, loss.DType())
+}
+
+// accumulateWeighted adds weight x grads (one per variable of vars) to the gradient
+// accumulators (goaccel/grad_accum/*, on the devices) and weight to their total
+// (goaccel/grad_weight). With accumulate it stores the sums and returns nothing; else it
+// returns the sums including this batch's and their total weight and resets the accumulators
+// to zero for the next update.
+func accumulateWeighted(root *model.Scope, g *Graph, vars []*model.Variable, grads []*Node, weight *Node, accumulate bool) (sums []*Node, total *Node) {
+	accScope := root.At(internalScope).At(gradAccumScope).WithInitializer(initializer.Zero)
+	for i, v := range vars {
+		accVar := accScope.VariableWithShape(accumName(v), v.Shape()).SetTrainable(false)
+		sum := Add(accVar.NodeValue(g), Mul(grads[i], ConvertDType(weight, grads[i].DType())))
+		if accumulate {
+			accVar.SetNodeValue(sum)
+			continue
+		}
+		sums = append(sums, sum)
+		accVar.SetNodeValue(ZerosLike(sum))
+	}
+	wVar := root.At(internalScope).WithInitializer(initializer.Zero).
+		VariableWithShape(gradWeightName, shapes.Make(dtypes.Float32)).SetTrainable(false)
+	total = Add(wVar.NodeValue(g), weight)
+	if accumulate {
+		wVar.SetNodeValue(total)
+		return nil, nil
+	}
+	wVar.SetNodeValue(ZerosLike(total))
+	return sums, total
+}
+
+// applyGradients clips and applies grads (one per trainable variable of the graph, in the
+// Store's order: the mean gradient of the update) with the job's optimizer, in graph g, after
+// setting the learning rate of the schedule.
+func (j *Job) applyGradients(root *model.Scope, g *Graph, grads []*Node, lossDType dtypes.DType) {
 	if j.opts.clipNorm > 0 {
 		grads = clipByGlobalNorm(root, g, grads, j.opts.clipNorm)
 	}
@@ -131,6 +193,19 @@ func (j *Job) applyGradients(root *model.Scope, g *Graph, vars []*model.Variable
 
 // internalScope holds goaccel's own variables (gradient accumulators, last gradient norm).
 const internalScope = "goaccel"
+
+// gradAccumScope (in internalScope) holds the accumulated weighted gradients, one per trainable
+// variable, and gradWeightName their accumulated weight. They are each process's own (not
+// synced between processes: syncedVariables leaves them out) and zero between updates.
+const (
+	gradAccumScope = "grad_accum"
+	gradWeightName = "grad_weight"
+)
+
+// isAccumulator reports whether path is one of the gradient accumulators.
+func isAccumulator(path string) bool {
+	return strings.HasPrefix(path, "/"+internalScope+"/"+gradAccumScope+"/") || path == "/"+internalScope+"/"+gradWeightName
+}
 
 func accumName(v *model.Variable) string {
 	return strings.ReplaceAll(strings.TrimPrefix(v.Path(), "/"), "/", ".")

@@ -78,6 +78,24 @@
 //   - Padding rows (sampler wrap-around and short-batch fillers) carry Mask=false: losses built
 //     with CrossEntropy or MaskedMean, and Evaluate/GatherForMetrics, count each real example
 //     exactly once.
+//   - Gradient accumulation over k batches (WithGradientAccumulation) is exact: each batch's
+//     gradient is weighted by its number of real examples, and the update divides the sum
+//     over the k batches once, by their total: the mean over the real examples of all k, the
+//     update of one step on them concatenated (an epoch's padded tail weighs its real
+//     examples only, not a full batch's worth), in one process and across processes. A loss
+//     that is a mean over other units (tokens) gives its weight with BackwardWeighted.
+//     Clipping applies to that mean. The tests check an epoch tail (3 real examples of 8)
+//     against one step on the 11 examples, and one program (global batch 16, accumulation 2,
+//     clipping, Adam, 203 examples) over 30 updates on 1x1, 1x2, 1x4, 2x1 and 2x2 (processes
+//     x devices) to the tolerance above.
+//   - Config.Verify (or $GOACCEL_VERIFY=N) checks the distributed update against one device
+//     at the first and every N-th update: rank 0 keeps a copy of the variables and the
+//     optimizer state, gathers the update's global batches, recomputes the update on its
+//     device 0 and fails the run, on every process, naming the step, the first variable that
+//     differs beyond 1e-5 + 1e-3 x its largest value, and the difference. It costs twice the
+//     model's memory on rank 0 on the checked updates and nothing when off; it needs a step
+//     without randomness (no dropout) and does not apply to a model that does not fit one
+//     device (a sharded run, when there is one, cannot be recomputed on one device).
 //
 // # Backends
 //
@@ -117,13 +135,16 @@
 //     devices x processes; the loader gives replica r = rank x devices + d its share.
 //   - The update: a training step computes each process's loss and mean gradient on its
 //     devices, then all-reduces them on the host in fused buckets (DDP's 25 MiB buckets,
-//     Horovod's tensor fusion), each process weighted by its number of real examples, so the
+//     Horovod's tensor fusion), each process weighted by its number of real examples (or by
+//     BackwardWeighted's weight), so the
 //     gradient is the mean over the real examples of the whole global batch whatever the split
 //     into processes and devices; the same optimizer update (with accumulation, clipping and
 //     schedule) then runs on every process. The tests check 2 processes x 2 devices and 4 x 1
 //     against 1 x 1 over 30 Adam steps and with SGD, to the tolerance above, and that all
-//     processes end with identical variables. With gradient accumulation the gradients are
-//     all-reduced every batch (no DDP no_sync saving).
+//     processes end with identical variables. With gradient accumulation over k batches the
+//     weighted gradients stay on the devices (as with DDP's no_sync) and cross processes once,
+//     on the k-th batch; the batches before it all-reduce only their loss and weight (16
+//     bytes). StepStats.SyncBytes is the bytes of one update.
 //   - Variables: at Prepare and at the first step, every process's variables are compared with
 //     rank 0's (names, shapes, checksums): a different model is an error naming the first
 //     differing variable, returned on every process; different values are replaced by rank 0's

@@ -81,6 +81,17 @@ type Job struct {
 	batchesRun int64
 	inputRanks []int
 	strategy   strategy // how steps run over the replicas: chosen in Prepare
+	// oneDevice: the job's graphs run on device 0 alone, not over the mesh (Config.Verify's
+	// reference run).
+	oneDevice bool
+}
+
+// numDevices is the number of devices the job's graphs run on.
+func (j *Job) numDevices() int {
+	if j.oneDevice {
+		return 1
+	}
+	return j.acc.NumDevices()
 }
 
 // Prepare binds a model's variables (anything with a model.Store, such as a *model.Store or
@@ -214,7 +225,7 @@ func (j *Job) args(gb *data.GlobalBatch) ([]any, error) {
 	if gb == nil {
 		return nil, errors.New("accelerator: nil global batch")
 	}
-	nd := j.acc.NumDevices()
+	nd := j.numDevices()
 	if len(gb.Shards) != nd {
 		return nil, fmt.Errorf("accelerator: the global batch has %d shard(s) but there are %d device(s); was the "+
 			"source prepared by this Accelerator (Prepare/Evaluate split it)?", len(gb.Shards), nd)
@@ -286,7 +297,7 @@ func (j *Job) newExec(graphFn func(s *model.Scope, inputs []*Node) []*Node, lay 
 	// A short, fixed name: XLA names its dumps (XLA_FLAGS=--xla_dump_to) and profiles after
 	// it, and the default (the Go closure's full name) is too long for a file name.
 	e.WithName(lay.String())
-	if mesh := j.acc.mesh; mesh != nil {
+	if mesh := j.acc.mesh; mesh != nil && !j.oneDevice {
 		// Every input, the labels and the mask have the batch on axis 0: shard that axis over
 		// the mesh and replicate the rest (a spec shorter than the rank replicates the
 		// remaining axes; the last spec is reused for all inputs).

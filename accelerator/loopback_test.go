@@ -184,6 +184,13 @@ func (m *loopMember) Close() error { return nil }
 // their own Accelerator) joined by a loopback group, and returns their results by rank.
 func runProcesses[T any](t *testing.T, nproc, devices int, fn func(a *Accelerator) (T, error)) []T {
 	t.Helper()
+	return runProcessesWrapped(t, nproc, devices, nil, fn)
+}
+
+// runProcessesWrapped is runProcesses with each rank's group wrapped by wrap (when not nil),
+// e.g. to count what the collectives carry.
+func runProcessesWrapped[T any](t *testing.T, nproc, devices int, wrap func(rank int, g group) group, fn func(a *Accelerator) (T, error)) []T {
+	t.Helper()
 	plugin := cpuPlugin(t)
 	lb := newLoopback(nproc)
 	out := make([]T, nproc)
@@ -193,8 +200,12 @@ func runProcesses[T any](t *testing.T, nproc, devices int, fn func(a *Accelerato
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			g := lb.member(r)
+			if wrap != nil {
+				g = wrap(r, g)
+			}
 			a, err := newAccelerator(Config{Backend: plugin, Devices: devices, Quiet: true, Seed: 7},
-				processInfo{rank: r, worldSize: nproc, localRank: r, localWorldSize: nproc, source: "test"}, lb.member(r))
+				processInfo{rank: r, worldSize: nproc, localRank: r, localWorldSize: nproc, source: "test"}, g)
 			if err != nil {
 				errs[r] = err
 				return

@@ -122,6 +122,8 @@ func workerMain(role string) error {
 		return barrierWorker(a)
 	case "blocks":
 		return blocksWorker(a)
+	case "topology":
+		return topologyWorker(a)
 	}
 	return fmt.Errorf("unknown worker role %q", role)
 }

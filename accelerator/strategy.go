@@ -1,6 +1,8 @@
 package accelerator
 
 import (
+	"fmt"
+
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/gomlx/core/tensors"
 )
@@ -13,12 +15,13 @@ import (
 //     device mesh; XLA's sharding inserts the all-reduce of the gradients (strategy_ingraph.go).
 //   - hostReduced: the replicas span several processes. A step is a gradients graph, an
 //     all-reduce of the gradients on the host through the process group, and an apply graph
-//     (strategy_hostreduced.go).
+//     (strategy_hostreduced.go); with gradient accumulation, the batches before the update
+//     keep their gradients on the devices and the all-reduce runs once per update.
 //
-// A new way to run a step (sharded optimizer state or parameters, accumulation without an
-// all-reduce per batch, compressed all-reduce) is a new strategy: a type implementing
-// strategy, its case in chooseStrategy, and what it needs from other processes added to the
-// group interface (ReduceScatterSum and AllgatherFloat32 are there for the sharded ones).
+// A new way to run a step (sharded optimizer state or parameters, compressed all-reduce) is
+// a new strategy: a type implementing strategy, its case in chooseStrategy, and what it needs
+// from other processes added to the group interface (ReduceScatterSum and AllgatherFloat32
+// are there for the sharded ones).
 // Strategies talk to other processes only through the group and never test the number of
 // processes: chooseStrategy is the one place that does.
 
@@ -71,7 +74,23 @@ func (j *Job) execCreatingVariables(synced *bool, exec func() ([]*tensors.Tensor
 		return outs, nil
 	}
 	finalizeAll(outs)
+	if err := j.resetAccumulators(); err != nil { // the first execution added to them already
+		return nil, err
+	}
 	return exec()
+}
+
+// resetAccumulators sets the gradient accumulators (goaccel/grad_accum, goaccel/grad_weight)
+// to zero.
+func (j *Job) resetAccumulators() error {
+	for v := range j.store.IterVariables() {
+		if isAccumulator(v.Path()) && v.HasValue() {
+			if err := v.SetValue(tensors.FromShape(v.Shape())); err != nil {
+				return fmt.Errorf("accelerator: resetting %s: %w", v.Path(), err)
+			}
+		}
+	}
+	return nil
 }
 
 func finalizeAll(ts []*tensors.Tensor) {

@@ -2,6 +2,8 @@ package accelerator
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/goaccel/goaccel/data"
@@ -17,15 +19,22 @@ import (
 // graphs with the host in between:
 //
 //  1. gradients: forward and backward on this process's devices (XLA sharding averages the
-//     gradients over the local devices, as in a single process), giving the loss and the mean
-//     gradient of this process's part of the global batch;
-//  2. on the host: each process weights its loss and gradients by its number of real examples
-//     n_p, and one bucketed all-reduce (the group's AllreduceSum) sums them, with the n_p,
-//     over all processes; dividing by the sum gives the mean over the real examples of the
-//     whole global batch — the same number a single process running the whole global batch
-//     computes;
-//  3. apply: the mean gradient goes back to the devices, where gradient accumulation, clipping,
-//     the learning-rate schedule and the optimizer update run exactly as in a single process.
+//     gradients over the local devices, as in a single process), giving the loss, the weight
+//     w_p of this process's part of the global batch (its real examples, or BackwardWeighted's
+//     weight) and its gradient weighted by w_p;
+//  2. on the host: on the batch that makes the update, one bucketed all-reduce (the group's
+//     AllreduceSum) sums the weighted gradients and {w_p x loss, w_p} over all processes;
+//     dividing by the total weight gives the mean over the real examples of the whole global
+//     batch (of all k batches with accumulation): the number one process running them all
+//     computes, and the loss of the global batch;
+//  3. apply: the mean gradient goes back to the devices, where clipping, the learning-rate
+//     schedule and the optimizer update run exactly as in a single process.
+//
+// With gradient accumulation over k batches, the k-1 batches before the update add their
+// weighted gradients to accumulators on the devices (goaccel/grad_accum) and all-reduce only
+// their {w_p x loss, w_p} (16 bytes, so that every batch's loss is the global batch's on every
+// process): the gradients cross processes once per update, as with DDP's no_sync
+// (StepStats.SyncBytes is that update's bytes).
 //
 // Every process thus applies the same update to the same variables (made rank 0's by
 // syncVariables at Prepare and after the first execution) and the variables stay equal on all
@@ -40,145 +49,221 @@ func (h hostReduced) gather(local *Gathered) (*Gathered, error) { return gatherR
 
 // hostReducedStep holds a TrainStep's graphs and host buffers under hostReduced.
 type hostReducedStep struct {
-	t            *TrainStep
-	grp          group
-	grads        *model.Exec // forward and backward: the loss, then one gradient per variable
-	apply, accum *model.Exec // apply the all-reduced gradients, or add them to the accumulators
-	vars         []*model.Variable
-	lossDType    dtypes.DType
-	bufs         [][]float32 // host buffers of the all-reduce: the gradients, then {n*loss, n}
-	synced       bool        // the variables were made equal on all processes
+	t     *TrainStep
+	grp   group
+	grads *model.Exec // the update's batch: loss, weight, then the weighted gradient sum of each variable
+	accum *model.Exec // a batch before the update (accumulation): loss and weight; the sums stay on the devices
+	apply *model.Exec // applies the all-reduced mean gradients
+	vars  []*model.Variable
+	// gradBytes is the bytes of the gradients all-reduced per update.
+	gradBytes int64
+	lossDType dtypes.DType
+	bufs      [][]float32 // host buffers of the update's all-reduce: one per variable, then {weight x loss, weight}
+	pair      []float64   // host buffer of the loss's all-reduce on the batches before the update
+	window    float64     // total weight, over all processes, of the update's batches so far
+	local     float64     // this process's part of window
+	synced    bool        // the variables were made equal on all processes
 }
+
+// hostReducedFault is set only by tests: it breaks the reduction of the gradients on purpose,
+// to show that Config.Verify catches it. skipBucket = i+1 leaves variable i's gradients out of
+// the all-reduce (each process keeps its own sum); unweightedRank = r+1 makes rank r send its
+// mean gradient instead of its weighted sum. The zero value breaks nothing.
+var hostReducedFault struct{ skipBucket, unweightedRank int }
 
 func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
 	t, j := p.t, p.t.job
 	var err error
-	if p.grads == nil {
-		if p.grads, err = j.newExec(p.gradsGraphFn, layoutTrain); err != nil {
+	slot := &p.grads
+	if accumulate {
+		slot = &p.accum
+	}
+	if *slot == nil {
+		if *slot, err = j.newExec(p.gradsGraphFn(accumulate), layoutTrain); err != nil {
 			return Loss{}, err
 		}
 	}
-	outs, err := j.execCreatingVariables(&p.synced, func() ([]*tensors.Tensor, error) { return t.execTracing(p.grads, gb, args) })
+	outs, err := j.execCreatingVariables(&p.synced, func() ([]*tensors.Tensor, error) { return t.execTracing(*slot, gb, args) })
 	if err != nil {
 		return Loss{}, err
 	}
-	perDevice := 1 + len(p.vars)
-	if len(outs) != perDevice*j.acc.NumDevices() {
+	perDevice := 2
+	if !accumulate {
+		perDevice += len(p.vars)
+	}
+	if len(outs) != perDevice*j.numDevices() {
 		finalizeAll(outs)
 		return Loss{}, fmt.Errorf("accelerator: the gradient step returned %d outputs, want %d per device", len(outs), perDevice)
 	}
-	n := float32(gb.NumReal())
-	err = p.toHost(outs[:perDevice], n)
+	err = p.toHost(outs[:perDevice], accumulate)
 	finalizeAll(outs)
 	if err != nil {
 		return Loss{}, err
 	}
 	syncStart := time.Now()
-	if err := p.grp.AllreduceSum(p.bufs); err != nil {
-		return Loss{}, fmt.Errorf("accelerator: all-reducing the gradients (%s): %w", batchPlace(gb), err)
+	var lossSum, weight float64 // this batch's weight x loss and weight, over all processes
+	if accumulate {
+		// Only the loss crosses processes; the gradients stay in the accumulators.
+		err = p.grp.AllreduceFloat64(p.pair, OpSum)
+		t.stats.Sync += time.Since(syncStart)
+		if err != nil {
+			return Loss{}, fmt.Errorf("accelerator: all-reducing the loss (%s): %w", batchPlace(gb), err)
+		}
+		t.stats.SyncedBytes += int64(8 * len(p.pair))
+		lossSum, weight = p.pair[0], p.pair[1]
+	} else {
+		// The update: the gradients and, in the same buckets, the loss.
+		err = p.allreduceGradients()
+		t.stats.Sync += time.Since(syncStart)
+		if err != nil {
+			return Loss{}, fmt.Errorf("accelerator: all-reducing the gradients (%s): %w", batchPlace(gb), err)
+		}
+		t.stats.SyncedBytes += p.gradBytes + 4*2
+		lossSum, weight = float64(p.bufs[len(p.vars)][0]), float64(p.bufs[len(p.vars)][1])
 	}
-	t.stats.Sync += time.Since(syncStart)
-	sums := p.bufs[len(p.vars)]
-	if sums[1] <= 0 {
+	if weight <= 0 {
 		return Loss{}, fmt.Errorf("accelerator: global batch %d of epoch %d has no real example on any process", gb.Index+1, gb.Epoch+1)
 	}
-	inv := 1 / sums[1]
-	loss := float64(sums[0]) / float64(sums[1])
-
-	slot := &p.apply
+	loss := Loss{t: tensors.FromValue(lossSum / weight)}
 	if accumulate {
-		slot = &p.accum
+		p.window += weight
+		return loss, nil
 	}
-	if *slot == nil {
-		if *slot, err = j.newExec(p.applyGraphFn(accumulate), layoutApply); err != nil {
-			return Loss{}, err
-		}
-	}
+	inv := float32(1 / (p.window + weight))
+	p.window, p.local = 0, 0
 	for _, g := range p.bufs[:len(p.vars)] {
 		for k := range g {
 			g[k] *= inv
 		}
 	}
-	nd := j.acc.NumDevices()
+	if p.apply == nil {
+		if p.apply, err = j.newExec(p.applyGraphFn, layoutApply); err != nil {
+			return Loss{}, err
+		}
+	}
+	nd := j.numDevices()
 	applyArgs := make([]any, 0, nd*len(p.vars))
 	for range nd { // every device gets its own copy (replicated inputs, device-major)
 		for i, v := range p.vars {
 			applyArgs = append(applyArgs, tensors.FromFlatDataAndDimensions(p.bufs[i], v.Shape().Dimensions...))
 		}
 	}
-	applied, err := (*slot).Exec(applyArgs...)
+	applied, err := p.apply.Exec(applyArgs...)
 	if err != nil {
 		return Loss{}, fmt.Errorf("accelerator: applying the all-reduced gradients (%s): %w", batchPlace(gb), err)
 	}
 	finalizeAll(applied)
-	return Loss{t: tensors.FromValue(loss)}, nil
+	return loss, nil
 }
 
-// toHost copies one device's loss and gradients into the all-reduce buffers, each weighted by
-// n, the number of real examples of this process's part of the global batch.
-func (p *hostReducedStep) toHost(outs []*tensors.Tensor, n float32) error {
-	if p.bufs == nil {
-		p.bufs = make([][]float32, len(p.vars)+1)
-		for i, v := range p.vars {
-			p.bufs[i] = make([]float32, v.Shape().Size())
-			p.t.stats.SyncBytes += int64(4 * v.Shape().Size())
+// allreduceGradients sums the weighted gradient sums of all processes, in place.
+func (p *hostReducedStep) allreduceGradients() error {
+	f := hostReducedFault
+	if f == (struct{ skipBucket, unweightedRank int }{}) {
+		return p.grp.AllreduceSum(p.bufs)
+	}
+	if f.unweightedRank == p.grp.Rank()+1 && p.local > 0 {
+		for _, g := range p.bufs[:len(p.vars)] {
+			for k := range g {
+				g[k] /= float32(p.local)
+			}
 		}
-		p.bufs[len(p.vars)] = make([]float32, 2)
+	}
+	bufs := p.bufs
+	if i := f.skipBucket - 1; i >= 0 && i < len(bufs) {
+		bufs = append(slices.Clone(bufs[:i]), bufs[i+1:]...)
+	}
+	return p.grp.AllreduceSum(bufs)
+}
+
+// toHost reads one device's outputs: the loss and the weight, as {weight x loss, weight}, and,
+// on the update's batch, the weighted gradient sums, into the buffers of the all-reduce.
+func (p *hostReducedStep) toHost(outs []*tensors.Tensor, accumulate bool) error {
+	if p.pair == nil {
+		p.pair = make([]float64, 2)
 	}
 	loss, err := scalarFloat(outs[0])
 	if err != nil {
 		return fmt.Errorf("accelerator: reading the loss: %w", err)
 	}
-	if n == 0 {
+	w, err := scalarFloat(outs[1])
+	if err != nil {
+		return fmt.Errorf("accelerator: reading the batch's weight: %w", err)
+	}
+	if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+		return fmt.Errorf("accelerator: the batch's weight is %g; it must be a finite count >= 0", w)
+	}
+	if w == 0 {
 		loss = 0 // a process whose part is all padding contributes nothing (not NaN)
 	}
-	p.bufs[len(p.vars)][0], p.bufs[len(p.vars)][1] = n*float32(loss), n
+	p.local += w
+	if accumulate {
+		p.pair[0], p.pair[1] = w*loss, w
+		return nil
+	}
+	if p.bufs == nil {
+		p.bufs = make([][]float32, len(p.vars)+1)
+		for i, v := range p.vars {
+			p.bufs[i] = make([]float32, v.Shape().Size())
+			p.gradBytes += int64(4 * v.Shape().Size())
+		}
+		p.bufs[len(p.vars)] = make([]float32, 2)
+		p.t.stats.SyncBytes = p.gradBytes
+	}
+	p.bufs[len(p.vars)][0], p.bufs[len(p.vars)][1] = float32(w*loss), float32(w)
 	for i, v := range p.vars {
-		g := outs[1+i]
+		g := outs[2+i]
 		if g.DType() != dtypes.Float32 {
 			return fmt.Errorf("accelerator: the gradient of %s is %s; runs over several processes need float32 variables",
 				v.Path(), g.DType())
 		}
 		dst := p.bufs[i]
-		err := tensors.ConstFlatData(g, func(flat []float32) {
-			for k, x := range flat {
-				dst[k] = n * x
-			}
-		})
-		if err != nil {
+		if err := tensors.ConstFlatData(g, func(flat []float32) { copy(dst, flat) }); err != nil {
 			return fmt.Errorf("accelerator: reading the gradient of %s: %w", v.Path(), err)
 		}
 	}
 	return nil
 }
 
-// gradsGraphFn is graph 1: the user's step function with Backward computing the gradients only.
-func (p *hostReducedStep) gradsGraphFn(s *model.Scope, inputs []*Node) []*Node {
-	t, j := p.t, p.t.job
-	g := inputs[0].Graph()
-	s.Store().SetTraining(g, true)
-	st := &backwardState{job: j, gradsOnly: true}
-	g.AttachState(backwardKey{}, st)
-	loss := t.traceUser(s, inputs, st)
-	if _, ok := j.opt.(gradientOptimizer); !ok {
-		exceptions.Panicf("accelerator: optimizer %T does not accept gradients (UpdateGraphWithGradients), so it cannot "+
-			"be used over several processes; use one of GoMLX's optimizers (Adam, AdamW, SGD, RMSProp)", j.opt)
+// gradsGraphFn is graph 1: the user's step function with Backward computing the gradients
+// only; it returns the loss and the batch's weight and, on the update's batch (accumulate
+// false), each variable's gradient weighted by the batch's weight, plus, with accumulation,
+// what the batches before it left in the accumulators (which it resets). With accumulate, the
+// weighted gradients go to the accumulators instead.
+func (p *hostReducedStep) gradsGraphFn(accumulate bool) func(s *model.Scope, inputs []*Node) []*Node {
+	return func(s *model.Scope, inputs []*Node) []*Node {
+		t, j := p.t, p.t.job
+		g := inputs[0].Graph()
+		s.Store().SetTraining(g, true)
+		st := &backwardState{job: j, gradsOnly: true}
+		g.AttachState(backwardKey{}, st)
+		loss := t.traceUser(s, inputs, st)
+		if _, ok := j.opt.(gradientOptimizer); !ok {
+			exceptions.Panicf("accelerator: optimizer %T does not accept gradients (UpdateGraphWithGradients), so it cannot "+
+				"be used over several processes; use one of GoMLX's optimizers (Adam, AdamW, SGD, RMSProp)", j.opt)
+		}
+		p.vars, p.lossDType = st.vars, loss.DType()
+		out := []*Node{loss, st.weight}
+		if j.opts.accumulate > 1 {
+			sums, _ := accumulateWeighted(s.Store().RootScope(), g, st.vars, st.grads, st.weight, accumulate)
+			return append(out, sums...)
+		}
+		for _, gr := range st.grads {
+			out = append(out, Mul(gr, ConvertDType(st.weight, gr.DType())))
+		}
+		return out
 	}
-	p.vars, p.lossDType = st.vars, loss.DType()
-	return append([]*Node{loss}, st.grads...)
 }
 
-// applyGraphFn is graph 2: the all-reduced gradients (the inputs, one per variable) applied
-// as Backward applies them in a single process.
-func (p *hostReducedStep) applyGraphFn(accumulate bool) func(s *model.Scope, inputs []*Node) []*Node {
-	return func(s *model.Scope, inputs []*Node) []*Node {
-		j := p.t.job
-		g := inputs[0].Graph()
-		for _, v := range p.vars {
-			_ = v.NodeValue(g) // the optimizer updates the variables the graph uses, in Store order
-		}
-		root := s.Store().RootScope()
-		j.applyGradients(root, g, p.vars, inputs, accumulate, p.lossDType)
-		return []*Node{optimizer.GetGlobalStepVar(root).NodeValue(g)}
+// applyGraphFn is graph 2: the all-reduced mean gradients (the inputs, one per variable)
+// clipped and applied as Backward applies them in a single process.
+func (p *hostReducedStep) applyGraphFn(s *model.Scope, inputs []*Node) []*Node {
+	j := p.t.job
+	g := inputs[0].Graph()
+	for _, v := range p.vars {
+		_ = v.NodeValue(g) // the optimizer updates the variables the graph uses, in Store order
 	}
+	root := s.Store().RootScope()
+	j.applyGradients(root, g, inputs, p.lossDType)
+	return []*Node{optimizer.GetGlobalStepVar(root).NodeValue(g)}
 }

@@ -26,6 +26,7 @@ type TrainStep struct {
 	classes int
 	tracing *data.GlobalBatch
 	stats   StepStats
+	verify  *verifier // Config.Verify's state (nil until a checked update)
 }
 
 // StepStats is where a TrainStep's time went, for benchmarks and logs.
@@ -35,11 +36,20 @@ type StepStats struct {
 	Batches int
 	// Total is the wall time spent in Run.
 	Total time.Duration
-	// Sync is the part of Total spent in the all-reduce of gradients between processes (0 in
-	// a single process, where the devices' gradients are averaged inside the compiled step).
+	// Updates is the number of optimizer updates (steps) applied: Batches / k with gradient
+	// accumulation over k batches.
+	Updates int
+	// Sync is the part of Total spent in the all-reduces between processes (0 in a single
+	// process, where the devices' gradients are averaged inside the compiled step).
 	Sync time.Duration
-	// SyncBytes is the number of gradient bytes each process all-reduces per batch.
+	// SyncBytes is the number of gradient bytes each process all-reduces per optimizer update
+	// (0 in a single process). With gradient accumulation over k batches the gradients stay
+	// on the devices until the k-th batch, so this is also the bytes per k batches.
 	SyncBytes int64
+	// SyncedBytes is the number of bytes each process all-reduced so far: SyncBytes per
+	// update, plus the loss of the global batch and its weight, 8 bytes on the update's batch
+	// (in its buckets) and 16 on a batch that only accumulates.
+	SyncedBytes int64
 }
 
 // Stats returns where the step's time went so far. With a single process, Run returns before
@@ -91,12 +101,28 @@ func (t *TrainStep) run(gb *data.GlobalBatch) (Loss, error) {
 		return Loss{}, err
 	}
 	start := time.Now()
+	var check *verifyCheck
+	if every := int64(j.acc.verify); every > 0 && !j.oneDevice {
+		if update := j.batchesRun/int64(j.opts.accumulate) + 1; update == 1 || update%every == 0 {
+			if check, err = t.verifyBefore(gb, accumulate, update); err != nil {
+				return Loss{}, err
+			}
+		}
+	}
 	loss, err := t.runner.run(gb, args, accumulate)
 	if err != nil {
 		return Loss{}, err
 	}
+	if check != nil {
+		if err := t.verifyAfter(check); err != nil {
+			return Loss{}, err
+		}
+	}
 	j.batchesRun++
 	t.stats.Batches++
+	if !accumulate {
+		t.stats.Updates++
+	}
 	t.stats.Total += time.Since(start)
 	return loss, nil
 }
@@ -116,6 +142,7 @@ func (t *TrainStep) graphFn(accumulate bool) func(s *model.Scope, inputs []*Node
 // traceUser calls the user's step function on the graph's inputs and checks what it did.
 func (t *TrainStep) traceUser(s *model.Scope, inputs []*Node, st *backwardState) *Node {
 	b := t.job.unpack(inputs)
+	st.mask = b.Mask
 	loss := t.fn(s, b)
 	if loss == nil {
 		exceptions.Panicf("the step function returned a nil loss")

@@ -18,7 +18,8 @@ import (
 //     difference, returned on every process, so that none is left waiting in a collective;
 //   - equal variables with different values are broadcast from rank 0.
 //
-// The random-number state (dropout) is left alone: each process keeps its own seed. It
+// The random-number state (dropout) and the gradient accumulators are left alone: each process
+// keeps its own seed and its own part of the update's gradient sums. It
 // returns whether any value changed. Strategies over several processes call it
 // (strategy.syncVariables).
 func syncVariables(grp group, store *model.Store) (changed bool, err error) {
@@ -117,7 +118,7 @@ func syncedVariables(store *model.Store) []*model.Variable {
 	rng := model.JoinPath("/", model.RNGStateVariableName)
 	var vars []*model.Variable
 	for v := range store.IterVariables() {
-		if v.Path() != rng {
+		if v.Path() != rng && !isAccumulator(v.Path()) {
 			vars = append(vars, v)
 		}
 	}

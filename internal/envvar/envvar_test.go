@@ -154,7 +154,7 @@ func TestTableIsWellFormed(t *testing.T) {
 			t.Errorf("Find(%q) = nil", name)
 		}
 	}
-	if v := Find(Verify.Name); !v.Planned {
+	if v := Find(Timeline.Name); !v.Planned {
 		t.Errorf("%s is not marked planned", v.Name)
 	}
 }

@@ -102,6 +102,8 @@ var (
 	Path = paths("PATH", "folders searched for programs; under Open MPI, the lib folder beside its mpirun is searched for libmpi", User, OS)
 	// Timeout is GOACCEL_TIMEOUT.
 	Timeout = duration("GOACCEL_TIMEOUT", "how long any wait on other processes may last before it fails naming the missing ranks (default 30m)", User)
+	// Verify is GOACCEL_VERIFY.
+	Verify = integer("GOACCEL_VERIFY", "N > 0: at the first and every N-th optimizer update, rank 0 recomputes the update on one device from the gathered global batch and fails the run naming the variable that differs (Config.Verify wins; 0 or unset: off)", User)
 	// CollectiveTimeout is GOACCEL_COLLECTIVE_TIMEOUT.
 	CollectiveTimeout = duration("GOACCEL_COLLECTIVE_TIMEOUT", "GOACCEL_TIMEOUT's former name: setting it is an error that names the new one", User)
 )
@@ -182,8 +184,6 @@ var (
 // `goaccel env` and docs/environment.md mark them so. Each gets its reader, and loses
 // planned, with the issue that adds it.
 var (
-	// Verify is GOACCEL_VERIFY.
-	Verify = planned(KindBool, "GOACCEL_VERIFY", "check that every rank runs the same collectives in the same order, and fail naming the first that differs")
 	// Timeline is GOACCEL_TIMELINE.
 	Timeline = planned(KindString, "GOACCEL_TIMELINE", "a file each process writes a timeline of its steps and collectives to")
 	// Debug is GOACCEL_DEBUG.
