@@ -38,16 +38,16 @@ func newXLA(t testing.TB, n int) *Accelerator {
 // no shuffling, DistributedSampler padding by wrap, and a short last batch completed with
 // masked fillers. (The full loader lives in package data.)
 type fixedSource struct {
-	x          [][]float32
-	y          []int32
-	batch      int
-	replicas   int
-	localRanks []int
-	epoch      int
+	x           [][]float32
+	y           []int32
+	batch       int
+	replicas    int
+	ownReplicas []int
+	epoch       int
 }
 
 func (s *fixedSource) Distribute(n int, ranks []int) error {
-	s.replicas, s.localRanks = n, ranks
+	s.replicas, s.ownReplicas = n, ranks
 	return nil
 }
 func (s *fixedSource) BatchSize() int { return s.batch }
@@ -65,7 +65,7 @@ func (s *fixedSource) Epoch() iter.Seq2[*data.GlobalBatch, error] {
 		total := per * s.replicas
 		for step := range s.BatchesPerEpoch() {
 			st := &data.GlobalBatch{Epoch: s.epoch, Index: step}
-			for _, r := range s.localRanks {
+			for _, r := range s.ownReplicas {
 				b := &data.Batch{}
 				var xs [][]float32
 				var ys []int32

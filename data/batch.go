@@ -71,7 +71,7 @@ func (gb *GlobalBatch) NumReal() int {
 type Source interface {
 	// Distribute tells the source how many replicas there are in total (devices x processes)
 	// and which of them are local to this process. It is called by Accelerator.Prepare.
-	Distribute(numReplicas int, localRanks []int) error
+	Distribute(numReplicas int, replicas []int) error
 	// BatchSize is the per-replica (per-device) batch size: the first axis of every input.
 	BatchSize() int
 	// BatchesPerEpoch is the number of global batches in one pass over the data, for the

@@ -105,13 +105,13 @@ func newLoaderBase[T any](caller string, n int, cfg LoaderConfig[T]) (loaderBase
 }
 
 // Distribute splits the data over numReplicas replicas (devices x processes), of which this
-// process feeds localRanks (one batch per local rank in every GlobalBatch, in that order). More
-// replicas than examples is allowed: the replicas past the data get padding (see
+// process feeds the replicas listed in replicas (one batch each in every GlobalBatch, in that
+// order). More replicas than examples is allowed: the replicas past the data get padding (see
 // DistributedSampler), unless DropLast leaves no global batch, which is an error; with
 // GlobalBatchSize, more replicas than GlobalBatchSize is an error. A position restored
 // mid-epoch continues on any replica count with the rest of the epoch (see Restore).
-func (l *loaderBase[T]) Distribute(numReplicas int, localRanks []int) error {
-	return l.pos.distribute(numReplicas, localRanks)
+func (l *loaderBase[T]) Distribute(numReplicas int, replicas []int) error {
+	return l.pos.distribute(numReplicas, replicas)
 }
 
 // BatchSize is the per-replica batch size: the first axis of every tensor of a Batch. With
@@ -237,18 +237,18 @@ type Loader[T any] struct {
 // invalid configuration.
 func NewLoader[T any](ds Dataset[T], cfg LoaderConfig[T]) (*Loader[T], error) {
 	if ds == nil {
-		return nil, fmt.Errorf("data.NewLoader: nil dataset")
+		return nil, fmt.Errorf("data: NewLoader: nil dataset")
 	}
-	if err := cfg.validate("data.NewLoader"); err != nil {
+	if err := cfg.validate("data: NewLoader"); err != nil {
 		return nil, err
 	}
 	n := ds.Len()
 	if n <= 0 {
-		return nil, fmt.Errorf("data.NewLoader: empty dataset (Len() = %d)", n)
+		return nil, fmt.Errorf("data: NewLoader: empty dataset (Len() = %d)", n)
 	}
 	l := &Loader[T]{ds: ds, n: n}
 	var err error
-	if l.loaderBase, err = newLoaderBase("data.NewLoader", n, cfg); err != nil {
+	if l.loaderBase, err = newLoaderBase("data: NewLoader", n, cfg); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -284,8 +284,8 @@ func (l *Loader[T]) slots(ps pass, perm []int, t int) ([]T, []*Batch, error) {
 	bs := lay.share(r)
 	sampled := ps.base + (l.n-ps.base+r-1)/r*r // end of the wrap-around padding (per-device batches)
 	first, _ := ps.slot(lay, t, 0, 0)
-	examples, batches := make([]T, 0, bs*len(ps.localRanks)), make([]*Batch, len(ps.localRanks))
-	for j, rank := range ps.localRanks {
+	examples, batches := make([]T, 0, bs*len(ps.replicas)), make([]*Batch, len(ps.replicas))
+	for j, rank := range ps.replicas {
 		b, firstSlot := newBatch(bs), len(examples)
 		for k := range bs {
 			p, inShare := ps.slot(lay, t, rank, k)

@@ -63,7 +63,7 @@ type position struct {
 	mu          sync.Mutex
 	lay         layout
 	numReplicas int
-	localRanks  []int
+	replicas    []int
 	distributed bool // Distribute was called (not just the default single replica)
 	epoch       int
 	consumed    int // global batches of the epoch handed out
@@ -80,7 +80,7 @@ type position struct {
 type pass struct {
 	epoch, start, batches, numReplicas int
 	base, segStart                     int // global batch t is batch t-segStart of the layout from base
-	localRanks                         []int
+	replicas                           []int
 	seed                               int64
 	gen                                int
 }
@@ -91,26 +91,26 @@ func (ps pass) slot(g layout, t, replica, k int) (int, bool) {
 }
 
 func newPosition(seed int64, lay layout) *position {
-	return &position{lay: lay, numReplicas: 1, localRanks: []int{0}, seed: seed, savedGlobal: lay.global}
+	return &position{lay: lay, numReplicas: 1, replicas: []int{0}, seed: seed, savedGlobal: lay.global}
 }
 
 // batchesPerEpoch is the number of global batches of a whole epoch over r replicas.
 func (p *position) batchesPerEpoch(r int) int { return p.lay.batchesFrom(0, r) }
 
-func (p *position) distribute(numReplicas int, localRanks []int) error {
+func (p *position) distribute(numReplicas int, replicas []int) error {
 	if numReplicas < 1 {
 		return fmt.Errorf("data: Distribute(numReplicas = %d): want >= 1", numReplicas)
 	}
-	if len(localRanks) == 0 {
-		return fmt.Errorf("data: Distribute(%d, localRanks = []): want at least one local rank", numReplicas)
+	if len(replicas) == 0 {
+		return fmt.Errorf("data: Distribute(%d, replicas = []): want at least one replica", numReplicas)
 	}
-	seen := make(map[int]bool, len(localRanks))
-	for _, r := range localRanks {
+	seen := make(map[int]bool, len(replicas))
+	for _, r := range replicas {
 		if r < 0 || r >= numReplicas {
-			return fmt.Errorf("data: Distribute: local rank %d not in [0, %d)", r, numReplicas)
+			return fmt.Errorf("data: Distribute: replica %d not in [0, %d)", r, numReplicas)
 		}
 		if seen[r] {
-			return fmt.Errorf("data: Distribute: local rank %d given twice in %v", r, localRanks)
+			return fmt.Errorf("data: Distribute: replica %d given twice in %v", r, replicas)
 		}
 		seen[r] = true
 	}
@@ -128,7 +128,7 @@ func (p *position) distribute(numReplicas int, localRanks []int) error {
 	if err := p.checkLocked(numReplicas); err != nil {
 		return err
 	}
-	p.numReplicas, p.localRanks, p.distributed = numReplicas, slices.Clone(localRanks), true
+	p.numReplicas, p.replicas, p.distributed = numReplicas, slices.Clone(replicas), true
 	p.gen++
 	return nil
 }
@@ -263,7 +263,7 @@ func (p *position) begin() (pass, error) {
 	}
 	p.posReplicas = r
 	return pass{epoch: p.epoch, start: p.consumed, batches: batches, numReplicas: r, base: p.base, segStart: p.segStart,
-		localRanks: slices.Clone(p.localRanks), seed: p.seed, gen: p.gen}, nil
+		replicas: slices.Clone(p.replicas), seed: p.seed, gen: p.gen}, nil
 }
 
 // handOut records that global batch index of the pass was handed out; after the last one of

@@ -112,11 +112,11 @@ func (s DistributedSampler) Samples(epoch int) ([]Sample, error) {
 func (s DistributedSampler) validate() error {
 	switch {
 	case s.Len < 0:
-		return fmt.Errorf("data.DistributedSampler: Len = %d, want >= 0", s.Len)
+		return fmt.Errorf("data: DistributedSampler: Len = %d, want >= 0", s.Len)
 	case s.NumReplicas < 0:
-		return fmt.Errorf("data.DistributedSampler: NumReplicas = %d, want >= 1", s.NumReplicas)
+		return fmt.Errorf("data: DistributedSampler: NumReplicas = %d, want >= 1", s.NumReplicas)
 	case s.Rank < 0 || s.Rank >= s.replicas():
-		return fmt.Errorf("data.DistributedSampler: Rank = %d, want a value in [0, %d) (NumReplicas)", s.Rank, s.replicas())
+		return fmt.Errorf("data: DistributedSampler: Rank = %d, want a value in [0, %d) (NumReplicas)", s.Rank, s.replicas())
 	}
 	return nil
 }

@@ -22,14 +22,14 @@ const splitStream = 0x73706c6974 // "split"
 // It returns an error for an empty dataset or a fraction outside [0, 1].
 func Split[T any](ds Dataset[T], testFraction float64, seed int64) (train, test Subset[T], err error) {
 	if ds == nil {
-		return train, test, fmt.Errorf("data.Split: nil dataset")
+		return train, test, fmt.Errorf("data: Split: nil dataset")
 	}
 	n := ds.Len()
 	if n <= 0 {
-		return train, test, fmt.Errorf("data.Split: empty dataset (Len() = %d)", n)
+		return train, test, fmt.Errorf("data: Split: empty dataset (Len() = %d)", n)
 	}
 	if math.IsNaN(testFraction) || testFraction < 0 || testFraction > 1 {
-		return train, test, fmt.Errorf("data.Split: testFraction = %v, want a value in [0, 1]", testFraction)
+		return train, test, fmt.Errorf("data: Split: testFraction = %v, want a value in [0, 1]", testFraction)
 	}
 	// The small epsilon keeps 0.3*10 = 3.0000000000000004 from rounding up to 4.
 	nTest := int(math.Ceil(testFraction*float64(n) - 1e-9))

@@ -36,28 +36,28 @@ type StreamLoader[T any] struct {
 // the stream is empty, or if the configuration is invalid.
 func NewStreamLoader[T any](s Stream[T], cfg LoaderConfig[T]) (*StreamLoader[T], error) {
 	if s == nil {
-		return nil, fmt.Errorf("data.NewStreamLoader: nil stream")
+		return nil, fmt.Errorf("data: NewStreamLoader: nil stream")
 	}
-	if err := cfg.validate("data.NewStreamLoader"); err != nil {
+	if err := cfg.validate("data: NewStreamLoader"); err != nil {
 		return nil, err
 	}
 	if cfg.Shuffle {
-		return nil, fmt.Errorf("data.NewStreamLoader: LoaderConfig.Shuffle is set, but a stream is read in order; " +
+		return nil, fmt.Errorf("data: NewStreamLoader: LoaderConfig.Shuffle is set, but a stream is read in order; " +
 			"load it with data.Collect and use data.NewLoader to shuffle")
 	}
 	n := 0
 	for _, err := range s.All() {
 		if err != nil {
-			return nil, fmt.Errorf("data.NewStreamLoader: counting the examples: %w", err)
+			return nil, fmt.Errorf("data: NewStreamLoader: counting the examples: %w", err)
 		}
 		n++
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("data.NewStreamLoader: empty dataset (the stream has no example)")
+		return nil, fmt.Errorf("data: NewStreamLoader: empty dataset (the stream has no example)")
 	}
 	l := &StreamLoader[T]{s: s, n: n}
 	var err error
-	if l.loaderBase, err = newLoaderBase("data.NewStreamLoader", n, cfg); err != nil {
+	if l.loaderBase, err = newLoaderBase("data: NewStreamLoader", n, cfg); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -114,8 +114,8 @@ func (l *StreamLoader[T]) slots(ps pass, round []T, t int) ([]T, []*Batch, error
 	lay := l.pos.lay
 	bs := lay.share(ps.numReplicas)
 	base, _ := ps.slot(lay, t, 0, 0) // stream number of round[0]
-	examples, batches := make([]T, 0, bs*len(ps.localRanks)), make([]*Batch, len(ps.localRanks))
-	for j, rank := range ps.localRanks {
+	examples, batches := make([]T, 0, bs*len(ps.replicas)), make([]*Batch, len(ps.replicas))
+	for j, rank := range ps.replicas {
 		b, first := newBatch(bs), len(examples)
 		for k := range bs {
 			p, inShare := ps.slot(lay, t, rank, k)
