@@ -152,10 +152,10 @@ func waitPIDs(t *testing.T, dir string, n int) []int {
 		var pids []int
 		for r := 0; r < n; r++ {
 			raw, err := os.ReadFile(filepath.Join(dir, "pid_"+strconv.Itoa(r)))
-			if err != nil {
+			pid, perr := strconv.Atoi(string(raw))
+			if err != nil || perr != nil || pid <= 0 { // not there yet, or read while being written
 				break
 			}
-			pid, _ := strconv.Atoi(string(raw))
 			pids = append(pids, pid)
 		}
 		if len(pids) == n {
