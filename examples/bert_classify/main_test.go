@@ -20,9 +20,9 @@ func cpuPlugin(t *testing.T) string {
 
 // TestTinyModelSameLossesOn1And4Devices trains the built-in tiny BERT for a few steps at the
 // same global batch (16) on 1 and on 4 XLA CPU devices: the step losses must agree. Dropout is
-// off: its random masks depend on how XLA partitions the random-number generator over the
-// devices (as DDP's differ by rank), so with dropout the runs are statistically, not
-// numerically, alike.
+// off: the masks are drawn for the global batch's rows, and on another device count the
+// sampler puts other examples in those rows, so with dropout the runs are statistically, not
+// numerically, alike (docs/semantics.md).
 func TestTinyModelSameLossesOn1And4Devices(t *testing.T) {
 	plugin := cpuPlugin(t)
 	var ref []float64
