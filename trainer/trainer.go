@@ -464,7 +464,10 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 	}
 	var err error
 	f.log, err = openMetrics(filepath.Join(f.dir, MetricsFile), f.rs.Records, f.notice)
-	return err
+	if err != nil {
+		return err
+	}
+	return startLoggers(f.cfg.Loggers, f.dir, f.step, f.notice, "Config.Loggers")
 }
 
 func (f *fit) fillResult(res *Result) {
