@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/trainer/internal/tfevent"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
@@ -444,5 +445,59 @@ func compareSeries(t *testing.T, what string, got, want map[string][][2]float64)
 		if _, ok := want[tag]; !ok {
 			t.Errorf("%s: %s is not in metrics.jsonl", what, tag)
 		}
+	}
+}
+
+// TestLoggersTwoProcessesAndKill: a 2-process Fit with the TensorBoard and CSV loggers writes
+// one event file (rank 0's). A run whose rank 0 is SIGKILLed after the record of update 7
+// (its last checkpoint is of update 6), whose files then get a torn last record, resumes
+// with the same command: every tag's steps strictly increase, none is missing, and every
+// scalar but the throughput equals the uninterrupted run's.
+func TestLoggersTwoProcessesAndKill(t *testing.T) {
+	testutil.NeedMPI(t)
+	report := fitReport + "=tensorboard,csv"
+	clean, killed := t.TempDir(), t.TempDir()
+	if out, err := launchFit(t, clean, 0, report); err != nil {
+		t.Fatalf("uninterrupted run: %v\n%s", err, out)
+	}
+	if out, err := launchFit(t, killed, 0, report, fitKillEnv+"=0:8"); err == nil || !strings.Contains(err.Error(), "signal: killed") {
+		t.Fatalf("the run whose rank 0 is killed at update 8 ended with %v:\n%s", err, out)
+	}
+	files, _ := filepath.Glob(filepath.Join(killed, EventFilePrefix+"*"))
+	if len(files) != 1 {
+		t.Fatalf("the killed run left the event files %v, want 1", files)
+	}
+	// The killed session logged update 7, after the checkpoint of update 6: the resumed one
+	// logs it again.
+	if before, _, _ := readEventFile(t, killed); len(before) == 0 || before[len(before)-1] != (tbPoint{"train/epoch", 7}) {
+		t.Fatalf("the killed run's event file ends with %v, want the record of update 7", before[max(0, len(before)-3):])
+	}
+	appendBytes(t, files[0], tfevent.Frame(tfevent.Event{Step: 8}.Marshal())[:10])
+	appendBytes(t, filepath.Join(killed, CSVFile), []byte("8,tra"))
+	if out, err := launchFit(t, killed, 0, report); err != nil {
+		t.Fatalf("resuming the killed run: %v\n%s", err, out)
+	}
+	cleanTags, cleanValues, _ := readEventFile(t, clean)
+	tags, values, _ := readEventFile(t, killed)
+	checkSteps(t, "the resumed run's event file", tags)
+	var steps []int64
+	for _, p := range tags {
+		if p.tag == "train/loss" {
+			steps = append(steps, p.step)
+		}
+	}
+	if len(steps) != 24 || steps[0] != 1 || steps[23] != 24 {
+		t.Errorf("train/loss at steps %v, want 1 to 24", steps)
+	}
+	if !slices.Equal(tags, cleanTags) {
+		t.Fatalf("the resumed run's scalars\n%v\nthe uninterrupted run's\n%v", tags, cleanTags)
+	}
+	for i, p := range tags {
+		if p.tag != "train/examples_per_s" && values[i] != cleanValues[i] {
+			t.Errorf("%s at step %d: %g after the kill and resume, %g uninterrupted", p.tag, p.step, values[i], cleanValues[i])
+		}
+	}
+	if rows, recs := readCSVFile(t, killed), readRecords(t, killed); len(rows) != len(recs) {
+		t.Errorf("metrics.csv has %d rows, metrics.jsonl %d records", len(rows), len(recs))
 	}
 }
