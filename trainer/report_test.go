@@ -357,7 +357,19 @@ func TestTensorBoardReadsTheEventFile(t *testing.T) {
 		t.Errorf("EventAccumulator finds the tensors %v, want the text \"config\"", got.Tensors)
 	}
 
-	// The server.
+	// The server, with its Python reader and with its Rust data server (the default when
+	// tensorboard-data-server is installed, as pip installs it).
+	for _, fast := range []string{"false", "true"} {
+		served := serveScalars(t, py, dir, fast, want)
+		compareSeries(t, "tensorboard --load_fast="+fast+"'s HTTP scalars API", served, want)
+	}
+}
+
+// serveScalars starts `tensorboard --logdir dir` on 127.0.0.1 with --load_fast fast, and returns
+// every scalar series that its HTTP API serves once it serves as many points as want has (or
+// after 90 s); it also checks that the text plugin serves the config.
+func serveScalars(t *testing.T, py, dir, fast string, want map[string][][2]float64) map[string][][2]float64 {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -368,7 +380,7 @@ func TestTensorBoardReadsTheEventFile(t *testing.T) {
 	defer cancel()
 	var log bytes.Buffer
 	cmd := exec.CommandContext(ctx, py, "-m", "tensorboard.main", "--logdir", dir, "--host", "127.0.0.1",
-		"--port", fmt.Sprint(port), "--load_fast", "false")
+		"--port", fmt.Sprint(port), "--load_fast", fast)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -388,41 +400,60 @@ func TestTensorBoardReadsTheEventFile(t *testing.T) {
 		return b, err
 	}
 	// The server answers once it has started; it reads the logdir shortly after.
-	var tagsJSON []byte
+	served := map[string][][2]float64{}
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(500 * time.Millisecond) {
-		tagsJSON, err = get("/data/plugin/scalars/tags")
-		if err == nil && bytes.Contains(tagsJSON, []byte("eval/accuracy")) {
+		served, err = fetchScalars(get)
+		complete := err == nil
+		for tag, w := range want {
+			complete = complete && len(served[tag]) >= len(w)
+		}
+		if complete {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("tensorboard serves no scalars after 90 s (last: %v %s); its log:\n%s", err, tagsJSON, log.String())
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Errorf("tensorboard --load_fast=%s serves not all the scalars after 90 s (last: %v); its log:\n%s", fast, err,
+				log.String())
+			return served
 		}
+	}
+	text, err := get("/data/plugin/text/text?" + url.Values{"run": {"."}, "tag": {"config"}}.Encode())
+	if err != nil || !bytes.Contains(text, []byte("learning_rate")) {
+		t.Errorf("tensorboard --load_fast=%s: the text plugin's config: %v: %.200s", fast, err, text)
+	}
+	return served
+}
+
+// fetchScalars reads every scalar series of the only run in the logdir through TensorBoard's
+// HTTP scalars API (get is a GET of a path of the server).
+func fetchScalars(get func(path string) ([]byte, error)) (map[string][][2]float64, error) {
+	tagsJSON, err := get("/data/plugin/scalars/tags")
+	if err != nil {
+		return nil, err
 	}
 	var tagsByRun map[string]map[string]any
-	if err := json.Unmarshal(tagsJSON, &tagsByRun); err != nil || len(tagsByRun) != 1 {
-		t.Fatalf("/data/plugin/scalars/tags: %v: %s, want one run", err, tagsJSON)
+	if err := json.Unmarshal(tagsJSON, &tagsByRun); err != nil {
+		return nil, fmt.Errorf("/data/plugin/scalars/tags: %v: %s", err, tagsJSON)
+	}
+	if len(tagsByRun) != 1 || tagsByRun["."] == nil {
+		return nil, fmt.Errorf("/data/plugin/scalars/tags: %s, want the one run \".\"", tagsJSON)
 	}
 	served := map[string][][2]float64{}
-	for run, tags := range tagsByRun {
-		for tag := range tags {
-			b, err := get("/data/plugin/scalars/scalars?" + url.Values{"run": {run}, "tag": {tag}}.Encode())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var points [][3]float64 // wall time, step, value
-			if err := json.Unmarshal(b, &points); err != nil {
-				t.Fatalf("%s: %v: %s", tag, err, b)
-			}
-			for _, p := range points {
-				served[tag] = append(served[tag], [2]float64{p[1], p[2]})
-			}
+	for tag := range tagsByRun["."] {
+		b, err := get("/data/plugin/scalars/scalars?" + url.Values{"run": {"."}, "tag": {tag}}.Encode())
+		if err != nil {
+			return nil, err
 		}
-		text, err := get("/data/plugin/text/text?" + url.Values{"run": {run}, "tag": {"config"}}.Encode())
-		if err != nil || !bytes.Contains(text, []byte("learning_rate")) {
-			t.Errorf("the text plugin's config: %v: %.200s", err, text)
+		var points [][3]float64 // wall time, step, value
+		if err := json.Unmarshal(b, &points); err != nil {
+			return nil, fmt.Errorf("%s: %v: %s", tag, err, b)
+		}
+		for _, p := range points {
+			served[tag] = append(served[tag], [2]float64{p[1], p[2]})
 		}
 	}
-	compareSeries(t, "tensorboard's HTTP scalars API", served, want)
+	return served, nil
 }
 
 // compareSeries compares tag -> [step, value] series, values as float32.
