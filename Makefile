@@ -78,8 +78,8 @@ $(PLUGIN) $(MPICH_LIB) &:
 
 # mpi4py 4.1.2 (a 4.5 MB wheel) runs the launcher's mpi4py tests; it loads the MPICH that the
 # launcher names in MPI4PY_LIBMPI. tensorboard 2.21.0 reads the trainer's event files in its
-# tests (with grpcio, tensorboard-data-server, pillow, protobuf, werkzeug, markdown: about 86 MB
-# more). The stamp's name changes with the list of packages.
+# tests (with grpcio, tensorboard-data-server, pillow, protobuf, werkzeug, markdown; its size is
+# in docs/setup.md). The stamp's name changes with the list of packages.
 $(PYDEPS)/.installed-tb:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: safetensors/numpy/mpi4py/tensorboard NOT installed; interop tests will be skipped"; exit 0; fi; \
 	  $(PIP) install --quiet --disable-pip-version-check --target $(PYDEPS) safetensors numpy mpi4py==4.1.2 tensorboard==2.21.0 && touch $@

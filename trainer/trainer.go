@@ -467,7 +467,12 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 	if err != nil {
 		return err
 	}
-	return startLoggers(f.cfg.Loggers, f.dir, f.step, f.notice, "Config.Loggers")
+	if err := startLoggers(f.cfg.Loggers, f.dir, f.step, f.notice, "Config.Loggers"); err != nil {
+		_ = f.log.Close()
+		f.log = nil
+		return err
+	}
+	return nil
 }
 
 func (f *fit) fillResult(res *Result) {
