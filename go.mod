@@ -13,6 +13,7 @@ require (
 	golang.org/x/term v0.44.0
 	golang.org/x/text v0.35.0
 	gonum.org/v1/plot v0.17.0
+	google.golang.org/protobuf v1.36.11
 )
 
 require (
@@ -29,6 +30,5 @@ require (
 	github.com/rivo/uniseg v0.4.7 // indirect
 	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f // indirect
 	golang.org/x/image v0.30.0 // indirect
-	google.golang.org/protobuf v1.36.11 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 )

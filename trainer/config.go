@@ -108,7 +108,9 @@ type Config struct {
 	Quiet bool `json:"-"`
 	// Loggers receive every record Fit writes to metrics.jsonl (the default logger), in the
 	// same order, on the main process; Fit closes them when it returns. A resumed session
-	// gives them the records from the checkpoint on.
+	// gives them the records from the checkpoint on. A RunLogger (NewTensorBoardLogger,
+	// NewCSVLogger; ReportTo makes them from --report_to's names) is started in OutputDir
+	// first, where it drops what it held after the checkpoint's step.
 	Loggers []Logger `json:"-"`
 	// Callbacks are called during the run.
 	Callbacks Callbacks `json:"-"`

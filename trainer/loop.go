@@ -366,6 +366,9 @@ func (f *fit) saveLast() error {
 		if err := f.log.Sync(); err != nil {
 			return err
 		}
+		if err := syncLoggers(f.cfg.Loggers, "Config.Loggers"); err != nil {
+			return err
+		}
 	}
 	path, err := f.last.Save(f.state())
 	if err != nil {

@@ -28,6 +28,7 @@ const (
 	fitKillEnv   = "GOACCEL_TRAINER_KILL"   // "rank:step": that rank SIGKILLs itself after that update, in attempt 0
 	fitPlugin    = "GOACCEL_TRAINER_PLUGIN"
 	fitDropout   = "GOACCEL_TRAINER_DROPOUT" // the dropout rate of the toy model's hidden layer (default none)
+	fitReport    = "GOACCEL_TRAINER_REPORT"  // --report_to's names: those loggers, and a record every update
 )
 
 // fitWorker is one rank of a 2-epoch Fit of the toy model that checkpoints every 3 updates.
@@ -69,6 +70,12 @@ func fitWorker(dir string) error {
 		return err
 	}
 	cfg := Config{OutputDir: dir, Epochs: 2, SaveEvery: 3, LearningRate: 0.01, Quiet: true}
+	if v := os.Getenv(fitReport); v != "" {
+		if cfg.Loggers, err = ReportTo(v); err != nil {
+			return err
+		}
+		cfg.LogEvery = 1
+	}
 	cfg.Callbacks.OnStep = func(ev StepEvent) error {
 		if acc.ProcessIndex() == killRank && ev.Step == killStep {
 			return syscall.Kill(os.Getpid(), syscall.SIGKILL)

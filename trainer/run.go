@@ -41,6 +41,7 @@ type Run struct {
 	state   any
 	ckpt    *checkpoint.Manager
 	log     *metricsWriter // main process only
+	loggers []Logger       // AddLoggers'
 	records int
 	savedAt int64
 }
@@ -170,7 +171,22 @@ func jsonDifferences(a, b any) []string {
 	return out
 }
 
-// Log appends a record to metrics.jsonl (main process; a no-op elsewhere): Run is a Logger.
+// AddLoggers gives the loop's records to more loggers (ReportTo's, say) besides metrics.jsonl:
+// Log writes each record to all of them, Save syncs them and Close closes them. On the main
+// process, those that keep a file in the run directory (RunLogger: TensorBoard, CSV) are
+// started there first, keeping what they hold up to the checkpoint's step (Step); on the
+// others nothing is written. Call it on every process, after OpenRun and before the first Log.
+func (r *Run) AddLoggers(ls ...Logger) error {
+	r.loggers = append(r.loggers, ls...)
+	if r.log == nil {
+		return nil
+	}
+	return startLoggers(ls, r.Dir, r.Step, func(format string, args ...any) { r.acc.Printf(format, args...) },
+		"Run.AddLoggers")
+}
+
+// Log appends a record to metrics.jsonl and gives it to the loggers of AddLoggers (main
+// process; a no-op elsewhere): Run is a Logger.
 func (r *Run) Log(rec Record) error {
 	if r.log == nil {
 		return nil
@@ -179,6 +195,11 @@ func (r *Run) Log(rec Record) error {
 		return err
 	}
 	r.records = r.log.Len()
+	for i, l := range r.loggers {
+		if err := l.Log(rec); err != nil {
+			return wrapf(err, "Run.AddLoggers[%d] at step %d", i, rec.Step)
+		}
+	}
 	return nil
 }
 
@@ -194,6 +215,9 @@ func (r *Run) Save(step int64) error {
 	}
 	if r.log != nil {
 		if err := r.log.Sync(); err != nil {
+			return err
+		}
+		if err := syncLoggers(r.loggers, "Run.AddLoggers"); err != nil {
 			return err
 		}
 	}
@@ -245,12 +269,22 @@ func (r *Run) plot() {
 	}
 }
 
-// Close closes metrics.jsonl.
+// Close closes metrics.jsonl and the loggers of AddLoggers.
 func (r *Run) Close() error {
-	if r.log == nil {
-		return nil
+	var err error
+	for i, l := range r.loggers {
+		if cerr := l.Close(); cerr != nil && err == nil {
+			err = wrapf(cerr, "closing Run.AddLoggers[%d]", i)
+		}
 	}
-	return r.log.Close()
+	r.loggers = nil
+	if r.log == nil {
+		return err
+	}
+	if cerr := r.log.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 var _ Logger = (*Run)(nil)

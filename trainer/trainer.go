@@ -484,7 +484,15 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 	}
 	var err error
 	f.log, err = openMetrics(filepath.Join(f.dir, MetricsFile), f.rs.Records, f.notice)
-	return err
+	if err != nil {
+		return err
+	}
+	if err := startLoggers(f.cfg.Loggers, f.dir, f.step, f.notice, "Config.Loggers"); err != nil {
+		_ = f.log.Close()
+		f.log = nil
+		return err
+	}
+	return nil
 }
 
 func (f *fit) fillResult(res *Result) {

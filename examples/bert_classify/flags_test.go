@@ -16,7 +16,7 @@ func TestFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := options{DataDir: "d", ModelDir: "m", MixedPrecision: "no", Epochs: 2, MaxSteps: 30, BatchSize: 8, MaxLen: 32,
-		Workers: 2, LearningRate: 3e-5, TestSize: 0.2, WeightDecay: 0.01, Seed: 7}
+		Workers: 2, LearningRate: 3e-5, TestSize: 0.2, WeightDecay: 0.01, Seed: 7, ReportTo: "jsonl"}
 	if o != want {
 		t.Errorf("flags:\n got %+v\nwant %+v", o, want)
 	}

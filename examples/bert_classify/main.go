@@ -41,15 +41,16 @@ import (
 // options are the program's flags; a resumed run must have the same ones, --output_dir,
 // --epochs, --max_steps and --workers aside.
 type options struct {
-	DataDir, ModelDir, OutputDir, MixedPrecision, Backend string
-	Epochs, MaxSteps, BatchSize, MaxLen, Devices, Workers int
-	GlobalBatchSize                                       int // 0: BatchSize per device
-	LearningRate, TestSize, Dropout, WeightDecay          float64
-	Seed                                                  int64
+	DataDir, ModelDir, OutputDir, MixedPrecision, Backend, ReportTo string
+	Epochs, MaxSteps, BatchSize, MaxLen, Devices, Workers           int
+	GlobalBatchSize                                                 int // 0: BatchSize per device
+	LearningRate, TestSize, Dropout, WeightDecay                    float64
+	Seed                                                            int64
 }
 
 func defaultOptions() options {
-	return options{Epochs: 3, BatchSize: 64, MaxLen: 64, Seed: 42, TestSize: 0.1, MixedPrecision: "no", Workers: 2, Dropout: -1}
+	return options{Epochs: 3, BatchSize: 64, MaxLen: 64, Seed: 42, TestSize: 0.1, MixedPrecision: "no", Workers: 2, Dropout: -1,
+		ReportTo: trainer.ReportJSONL}
 }
 
 func newFlagSet(o *options) *flag.FlagSet {
@@ -75,6 +76,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.Devices, "devices", 0, "devices to use; 0: all found (on XLA's CPU plugin: how many host devices to create)")
 	fs.StringVar(&o.Backend, "backend", "", `backend: "go", "xla:cpu", "xla:cuda" or a plugin path; empty: discover`)
 	fs.IntVar(&o.Workers, "workers", o.Workers, "goroutines that tokenize and collate batches ahead of training")
+	fs.StringVar(&o.ReportTo, "report_to", o.ReportTo, "where the records go besides the console, comma-separated: jsonl (metrics.jsonl, always written), tensorboard (an event file in the run directory: tensorboard --logdir RUN), csv (metrics.csv)")
 	fs.Float64Var(&o.LearningRate, "lr", 0, "") // the earlier name
 	_ = fs.MarkHidden("lr")
 	return fs
@@ -134,6 +136,10 @@ type history struct {
 // train() and test(), rank-0 printing and saving, the best accuracy. It returns the run's
 // history and the exit code.
 func run(o options, out io.Writer) (*history, int, error) {
+	loggers, err := trainer.ReportTo(o.ReportTo)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--report_to: %w", err)
+	}
 	acc, err := accelerator.New(accelerator.Config{Backend: o.Backend, Devices: o.Devices,
 		MixedPrecision: o.MixedPrecision, Seed: o.Seed, Output: out})
 	if err != nil {
@@ -207,12 +213,15 @@ func run(o options, out io.Writer) (*history, int, error) {
 	// from the newest), best/, the curves. A resumed run may change the run's length.
 	h := &history{}
 	cfg := o
-	cfg.OutputDir, cfg.Epochs, cfg.MaxSteps, cfg.Workers = "", 0, 0, 0
+	cfg.OutputDir, cfg.Epochs, cfg.MaxSteps, cfg.Workers, cfg.ReportTo = "", 0, 0, 0, ""
 	rd, err := trainer.OpenRun(acc, dir, cfg, job, h)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer rd.Close()
+	if err := rd.AddLoggers(loggers...); err != nil { // --report_to's TensorBoard and CSV files, rank 0
+		return nil, 0, err
+	}
 	acc.Printf("training on %d sentences, testing on %d; %d steps per epoch, %d in all", trainSet.Len(), testSet.Len(), perEpoch, total)
 	if !acc.IsMainProcess() {
 		out = io.Discard // the progress bar shows on rank 0 only

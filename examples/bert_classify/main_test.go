@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"math"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/internal/acctest"
+	"github.com/goaccel/goaccel/trainer"
 )
 
 // cpuPlugin finds XLA's CPU plugin for the multi-device test; it skips loudly without one,
@@ -57,11 +59,12 @@ func TestTinyModelSameLossesOn1And4Devices(t *testing.T) {
 func TestDefaultRunLearns(t *testing.T) {
 	o := defaultOptions()
 	o.Backend, o.Devices, o.BatchSize, o.Epochs, o.Workers = cpuPlugin(t), 1, 32, 3, 1
-	o.OutputDir = t.TempDir()
+	o.OutputDir, o.ReportTo = t.TempDir(), "tensorboard,csv,jsonl"
 	res, code, err := run(o, io.Discard)
 	if err != nil || code != 0 {
 		t.Fatal(code, err)
 	}
+	checkReports(t, o.OutputDir)
 	if best := res.Best; best < 0.7 {
 		t.Errorf("best test accuracy %.3f after %d epochs on the built-in data, want clearly above chance (>= 0.7)", best, o.Epochs)
 	}
@@ -74,6 +77,7 @@ func TestDefaultRunLearns(t *testing.T) {
 	if err != nil || again.Steps != res.Steps || len(again.StepLoss) != len(res.StepLoss) {
 		t.Fatalf("the same flags on the finished run: %v; %d steps, want %d and no more training", err, again.Steps, res.Steps)
 	}
+	checkReports(t, o.OutputDir)
 	o.Seed++
 	if _, _, err := run(o, io.Discard); err == nil || !strings.Contains(err.Error(), "another configuration") ||
 		!strings.Contains(err.Error(), "Seed") {
@@ -141,5 +145,22 @@ func TestMixedPrecisionBF16(t *testing.T) {
 	cfg, err := os.ReadFile(filepath.Join(o.OutputDir, "config.json"))
 	if err != nil || !strings.Contains(string(cfg), "precision bf16") {
 		t.Errorf("config.json does not record bf16 (%v)", err)
+	}
+}
+
+// checkReports: --report_to tensorboard,csv left one TensorBoard event file and metrics.csv
+// with a row per record of metrics.jsonl.
+func checkReports(t *testing.T, dir string) {
+	t.Helper()
+	if files, _ := filepath.Glob(filepath.Join(dir, trainer.EventFilePrefix+"*")); len(files) != 1 {
+		t.Errorf("--report_to tensorboard: the run directory holds the event files %v, want 1", files)
+	}
+	recs, err := trainer.ReadMetrics(filepath.Join(dir, trainer.MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, trainer.CSVFile))
+	if n := bytes.Count(raw, []byte("\n")) - 1; err != nil || n != len(recs) {
+		t.Errorf("--report_to csv: %s has %d rows (%v), metrics.jsonl %d records", trainer.CSVFile, n, err, len(recs))
 	}
 }

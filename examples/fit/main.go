@@ -28,7 +28,7 @@ import (
 
 // options are the program's flags, named as Hugging Face's TrainingArguments.
 type options struct {
-	DataDir, ModelDir, OutputDir, MixedPrecision, Backend, Schedule            string
+	DataDir, ModelDir, OutputDir, MixedPrecision, Backend, Schedule, ReportTo  string
 	Epochs, MaxSteps, BatchSize, MaxLen, Devices, Workers, GradAccum, Patience int
 	GlobalBatchSize                                                            int // 0: BatchSize per device
 	SaveTotalLimit                                                             int
@@ -67,6 +67,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.Devices, "devices", 0, "devices to use; 0: all found")
 	fs.StringVar(&o.Backend, "backend", "", `backend: "go", "xla:cpu", "xla:cuda" or a plugin path; empty: discover`)
 	fs.IntVar(&o.Workers, "workers", 2, "goroutines that tokenize and collate batches ahead of training")
+	fs.StringVar(&o.ReportTo, "report_to", trainer.ReportJSONL, "where the records go besides the console, comma-separated: jsonl (metrics.jsonl, always written), tensorboard (an event file in the run directory: tensorboard --logdir RUN), csv (metrics.csv)")
 	return fs
 }
 
@@ -103,6 +104,10 @@ func main() {
 
 // run trains and tests with trainer.Fit and returns its result and the exit code.
 func run(o options, out io.Writer) (*trainer.Result, int, error) {
+	loggers, err := trainer.ReportTo(o.ReportTo)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--report_to: %w", err)
+	}
 	acc, err := accelerator.New(accelerator.Config{Backend: o.Backend, Devices: o.Devices,
 		MixedPrecision: o.MixedPrecision, Seed: o.Seed, Output: out})
 	if err != nil {
@@ -170,7 +175,7 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 		OutputDir: dir, Epochs: o.Epochs, MaxSteps: int64(o.MaxSteps), LearningRate: lr, Schedule: o.Schedule,
 		WarmupSteps: o.WarmupSteps, WarmupRatio: o.WarmupRatio, ClipGradNorm: o.MaxGradNorm,
 		GradientAccumulation: o.GradAccum, SaveEvery: o.SaveSteps, KeepLast: o.SaveTotalLimit, BestMetric: "accuracy",
-		Patience: o.Patience, GlobalBatchSize: o.GlobalBatchSize, Output: out, Interrupt: intr,
+		Patience: o.Patience, GlobalBatchSize: o.GlobalBatchSize, Output: out, Interrupt: intr, Loggers: loggers,
 		SaveBest: func(dir string) error { return bert.SavePretrained(dir, clf, tok) }, // best/: a Hugging Face folder
 		Extra: map[string]any{"data_dir": o.DataDir, "model_dir": o.ModelDir, "batch_size": o.BatchSize,
 			"max_len": o.MaxLen, "seed": o.Seed, "test_size": o.TestSize, "dropout": o.Dropout, "weight_decay": o.WeightDecay},

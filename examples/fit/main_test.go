@@ -46,7 +46,7 @@ func TestFlags(t *testing.T) {
 // reach the user with the flag to change.
 func TestFitLearnsAndNamesFlags(t *testing.T) {
 	o := parse(t, "--backend", acctest.CPUPlugin(t), "--devices", "2", "--batch_size", "16", "--workers", "1",
-		"--output_dir", t.TempDir())
+		"--output_dir", t.TempDir(), "--report_to", "tensorboard,csv")
 	var out strings.Builder
 	res, code, err := run(o, &out)
 	if err != nil || code != 0 {
@@ -55,7 +55,7 @@ func TestFitLearnsAndNamesFlags(t *testing.T) {
 	if res.Best < 0.7 {
 		t.Errorf("best accuracy %.3f, want >= 0.7", res.Best)
 	}
-	for _, f := range []string{"config.json", "metrics.jsonl", "curves.png", "best/model.safetensors"} {
+	for _, f := range []string{"config.json", "metrics.jsonl", "curves.png", "best/model.safetensors", "metrics.csv"} {
 		if _, err := os.Stat(filepath.Join(o.OutputDir, f)); err != nil {
 			t.Errorf("run directory lacks %s: %v", f, err)
 		}
@@ -66,6 +66,13 @@ func TestFitLearnsAndNamesFlags(t *testing.T) {
 	out.Reset()
 	if res, _, err := run(o, &out); err != nil || res.StopReason != "already complete" {
 		t.Errorf("the same command on the finished run: %v, %+v:\n%s", err, res, out.String())
+	}
+	if files, _ := filepath.Glob(filepath.Join(o.OutputDir, "events.out.tfevents.*")); len(files) != 1 {
+		t.Errorf("--report_to tensorboard: the run directory holds the event files %v, want 1", files)
+	}
+	if _, _, err := run(parse(t, "--report_to", "tensorboard,wandb"), io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "--report_to") || !strings.Contains(err.Error(), "wandb") {
+		t.Errorf("--report_to tensorboard,wandb: %v, want an error naming the flag and wandb", err)
 	}
 	o.WarmupRatio, o.OutputDir = 1.5, t.TempDir()
 	if _, _, err := run(o, io.Discard); err == nil || !strings.Contains(err.Error(), "--warmup_ratio = 1.5") {
