@@ -144,6 +144,7 @@ func (c *Comm) collective(e *call, timeout time.Duration, body func(r *round) er
 
 		r := &round{c: c, op: fmt.Sprintf("%s #%d", name, seq), timeout: timeout, deadline: time.Now().Add(timeout)}
 		defer r.pin.Unpin()
+		c.armAlarms()
 		err := r.postArrivals(arrivalTag(seq, e))
 		if err == nil && c.debug {
 			err = r.verify(e)
@@ -164,6 +165,7 @@ func (c *Comm) collective(e *call, timeout time.Duration, body func(r *round) er
 	})
 	if errors.Is(err, ErrTimeout) && e.state == "timed out" {
 		_, _ = c.WriteHangReport(err.Error())
+		_ = c.do(func() error { c.soundAlarm(); return nil }) // the others write theirs
 	}
 	return err
 }
@@ -232,7 +234,9 @@ func (r *round) run(what, call string, post func(req *C.gs_handle) C.int) error 
 	return r.wait(what, []C.gs_handle{req}, call)
 }
 
-// wait waits for the data requests and, alongside, the arrival messages, until r.deadline.
+// wait waits for the data requests and, alongside, the arrival messages, until r.deadline. It
+// waits in slices of at most alarmPoll, and between slices answers another rank's alarm
+// (see alarm) by writing this rank's hang report.
 func (r *round) wait(what string, data []C.gs_handle, call ...string) error {
 	nd, nr := len(data), len(r.recv)
 	n := nd + nr + len(r.send)
@@ -243,12 +247,17 @@ func (r *round) wait(what string, data []C.gs_handle, call ...string) error {
 	reqs = append(append(append(reqs, data...), r.recv...), r.send...)
 	done := make([]C.int, nd, n)
 	done = append(append(done, r.recvDone...), r.sendDone...)
-	remaining := time.Until(r.deadline).Seconds()
-	if remaining < 0 {
-		remaining = 0
-	}
 	var failed C.int
-	rc := C.gs_wait(&reqs[0], &done[0], C.int(n), C.int(nd), C.int(nr), C.double(remaining), &failed)
+	var rc C.int
+	for {
+		remaining := time.Until(r.deadline)
+		slice := min(max(remaining, 0), alarmPoll)
+		rc = C.gs_wait(&reqs[0], &done[0], C.int(n), C.int(nd), C.int(nr), C.double(slice.Seconds()), &failed)
+		if rc != C.GS_TIMEOUT || remaining <= alarmPoll {
+			break
+		}
+		r.c.answerAlarms()
+	}
 	copy(r.recv, reqs[nd:nd+nr])
 	copy(r.recvDone, done[nd:nd+nr])
 	copy(r.send, reqs[nd+nr:])

@@ -93,6 +93,13 @@ type Comm struct {
 	ring      [ringSize]*call
 	ringN     int  // collectives recorded in ring so far
 	debug     bool // $GOACCEL_DEBUG: verify every collective with the other ranks first
+
+	// The alarm (alarm.go), MPI thread only.
+	alarmsArmed bool
+	alarms      []C.gs_handle // receives of another rank's alarm, one per peer
+	alarmFrom   []int
+	alarmDone   []C.int
+	acks        []C.gs_handle
 }
 
 var (
