@@ -67,7 +67,8 @@ func (l *launcher) hangVerdict(workers []*worker) string {
 			// "rank 0 in allgather #7 ..." after the first: the verdict reads as one sentence.
 			line = strings.Replace(line, " waits in ", " in ", 1)
 		case line == "" && w.exited.Load():
-			line = fmt.Sprintf("rank %d ended without a hang report", w.rank)
+			what, _ := describe(w.cmd.ProcessState, nil)
+			line = fmt.Sprintf("rank %d ended (%s) without a hang report", w.rank, what)
 		case line == "":
 			line = fmt.Sprintf("rank %d wrote no hang report within %v", w.rank, hangWait)
 		}

@@ -634,7 +634,10 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 		if f.Why != "" {
 			m.args["why"] = f.Why
 		}
-		hang := f.Kind == "worker" && f.Log != "" && hasHangReport(f.Log)
+		hang := false // a rank timed out in a collective: it, or another it alarmed, wrote a report
+		for _, w := range workers {
+			hang = hang || (f.Kind == "worker" && hasHangReport(w.logDir))
+		}
 		if hang {
 			m.args["hang"] = "1" // the other nodes collect their ranks' reports too
 		}
