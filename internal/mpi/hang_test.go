@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -61,10 +62,24 @@ func TestHangLine(t *testing.T) {
 }
 
 // BenchmarkBegin is what recording a collective costs on the step path: one runtime.Callers
-// and the ring entry (the caller is resolved only for a report or GOACCEL_DEBUG).
+// and the ring entry (the caller is resolved only for a report or GOACCEL_DEBUG), called from
+// 1 frame deep and from 16 (about a gradient all-reduce's depth under a training loop: the
+// walk keeps at most callerDepth frames).
 func BenchmarkBegin(b *testing.B) {
-	c := &Comm{}
-	for i := 0; b.Loop(); i++ {
-		c.push(begin("allreduce-fused", 1<<20, false), uint32(i))
+	for _, depth := range []int{1, 16} {
+		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
+			c := &Comm{}
+			var deep func(n int, i uint32)
+			deep = func(n int, i uint32) {
+				if n > 1 {
+					deep(n-1, i)
+					return
+				}
+				c.push(begin("allreduce-fused", 1<<20, false), i)
+			}
+			for i := 0; b.Loop(); i++ {
+				deep(depth, uint32(i))
+			}
+		})
 	}
 }
