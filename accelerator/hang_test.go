@@ -194,3 +194,26 @@ func TestHangDebugFailsAtOnce(t *testing.T) {
 		t.Errorf("a collective timed out; GOACCEL_DEBUG should have failed first\n%s", out)
 	}
 }
+
+// TestHangVerdictTwoNodes: the same hang on two launchers of one rank each (--nnodes 2 on this
+// host, the code path of two machines): each launcher prints the verdict of its own rank, the
+// one whose rank did not fail first on the master's stop.
+func TestHangVerdictTwoNodes(t *testing.T) {
+	testutil.NeedMPI(t)
+	eval, wait := siteLine(t, "rank 0's Evaluate"), siteLine(t, "both ranks' WaitForEveryone")
+	err, out := launchNodes(t, "skipeval", 2, 1, 1, "GOACCEL_TIMEOUT=5s", workerDelay+"=2s", workerOut+"="+t.TempDir())
+	if err == nil {
+		t.Fatalf("the job succeeded; rank 1 skipped an Evaluate\n%s", out)
+	}
+	node0, node1, _ := strings.Cut(out, "--- node 1 ---")
+	for _, c := range []struct{ out, want string }{
+		{node0, `goaccel launch: hang: rank 0 waits in allgather #\d+ \(\(\*Job\)\.Evaluate at ` + regexp.QuoteMeta(eval) + `\)`},
+		{node1, `goaccel launch: hang: rank 1 waits in barrier #\d+ \(\(\*Accelerator\)\.WaitForEveryone at ` + regexp.QuoteMeta(wait) + `\)`},
+	} {
+		if l := regexp.MustCompile(c.want + `.*`).FindString(c.out); l == "" {
+			t.Errorf("no line matching %s in:\n%s", c.want, c.out)
+		} else {
+			t.Log(l)
+		}
+	}
+}
