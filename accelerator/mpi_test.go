@@ -124,6 +124,8 @@ func workerMain(role string) error {
 		return blocksWorker(a)
 	case "topology":
 		return topologyWorker(a)
+	case "skipeval":
+		return skipEvalWorker(a)
 	}
 	return fmt.Errorf("unknown worker role %q", role)
 }
@@ -184,12 +186,8 @@ func launchNodes(t testing.TB, role string, nodes, nproc, total int, env ...stri
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cfg := launch.Config{
-				Program: exe, Args: []string{"-test.run=^$"}, NprocPerNode: nproc, LogDir: t.TempDir(), Tee: 3,
-				Env: append(os.Environ(), append(env, workerRole+"="+role, workerPlugin+"="+cpuPlugin(t),
-					fmt.Sprintf("GOACCEL_DEVICES=%d", total))...),
-				Stdout: &outs[i], Stderr: &outs[i],
-			}
+			cfg := workerConfig(t, exe, role, nproc, total, env...)
+			cfg.Stdout, cfg.Stderr = &outs[i], &outs[i]
 			if nodes > 1 {
 				cfg.NNodes, cfg.NodeRank, cfg.MasterAddr, cfg.MasterPort = nodes, i, "127.0.0.1", port
 			}
@@ -202,6 +200,16 @@ func launchNodes(t testing.TB, role string, nodes, nproc, total int, env ...stri
 		fmt.Fprintf(&all, "--- node %d ---\n%s", i, outs[i].String())
 	}
 	return errors.Join(errs...), all.String()
+}
+
+// workerConfig is the launcher's configuration for nproc ranks of this test binary (exe)
+// running the worker role, with total CPU devices and env added to the environment.
+func workerConfig(t testing.TB, exe, role string, nproc, total int, env ...string) launch.Config {
+	return launch.Config{
+		Program: exe, Args: []string{"-test.run=^$"}, NprocPerNode: nproc, LogDir: t.TempDir(), Tee: 3,
+		Env: append(os.Environ(), append(env, workerRole+"="+role, workerPlugin+"="+cpuPlugin(t),
+			fmt.Sprintf("GOACCEL_DEVICES=%d", total))...),
+	}
 }
 
 // TestEquivalenceOverMPI is the multi-process promise with real processes and MPI: 2

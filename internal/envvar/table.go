@@ -104,6 +104,12 @@ var (
 	Timeout = duration("GOACCEL_TIMEOUT", "how long any wait on other processes may last before it fails naming the missing ranks (default 30m)", User)
 	// Verify is GOACCEL_VERIFY.
 	Verify = integer("GOACCEL_VERIFY", "N > 0: at the first and every N-th optimizer update, rank 0 recomputes the update on one device from the gathered global batch and fails the run naming the variable that differs (Config.Verify wins; 0 or unset: off)", User)
+	// Debug is GOACCEL_DEBUG.
+	Debug = boolean("GOACCEL_DEBUG", "true or 1: before each collective the processes exchange (sequence, operation, bytes, caller) and fail at once on a mismatch naming every call site (one small all-gather more per collective)", User)
+	// HangDir is GOACCEL_HANG_DIR.
+	HangDir = str("GOACCEL_HANG_DIR", "the folder a process writes its hang report (last 64 collectives, goroutine stacks) to when a collective times out, outside goaccel launch (default: the working folder)", User)
+	// LogDir is GOACCEL_LOG_DIR.
+	LogDir = str("GOACCEL_LOG_DIR", "the folder of this rank's stdout.log and stderr.log; its hang report goes there as hang.txt", Launch)
 	// CollectiveTimeout is GOACCEL_COLLECTIVE_TIMEOUT.
 	CollectiveTimeout = duration("GOACCEL_COLLECTIVE_TIMEOUT", "GOACCEL_TIMEOUT's former name: setting it is an error that names the new one", User)
 )
@@ -186,8 +192,4 @@ var (
 var (
 	// Timeline is GOACCEL_TIMELINE.
 	Timeline = planned(KindString, "GOACCEL_TIMELINE", "a file each process writes a timeline of its steps and collectives to")
-	// Debug is GOACCEL_DEBUG.
-	Debug = planned(KindBool, "GOACCEL_DEBUG", "print goaccel's debugging details (discovery, placement, collectives) on stderr")
-	// HangDir is GOACCEL_HANG_DIR.
-	HangDir = planned(KindString, "GOACCEL_HANG_DIR", "a folder a process writes its goroutine stacks and last collectives to when a wait times out")
 )

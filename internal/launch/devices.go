@@ -200,6 +200,7 @@ type rankEnv struct {
 	masterPort, storePort                             int
 	share                                             share
 	mpiLib                                            string
+	logDir                                            string // the rank's log folder: $GOACCEL_LOG_DIR
 }
 
 func (r rankEnv) build(base []string) []string {
@@ -228,6 +229,9 @@ func (r rankEnv) build(base []string) []string {
 	set(envvar.MPILocalRankID.Name, r.local)
 	set(envvar.MPILocalNRanks.Name, r.nlocal)
 	set(envvar.PMIVersion.Name, 1) // the server speaks PMI-1 only
+	if r.logDir != "" {
+		set(envvar.LogDir.Name, r.logDir) // where a hang report goes (internal/mpi)
+	}
 	for _, kv := range mpiDefaults {
 		k, v, _ := strings.Cut(kv, "=")
 		if _, ok := lookup(env, k); !ok {

@@ -618,6 +618,13 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 			w.signal(syscall.SIGKILL)
 		}
 	}
+	verdictSaid := false
+	verdict := func() {
+		if !verdictSaid && len(workers) > 0 {
+			verdictSaid = true
+			l.hangVerdict(workers)
+		}
+	}
 	fail := func(f *Failure) {
 		m := msg("fail", "attempt", attempt, "kind", f.Kind, "node", l.cfg.NodeRank, "host", l.host)
 		if f.Rank >= 0 {
@@ -627,7 +634,17 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 		if f.Why != "" {
 			m.args["why"] = f.Why
 		}
+		hang := false // a rank timed out in a collective: it, or another it alarmed, wrote a report
+		for _, w := range workers {
+			hang = hang || (f.Kind == "worker" && hasHangReport(w.logDir))
+		}
+		if hang {
+			m.args["hang"] = "1" // the other nodes collect their ranks' reports too
+		}
 		_ = l.ctl.send(m)
+		if hang {
+			verdict()
+		}
 		stop()
 	}
 	if startErr != nil {
@@ -691,6 +708,9 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 			if m.cmd == "stop" || m.cmd == "finished" {
 				end = &m
 				if m.cmd == "stop" {
+					if m.args["hang"] == "1" && !stopping {
+						verdict()
+					}
 					stop()
 				}
 			}
@@ -769,7 +789,7 @@ func (l *launcher) startWorker(attempt, rank, local, world int) (*worker, error)
 	env := rankEnv{rank: rank, local: local, nlocal: l.cfg.NprocPerNode, world: world, node: l.cfg.NodeRank,
 		nnodes: l.cfg.NNodes, restart: attempt, masterAddr: l.cfg.MasterAddr, masterPort: l.cfg.MasterPort,
 		storePort: l.storePort,
-		share:     l.shares[local], mpiLib: l.cfg.MPILib}
+		share:     l.shares[local], mpiLib: l.cfg.MPILib, logDir: w.logDir}
 	cmd := exec.Command(l.cfg.Program, l.cfg.Args...)
 	cmd.Env = env.build(l.cfg.Env)
 	// Its own process group, so that stop signals reach what it started too; and it dies with

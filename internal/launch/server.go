@@ -258,7 +258,7 @@ func (s *server) onLauncher(p *peerConn, m message) {
 		kind := m.args["kind"]
 		restart := kind == "worker" && s.attempt < s.maxRestarts
 		stop := msg("stop", "attempt", attempt, "kind", kind, "restart", btoi(restart))
-		for _, k := range []string{"rank", "node", "host", "pid", "what", "log", "why"} {
+		for _, k := range []string{"rank", "node", "host", "pid", "what", "log", "why", "hang"} {
 			if v, ok := m.args[k]; ok {
 				stop.args[k] = v
 			}

@@ -56,7 +56,11 @@ func (c *Comm) AllreduceFused(tensors [][]float32, mean bool, bucketBytes int) e
 		}
 	}
 	n := float32(c.size)
-	return c.collective("allreduce-fused", 0, func(r *round) error {
+	var total int64
+	for _, t := range tensors {
+		total += 4 * int64(len(t))
+	}
+	return c.collective(begin("allreduce-fused", total, false), 0, func(r *round) error {
 		q := &inFlight{r: r}
 		var buf []float32 // fusion buffer: room for two buckets, or for all the small tensors
 		if small > 0 {

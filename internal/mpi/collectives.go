@@ -116,11 +116,14 @@ type round struct {
 	tracked            bool
 }
 
-// collective runs body on the MPI thread as collective number seq: it first posts the arrival
-// messages, and then body posts and waits for its data operations through round.run. A failure
-// or a timeout breaks the Comm.
-func (c *Comm) collective(name string, timeout time.Duration, body func(r *round) error) error {
-	return c.do(func() error {
+// collective runs body on the MPI thread as the collective e (see begin), recorded in the
+// Comm's ring of its last collectives: it first posts the arrival messages, under
+// GOACCEL_DEBUG exchanges e's description with every rank (see verify), and then body posts
+// and waits for its data operations through round.run. A failure or a timeout breaks the
+// Comm; a timeout also writes the hang report (WriteHangReport).
+func (c *Comm) collective(e *call, timeout time.Duration, body func(r *round) error) error {
+	name := e.op
+	err := c.do(func() error {
 		c.mu.Lock()
 		if c.finalized {
 			c.mu.Unlock()
@@ -136,24 +139,56 @@ func (c *Comm) collective(name string, timeout time.Duration, body func(r *round
 		if timeout <= 0 {
 			timeout = c.timeout
 		}
+		c.push(e, seq)
 		c.mu.Unlock()
 
 		r := &round{c: c, op: fmt.Sprintf("%s #%d", name, seq), timeout: timeout, deadline: time.Now().Add(timeout)}
 		defer r.pin.Unpin()
-		err := r.postArrivals(int(seq%32000) + 1)
+		c.armAlarms()
+		err := r.postArrivals(arrivalTag(seq, e))
+		if err == nil && c.debug {
+			err = r.verify(e)
+		}
 		if err == nil {
 			err = body(r)
 		}
 		if err == nil {
 			err = r.wait("", nil) // the arrival messages still in flight
 		}
+		c.mu.Lock()
+		c.finish(e, err)
 		if err != nil {
-			c.mu.Lock()
 			c.broken = err
-			c.mu.Unlock()
 		}
+		c.mu.Unlock()
 		return err
 	})
+	if errors.Is(err, ErrTimeout) && e.state == "timed out" {
+		_, _ = c.WriteHangReport(err.Error())
+		_ = c.do(func() error { c.soundAlarm(); return nil }) // the others write theirs
+	}
+	return err
+}
+
+// opCodes numbers the collectives for arrivalTag.
+var opCodes = []string{"barrier", "broadcast", "allgather", "allreduce", "allreduce-fused", "reduce-scatter"}
+
+// arrivalTag is the tag of collective seq's arrival messages: it encodes the sequence number
+// and the operation, so that ranks that call different collectives at the same sequence
+// number (one skipped an Evaluate) never see each other arrive and both time out at the
+// collective they called, even where MPI itself matched the mismatched operations. Tags stay
+// within 32767, the least MPI_TAG_UB that MPI guarantees.
+func arrivalTag(seq uint32, e *call) int {
+	code := len(opCodes) // an operation not in the list
+	for i, op := range opCodes {
+		if op == e.op {
+			code = i
+		}
+	}
+	if e.op == "allgather" && !e.varies {
+		code = len(opCodes) + 1 // AllgatherFloat32, not AllgatherBytes
+	}
+	return int(seq%4000)*8 + code + 1
 }
 
 // postArrivals posts the zero-byte "arrived" messages of this round, with tag.
@@ -199,7 +234,9 @@ func (r *round) run(what, call string, post func(req *C.gs_handle) C.int) error 
 	return r.wait(what, []C.gs_handle{req}, call)
 }
 
-// wait waits for the data requests and, alongside, the arrival messages, until r.deadline.
+// wait waits for the data requests and, alongside, the arrival messages, until r.deadline. It
+// waits in slices of at most alarmPoll, and between slices answers another rank's alarm
+// (see alarm) by writing this rank's hang report.
 func (r *round) wait(what string, data []C.gs_handle, call ...string) error {
 	nd, nr := len(data), len(r.recv)
 	n := nd + nr + len(r.send)
@@ -210,12 +247,17 @@ func (r *round) wait(what string, data []C.gs_handle, call ...string) error {
 	reqs = append(append(append(reqs, data...), r.recv...), r.send...)
 	done := make([]C.int, nd, n)
 	done = append(append(done, r.recvDone...), r.sendDone...)
-	remaining := time.Until(r.deadline).Seconds()
-	if remaining < 0 {
-		remaining = 0
-	}
 	var failed C.int
-	rc := C.gs_wait(&reqs[0], &done[0], C.int(n), C.int(nd), C.int(nr), C.double(remaining), &failed)
+	var rc C.int
+	for {
+		remaining := time.Until(r.deadline)
+		slice := min(max(remaining, 0), alarmPoll)
+		rc = C.gs_wait(&reqs[0], &done[0], C.int(n), C.int(nd), C.int(nr), C.double(slice.Seconds()), &failed)
+		if rc != C.GS_TIMEOUT || remaining <= alarmPoll {
+			break
+		}
+		r.c.answerAlarms()
+	}
 	copy(r.recv, reqs[nd:nd+nr])
 	copy(r.recvDone, done[nd:nd+nr])
 	copy(r.send, reqs[nd+nr:])
@@ -277,7 +319,7 @@ func allreduceSlice[T float32 | float64 | int64](c *Comm, buf []T, op Op, dt C.i
 	if op != Sum && op != Max && op != Min {
 		return fmt.Errorf("mpi: allreduce: unknown reduction %v", op)
 	}
-	return c.collective("allreduce", 0, func(r *round) error {
+	return c.collective(begin("allreduce", int64(len(buf))*int64(unsafe.Sizeof(*new(T))), false), 0, func(r *round) error {
 		if len(buf) == 0 {
 			return nil
 		}
@@ -291,7 +333,7 @@ func (c *Comm) Broadcast(buf []byte, root int) error {
 	if root < 0 || root >= c.size {
 		return fmt.Errorf("mpi: broadcast: root %d out of range [0, %d)", root, c.size)
 	}
-	return c.collective("broadcast", 0, func(r *round) error {
+	return c.collective(begin("broadcast", int64(len(buf)), false), 0, func(r *round) error {
 		if len(buf) == 0 {
 			return nil
 		}
@@ -315,7 +357,7 @@ func (c *Comm) Broadcast(buf []byte, root int) error {
 // share one buffer; out[c.Rank()] is a copy of mine.
 func (c *Comm) AllgatherBytes(mine []byte) ([][]byte, error) {
 	var out [][]byte
-	err := c.collective("allgather", 0, func(r *round) error {
+	err := c.collective(begin("allgather", int64(len(mine)), true), 0, func(r *round) error {
 		n := c.size
 		send := []int64{int64(len(mine))}
 		sizes := make([]int64, n)
@@ -397,7 +439,7 @@ func (c *Comm) blocks(name, call string, send, recv []float32, n int, post func(
 	if n > maxCount {
 		return fmt.Errorf("mpi: %s: blocks of %d elements exceed the %d that one MPI call moves", name, n, maxCount)
 	}
-	return c.collective(name, 0, func(r *round) error {
+	return c.collective(begin(name, 4*int64(len(send)), false), 0, func(r *round) error {
 		if n == 0 {
 			return nil
 		}
@@ -413,7 +455,7 @@ func (c *Comm) blocks(name, call string, send, recv []float32, n int, post func(
 // means Timeout) it returns a *TimeoutError naming the ranks that never arrived, and the Comm
 // is broken (Exit then aborts the job).
 func (c *Comm) Barrier(timeout time.Duration) error {
-	return c.collective("barrier", timeout, func(r *round) error {
+	return c.collective(begin("barrier", 0, false), timeout, func(r *round) error {
 		return r.run("", "MPI_Ibarrier", func(req *C.gs_handle) C.int {
 			return C.gs_ibarrier(c.comm, req)
 		})
@@ -430,4 +472,26 @@ func (c *Comm) AllreduceRaw(buf []float32) error {
 		}
 		return nil
 	})
+}
+
+// allgatherBytes gathers every rank's mine (the same length everywhere) into all, rank after
+// rank, within the round: GOACCEL_DEBUG's exchange.
+// It waits for the exchange alone, not for the arrival messages: those never come from a rank
+// that called another collective (arrivalTag), which is what the exchange is to report. When it
+// times out, the arrival messages are tested once more to name the ranks that never came.
+func (r *round) allgatherBytes(what string, mine, all []byte) error {
+	r.pin.Pin(&mine[0])
+	r.pin.Pin(&all[0])
+	recv, recvDone, send, sendDone := r.recv, r.recvDone, r.send, r.sendDone
+	r.recv, r.recvDone, r.send, r.sendDone = nil, nil, nil, nil
+	err := r.run(what, "MPI_Iallgather", func(req *C.gs_handle) C.int {
+		return C.gs_iallgather(unsafe.Pointer(&mine[0]), unsafe.Pointer(&all[0]), C.int(len(mine)), C.GS_BYTE, r.c.comm, req)
+	})
+	r.recv, r.recvDone, r.send, r.sendDone = recv, recvDone, send, sendDone
+	if errors.Is(err, ErrTimeout) {
+		if werr := r.wait(what, nil); werr != nil {
+			return werr // the deadline has passed: one test of the arrivals, naming the missing
+		}
+	}
+	return err
 }

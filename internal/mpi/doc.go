@@ -54,6 +54,29 @@
 // after every rank has arrived at it, as a barrier does (a broadcast's receivers wait for each
 // other, not only for the root).
 //
+// # Hang reports
+//
+// Every collective is recorded in a ring of the Comm's last 64 (sequence number, operation,
+// bytes, caller, start, state): one runtime.Callers per collective (a fused gradient all-reduce
+// is one, its buckets under it), resolved to a file:line only when needed. The caller is the
+// frame just outside the outermost of goaccel's accelerator and internal frames (package
+// trainer and _test.go files count as callers). The arrival messages' tags encode the
+// operation as well as the sequence number, so ranks that call different collectives at the
+// same point (one skipped an Evaluate) both time out there, even when MPI matched the two
+// operations. A rank whose collective times out writes its hang report (the ring, then every
+// goroutine's stack; WriteHangReport) to $GOACCEL_LOG_DIR/hang.txt under goaccel launch, else
+// to $GOACCEL_HANG_DIR or the working folder as goaccel-hang-rank<R>.txt, prints its first line
+// on stderr, and then sends every other rank an alarm (jobs of at most 64 ranks): a rank
+// waiting in a collective looks for one every second and writes its own report, and the rank
+// that timed out waits up to 2 s for their answers before its error returns (after which Exit
+// aborts the job, which ends every rank). goaccel launch then prints one verdict line from the
+// reports of its ranks.
+//
+// $GOACCEL_DEBUG=1 adds a check before each collective: the ranks exchange (sequence,
+// operation, bytes, caller) in a 512-byte all-gather, and a difference fails at once with an
+// error that wraps ErrMismatch and names every rank's call site. It costs one small collective
+// per collective: a debugging mode.
+//
 // # Environment
 //
 // Init sets, unless already set, MPIR_CVAR_BCAST_POSIX_INTRA_ALGORITHM,
@@ -67,7 +90,8 @@
 // libraries ignore them.
 // Read by the package: GOACCEL_MPI_LIB (a library file or directory), GOACCEL_MPI_ABI (standard,
 // mpich or openmpi: overrides detection), GOACCEL_TIMEOUT (TimeoutEnv; its former name
-// GOACCEL_COLLECTIVE_TIMEOUT is an error).
+// GOACCEL_COLLECTIVE_TIMEOUT is an error), GOACCEL_DEBUG, GOACCEL_LOG_DIR and GOACCEL_HANG_DIR
+// (hang reports).
 //
 // MPICH jobs killed from outside leave /dev/shm/mpich_shm_* files behind; the launcher is
 // expected to remove them.

@@ -90,6 +90,16 @@ type Comm struct {
 	broken    error // set by a collective that timed out or failed; every later one fails with it
 	finalized bool
 	seq       uint32 // collectives so far; tags the arrival messages
+	ring      [ringSize]*call
+	ringN     int  // collectives recorded in ring so far
+	debug     bool // $GOACCEL_DEBUG: verify every collective with the other ranks first
+
+	// The alarm (alarm.go), MPI thread only.
+	alarmsArmed bool
+	alarms      []C.gs_handle // receives of another rank's alarm, one per peer
+	alarmFrom   []int
+	alarmDone   []C.int
+	acks        []C.gs_handle
 }
 
 var (
@@ -121,7 +131,11 @@ func Init(lib Library) (*Comm, error) {
 			}
 		}
 	}
-	c := &Comm{lib: lib, timeout: timeout, calls: make(chan func())}
+	debug, err := envvar.Debug.Bool()
+	if err != nil {
+		return nil, fmt.Errorf("mpi: init: %w", err)
+	}
+	c := &Comm{lib: lib, timeout: timeout, calls: make(chan func()), debug: debug}
 	ready := make(chan error, 1)
 	go c.serve(ready)
 	if err := <-ready; err != nil {
@@ -257,22 +271,33 @@ func (c *Comm) SetTimeout(d time.Duration) {
 // again. After a failed or timed-out collective it does nothing and returns an error: the
 // missing rank would keep MPI_Finalize waiting; Exit then aborts the job. A process that used MPI should end with Exit rather than return from main (see Exit).
 func (c *Comm) Finalize() error {
+	e := begin("finalize", 0, false)
 	return c.do(func() error {
 		c.mu.Lock()
-		defer c.mu.Unlock()
 		if c.finalized {
+			c.mu.Unlock()
 			return nil
 		}
 		if c.broken != nil {
+			c.mu.Unlock()
 			// MPI_Finalize would wait for the rank that never came: leave MPI to Exit, which
 			// aborts the job.
 			return fmt.Errorf("mpi: finalize: skipped after a failed collective (%v); end the process with mpi.Exit, which aborts the job", c.broken)
 		}
 		c.finalized = true
-		if rc := C.gs_finalize(); rc != 0 {
-			return c.mpiErr("finalize", "MPI_Finalize", rc)
+		// MPI_Finalize waits for the other ranks: the ring shows it, and a hang report
+		// (which takes c.mu) can be written meanwhile.
+		c.push(e, c.seq)
+		c.mu.Unlock()
+		rc := C.gs_finalize()
+		var err error
+		if rc != 0 {
+			err = c.mpiErr("finalize", "MPI_Finalize", rc)
 		}
-		return nil
+		c.mu.Lock()
+		c.finish(e, err)
+		c.mu.Unlock()
+		return err
 	})
 }
 

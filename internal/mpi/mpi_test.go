@@ -97,6 +97,9 @@ func mpirun(t testing.TB, lib Library, n int, child string, env ...string) (stri
 		t.Fatal(err)
 	}
 	env = append(env, childEnv+"="+child, "GOACCEL_MPI_LIB="+lib.Path, "GOACCEL_MPI_TEST_SIZE="+strconv.Itoa(n))
+	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GOACCEL_HANG_DIR=") }) {
+		env = append(env, "GOACCEL_HANG_DIR="+t.TempDir()) // hang reports, not into the package folder
+	}
 	args := []string{"-n", strconv.Itoa(n)}
 	if lib.ABI == ABIOpenMPI {
 		args = append(args, "--allow-run-as-root", "--oversubscribe")
@@ -255,11 +258,18 @@ func TestExitIsClean(t *testing.T) {
 func TestBarrierTimeoutNamesMissingRank(t *testing.T) {
 	lib := mpiLib(t)
 	start := time.Now()
-	out, _ := mpirun(t, lib, 3, "barrier-timeout") // the job is aborted: rc is not 0
+	hangs := t.TempDir()
+	out, _ := mpirun(t, lib, 3, "barrier-timeout", "GOACCEL_HANG_DIR="+hangs) // the job is aborted: rc is not 0
 	for r := range 2 {
 		want := fmt.Sprintf("rank %d: ok: mpi: barrier #1: timed out after 1s on rank %d of 3: rank 2 never arrived", r, r)
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
+		}
+		// Without goaccel launch the hang report goes to $GOACCEL_HANG_DIR.
+		b, err := os.ReadFile(filepath.Join(hangs, fmt.Sprintf("goaccel-hang-rank%d.txt", r)))
+		want = fmt.Sprintf("%srank %d waits in barrier #1 ((*Comm).Barrier at mpi/mpi_test.go:", HangLinePrefix, r)
+		if err != nil || !strings.HasPrefix(string(b), want) || !strings.Contains(string(b), "goroutine 1 [") {
+			t.Errorf("rank %d's hang report (%v) does not start with %q or lacks the stacks:\n%.2000s", r, err, want, b)
 		}
 	}
 	if d := time.Since(start); d > 45*time.Second {
