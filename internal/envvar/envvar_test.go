@@ -154,8 +154,8 @@ func TestTableIsWellFormed(t *testing.T) {
 			t.Errorf("Find(%q) = nil", name)
 		}
 	}
-	if v := Find(Timeline.Name); !v.Planned {
-		t.Errorf("%s is not marked planned", v.Name)
+	if v := Find(Timeline.Name); v.Planned || v.Kind != KindString {
+		t.Errorf("%s: planned %v, kind %s; want a read string", v.Name, v.Planned, v.Kind)
 	}
 }
 

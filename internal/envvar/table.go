@@ -108,6 +108,8 @@ var (
 	Debug = boolean("GOACCEL_DEBUG", "true or 1: before each collective the processes exchange (sequence, operation, bytes, caller) and fail at once on a mismatch naming every call site (one small all-gather more per collective)", User)
 	// HangDir is GOACCEL_HANG_DIR.
 	HangDir = str("GOACCEL_HANG_DIR", "the folder a process writes its hang report (last 64 collectives, goroutine stacks) to when a collective times out, outside goaccel launch (default: the working folder)", User)
+	// Timeline is GOACCEL_TIMELINE.
+	Timeline = str("GOACCEL_TIMELINE", "a folder: each process writes its Chrome trace (chrome://tracing, Perfetto) of steps, graph executions, collectives and loader waits to rank_R.json there when it closes, and goaccel launch merges its node's ranks into timeline-node<N>.json (Config.Timeline wins)", User)
 	// LogDir is GOACCEL_LOG_DIR.
 	LogDir = str("GOACCEL_LOG_DIR", "the folder of this rank's stdout.log and stderr.log; its hang report goes there as hang.txt", Launch)
 	// CollectiveTimeout is GOACCEL_COLLECTIVE_TIMEOUT.
@@ -184,12 +186,4 @@ var (
 	BenchCPUProfile = str("GOACCEL_BENCH_CPUPROFILE", "a file a goaccel bench worker writes its Go CPU profile to", User)
 	// CI is CI.
 	CI = str("CI", "set on CI services: a test missing an optional tool (plugin, MPI) fails instead of skipping", User, CIService)
-)
-
-// Planned: declared so that the coming features have their names; nothing reads them yet, and
-// `goaccel env` and docs/environment.md mark them so. Each gets its reader, and loses
-// planned, with the issue that adds it.
-var (
-	// Timeline is GOACCEL_TIMELINE.
-	Timeline = planned(KindString, "GOACCEL_TIMELINE", "a file each process writes a timeline of its steps and collectives to")
 )
