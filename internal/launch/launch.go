@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/timeline"
 )
 
 // Config is one launcher's job: the program, how many ranks this node runs, and where the
@@ -446,6 +447,7 @@ func (l *launcher) loop(ctx context.Context) error {
 			return err
 		}
 		if end.cmd == "finished" {
+			l.mergeTimeline(start)
 			return nil
 		}
 		f := failureFrom(end)
@@ -455,6 +457,29 @@ func (l *launcher) loop(ctx context.Context) error {
 		l.sayf("%s; restarting the group (restart %d of %d)", strings.TrimSuffix(f.Error(), "; the other ranks were stopped"),
 			attempt+1, l.cfg.MaxRestarts)
 	}
+}
+
+// mergeTimeline merges the timelines this node's ranks wrote, when GOACCEL_TIMELINE is set in
+// their environment, into one file and says where it is (each node's launcher merges its own
+// ranks: with several nodes, there is one file per node).
+func (l *launcher) mergeTimeline(start message) {
+	dir, _ := envvar.Lookup(l.cfg.Env, envvar.Timeline.Name)
+	if dir == "" {
+		return
+	}
+	base, _ := strconv.Atoi(start.args["base"])
+	out, err := timeline.Merge(dir, l.cfg.NodeRank, base, l.cfg.NprocPerNode)
+	if err != nil {
+		l.sayf("the timeline of node_rank %d is incomplete: %v", l.cfg.NodeRank, err)
+	}
+	if abs, err := filepath.Abs(out); err == nil {
+		out = abs
+	}
+	what := "the timeline of ranks"
+	if l.cfg.NNodes > 1 {
+		what = fmt.Sprintf("node_rank %d's timeline (each node writes its own) of ranks", l.cfg.NodeRank)
+	}
+	l.sayf("%s %d-%d: %s (open it in chrome://tracing or ui.perfetto.dev)", what, base, base+l.cfg.NprocPerNode-1, out)
 }
 
 // awaitStart waits for the master's answer to a join: "go" once every node joined, or "stop",
