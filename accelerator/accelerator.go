@@ -13,6 +13,7 @@ import (
 
 	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/mpi"
+	"github.com/goaccel/goaccel/internal/timeline"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/distributed"
 	_ "github.com/gomlx/compute/gobackend" // the pure-Go backend, always available
@@ -66,6 +67,13 @@ type Config struct {
 	// It needs the step to be deterministic (no dropout) and the model to fit on one device.
 	// 0 (the default) means $GOACCEL_VERIFY, else off; a negative value is an error.
 	Verify int
+	// Timeline is a folder where this process writes its Chrome trace (chrome://tracing,
+	// Perfetto) as rank_<rank>.json when the Accelerator closes: each training step with,
+	// inside it, its graph executions (the first one includes the compilation), all-reduces
+	// (with their bytes) and the apply graph; the waits for the next global batch, gathers and
+	// barriers. goaccel launch merges its node's ranks into timeline-node<N>.json. Empty means
+	// $GOACCEL_TIMELINE, else off (off, recording costs one nil check).
+	Timeline string
 }
 
 // Info describes what New found and chose.
@@ -87,10 +95,11 @@ type Accelerator struct {
 	info    Info
 	mesh    *distributed.DeviceMesh // nil on a single device
 	proc    processInfo
-	grp     group         // the processes of the run (soloGroup for one): the source of rank and process count
-	left    bool          // Close left grp
-	timeout time.Duration // bound on waits for other processes
-	verify  int           // Config.Verify resolved: check every verify-th update (0: off)
+	grp     group              // the processes of the run (soloGroup for one): the source of rank and process count
+	left    bool               // Close left grp
+	timeout time.Duration      // bound on waits for other processes
+	verify  int                // Config.Verify resolved: check every verify-th update (0: off)
+	tl      *timeline.Recorder // Config.Timeline's recorder (nil: off)
 	out     io.Writer
 	muOut   sync.Mutex
 	seed    int64
@@ -148,6 +157,14 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 		a.grp = grp
 	} else if a.grp, err = joinGroup(proc, a.timeout); err != nil {
 		return nil, err
+	}
+	dir := cfg.Timeline
+	if dir == "" {
+		dir = envvar.Timeline.Value()
+	}
+	if a.tl, err = timeline.Open(dir, a.grp.Rank()); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("accelerator: Timeline %q: %w", dir, err)
 	}
 	xla.EnableAutoInstall(cfg.AllowDownload)
 	if err := a.openBackend(); err != nil {
@@ -404,6 +421,9 @@ func (a *Accelerator) Seed() int64 { return a.seed }
 // afterwards: its rank and process count still read right, but a collective across processes
 // fails.
 func (a *Accelerator) Close() {
+	if err := a.tl.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "accelerator: Close: writing the timeline: %v\n", err)
+	}
 	if a.backend != nil {
 		a.backend.Finalize()
 		a.backend = nil

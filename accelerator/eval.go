@@ -108,7 +108,10 @@ func (e *EvalStep) run(gb *data.GlobalBatch) (*Gathered, error) {
 	if err != nil {
 		return nil, err
 	}
-	return j.strategy.gather(local)
+	span := j.acc.tl.Start("gather", "collective")
+	all, err := j.strategy.gather(local)
+	span.End()
+	return all, err
 }
 
 // execTracing executes the compiled eval graph on args, telling the tracer which batch it traces.

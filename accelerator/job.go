@@ -206,7 +206,22 @@ func (j *Job) Batches() iter.Seq2[*data.GlobalBatch, error] {
 			yield(nil, errors.New("accelerator: Job.Batches: the job was prepared without a data source"))
 		}
 	}
-	return j.src.Epoch()
+	epoch := j.src.Epoch()
+	tl := j.acc.tl
+	if tl == nil {
+		return epoch
+	}
+	// With a timeline: each wait for the next global batch is a "loader wait" span.
+	return func(yield func(*data.GlobalBatch, error) bool) {
+		span := tl.Start("loader wait", "loader")
+		for gb, err := range epoch {
+			span.End()
+			if !yield(gb, err) {
+				return
+			}
+			span = tl.Start("loader wait", "loader")
+		}
+	}
 }
 
 // unpack turns the flat per-device parameter list back into a Batch.

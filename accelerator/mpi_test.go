@@ -124,6 +124,8 @@ func workerMain(role string) error {
 		return blocksWorker(a)
 	case "topology":
 		return topologyWorker(a)
+	case "timeline":
+		return timelineWorker(a)
 	case "skipeval":
 		return skipEvalWorker(a)
 	}

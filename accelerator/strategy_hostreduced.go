@@ -78,12 +78,17 @@ func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool)
 	if accumulate {
 		slot = &p.accum
 	}
+	tl := j.acc.tl
+	name := "gradients"
 	if *slot == nil {
+		name = "compile+gradients"
 		if *slot, err = j.newExec(p.gradsGraphFn(accumulate), layoutTrain); err != nil {
 			return Loss{}, err
 		}
 	}
+	span := tl.Start(name, "execute")
 	outs, err := j.execCreatingVariables(&p.synced, func() ([]*tensors.Tensor, error) { return t.execTracing(*slot, gb, args) })
+	span.End()
 	if err != nil {
 		return Loss{}, err
 	}
@@ -95,8 +100,10 @@ func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool)
 		finalizeAll(outs)
 		return Loss{}, fmt.Errorf("accelerator: the gradient step returned %d outputs, want %d per device", len(outs), perDevice)
 	}
+	span = tl.Start("device-to-host", "execute")
 	err = p.toHost(outs[:perDevice], accumulate)
 	finalizeAll(outs)
+	span.End()
 	if err != nil {
 		return Loss{}, err
 	}
@@ -105,7 +112,11 @@ func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool)
 	if accumulate {
 		// Only the loss crosses processes; the gradients stay in the accumulators.
 		err = p.grp.AllreduceFloat64(p.pair, OpSum)
-		t.stats.Sync += time.Since(syncStart)
+		syncEnd := time.Now()
+		t.stats.Sync += syncEnd.Sub(syncStart)
+		if tl != nil {
+			tl.Add("all-reduce loss", "collective", syncStart, syncEnd, "bytes", 8*len(p.pair))
+		}
 		if err != nil {
 			return Loss{}, fmt.Errorf("accelerator: all-reducing the loss (%s): %w", batchPlace(gb), err)
 		}
@@ -114,7 +125,11 @@ func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool)
 	} else {
 		// The update: the gradients and, in the same buckets, the loss.
 		err = p.allreduceGradients()
-		t.stats.Sync += time.Since(syncStart)
+		syncEnd := time.Now()
+		t.stats.Sync += syncEnd.Sub(syncStart)
+		if tl != nil {
+			tl.Add("all-reduce gradients", "collective", syncStart, syncEnd, "bytes", p.gradBytes+4*2, "variables", len(p.vars))
+		}
 		if err != nil {
 			return Loss{}, fmt.Errorf("accelerator: all-reducing the gradients (%s): %w", batchPlace(gb), err)
 		}
@@ -136,7 +151,9 @@ func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool)
 			g[k] *= inv
 		}
 	}
+	name = "apply"
 	if p.apply == nil {
+		name = "compile+apply"
 		if p.apply, err = j.newExec(p.applyGraphFn, layoutApply); err != nil {
 			return Loss{}, err
 		}
@@ -148,7 +165,9 @@ func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool)
 			applyArgs = append(applyArgs, tensors.FromFlatDataAndDimensions(p.bufs[i], v.Shape().Dimensions...))
 		}
 	}
+	span = tl.Start(name, "execute")
 	applied, err := p.apply.Exec(applyArgs...)
+	span.End()
 	if err != nil {
 		return Loss{}, fmt.Errorf("accelerator: applying the all-reduced gradients (%s): %w", batchPlace(gb), err)
 	}

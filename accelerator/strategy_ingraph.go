@@ -28,13 +28,17 @@ func (s *inGraphStep) run(gb *data.GlobalBatch, args []any, accumulate bool) (Lo
 	if accumulate {
 		slot = &s.accum
 	}
+	name := "execute"
 	if *slot == nil {
+		name = "compile+execute"
 		var err error
 		if *slot, err = s.t.job.newExec(s.t.graphFn(accumulate), layoutTrain); err != nil {
 			return Loss{}, err
 		}
 	}
+	span := s.t.job.acc.tl.Start(name, "execute")
 	outs, err := s.t.execTracing(*slot, gb, args)
+	span.End()
 	if err != nil {
 		return Loss{}, err
 	}

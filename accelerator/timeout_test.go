@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/goaccel/goaccel/internal/testutil"
-	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -83,11 +82,7 @@ func stallWorker(a *Accelerator) error {
 	if err != nil {
 		return err
 	}
-	train := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
-		l := CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
-		a.Backward(s, l)
-		return l
-	})
+	train := toyTrainStep(a, job)
 	for gb, err := range job.Batches() {
 		if err != nil {
 			return err
