@@ -307,7 +307,9 @@ func (f *fit) evaluate(epoch float64) error {
 		return err
 	}
 	if ev.Improved && f.best != nil {
+		end := f.t.acc.TimelineSpan("checkpoint save (best)", "checkpoint")
 		path, err := f.best.Save(f.state())
+		end()
 		if err != nil {
 			return wrapf(err, "saving the best model at step %d", f.step)
 		}
@@ -370,7 +372,9 @@ func (f *fit) saveLast() error {
 			return err
 		}
 	}
+	end := f.t.acc.TimelineSpan("checkpoint save", "checkpoint")
 	path, err := f.last.Save(f.state())
+	end("step", f.step)
 	if err != nil {
 		return wrapf(err, "saving the checkpoint at step %d", f.step)
 	}

@@ -222,9 +222,11 @@ func (r *Run) Save(step int64) error {
 		}
 	}
 	pos := r.job.Source().State()
+	end := r.acc.TimelineSpan("checkpoint save", "checkpoint")
 	_, err = r.ckpt.Save(&checkpoint.State{Store: r.job.Store(), Metrics: loopState{Records: r.records, Loop: raw},
 		Progress: checkpoint.Progress{Epoch: pos.Epoch, Step: step, Loader: pos, Seed: r.acc.Seed(),
 			Devices: r.acc.NumDevices(), Processes: r.acc.NumProcesses()}})
+	end("step", step)
 	if err != nil {
 		return fmt.Errorf("trainer: saving the checkpoint of step %d: %w", step, err)
 	}
