@@ -166,6 +166,12 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 		a.Close()
 		return nil, fmt.Errorf("accelerator: Timeline %q: %w", dir, err)
 	}
+	if g, ok := a.grp.(*mpiGroup); ok && a.tl != nil { // the buckets of each all-reduce, inside its span
+		tl := a.tl
+		g.c.OnBuckets(func(buckets string, bytes int64, start, end time.Time) {
+			tl.Add("all-reduce buckets", "collective", start, end, "buckets", buckets, "bytes", bytes)
+		})
+	}
 	xla.EnableAutoInstall(cfg.AllowDownload)
 	if err := a.openBackend(); err != nil {
 		a.Close()

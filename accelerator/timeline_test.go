@@ -142,7 +142,7 @@ func checkTimeline(t *testing.T, rank int, f timeline.File, stats StepStats) {
 	if len(steps) != timelineSteps || stats.Batches != timelineSteps {
 		t.Fatalf("rank %d: %d step spans, %d batches in Stats; want %d", rank, len(steps), stats.Batches, timelineSteps)
 	}
-	for _, want := range []string{"compile+gradients", "gradients", "device-to-host", "all-reduce gradients", "compile+apply", "apply", "loader wait", "gather", "barrier"} {
+	for _, want := range []string{"compile+gradients", "gradients", "device-to-host", "all-reduce gradients", "all-reduce buckets", "compile+apply", "apply", "loader wait", "gather", "barrier"} {
 		if names[want] == 0 {
 			t.Errorf("rank %d: no %q span", rank, want)
 		}
@@ -183,6 +183,22 @@ func checkTimeline(t *testing.T, rank int, f timeline.File, stats StepStats) {
 			if b, ok := e.Args["bytes"].(float64); !ok || b <= 0 {
 				t.Errorf("rank %d: %s has bytes %v", rank, e.Name, e.Args["bytes"])
 			}
+		}
+	}
+	// Each gradient all-reduce holds its buckets, whose bytes add up to its own (the loss and
+	// its weight, 8 bytes, travel in the last bucket).
+	for _, ar := range f.TraceEvents {
+		if ar.Name != "all-reduce gradients" {
+			continue
+		}
+		var bucketBytes float64
+		for _, b := range f.TraceEvents {
+			if b.Name == "all-reduce buckets" && b.TS >= ar.TS-slack && b.TS+b.Dur <= ar.TS+ar.Dur+slack {
+				bucketBytes += b.Args["bytes"].(float64)
+			}
+		}
+		if bucketBytes != ar.Args["bytes"].(float64) {
+			t.Errorf("rank %d: the buckets inside the all-reduce at %.0f µs hold %.0f bytes, the all-reduce %v", rank, ar.TS, bucketBytes, ar.Args["bytes"])
 		}
 	}
 	want := float64(stats.Total.Microseconds())

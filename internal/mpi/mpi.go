@@ -84,6 +84,8 @@ type Comm struct {
 
 	calls chan func()
 	fused []float32 // AllreduceFused's bucket buffer, reused; MPI thread only
+	// onBuckets is OnBuckets's observer (nil: none).
+	onBuckets func(buckets string, bytes int64, start, end time.Time)
 
 	mu        sync.Mutex
 	timeout   time.Duration
