@@ -52,6 +52,15 @@ type Config struct {
 	PositionEmbeddingType string `json:"position_embedding_type"`
 	// Architectures is HF's list of model classes that wrote the checkpoint (informative).
 	Architectures []string `json:"architectures,omitempty"`
+
+	// GradientCheckpointing turns on activation checkpointing (rematerialisation) per
+	// encoder layer in training graphs, as Hugging Face's gradient_checkpointing_enable():
+	// only each layer's input is kept for the backward pass, and the layer's activations are
+	// recomputed from it there, trading about one more forward pass of compute for the
+	// memory of the activations. Losses and gradients are those of the plain graph. It is a
+	// training choice, not part of the architecture: config.json neither reads nor writes it.
+	// See docs/memory.md for what it saves on XLA's CPU plugin.
+	GradientCheckpointing bool `json:"-"`
 }
 
 // TinyConfig returns the configuration of a tiny randomly initialised BERT (hidden 64, 2

@@ -51,10 +51,11 @@ func (c *Classifier) Encoder(s *model.Scope, inputIDs, attentionMask, tokenTypeI
 	mask := BroadcastToDims(Reshape(keep, batch, 1, 1, seqLen), batch, 1, seqLen, seqLen)
 
 	layerScope := s.At("encoder").At("layer")
+	remat := cfg.GradientCheckpointing && s.IsTraining(x.Graph())
 	for i := range cfg.NumHiddenLayers {
-		x = encoderLayer(layerScope.At("%d", i), cfg, x, mask)
+		x = encoderLayer(layerScope.At("%d", i), cfg, checkpointInput(x, remat), mask)
 	}
-	hidden = x
+	hidden = checkpointOutput(x, remat)
 
 	cls := Reshape(Slice(hidden, AxisRange(), AxisRange(0, 1), AxisRange()), batch, cfg.HiddenSize)
 	pooled = Tanh(linear(s.At("pooler").At("dense"), cfg, cls, cfg.HiddenSize))

@@ -13,6 +13,8 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/loss"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
 // goBackend returns the pure-Go backend, created once per test binary.
@@ -169,4 +171,25 @@ func newMicroModel(t *testing.T, backend compute.Backend, seed int64, maxLen int
 	// Running the model once creates and initialises every variable.
 	logitsOnce(t, backend, clf, tok.EncodeBatch([]string{"the movie"}), false)
 	return clf, tok
+}
+
+// trainExec returns a training step of clf (ids, mask, types, labels -> mean cross-entropy,
+// then opt's update), dropout on; onGraph, when not nil, sees the graph it builds.
+func trainExec(t *testing.T, backend compute.Backend, clf *Classifier, opt optimizer.Interface, onGraph func(*Graph)) *model.Exec {
+	t.Helper()
+	step, err := model.NewExec(backend, clf.Store(), func(s *model.Scope, ids, mask, types, labels *Node) *Node {
+		g := ids.Graph()
+		if onGraph != nil {
+			onGraph(g)
+		}
+		s.Store().SetTraining(g, true)
+		logits := clf.Logits(s, []*Node{ids, mask, types})
+		l := ReduceAllMean(loss.SparseCategoricalCrossEntropyLogits([]*Node{InsertAxes(labels, -1)}, []*Node{logits}))
+		opt.UpdateGraph(s, g, l)
+		return l
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return step
 }

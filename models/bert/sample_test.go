@@ -15,7 +15,6 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/train/loss"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
@@ -108,17 +107,7 @@ func TestTinyModelLearnsSampleData(t *testing.T) {
 	}
 	backend := mustGoBackend(t)
 	opt := optimizer.Adam().LearningRate(1e-3).Done()
-	trainStep, err := model.NewExec(backend, store, func(s *model.Scope, ids, mask, types, labels *Node) *Node {
-		g := ids.Graph()
-		s.Store().SetTraining(g, true)
-		logits := clf.Logits(s, []*Node{ids, mask, types})
-		l := ReduceAllMean(loss.SparseCategoricalCrossEntropyLogits([]*Node{InsertAxes(labels, -1)}, []*Node{logits}))
-		opt.UpdateGraph(s, g, l)
-		return l
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	trainStep := trainExec(t, backend, clf, opt, nil)
 	predict, err := model.NewExec(backend, store, func(s *model.Scope, ids, mask, types *Node) *Node {
 		return ArgMax(clf.Logits(s, []*Node{ids, mask, types}), -1)
 	})
