@@ -39,13 +39,14 @@ import (
 )
 
 // options are the program's flags; a resumed run must have the same ones, --output_dir,
-// --epochs, --max_steps and --workers aside.
+// --epochs, --max_steps, --workers and --gradient_checkpointing aside.
 type options struct {
 	DataDir, ModelDir, OutputDir, MixedPrecision, Backend, ReportTo string
 	Epochs, MaxSteps, BatchSize, MaxLen, Devices, Workers           int
 	GlobalBatchSize                                                 int // 0: BatchSize per device
 	LearningRate, TestSize, Dropout, WeightDecay                    float64
 	Seed                                                            int64
+	GradientCheckpointing                                           bool `json:",omitempty"` // not in config.json: resumable either way
 }
 
 func defaultOptions() options {
@@ -70,6 +71,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Float64Var(&o.WeightDecay, "weight_decay", 0, "AdamW's decoupled weight decay, not applied to biases and LayerNorm weights (0: Adam)")
 	fs.IntVar(&o.MaxLen, "max_len", o.MaxLen, "tokens per sentence, [CLS] and [SEP] included (truncated or padded)")
 	fs.Float64Var(&o.Dropout, "dropout", o.Dropout, "dropout rate of every layer; negative: the model's own (0.1 for BERT)")
+	fs.BoolVar(&o.GradientCheckpointing, "gradient_checkpointing", false, "recompute each encoder layer's activations in the backward pass: less memory, more time")
 	fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of the split, the shuffling and the initialisation")
 	fs.Float64Var(&o.TestSize, "test_size", o.TestSize, "fraction of the data held out for testing")
 	fs.StringVar(&o.MixedPrecision, "mixed_precision", o.MixedPrecision, `"no" (fp32) or "bf16" (bfloat16 activations, float32 master weights)`)
@@ -213,7 +215,7 @@ func run(o options, out io.Writer) (*history, int, error) {
 	// from the newest), best/, the curves. A resumed run may change the run's length.
 	h := &history{}
 	cfg := o
-	cfg.OutputDir, cfg.Epochs, cfg.MaxSteps, cfg.Workers, cfg.ReportTo = "", 0, 0, 0, ""
+	cfg.OutputDir, cfg.Epochs, cfg.MaxSteps, cfg.Workers, cfg.ReportTo, cfg.GradientCheckpointing = "", 0, 0, 0, "", false
 	rd, err := trainer.OpenRun(acc, dir, cfg, job, h)
 	if err != nil {
 		return nil, 0, err
@@ -343,6 +345,7 @@ func loadModel(o options, store *model.Store) (clf *bert.Classifier, tok *bert.T
 	} else if clf, tok, err = bert.LoadPretrained(o.ModelDir, store, bert.LoadOptions{MaxLen: o.MaxLen, NumLabels: 2}); err != nil {
 		return nil, nil, fmt.Errorf("--model_dir %s: %w", o.ModelDir, err)
 	}
+	clf.Config.GradientCheckpointing = o.GradientCheckpointing
 	if o.Dropout >= 1 {
 		return nil, nil, fmt.Errorf("--dropout %g: must be below 1 (negative: the model's own rates)", o.Dropout)
 	} else if o.Dropout >= 0 {

@@ -34,6 +34,7 @@ type options struct {
 	SaveTotalLimit                                                             int
 	WarmupSteps, SaveSteps, Seed                                               int64
 	LearningRate, TestSize, Dropout, WeightDecay, WarmupRatio, MaxGradNorm     float64
+	GradientCheckpointing                                                      bool
 }
 
 func newFlagSet(o *options) *flag.FlagSet {
@@ -61,6 +62,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.SaveTotalLimit, "save_total_limit", 1, "checkpoints kept in checkpoints/ (the newest)")
 	fs.IntVar(&o.MaxLen, "max_len", 64, "tokens per sentence, [CLS] and [SEP] included")
 	fs.Float64Var(&o.Dropout, "dropout", -1, "dropout rate of every layer; negative: the model's own")
+	fs.BoolVar(&o.GradientCheckpointing, "gradient_checkpointing", false, "recompute each encoder layer's activations in the backward pass: less memory, more time")
 	fs.Int64Var(&o.Seed, "seed", 42, "seed of the split, the shuffling and the initialisation")
 	fs.Float64Var(&o.TestSize, "test_size", 0.1, "fraction of the data held out for testing")
 	fs.StringVar(&o.MixedPrecision, "mixed_precision", "no", `"no" (fp32) or "bf16"`)
@@ -142,6 +144,7 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("--model_dir %q, --max_len %d: %w", o.ModelDir, o.MaxLen, err)
 	}
+	clf.Config.GradientCheckpointing = o.GradientCheckpointing
 	if o.Dropout >= 1 {
 		return nil, 0, fmt.Errorf("--dropout %g: must be below 1 (negative: the model's own rates)", o.Dropout)
 	} else if o.Dropout >= 0 {

@@ -33,10 +33,10 @@ func parse(t *testing.T, args ...string) options {
 func TestFlags(t *testing.T) {
 	o := parse(t, "--batch-size", "8", "--gradient-accumulation-steps", "4", "--max_grad_norm", "1", "--weight_decay", "0.01",
 		"--warmup_ratio", "0.1", "--lr_scheduler_type", "linear", "--patience", "2", "--max-steps", "30",
-		"--learning_rate", "3e-5", "--save_steps", "5", "--save_total_limit", "2")
+		"--learning_rate", "3e-5", "--save_steps", "5", "--save_total_limit", "2", "--gradient-checkpointing")
 	if o.BatchSize != 8 || o.GradAccum != 4 || o.MaxGradNorm != 1 || o.WeightDecay != 0.01 || o.WarmupRatio != 0.1 ||
 		o.Schedule != "linear" || o.Patience != 2 || o.MaxSteps != 30 || o.LearningRate != 3e-5 || o.SaveSteps != 5 ||
-		o.SaveTotalLimit != 2 || o.Epochs != 3 || o.Seed != 42 {
+		o.SaveTotalLimit != 2 || o.Epochs != 3 || o.Seed != 42 || !o.GradientCheckpointing {
 		t.Errorf("flags not set: %+v", o)
 	}
 }
