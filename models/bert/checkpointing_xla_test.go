@@ -1,0 +1,117 @@
+package bert
+
+import (
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/goaccel/goaccel/internal/testutil"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// rematChildEnv tells a re-executed test binary to compile one training step and exit.
+const rematChildEnv = "GOACCEL_TEST_REMAT_CHILD"
+
+// TestGradientCheckpointingSurvivesXLA checks that XLA's optimisation passes keep the
+// recompute and that it lowers XLA's own memory plan: a training step of a small BERT (3
+// layers, batch 16 x 64 tokens) is compiled in two child processes, without and with
+// GradientCheckpointing, each dumping its optimised HLO and buffer assignment
+// (XLA_FLAGS=--xla_dump_to). With checkpointing the optimised module must still hold more
+// matrix products (CSE did not merge the copies with the forward pass) and its temporary
+// buffer must be smaller.
+func TestGradientCheckpointingSurvivesXLA(t *testing.T) {
+	if mode := os.Getenv(rematChildEnv); mode != "" {
+		compileSmallStep(t, mode == "remat")
+		return
+	}
+	testutil.CPUPlugin(t) // skips loudly without the plugin, fails under CI
+	dots, temp := map[string]int{}, map[string]int64{}
+	for _, mode := range []string{"plain", "remat"} {
+		dump := t.TempDir()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestGradientCheckpointingSurvivesXLA$", "-test.count=1")
+		cmd.Env = append(os.Environ(), rematChildEnv+"="+mode, "XLA_FLAGS=--xla_dump_to="+dump)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s child: %v\n%s", mode, err, out)
+		}
+		dots[mode], temp[mode] = readXLADump(t, dump)
+	}
+	t.Logf("optimised training step: %d matrix products and %d bytes of temporaries without checkpointing, %d and %d with",
+		dots["plain"], temp["plain"], dots["remat"], temp["remat"])
+	if dots["remat"] <= dots["plain"] {
+		t.Errorf("XLA's optimised module has %d matrix products with checkpointing, %d without: the recompute was merged away",
+			dots["remat"], dots["plain"])
+	}
+	if temp["remat"] >= temp["plain"] {
+		t.Errorf("XLA's temporaries: %d bytes with checkpointing, %d without: no memory saved", temp["remat"], temp["plain"])
+	}
+}
+
+// compileSmallStep builds, compiles and runs once the SGD training step of a 3-layer BERT
+// (hidden 64, 4 heads, feed-forward 256) on 16 random sequences of 64 tokens.
+func compileSmallStep(t *testing.T, remat bool) {
+	backend, err := xlaBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := TinyConfig(100)
+	cfg.NumHiddenLayers, cfg.NumAttentionHeads, cfg.IntermediateSize = 3, 4, 256
+	cfg.GradientCheckpointing = remat
+	store := model.NewStore()
+	if err := store.SetRNGStateFromSeed(1); err != nil {
+		t.Fatal(err)
+	}
+	clf, err := NewClassifier(cfg, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batch, seq = 16, 64
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids, mask, types, labels := make([]int32, batch*seq), make([]int32, batch*seq), make([]int32, batch*seq), make([]int32, batch)
+	for i := range ids {
+		ids[i], mask[i] = int32(rng.IntN(cfg.VocabSize)), 1
+	}
+	step := trainExec(t, backend, clf, optimizer.StochasticGradientDescent().Done(), nil)
+	if _, err := step.Call(tensors.FromFlatDataAndDimensions(ids, batch, seq), tensors.FromFlatDataAndDimensions(mask, batch, seq),
+		tensors.FromFlatDataAndDimensions(types, batch, seq), tensors.FromFlatDataAndDimensions(labels, batch)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readXLADump finds the training step in an XLA dump folder (the optimised module with the
+// most dot instructions) and returns its number of dots and the size of its preallocated
+// temporary buffer.
+func readXLADump(t *testing.T, dir string) (dots int, temp int64) {
+	t.Helper()
+	modules, _ := filepath.Glob(filepath.Join(dir, "*.cpu_after_optimizations.txt"))
+	best := ""
+	for _, m := range modules {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), " dot("); n > dots {
+			dots, best = n, m
+		}
+	}
+	if best == "" {
+		t.Fatalf("no optimised module with a dot in the XLA dump %s (%d modules)", dir, len(modules))
+	}
+	b, err := os.ReadFile(strings.TrimSuffix(best, ".txt") + "-buffer-assignment.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^allocation \d+: size (\d+), .*preallocated-temp`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no preallocated-temp allocation in the buffer assignment of %s", best)
+	}
+	temp, _ = strconv.ParseInt(string(m[1]), 10, 64)
+	return dots, temp
+}
