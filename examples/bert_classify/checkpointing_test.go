@@ -10,7 +10,7 @@ import (
 
 // TestGradientCheckpointingFlag: --gradient_checkpointing reaches the model's configuration,
 // and 4 steps of the tiny BERT with the model's own dropout give the same losses with it as
-// without (1e-6 relative) on one XLA CPU device.
+// without (1e-6 relative), data-parallel on two XLA CPU devices.
 func TestGradientCheckpointingFlag(t *testing.T) {
 	plugin := cpuPlugin(t)
 	o := defaultOptions()
@@ -23,7 +23,7 @@ func TestGradientCheckpointingFlag(t *testing.T) {
 	var losses [2][]float64
 	for i, on := range []bool{false, true} {
 		o := defaultOptions()
-		o.Backend, o.Devices, o.BatchSize, o.Epochs, o.MaxSteps, o.Workers = plugin, 1, 16, 1, 4, 0
+		o.Backend, o.Devices, o.BatchSize, o.Epochs, o.MaxSteps, o.Workers = plugin, 2, 8, 1, 4, 0
 		o.GradientCheckpointing, o.OutputDir = on, t.TempDir()
 		res, _, err := run(o, io.Discard)
 		if err != nil {
