@@ -24,7 +24,8 @@ import (
 //
 // A Classifier is a model.StoreProvider, so it can be handed to the accelerator's Prepare.
 type Classifier struct {
-	// Config is the model's configuration; do not change it after variables were created.
+	// Config is the model's configuration; do not change it after variables were created,
+	// GradientCheckpointing aside (read when a training graph is built).
 	Config Config
 
 	store        *model.Store
