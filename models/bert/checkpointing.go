@@ -1,7 +1,9 @@
 package bert
 
 import (
+	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
+	"github.com/gomlx/gomlx/ml/model"
 )
 
 // Activation checkpointing (Config.GradientCheckpointing) uses GoMLX's own facility:
@@ -9,20 +11,51 @@ import (
 // from it as to be recomputed there; Node.StopCheckpoint after the last layer keeps the
 // pooler and the head out of the recompute. graph.Gradient then clones each layer's forward
 // ops when their gradient is due, after a scheduling dependency on the arriving gradient, so
-// XLA can neither run the copy early nor merge it with the forward ops (see docs/memory.md).
+// XLA can neither run the copy early nor merge it with the forward ops (see docs/remat.md).
+//
+// The Store's random state is tied to each layer's checkpoint, so that dropout's random bits
+// are recomputed too instead of kept.
 
-// checkpointInput marks x, the input of an encoder layer, as a checkpoint when on.
-func checkpointInput(x *Node, on bool) *Node {
+// checkpointInput marks x, the input of an encoder layer, as a checkpoint when on, and ties
+// the random state to it.
+func checkpointInput(store *model.Store, cfg Config, x *Node, on bool) *Node {
 	if !on {
 		return x
 	}
-	return x.Checkpoint()
+	x = x.Checkpoint()
+	if state := rngState(store, cfg); state != nil {
+		// The state is a checkpoint too (the recompute of this layer's draws stops there, not
+		// at the first layer), plus 0·x[0, …, 0]: the same state while x is finite, but
+		// computed from x's checkpoint. A bare Checkpoint of the state would not do: XLA folds
+		// the integer 0 × gradient of the recompute's scheduling dependency and merges the
+		// copied draws with the forward ones (docs/remat.md).
+		first := Reshape(Slice(x, AxisRange(0, 1), AxisRange(0, 1), AxisRange(0, 1)))
+		checkpointed := state.NodeValue(x.Graph()).Checkpoint()
+		zero := ConvertDType(MulScalar(ConvertDType(first, dtypes.Float32), 0), checkpointed.DType())
+		state.SetNodeValue(Add(checkpointed, zero))
+	}
+	return x
 }
 
-// checkpointOutput ends the checkpointed blocks at the encoder's last hidden state when on.
-func checkpointOutput(x *Node, on bool) *Node {
+// checkpointOutput ends the checkpointed blocks at the encoder's last hidden state when on,
+// and releases the random state from them.
+func checkpointOutput(store *model.Store, cfg Config, x *Node, on bool) *Node {
 	if !on {
 		return x
 	}
+	if state := rngState(store, cfg); state != nil {
+		state.SetNodeValue(state.NodeValue(x.Graph()).StopCheckpoint())
+	}
 	return x.StopCheckpoint()
+}
+
+// rngState is the Store's random state variable when the layers draw dropout from it, else nil.
+func rngState(store *model.Store, cfg Config) *model.Variable {
+	if cfg.HiddenDropoutProb <= 0 && cfg.AttentionProbsDropoutProb <= 0 {
+		return nil
+	}
+	if v := store.GetVariable(model.JoinPath("/", model.RNGStateVariableName)); v != nil && v.HasValue() {
+		return v
+	}
+	return nil
 }

@@ -25,15 +25,15 @@ const rematChildEnv = "GOACCEL_TEST_REMAT_CHILD"
 // layers, batch 16 x 64 tokens) is compiled in two child processes, without and with
 // GradientCheckpointing, each dumping its optimised HLO and buffer assignment
 // (XLA_FLAGS=--xla_dump_to). With checkpointing the optimised module must still hold more
-// matrix products (CSE did not merge the copies with the forward pass) and its temporary
-// buffer must be smaller.
+// matrix products and random draws (CSE did not merge the copies with the forward pass: the
+// dropout bits are recomputed, not kept) and its temporary buffer must be smaller.
 func TestGradientCheckpointingSurvivesXLA(t *testing.T) {
 	if mode := os.Getenv(rematChildEnv); mode != "" {
 		compileSmallStep(t, mode == "remat")
 		return
 	}
 	testutil.CPUPlugin(t) // skips loudly without the plugin, fails under CI
-	dots, temp := map[string]int{}, map[string]int64{}
+	dots, draws, temp := map[string]int{}, map[string]int{}, map[string]int64{}
 	for _, mode := range []string{"plain", "remat"} {
 		dump := t.TempDir()
 		cmd := exec.Command(os.Args[0], "-test.run=^TestGradientCheckpointingSurvivesXLA$", "-test.count=1")
@@ -41,13 +41,17 @@ func TestGradientCheckpointingSurvivesXLA(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%s child: %v\n%s", mode, err, out)
 		}
-		dots[mode], temp[mode] = readXLADump(t, dump)
+		dots[mode], draws[mode], temp[mode] = readXLADump(t, dump)
 	}
-	t.Logf("optimised training step: %d matrix products and %d bytes of temporaries without checkpointing, %d and %d with",
-		dots["plain"], temp["plain"], dots["remat"], temp["remat"])
+	t.Logf("optimised training step: %d matrix products, %d random draws and %d bytes of temporaries without "+
+		"checkpointing, %d, %d and %d with", dots["plain"], draws["plain"], temp["plain"], dots["remat"], draws["remat"], temp["remat"])
 	if dots["remat"] <= dots["plain"] {
 		t.Errorf("XLA's optimised module has %d matrix products with checkpointing, %d without: the recompute was merged away",
 			dots["remat"], dots["plain"])
+	}
+	if draws["remat"] <= draws["plain"] {
+		t.Errorf("XLA's optimised module has %d random draws with checkpointing, %d without: dropout's bits are kept, not recomputed",
+			draws["remat"], draws["plain"])
 	}
 	if temp["remat"] >= temp["plain"] {
 		t.Errorf("XLA's temporaries: %d bytes with checkpointing, %d without: no memory saved", temp["remat"], temp["plain"])
@@ -86,9 +90,9 @@ func compileSmallStep(t *testing.T, remat bool) {
 }
 
 // readXLADump finds the training step in an XLA dump folder (the optimised module with the
-// most dot instructions) and returns its number of dots and the size of its preallocated
-// temporary buffer.
-func readXLADump(t *testing.T, dir string) (dots int, temp int64) {
+// most dot instructions) and returns its number of dots, of calls of a random bit generator
+// and the size of its preallocated temporary buffer.
+func readXLADump(t *testing.T, dir string) (dots, draws int, temp int64) {
 	t.Helper()
 	modules, _ := filepath.Glob(filepath.Join(dir, "*.cpu_after_optimizations.txt"))
 	best := ""
@@ -104,7 +108,12 @@ func readXLADump(t *testing.T, dir string) (dots int, temp int64) {
 	if best == "" {
 		t.Fatalf("no optimised module with a dot in the XLA dump %s (%d modules)", dir, len(modules))
 	}
-	b, err := os.ReadFile(strings.TrimSuffix(best, ".txt") + "-buffer-assignment.txt")
+	b, err := os.ReadFile(best)
+	if err != nil {
+		t.Fatal(err)
+	}
+	draws = strings.Count(string(b), "to_apply=%rng")
+	b, err = os.ReadFile(strings.TrimSuffix(best, ".txt") + "-buffer-assignment.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,5 +122,5 @@ func readXLADump(t *testing.T, dir string) (dots int, temp int64) {
 		t.Fatalf("no preallocated-temp allocation in the buffer assignment of %s", best)
 	}
 	temp, _ = strconv.ParseInt(string(m[1]), 10, 64)
-	return dots, temp
+	return dots, draws, temp
 }

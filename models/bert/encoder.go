@@ -53,9 +53,9 @@ func (c *Classifier) Encoder(s *model.Scope, inputIDs, attentionMask, tokenTypeI
 	layerScope := s.At("encoder").At("layer")
 	remat := cfg.GradientCheckpointing && s.IsTraining(x.Graph())
 	for i := range cfg.NumHiddenLayers {
-		x = encoderLayer(layerScope.At("%d", i), cfg, checkpointInput(x, remat), mask)
+		x = encoderLayer(layerScope.At("%d", i), cfg, checkpointInput(s.Store(), cfg, x, remat), mask)
 	}
-	hidden = checkpointOutput(x, remat)
+	hidden = checkpointOutput(s.Store(), cfg, x, remat)
 
 	cls := Reshape(Slice(hidden, AxisRange(), AxisRange(0, 1), AxisRange()), batch, cfg.HiddenSize)
 	pooled = Tanh(linear(s.At("pooler").At("dense"), cfg, cls, cfg.HiddenSize))
