@@ -134,10 +134,10 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 	switch strings.ToLower(cfg.MixedPrecision) {
 	case "", "no", "fp32":
 		cfg.MixedPrecision = "no"
-	case "bf16":
-		cfg.MixedPrecision = "bf16"
+	case "bf16", "fp16":
+		cfg.MixedPrecision = strings.ToLower(cfg.MixedPrecision)
 	default:
-		return nil, fmt.Errorf(`accelerator: unknown MixedPrecision %q: valid values are "no" and "bf16"`, cfg.MixedPrecision)
+		return nil, fmt.Errorf("accelerator: unknown MixedPrecision %q: valid values are %s", cfg.MixedPrecision, mixedPrecisions)
 	}
 	if cfg.Devices < 0 {
 		return nil, fmt.Errorf("accelerator: Devices=%d: must be 0 (all) or a positive count", cfg.Devices)
