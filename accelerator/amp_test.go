@@ -1,0 +1,157 @@
+package accelerator
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// newPrecision returns an Accelerator on one XLA CPU device at the given MixedPrecision.
+func newPrecision(t *testing.T, precision string) *Accelerator {
+	t.Helper()
+	a, err := New(Config{Backend: cpuPlugin(t), Devices: 1, Quiet: true, Seed: 7, MixedPrecision: precision})
+	if err != nil {
+		t.Fatalf("New(MixedPrecision %q): %v", precision, err)
+	}
+	t.Cleanup(a.Close)
+	return a
+}
+
+// matmulDTypes counts the matrix products (DotGeneral, FusedDense) of g by output dtype.
+func matmulDTypes(g *Graph) map[dtypes.DType]int {
+	n := map[dtypes.DType]int{}
+	for _, node := range g.Nodes() {
+		if tp := node.Type(); tp == NodeTypeDotGeneral || tp == NodeTypeFusedDense {
+			n[node.DType()]++
+		}
+	}
+	return n
+}
+
+// ampRun trains the toy MLP (GoMLX layers.Dense, no SetComputeDType) for 30 Adam steps and
+// returns the losses, the final store and the matmul dtypes of the traced forward pass.
+func ampRun(t *testing.T, a *Accelerator) ([]float64, *Job, map[dtypes.DType]int) {
+	t.Helper()
+	x, y := toyData(48)
+	store := model.NewStore()
+	job, err := a.Prepare(store, optimizer.Adam().LearningRate(0.01).Done(), &fixedSource{x: x, y: y, batch: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mm map[dtypes.DType]int
+	train := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
+		logits := mlpLogits(s, b.Inputs[0])
+		mm = matmulDTypes(logits.Graph()) // the forward pass's (the backward's follow GoMLX's accumulator dtype)
+		lv := CrossEntropy(logits, b.Labels, b.Mask)
+		a.Backward(s, lv)
+		return lv
+	})
+	var losses []float64
+	for len(losses) < 30 {
+		for gb, err := range job.Batches() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := train.Run(gb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			losses = append(losses, mustLoss(t, l))
+			if len(losses) == 30 {
+				break
+			}
+		}
+	}
+	return losses, job, mm
+}
+
+// TestMixedPrecisionLayersModel: the toy MLP, built from GoMLX layers with nothing to
+// implement, trains under "bf16" and "fp16" to within 2e-2 (relative) of float32's loss after
+// 30 steps, its matrix products are in the low dtype (not silently float32), and the
+// variables and the optimizer's state stay float32.
+func TestMixedPrecisionLayersModel(t *testing.T) {
+	ref, _, refMM := ampRun(t, newPrecision(t, "no"))
+	if refMM[dtypes.Float32] == 0 {
+		t.Fatalf("fp32 run: no float32 matmul in the graph: %v", refMM)
+	}
+	for _, c := range []struct {
+		precision string
+		dt        dtypes.DType
+	}{{"bf16", dtypes.BFloat16}, {"fp16", dtypes.Float16}} {
+		t.Run(c.precision, func(t *testing.T) {
+			losses, job, mm := ampRun(t, newPrecision(t, c.precision))
+			scale, skipped, err := job.LossScale()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: loss scale %g, %d update(s) skipped", c.precision, scale, skipped)
+			rel := math.Abs(losses[29]-ref[29]) / ref[29]
+			t.Logf("%s: loss after 30 steps %.5f, fp32 %.5f (relative %.2g; step 1: %.5f / %.5f); matmuls by dtype %v",
+				c.precision, losses[29], ref[29], rel, losses[0], ref[0], mm)
+			if rel > 2e-2 {
+				t.Errorf("%s: loss after 30 steps %g, fp32 %g: relative difference %g > 2e-2", c.precision, losses[29], ref[29], rel)
+			}
+			if mm[c.dt] == 0 || mm[dtypes.Float32] != 0 {
+				t.Errorf("%s: matmuls by dtype %v: want all in %s", c.precision, mm, c.dt)
+			}
+			for v := range job.Store().IterVariables() {
+				if dt := v.DType(); dt.IsFloat() && dt != dtypes.Float32 {
+					t.Errorf("%s: variable %s is %s, want float32", c.precision, v.Path(), dt)
+				}
+			}
+		})
+	}
+}
+
+// TestMixedPrecisionErrors: an unknown precision names the valid ones (fp16 included); a
+// float32 constant mixed with bf16 activations is an error naming the op; fp16 with a loss
+// that is not a float scalar is an error naming it.
+func TestMixedPrecisionErrors(t *testing.T) {
+	_, err := New(Config{Backend: "go", MixedPrecision: "fp8", Quiet: true})
+	if err == nil || !strings.Contains(err.Error(), `"fp8"`) || !strings.Contains(err.Error(), `"fp16"`) || !strings.Contains(err.Error(), `"bf16"`) {
+		t.Errorf("MixedPrecision fp8: got %v", err)
+	}
+	run := func(precision string, fn StepFn) error {
+		a := newPrecision(t, precision)
+		x, y := toyData(16)
+		job, err := a.Prepare(model.NewStore(), optimizer.Adam().Done(), &fixedSource{x: x, y: y, batch: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for gb, err := range job.Batches() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = job.TrainStep(fn).Run(gb)
+			return err
+		}
+		return nil
+	}
+	err = run("bf16", func(s *model.Scope, b GraphBatch) *Node {
+		logits := mlpLogits(s, b.Inputs[0])
+		logits = Add(logits, Const(logits.Graph(), [][]float32{{0.1, 0.2, 0.3}})) // a float32 constant
+		lv := CrossEntropy(logits, b.Labels, b.Mask)
+		acc := b.Mask.Graph().State(backwardKey{}).(*backwardState).job.acc
+		acc.Backward(s, lv)
+		return lv
+	})
+	t.Logf("float32 constant under bf16: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "MixedPrecision \"bf16\"") || !strings.Contains(err.Error(), "Add") {
+		t.Errorf("a float32 constant under bf16: got %v, want an error naming MixedPrecision and the op", err)
+	}
+	err = run("fp16", func(s *model.Scope, b GraphBatch) *Node {
+		lv := ConvertDType(ReduceAllSum(ArgMax(mlpLogits(s, b.Inputs[0]), -1)), dtypes.Int32)
+		acc := b.Mask.Graph().State(backwardKey{}).(*backwardState).job.acc
+		acc.Backward(s, lv)
+		return lv
+	})
+	t.Logf("an int32 loss under fp16: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "fp16") || !strings.Contains(err.Error(), "float scalar") || !strings.Contains(err.Error(), "Int32") {
+		t.Errorf("an int32 loss under fp16: got %v, want an error naming it", err)
+	}
+}
