@@ -1,0 +1,190 @@
+package accelerator
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/goaccel/goaccel/checkpoint"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// storeValues prints every variable of store that has a value (exactly: fmt's shortest
+// representation round-trips), by path.
+func storeValues(store *model.Store) (map[string]string, error) {
+	out := map[string]string{}
+	for v := range store.IterVariables() {
+		if !v.HasValue() {
+			continue
+		}
+		t, err := v.Value()
+		if err != nil {
+			return nil, err
+		}
+		out[v.Path()] = fmt.Sprint(t.Value())
+	}
+	return out, nil
+}
+
+// scaleRun is one process's fp16 run of the toy MLP.
+type scaleRun struct {
+	losses        []float64
+	before, after map[string]string // the variables before and after the faulty update
+	final         map[string]string
+	scales        []float64 // the loss scale after each step
+	skipped       []int64   // skipped updates after each step
+	restoredScale float64   // the scale read back from the checkpoint (resumed runs)
+}
+
+// fp16Run trains the toy MLP under fp16 for steps steps on a, from the checkpoint in load when
+// not "", saving one after step saveAt into save (when not "").
+func fp16Run(a *Accelerator, steps, saveAt int, save, load string) (scaleRun, error) {
+	var r scaleRun
+	x, y := toyData(48)
+	store := model.NewStore()
+	if load != "" {
+		mgr, err := checkpoint.NewManager(filepath.Dir(load), checkpoint.Options{Logf: func(string, ...any) {}})
+		if err != nil {
+			return r, err
+		}
+		if err := mgr.Load(load, &checkpoint.State{Store: store}); err != nil {
+			return r, err
+		}
+	}
+	job, err := a.Prepare(store, optimizer.Adam().LearningRate(0.01).Done(), &fixedSource{x: x, y: y, batch: 16 / a.NumReplicas()})
+	if err != nil {
+		return r, err
+	}
+	if load != "" {
+		if r.restoredScale, _, err = job.LossScale(); err != nil {
+			return r, err
+		}
+	}
+	train := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
+		lv := CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
+		a.Backward(s, lv)
+		return lv
+	})
+	for len(r.losses) < steps {
+		for gb, err := range job.Batches() {
+			if err != nil {
+				return r, err
+			}
+			if len(r.losses)+1 == lossScaleFault.update {
+				if r.before, err = storeValues(store); err != nil {
+					return r, err
+				}
+			}
+			l, err := train.Run(gb)
+			if err != nil {
+				return r, err
+			}
+			lv, err := l.Value()
+			if err != nil {
+				return r, err
+			}
+			r.losses = append(r.losses, lv)
+			scale, skipped, err := job.LossScale()
+			if err != nil {
+				return r, err
+			}
+			r.scales, r.skipped = append(r.scales, scale), append(r.skipped, skipped)
+			if len(r.losses) == lossScaleFault.update {
+				if r.after, err = storeValues(store); err != nil {
+					return r, err
+				}
+			}
+			if len(r.losses) == saveAt && save != "" {
+				mgr, err := checkpoint.NewManager(save, checkpoint.Options{Logf: func(string, ...any) {}})
+				if err != nil {
+					return r, err
+				}
+				if _, err := mgr.Save(&checkpoint.State{Store: store, Progress: checkpoint.Progress{Step: int64(saveAt)}}); err != nil {
+					return r, err
+				}
+			}
+			if len(r.losses) == steps {
+				break
+			}
+		}
+	}
+	r.final, err = storeValues(store)
+	return r, err
+}
+
+// TestLossScaleSkipAcrossProcesses: under fp16 over 2 processes, an Inf injected into rank
+// 1's gradients at update 3 makes both processes skip that update (every variable, the
+// optimizer's state included, unchanged; the scale halved; the skipped count 1), since the
+// all-reduced sum is Inf on every rank; a run resumed from a checkpoint saved after that
+// update restores the scale exactly and then equals the uninterrupted run.
+func TestLossScaleSkipAcrossProcesses(t *testing.T) {
+	processConfig = func(c *Config) { c.MixedPrecision = "fp16" }
+	defer func() { processConfig = nil }()
+	dir := t.TempDir()
+	lossScaleFault.rank, lossScaleFault.update = 2, 3 // rank 1, update 3
+	full := runProcesses(t, 2, 1, func(a *Accelerator) (scaleRun, error) {
+		return fp16Run(a, 6, 3, filepath.Join(dir, fmt.Sprintf("rank%d", a.ProcessIndex())), "")
+	})
+	lossScaleFault.rank, lossScaleFault.update = 0, 0
+	for rank, r := range full {
+		t.Logf("rank %d: losses %.5f, scale after each step %v, skipped %v", rank, r.losses, r.scales, r.skipped)
+		if r.scales[1] != lossScaleInit || r.scales[2] != lossScaleInit*lossScaleBackoff || r.skipped[1] != 0 || r.skipped[2] != 1 || r.skipped[5] != 1 {
+			t.Errorf("rank %d: scales %v, skipped %v: want the scale halved and 1 skip at update 3 only", rank, r.scales, r.skipped)
+		}
+		changed := 0
+		for path, v := range r.after {
+			if isLossScaler(path) {
+				continue
+			}
+			if r.before[path] != v {
+				changed++
+				t.Errorf("rank %d: the skipped update changed %s: %s -> %s", rank, path, r.before[path], v)
+			}
+		}
+		if len(r.before) != len(r.after) {
+			t.Errorf("rank %d: %d variables before the skipped update, %d after", rank, len(r.before), len(r.after))
+		}
+		for path, v := range r.final {
+			if path != rngStatePath && full[0].final[path] != v { // the random state is each process's own
+				t.Errorf("rank %d's %s differs from rank 0's", rank, path)
+			}
+		}
+	}
+	if full[0].final[optimizerStepPath] == full[0].after[optimizerStepPath] {
+		t.Errorf("the updates after the skipped one did not advance the optimizer's step (%s)", full[0].final[optimizerStepPath])
+	}
+	resumed := runProcesses(t, 2, 1, func(a *Accelerator) (scaleRun, error) {
+		ckpt := filepath.Join(dir, fmt.Sprintf("rank%d", a.ProcessIndex()))
+		mgr, err := checkpoint.NewManager(ckpt, checkpoint.Options{})
+		if err != nil {
+			return scaleRun{}, err
+		}
+		return fp16Run(a, 3, 0, "", mgr.PathFor(3))
+	})
+	for rank, r := range resumed {
+		if r.restoredScale != full[rank].scales[2] {
+			t.Errorf("rank %d: resumed with loss scale %g, saved %g", rank, r.restoredScale, full[rank].scales[2])
+		}
+		for i, l := range r.losses {
+			if l != full[rank].losses[3+i] {
+				t.Errorf("rank %d: resumed step %d: loss %g, uninterrupted %g", rank, 4+i, l, full[rank].losses[3+i])
+			}
+		}
+		for path, v := range full[rank].final {
+			// Prepare seeds the random state after the checkpoint was loaded (the trainer
+			// loads after Prepare); this model draws no random numbers.
+			if path != rngStatePath && r.final[path] != v {
+				t.Errorf("rank %d: after the resumed run %s = %s, uninterrupted %s", rank, path, r.final[path], v)
+			}
+		}
+	}
+	t.Logf("resumed: scale %g restored; losses of steps 4-6 %.5f (uninterrupted %.5f)", resumed[0].restoredScale, resumed[0].losses, full[0].losses[3:])
+}
+
+// rngStatePath is the path of GoMLX's random state variable.
+const rngStatePath = "/#rngState"
+
+// optimizerStepPath is the path of GoMLX's optimizer step counter.
+const optimizerStepPath = "/" + optimizer.GlobalStepVariableName
