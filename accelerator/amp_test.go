@@ -52,7 +52,15 @@ func ampRun(t *testing.T, a *Accelerator) ([]float64, *Job, map[dtypes.DType]int
 		return lv
 	})
 	var losses []float64
-	for len(losses) < 30 {
+	runBatches(t, job, train, 30, func(l float64) { losses = append(losses, l) })
+	return losses, job, mm
+}
+
+// runBatches runs n batches of train, over as many epochs as it takes, calling after with
+// each batch's loss.
+func runBatches(t *testing.T, job *Job, train *TrainStep, n int, after func(loss float64)) {
+	t.Helper()
+	for n > 0 {
 		for gb, err := range job.Batches() {
 			if err != nil {
 				t.Fatal(err)
@@ -61,13 +69,12 @@ func ampRun(t *testing.T, a *Accelerator) ([]float64, *Job, map[dtypes.DType]int
 			if err != nil {
 				t.Fatal(err)
 			}
-			losses = append(losses, mustLoss(t, l))
-			if len(losses) == 30 {
-				break
+			after(mustLoss(t, l))
+			if n--; n == 0 {
+				return
 			}
 		}
 	}
-	return losses, job, mm
 }
 
 // TestMixedPrecisionLayersModel: the toy MLP, built from GoMLX layers with nothing to

@@ -3,6 +3,7 @@ package accelerator
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/goaccel/goaccel/checkpoint"
@@ -188,3 +189,51 @@ const rngStatePath = "/#rngState"
 
 // optimizerStepPath is the path of GoMLX's optimizer step counter.
 const optimizerStepPath = "/" + optimizer.GlobalStepVariableName
+
+// TestLossScaleBacksOffOnOverflow: in one process (the in-graph strategy), with gradient
+// accumulation over 2 batches, a loss 1000 times the cross-entropy makes the scaled fp16
+// gradients overflow at the first updates: those are skipped (the check is at the update,
+// the 2nd batch), the scale halves until they fit, and the run then trains with finite
+// variables.
+func TestLossScaleBacksOffOnOverflow(t *testing.T) {
+	a := newPrecision(t, "fp16")
+	x, y := toyData(64)
+	job, err := a.Prepare(model.NewStore(), optimizer.Adam().LearningRate(0.001).Done(), &fixedSource{x: x, y: y, batch: 8},
+		WithGradientAccumulation(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	train := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
+		lv := MulScalar(CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask), 1000)
+		a.Backward(s, lv)
+		return lv
+	})
+	var scales []float64
+	var skips []int64
+	runBatches(t, job, train, 24, func(float64) {
+		scale, skipped, err := job.LossScale()
+		if err != nil {
+			t.Fatal(err)
+		}
+		scales, skips = append(scales, scale), append(skips, skipped)
+	})
+	t.Logf("loss scale after each batch %v; skipped updates %v", scales, skips)
+	last := len(skips) - 1
+	if skips[0] != 0 || skips[1] == 0 || skips[last] != skips[last-2] || scales[last] >= lossScaleInit {
+		t.Errorf("scales %v, skips %v: want skips at the first updates only (counted at the 2nd batch of each), the scale lowered", scales, skips)
+	}
+	for i := 2; i <= last; i += 2 { // batches 3, 5, ... only accumulate
+		if scales[i] != scales[i-1] {
+			t.Errorf("the scale changed on a batch that only accumulates (batch %d): %v", i+1, scales)
+		}
+	}
+	vals, err := storeValues(job.Store())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, v := range vals {
+		if strings.Contains(v, "NaN") || strings.Contains(v, "Inf") {
+			t.Errorf("%s is not finite after the run: %s", path, v)
+		}
+	}
+}
