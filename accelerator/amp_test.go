@@ -77,6 +77,25 @@ func runBatches(t *testing.T, job *Job, train *TrainStep, n int, after func(loss
 	}
 }
 
+// checkLowPrecision checks a run at a low precision (dt) against float32's: the loss after
+// 30 steps within 2e-2 (relative), the first loss not float32's to the bit, matmuls (mm, of
+// the forward pass) in dt.
+func checkLowPrecision(t *testing.T, precision string, dt dtypes.DType, losses, ref []float64, mm map[dtypes.DType]int) {
+	t.Helper()
+	rel := math.Abs(losses[29]-ref[29]) / ref[29]
+	t.Logf("%s: loss after 30 steps %.5f, fp32 %.5f (relative %.2g; step 1: %.7f, fp32 %.7f); forward matmuls by dtype %v",
+		precision, losses[29], ref[29], rel, losses[0], ref[0], mm)
+	if rel > 2e-2 {
+		t.Errorf("%s: loss after 30 steps %g, fp32 %g: relative difference %g > 2e-2", precision, losses[29], ref[29], rel)
+	}
+	if losses[0] == ref[0] {
+		t.Errorf("%s: the first loss is float32's to the bit (%g): the low precision was not used", precision, ref[0])
+	}
+	if mm[dt] == 0 {
+		t.Errorf("%s: forward matmuls by dtype %v: none in %s", precision, mm, dt)
+	}
+}
+
 // TestMixedPrecisionLayersModel: the toy MLP, built from GoMLX layers with nothing to
 // implement, trains under "bf16" and "fp16" to within 2e-2 (relative) of float32's loss after
 // 30 steps, its matrix products are in the low dtype (not silently float32), and the
@@ -97,13 +116,8 @@ func TestMixedPrecisionLayersModel(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%s: loss scale %g, %d update(s) skipped", c.precision, scale, skipped)
-			rel := math.Abs(losses[29]-ref[29]) / ref[29]
-			t.Logf("%s: loss after 30 steps %.5f, fp32 %.5f (relative %.2g; step 1: %.5f / %.5f); matmuls by dtype %v",
-				c.precision, losses[29], ref[29], rel, losses[0], ref[0], mm)
-			if rel > 2e-2 {
-				t.Errorf("%s: loss after 30 steps %g, fp32 %g: relative difference %g > 2e-2", c.precision, losses[29], ref[29], rel)
-			}
-			if mm[c.dt] == 0 || mm[dtypes.Float32] != 0 {
+			checkLowPrecision(t, c.precision, c.dt, losses, ref, mm)
+			if mm[dtypes.Float32] != 0 {
 				t.Errorf("%s: matmuls by dtype %v: want all in %s", c.precision, mm, c.dt)
 			}
 			for v := range job.Store().IterVariables() {
