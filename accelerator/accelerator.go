@@ -131,13 +131,8 @@ func New(cfg Config) (*Accelerator, error) {
 // (tests run several "processes" in one), else it is opened from the environment.
 func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, error) {
 	var err error
-	switch strings.ToLower(cfg.MixedPrecision) {
-	case "", "no", "fp32":
-		cfg.MixedPrecision = "no"
-	case "bf16", "fp16":
-		cfg.MixedPrecision = strings.ToLower(cfg.MixedPrecision)
-	default:
-		return nil, fmt.Errorf("accelerator: unknown MixedPrecision %q: valid values are %s", cfg.MixedPrecision, mixedPrecisions)
+	if cfg.MixedPrecision, err = mixedPrecision(cfg.MixedPrecision); err != nil {
+		return nil, err
 	}
 	if cfg.Devices < 0 {
 		return nil, fmt.Errorf("accelerator: Devices=%d: must be 0 (all) or a positive count", cfg.Devices)

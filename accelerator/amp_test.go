@@ -137,6 +137,18 @@ func TestMixedPrecisionErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"fp8"`) || !strings.Contains(err.Error(), `"fp16"`) || !strings.Contains(err.Error(), `"bf16"`) {
 		t.Errorf("MixedPrecision fp8: got %v", err)
 	}
+	t.Setenv("GOACCEL_MIXED_PRECISION", "FP16")
+	if a, err := New(Config{Backend: "go", Quiet: true}); err != nil || a.Info().Precision != "fp16" {
+		t.Errorf("$GOACCEL_MIXED_PRECISION=FP16: precision %v, error %v", a, err)
+	} else {
+		a.Close()
+	}
+	t.Setenv("GOACCEL_MIXED_PRECISION", "half")
+	_, err = New(Config{Backend: "go", Quiet: true})
+	if err == nil || !strings.Contains(err.Error(), "$GOACCEL_MIXED_PRECISION") || !strings.Contains(err.Error(), `"fp16"`) {
+		t.Errorf("$GOACCEL_MIXED_PRECISION=half: got %v", err)
+	}
+	t.Setenv("GOACCEL_MIXED_PRECISION", "")
 	run := func(precision string, fn StepFn) error {
 		a := newPrecision(t, precision)
 		x, y := toyData(16)
