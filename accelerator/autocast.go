@@ -141,7 +141,7 @@ func (j *Job) explainDTypeMix(r any) any {
 		msg = err.Error()
 	}
 	low := strings.ToLower(msg)
-	if !strings.Contains(low, "dtype") || !strings.Contains(low, j.autocast.String()) && !strings.Contains(low, strings.ToLower(j.autocast.String())) {
+	if !strings.Contains(low, "dtype") || !strings.Contains(low, strings.ToLower(j.autocast.String())) {
 		return r
 	}
 	return fmt.Errorf("accelerator: MixedPrecision %q computes the model in %s, but an op mixes a %s value with a "+
