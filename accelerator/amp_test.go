@@ -7,6 +7,7 @@ import (
 
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
@@ -190,4 +191,56 @@ func TestMixedPrecisionErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "fp16") || !strings.Contains(err.Error(), "float scalar") || !strings.Contains(err.Error(), "Int32") {
 		t.Errorf("an int32 loss under fp16: got %v, want an error naming it", err)
 	}
+}
+
+// TestMixedPrecisionDropoutAndEval: under autocast on 2 devices, a model with dropout (the
+// random state read and advanced through the shadow scope) trains, and its evaluation
+// outputs come back float32, every example once.
+func TestMixedPrecisionDropoutAndEval(t *testing.T) {
+	a, err := New(Config{Backend: cpuPlugin(t), Devices: 2, Quiet: true, Seed: 7, MixedPrecision: "bf16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	x, y := toyData(32)
+	job, err := a.Prepare(model.NewStore(), optimizer.Adam().LearningRate(0.01).Done(), &fixedSource{x: x, y: y, batch: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits := func(s *model.Scope, x *Node) *Node {
+		h := layers.DropoutStatic(s, Tanh(layers.Dense(s.In("hidden"), x, true, 16)), 0.2)
+		return layers.Dense(s.In("out"), h, true, 3)
+	}
+	train := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
+		lv := CrossEntropy(logits(s, b.Inputs[0]), b.Labels, b.Mask)
+		a.Backward(s, lv)
+		return lv
+	})
+	var losses []float64
+	runBatches(t, job, train, 4, func(l float64) { losses = append(losses, l) })
+	rng := job.Store().GetVariable(rngStatePath)
+	before, _ := storeValues(job.Store())
+	runBatches(t, job, train, 1, func(l float64) { losses = append(losses, l) })
+	after, _ := storeValues(job.Store())
+	if rng == nil || before[rngStatePath] == after[rngStatePath] {
+		t.Errorf("the random state did not advance under autocast with dropout: %v", after[rngStatePath])
+	}
+	for _, l := range losses {
+		if math.IsNaN(l) || math.IsInf(l, 0) {
+			t.Fatalf("losses %v", losses)
+		}
+	}
+	eval := job.EvalStep(func(s *model.Scope, b GraphBatch) []*Node { return []*Node{logits(s, b.Inputs[0])} })
+	res, err := job.Evaluate(&fixedSource{x: x, y: y, batch: 8}, eval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := res.Floats(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 32*3 || res.Outputs[0].DType() != dtypes.Float32 {
+		t.Fatalf("evaluation gave %d values of %s, want %d float32", len(got), res.Outputs[0].DType(), 32*3)
+	}
+	t.Logf("losses %.4f; first logits %.4f", losses, got[:3])
 }
