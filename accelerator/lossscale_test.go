@@ -1,12 +1,14 @@
 package accelerator
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/goaccel/goaccel/checkpoint"
+	"github.com/goaccel/goaccel/internal/testutil"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
@@ -115,6 +117,59 @@ func fp16Run(a *Accelerator, steps, saveAt int, save, load string) (scaleRun, er
 	return r, err
 }
 
+// skipProblems lists what is wrong with a run whose update 3 had a non-finite gradient
+// (lossScaleFault): the scale must be halved and 1 update counted skipped from update 3 on,
+// and no variable but the loss scaler's changed by that update.
+func (r scaleRun) skipProblems() []error {
+	var errs []error
+	if r.scales[1] != lossScaleInit || r.scales[2] != lossScaleInit*lossScaleBackoff || r.skipped[1] != 0 || r.skipped[2] != 1 || r.skipped[len(r.skipped)-1] != 1 {
+		errs = append(errs, fmt.Errorf("scales %v, skipped %v: want the scale halved and 1 skip at update 3 only", r.scales, r.skipped))
+	}
+	for path, v := range r.after {
+		if !isLossScaler(path) && r.before[path] != v {
+			errs = append(errs, fmt.Errorf("the skipped update changed %s: %s -> %s", path, r.before[path], v))
+		}
+	}
+	if len(r.before) != len(r.after) {
+		errs = append(errs, fmt.Errorf("%d variables before the skipped update, %d after", len(r.before), len(r.after)))
+	}
+	return errs
+}
+
+// lossScaleWorker is a rank of TestLossScaleSkipOverMPI: rank 1's gradients of update 3 are
+// made Inf; every rank must skip that update.
+func lossScaleWorker(a *Accelerator) error {
+	if _, ok := a.grp.(*mpiGroup); !ok {
+		return fmt.Errorf("rank %d is not in an MPI group but in a %T", a.ProcessIndex(), a.grp)
+	}
+	lossScaleFault.rank, lossScaleFault.update = 2, 3
+	r, err := fp16Run(a, 4, 0, "", "")
+	if err != nil {
+		return err
+	}
+	if errs := r.skipProblems(); len(errs) > 0 {
+		return fmt.Errorf("rank %d: %w", a.ProcessIndex(), errors.Join(errs...))
+	}
+	fmt.Printf("rank %d: scale after each step %v, skipped %v\n", a.ProcessIndex(), r.scales, r.skipped)
+	return nil
+}
+
+// TestLossScaleSkipOverMPI is TestLossScaleSkipAcrossProcesses's skip over real MPI (MPICH's
+// MPI_Allreduce): the sum of an Inf is Inf on every rank, so every rank skips.
+func TestLossScaleSkipOverMPI(t *testing.T) {
+	testutil.NeedMPI(t)
+	err, out := launchWorkers(t, "lossscale", 2, 2, "GOACCEL_TIMEOUT=2m", "GOACCEL_MIXED_PRECISION=fp16")
+	if err != nil {
+		t.Fatalf("launch: %v\n%s", err, out)
+	}
+	for _, rank := range []string{"rank 0: scale", "rank 1: scale"} {
+		if !strings.Contains(out, rank) {
+			t.Errorf("no %q line in the ranks' output:\n%s", rank, out)
+		}
+	}
+	t.Logf("%s", out)
+}
+
 // TestLossScaleSkipAcrossProcesses: under fp16 over 2 processes, an Inf injected into rank
 // 1's gradients at update 3 makes both processes skip that update (every variable, the
 // optimizer's state included, unchanged; the scale halved; the skipped count 1), since the
@@ -131,21 +186,8 @@ func TestLossScaleSkipAcrossProcesses(t *testing.T) {
 	lossScaleFault.rank, lossScaleFault.update = 0, 0
 	for rank, r := range full {
 		t.Logf("rank %d: losses %.5f, scale after each step %v, skipped %v", rank, r.losses, r.scales, r.skipped)
-		if r.scales[1] != lossScaleInit || r.scales[2] != lossScaleInit*lossScaleBackoff || r.skipped[1] != 0 || r.skipped[2] != 1 || r.skipped[5] != 1 {
-			t.Errorf("rank %d: scales %v, skipped %v: want the scale halved and 1 skip at update 3 only", rank, r.scales, r.skipped)
-		}
-		changed := 0
-		for path, v := range r.after {
-			if isLossScaler(path) {
-				continue
-			}
-			if r.before[path] != v {
-				changed++
-				t.Errorf("rank %d: the skipped update changed %s: %s -> %s", rank, path, r.before[path], v)
-			}
-		}
-		if len(r.before) != len(r.after) {
-			t.Errorf("rank %d: %d variables before the skipped update, %d after", rank, len(r.before), len(r.after))
+		for _, err := range r.skipProblems() {
+			t.Errorf("rank %d: %v", rank, err)
 		}
 		for path, v := range r.final {
 			if path != rngStatePath && full[0].final[path] != v { // the random state is each process's own
