@@ -17,11 +17,14 @@ import (
 // finite the update is skipped (variables and optimizer state unchanged) and the scale
 // halved, and after lossScaleGrowthInterval finite updates in a row it is doubled.
 const (
-	lossScaleInit           = 65536.0 // 2^16
-	lossScaleBackoff        = 0.5
-	lossScaleGrowth         = 2.0
-	lossScaleGrowthInterval = 2000
+	lossScaleInit    = 65536.0 // 2^16
+	lossScaleBackoff = 0.5
+	lossScaleGrowth  = 2.0
 )
+
+// lossScaleGrowthInterval is the number of finite updates in a row after which the scale
+// grows (a variable only so that tests can shorten it).
+var lossScaleGrowthInterval int64 = 2000
 
 // The loss scaler's variables, in internalScope: in the Store, so checkpoints carry them.
 const (

@@ -279,3 +279,21 @@ func TestLossScaleBacksOffOnOverflow(t *testing.T) {
 		}
 	}
 }
+
+// TestLossScaleGrows: after lossScaleGrowthInterval finite updates in a row the scale
+// doubles (PyTorch GradScaler's growth, with the interval shortened to 3 here).
+func TestLossScaleGrows(t *testing.T) {
+	defer func(n int64) { lossScaleGrowthInterval = n }(lossScaleGrowthInterval)
+	lossScaleGrowthInterval = 3
+	r, err := fp16Run(newPrecision(t, "fp16"), 7, 0, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("scale after each update %v, skipped %v", r.scales, r.skipped)
+	want := []float64{1, 1, 2, 2, 2, 4, 4}
+	for i, w := range want {
+		if r.scales[i] != w*lossScaleInit || r.skipped[i] != 0 {
+			t.Fatalf("scales %v, skipped %v: want %v x 2^16 and no skip", r.scales, r.skipped, want)
+		}
+	}
+}
