@@ -36,10 +36,18 @@ type Config struct {
 	// $GOACCEL_DEVICES, or --xla_force_host_platform_device_count in $XLA_FLAGS), at most
 	// max(8, CPU cores) unless $GOACCEL_MAX_CPU_DEVICES sets another cap.
 	Devices int
-	// MixedPrecision is "no" (the default, also "" or "fp32") or "bf16": the model computes
-	// its activations in bfloat16 while the variables (master weights), the optimizer state
-	// and the gradient update stay float32. Prepare hands the precision to models that
-	// implement ComputeDTypeSetter (bert.Classifier does) and refuses models that do not.
+	// MixedPrecision is "no" (the default, also "fp32"), "bf16" or "fp16"; empty means
+	// $GOACCEL_MIXED_PRECISION, else "no". With "bf16" or "fp16" the model computes its
+	// activations and matrix products in bfloat16 or float16 while the variables (master
+	// weights), the optimizer state and the update stay float32. A model that implements
+	// ComputeDTypeSetter (bert.Classifier) does the casting itself; any other model, built
+	// from GoMLX layers with nothing to implement, is cast by goaccel: the step and eval
+	// functions see their float32 variables and float inputs in the 16-bit dtype (gradients
+	// flow back to the float32 variables), CrossEntropy's softmax and the loss run in
+	// float32, and a float32 constant mixed with 16-bit activations is an error naming the
+	// op. "fp16" adds dynamic loss scaling with PyTorch GradScaler's defaults (Job.LossScale):
+	// an update whose gradient is not finite is skipped on every process. docs/semantics.md
+	// says what runs in which dtype.
 	MixedPrecision string
 	// Seed seeds variable initialisation and in-graph randomness (dropout) of prepared models.
 	Seed int64
@@ -131,13 +139,8 @@ func New(cfg Config) (*Accelerator, error) {
 // (tests run several "processes" in one), else it is opened from the environment.
 func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, error) {
 	var err error
-	switch strings.ToLower(cfg.MixedPrecision) {
-	case "", "no", "fp32":
-		cfg.MixedPrecision = "no"
-	case "bf16":
-		cfg.MixedPrecision = "bf16"
-	default:
-		return nil, fmt.Errorf(`accelerator: unknown MixedPrecision %q: valid values are "no" and "bf16"`, cfg.MixedPrecision)
+	if cfg.MixedPrecision, err = mixedPrecision(cfg.MixedPrecision); err != nil {
+		return nil, err
 	}
 	if cfg.Devices < 0 {
 		return nil, fmt.Errorf("accelerator: Devices=%d: must be 0 (all) or a positive count", cfg.Devices)

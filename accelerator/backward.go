@@ -36,7 +36,8 @@ type backwardState struct {
 	gradsOnly bool
 	vars      []*model.Variable
 	grads     []*Node
-	weight    *Node // the batch's weight (a float32 scalar): its real examples, or BackwardWeighted's
+	weight    *Node          // the batch's weight (a float32 scalar): its real examples, or BackwardWeighted's
+	autocast  *autocastState // mixed precision's casts of the variables (nil without autocast)
 }
 
 // Backward computes the gradients of loss with respect to every trainable variable, takes
@@ -99,8 +100,15 @@ func (a *Accelerator) backward(op string, s *model.Scope, loss, weight *Node) {
 	if weight != nil && (!weight.Shape().IsScalar() || weight.Graph() != g) {
 		exceptions.Panicf("accelerator: %s: the weight must be a scalar of the step's graph, got shape %s", op, weight.Shape())
 	}
+	if isDryTrace(g) {
+		return // autocast's dry trace only creates the variables
+	}
 	j := st.job
-	root := s.Store().RootScope()
+	st.autocast.restore() // the update reads and writes the float32 variables
+	if j.acc.ComputeDType() != dtypes.Float32 && loss.DType().IsFloat() {
+		loss = ConvertDType(loss, dtypes.Float32) // mixed precision: the update runs in float32
+	}
+	root := j.store.RootScope() // s may be autocast's shadow scope
 	var vars []*model.Variable
 	var values []*Node
 	for v := range root.IterVariables() {
@@ -116,15 +124,15 @@ func (a *Accelerator) backward(op string, s *model.Scope, loss, weight *Node) {
 		weight = ReduceAllSum(ConvertDType(st.mask, dtypes.Float32))
 	}
 	weight = StopGradient(ConvertDType(weight, dtypes.Float32))
-	grads := Gradient(loss, values...)
+	grads := Gradient(j.scaleLoss(op, root, loss), values...)
 	if st.gradsOnly {
 		st.vars, st.grads, st.weight = vars, grads, weight
 		return
 	}
 	if _, ok := j.opt.(gradientOptimizer); !ok {
-		if j.opts.accumulate > 1 || j.opts.clipNorm > 0 {
+		if j.opts.accumulate > 1 || j.opts.clipNorm > 0 || j.lossScaling() {
 			exceptions.Panicf("accelerator: optimizer %T does not accept gradients (UpdateGraphWithGradients), "+
-				"so it cannot be used with gradient accumulation or clipping", j.opt)
+				"so it cannot be used with gradient accumulation, clipping or fp16's loss scaling", j.opt)
 		}
 		j.opt.UpdateGraph(root, g, loss)
 		return
@@ -175,6 +183,8 @@ func accumulateWeighted(root *model.Scope, g *Graph, vars []*model.Variable, gra
 // Store's order: the mean gradient of the update) with the job's optimizer, in graph g, after
 // setting the learning rate of the schedule.
 func (j *Job) applyGradients(root *model.Scope, g *Graph, grads []*Node, lossDType dtypes.DType) {
+	grads, scaled := j.unscaleGradients(root, g, grads) // fp16: unscaled, the update kept only if finite
+	defer scaled.finish()
 	if j.opts.clipNorm > 0 {
 		grads = clipByGlobalNorm(root, g, grads, j.opts.clipNorm)
 	}

@@ -130,7 +130,7 @@ func (e *EvalStep) graphFn(s *model.Scope, inputs []*Node) []*Node {
 	g := inputs[0].Graph()
 	s.Store().SetTraining(g, false)
 	b := e.job.unpack(inputs)
-	outs := e.fn(s, b)
+	outs := e.job.traceEval(s, b, e.fn) // e.fn(s, b), cast under mixed precision
 	if len(outs) == 0 {
 		exceptions.Panicf("the eval function returned no outputs")
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/distributed"
+	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/initializer"
@@ -84,6 +85,9 @@ type Job struct {
 	// oneDevice: the job's graphs run on device 0 alone, not over the mesh (Config.Verify's
 	// reference run).
 	oneDevice bool
+	// autocast is the dtype the job's graphs cast the model to (mixed precision on a model
+	// without SetComputeDType, see autocast.go); InvalidDType when they do not.
+	autocast dtypes.DType
 }
 
 // numDevices is the number of devices the job's graphs run on.
@@ -131,7 +135,8 @@ func (a *Accelerator) prepare(m model.StoreProvider, opt optimizer.Interface, sr
 	if j.opts.clipNorm < 0 {
 		return nil, fmt.Errorf("accelerator: Prepare: clip norm must be >= 0, got %g", j.opts.clipNorm)
 	}
-	if err := a.applyPrecision(m); err != nil {
+	var err error
+	if j.autocast, err = a.applyPrecision(m); err != nil {
 		return nil, err
 	}
 	j.strategy = chooseStrategy(a.grp)

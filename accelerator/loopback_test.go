@@ -182,6 +182,9 @@ func (m *loopMember) Close() error { return nil }
 
 // runProcesses runs fn as nproc "processes" of devices XLA CPU devices each (goroutines with
 // their own Accelerator) joined by a loopback group, and returns their results by rank.
+// processConfig, when set by a test, edits the Config of runProcesses' accelerators.
+var processConfig func(*Config)
+
 func runProcesses[T any](t *testing.T, nproc, devices int, fn func(a *Accelerator) (T, error)) []T {
 	t.Helper()
 	return runProcessesWrapped(t, nproc, devices, nil, fn)
@@ -204,7 +207,11 @@ func runProcessesWrapped[T any](t *testing.T, nproc, devices int, wrap func(rank
 			if wrap != nil {
 				g = wrap(r, g)
 			}
-			a, err := newAccelerator(Config{Backend: plugin, Devices: devices, Quiet: true, Seed: 7},
+			cfg := Config{Backend: plugin, Devices: devices, Quiet: true, Seed: 7}
+			if processConfig != nil {
+				processConfig(&cfg)
+			}
+			a, err := newAccelerator(cfg,
 				processInfo{rank: r, worldSize: nproc, localRank: r, localWorldSize: nproc, source: "test"}, g)
 			if err != nil {
 				errs[r] = err

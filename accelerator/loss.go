@@ -1,6 +1,7 @@
 package accelerator
 
 import (
+	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/support/exceptions"
 )
@@ -27,6 +28,11 @@ func PerExampleCrossEntropy(logits, labels *Node) *Node {
 	}
 	numClasses := logits.Shape().Dimensions[1]
 	requireLabelRange(labels, numClasses)
+	if dt := logits.DType(); dt == dtypes.BFloat16 || dt == dtypes.Float16 {
+		// Mixed precision: the log-softmax's exponentials and sum, and the loss, in float32
+		// (16-bit floats lose the small probabilities and the mean).
+		logits = ConvertDType(logits, dtypes.Float32)
+	}
 	return Neg(ReduceSum(Mul(OneHot(labels, numClasses, logits.DType()), LogSoftmax(logits, -1)), -1))
 }
 

@@ -2,39 +2,67 @@ package accelerator
 
 import (
 	"fmt"
+	"strings"
+
+	"github.com/goaccel/goaccel/internal/envvar"
+
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
-// ComputeDTypeSetter is implemented by models that can compute their activations in another
-// dtype than their float32 variables, which is what mixed precision needs: with
-// Config.MixedPrecision "bf16", Prepare calls SetComputeDType(dtypes.BFloat16).
+// ComputeDTypeSetter is implemented by models that compute their activations in another
+// dtype than their float32 variables themselves: with Config.MixedPrecision "bf16" or
+// "fp16", Prepare calls SetComputeDType(dtypes.BFloat16 or dtypes.Float16) and leaves the
+// casting to the model. Models without it are cast by goaccel (see Config.MixedPrecision).
 type ComputeDTypeSetter interface {
 	SetComputeDType(dtypes.DType) error
 }
 
-// ComputeDType is the dtype models should compute activations in: Float32, or BFloat16
-// with MixedPrecision "bf16".
+// ComputeDType is the dtype models compute activations in: Float32, BFloat16 with
+// MixedPrecision "bf16", or Float16 with "fp16".
 func (a *Accelerator) ComputeDType() dtypes.DType {
-	if a.cfg.MixedPrecision == "bf16" {
+	switch a.cfg.MixedPrecision {
+	case "bf16":
 		return dtypes.BFloat16
+	case "fp16":
+		return dtypes.Float16
 	}
 	return dtypes.Float32
 }
 
-// applyPrecision hands the compute dtype to the model being prepared.
-func (a *Accelerator) applyPrecision(m model.StoreProvider) error {
-	if a.cfg.MixedPrecision != "bf16" {
-		return nil
+// mixedPrecisions are Config.MixedPrecision's valid values, as errors list them.
+const mixedPrecisions = `"no" (or "fp32"), "bf16" and "fp16"`
+
+// mixedPrecision is Config.MixedPrecision (or, when empty, $GOACCEL_MIXED_PRECISION) as
+// "no", "bf16" or "fp16".
+func mixedPrecision(cfg string) (string, error) {
+	name := "MixedPrecision"
+	if cfg == "" {
+		cfg, name = envvar.MixedPrecision.Value(), "$"+envvar.MixedPrecision.Name
+	}
+	switch p := strings.ToLower(cfg); p {
+	case "", "no", "fp32":
+		return "no", nil
+	case "bf16", "fp16":
+		return p, nil
+	}
+	return "", fmt.Errorf("accelerator: unknown %s %q: valid values are %s", name, cfg, mixedPrecisions)
+}
+
+// applyPrecision hands the compute dtype to the model being prepared when it has its own
+// casting (ComputeDTypeSetter); else it returns the dtype the job's graphs cast the model to
+// (InvalidDType: no casting).
+func (a *Accelerator) applyPrecision(m model.StoreProvider) (dtypes.DType, error) {
+	dt := a.ComputeDType()
+	if dt == dtypes.Float32 {
+		return dtypes.InvalidDType, nil
 	}
 	setter, ok := m.(ComputeDTypeSetter)
 	if !ok {
-		return fmt.Errorf("accelerator: Prepare: MixedPrecision \"bf16\" needs a model that can compute in "+
-			"bfloat16 (a SetComputeDType(dtypes.DType) error method, as bert.Classifier has); %T has none: "+
-			"cast inside the model yourself and use MixedPrecision \"no\"", m)
+		return dt, nil
 	}
-	if err := setter.SetComputeDType(dtypes.BFloat16); err != nil {
-		return fmt.Errorf("accelerator: Prepare: switching the model to bfloat16: %w", err)
+	if err := setter.SetComputeDType(dt); err != nil {
+		return dtypes.InvalidDType, fmt.Errorf("accelerator: Prepare: switching the model to %s: %w", dt, err)
 	}
-	return nil
+	return dtypes.InvalidDType, nil
 }

@@ -33,8 +33,12 @@ func TestMixedPrecisionIsHandedToTheModel(t *testing.T) {
 	if m.got != dtypes.BFloat16 {
 		t.Errorf("model got compute dtype %s, want BFloat16", m.got)
 	}
-	_, err = a.Prepare(model.NewStore(), optimizer.Adam().Done(), nil)
-	if err == nil || !strings.Contains(err.Error(), "needs a model that can compute in bfloat16") {
-		t.Errorf("a model without SetComputeDType: got %v", err)
+	// A model without SetComputeDType is cast by goaccel (TestMixedPrecisionLayersModel).
+	job, err := a.Prepare(model.NewStore(), optimizer.Adam().Done(), nil)
+	if err != nil || job.autocast != dtypes.BFloat16 {
+		t.Errorf("a model without SetComputeDType: autocast %s, error %v; want BFloat16, nil", job.autocast, err)
+	}
+	if job, err := a.Prepare(m, optimizer.Adam().Done(), nil); err != nil || job.autocasting() {
+		t.Errorf("a model with SetComputeDType: autocasting %v, error %v; want its own casting", job.autocasting(), err)
 	}
 }

@@ -124,6 +124,7 @@ func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool)
 		lossSum, weight = p.pair[0], p.pair[1]
 	} else {
 		// The update: the gradients and, in the same buckets, the loss.
+		p.injectLossScaleFault()
 		err = p.allreduceGradients()
 		syncEnd := time.Now()
 		t.stats.Sync += syncEnd.Sub(syncStart)

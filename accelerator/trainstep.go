@@ -147,7 +147,7 @@ func (t *TrainStep) graphFn(accumulate bool) func(s *model.Scope, inputs []*Node
 func (t *TrainStep) traceUser(s *model.Scope, inputs []*Node, st *backwardState) *Node {
 	b := t.job.unpack(inputs)
 	st.mask = b.Mask
-	loss := t.fn(s, b)
+	loss := t.job.traceStep(s, b, st, t.fn) // t.fn(s, b), cast under mixed precision
 	if loss == nil {
 		exceptions.Panicf("the step function returned a nil loss")
 	}

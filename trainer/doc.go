@@ -45,5 +45,7 @@
 // the clean stop from NotifyInterrupt; examples/bert_classify is such a loop.
 //
 // Mixed precision is the Accelerator's business (accelerator.Config.MixedPrecision); the run's
-// precision is recorded in config.json with the Accelerator's plan.
+// precision is recorded in config.json with the Accelerator's plan. Under "fp16" the training
+// records carry the loss scale and the updates skipped so far ("loss_scale",
+// "skipped_updates"), and the progress line shows "N skipped" once there are any.
 package trainer

@@ -61,6 +61,7 @@ func (f *fit) loop() error {
 				continue
 			}
 			f.step++
+			f.showSkippedUpdates()
 			f.prog.Batch(lv, examples, f.step)
 			epochF := float64(st.Epoch) + float64(st.Index+1)/float64(f.spe)
 			ev := StepEvent{Step: f.step, Epoch: epochF, Loss: updLoss / float64(k), Examples: updExamples}
@@ -200,6 +201,7 @@ func (f *fit) trainRecord(epoch float64) error {
 	if f.cfg.ClipGradNorm > 0 {
 		r.GradNorm = orNaN(f.job.GradNorm())
 	}
+	f.lossScaleRecord(&r)
 	if dt := time.Since(f.logAt).Seconds(); dt > 0 {
 		r.ExamplesPerSec = float64(f.examplesAtLog) / dt
 	}

@@ -38,6 +38,11 @@ type Record struct {
 	GradNorm float64
 	// ExamplesPerSec is the training throughput since the previous training record.
 	ExamplesPerSec float64
+	// LossScale is, under MixedPrecision "fp16", the dynamic loss scale after the last
+	// update, and SkippedUpdates the updates skipped so far for a non-finite gradient
+	// ("loss_scale" and "skipped_updates"); LossScale is 0 (both absent) otherwise.
+	LossScale      float64
+	SkippedUpdates int64
 	// Eval holds the evaluation metrics.
 	Eval map[string]float64
 	// Time is the wall-clock time of the record (RFC 3339).
@@ -74,6 +79,9 @@ func (r Record) MarshalJSON() ([]byte, error) {
 		if !math.IsNaN(f.v) {
 			fmt.Fprintf(&b, `,%q:%s`, f.name, jsonNumber(f.v))
 		}
+	}
+	if r.LossScale > 0 {
+		fmt.Fprintf(&b, `,"loss_scale":%s,"skipped_updates":%d`, jsonNumber(r.LossScale), r.SkippedUpdates)
 	}
 	if len(r.Eval) > 0 {
 		names := make([]string, 0, len(r.Eval))
@@ -120,6 +128,16 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 	}
 	if v, ok := raw["time"]; ok {
 		_ = json.Unmarshal(v, &out.Time)
+	}
+	if v, ok := raw["loss_scale"]; ok {
+		x, err := parseNumber(v)
+		if err != nil {
+			return fmt.Errorf("field \"loss_scale\": %w", err)
+		}
+		out.LossScale = x
+		if err := json.Unmarshal(raw["skipped_updates"], &out.SkippedUpdates); err != nil {
+			return fmt.Errorf("field \"skipped_updates\": %w", err)
+		}
 	}
 	for _, f := range []struct {
 		name string

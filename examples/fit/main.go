@@ -65,7 +65,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.GradientCheckpointing, "gradient_checkpointing", false, "recompute each encoder layer's activations in the backward pass: less memory, more time")
 	fs.Int64Var(&o.Seed, "seed", 42, "seed of the split, the shuffling and the initialisation")
 	fs.Float64Var(&o.TestSize, "test_size", 0.1, "fraction of the data held out for testing")
-	fs.StringVar(&o.MixedPrecision, "mixed_precision", "no", `"no" (fp32) or "bf16"`)
+	fs.StringVar(&o.MixedPrecision, "mixed_precision", "no", `"no" (fp32), "bf16" or "fp16" (16-bit activations, float32 weights; fp16 with loss scaling)`)
 	fs.IntVar(&o.Devices, "devices", 0, "devices to use; 0: all found")
 	fs.StringVar(&o.Backend, "backend", "", `backend: "go", "xla:cpu", "xla:cuda" or a plugin path; empty: discover`)
 	fs.IntVar(&o.Workers, "workers", 2, "goroutines that tokenize and collate batches ahead of training")

@@ -3,6 +3,7 @@
 //
 //	go run ./examples/quickstart                 # best backend found
 //	GOACCEL_DEVICES=4 go run ./examples/quickstart # 4 XLA CPU devices, same result
+//	GOACCEL_MIXED_PRECISION=bf16 go run ./examples/quickstart # or fp16: 16-bit activations, float32 weights
 package main
 
 import (

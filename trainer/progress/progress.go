@@ -71,6 +71,7 @@ type Bar struct {
 	rate, rateW float64 // examples per second
 	secs, secsW float64 // seconds per batch
 
+	skipped   int64   // updates skipped by fp16's loss scaling (shown when > 0)
 	started   bool    // an epoch was started (the first one announces itself in plain mode)
 	evalSecs  float64 // duration of the last evaluation (0: none yet)
 	evalCount int     // evaluations done in this session
@@ -181,6 +182,10 @@ func (p *Bar) Batch(loss float64, examples int, step int64) {
 	}
 }
 
+// SetSkippedUpdates sets the number of optimizer updates skipped so far by fp16's dynamic
+// loss scaling (a non-finite gradient); the line shows it once it is above 0.
+func (p *Bar) SetSkippedUpdates(n int64) { p.skipped = n }
+
 func (p *Bar) stepString() string {
 	if p.cfg.TotalSteps > 0 {
 		return fmt.Sprintf("%d/%d", p.step, p.cfg.TotalSteps)
@@ -188,11 +193,15 @@ func (p *Bar) stepString() string {
 	return fmt.Sprint(p.step)
 }
 
-// stats is "loss 0.4321 | 1234 ex/s | ETA 1m02s, run 5m10s".
+// stats is "loss 0.4321 | 1234 ex/s | ETA 1m02s, run 5m10s", with "| 2 skipped" after the
+// loss once fp16's loss scaling skipped updates.
 func (p *Bar) stats() string {
 	var parts []string
 	if p.lossW > 0 {
 		parts = append(parts, "loss "+FormatLoss(p.loss/p.lossW))
+	}
+	if p.skipped > 0 {
+		parts = append(parts, fmt.Sprintf("%d skipped", p.skipped))
 	}
 	if p.rateW > 0 {
 		parts = append(parts, fmt.Sprintf("%.0f ex/s", p.rate/p.rateW))
