@@ -191,6 +191,13 @@ func runProcesses[T any](t *testing.T, nproc, devices int, fn func(a *Accelerato
 // e.g. to count what the collectives carry.
 func runProcessesWrapped[T any](t *testing.T, nproc, devices int, wrap func(rank int, g group) group, fn func(a *Accelerator) (T, error)) []T {
 	t.Helper()
+	return runProcessesConfig(t, nproc, devices, nil, wrap, fn)
+}
+
+// runProcessesConfig is runProcessesWrapped with each rank's Config changed by cfg (when not
+// nil), e.g. to set Sharding.
+func runProcessesConfig[T any](t *testing.T, nproc, devices int, cfg func(*Config), wrap func(rank int, g group) group, fn func(a *Accelerator) (T, error)) []T {
+	t.Helper()
 	plugin := cpuPlugin(t)
 	lb := newLoopback(nproc)
 	out := make([]T, nproc)
@@ -204,8 +211,11 @@ func runProcessesWrapped[T any](t *testing.T, nproc, devices int, wrap func(rank
 			if wrap != nil {
 				g = wrap(r, g)
 			}
-			a, err := newAccelerator(Config{Backend: plugin, Devices: devices, Quiet: true, Seed: 7},
-				processInfo{rank: r, worldSize: nproc, localRank: r, localWorldSize: nproc, source: "test"}, g)
+			c := Config{Backend: plugin, Devices: devices, Quiet: true, Seed: 7}
+			if cfg != nil {
+				cfg(&c)
+			}
+			a, err := newAccelerator(c, processInfo{rank: r, worldSize: nproc, localRank: r, localWorldSize: nproc, source: "test"}, g)
 			if err != nil {
 				errs[r] = err
 				return

@@ -1,0 +1,232 @@
+package accelerator
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/models/bert"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// zero1Result is one process's run of a sharded-equivalence case.
+type zero1Result struct {
+	Losses []float64
+	Params map[string][]float32
+	// DeviceBytes is what this process's devices hold of variables and optimizer state, device
+	// by device; Weights, Grads and State split the unsharded run's bytes the same way.
+	DeviceBytes            []int64
+	Weights, Grads, States int64
+}
+
+// zero1Case is a model the sharded tests train at global batch 8, with Adam.
+type zero1Case struct {
+	name string
+	run  func(a *Accelerator, steps int, opts ...PrepareOption) (zero1Result, error)
+}
+
+// zero1Opts are the options of the sharded equivalence tests: clipping (at a norm the toy
+// gradients exceed) and accumulation over 2 batches.
+func zero1Opts() []PrepareOption {
+	return []PrepareOption{WithClipGradNorm(0.5), WithGradientAccumulation(2)}
+}
+
+func zero1Adam() optimizer.Interface { return optimizer.Adam().LearningRate(0.01).Done() }
+
+var zero1Cases = []zero1Case{
+	{"mlp", func(a *Accelerator, steps int, opts ...PrepareOption) (zero1Result, error) {
+		x, y := toyData(48)
+		return zero1Train(a, model.NewStore(), &fixedSource{x: x, y: y, batch: 8 / a.NumReplicas()}, func(s *model.Scope, b GraphBatch) *Node {
+			lv := CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
+			a.Backward(s, lv)
+			return lv
+		}, steps, opts...)
+	}},
+	{"bert", func(a *Accelerator, steps int, opts ...PrepareOption) (zero1Result, error) {
+		cfg := bert.TinyConfig(40)
+		cfg.HiddenSize, cfg.IntermediateSize, cfg.MaxPositionEmbeddings = 32, 64, 16
+		cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb = 0, 0 // dropout differs per process
+		clf, err := bert.NewClassifier(cfg, model.NewStore())
+		if err != nil {
+			return zero1Result{}, err
+		}
+		src, err := data.NewLoader[tokenRow](tokenRows(32, 8, 40), data.LoaderConfig[tokenRow]{BatchSize: 8 / a.NumReplicas(), Collate: collateTokenRows})
+		if err != nil {
+			return zero1Result{}, err
+		}
+		return zero1Train(a, clf.Store(), src, func(s *model.Scope, b GraphBatch) *Node {
+			lv := CrossEntropy(clf.Logits(s, b.Inputs), b.Labels, b.Mask)
+			a.Backward(s, lv)
+			return lv
+		}, steps, opts...)
+	}},
+}
+
+// zero1Train trains fn with Adam for steps batches and returns the losses, the trainable
+// variables and the bytes held per device.
+func zero1Train(a *Accelerator, store *model.Store, src data.Source, fn StepFn, steps int, opts ...PrepareOption) (zero1Result, error) {
+	_, losses, err := trainSteps(a, store, zero1Adam(), src, fn, steps, opts...)
+	if err != nil {
+		return zero1Result{}, err
+	}
+	res := zero1Result{Losses: losses}
+	if res.Params, err = trainableValues(store); err != nil {
+		return zero1Result{}, err
+	}
+	res.DeviceBytes, res.Weights, res.Grads, res.States = deviceBytes(a, store)
+	return res, nil
+}
+
+// deviceBytes is the sum of the sizes of the variables resident on each of a's devices: the
+// job's Store is replicated on every device (the gradients graph runs over all of them), and
+// a sharded job's slices Store lives on device 0, where its apply graph runs. It also returns
+// the Store's bytes of weights, gradient accumulators and other state (optimizer state,
+// counters, random state).
+func deviceBytes(a *Accelerator, store *model.Store) (perDevice []int64, weights, grads, states int64) {
+	var replicated int64
+	for v := range store.IterVariables() {
+		if !v.HasValue() {
+			continue
+		}
+		n := int64(v.Shape().ByteSize())
+		replicated += n
+		switch {
+		case v.Trainable:
+			weights += n
+		case isAccumulator(v.Path()):
+			grads += n
+		default:
+			states += n
+		}
+	}
+	perDevice = make([]int64, a.NumDevices())
+	for d := range perDevice {
+		perDevice[d] = replicated
+	}
+	if st := a.shardedState[store]; st != nil {
+		for v := range st.shard.IterVariables() {
+			if v.HasValue() { // the weights' slices are set for the update only
+				perDevice[0] += int64(v.Shape().ByteSize())
+			}
+		}
+	}
+	return perDevice, weights, grads, states
+}
+
+// tokenRow is a tiny sequence-classification example.
+type tokenRow struct {
+	ids   []int32
+	label int32
+}
+
+// tokenRows makes n deterministic rows of length l over a vocabulary of vocab tokens, whose
+// label depends on the tokens.
+func tokenRows(n, l, vocab int) data.Slice[tokenRow] {
+	rows := make(data.Slice[tokenRow], n)
+	for i := range rows {
+		ids := make([]int32, l)
+		for k := range ids {
+			ids[k] = int32(5 + (i*7+k*11)%(vocab-5))
+		}
+		rows[i] = tokenRow{ids: ids, label: ids[1] % 2}
+	}
+	return rows
+}
+
+func collateTokenRows(b []tokenRow) ([]*tensors.Tensor, *tensors.Tensor, error) {
+	ids, mask, labels := make([][]int32, len(b)), make([][]int32, len(b)), make([]int32, len(b))
+	for i, r := range b {
+		ids[i], labels[i] = r.ids, r.label
+		mask[i] = make([]int32, len(r.ids))
+		for k := range mask[i] {
+			mask[i][k] = 1
+		}
+	}
+	return []*tensors.Tensor{tensors.FromValue(ids), tensors.FromValue(mask)}, tensors.FromValue(labels), nil
+}
+
+// zero1Worst compares a sharded run's results with the reference: the largest loss and
+// variable differences, and the largest difference of any rank's variables from rank 0's.
+func zero1Worst(ref zero1Result, res []zero1Result) (loss, param, ranks float64) {
+	for _, got := range res {
+		for i := range ref.Losses {
+			loss = math.Max(loss, math.Abs(got.Losses[i]-ref.Losses[i]))
+		}
+		for name, p := range got.Params {
+			param = math.Max(param, maxDiff(p, ref.Params[name]))
+			ranks = math.Max(ranks, maxDiff(p, res[0].Params[name]))
+		}
+	}
+	return loss, param, ranks
+}
+
+// TestZero1MatchesUnsharded: Config.Sharding "zero1" over 2 processes (loopback goroutines
+// standing in for MPI), 2 devices each and 1, trains the MLP and a tiny BERT with Adam,
+// clipping and accumulation over 2 batches for 30 updates to the losses and variables of one
+// unsharded process on one device; every rank ends with the same variables, bit for bit. On
+// 2 x 2, the bytes of variables and optimizer state on each device are at most (weights +
+// gradients + state / 2) x 1.05 of the unsharded run's.
+func TestZero1MatchesUnsharded(t *testing.T) {
+	const batches = 60 // 30 updates
+	for _, c := range zero1Cases {
+		t.Run(c.name, func(t *testing.T) {
+			ref, err := c.run(newXLA(t, 1), batches, zero1Opts()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, devices := range []int{2, 1} {
+				res := runProcessesConfig(t, 2, devices, func(cfg *Config) { cfg.Sharding = "zero1" }, nil,
+					func(a *Accelerator) (zero1Result, error) { return c.run(a, batches, zero1Opts()...) })
+				loss, param, ranks := zero1Worst(ref, res)
+				if loss > equivTol || param > equivTol {
+					t.Errorf("zero1 2x%d: max |loss diff| %g, max |param diff| %g from unsharded 1x1 (tolerance %g)", devices, loss, param, equivTol)
+				}
+				if ranks != 0 {
+					t.Errorf("zero1 2x%d: the ranks' variables differ by up to %g; want identical", devices, ranks)
+				}
+				t.Logf("zero1 2x%d, %d updates: max |loss diff| %.2g, max |param diff| %.2g from unsharded 1x1; ranks identical",
+					devices, batches/2, loss, param)
+				if devices != 2 {
+					continue
+				}
+				bound := float64(ref.Weights+ref.Grads+ref.States/2) * 1.05
+				for r, got := range res {
+					for d, b := range got.DeviceBytes {
+						if float64(b) > bound {
+							t.Errorf("zero1 2x2 rank %d device %d holds %d bytes; want at most (weights %d + gradients %d + state %d / 2) x 1.05 = %.0f",
+								r, d, b, ref.Weights, ref.Grads, ref.States, bound)
+						}
+					}
+				}
+				t.Logf("zero1 2x2 bytes per device (rank 0): %v; unsharded: weights %d + gradients %d + state %d = %d; bound (W+G+S/2)x1.05 = %.0f",
+					res[0].DeviceBytes, ref.Weights, ref.Grads, ref.States, ref.Weights+ref.Grads+ref.States, bound)
+			}
+		})
+	}
+}
+
+// TestShardingConfig: Config.Sharding and $GOACCEL_SHARDING take the documented values; an
+// unknown one is an error naming the valid ones and where it came from.
+func TestShardingConfig(t *testing.T) {
+	for _, c := range []struct{ cfg, env, want, err string }{
+		{"", "", "no", ""}, {"no", "", "no", ""}, {"ZeRO1", "", "zero1", ""}, {"", "zero3", "zero3", ""},
+		{"zero2", "no", "zero2", ""}, {"fsdp", "", "", `"fsdp" (from Config.Sharding)`},
+		{"", "zero4", "", `"zero4" (from $GOACCEL_SHARDING)`},
+	} {
+		t.Setenv("GOACCEL_SHARDING", c.env)
+		got, err := resolveSharding(c.cfg)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), `"no", "zero1", "zero2" and "zero3"`) {
+				t.Errorf("Sharding %q, env %q: error %v; want one naming %s and the valid values", c.cfg, c.env, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("Sharding %q, env %q: %q, %v; want %q", c.cfg, c.env, got, err, c.want)
+		}
+	}
+}
