@@ -2,9 +2,11 @@ package accelerator
 
 import (
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/models/bert"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -229,4 +231,128 @@ func TestShardingConfig(t *testing.T) {
 			t.Errorf("Sharding %q, env %q: %q, %v; want %q", c.cfg, c.env, got, err, c.want)
 		}
 	}
+}
+
+// zero1Checkpoint trains the MLP for batches global batches of 8 (Adam, clipping,
+// accumulation over 2), starting from the checkpoint at from when it is not empty, and
+// saves the result as step `save` in dir when that is not empty. It returns the losses and
+// the trainable variables.
+func zero1Checkpoint(a *Accelerator, from, dir string, save int64, batches int) (zero1Result, error) {
+	store := model.NewStore()
+	if from != "" {
+		m, err := checkpoint.NewManager(filepath.Dir(from), checkpoint.Options{Processes: a, Logf: func(string, ...any) {}})
+		if err == nil {
+			err = m.Load(from, &checkpoint.State{Store: store})
+		}
+		if err != nil {
+			return zero1Result{}, err
+		}
+	}
+	x, y := toyData(48) // 6 global batches an epoch: every epoch is the same
+	_, losses, err := trainSteps(a, store, zero1Adam(), &fixedSource{x: x, y: y, batch: 8 / a.NumReplicas()},
+		func(s *model.Scope, b GraphBatch) *Node {
+			lv := CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
+			a.Backward(s, lv)
+			return lv
+		}, batches, zero1Opts()...)
+	if err != nil {
+		return zero1Result{}, err
+	}
+	res := zero1Result{Losses: losses}
+	if res.Params, err = trainableValues(store); err != nil {
+		return zero1Result{}, err
+	}
+	if dir != "" {
+		m, err := checkpoint.NewManager(dir, checkpoint.Options{Processes: a, Logf: func(string, ...any) {}})
+		if err == nil {
+			_, err = m.Save(&checkpoint.State{Store: store, Progress: checkpoint.Progress{Step: save}})
+		}
+		if err != nil {
+			return zero1Result{}, err
+		}
+	}
+	return res, nil
+}
+
+// checkpointValues loads the checkpoint at path into a new Store and returns every variable
+// but the random state, flat, with its shape.
+func checkpointValues(t *testing.T, path string) map[string]*tensors.Tensor {
+	t.Helper()
+	store := model.NewStore()
+	m, err := checkpoint.NewManager(filepath.Dir(path), checkpoint.Options{Logf: func(string, ...any) {}})
+	if err == nil {
+		err = m.Load(path, &checkpoint.State{Store: store})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*tensors.Tensor{}
+	for v := range store.IterVariables() {
+		if v.Path() != model.JoinPath("/", model.RNGStateVariableName) {
+			out[v.Path()] = v.MustValue()
+		}
+	}
+	return out
+}
+
+// TestZero1CheckpointAnyTopology: a checkpoint saved under zero1 on 2 processes holds the
+// whole optimizer state in the unsharded format (the same variables, shapes and values as
+// one unsharded process's after the same 3 updates), loads on 1 unsharded process, and an
+// unsharded checkpoint loads under zero1 on 2 processes: both continue 3 more updates to the
+// losses and variables of the run that never stopped.
+func TestZero1CheckpointAnyTopology(t *testing.T) {
+	const half = 6 // batches: 3 updates
+	dir := t.TempDir()
+	ref, err := zero1Checkpoint(newXLA(t, 1), "", "", 0, 2*half)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zero1Checkpoint(newXLA(t, 1), "", filepath.Join(dir, "plain"), 3, half); err != nil {
+		t.Fatal(err)
+	}
+	zero1 := func(cfg *Config) { cfg.Sharding = "zero1" }
+	runProcessesConfig(t, 2, 1, zero1, nil, func(a *Accelerator) (zero1Result, error) {
+		return zero1Checkpoint(a, "", filepath.Join(dir, "zero1"), 3, half)
+	})
+	plainCkpt, zeroCkpt := filepath.Join(dir, "plain", "ckpt-000000003"), filepath.Join(dir, "zero1", "ckpt-000000003")
+
+	plain, sharded := checkpointValues(t, plainCkpt), checkpointValues(t, zeroCkpt)
+	worst, moments := 0.0, 0
+	for path, want := range plain {
+		got := sharded[path]
+		if got == nil || !got.Shape().Equal(want.Shape()) {
+			t.Errorf("zero1 checkpoint: %s is %v; the unsharded one has %s", path, got, want.Shape())
+			continue
+		}
+		if strings.HasSuffix(path, "_moment") {
+			moments++
+		}
+		if want.DType() == got.DType() && want.DType().String() == "Float32" {
+			worst = math.Max(worst, maxDiff(tensors.MustCopyFlatData[float32](got), tensors.MustCopyFlatData[float32](want)))
+		}
+	}
+	if len(sharded) != len(plain) || moments == 0 || worst > equivTol {
+		t.Errorf("zero1 checkpoint: %d variables (%d Adam moments), max |diff| %g from the unsharded one's %d (tolerance %g)",
+			len(sharded), moments, worst, len(plain), equivTol)
+	}
+	t.Logf("zero1 checkpoint (2 processes) vs unsharded (1 process) after 3 updates: %d variables, %d of them Adam moments, same shapes, max |diff| %.2g",
+		len(plain), moments, worst)
+
+	check := func(what string, res []zero1Result) {
+		t.Helper()
+		tail := zero1Result{Losses: ref.Losses[half:], Params: ref.Params}
+		loss, param, ranks := zero1Worst(tail, res)
+		if loss > equivTol || param > equivTol || ranks != 0 {
+			t.Errorf("%s: max |loss diff| %g, max |param diff| %g from the run that never stopped, ranks differ by %g",
+				what, loss, param, ranks)
+		}
+		t.Logf("%s, 3 more updates: max |loss diff| %.2g, max |param diff| %.2g from the run that never stopped", what, loss, param)
+	}
+	res, err := zero1Checkpoint(newXLA(t, 1), zeroCkpt, "", 0, half)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("zero1 2x1 checkpoint resumed unsharded on 1x1", []zero1Result{res})
+	check("unsharded 1x1 checkpoint resumed under zero1 on 2x1", runProcessesConfig(t, 2, 1, zero1, nil,
+		func(a *Accelerator) (zero1Result, error) { return zero1Checkpoint(a, plainCkpt, "", 0, half) }))
 }
