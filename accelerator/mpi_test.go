@@ -128,6 +128,8 @@ func workerMain(role string) error {
 		return timelineWorker(a)
 	case "skipeval":
 		return skipEvalWorker(a)
+	case "zero1":
+		return zero1Worker(a)
 	}
 	return fmt.Errorf("unknown worker role %q", role)
 }

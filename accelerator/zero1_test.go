@@ -1,6 +1,7 @@
 package accelerator
 
 import (
+	"flag"
 	"math"
 	"path/filepath"
 	"strings"
@@ -27,8 +28,10 @@ type zero1Result struct {
 
 // zero1Case is a model the sharded tests train at global batch 8, with Adam.
 type zero1Case struct {
-	name string
-	run  func(a *Accelerator, steps int, opts ...PrepareOption) (zero1Result, error)
+	name    string
+	devices []int // devices per process of the loopback test's 2 processes
+	updates *int  // optimizer updates (2 batches each)
+	run     func(a *Accelerator, steps int, opts ...PrepareOption) (zero1Result, error)
 }
 
 // zero1Opts are the options of the sharded equivalence tests: clipping (at a norm the toy
@@ -40,7 +43,7 @@ func zero1Opts() []PrepareOption {
 func zero1Adam() optimizer.Interface { return optimizer.Adam().LearningRate(0.01).Done() }
 
 var zero1Cases = []zero1Case{
-	{"mlp", func(a *Accelerator, steps int, opts ...PrepareOption) (zero1Result, error) {
+	{"mlp", []int{2, 1}, new(30), func(a *Accelerator, steps int, opts ...PrepareOption) (zero1Result, error) {
 		x, y := toyData(48)
 		return zero1Train(a, model.NewStore(), &fixedSource{x: x, y: y, batch: 8 / a.NumReplicas()}, func(s *model.Scope, b GraphBatch) *Node {
 			lv := CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
@@ -48,9 +51,9 @@ var zero1Cases = []zero1Case{
 			return lv
 		}, steps, opts...)
 	}},
-	{"bert", func(a *Accelerator, steps int, opts ...PrepareOption) (zero1Result, error) {
+	{"bert", []int{2}, flag.Int("zero1.bert_updates", 10, "TestZero1MatchesUnsharded: the tiny BERT's updates (30 by hand)"), func(a *Accelerator, steps int, opts ...PrepareOption) (zero1Result, error) {
 		cfg := bert.TinyConfig(40)
-		cfg.HiddenSize, cfg.IntermediateSize, cfg.MaxPositionEmbeddings = 32, 64, 16
+		cfg.HiddenSize, cfg.IntermediateSize, cfg.MaxPositionEmbeddings = 16, 32, 8
 		cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb = 0, 0 // dropout differs per process
 		clf, err := bert.NewClassifier(cfg, model.NewStore())
 		if err != nil {
@@ -167,20 +170,21 @@ func zero1Worst(ref zero1Result, res []zero1Result) (loss, param, ranks float64)
 }
 
 // TestZero1MatchesUnsharded: Config.Sharding "zero1" over 2 processes (loopback goroutines
-// standing in for MPI), 2 devices each and 1, trains the MLP and a tiny BERT with Adam,
-// clipping and accumulation over 2 batches for 30 updates to the losses and variables of one
-// unsharded process on one device; every rank ends with the same variables, bit for bit. On
-// 2 x 2, the bytes of variables and optimizer state on each device are at most (weights +
-// gradients + state / 2) x 1.05 of the unsharded run's.
+// standing in for MPI) of 2 devices (and of 1 for the MLP) trains the MLP (30 updates) and a
+// tiny BERT (10 updates; 30 with -zero1.bert_updates 30) with Adam, clipping and accumulation
+// over 2 batches to the losses and variables of one unsharded process on one device; every
+// rank ends with the same variables, bit for bit. On 2 x 2, the bytes of variables and
+// optimizer state on each device are at most (weights + gradients + state / 2) x 1.05 of the
+// unsharded run's.
 func TestZero1MatchesUnsharded(t *testing.T) {
-	const batches = 60 // 30 updates
 	for _, c := range zero1Cases {
 		t.Run(c.name, func(t *testing.T) {
+			batches := 2 * *c.updates
 			ref, err := c.run(newXLA(t, 1), batches, zero1Opts()...)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, devices := range []int{2, 1} {
+			for _, devices := range c.devices {
 				res := runProcessesConfig(t, 2, devices, func(cfg *Config) { cfg.Sharding = "zero1" }, nil,
 					func(a *Accelerator) (zero1Result, error) { return c.run(a, batches, zero1Opts()...) })
 				loss, param, ranks := zero1Worst(ref, res)
