@@ -82,7 +82,7 @@ func TestZero1OverMPI(t *testing.T) {
 //	go test ./accelerator -run '^$' -bench Zero1Processes -benchtime 1x
 func BenchmarkZero1Processes(b *testing.B) {
 	testutil.NeedMPI(b)
-	const rounds = 3
+	const rounds = 5
 	rate := map[string][]float64{}
 	for range rounds {
 		for _, sharding := range []string{"no", "zero1"} {

@@ -360,3 +360,19 @@ func TestZero1CheckpointAnyTopology(t *testing.T) {
 	check("unsharded 1x1 checkpoint resumed under zero1 on 2x1", runProcessesConfig(t, 2, 1, zero1, nil,
 		func(a *Accelerator) (zero1Result, error) { return zero1Checkpoint(a, plainCkpt, "", 0, half) }))
 }
+
+// TestZero1RefusesVerify: Config.Verify recomputes the update on rank 0 from the whole
+// optimizer state, which zero1 does not keep there: Prepare says so on every process instead
+// of reporting a false difference later.
+func TestZero1RefusesVerify(t *testing.T) {
+	errs := runProcessesConfig(t, 2, 1, func(c *Config) { c.Sharding, c.Verify = "zero1", 1 }, nil,
+		func(a *Accelerator) (error, error) {
+			_, err := a.Prepare(model.NewStore(), zero1Adam(), nil)
+			return err, nil
+		})
+	for r, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "Verify") || !strings.Contains(err.Error(), `"zero1"`) {
+			t.Errorf("rank %d: Prepare returned %v; want an error naming Verify and zero1", r, err)
+		}
+	}
+}
