@@ -196,7 +196,7 @@ func runProcessesWrapped[T any](t *testing.T, nproc, devices int, wrap func(rank
 
 // runProcessesConfig is runProcessesWrapped with each rank's Config changed by cfg (when not
 // nil), e.g. to set Sharding.
-func runProcessesConfig[T any](t *testing.T, nproc, devices int, cfg func(*Config), wrap func(rank int, g group) group, fn func(a *Accelerator) (T, error)) []T {
+func runProcessesConfig[T any](t testing.TB, nproc, devices int, cfg func(*Config), wrap func(rank int, g group) group, fn func(a *Accelerator) (T, error)) []T {
 	t.Helper()
 	plugin := cpuPlugin(t)
 	lb := newLoopback(nproc)

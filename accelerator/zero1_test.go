@@ -51,10 +51,17 @@ var zero1Cases = []zero1Case{
 			return lv
 		}, steps, opts...)
 	}},
-	{"bert", []int{2}, flag.Int("zero1.bert_updates", 10, "TestZero1MatchesUnsharded: the tiny BERT's updates (30 by hand)"), func(a *Accelerator, steps int, opts ...PrepareOption) (zero1Result, error) {
+	{"bert", []int{2}, flag.Int("zero1.bert_updates", 10, "TestZero1MatchesUnsharded: the tiny BERT's updates (30 by hand)"),
+		zero1Bert(func(c *bert.Config) { c.HiddenSize, c.IntermediateSize, c.MaxPositionEmbeddings = 16, 32, 8 })},
+}
+
+// zero1Bert is the run of a BERT classifier of bert.TinyConfig(40) changed by change, without
+// dropout (it differs per process), on rows of 8 tokens.
+func zero1Bert(change func(*bert.Config)) func(a *Accelerator, steps int, opts ...PrepareOption) (zero1Result, error) {
+	return func(a *Accelerator, steps int, opts ...PrepareOption) (zero1Result, error) {
 		cfg := bert.TinyConfig(40)
-		cfg.HiddenSize, cfg.IntermediateSize, cfg.MaxPositionEmbeddings = 16, 32, 8
-		cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb = 0, 0 // dropout differs per process
+		change(&cfg)
+		cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb = 0, 0
 		clf, err := bert.NewClassifier(cfg, model.NewStore())
 		if err != nil {
 			return zero1Result{}, err
@@ -68,7 +75,7 @@ var zero1Cases = []zero1Case{
 			a.Backward(s, lv)
 			return lv
 		}, steps, opts...)
-	}},
+	}
 }
 
 // zero1Train trains fn with Adam for steps batches and returns the losses, the trainable
@@ -375,4 +382,37 @@ func TestZero1RefusesVerify(t *testing.T) {
 			t.Errorf("rank %d: Prepare returned %v; want an error naming Verify and zero1", r, err)
 		}
 	}
+}
+
+// BenchmarkZero1BertBaseMemory prints the bytes of variables and optimizer state on each
+// device of BERT-base widths with 2 layers (hidden 768, 12 heads, intermediate 3072, vocabulary
+// 30522; Adam, clipping, accumulation over 2, 2 updates) unsharded on 1 device and under zero1
+// on 2 processes x 2 devices (loopback), and fails if a device holds more than (weights +
+// gradients + state / 2) x 1.05. By hand (about 3 GB of memory):
+//
+//	go test ./accelerator -run '^$' -bench Zero1BertBaseMemory -benchtime 1x
+func BenchmarkZero1BertBaseMemory(b *testing.B) {
+	run := zero1Bert(func(c *bert.Config) {
+		*c = bert.TinyConfig(30522)
+		c.HiddenSize, c.NumAttentionHeads, c.IntermediateSize, c.MaxPositionEmbeddings = 768, 12, 3072, 512
+	})
+	ref, err := run(newXLA(b, 1), 4, zero1Opts()...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res := runProcessesConfig(b, 2, 2, func(c *Config) { c.Sharding = "zero1" }, nil,
+		func(a *Accelerator) (zero1Result, error) { return run(a, 4, zero1Opts()...) })
+	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
+	bound := float64(ref.Weights+ref.Grads+ref.States/2) * 1.05
+	for r, got := range res {
+		for d, n := range got.DeviceBytes {
+			if float64(n) > bound {
+				b.Errorf("rank %d device %d holds %.1f MiB; want at most %.1f MiB", r, d, mib(n), bound/(1<<20))
+			}
+		}
+	}
+	b.Logf("BERT-base widths, 2 layers (%.1f M parameters): unsharded, each device: weights %.1f + gradient accumulators %.1f + state %.1f = %.1f MiB",
+		float64(ref.Weights)/4e6, mib(ref.Weights), mib(ref.Grads), mib(ref.States), mib(ref.Weights+ref.Grads+ref.States))
+	b.Logf("  zero1 2 processes x 2 devices, rank 0: %.1f MiB on device 0, %.1f MiB on device 1; bound (W+G+S/2) x 1.05 = %.1f MiB",
+		mib(res[0].DeviceBytes[0]), mib(res[0].DeviceBytes[1]), bound/(1<<20))
 }
