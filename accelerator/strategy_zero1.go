@@ -227,8 +227,13 @@ func (j *Job) zero1For(vars []*model.Variable, lossDType dtypes.DType, grp group
 // block) and returns the updated slices, laid out the same way.
 func (st *zero1State) update(grads []float32, norm float32) ([]float32, error) {
 	clip := st.job.opts.clipNorm > 0
+	name := "apply"
 	if st.apply == nil {
-		if err := st.compile(clip); err != nil {
+		name = "compile+apply"
+		span := st.job.acc.tl.Start(name, "execute")
+		err := st.compile(clip)
+		span.End()
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -253,7 +258,7 @@ func (st *zero1State) update(grads []float32, norm float32) ([]float32, error) {
 	if clip {
 		args = append(args, tensors.FromScalar(norm))
 	}
-	span := st.job.acc.tl.Start("apply", "execute")
+	span := st.job.acc.tl.Start(name, "execute")
 	outs, err := st.apply.Exec(args...)
 	span.End()
 	if err != nil {
