@@ -19,6 +19,7 @@ import (
 	_ "github.com/gomlx/compute/gobackend" // the pure-Go backend, always available
 	"github.com/gomlx/go-xla/compute/xla"
 	"github.com/gomlx/go-xla/pjrt"
+	"github.com/gomlx/gomlx/ml/model"
 )
 
 // Config chooses where an Accelerator runs. The zero value discovers everything:
@@ -49,6 +50,14 @@ type Config struct {
 	// an update whose gradient is not finite is skipped on every process. docs/semantics.md
 	// says what runs in which dtype.
 	MixedPrecision string
+	// Sharding shards the training state over the replicas, as DeepSpeed's ZeRO stages and
+	// FSDP do: "no" (the default; "" too) keeps a full copy of everything on every device;
+	// "zero1" shards the optimizer state, "zero2" also the gradients, "zero3" also the
+	// parameters (FSDP's FULL_SHARD). Over several processes every stage shards the optimizer
+	// state over the processes (ZeRO-1 over MPI: reduce-scatter of the gradients, each process
+	// updates its 1/P slice, all-gather of the weights; docs/sharding-processes.md). Empty
+	// means $GOACCEL_SHARDING, else "no"; an unknown value is an error.
+	Sharding string
 	// Seed seeds variable initialisation and in-graph randomness (dropout) of prepared models.
 	Seed int64
 	// AllowDownload lets go-xla download a missing plugin. Off by default: offline machines
@@ -113,6 +122,11 @@ type Accelerator struct {
 	seed    int64
 	// goConfig is an explicit pure-Go backend configuration ("go:..."), if one was given.
 	goConfig string
+
+	sharding string // Config.Sharding resolved
+	// shardedState holds, by Store, the state that a sharded job keeps outside its Store
+	// (CompleteStore gives it to checkpoints).
+	shardedState map[*model.Store]*zero1State
 }
 
 var xlaForceCount = regexp.MustCompile(`--xla_force_host_platform_device_count=(\d+)`)
@@ -154,6 +168,9 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 		return nil, err
 	}
 	if a.verify, err = verifyEvery(cfg.Verify); err != nil {
+		return nil, err
+	}
+	if a.sharding, err = resolveSharding(cfg.Sharding); err != nil {
 		return nil, err
 	}
 	if grp != nil {

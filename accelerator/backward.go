@@ -188,6 +188,12 @@ func (j *Job) applyGradients(root *model.Scope, g *Graph, grads []*Node, lossDTy
 	if j.opts.clipNorm > 0 {
 		grads = clipByGlobalNorm(root, g, grads, j.opts.clipNorm)
 	}
+	j.updateWithGradients(root, g, grads, lossDType)
+}
+
+// updateWithGradients is applyGradients after the clipping: the learning rate of the schedule,
+// then the optimizer's update with grads.
+func (j *Job) updateWithGradients(root *model.Scope, g *Graph, grads []*Node, lossDType dtypes.DType) {
 	if j.opts.schedule != nil {
 		stepVar := optimizer.GetGlobalStepVar(root)
 		updatesDone := ConvertDType(stepVar.NodeValue(g), lossDType)
@@ -237,6 +243,12 @@ func clipByGlobalNorm(root *model.Scope, g *Graph, grads []*Node, maxNorm float6
 	norm := Sqrt(total)
 	normVar := root.At(internalScope).VariableWithValue(gradNormName, shapes.CastAsDType(0, dtypes.Float32)).SetTrainable(false)
 	normVar.SetNodeValue(norm)
+	return clipToNorm(g, grads, norm, maxNorm)
+}
+
+// clipToNorm scales grads by min(1, maxNorm/(norm+1e-6)), norm (a float32 scalar) being their
+// global L2 norm.
+func clipToNorm(g *Graph, grads []*Node, norm *Node, maxNorm float64) []*Node {
 	factor := Min(OnesLike(norm), Div(Scalar(g, dtypes.Float32, maxNorm), AddScalar(norm, 1e-6)))
 	out := make([]*Node, len(grads))
 	for i, gr := range grads {

@@ -173,7 +173,7 @@ func benchWorker(a *Accelerator) error {
 	if err != nil {
 		return err
 	}
-	if accum > 1 { // the accumulation run: no all-reduce bandwidth rounds
+	if accum > 1 || os.Getenv(benchStepOnly) != "" { // the accumulation run: no all-reduce bandwidth rounds
 		return writeBench(a, f)
 	}
 	g, ok := a.grp.(*mpiGroup)

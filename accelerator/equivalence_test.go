@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/layers"
@@ -38,16 +39,27 @@ func toyRun(a *Accelerator, opt optimizer.Interface, steps int, opts ...PrepareO
 	x, y := toyData(48)
 	src := &fixedSource{x: x, y: y, batch: 16 / a.NumReplicas()}
 	store := model.NewStore()
-	job, err := a.Prepare(store, opt, src, opts...)
-	if err != nil {
-		return nil, nil, err
-	}
-	train := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
+	_, losses, err := trainSteps(a, store, opt, src, func(s *model.Scope, b GraphBatch) *Node {
 		logits := mlpLogits(s, b.Inputs[0])
 		lv := CrossEntropy(logits, b.Labels, b.Mask)
 		a.Backward(s, lv)
 		return lv
-	})
+	}, steps, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	params, err := trainableValues(store)
+	return losses, params, err
+}
+
+// trainSteps prepares store, opt and src on a and runs the step function fn on steps global
+// batches (epoch after epoch), returning the job and each batch's loss.
+func trainSteps(a *Accelerator, store *model.Store, opt optimizer.Interface, src data.Source, fn StepFn, steps int, opts ...PrepareOption) (*Job, []float64, error) {
+	job, err := a.Prepare(store, opt, src, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	train := job.TrainStep(fn)
 	var losses []float64
 	for len(losses) < steps {
 		for st, err := range job.Batches() {
@@ -68,6 +80,11 @@ func toyRun(a *Accelerator, opt optimizer.Interface, steps int, opts ...PrepareO
 			}
 		}
 	}
+	return job, losses, nil
+}
+
+// trainableValues returns the values of store's trainable variables, flat, by path.
+func trainableValues(store *model.Store) (map[string][]float32, error) {
 	params := map[string][]float32{}
 	for v := range store.IterVariables() {
 		if !v.Trainable {
@@ -75,11 +92,11 @@ func toyRun(a *Accelerator, opt optimizer.Interface, steps int, opts ...PrepareO
 		}
 		val, err := v.Value()
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		params[v.Path()] = flatF32(val.Value())
 	}
-	return losses, params, nil
+	return params, nil
 }
 
 func flatF32(v any) []float32 {

@@ -182,9 +182,6 @@ func (m *loopMember) Close() error { return nil }
 
 // runProcesses runs fn as nproc "processes" of devices XLA CPU devices each (goroutines with
 // their own Accelerator) joined by a loopback group, and returns their results by rank.
-// processConfig, when set by a test, edits the Config of runProcesses' accelerators.
-var processConfig func(*Config)
-
 func runProcesses[T any](t *testing.T, nproc, devices int, fn func(a *Accelerator) (T, error)) []T {
 	t.Helper()
 	return runProcessesWrapped(t, nproc, devices, nil, fn)
@@ -193,6 +190,13 @@ func runProcesses[T any](t *testing.T, nproc, devices int, fn func(a *Accelerato
 // runProcessesWrapped is runProcesses with each rank's group wrapped by wrap (when not nil),
 // e.g. to count what the collectives carry.
 func runProcessesWrapped[T any](t *testing.T, nproc, devices int, wrap func(rank int, g group) group, fn func(a *Accelerator) (T, error)) []T {
+	t.Helper()
+	return runProcessesConfig(t, nproc, devices, nil, wrap, fn)
+}
+
+// runProcessesConfig is runProcessesWrapped with each rank's Config changed by cfg (when not
+// nil), e.g. to set Sharding.
+func runProcessesConfig[T any](t testing.TB, nproc, devices int, cfg func(*Config), wrap func(rank int, g group) group, fn func(a *Accelerator) (T, error)) []T {
 	t.Helper()
 	plugin := cpuPlugin(t)
 	lb := newLoopback(nproc)
@@ -207,12 +211,11 @@ func runProcessesWrapped[T any](t *testing.T, nproc, devices int, wrap func(rank
 			if wrap != nil {
 				g = wrap(r, g)
 			}
-			cfg := Config{Backend: plugin, Devices: devices, Quiet: true, Seed: 7}
-			if processConfig != nil {
-				processConfig(&cfg)
+			c := Config{Backend: plugin, Devices: devices, Quiet: true, Seed: 7}
+			if cfg != nil {
+				cfg(&c)
 			}
-			a, err := newAccelerator(cfg,
-				processInfo{rank: r, worldSize: nproc, localRank: r, localWorldSize: nproc, source: "test"}, g)
+			a, err := newAccelerator(c, processInfo{rank: r, worldSize: nproc, localRank: r, localWorldSize: nproc, source: "test"}, g)
 			if err != nil {
 				errs[r] = err
 				return

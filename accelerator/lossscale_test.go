@@ -176,11 +176,10 @@ func TestLossScaleSkipOverMPI(t *testing.T) {
 // all-reduced sum is Inf on every rank; a run resumed from a checkpoint saved after that
 // update restores the scale exactly and then equals the uninterrupted run.
 func TestLossScaleSkipAcrossProcesses(t *testing.T) {
-	processConfig = func(c *Config) { c.MixedPrecision = "fp16" }
-	defer func() { processConfig = nil }()
 	dir := t.TempDir()
 	lossScaleFault.rank, lossScaleFault.update = 2, 3 // rank 1, update 3
-	full := runProcesses(t, 2, 1, func(a *Accelerator) (scaleRun, error) {
+	fp16 := func(c *Config) { c.MixedPrecision = "fp16" }
+	full := runProcessesConfig(t, 2, 1, fp16, nil, func(a *Accelerator) (scaleRun, error) {
 		return fp16Run(a, 6, 3, filepath.Join(dir, fmt.Sprintf("rank%d", a.ProcessIndex())), "")
 	})
 	lossScaleFault.rank, lossScaleFault.update = 0, 0
@@ -198,7 +197,7 @@ func TestLossScaleSkipAcrossProcesses(t *testing.T) {
 	if full[0].final[optimizerStepPath] == full[0].after[optimizerStepPath] {
 		t.Errorf("the updates after the skipped one did not advance the optimizer's step (%s)", full[0].final[optimizerStepPath])
 	}
-	resumed := runProcesses(t, 2, 1, func(a *Accelerator) (scaleRun, error) {
+	resumed := runProcessesConfig(t, 2, 1, fp16, nil, func(a *Accelerator) (scaleRun, error) {
 		ckpt := filepath.Join(dir, fmt.Sprintf("rank%d", a.ProcessIndex()))
 		mgr, err := checkpoint.NewManager(ckpt, checkpoint.Options{})
 		if err != nil {

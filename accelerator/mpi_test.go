@@ -130,6 +130,8 @@ func workerMain(role string) error {
 		return skipEvalWorker(a)
 	case "lossscale":
 		return lossScaleWorker(a)
+	case "zero1":
+		return zero1Worker(a)
 	}
 	return fmt.Errorf("unknown worker role %q", role)
 }

@@ -46,10 +46,14 @@ type stepRunner interface {
 	run(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error)
 }
 
-// chooseStrategy is the one place that decides, from the process group, how steps run: in
-// the graph for one process, reduced on the host for several.
-func chooseStrategy(grp group) strategy {
+// chooseStrategy is the one place that decides, from the process group and Config.Sharding,
+// how steps run: in the graph for one process, reduced on the host for several, and with the
+// optimizer state sharded over several processes (zero1) under any ZeRO stage.
+func chooseStrategy(grp group, sharding string) strategy {
 	if grp.Size() > 1 {
+		if shardsOverProcesses(sharding) {
+			return zero1{hostReduced{grp: grp}}
+		}
 		return hostReduced{grp: grp}
 	}
 	return inGraph{}

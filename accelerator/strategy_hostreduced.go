@@ -63,6 +63,10 @@ type hostReducedStep struct {
 	window    float64     // total weight, over all processes, of the update's batches so far
 	local     float64     // this process's part of window
 	synced    bool        // the variables were made equal on all processes
+	// zero, under Config.Sharding over several processes, replaces the update's all-reduce
+	// and apply graph by ZeRO-1's reduce-scatter, update of this rank's slices and all-gather
+	// (strategy_zero1.go); nil for hostReduced.
+	zero *zero1Sync
 }
 
 // hostReducedFault is set only by tests: it breaks the reduction of the gradients on purpose,
@@ -122,6 +126,10 @@ func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool)
 		}
 		t.stats.SyncedBytes += int64(8 * len(p.pair))
 		lossSum, weight = p.pair[0], p.pair[1]
+	} else if p.zero != nil {
+		if lossSum, weight, err = p.zero.reduce(gb); err != nil {
+			return Loss{}, err
+		}
 	} else {
 		// The update: the gradients and, in the same buckets, the loss.
 		p.injectLossScaleFault()
@@ -147,6 +155,9 @@ func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool)
 	}
 	inv := float32(1 / (p.window + weight))
 	p.window, p.local = 0, 0
+	if p.zero != nil {
+		return loss, p.zero.apply(gb, inv)
+	}
 	for _, g := range p.bufs[:len(p.vars)] {
 		for k := range g {
 			g[k] *= inv
@@ -221,7 +232,11 @@ func (p *hostReducedStep) toHost(outs []*tensors.Tensor, accumulate bool) error 
 		p.pair[0], p.pair[1] = w*loss, w
 		return nil
 	}
-	if p.bufs == nil {
+	if p.zero != nil {
+		if err := p.zero.begin(float32(w*loss), float32(w)); err != nil {
+			return err
+		}
+	} else if p.bufs == nil {
 		p.bufs = make([][]float32, len(p.vars)+1)
 		for i, v := range p.vars {
 			p.bufs[i] = make([]float32, v.Shape().Size())
@@ -230,15 +245,20 @@ func (p *hostReducedStep) toHost(outs []*tensors.Tensor, accumulate bool) error 
 		p.bufs[len(p.vars)] = make([]float32, 2)
 		p.t.stats.SyncBytes = p.gradBytes
 	}
-	p.bufs[len(p.vars)][0], p.bufs[len(p.vars)][1] = float32(w*loss), float32(w)
+	if p.zero == nil {
+		p.bufs[len(p.vars)][0], p.bufs[len(p.vars)][1] = float32(w*loss), float32(w)
+	}
 	for i, v := range p.vars {
 		g := outs[2+i]
 		if g.DType() != dtypes.Float32 {
 			return fmt.Errorf("accelerator: the gradient of %s is %s; runs over several processes need float32 variables",
 				v.Path(), g.DType())
 		}
-		dst := p.bufs[i]
-		if err := tensors.ConstFlatData(g, func(flat []float32) { copy(dst, flat) }); err != nil {
+		place := func(flat []float32) { copy(p.bufs[i], flat) }
+		if p.zero != nil {
+			place = func(flat []float32) { p.zero.place(i, flat) }
+		}
+		if err := tensors.ConstFlatData(g, place); err != nil {
 			return fmt.Errorf("accelerator: reading the gradient of %s: %w", v.Path(), err)
 		}
 	}

@@ -44,7 +44,9 @@ type StepStats struct {
 	Sync time.Duration
 	// SyncBytes is the number of gradient bytes each process all-reduces per optimizer update
 	// (0 in a single process). With gradient accumulation over k batches the gradients stay
-	// on the devices until the k-th batch, so this is also the bytes per k batches.
+	// on the devices until the k-th batch, so this is also the bytes per k batches. Under
+	// Config.Sharding over several processes it is the reduce-scatter's bytes (the gradients,
+	// padded, and the loss), and SyncedBytes adds the all-gather's of the weights.
 	SyncBytes int64
 	// SyncedBytes is the number of bytes each process all-reduced so far: SyncBytes per
 	// update, plus the loss of the global batch and its weight, 8 bytes on the update's batch

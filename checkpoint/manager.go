@@ -133,7 +133,8 @@ func (m *Manager) PathFor(step int64) string {
 //
 // When Processes also implements Ranks (the Accelerator does), every process's random state
 // is gathered first and the main process writes them all to RandomStateFile, so that Load
-// gives each rank its own back.
+// gives each rank its own back. When Processes implements StoreCompleter (the Accelerator
+// does), the state it keeps outside the Store (sharded optimizer state) is written whole too.
 func (m *Manager) Save(st *State) (string, error) {
 	if st == nil || st.Store == nil {
 		return "", errors.New("checkpoint: Save needs a State with a Store")
@@ -142,7 +143,12 @@ func (m *Manager) Save(st *State) (string, error) {
 		return "", fmt.Errorf("checkpoint: negative step %d", st.Progress.Step)
 	}
 	path := m.PathFor(st.Progress.Step)
-	states, err := m.gatherRandomStates(st.Store)
+	release, cerr := m.completeStore(st.Store)
+	defer release()
+	states, err := m.gatherRandomStates(st.Store) // even after cerr: every process joins the same collectives
+	if cerr != nil {
+		err = cerr
+	}
 	if err == nil && m.isMain() {
 		err = m.save(path, st, states)
 	}

@@ -106,6 +106,8 @@ var (
 	Verify = integer("GOACCEL_VERIFY", "N > 0: at the first and every N-th optimizer update, rank 0 recomputes the update on one device from the gathered global batch and fails the run naming the variable that differs (Config.Verify wins; 0 or unset: off)", User)
 	// MixedPrecision is GOACCEL_MIXED_PRECISION.
 	MixedPrecision = str("GOACCEL_MIXED_PRECISION", "no, bf16 or fp16: the precision accelerator.New uses when Config.MixedPrecision is empty (bf16/fp16: activations in 16 bits, float32 variables and update; fp16 with dynamic loss scaling)", User)
+	// Sharding is GOACCEL_SHARDING.
+	Sharding = str("GOACCEL_SHARDING", "how the training state is sharded when Config.Sharding is empty: no (default), zero1 (optimizer state), zero2 (plus gradients), zero3 (plus parameters); over several processes every ZeRO stage shards the optimizer state over the processes", User)
 	// Debug is GOACCEL_DEBUG.
 	Debug = boolean("GOACCEL_DEBUG", "true or 1: before each collective the processes exchange (sequence, operation, bytes, caller) and fail at once on a mismatch naming every call site (one small all-gather more per collective)", User)
 	// HangDir is GOACCEL_HANG_DIR.

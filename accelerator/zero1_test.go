@@ -1,0 +1,418 @@
+package accelerator
+
+import (
+	"flag"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/goaccel/goaccel/checkpoint"
+	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/models/bert"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// zero1Result is one process's run of a sharded-equivalence case.
+type zero1Result struct {
+	Losses []float64
+	Params map[string][]float32
+	// DeviceBytes is what this process's devices hold of variables and optimizer state, device
+	// by device; Weights, Grads and State split the unsharded run's bytes the same way.
+	DeviceBytes            []int64
+	Weights, Grads, States int64
+}
+
+// zero1Case is a model the sharded tests train at global batch 8, with Adam.
+type zero1Case struct {
+	name    string
+	devices []int // devices per process of the loopback test's 2 processes
+	updates *int  // optimizer updates (2 batches each)
+	run     func(a *Accelerator, steps int, opts ...PrepareOption) (zero1Result, error)
+}
+
+// zero1Opts are the options of the sharded equivalence tests: clipping (at a norm the toy
+// gradients exceed) and accumulation over 2 batches.
+func zero1Opts() []PrepareOption {
+	return []PrepareOption{WithClipGradNorm(0.5), WithGradientAccumulation(2)}
+}
+
+func zero1Adam() optimizer.Interface { return optimizer.Adam().LearningRate(0.01).Done() }
+
+var zero1Cases = []zero1Case{
+	{"mlp", []int{2, 1}, new(30), func(a *Accelerator, steps int, opts ...PrepareOption) (zero1Result, error) {
+		x, y := toyData(48)
+		return zero1Train(a, model.NewStore(), &fixedSource{x: x, y: y, batch: 8 / a.NumReplicas()}, func(s *model.Scope, b GraphBatch) *Node {
+			lv := CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
+			a.Backward(s, lv)
+			return lv
+		}, steps, opts...)
+	}},
+	{"bert", []int{2}, flag.Int("zero1.bert_updates", 10, "TestZero1MatchesUnsharded: the tiny BERT's updates (30 by hand)"),
+		zero1Bert(func(c *bert.Config) { c.HiddenSize, c.IntermediateSize, c.MaxPositionEmbeddings = 16, 32, 8 })},
+}
+
+// zero1Bert is the run of a BERT classifier of bert.TinyConfig(40) changed by change, without
+// dropout (it differs per process), on rows of 8 tokens.
+func zero1Bert(change func(*bert.Config)) func(a *Accelerator, steps int, opts ...PrepareOption) (zero1Result, error) {
+	return func(a *Accelerator, steps int, opts ...PrepareOption) (zero1Result, error) {
+		cfg := bert.TinyConfig(40)
+		change(&cfg)
+		cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb = 0, 0
+		clf, err := bert.NewClassifier(cfg, model.NewStore())
+		if err != nil {
+			return zero1Result{}, err
+		}
+		src, err := data.NewLoader[tokenRow](tokenRows(32, 8, 40), data.LoaderConfig[tokenRow]{BatchSize: 8 / a.NumReplicas(), Collate: collateTokenRows})
+		if err != nil {
+			return zero1Result{}, err
+		}
+		return zero1Train(a, clf.Store(), src, func(s *model.Scope, b GraphBatch) *Node {
+			lv := CrossEntropy(clf.Logits(s, b.Inputs), b.Labels, b.Mask)
+			a.Backward(s, lv)
+			return lv
+		}, steps, opts...)
+	}
+}
+
+// zero1Train trains fn with Adam for steps batches and returns the losses, the trainable
+// variables and the bytes held per device.
+func zero1Train(a *Accelerator, store *model.Store, src data.Source, fn StepFn, steps int, opts ...PrepareOption) (zero1Result, error) {
+	_, losses, err := trainSteps(a, store, zero1Adam(), src, fn, steps, opts...)
+	if err != nil {
+		return zero1Result{}, err
+	}
+	res := zero1Result{Losses: losses}
+	if res.Params, err = trainableValues(store); err != nil {
+		return zero1Result{}, err
+	}
+	res.DeviceBytes, res.Weights, res.Grads, res.States = deviceBytes(a, store)
+	return res, nil
+}
+
+// deviceBytes is the sum of the sizes of the variables resident on each of a's devices: the
+// job's Store is replicated on every device (the gradients graph runs over all of them), and
+// a sharded job's slices Store lives on device 0, where its apply graph runs. It also returns
+// the Store's bytes of weights, gradient accumulators and other state (optimizer state,
+// counters, random state).
+func deviceBytes(a *Accelerator, store *model.Store) (perDevice []int64, weights, grads, states int64) {
+	var replicated int64
+	for v := range store.IterVariables() {
+		if !v.HasValue() {
+			continue
+		}
+		n := int64(v.Shape().ByteSize())
+		replicated += n
+		switch {
+		case v.Trainable:
+			weights += n
+		case isAccumulator(v.Path()):
+			grads += n
+		default:
+			states += n
+		}
+	}
+	perDevice = make([]int64, a.NumDevices())
+	for d := range perDevice {
+		perDevice[d] = replicated
+	}
+	if st := a.shardedState[store]; st != nil {
+		for v := range st.shard.IterVariables() {
+			if v.HasValue() { // the weights' slices are set for the update only
+				perDevice[0] += int64(v.Shape().ByteSize())
+			}
+		}
+	}
+	return perDevice, weights, grads, states
+}
+
+// tokenRow is a tiny sequence-classification example.
+type tokenRow struct {
+	ids   []int32
+	label int32
+}
+
+// tokenRows makes n deterministic rows of length l over a vocabulary of vocab tokens, whose
+// label depends on the tokens.
+func tokenRows(n, l, vocab int) data.Slice[tokenRow] {
+	rows := make(data.Slice[tokenRow], n)
+	for i := range rows {
+		ids := make([]int32, l)
+		for k := range ids {
+			ids[k] = int32(5 + (i*7+k*11)%(vocab-5))
+		}
+		rows[i] = tokenRow{ids: ids, label: ids[1] % 2}
+	}
+	return rows
+}
+
+func collateTokenRows(b []tokenRow) ([]*tensors.Tensor, *tensors.Tensor, error) {
+	ids, mask, labels := make([][]int32, len(b)), make([][]int32, len(b)), make([]int32, len(b))
+	for i, r := range b {
+		ids[i], labels[i] = r.ids, r.label
+		mask[i] = make([]int32, len(r.ids))
+		for k := range mask[i] {
+			mask[i][k] = 1
+		}
+	}
+	return []*tensors.Tensor{tensors.FromValue(ids), tensors.FromValue(mask)}, tensors.FromValue(labels), nil
+}
+
+// zero1Worst compares a sharded run's results with the reference: the largest loss and
+// variable differences, and the largest difference of any rank's variables from rank 0's.
+func zero1Worst(ref zero1Result, res []zero1Result) (loss, param, ranks float64) {
+	for _, got := range res {
+		for i := range ref.Losses {
+			loss = math.Max(loss, math.Abs(got.Losses[i]-ref.Losses[i]))
+		}
+		for name, p := range got.Params {
+			param = math.Max(param, maxDiff(p, ref.Params[name]))
+			ranks = math.Max(ranks, maxDiff(p, res[0].Params[name]))
+		}
+	}
+	return loss, param, ranks
+}
+
+// TestZero1MatchesUnsharded: Config.Sharding "zero1" over 2 processes (loopback goroutines
+// standing in for MPI) of 2 devices (and of 1 for the MLP) trains the MLP (30 updates) and a
+// tiny BERT (10 updates; 30 with -zero1.bert_updates 30) with Adam, clipping and accumulation
+// over 2 batches to the losses and variables of one unsharded process on one device; every
+// rank ends with the same variables, bit for bit. On 2 x 2, the bytes of variables and
+// optimizer state on each device are at most (weights + gradients + state / 2) x 1.05 of the
+// unsharded run's.
+func TestZero1MatchesUnsharded(t *testing.T) {
+	for _, c := range zero1Cases {
+		t.Run(c.name, func(t *testing.T) {
+			batches := 2 * *c.updates
+			ref, err := c.run(newXLA(t, 1), batches, zero1Opts()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, devices := range c.devices {
+				res := runProcessesConfig(t, 2, devices, func(cfg *Config) { cfg.Sharding = "zero1" }, nil,
+					func(a *Accelerator) (zero1Result, error) { return c.run(a, batches, zero1Opts()...) })
+				loss, param, ranks := zero1Worst(ref, res)
+				if loss > equivTol || param > equivTol {
+					t.Errorf("zero1 2x%d: max |loss diff| %g, max |param diff| %g from unsharded 1x1 (tolerance %g)", devices, loss, param, equivTol)
+				}
+				if ranks != 0 {
+					t.Errorf("zero1 2x%d: the ranks' variables differ by up to %g; want identical", devices, ranks)
+				}
+				t.Logf("zero1 2x%d, %d updates: max |loss diff| %.2g, max |param diff| %.2g from unsharded 1x1; ranks identical",
+					devices, batches/2, loss, param)
+				if devices != 2 {
+					continue
+				}
+				bound := float64(ref.Weights+ref.Grads+ref.States/2) * 1.05
+				for r, got := range res {
+					for d, b := range got.DeviceBytes {
+						if float64(b) > bound {
+							t.Errorf("zero1 2x2 rank %d device %d holds %d bytes; want at most (weights %d + gradients %d + state %d / 2) x 1.05 = %.0f",
+								r, d, b, ref.Weights, ref.Grads, ref.States, bound)
+						}
+					}
+				}
+				t.Logf("zero1 2x2 bytes per device (rank 0): %v; unsharded: weights %d + gradients %d + state %d = %d; bound (W+G+S/2)x1.05 = %.0f",
+					res[0].DeviceBytes, ref.Weights, ref.Grads, ref.States, ref.Weights+ref.Grads+ref.States, bound)
+			}
+		})
+	}
+}
+
+// TestShardingConfig: Config.Sharding and $GOACCEL_SHARDING take the documented values; an
+// unknown one is an error naming the valid ones and where it came from.
+func TestShardingConfig(t *testing.T) {
+	for _, c := range []struct{ cfg, env, want, err string }{
+		{"", "", "no", ""}, {"no", "", "no", ""}, {"ZeRO1", "", "zero1", ""}, {"", "zero3", "zero3", ""},
+		{"zero2", "no", "zero2", ""}, {"fsdp", "", "", `"fsdp" (from Config.Sharding)`},
+		{"", "zero4", "", `"zero4" (from $GOACCEL_SHARDING)`},
+	} {
+		t.Setenv("GOACCEL_SHARDING", c.env)
+		got, err := resolveSharding(c.cfg)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), `"no", "zero1", "zero2" and "zero3"`) {
+				t.Errorf("Sharding %q, env %q: error %v; want one naming %s and the valid values", c.cfg, c.env, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("Sharding %q, env %q: %q, %v; want %q", c.cfg, c.env, got, err, c.want)
+		}
+	}
+}
+
+// zero1Checkpoint trains the MLP for batches global batches of 8 (Adam, clipping,
+// accumulation over 2), starting from the checkpoint at from when it is not empty, and
+// saves the result as step `save` in dir when that is not empty. It returns the losses and
+// the trainable variables.
+func zero1Checkpoint(a *Accelerator, from, dir string, save int64, batches int) (zero1Result, error) {
+	store := model.NewStore()
+	if from != "" {
+		m, err := checkpoint.NewManager(filepath.Dir(from), checkpoint.Options{Processes: a, Logf: func(string, ...any) {}})
+		if err == nil {
+			err = m.Load(from, &checkpoint.State{Store: store})
+		}
+		if err != nil {
+			return zero1Result{}, err
+		}
+	}
+	x, y := toyData(48) // 6 global batches an epoch: every epoch is the same
+	_, losses, err := trainSteps(a, store, zero1Adam(), &fixedSource{x: x, y: y, batch: 8 / a.NumReplicas()},
+		func(s *model.Scope, b GraphBatch) *Node {
+			lv := CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
+			a.Backward(s, lv)
+			return lv
+		}, batches, zero1Opts()...)
+	if err != nil {
+		return zero1Result{}, err
+	}
+	res := zero1Result{Losses: losses}
+	if res.Params, err = trainableValues(store); err != nil {
+		return zero1Result{}, err
+	}
+	if dir != "" {
+		m, err := checkpoint.NewManager(dir, checkpoint.Options{Processes: a, Logf: func(string, ...any) {}})
+		if err == nil {
+			_, err = m.Save(&checkpoint.State{Store: store, Progress: checkpoint.Progress{Step: save}})
+		}
+		if err != nil {
+			return zero1Result{}, err
+		}
+	}
+	return res, nil
+}
+
+// checkpointValues loads the checkpoint at path into a new Store and returns every variable
+// but the random state, flat, with its shape.
+func checkpointValues(t *testing.T, path string) map[string]*tensors.Tensor {
+	t.Helper()
+	store := model.NewStore()
+	m, err := checkpoint.NewManager(filepath.Dir(path), checkpoint.Options{Logf: func(string, ...any) {}})
+	if err == nil {
+		err = m.Load(path, &checkpoint.State{Store: store})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*tensors.Tensor{}
+	for v := range store.IterVariables() {
+		if v.Path() != model.JoinPath("/", model.RNGStateVariableName) {
+			out[v.Path()] = v.MustValue()
+		}
+	}
+	return out
+}
+
+// TestZero1CheckpointAnyTopology: a checkpoint saved under zero1 on 2 processes holds the
+// whole optimizer state in the unsharded format (the same variables, shapes and values as
+// one unsharded process's after the same 3 updates), loads on 1 unsharded process, and an
+// unsharded checkpoint loads under zero1 on 2 processes: both continue 3 more updates to the
+// losses and variables of the run that never stopped.
+func TestZero1CheckpointAnyTopology(t *testing.T) {
+	const half = 6 // batches: 3 updates
+	dir := t.TempDir()
+	ref, err := zero1Checkpoint(newXLA(t, 1), "", "", 0, 2*half)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zero1Checkpoint(newXLA(t, 1), "", filepath.Join(dir, "plain"), 3, half); err != nil {
+		t.Fatal(err)
+	}
+	zero1 := func(cfg *Config) { cfg.Sharding = "zero1" }
+	runProcessesConfig(t, 2, 1, zero1, nil, func(a *Accelerator) (zero1Result, error) {
+		return zero1Checkpoint(a, "", filepath.Join(dir, "zero1"), 3, half)
+	})
+	plainCkpt, zeroCkpt := filepath.Join(dir, "plain", "ckpt-000000003"), filepath.Join(dir, "zero1", "ckpt-000000003")
+
+	plain, sharded := checkpointValues(t, plainCkpt), checkpointValues(t, zeroCkpt)
+	worst, moments := 0.0, 0
+	for path, want := range plain {
+		got := sharded[path]
+		if got == nil || !got.Shape().Equal(want.Shape()) {
+			t.Errorf("zero1 checkpoint: %s is %v; the unsharded one has %s", path, got, want.Shape())
+			continue
+		}
+		if strings.HasSuffix(path, "_moment") {
+			moments++
+		}
+		if want.DType() == got.DType() && want.DType().String() == "Float32" {
+			worst = math.Max(worst, maxDiff(tensors.MustCopyFlatData[float32](got), tensors.MustCopyFlatData[float32](want)))
+		}
+	}
+	if len(sharded) != len(plain) || moments == 0 || worst > equivTol {
+		t.Errorf("zero1 checkpoint: %d variables (%d Adam moments), max |diff| %g from the unsharded one's %d (tolerance %g)",
+			len(sharded), moments, worst, len(plain), equivTol)
+	}
+	t.Logf("zero1 checkpoint (2 processes) vs unsharded (1 process) after 3 updates: %d variables, %d of them Adam moments, same shapes, max |diff| %.2g",
+		len(plain), moments, worst)
+
+	check := func(what string, res []zero1Result) {
+		t.Helper()
+		tail := zero1Result{Losses: ref.Losses[half:], Params: ref.Params}
+		loss, param, ranks := zero1Worst(tail, res)
+		if loss > equivTol || param > equivTol || ranks != 0 {
+			t.Errorf("%s: max |loss diff| %g, max |param diff| %g from the run that never stopped, ranks differ by %g",
+				what, loss, param, ranks)
+		}
+		t.Logf("%s, 3 more updates: max |loss diff| %.2g, max |param diff| %.2g from the run that never stopped", what, loss, param)
+	}
+	res, err := zero1Checkpoint(newXLA(t, 1), zeroCkpt, "", 0, half)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("zero1 2x1 checkpoint resumed unsharded on 1x1", []zero1Result{res})
+	check("unsharded 1x1 checkpoint resumed under zero1 on 2x1", runProcessesConfig(t, 2, 1, zero1, nil,
+		func(a *Accelerator) (zero1Result, error) { return zero1Checkpoint(a, plainCkpt, "", 0, half) }))
+}
+
+// TestZero1RefusesVerify: Config.Verify recomputes the update on rank 0 from the whole
+// optimizer state, which zero1 does not keep there: Prepare says so on every process instead
+// of reporting a false difference later.
+func TestZero1RefusesVerify(t *testing.T) {
+	errs := runProcessesConfig(t, 2, 1, func(c *Config) { c.Sharding, c.Verify = "zero1", 1 }, nil,
+		func(a *Accelerator) (error, error) {
+			_, err := a.Prepare(model.NewStore(), zero1Adam(), nil)
+			return err, nil
+		})
+	for r, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "Verify") || !strings.Contains(err.Error(), `"zero1"`) {
+			t.Errorf("rank %d: Prepare returned %v; want an error naming Verify and zero1", r, err)
+		}
+	}
+}
+
+// BenchmarkZero1BertBaseMemory prints the bytes of variables and optimizer state on each
+// device of BERT-base widths with 2 layers (hidden 768, 12 heads, intermediate 3072, vocabulary
+// 30522; Adam, clipping, accumulation over 2, 2 updates) unsharded on 1 device and under zero1
+// on 2 processes x 2 devices (loopback), and fails if a device holds more than (weights +
+// gradients + state / 2) x 1.05. By hand (about 3 GB of memory):
+//
+//	go test ./accelerator -run '^$' -bench Zero1BertBaseMemory -benchtime 1x
+func BenchmarkZero1BertBaseMemory(b *testing.B) {
+	run := zero1Bert(func(c *bert.Config) {
+		*c = bert.TinyConfig(30522)
+		c.HiddenSize, c.NumAttentionHeads, c.IntermediateSize, c.MaxPositionEmbeddings = 768, 12, 3072, 512
+	})
+	ref, err := run(newXLA(b, 1), 4, zero1Opts()...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res := runProcessesConfig(b, 2, 2, func(c *Config) { c.Sharding = "zero1" }, nil,
+		func(a *Accelerator) (zero1Result, error) { return run(a, 4, zero1Opts()...) })
+	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
+	bound := float64(ref.Weights+ref.Grads+ref.States/2) * 1.05
+	for r, got := range res {
+		for d, n := range got.DeviceBytes {
+			if float64(n) > bound {
+				b.Errorf("rank %d device %d holds %.1f MiB; want at most %.1f MiB", r, d, mib(n), bound/(1<<20))
+			}
+		}
+	}
+	b.Logf("BERT-base widths, 2 layers (%.1f M parameters): unsharded, each device: weights %.1f + gradient accumulators %.1f + state %.1f = %.1f MiB",
+		float64(ref.Weights)/4e6, mib(ref.Weights), mib(ref.Grads), mib(ref.States), mib(ref.Weights+ref.Grads+ref.States))
+	b.Logf("  zero1 2 processes x 2 devices, rank 0: %.1f MiB on device 0, %.1f MiB on device 1; bound (W+G+S/2) x 1.05 = %.1f MiB",
+		mib(res[0].DeviceBytes[0]), mib(res[0].DeviceBytes[1]), bound/(1<<20))
+}
