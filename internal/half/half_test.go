@@ -1,0 +1,142 @@
+package half
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+	"testing"
+)
+
+// format is one 16-bit format under test.
+type format struct {
+	name   string
+	encode func(float32) uint16
+	decode func(uint16) float32
+	inf    uint16  // the code of +Inf
+	over   float64 // the value that +Inf stands for in nearest (one step past the largest finite)
+}
+
+var formats = []format{
+	{"bf16", BF16, BF16ToFloat32, 0x7f80, math.Ldexp(1, 128)},
+	{"fp16", FP16, FP16ToFloat32, 0x7c00, 65536},
+}
+
+// nearest is the reference rounding, by search rather than bit tricks: the code among
+// 0..inf whose value (inf's being f.over) is nearest to |x|, the even code on a tie, with x's
+// sign. Counting +Inf as the next step past the largest finite value is exactly IEEE 754's
+// overflow rule for round-to-nearest-even.
+func (f format) nearest(x float32) uint16 {
+	val := func(c int) float64 {
+		if c == int(f.inf) {
+			return f.over
+		}
+		return float64(f.decode(uint16(c)))
+	}
+	a := math.Abs(float64(x))
+	var sign uint16
+	if math.Signbit(float64(x)) {
+		sign = 0x8000
+	}
+	hi := sort.Search(int(f.inf)+1, func(c int) bool { return val(c) >= a })
+	if hi > int(f.inf) {
+		return sign | f.inf
+	}
+	if hi == 0 || val(hi) == a {
+		return sign | uint16(hi)
+	}
+	lo := hi - 1
+	dl, dh := a-val(lo), val(hi)-a
+	if dl < dh || dl == dh && lo%2 == 0 {
+		return sign | uint16(lo)
+	}
+	return sign | uint16(hi)
+}
+
+// TestEveryCodeRoundTrips: decoding any of the 65536 codes and encoding it again gives the
+// code back (NaNs give a NaN), so a value that was already 16 bit crosses the wire unchanged.
+func TestEveryCodeRoundTrips(t *testing.T) {
+	for _, f := range formats {
+		for c := range 1 << 16 {
+			h := uint16(c)
+			x := f.decode(h)
+			got := f.encode(x)
+			if x != x {
+				if back := f.decode(got); back == back {
+					t.Errorf("%s: NaN code %#04x encodes to %#04x, which is not a NaN", f.name, h, got)
+				}
+				continue
+			}
+			if got != h {
+				t.Errorf("%s: code %#04x = %g encodes to %#04x", f.name, h, x, got)
+			}
+		}
+	}
+}
+
+// TestRoundsToNearestEven compares the encoders with the reference search on every midpoint
+// between neighbouring codes (ties: to even), one float32 step either side of it, and a
+// million random float32s of every magnitude, subnormal, beyond fp16's range and near
+// float32's largest included.
+func TestRoundsToNearestEven(t *testing.T) {
+	for _, f := range formats {
+		var xs []float32
+		for c := 0; c < int(f.inf); c++ {
+			lo, hi := float64(f.decode(uint16(c))), float64(f.decode(uint16(c+1)))
+			if c+1 == int(f.inf) {
+				hi = f.over
+			}
+			mid := float32((lo + hi) / 2) // exact: 16-bit midpoints need at most 12 bits
+			xs = append(xs, mid, math.Nextafter32(mid, 0), math.Nextafter32(mid, float32(math.Inf(1))))
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		for range 1 << 20 {
+			b := rng.Uint32()
+			if b&0x7f800000 == 0x7f800000 {
+				continue // Inf and NaN: below
+			}
+			xs = append(xs, math.Float32frombits(b))
+		}
+		xs = append(xs, 0, 65504, 65519.99, 65520, 1e5, math.MaxFloat32, math.SmallestNonzeroFloat32,
+			0x1p-24, 0x1p-25, 0x1.000002p-25, 0x1p-14, 0x1.ffcp-15)
+		bad := 0
+		for _, x := range xs {
+			for _, v := range []float32{x, -x} {
+				if got, want := f.encode(v), f.nearest(v); got != want && bad < 10 {
+					bad++
+					t.Errorf("%s(%g = %#08x) = %#04x, want %#04x (%g)", f.name, v, math.Float32bits(v), got, want, f.decode(want))
+				}
+			}
+		}
+	}
+}
+
+// TestNonFiniteStaysNonFinite: ±Inf stays ±Inf, NaN stays NaN (any payload, either sign), and
+// fp16's overflow is Inf, which a loss scaler reads as an overflow.
+func TestNonFiniteStaysNonFinite(t *testing.T) {
+	inf := float32(math.Inf(1))
+	nans := []float32{float32(math.NaN()), math.Float32frombits(0x7f800001), math.Float32frombits(0xffc00000),
+		math.Float32frombits(0x7f8000ff)}
+	for _, f := range formats {
+		for _, x := range []float32{inf, -inf} {
+			if got := f.decode(f.encode(x)); got != x {
+				t.Errorf("%s: %g comes back as %g", f.name, x, got)
+			}
+		}
+		for _, x := range nans {
+			if got := f.decode(f.encode(x)); got == got {
+				t.Errorf("%s: NaN %#08x comes back as %g", f.name, math.Float32bits(x), got)
+			}
+		}
+	}
+	for _, x := range []float32{65520, 1e6, math.MaxFloat32} {
+		if got := FP16ToFloat32(FP16(-x)); !math.IsInf(float64(got), -1) {
+			t.Errorf("fp16(%g) = %g, want -Inf", -x, got)
+		}
+	}
+	if got := FP16ToFloat32(FP16(0x1p-24)); got != 0x1p-24 {
+		t.Errorf("fp16's least subnormal 2^-24 comes back as %g", got)
+	}
+	if got := BF16ToFloat32(BF16(1e38)); math.Abs(float64(got)-1e38)/1e38 > 1.0/256 {
+		t.Errorf("bf16(1e38) = %g: bf16 has float32's range", got)
+	}
+}
