@@ -67,6 +67,14 @@ func (g *mpiGroup) AllgatherFloat32(mine, recv []float32) error {
 	return timedOut(g.c.AllgatherFloat32(mine, recv))
 }
 
+func (g *mpiGroup) AlltoallBytes(send, recv []byte) error {
+	return timedOut(g.c.AlltoallBytes(send, recv))
+}
+
+func (g *mpiGroup) AllgatherBlocks(mine, recv []byte) error {
+	return timedOut(g.c.AllgatherBlocks(mine, recv))
+}
+
 // Exit is mpi.Exit: MPI_Finalize (MPI_Abort after a failed collective), then the C exit.
 func (g *mpiGroup) Exit(code int) { mpi.Exit(code) }
 

@@ -104,6 +104,8 @@ var (
 	Timeout = duration("GOACCEL_TIMEOUT", "how long any wait on other processes may last before it fails naming the missing ranks (default 30m)", User)
 	// Verify is GOACCEL_VERIFY.
 	Verify = integer("GOACCEL_VERIFY", "N > 0: at the first and every N-th optimizer update, rank 0 recomputes the update on one device from the gathered global batch and fails the run naming the variable that differs (Config.Verify wins; 0 or unset: off)", User)
+	// GradientCompression is GOACCEL_GRADIENT_COMPRESSION.
+	GradientCompression = str("GOACCEL_GRADIENT_COMPRESSION", "\"bf16\" or \"fp16\": in a run over several processes the gradients cross processes as 16-bit floats (half the bytes) and are summed in float32 (Config.GradientCompression wins; \"no\" or unset: exact float32)", User)
 	// Debug is GOACCEL_DEBUG.
 	Debug = boolean("GOACCEL_DEBUG", "true or 1: before each collective the processes exchange (sequence, operation, bytes, caller) and fail at once on a mismatch naming every call site (one small all-gather more per collective)", User)
 	// HangDir is GOACCEL_HANG_DIR.
