@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/testutil"
 )
 
 // compressTol is how far a compressed run's losses may stray from the exact run's (issue 20).
@@ -213,5 +214,46 @@ func TestCompressorReduce(t *testing.T) {
 			}
 		}
 		t.Logf("%s: largest error / (|sum| + sum of |x|) = %.3g above 1e-3 (unit roundoff %.3g)", codec.name, worst, u)
+	}
+}
+
+// TestCompressedOverMPI is TestCompressedAllreduce with real processes, MPI's all-to-all and
+// all-gather between them, the compression set by $GOACCEL_GRADIENT_COMPRESSION for the
+// launched program: 2 processes x 1 device, 30 Adam updates, losses within 1e-3 of one
+// process's exact run, every rank identical, 392 bytes per update instead of 780.
+func TestCompressedOverMPI(t *testing.T) {
+	testutil.NeedMPI(t)
+	ref, _, err := topoRun(newXLA(t, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, codec := range []string{"bf16", "fp16"} {
+		dir := t.TempDir()
+		err, out := launchWorkers(t, "topology", 2, 2, workerOut+"="+dir, "GOACCEL_TIMEOUT=3m",
+			envvar.GradientCompression.Name+"="+codec)
+		if err != nil {
+			t.Fatalf("launch under %s: %v\n%s", codec, err, out)
+		}
+		worstLoss := 0.0
+		ranks := make([]topoResult, 2)
+		for r := range ranks {
+			readRankResult(t, dir, r, out, &ranks[r])
+			got := ranks[r]
+			for i := range ref.losses {
+				worstLoss = math.Max(worstLoss, math.Abs(got.Losses[i]-ref.losses[i]))
+			}
+			for name, p := range got.Params {
+				if d := maxDiff(p, ranks[0].Params[name]); d != 0 {
+					t.Errorf("%s: rank %d's %s differs from rank 0's by %g", codec, r, name, d)
+				}
+			}
+			if st := got.Stats; st.SyncBytes != 392 || st.SyncedBytes != int64(st.Updates)*(392+16)+int64(16*st.Updates*(topoAccum-1)) {
+				t.Errorf("%s: rank %d: SyncBytes %d, SyncedBytes %d in %d updates; want 392 per update (780 exact)", codec, r, st.SyncBytes, st.SyncedBytes, st.Updates)
+			}
+		}
+		if worstLoss > compressTol {
+			t.Errorf("%s over MPI: max |loss diff| %g from the exact 1x1 run, want at most %g", codec, worstLoss, compressTol)
+		}
+		t.Logf("%s over MPI, 2x1: %d updates, max |loss diff| %.2g from the exact 1x1 run", codec, ranks[0].Stats.Updates, worstLoss)
 	}
 }
