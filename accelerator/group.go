@@ -64,6 +64,14 @@ func checkBlocks(op string, one, all, size int) error {
 	return nil
 }
 
+// checkAlltoall checks the lengths of AlltoallBytes: equal, and a multiple of size.
+func checkAlltoall(send, recv, size int) error {
+	if send != recv || send%size != 0 {
+		return fmt.Errorf("accelerator: AlltoallBytes: %d bytes sent and %d received for %d processes: want equal lengths, a multiple of %d", send, recv, size, size)
+	}
+	return nil
+}
+
 // soloGroup is the group of a single process: every collective is the identity.
 type soloGroup struct{}
 
@@ -93,8 +101,8 @@ func (soloGroup) AllgatherFloat32(mine, recv []float32) error {
 }
 
 func (soloGroup) AlltoallBytes(send, recv []byte) error {
-	if len(send) != len(recv) {
-		return fmt.Errorf("accelerator: AlltoallBytes: %d bytes sent, %d received: want the same", len(send), len(recv))
+	if err := checkAlltoall(len(send), len(recv), 1); err != nil {
+		return err
 	}
 	copy(recv, send)
 	return nil

@@ -68,10 +68,16 @@ func (g *mpiGroup) AllgatherFloat32(mine, recv []float32) error {
 }
 
 func (g *mpiGroup) AlltoallBytes(send, recv []byte) error {
+	if err := checkAlltoall(len(send), len(recv), g.c.Size()); err != nil {
+		return err
+	}
 	return timedOut(g.c.AlltoallBytes(send, recv))
 }
 
 func (g *mpiGroup) AllgatherBlocks(mine, recv []byte) error {
+	if err := checkBlocks("AllgatherBlocks", len(mine), len(recv), g.c.Size()); err != nil {
+		return err
+	}
 	return timedOut(g.c.AllgatherBlocks(mine, recv))
 }
 

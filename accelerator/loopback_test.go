@@ -142,8 +142,8 @@ func (m *loopMember) AllgatherFloat32(mine, recv []float32) error {
 
 func (m *loopMember) AlltoallBytes(send, recv []byte) error {
 	n := m.l.n
-	if len(send) != len(recv) || len(send)%n != 0 {
-		return fmt.Errorf("loopback: AlltoallBytes: %d and %d bytes for %d processes", len(send), len(recv), n)
+	if err := checkAlltoall(len(send), len(recv), n); err != nil {
+		return err
 	}
 	all, err := m.l.exchange(m.rank, slices.Clone(send), 0)
 	if err != nil {
