@@ -1,7 +1,6 @@
 package accelerator
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strings"
 
@@ -46,26 +45,18 @@ func gradientCompression(cfg string, verify int) (*gradCodec, error) {
 // little-endian pairs of bytes (len(dst) >= 2*len(x)).
 func (c *gradCodec) encode(dst []byte, x []float32, scale float32) {
 	if c.fp16 {
-		for i, v := range x {
-			binary.LittleEndian.PutUint16(dst[2*i:], half.FP16(v*scale))
-		}
-		return
-	}
-	for i, v := range x {
-		binary.LittleEndian.PutUint16(dst[2*i:], half.BF16(v*scale))
+		half.EncodeFP16(dst, x, scale)
+	} else {
+		half.EncodeBF16(dst, x, scale)
 	}
 }
 
 // decode is encode's inverse (exact): len(src) >= 2*len(x).
 func (c *gradCodec) decode(x []float32, src []byte) {
 	if c.fp16 {
-		for i := range x {
-			x[i] = half.FP16ToFloat32(binary.LittleEndian.Uint16(src[2*i:]))
-		}
-		return
-	}
-	for i := range x {
-		x[i] = half.BF16ToFloat32(binary.LittleEndian.Uint16(src[2*i:]))
+		half.DecodeFP16(x, src)
+	} else {
+		half.DecodeBF16(x, src)
 	}
 }
 

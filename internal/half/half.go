@@ -7,7 +7,12 @@
 // float32 are exact.
 package half
 
-import "math"
+import (
+	"encoding/binary"
+	"math"
+	"sync"
+	"sync/atomic"
+)
 
 // BF16 is the bfloat16 nearest to f (ties to even): float32's upper 16 bits, rounded.
 func BF16(f float32) uint16 {
@@ -22,45 +27,45 @@ func BF16(f float32) uint16 {
 // BF16ToFloat32 is the float32 that h holds (exact).
 func BF16ToFloat32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
-// FP16 is the binary16 nearest to f (ties to even): ±Inf beyond 65520 (the midpoint between
-// 65504 and the next step, 65536), subnormals below 2^-14, ±0 below 2^-25.
+// FP16 is the binary16 nearest to f (ties to even): ±Inf from 65520 (the midpoint between
+// 65504 and the next step, 65536), subnormals below 2^-14, ±0 up to 2^-25. It has no
+// data-dependent branches, which gradients (normal and subnormal values mixed) would
+// mispredict: both roundings are computed and one is picked.
 func FP16(f float32) uint16 {
 	b := math.Float32bits(f)
 	sign := uint16(b>>16) & 0x8000
-	exp := int(b>>23) & 0xff
-	mant := b & 0x7fffff
-	if exp == 0xff {
-		if mant != 0 {
-			return sign | 0x7e00 | uint16(mant>>13) // NaN, quiet
-		}
-		return sign | 0x7c00
+	a := b & 0x7fffffff
+	// Normal: rebias the exponent (127 -> 15) and round the 13 dropped bits to nearest even;
+	// a carry moves into the exponent, as it should.
+	n := a - (127-15)<<23
+	n = (n + 0xfff + (n>>13)&1) >> 13
+	// Subnormal (a < 2^-14): adding 0.5, whose float32 ulp is 2^-24 (fp16's least subnormal),
+	// makes the FPU round a to a multiple of 2^-24, nearest even; the mantissa bits are then
+	// fp16's subnormal code (1024, the least normal, when it rounds up to 2^-14).
+	sub := math.Float32bits(math.Float32frombits(a)+0.5) - 0x3f000000
+	h := n
+	if a < 0x38800000 { // 2^-14
+		h = sub
 	}
-	e := exp - 127 + 15 // the binary16 biased exponent
-	if e >= 0x1f {
-		return sign | 0x7c00
+	if a >= 0x477ff000 { // 65520 and above, Inf included
+		h = 0x7c00
 	}
-	if e <= 0 { // subnormal (or zero) in binary16: units of 2^-24
-		if e < -10 {
-			return sign // below half of the least subnormal, 2^-25
-		}
-		m := mant | 0x800000
-		shift := uint(14 - e)
-		h := m >> shift
-		rem, halfway := m&(1<<shift-1), uint32(1)<<(shift-1)
-		if rem > halfway || rem == halfway && h&1 == 1 {
-			h++ // may become 0x400, the least normal: right
-		}
-		return sign | uint16(h)
-	}
-	h := uint32(e)<<10 | mant>>13
-	if rem := mant & 0x1fff; rem > 0x1000 || rem == 0x1000 && h&1 == 1 {
-		h++ // carries into the exponent; 65520 and above round to Inf (0x7c00)
+	if a > 0x7f800000 { // NaN: quiet, the top of the payload kept
+		h = 0x7e00 | (a>>13)&0x3ff
 	}
 	return sign | uint16(h)
 }
 
 // FP16ToFloat32 is the float32 that h holds (exact).
 func FP16ToFloat32(h uint16) float32 {
+	if t := fp16Table.Load(); t != nil {
+		return t[h]
+	}
+	return fp16Decode(h)
+}
+
+// fp16Decode is FP16ToFloat32 by arithmetic (the table's source).
+func fp16Decode(h uint16) float32 {
 	sign := uint32(h&0x8000) << 16
 	exp := uint32(h>>10) & 0x1f
 	mant := uint32(h & 0x3ff)
@@ -78,4 +83,56 @@ func FP16ToFloat32(h uint16) float32 {
 		return math.Float32frombits(sign | e<<23 | (mant&0x3ff)<<13)
 	}
 	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
+}
+
+// fp16Table maps every binary16 code to its float32 (256 KiB), built by the first bulk
+// decode: a subnormal's decoding loops, and gradients hold many subnormals.
+var (
+	fp16Table atomic.Pointer[[1 << 16]float32]
+	fp16Once  sync.Once
+)
+
+func fp16TableReady() *[1 << 16]float32 {
+	fp16Once.Do(func() {
+		t := new([1 << 16]float32)
+		for c := range t {
+			t[c] = fp16Decode(uint16(c))
+		}
+		fp16Table.Store(t)
+	})
+	return fp16Table.Load()
+}
+
+// EncodeBF16 writes BF16(x[i] * scale) for every i into dst as little-endian pairs of bytes
+// (len(dst) >= 2*len(x)).
+func EncodeBF16(dst []byte, x []float32, scale float32) {
+	dst = dst[:2*len(x)]
+	for i, v := range x {
+		binary.LittleEndian.PutUint16(dst[2*i:], BF16(v*scale))
+	}
+}
+
+// EncodeFP16 is EncodeBF16 for binary16.
+func EncodeFP16(dst []byte, x []float32, scale float32) {
+	dst = dst[:2*len(x)]
+	for i, v := range x {
+		binary.LittleEndian.PutUint16(dst[2*i:], FP16(v*scale))
+	}
+}
+
+// DecodeBF16 is EncodeBF16's inverse for len(x) values (exact).
+func DecodeBF16(x []float32, src []byte) {
+	src = src[:2*len(x)]
+	for i := range x {
+		x[i] = BF16ToFloat32(binary.LittleEndian.Uint16(src[2*i:]))
+	}
+}
+
+// DecodeFP16 is EncodeFP16's inverse for len(x) values (exact), by table.
+func DecodeFP16(x []float32, src []byte) {
+	t := fp16TableReady()
+	src = src[:2*len(x)]
+	for i := range x {
+		x[i] = t[binary.LittleEndian.Uint16(src[2*i:])]
+	}
 }

@@ -1,6 +1,7 @@
 package half
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -141,26 +142,65 @@ func TestNonFiniteStaysNonFinite(t *testing.T) {
 	}
 }
 
-// BenchmarkEncodeDecode times a round trip of 1M float32 through each format (the per-element
-// cost the compressed all-reduce pays on the host, about 4 passes per update).
+// TestBulkMatchesScalar: the bulk encoders and decoders (the compressed all-reduce's) give the
+// scalar functions' bits for every code, and for x*scale.
+func TestBulkMatchesScalar(t *testing.T) {
+	codes := make([]byte, 2<<16)
+	for c := range 1 << 16 {
+		codes[2*c], codes[2*c+1] = byte(c), byte(c>>8)
+	}
+	got := make([]float32, 1<<16)
+	for _, d := range []struct {
+		name   string
+		bulk   func([]float32, []byte)
+		scalar func(uint16) float32
+	}{{"bf16", DecodeBF16, BF16ToFloat32}, {"fp16", DecodeFP16, fp16Decode}} {
+		d.bulk(got, codes)
+		for c, v := range got {
+			if want := d.scalar(uint16(c)); math.Float32bits(v) != math.Float32bits(want) {
+				t.Fatalf("%s: code %#04x decodes in bulk to %g, alone to %g", d.name, c, v, want)
+			}
+		}
+	}
+	x := []float32{1, -3.5, 1e-7, 7e4, float32(math.Inf(-1)), 0.1}
+	enc := make([]byte, 2*len(x))
+	for _, e := range []struct {
+		name   string
+		bulk   func([]byte, []float32, float32)
+		scalar func(float32) uint16
+	}{{"bf16", EncodeBF16, BF16}, {"fp16", EncodeFP16, FP16}} {
+		e.bulk(enc, x, 0.25)
+		for i, v := range x {
+			if h := uint16(enc[2*i]) | uint16(enc[2*i+1])<<8; h != e.scalar(v*0.25) {
+				t.Errorf("%s: %g x 0.25 encodes in bulk to %#04x, alone to %#04x", e.name, v, h, e.scalar(v*0.25))
+			}
+		}
+	}
+}
+
+// BenchmarkEncodeDecode times the bulk round trip of 1M float32 through each format, on
+// values of magnitude 1 and on gradient-like values of magnitude 1e-6 (subnormal in fp16):
+// the per-element cost the compressed all-reduce pays on the host, about 4 passes per update.
 func BenchmarkEncodeDecode(b *testing.B) {
 	x := make([]float32, 1<<20)
-	rng := rand.New(rand.NewPCG(3, 4))
-	for i := range x {
-		x[i] = rng.Float32()*2 - 1
-	}
-	h := make([]uint16, len(x))
-	for _, f := range formats {
-		b.Run(f.name, func(b *testing.B) {
-			b.SetBytes(4 * int64(len(x)))
-			for b.Loop() {
-				for i, v := range x {
-					h[i] = f.encode(v)
+	buf := make([]byte, 2*len(x))
+	for _, mag := range []float32{1, 1e-6} {
+		rng := rand.New(rand.NewPCG(3, 4))
+		for i := range x {
+			x[i] = (rng.Float32()*2 - 1) * mag
+		}
+		for _, f := range []struct {
+			name string
+			enc  func([]byte, []float32, float32)
+			dec  func([]float32, []byte)
+		}{{"bf16", EncodeBF16, DecodeBF16}, {"fp16", EncodeFP16, DecodeFP16}} {
+			b.Run(fmt.Sprintf("%s/%g", f.name, mag), func(b *testing.B) {
+				b.SetBytes(4 * int64(len(x)))
+				for b.Loop() {
+					f.enc(buf, x, 1)
+					f.dec(x, buf)
 				}
-				for i, v := range h {
-					x[i] = f.decode(v)
-				}
-			}
-		})
+			})
+		}
 	}
 }
