@@ -2,7 +2,9 @@ package accelerator
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/half"
@@ -69,15 +71,15 @@ type compressor struct {
 	wire  []byte    // this rank's 16-bit gradients, then every rank's 16-bit sums
 	recv  []byte    // every rank's 16-bit values of the chunk this rank owns
 	sum   []float32 // the float32 sums of this rank's chunk
-	mine  []byte    // those sums in 16 bit
-	flat  []float32 // the decoded sums, all chunks
+	part  []float32 // one rank's decoded values of that chunk
+	mine  []byte    // the sums in 16 bit
 }
 
 func newCompressor(c *gradCodec, n, size int) *compressor {
 	chunk := (n + size - 1) / size
 	return &compressor{c: c, size: size, chunk: chunk,
 		wire: make([]byte, 2*chunk*size), recv: make([]byte, 2*chunk*size),
-		sum: make([]float32, chunk), mine: make([]byte, 2*chunk), flat: make([]float32, chunk*size)}
+		sum: make([]float32, chunk), part: make([]float32, chunk), mine: make([]byte, 2*chunk)}
 }
 
 // bytes is the size of the 16-bit buffer each process contributes per update (padding
@@ -89,35 +91,59 @@ func (k *compressor) bytes() int64 { return int64(len(k.wire)) }
 // all-to-all hands each chunk's values to the rank that owns it, which adds them in float32 in
 // rank order and rounds the sum to 16 bit, and an all-gather of those 16-bit sums gives every
 // process, the owners included, the same bits. Inf and NaN stay non-finite; an fp16 sum beyond
-// 65504 becomes Inf. Every process passes the same lengths and the same scale.
+// 65504 becomes Inf. Every process passes the same lengths and the same scale. The host
+// passes run on several goroutines for large buffers; each element's sum is in rank order
+// whatever the split.
 func (k *compressor) reduce(g group, bufs [][]float32, scale float32) error {
 	off := 0
 	for _, b := range bufs {
-		k.c.encode(k.wire[2*off:], b, scale)
+		w := k.wire[2*off:]
+		inPieces(len(b), func(lo, hi int) { k.c.encode(w[2*lo:], b[lo:hi], scale) })
 		off += len(b)
 	}
 	clear(k.wire[2*off:]) // the padding of the last chunk: zeros
 	if err := g.AlltoallBytes(k.wire, k.recv); err != nil {
 		return err
 	}
-	clear(k.sum)
-	part := k.flat[:k.chunk]
-	for r := range k.size {
-		k.c.decode(part, k.recv[2*r*k.chunk:])
-		for i, v := range part {
-			k.sum[i] += v
+	inPieces(k.chunk, func(lo, hi int) {
+		sum, part := k.sum[lo:hi], k.part[lo:hi]
+		clear(sum)
+		for r := range k.size {
+			k.c.decode(part, k.recv[2*(r*k.chunk+lo):])
+			for i, v := range part {
+				sum[i] += v
+			}
 		}
-	}
-	k.c.encode(k.mine, k.sum, 1)
+		k.c.encode(k.mine[2*lo:], sum, 1)
+	})
 	if err := g.AllgatherBlocks(k.mine, k.wire); err != nil {
 		return err
 	}
-	k.c.decode(k.flat, k.wire)
 	off = 0
 	for _, b := range bufs {
-		off += copy(b, k.flat[off:])
+		w := k.wire[2*off:]
+		inPieces(len(b), func(lo, hi int) { k.c.decode(b[lo:hi], w[2*lo:]) })
+		off += len(b)
 	}
 	return nil
+}
+
+// inPieces calls fn on [0, n) split into pieces, on GOMAXPROCS goroutines when n is large
+// enough for the goroutines to pay (a machine with more cores than local processes would
+// otherwise leave them idle during these passes), else once, on this goroutine.
+func inPieces(n int, fn func(lo, hi int)) {
+	const piece = 1 << 16 // elements a goroutine is worth starting for
+	parts := min(runtime.GOMAXPROCS(0), n/piece)
+	if parts <= 1 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	step := (n + parts - 1) / parts
+	for lo := 0; lo < n; lo += step {
+		wg.Go(func() { fn(lo, min(lo+step, n)) })
+	}
+	wg.Wait()
 }
 
 // allreduceCompressed is the update's all-reduce under Config.GradientCompression: the loss

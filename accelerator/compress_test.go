@@ -3,10 +3,12 @@ package accelerator
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/half"
 	"github.com/goaccel/goaccel/internal/testutil"
 )
 
@@ -214,6 +216,54 @@ func TestCompressorReduce(t *testing.T) {
 			}
 		}
 		t.Logf("%s: largest error / (|sum| + sum of |x|) = %.3g above 1e-3 (unit roundoff %.3g)", codec.name, worst, u)
+	}
+}
+
+// TestCompressorRoundsOnceEachWay: on 3 loopback processes and 400003 elements (chunks large
+// enough for the host passes to run on several goroutines), every element is exactly
+// round16(sum in rank order of float32(round16(x_p x scale))), on every process.
+func TestCompressorRoundsOnceEachWay(t *testing.T) {
+	const procs, n = 3, 400003
+	const scale = 0.125
+	inputs := make([][]float32, procs)
+	for r := range inputs {
+		rng := rand.New(rand.NewPCG(uint64(r), 9))
+		inputs[r] = make([]float32, n)
+		for i := range inputs[r] {
+			inputs[r][i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(8))-5))
+		}
+	}
+	for _, c := range []struct {
+		codec *gradCodec
+		enc   func(float32) uint16
+		dec   func(uint16) float32
+	}{{&gradCodec{name: "bf16"}, half.BF16, half.BF16ToFloat32}, {&gradCodec{name: "fp16", fp16: true}, half.FP16, half.FP16ToFloat32}} {
+		lb := newLoopback(procs)
+		out := make([][]float32, procs)
+		errs := make(chan error, procs)
+		for r := range procs {
+			go func() {
+				out[r] = append([]float32(nil), inputs[r]...)
+				errs <- newCompressor(c.codec, n, procs).reduce(lb.member(r), [][]float32{out[r]}, scale)
+			}()
+		}
+		for range procs {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range n {
+			var s float32
+			for r := range procs {
+				s += c.dec(c.enc(inputs[r][i] * scale))
+			}
+			want := math.Float32bits(c.dec(c.enc(s)))
+			for r := range procs {
+				if got := math.Float32bits(out[r][i]); got != want {
+					t.Fatalf("%s: element %d on rank %d is %g, want %g", c.codec.name, i, r, out[r][i], math.Float32frombits(want))
+				}
+			}
+		}
 	}
 }
 
