@@ -43,10 +43,8 @@ func FP16(f float32) uint16 {
 	// makes the FPU round a to a multiple of 2^-24, nearest even; the mantissa bits are then
 	// fp16's subnormal code (1024, the least normal, when it rounds up to 2^-14).
 	sub := math.Float32bits(math.Float32frombits(a)+0.5) - 0x3f000000
-	h := n
-	if a < 0x38800000 { // 2^-14
-		h = sub
-	}
+	subnormal := uint32(int32(a-0x38800000) >> 31) // all ones when a < 2^-14: a mask, not a branch
+	h := n ^ (n^sub)&subnormal
 	if a >= 0x477ff000 { // 65520 and above, Inf included
 		h = 0x7c00
 	}
