@@ -239,7 +239,7 @@ func (p *hostReducedStep) toHost(outs []*tensors.Tensor, accumulate bool) error 
 			p.gradBytes += int64(4 * v.Shape().Size())
 		}
 		p.bufs[len(p.vars)] = make([]float32, 2)
-		if c := p.t.job.acc.codec; c != nil && p.grp.Size() > 1 {
+		if c := p.t.job.acc.codec; c != nil {
 			p.comp = newCompressor(c, int(p.gradBytes/4), p.grp.Size())
 			p.gradBytes = p.comp.bytes()
 		}
