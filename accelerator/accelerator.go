@@ -84,6 +84,15 @@ type Config struct {
 	// It needs the step to be deterministic (no dropout) and the model to fit on one device.
 	// 0 (the default) means $GOACCEL_VERIFY, else off; a negative value is an error.
 	Verify int
+	// GradientCompression is "no" (the default), "bf16" or "fp16": in a run over several
+	// processes each update's gradients cross processes as 16-bit floats, half the bytes of
+	// float32, by a reduce-scatter of the 16-bit values, a float32 sum on the process that owns
+	// each chunk and an all-gather of the sums in 16 bit, so every process applies the same
+	// update (docs/semantics.md gives its error bound). The loss and its weight stay exact. It
+	// changes nothing in a single process, whose devices average in the compiled step. Empty
+	// means $GOACCEL_GRADIENT_COMPRESSION, else "no". It cannot be combined with Verify, which
+	// checks the exact update, nor with Sharding over several processes.
+	GradientCompression string
 	// Timeline is a folder where this process writes its Chrome trace (chrome://tracing,
 	// Perfetto) as rank_<rank>.json when the Accelerator closes: each training step with,
 	// inside it, its graph executions (the first one includes the compilation), all-reduces
@@ -116,6 +125,7 @@ type Accelerator struct {
 	left    bool               // Close left grp
 	timeout time.Duration      // bound on waits for other processes
 	verify  int                // Config.Verify resolved: check every verify-th update (0: off)
+	codec   *gradCodec         // Config.GradientCompression resolved (nil: exact float32)
 	tl      *timeline.Recorder // Config.Timeline's recorder (nil: off)
 	out     io.Writer
 	muOut   sync.Mutex
@@ -171,6 +181,9 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 		return nil, err
 	}
 	if a.sharding, err = resolveSharding(cfg.Sharding); err != nil {
+		return nil, err
+	}
+	if a.codec, err = gradientCompression(cfg.GradientCompression, a.verify); err != nil {
 		return nil, err
 	}
 	if grp != nil {

@@ -30,9 +30,9 @@ func collateTokens(batch []tokens) ([]*tensors.Tensor, *tensors.Tensor, error) {
 	return []*tensors.Tensor{tensors.FromValue(ids), tensors.FromValue(mask)}, tensors.FromValue(labels), nil
 }
 
-// bertRun trains a tiny BERT classifier (its own casting: SetComputeDType) for 30 Adam steps
+// precisionBertRun trains a tiny BERT classifier (its own casting: SetComputeDType) for 30 Adam steps
 // at the given precision and returns the losses and the forward pass's matmul dtypes.
-func bertRun(t *testing.T, precision string) ([]float64, map[dtypes.DType]int) {
+func precisionBertRun(t *testing.T, precision string) ([]float64, map[dtypes.DType]int) {
 	t.Helper()
 	a, err := New(Config{Backend: "go", Quiet: true, Seed: 7, MixedPrecision: precision})
 	if err != nil {
@@ -84,7 +84,7 @@ func bertRun(t *testing.T, precision string) ([]float64, map[dtypes.DType]int) {
 // backend, which rounds to the low dtype as XLA does; XLA's compilation of this graph alone
 // takes 15 s on the shared test machine.)
 func TestMixedPrecisionTinyBERT(t *testing.T) {
-	ref, _ := bertRun(t, "no")
+	ref, _ := precisionBertRun(t, "no")
 	if ref[29] >= ref[0] {
 		t.Fatalf("the tiny BERT did not learn in fp32: loss %g -> %g", ref[0], ref[29])
 	}
@@ -92,7 +92,7 @@ func TestMixedPrecisionTinyBERT(t *testing.T) {
 		precision string
 		dt        dtypes.DType
 	}{{"bf16", dtypes.BFloat16}, {"fp16", dtypes.Float16}} {
-		losses, mm := bertRun(t, c.precision)
+		losses, mm := precisionBertRun(t, c.precision)
 		checkLowPrecision(t, c.precision, c.dt, losses, ref, mm)
 	}
 }

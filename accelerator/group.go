@@ -35,6 +35,13 @@ type group interface {
 	// AllgatherFloat32 writes every process's mine into recv, rank after rank
 	// (len(recv) == Size()*len(mine), the same lengths everywhere).
 	AllgatherFloat32(mine, recv []float32) error
+	// AlltoallBytes sends block r of send to process r and receives in block r of recv what
+	// process r sent to this one: both hold Size() blocks of len(send)/Size() bytes, the same
+	// lengths everywhere. It moves what MPI cannot reduce (16-bit floats, compress.go).
+	AlltoallBytes(send, recv []byte) error
+	// AllgatherBlocks writes every process's mine into recv, rank after rank
+	// (len(recv) == Size()*len(mine), the same lengths everywhere).
+	AllgatherBlocks(mine, recv []byte) error
 	// Broadcast copies root's buf into every other process's buf (same length everywhere).
 	Broadcast(buf []byte, root int) error
 	// Allgather returns every process's bytes, indexed by rank; lengths may differ.
@@ -53,6 +60,14 @@ type group interface {
 func checkBlocks(op string, one, all, size int) error {
 	if all != size*one {
 		return fmt.Errorf("accelerator: %s: %d elements for %d processes x %d: want %d", op, all, size, one, size*one)
+	}
+	return nil
+}
+
+// checkAlltoall checks the lengths of AlltoallBytes: equal, and a multiple of size.
+func checkAlltoall(send, recv, size int) error {
+	if send != recv || send%size != 0 {
+		return fmt.Errorf("accelerator: AlltoallBytes: %d bytes sent and %d received for %d processes: want equal lengths, a multiple of %d", send, recv, size, size)
 	}
 	return nil
 }
@@ -79,6 +94,22 @@ func (soloGroup) ReduceScatterSum(send, recv []float32) error {
 
 func (soloGroup) AllgatherFloat32(mine, recv []float32) error {
 	if err := checkBlocks("AllgatherFloat32", len(mine), len(recv), 1); err != nil {
+		return err
+	}
+	copy(recv, mine)
+	return nil
+}
+
+func (soloGroup) AlltoallBytes(send, recv []byte) error {
+	if err := checkAlltoall(len(send), len(recv), 1); err != nil {
+		return err
+	}
+	copy(recv, send)
+	return nil
+}
+
+func (soloGroup) AllgatherBlocks(mine, recv []byte) error {
+	if err := checkBlocks("AllgatherBlocks", len(mine), len(recv), 1); err != nil {
 		return err
 	}
 	copy(recv, mine)

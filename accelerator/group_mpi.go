@@ -67,6 +67,20 @@ func (g *mpiGroup) AllgatherFloat32(mine, recv []float32) error {
 	return timedOut(g.c.AllgatherFloat32(mine, recv))
 }
 
+func (g *mpiGroup) AlltoallBytes(send, recv []byte) error {
+	if err := checkAlltoall(len(send), len(recv), g.c.Size()); err != nil {
+		return err
+	}
+	return timedOut(g.c.AlltoallBytes(send, recv))
+}
+
+func (g *mpiGroup) AllgatherBlocks(mine, recv []byte) error {
+	if err := checkBlocks("AllgatherBlocks", len(mine), len(recv), g.c.Size()); err != nil {
+		return err
+	}
+	return timedOut(g.c.AllgatherBlocks(mine, recv))
+}
+
 // Exit is mpi.Exit: MPI_Finalize (MPI_Abort after a failed collective), then the C exit.
 func (g *mpiGroup) Exit(code int) { mpi.Exit(code) }
 

@@ -52,7 +52,7 @@ func blockContract(g group) error {
 	if err := g.AllgatherFloat32(nil, nil); err != nil {
 		return fmt.Errorf("AllgatherFloat32 of nothing: %w", err)
 	}
-	return nil
+	return byteBlockContract(g)
 }
 
 // TestBlockCollectives: reduce-scatter and all-gather of float32 blocks on one process (the

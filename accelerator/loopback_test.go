@@ -140,6 +140,36 @@ func (m *loopMember) AllgatherFloat32(mine, recv []float32) error {
 	return err
 }
 
+func (m *loopMember) AlltoallBytes(send, recv []byte) error {
+	n := m.l.n
+	if err := checkAlltoall(len(send), len(recv), n); err != nil {
+		return err
+	}
+	all, err := m.l.exchange(m.rank, slices.Clone(send), 0)
+	if err != nil {
+		return err
+	}
+	b := len(send) / n
+	for r, other := range all {
+		copy(recv[r*b:(r+1)*b], other.([]byte)[m.rank*b:])
+	}
+	return nil
+}
+
+func (m *loopMember) AllgatherBlocks(mine, recv []byte) error {
+	if err := checkBlocks("AllgatherBlocks", len(mine), len(recv), m.l.n); err != nil {
+		return err
+	}
+	all, err := m.l.exchange(m.rank, slices.Clone(mine), 0)
+	if err != nil {
+		return err
+	}
+	for r, other := range all {
+		copy(recv[r*len(mine):], other.([]byte))
+	}
+	return nil
+}
+
 // exchangeBlocks checks the lengths of a block collective (one block of n, and total) and
 // hands in mine; on an error it returns no values.
 func (m *loopMember) exchangeBlocks(op string, n int, mine []float32, total int) ([]any, error) {

@@ -27,6 +27,8 @@ import (
 //     dividing by the total weight gives the mean over the real examples of the whole global
 //     batch (of all k batches with accumulation): the number one process running them all
 //     computes, and the loss of the global batch;
+//     under Config.GradientCompression the loss and weight go first, exact, and the gradients,
+//     divided by the total weight, as 16-bit floats (compress.go);
 //  3. apply: the mean gradient goes back to the devices, where clipping, the learning-rate
 //     schedule and the optimizer update run exactly as in a single process.
 //
@@ -67,6 +69,7 @@ type hostReducedStep struct {
 	// and apply graph by ZeRO-1's reduce-scatter, update of this rank's slices and all-gather
 	// (strategy_zero1.go); nil for hostReduced.
 	zero *zero1Sync
+	comp *compressor // Config.GradientCompression's all-reduce (nil: exact float32)
 }
 
 // hostReducedFault is set only by tests: it breaks the reduction of the gradients on purpose,
@@ -137,13 +140,16 @@ func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool)
 		syncEnd := time.Now()
 		t.stats.Sync += syncEnd.Sub(syncStart)
 		if tl != nil {
-			tl.Add("all-reduce gradients", "collective", syncStart, syncEnd, "bytes", p.gradBytes+4*2, "variables", len(p.vars))
+			tl.Add("all-reduce gradients", "collective", syncStart, syncEnd, "bytes", p.gradBytes+p.lossBytes(), "variables", len(p.vars))
 		}
 		if err != nil {
 			return Loss{}, fmt.Errorf("accelerator: all-reducing the gradients (%s): %w", batchPlace(gb), err)
 		}
-		t.stats.SyncedBytes += p.gradBytes + 4*2
+		t.stats.SyncedBytes += p.gradBytes + p.lossBytes()
 		lossSum, weight = float64(p.bufs[len(p.vars)][0]), float64(p.bufs[len(p.vars)][1])
+		if p.comp != nil { // the loss went alone, in float64; the gradients are the mean already
+			lossSum, weight = p.pair[0], p.pair[1]
+		}
 	}
 	if weight <= 0 {
 		return Loss{}, fmt.Errorf("accelerator: global batch %d of epoch %d has no real example on any process", gb.Index+1, gb.Epoch+1)
@@ -154,6 +160,9 @@ func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool)
 		return loss, nil
 	}
 	inv := float32(1 / (p.window + weight))
+	if p.comp != nil {
+		inv = 1 // divided by the total weight before the 16-bit encoding
+	}
 	p.window, p.local = 0, 0
 	if p.zero != nil {
 		return loss, p.zero.apply(gb, inv)
@@ -189,6 +198,9 @@ func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool)
 
 // allreduceGradients sums the weighted gradient sums of all processes, in place.
 func (p *hostReducedStep) allreduceGradients() error {
+	if p.comp != nil {
+		return p.allreduceCompressed()
+	}
 	f := hostReducedFault
 	if f == (struct{ skipBucket, unweightedRank int }{}) {
 		return p.grp.AllreduceSum(p.bufs)
@@ -228,8 +240,8 @@ func (p *hostReducedStep) toHost(outs []*tensors.Tensor, accumulate bool) error 
 		loss = 0 // a process whose part is all padding contributes nothing (not NaN)
 	}
 	p.local += w
+	p.pair[0], p.pair[1] = w*loss, w
 	if accumulate {
-		p.pair[0], p.pair[1] = w*loss, w
 		return nil
 	}
 	if p.zero != nil {
@@ -243,6 +255,10 @@ func (p *hostReducedStep) toHost(outs []*tensors.Tensor, accumulate bool) error 
 			p.gradBytes += int64(4 * v.Shape().Size())
 		}
 		p.bufs[len(p.vars)] = make([]float32, 2)
+		if c := p.t.job.acc.codec; c != nil {
+			p.comp = newCompressor(c, int(p.gradBytes/4), p.grp.Size())
+			p.gradBytes = p.comp.bytes()
+		}
 		p.t.stats.SyncBytes = p.gradBytes
 	}
 	if p.zero == nil {

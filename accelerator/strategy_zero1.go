@@ -52,6 +52,10 @@ func (z zero1) syncVariables(j *Job) (bool, error) {
 		return false, fmt.Errorf("accelerator: Config.Verify is not available with Sharding %q over several processes: "+
 			"its reference update needs the whole optimizer state on rank 0; turn one of them off", j.acc.sharding)
 	}
+	if j.acc.codec != nil {
+		return false, fmt.Errorf("accelerator: GradientCompression is not available with Sharding %q over several processes: "+
+			"ZeRO-1's reduce-scatter and all-gather are exact float32; turn one of them off", j.acc.sharding)
+	}
 	return z.hostReduced.syncVariables(j)
 }
 

@@ -47,10 +47,13 @@ type StepStats struct {
 	// on the devices until the k-th batch, so this is also the bytes per k batches. Under
 	// Config.Sharding over several processes it is the reduce-scatter's bytes (the gradients,
 	// padded, and the loss), and SyncedBytes adds the all-gather's of the weights.
+	// Under Config.GradientCompression it is the 16-bit buffer each process sends, 2 bytes per
+	// gradient padded to a multiple of the number of processes.
 	SyncBytes int64
 	// SyncedBytes is the number of bytes each process all-reduced so far: SyncBytes per
 	// update, plus the loss of the global batch and its weight, 8 bytes on the update's batch
-	// (in its buckets) and 16 on a batch that only accumulates.
+	// (in its buckets; 16, on their own, under compression) and 16 on a batch that only
+	// accumulates.
 	SyncedBytes int64
 }
 

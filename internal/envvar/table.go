@@ -108,6 +108,8 @@ var (
 	MixedPrecision = str("GOACCEL_MIXED_PRECISION", "no, bf16 or fp16: the precision accelerator.New uses when Config.MixedPrecision is empty (bf16/fp16: activations in 16 bits, float32 variables and update; fp16 with dynamic loss scaling)", User)
 	// Sharding is GOACCEL_SHARDING.
 	Sharding = str("GOACCEL_SHARDING", "how the training state is sharded when Config.Sharding is empty: no (default), zero1 (optimizer state), zero2 (plus gradients), zero3 (plus parameters); over several processes every ZeRO stage shards the optimizer state over the processes", User)
+	// GradientCompression is GOACCEL_GRADIENT_COMPRESSION.
+	GradientCompression = str("GOACCEL_GRADIENT_COMPRESSION", "\"bf16\" or \"fp16\": in a run over several processes the gradients cross processes as 16-bit floats (half the bytes) and are summed in float32 (Config.GradientCompression wins; \"no\" or unset: exact float32)", User)
 	// Debug is GOACCEL_DEBUG.
 	Debug = boolean("GOACCEL_DEBUG", "true or 1: before each collective the processes exchange (sequence, operation, bytes, caller) and fail at once on a mismatch naming every call site (one small all-gather more per collective)", User)
 	// HangDir is GOACCEL_HANG_DIR.

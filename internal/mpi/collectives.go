@@ -171,7 +171,7 @@ func (c *Comm) collective(e *call, timeout time.Duration, body func(r *round) er
 }
 
 // opCodes numbers the collectives for arrivalTag.
-var opCodes = []string{"barrier", "broadcast", "allgather", "allreduce", "allreduce-fused", "reduce-scatter"}
+var opCodes = []string{"barrier", "broadcast", "allgather", "allreduce", "allreduce-fused", "reduce-scatter", "alltoall"}
 
 // arrivalTag is the tag of collective seq's arrival messages: it encodes the sequence number
 // and the operation, so that ranks that call different collectives at the same sequence
@@ -179,14 +179,14 @@ var opCodes = []string{"barrier", "broadcast", "allgather", "allreduce", "allred
 // collective they called, even where MPI itself matched the mismatched operations. Tags stay
 // within 32767, the least MPI_TAG_UB that MPI guarantees.
 func arrivalTag(seq uint32, e *call) int {
-	code := len(opCodes) // an operation not in the list
+	code := 0 // every collective is in the list; 8 codes fit
 	for i, op := range opCodes {
 		if op == e.op {
 			code = i
 		}
 	}
 	if e.op == "allgather" && !e.varies {
-		code = len(opCodes) + 1 // AllgatherFloat32, not AllgatherBytes
+		code = len(opCodes) // AllgatherFloat32 or AllgatherBlocks, not AllgatherBytes
 	}
 	return int(seq%4000)*8 + code + 1
 }

@@ -179,11 +179,14 @@ func wantRanksOK(t *testing.T, out string, n int) {
 	}
 }
 
-func TestCollectives(t *testing.T) {
+func TestCollectives(t *testing.T) { runOnRanks(t, "collectives", 2, 3) }
+
+// runOnRanks runs child on each number of ranks in turn and wants every rank to report ok.
+func runOnRanks(t *testing.T, child string, ranks ...int) {
 	lib := mpiLib(t)
-	for _, n := range []int{2, 3} {
+	for _, n := range ranks {
 		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
-			out, rc := mpirun(t, lib, n, "collectives")
+			out, rc := mpirun(t, lib, n, child)
 			if rc != 0 {
 				t.Errorf("mpiexec rc = %d, want 0", rc)
 			}

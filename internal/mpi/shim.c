@@ -21,7 +21,7 @@ static struct {
 	// Functions, cast to their ABI's type at the call.
 	void *init_thread, *finalize, *library_version, *error_string;
 	void *comm_dup, *comm_set_errhandler, *comm_rank, *comm_size, *comm_split_type, *comm_free;
-	void *allreduce, *iallreduce, *ibcast, *iallgather, *iallgatherv, *ireduce_scatter_block, *ibarrier, *isend, *irecv;
+	void *allreduce, *iallreduce, *ibcast, *iallgather, *iallgatherv, *ireduce_scatter_block, *ialltoall, *ibarrier, *isend, *irecv;
 	void *test, *abort;
 	volatile int abort_requested;
 } S;
@@ -134,6 +134,7 @@ int gs_open(const char *path, int abi, int is_standard_name, char *err, int errl
 	S.iallgather = sym("MPI_Iallgather", err, errlen, &bad);
 	S.iallgatherv = sym("MPI_Iallgatherv", err, errlen, &bad);
 	S.ireduce_scatter_block = sym("MPI_Ireduce_scatter_block", err, errlen, &bad);
+	S.ialltoall = sym("MPI_Ialltoall", err, errlen, &bad);
 	S.ibarrier = sym("MPI_Ibarrier", err, errlen, &bad);
 	S.isend = sym("MPI_Isend", err, errlen, &bad);
 	S.irecv = sym("MPI_Irecv", err, errlen, &bad);
@@ -288,6 +289,16 @@ int gs_ireduce_scatter_block(const void *sbuf, void *rbuf, int count, int dt, in
 	BOTH({
 		H r = (H)S.request_null;
 		rc = ((int (*)(const void *, void *, int, H, H, H, H *))S.ireduce_scatter_block)(sbuf, rbuf, count, (H)S.dt[dt], (H)S.op[op], (H)comm, &r);
+		*req = (gs_handle)r;
+	})
+	return rc;
+}
+
+int gs_ialltoall(const void *sbuf, void *rbuf, int count, int dt, gs_handle comm, gs_handle *req) {
+	int rc;
+	BOTH({
+		H r = (H)S.request_null;
+		rc = ((int (*)(const void *, int, H, void *, int, H, H, H *))S.ialltoall)(sbuf, count, (H)S.dt[dt], rbuf, count, (H)S.dt[dt], (H)comm, &r);
 		*req = (gs_handle)r;
 	})
 	return rc;

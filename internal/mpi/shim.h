@@ -49,6 +49,9 @@ int gs_iallgatherv(const void *sbuf, int scount, void *rbuf, const int *counts, 
 // Every rank sends count*size elements of sbuf and receives its block of count sums in rbuf
 // (MPI_Ireduce_scatter_block; sbuf and rbuf must not overlap).
 int gs_ireduce_scatter_block(const void *sbuf, void *rbuf, int count, int dt, int op, gs_handle comm, gs_handle *req);
+// Every rank sends block r of count elements of sbuf to rank r and receives rank r's block for
+// it into block r of rbuf (MPI_Ialltoall; sbuf and rbuf must not overlap).
+int gs_ialltoall(const void *sbuf, void *rbuf, int count, int dt, gs_handle comm, gs_handle *req);
 int gs_ibarrier(gs_handle comm, gs_handle *req);
 // Zero-byte messages: the "I have arrived" side channel of the collectives.
 int gs_isend0(int dest, int tag, gs_handle comm, gs_handle *req);
