@@ -41,6 +41,13 @@ type Config struct {
 	// and the gradient update stay float32. Prepare hands the precision to models that
 	// implement ComputeDTypeSetter (bert.Classifier does) and refuses models that do not.
 	MixedPrecision string
+	// Sharding keeps part of the training state sharded over the process's devices instead of
+	// a full copy on each (see docs/sharding.md): "no" (the default, also ""), "zero1" (the
+	// optimizer state, ZeRO-1), "zero2" (and the gradient accumulators) or "zero3" (and the
+	// weights: FSDP's full shard). The update is the same as unsharded. A variable is sharded on
+	// its first axis the device count divides; scalars and variables it divides on no axis stay
+	// replicated. On one device it changes nothing. Empty means $GOACCEL_SHARDING, else "no".
+	Sharding string
 	// Seed seeds variable initialisation and in-graph randomness (dropout) of prepared models.
 	Seed int64
 	// AllowDownload lets go-xla download a missing plugin. Off by default: offline machines
@@ -90,19 +97,20 @@ type Info struct {
 // Accelerator owns the backend, the device mesh and the process group. Create one with New
 // at the start of a program; it is safe for use by one training loop at a time.
 type Accelerator struct {
-	cfg     Config
-	backend compute.Backend
-	info    Info
-	mesh    *distributed.DeviceMesh // nil on a single device
-	proc    processInfo
-	grp     group              // the processes of the run (soloGroup for one): the source of rank and process count
-	left    bool               // Close left grp
-	timeout time.Duration      // bound on waits for other processes
-	verify  int                // Config.Verify resolved: check every verify-th update (0: off)
-	tl      *timeline.Recorder // Config.Timeline's recorder (nil: off)
-	out     io.Writer
-	muOut   sync.Mutex
-	seed    int64
+	cfg      Config
+	backend  compute.Backend
+	info     Info
+	mesh     *distributed.DeviceMesh // nil on a single device
+	proc     processInfo
+	grp      group              // the processes of the run (soloGroup for one): the source of rank and process count
+	left     bool               // Close left grp
+	timeout  time.Duration      // bound on waits for other processes
+	verify   int                // Config.Verify resolved: check every verify-th update (0: off)
+	sharding sharding           // Config.Sharding resolved
+	tl       *timeline.Recorder // Config.Timeline's recorder (nil: off)
+	out      io.Writer
+	muOut    sync.Mutex
+	seed     int64
 	// goConfig is an explicit pure-Go backend configuration ("go:..."), if one was given.
 	goConfig string
 }
@@ -151,6 +159,9 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 		return nil, err
 	}
 	if a.verify, err = verifyEvery(cfg.Verify); err != nil {
+		return nil, err
+	}
+	if a.sharding, err = resolveSharding(cfg.Sharding); err != nil {
 		return nil, err
 	}
 	if grp != nil {
