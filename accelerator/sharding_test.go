@@ -66,6 +66,7 @@ type shardedResult struct {
 	losses []float64
 	params map[string][]float32 // trainable variables, full values
 	store  *model.Store
+	job    *Job
 }
 
 // shardRun trains steps updates of logits (a model over the loader's inputs) with Adam, gradient
@@ -82,7 +83,7 @@ func shardRun[T any](a *Accelerator, loader *data.Loader[T], updates int, logits
 		a.Backward(s, lv)
 		return lv
 	})
-	res := shardedResult{store: store, params: map[string][]float32{}}
+	res := shardedResult{store: store, job: job, params: map[string][]float32{}}
 	for len(res.losses) < 2*updates {
 		for gb, err := range job.Batches() {
 			if err != nil {
