@@ -21,7 +21,7 @@ func TestResidentBytesExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := shardRun(a, loader, 1, func(s *model.Scope, in []*Node) *Node { return mlpLogits(s, in[0]) })
+		res, err := shardRun(a, nil, loader, 1, func(s *model.Scope, in []*Node) *Node { return mlpLogits(s, in[0]) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func residentBERT(t *testing.T, cfg bert.Config, devices int, level sharding) (d
 		t.Fatal(err)
 	}
 	var clf *bert.Classifier
-	res, err := shardRun(a, loader, 1, func(s *model.Scope, in []*Node) *Node {
+	res, err := shardRun(a, nil, loader, 1, func(s *model.Scope, in []*Node) *Node {
 		if clf == nil {
 			if clf, err = bert.NewClassifier(cfg, s.Store()); err != nil {
 				panic(err)

@@ -69,10 +69,13 @@ type shardedResult struct {
 	job    *Job
 }
 
-// shardRun trains steps updates of logits (a model over the loader's inputs) with Adam, gradient
-// accumulation 2 and clipping at 0.5, and returns every batch's loss and the final weights.
-func shardRun[T any](a *Accelerator, loader *data.Loader[T], updates int, logits func(s *model.Scope, inputs []*Node) *Node) (shardedResult, error) {
-	store := model.NewStore()
+// shardRun trains updates updates of logits (a model over the loader's inputs) with Adam,
+// gradient accumulation 2 and clipping at 0.5 on the variables of store (a new Store when
+// nil), and returns every batch's loss and the final weights.
+func shardRun[T any](a *Accelerator, store *model.Store, loader *data.Loader[T], updates int, logits func(s *model.Scope, inputs []*Node) *Node) (shardedResult, error) {
+	if store == nil {
+		store = model.NewStore()
+	}
 	job, err := a.Prepare(store, optimizer.Adam().LearningRate(0.01).Done(), loader,
 		WithGradientAccumulation(2), WithClipGradNorm(0.5))
 	if err != nil {
@@ -179,7 +182,7 @@ func TestShardedEquivalenceMLP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := shardRun(newXLASharded(t, 4, sharding), loader, 30, func(s *model.Scope, in []*Node) *Node {
+		res, err := shardRun(newXLASharded(t, 4, sharding), nil, loader, 30, func(s *model.Scope, in []*Node) *Node {
 			return mlpLogits(s, in[0])
 		})
 		if err != nil {
@@ -263,7 +266,7 @@ func TestShardedEquivalenceTinyBERT(t *testing.T) {
 		}
 		var clf *bert.Classifier
 		a := newXLASharded(t, 4, sharding)
-		res, err := shardRun(a, loader, 30, func(s *model.Scope, in []*Node) *Node {
+		res, err := shardRun(a, nil, loader, 30, func(s *model.Scope, in []*Node) *Node {
 			if clf == nil {
 				if clf, err = bert.NewClassifier(cfg, s.Store()); err != nil {
 					panic(err)
