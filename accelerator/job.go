@@ -134,6 +134,9 @@ func (a *Accelerator) prepare(m model.StoreProvider, opt optimizer.Interface, sr
 	if err := a.applyPrecision(m); err != nil {
 		return nil, err
 	}
+	if err := a.checkShardingTopology(); err != nil {
+		return nil, err
+	}
 	j.strategy = chooseStrategy(a.grp)
 	if _, err := j.strategy.syncVariables(j); err != nil { // e.g. pretrained weights loaded before Prepare
 		return nil, err

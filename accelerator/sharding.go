@@ -68,6 +68,17 @@ func resolveSharding(cfg string) (sharding, error) {
 		`"zero2" (and gradients) and "zero3" (and weights)`, from, cfg)
 }
 
+// checkShardingTopology refuses Config.Sharding over several processes, which this strategy
+// does not shard (ZeRO-1 across processes is the hostReduced strategy's, built separately):
+// an error rather than a run that silently holds everything on every device.
+func (a *Accelerator) checkShardingTopology() error {
+	if a.sharding != shardNo && a.grp.Size() > 1 {
+		return fmt.Errorf("accelerator: Sharding %q over %d processes is not supported yet: it shards within one "+
+			"process only (run one process over its devices, or Sharding \"no\")", a.sharding, a.grp.Size())
+	}
+	return nil
+}
+
 // varKind is what a Store variable holds, for sharding and for ResidentBytes.
 type varKind int
 

@@ -361,3 +361,21 @@ func TestGoMLXShardedOutputSpecBug(t *testing.T) {
 		t.Errorf("pinned output spec: w after +1 is %v, want 2 ... 17", got)
 	}
 }
+
+// TestShardingOverProcessesRefused: Config.Sharding over several processes is an error in
+// Prepare on every rank, not a run that silently keeps a full copy on every device.
+func TestShardingOverProcessesRefused(t *testing.T) {
+	errs := runProcesses(t, 2, 1, func(a *Accelerator) (string, error) {
+		a.sharding = shardZero1
+		_, err := a.Prepare(model.NewStore(), optimizer.Adam().Done(), nil)
+		if err == nil {
+			return "", nil
+		}
+		return err.Error(), nil
+	})
+	for r, e := range errs {
+		if !strings.Contains(e, `Sharding "zero1" over 2 processes is not supported yet`) {
+			t.Errorf("rank %d: Prepare's error %q, want one refusing Sharding over 2 processes", r, e)
+		}
+	}
+}
