@@ -379,3 +379,53 @@ func TestShardingOverProcessesRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestShardedEvaluate: an evaluation before training (which lays the new weights out
+// replicated) does not stop ZeRO-3 from sharding them, and after ZeRO-3 training on 4 devices
+// (weights sharded) Evaluate computes the same logits as after the unsharded run.
+func TestShardedEvaluate(t *testing.T) {
+	x, y := toyData(64)
+	logits := map[string][]float64{}
+	for _, level := range []string{"no", "zero3"} {
+		a := newXLASharded(t, 4, level)
+		evaluate := func(job *Job) []float64 {
+			got, err := job.Evaluate(&fixedSource{x: x[:20], y: y[:20], batch: 2}, job.EvalStep(func(s *model.Scope, b GraphBatch) []*Node {
+				return []*Node{mlpLogits(s, b.Inputs[0])}
+			}))
+			if err != nil {
+				t.Fatalf("%s: Evaluate: %v", level, err)
+			}
+			f, err := got.Floats(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+		store := model.NewStore()
+		before, err := a.Prepare(store, optimizer.Adam().Done(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evaluate(before)
+		loader, err := data.NewLoader[toyPoint](toyPoints(x, y), data.LoaderConfig[toyPoint]{GlobalBatchSize: 16, Collate: collateToyPoints})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := shardRun(a, store, loader, 3, func(s *model.Scope, in []*Node) *Node { return mlpLogits(s, in[0]) })
+		if err != nil {
+			t.Fatalf("%s: %v", level, err)
+		}
+		if level == "zero3" {
+			checkLayout(t, "zero3 after an evaluation", store, shardZero3, 4)
+		}
+		logits[level] = evaluate(res.job)
+	}
+	if len(logits["zero3"]) != len(logits["no"]) || len(logits["no"]) != 60 {
+		t.Fatalf("logits: %d unsharded, %d zero3, want 60", len(logits["no"]), len(logits["zero3"]))
+	}
+	for i, v := range logits["no"] {
+		if math.Abs(logits["zero3"][i]-v) > equivTol {
+			t.Fatalf("logit %d: zero3 %g, unsharded %g", i, logits["zero3"][i], v)
+		}
+	}
+}
