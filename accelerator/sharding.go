@@ -143,7 +143,7 @@ func sameSpec(a, b *distributed.ShardingSpec) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.IsReplicated() && b.IsReplicated() || slices.EqualFunc(a.Axes, b.Axes, slices.Equal)
+	return a.Mesh == b.Mesh && (a.IsReplicated() && b.IsReplicated() || slices.EqualFunc(a.Axes, b.Axes, slices.Equal))
 }
 
 // layOutVariables sets every Store variable's sharding spec for the job's sharding. A
