@@ -97,20 +97,20 @@ type Info struct {
 // Accelerator owns the backend, the device mesh and the process group. Create one with New
 // at the start of a program; it is safe for use by one training loop at a time.
 type Accelerator struct {
-	cfg      Config
-	backend  compute.Backend
-	info     Info
-	mesh     *distributed.DeviceMesh // nil on a single device
-	proc     processInfo
-	grp      group              // the processes of the run (soloGroup for one): the source of rank and process count
-	left     bool               // Close left grp
-	timeout  time.Duration      // bound on waits for other processes
-	verify   int                // Config.Verify resolved: check every verify-th update (0: off)
-	sharding sharding           // Config.Sharding resolved
-	tl       *timeline.Recorder // Config.Timeline's recorder (nil: off)
-	out      io.Writer
-	muOut    sync.Mutex
-	seed     int64
+	cfg     Config
+	backend compute.Backend
+	info    Info
+	mesh    *distributed.DeviceMesh // nil on a single device
+	proc    processInfo
+	grp     group              // the processes of the run (soloGroup for one): the source of rank and process count
+	left    bool               // Close left grp
+	timeout time.Duration      // bound on waits for other processes
+	verify  int                // Config.Verify resolved: check every verify-th update (0: off)
+	shard   sharding           // Config.Sharding resolved
+	tl      *timeline.Recorder // Config.Timeline's recorder (nil: off)
+	out     io.Writer
+	muOut   sync.Mutex
+	seed    int64
 	// goConfig is an explicit pure-Go backend configuration ("go:..."), if one was given.
 	goConfig string
 }
@@ -161,7 +161,7 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 	if a.verify, err = verifyEvery(cfg.Verify); err != nil {
 		return nil, err
 	}
-	if a.sharding, err = resolveSharding(cfg.Sharding); err != nil {
+	if a.shard, err = resolveSharding(cfg.Sharding); err != nil {
 		return nil, err
 	}
 	if grp != nil {

@@ -72,9 +72,9 @@ func resolveSharding(cfg string) (sharding, error) {
 // does not shard (ZeRO-1 across processes is the hostReduced strategy's, built separately):
 // an error rather than a run that silently holds everything on every device.
 func (a *Accelerator) checkShardingTopology() error {
-	if a.sharding != shardNo && a.grp.Size() > 1 {
+	if a.shard != shardNo && a.grp.Size() > 1 {
 		return fmt.Errorf("accelerator: Sharding %q over %d processes is not supported yet: it shards within one "+
-			"process only (run one process over its devices, or Sharding \"no\")", a.sharding, a.grp.Size())
+			"process only (run one process over its devices, or Sharding \"no\")", a.shard, a.grp.Size())
 	}
 	return nil
 }
@@ -116,7 +116,7 @@ func (s sharding) sharded(k varKind) bool {
 
 // shardsVariables reports whether the job keeps some variables sharded over its devices.
 func (j *Job) shardsVariables() bool {
-	return j.acc.sharding != shardNo && j.acc.mesh != nil && !j.oneDevice
+	return j.acc.shard != shardNo && j.acc.mesh != nil && !j.oneDevice
 }
 
 // variableSpec is the sharding spec of v under the job's sharding: its first axis that the
@@ -124,7 +124,7 @@ func (j *Job) shardsVariables() bool {
 func (j *Job) variableSpec(v *model.Variable) (*distributed.ShardingSpec, error) {
 	mesh := j.acc.mesh
 	replicated := distributed.NewReplicatedShardingSpec(mesh)
-	if !j.acc.sharding.sharded(variableKind(v)) {
+	if !j.acc.shard.sharded(variableKind(v)) {
 		return replicated, nil
 	}
 	d := mesh.NumDevices()
@@ -173,7 +173,7 @@ func (j *Job) layOutVariables() error {
 			err = v.SetShardingSpec(spec)
 		}
 		if err != nil {
-			return fmt.Errorf("accelerator: laying out %s for %s sharding: %w", v.Path(), j.acc.sharding, err)
+			return fmt.Errorf("accelerator: laying out %s for %s sharding: %w", v.Path(), j.acc.shard, err)
 		}
 	}
 	return nil

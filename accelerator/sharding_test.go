@@ -366,7 +366,7 @@ func TestGoMLXShardedOutputSpecBug(t *testing.T) {
 // Prepare on every rank, not a run that silently keeps a full copy on every device.
 func TestShardingOverProcessesRefused(t *testing.T) {
 	errs := runProcesses(t, 2, 1, func(a *Accelerator) (string, error) {
-		a.sharding = shardZero1
+		a.shard = shardZero1
 		_, err := a.Prepare(model.NewStore(), optimizer.Adam().Done(), nil)
 		if err == nil {
 			return "", nil
