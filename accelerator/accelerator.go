@@ -50,13 +50,16 @@ type Config struct {
 	// an update whose gradient is not finite is skipped on every process. docs/semantics.md
 	// says what runs in which dtype.
 	MixedPrecision string
-	// Sharding shards the training state over the replicas, as DeepSpeed's ZeRO stages and
-	// FSDP do: "no" (the default; "" too) keeps a full copy of everything on every device;
-	// "zero1" shards the optimizer state, "zero2" also the gradients, "zero3" also the
-	// parameters (FSDP's FULL_SHARD). Over several processes every stage shards the optimizer
-	// state over the processes (ZeRO-1 over MPI: reduce-scatter of the gradients, each process
-	// updates its 1/P slice, all-gather of the weights; docs/sharding-processes.md). Empty
-	// means $GOACCEL_SHARDING, else "no"; an unknown value is an error.
+	// Sharding shards the training state, as DeepSpeed's ZeRO stages and FSDP do: "no" (the
+	// default, also "") keeps a full copy of everything on every device; "zero1" shards the
+	// optimizer state, "zero2" also the gradient accumulators, "zero3" also the weights
+	// (FSDP's FULL_SHARD). The update is the same as unsharded. Within one process the state
+	// is sharded over its devices (docs/sharding.md): a variable on its first axis the device
+	// count divides; scalars and variables it divides on no axis stay replicated. Over several
+	// processes every stage shards the optimizer state over the processes (ZeRO-1 over MPI:
+	// reduce-scatter of the gradients, each process updates its 1/P slice, all-gather of the
+	// weights; docs/sharding-processes.md) and the weights and accumulators stay whole on each
+	// device. Empty means $GOACCEL_SHARDING, else "no"; an unknown value is an error.
 	Sharding string
 	// Seed seeds variable initialisation and in-graph randomness (dropout) of prepared models.
 	Seed int64
@@ -126,6 +129,7 @@ type Accelerator struct {
 	timeout time.Duration      // bound on waits for other processes
 	verify  int                // Config.Verify resolved: check every verify-th update (0: off)
 	codec   *gradCodec         // Config.GradientCompression resolved (nil: exact float32)
+	shard   sharding           // Config.Sharding resolved
 	tl      *timeline.Recorder // Config.Timeline's recorder (nil: off)
 	out     io.Writer
 	muOut   sync.Mutex
@@ -133,7 +137,6 @@ type Accelerator struct {
 	// goConfig is an explicit pure-Go backend configuration ("go:..."), if one was given.
 	goConfig string
 
-	sharding string // Config.Sharding resolved
 	// shardedState holds, by Store, the state that a sharded job keeps outside its Store
 	// (CompleteStore gives it to checkpoints).
 	shardedState map[*model.Store]*zero1State
@@ -180,7 +183,7 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 	if a.verify, err = verifyEvery(cfg.Verify); err != nil {
 		return nil, err
 	}
-	if a.sharding, err = resolveSharding(cfg.Sharding); err != nil {
+	if a.shard, err = resolveSharding(cfg.Sharding); err != nil {
 		return nil, err
 	}
 	if a.codec, err = gradientCompression(cfg.GradientCompression, a.verify); err != nil {

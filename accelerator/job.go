@@ -139,7 +139,7 @@ func (a *Accelerator) prepare(m model.StoreProvider, opt optimizer.Interface, sr
 	if j.autocast, err = a.applyPrecision(m); err != nil {
 		return nil, err
 	}
-	j.strategy = chooseStrategy(a.grp, a.sharding)
+	j.strategy = chooseStrategy(a.grp, a.shard)
 	if _, err := j.strategy.syncVariables(j); err != nil { // e.g. pretrained weights loaded before Prepare
 		return nil, err
 	}

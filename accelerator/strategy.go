@@ -49,9 +49,9 @@ type stepRunner interface {
 // chooseStrategy is the one place that decides, from the process group and Config.Sharding,
 // how steps run: in the graph for one process, reduced on the host for several, and with the
 // optimizer state sharded over several processes (zero1) under any ZeRO stage.
-func chooseStrategy(grp group, sharding string) strategy {
+func chooseStrategy(grp group, shard sharding) strategy {
 	if grp.Size() > 1 {
-		if shardsOverProcesses(sharding) {
+		if shard != shardNo {
 			return zero1{hostReduced{grp: grp}}
 		}
 		return hostReduced{grp: grp}

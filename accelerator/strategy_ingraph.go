@@ -8,8 +8,9 @@ import (
 // inGraph is the strategy of a run whose replicas are all devices of this process: the step
 // function, Backward's gradients, their mean over the devices (XLA's sharding inserts the
 // all-reduce), accumulation, clipping and the optimizer update are one compiled graph. The
-// variables are replicated on the devices by XLA, so they are equal by construction, and the
-// devices' evaluation rows are already together.
+// variables are replicated on the devices by XLA (with Config.Sharding some are sharded over
+// them instead: sharding.go), so they are equal by construction, and the devices' evaluation
+// rows are already together.
 type inGraph struct{}
 
 func (inGraph) newStep(t *TrainStep) stepRunner           { return &inGraphStep{t: t} }
@@ -21,18 +22,21 @@ type inGraphStep struct {
 	t     *TrainStep
 	apply *model.Exec // forward, backward, gradient mean and optimizer update
 	accum *model.Exec // with gradient accumulation: adds the gradients, no update
+	// applyPin, accumPin: with Config.Sharding, the variables each graph changes, checked
+	// after its first execution (sharding.go).
+	applyPin, accumPin *pinnedOutputs
 }
 
 func (s *inGraphStep) run(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
-	slot := &s.apply
+	slot, pin := &s.apply, &s.applyPin
 	if accumulate {
-		slot = &s.accum
+		slot, pin = &s.accum, &s.accumPin
 	}
 	name := "execute"
 	if *slot == nil {
 		name = "compile+execute"
 		var err error
-		if *slot, err = s.t.job.newExec(s.t.graphFn(accumulate), layoutTrain); err != nil {
+		if *slot, *pin, err = s.t.newStepExec(s.t.graphFn(accumulate), gb, args); err != nil {
 			return Loss{}, err
 		}
 	}
@@ -40,6 +44,10 @@ func (s *inGraphStep) run(gb *data.GlobalBatch, args []any, accumulate bool) (Lo
 	outs, err := s.t.execTracing(*slot, gb, args)
 	span.End()
 	if err != nil {
+		return Loss{}, err
+	}
+	if err := (*pin).check(); err != nil {
+		finalizeAll(outs)
 		return Loss{}, err
 	}
 	finalizeAll(outs[1:])

@@ -50,11 +50,11 @@ func (z zero1) newStep(t *TrainStep) stepRunner {
 func (z zero1) syncVariables(j *Job) (bool, error) {
 	if j.acc.verify > 0 {
 		return false, fmt.Errorf("accelerator: Config.Verify is not available with Sharding %q over several processes: "+
-			"its reference update needs the whole optimizer state on rank 0; turn one of them off", j.acc.sharding)
+			"its reference update needs the whole optimizer state on rank 0; turn one of them off", j.acc.shard)
 	}
 	if j.acc.codec != nil {
 		return false, fmt.Errorf("accelerator: GradientCompression is not available with Sharding %q over several processes: "+
-			"ZeRO-1's reduce-scatter and all-gather are exact float32; turn one of them off", j.acc.sharding)
+			"ZeRO-1's reduce-scatter and all-gather are exact float32; turn one of them off", j.acc.shard)
 	}
 	return z.hostReduced.syncVariables(j)
 }

@@ -222,28 +222,6 @@ func TestZero1MatchesUnsharded(t *testing.T) {
 	}
 }
 
-// TestShardingConfig: Config.Sharding and $GOACCEL_SHARDING take the documented values; an
-// unknown one is an error naming the valid ones and where it came from.
-func TestShardingConfig(t *testing.T) {
-	for _, c := range []struct{ cfg, env, want, err string }{
-		{"", "", "no", ""}, {"no", "", "no", ""}, {"ZeRO1", "", "zero1", ""}, {"", "zero3", "zero3", ""},
-		{"zero2", "no", "zero2", ""}, {"fsdp", "", "", `"fsdp" (from Config.Sharding)`},
-		{"", "zero4", "", `"zero4" (from $GOACCEL_SHARDING)`},
-	} {
-		t.Setenv("GOACCEL_SHARDING", c.env)
-		got, err := resolveSharding(c.cfg)
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), `"no", "zero1", "zero2" and "zero3"`) {
-				t.Errorf("Sharding %q, env %q: error %v; want one naming %s and the valid values", c.cfg, c.env, err, c.err)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("Sharding %q, env %q: %q, %v; want %q", c.cfg, c.env, got, err, c.want)
-		}
-	}
-}
-
 // zero1Checkpoint trains the MLP for batches global batches of 8 (Adam, clipping,
 // accumulation over 2), starting from the checkpoint at from when it is not empty, and
 // saves the result as step `save` in dir when that is not empty. It returns the losses and

@@ -47,6 +47,8 @@ type options struct {
 	LearningRate, TestSize, Dropout, WeightDecay                    float64
 	Seed                                                            int64
 	GradientCheckpointing                                           bool `json:",omitempty"` // not in config.json: resumable either way
+
+	Sharding string // --sharding: accelerator.Config.Sharding
 }
 
 func defaultOptions() options {
@@ -75,6 +77,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of the split, the shuffling and the initialisation")
 	fs.Float64Var(&o.TestSize, "test_size", o.TestSize, "fraction of the data held out for testing")
 	fs.StringVar(&o.MixedPrecision, "mixed_precision", o.MixedPrecision, `"no" (fp32), "bf16" or "fp16" (16-bit activations, float32 master weights; fp16 with loss scaling)`)
+	fs.StringVar(&o.Sharding, "sharding", "", `"no", "zero1", "zero2" or "zero3": state sharded over the devices (empty: $GOACCEL_SHARDING, else "no")`)
 	fs.IntVar(&o.Devices, "devices", 0, "devices to use; 0: all found (on XLA's CPU plugin: how many host devices to create)")
 	fs.StringVar(&o.Backend, "backend", "", `backend: "go", "xla:cpu", "xla:cuda" or a plugin path; empty: discover`)
 	fs.IntVar(&o.Workers, "workers", o.Workers, "goroutines that tokenize and collate batches ahead of training")
@@ -143,7 +146,8 @@ func run(o options, out io.Writer) (*history, int, error) {
 		return nil, 0, fmt.Errorf("--report_to: %w", err)
 	}
 	acc, err := accelerator.New(accelerator.Config{Backend: o.Backend, Devices: o.Devices,
-		MixedPrecision: o.MixedPrecision, Seed: o.Seed, Output: out})
+		MixedPrecision: o.MixedPrecision, Seed: o.Seed, Output: out,
+		Sharding: o.Sharding})
 	if err != nil {
 		return nil, 0, err
 	}

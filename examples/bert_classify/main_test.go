@@ -99,6 +99,7 @@ func TestBadFlagsStopBeforeTraining(t *testing.T) {
 		{"bad test size", func(o *options) { o.TestSize = 1.5 }, "--test_size"},
 		{"unknown backend", func(o *options) { o.Backend = "tpu" }, `unknown backend "tpu"`},
 		{"fp16", func(o *options) { o.MixedPrecision = "fp16" }, `"bf16"`},
+		{"sharding", func(o *options) { o.Sharding = "fsdp" }, `unknown Sharding "fsdp": valid values are "no", "zero1"`},
 		{"dropout 1", func(o *options) { o.Dropout = 1 }, "--dropout 1: must be below 1"},
 		{"foreign output dir", func(o *options) {
 			_ = os.WriteFile(filepath.Join(o.OutputDir, "notes.txt"), []byte("mine"), 0o644)

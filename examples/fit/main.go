@@ -35,6 +35,8 @@ type options struct {
 	WarmupSteps, SaveSteps, Seed                                               int64
 	LearningRate, TestSize, Dropout, WeightDecay, WarmupRatio, MaxGradNorm     float64
 	GradientCheckpointing                                                      bool
+
+	Sharding string // --sharding: accelerator.Config.Sharding
 }
 
 func newFlagSet(o *options) *flag.FlagSet {
@@ -66,6 +68,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Int64Var(&o.Seed, "seed", 42, "seed of the split, the shuffling and the initialisation")
 	fs.Float64Var(&o.TestSize, "test_size", 0.1, "fraction of the data held out for testing")
 	fs.StringVar(&o.MixedPrecision, "mixed_precision", "no", `"no" (fp32), "bf16" or "fp16" (16-bit activations, float32 weights; fp16 with loss scaling)`)
+	fs.StringVar(&o.Sharding, "sharding", "", `"no", "zero1", "zero2" or "zero3": state sharded over the devices (empty: $GOACCEL_SHARDING, else "no")`)
 	fs.IntVar(&o.Devices, "devices", 0, "devices to use; 0: all found")
 	fs.StringVar(&o.Backend, "backend", "", `backend: "go", "xla:cpu", "xla:cuda" or a plugin path; empty: discover`)
 	fs.IntVar(&o.Workers, "workers", 2, "goroutines that tokenize and collate batches ahead of training")
@@ -111,7 +114,8 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 		return nil, 0, fmt.Errorf("--report_to: %w", err)
 	}
 	acc, err := accelerator.New(accelerator.Config{Backend: o.Backend, Devices: o.Devices,
-		MixedPrecision: o.MixedPrecision, Seed: o.Seed, Output: out})
+		MixedPrecision: o.MixedPrecision, Seed: o.Seed, Output: out,
+		Sharding: o.Sharding})
 	if err != nil {
 		return nil, 0, err
 	}

@@ -107,7 +107,7 @@ var (
 	// MixedPrecision is GOACCEL_MIXED_PRECISION.
 	MixedPrecision = str("GOACCEL_MIXED_PRECISION", "no, bf16 or fp16: the precision accelerator.New uses when Config.MixedPrecision is empty (bf16/fp16: activations in 16 bits, float32 variables and update; fp16 with dynamic loss scaling)", User)
 	// Sharding is GOACCEL_SHARDING.
-	Sharding = str("GOACCEL_SHARDING", "how the training state is sharded when Config.Sharding is empty: no (default), zero1 (optimizer state), zero2 (plus gradients), zero3 (plus parameters); over several processes every ZeRO stage shards the optimizer state over the processes", User)
+	Sharding = str("GOACCEL_SHARDING", "no (default), zero1 (optimizer state sharded), zero2 (and gradient accumulators) or zero3 (and weights), over the process's devices; over several processes every stage shards the optimizer state over the processes (Config.Sharding wins)", User)
 	// GradientCompression is GOACCEL_GRADIENT_COMPRESSION.
 	GradientCompression = str("GOACCEL_GRADIENT_COMPRESSION", "\"bf16\" or \"fp16\": in a run over several processes the gradients cross processes as 16-bit floats (half the bytes) and are summed in float32 (Config.GradientCompression wins; \"no\" or unset: exact float32)", User)
 	// Debug is GOACCEL_DEBUG.
