@@ -46,6 +46,7 @@ type prepareOptions struct {
 	accumulate int
 	clipNorm   float64
 	schedule   func(updatesDone *Node) *Node
+	autoBatch  bool // WithAutoBatch
 }
 
 // WithGradientAccumulation accumulates gradients over k consecutive global batches and applies
@@ -84,6 +85,8 @@ type Job struct {
 	// oneDevice: the job's graphs run on device 0 alone, not over the mesh (Config.Verify's
 	// reference run).
 	oneDevice bool
+	memPlan   *MemoryPlan // the latest memory plan (memplan.go)
+	micro     int         // WithAutoBatch's micro-batches per global batch (0: not chosen yet)
 }
 
 // numDevices is the number of devices the job's graphs run on.

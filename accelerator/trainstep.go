@@ -27,6 +27,7 @@ type TrainStep struct {
 	tracing *data.GlobalBatch
 	stats   StepStats
 	verify  *verifier // Config.Verify's state (nil until a checked update)
+	micro   int       // micro-batches per global batch, set by the first Run's memory plan (memplan_step.go)
 }
 
 // StepStats is where a TrainStep's time went, for benchmarks and logs.
@@ -100,16 +101,21 @@ func (t *TrainStep) run(gb *data.GlobalBatch) (Loss, error) {
 	if err := checkLabels(gb, t.classes); err != nil {
 		return Loss{}, err
 	}
+	if t.micro == 0 && !j.oneDevice { // the first batch: the memory plan, before any execution
+		if err := t.planFirst(gb, args, accumulate); err != nil {
+			return Loss{}, err
+		}
+	}
 	start := time.Now()
 	var check *verifyCheck
-	if every := int64(j.acc.verify); every > 0 && !j.oneDevice {
+	if every := int64(j.acc.verify); every > 0 && !j.oneDevice && t.micro <= 1 {
 		if update := j.batchesRun/int64(j.opts.accumulate) + 1; update == 1 || update%every == 0 {
 			if check, err = t.verifyBefore(gb, accumulate, update); err != nil {
 				return Loss{}, err
 			}
 		}
 	}
-	loss, err := t.runner.run(gb, args, accumulate)
+	loss, err := t.runBatch(gb, args, accumulate)
 	if err != nil {
 		return Loss{}, err
 	}
