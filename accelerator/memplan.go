@@ -53,6 +53,19 @@ type MemoryPlan struct {
 	// Source says where Temporaries comes from: "XLA compiled memory statistics", or, on a
 	// backend that reports none (the pure-Go one), "variables only" (Temporaries is 0).
 	Source string
+
+	vars  []planVar      // what the plan was made from, for WithSharding
+	stats *compiledStats // nil: none
+}
+
+// WithSharding returns the plan of the same step under another sharding kind ("no", "zero1",
+// "zero2", "zero3") split over shards ways, computed from the same variables and statistics:
+// for example what ZeRO-3 over 4 devices would leave on each.
+func (p MemoryPlan) WithSharding(kind string, shards int) (MemoryPlan, error) {
+	if p.vars == nil {
+		return MemoryPlan{}, errors.New("accelerator: MemoryPlan.WithSharding: the plan was not made by a TrainStep")
+	}
+	return makePlan(p.vars, p.stats, kind, shards, p.PerDeviceBatch, p.Budget)
 }
 
 // Total is the bytes one device needs for the step: the sum of the plan's parts.
@@ -243,7 +256,7 @@ func makePlan(vars []planVar, stats *compiledStats, kind string, n, batch int, b
 	if kind == "no" {
 		n = 1
 	}
-	p := MemoryPlan{PerDeviceBatch: batch, Sharding: kind, Shards: n, Budget: budget, Source: "variables only"}
+	p := MemoryPlan{PerDeviceBatch: batch, Sharding: kind, Shards: n, Budget: budget, Source: "variables only", vars: vars, stats: stats}
 	var inGraph, fullGrads int64 // unsharded: what the compiled program counts
 	for _, v := range vars {
 		switch {
