@@ -49,8 +49,10 @@ func (t *TrainStep) compileSlot(slot **model.Exec, fn func(s *model.Scope, input
 		argShapes[i] = a.(*tensors.Tensor).Shape()
 	}
 	t.tracing = gb
-	defer func() { t.tracing = nil }()
+	span := t.job.acc.tl.Start("compile", "execute")
 	g, err := (*slot).Compile(argShapes...)
+	span.End()
+	t.tracing = nil
 	if err != nil {
 		return nil, fmt.Errorf("accelerator: compiling the step for its memory plan (%s): %w", batchPlace(gb), err)
 	}

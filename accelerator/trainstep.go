@@ -101,12 +101,12 @@ func (t *TrainStep) run(gb *data.GlobalBatch) (Loss, error) {
 	if err := checkLabels(gb, t.classes); err != nil {
 		return Loss{}, err
 	}
+	start := time.Now()
 	if t.micro == 0 && !j.oneDevice { // the first batch: the memory plan, before any execution
 		if err := t.planFirst(gb, args, accumulate); err != nil {
 			return Loss{}, err
 		}
 	}
-	start := time.Now()
 	var check *verifyCheck
 	if every := int64(j.acc.verify); every > 0 && !j.oneDevice && t.micro <= 1 {
 		if update := j.batchesRun/int64(j.opts.accumulate) + 1; update == 1 || update%every == 0 {
