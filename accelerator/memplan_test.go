@@ -3,6 +3,7 @@ package accelerator
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -150,30 +151,112 @@ func TestMemoryBudgetErrorBeforeStep1(t *testing.T) {
 // returning the losses and the trainable variables.
 func autoRun(t *testing.T, a *Accelerator, steps int, opts ...PrepareOption) ([]float64, map[string][]float32, *TrainStep) {
 	t.Helper()
-	job, train, _ := planToy(t, a, 32, opts...)
-	var losses []float64
-	for len(losses) < steps {
+	r, err := autoTrain(a, steps, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.losses, r.params, r.step
+}
+
+type autoResult struct {
+	losses []float64
+	params map[string][]float32
+	step   *TrainStep
+	plans  map[int]int64 // probe: per-device batch -> plan total
+}
+
+// autoTrain is autoRun returning its error (for goroutines standing in for processes).
+func autoTrain(a *Accelerator, steps int, opts ...PrepareOption) (autoResult, error) {
+	x, y := toyData(2 * 32 * a.NumReplicas())
+	job, err := a.Prepare(model.NewStore(), optimizer.Adam().LearningRate(0.01).Done(), &fixedSource{x: x, y: y, batch: 32}, opts...)
+	if err != nil {
+		return autoResult{}, err
+	}
+	r := autoResult{params: map[string][]float32{}}
+	r.step = job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
+		lv := CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
+		a.Backward(s, lv)
+		return lv
+	})
+	for steps == 0 || len(r.losses) < steps {
 		for gb, err := range job.Batches() {
 			if err != nil {
-				t.Fatal(err)
+				return r, err
 			}
-			l, err := train.Run(gb)
+			if steps == 0 { // probe: the plans of three per-device batches
+				r.plans = map[int]int64{}
+				for _, b := range []int{32, 16, 8} {
+					m, err := microBatch(gb, 0, b)
+					if err != nil {
+						return r, err
+					}
+					job.micro = 32 / b
+					p, err := r.step.MemoryPlan(m)
+					if err != nil {
+						return r, err
+					}
+					r.plans[b] = p.Total()
+				}
+				return r, nil
+			}
+			l, err := r.step.Run(gb)
 			if err != nil {
-				t.Fatal(err)
+				return r, err
 			}
-			losses = append(losses, mustLoss(t, l))
-			if len(losses) == steps {
+			v, err := l.Value()
+			if err != nil {
+				return r, err
+			}
+			if r.losses = append(r.losses, v); len(r.losses) == steps {
 				break
 			}
 		}
 	}
-	params := map[string][]float32{}
 	for v := range job.Store().IterVariables() {
 		if v.Trainable {
-			params[v.Path()] = flatF32(v.MustValue().Value())
+			r.params[v.Path()] = flatF32(v.MustValue().Value())
 		}
 	}
-	return losses, params, train
+	return r, nil
+}
+
+// worstDiff is the largest difference between two runs' losses and variables.
+func worstDiff(gotLoss, wantLoss []float64, gotParams, wantParams map[string][]float32) float64 {
+	worst := 0.0
+	for i := range wantLoss {
+		worst = math.Max(worst, math.Abs(gotLoss[i]-wantLoss[i]))
+	}
+	for k, w := range wantParams {
+		worst = math.Max(worst, maxDiff(gotParams[k], w))
+	}
+	return worst
+}
+
+// TestAutoBatchOverProcesses: WithAutoBatch over 2 processes x 1 device (the gradients reduced
+// on the host) makes the same choice on both and trains as the whole batch does.
+func TestAutoBatchOverProcesses(t *testing.T) {
+	run := func() []autoResult {
+		return runProcesses(t, 2, 1, func(a *Accelerator) (autoResult, error) { return autoTrain(a, 5, WithAutoBatch()) })
+	}
+	want := run() // no budget: the whole batch
+	probe := runProcesses(t, 2, 1, func(a *Accelerator) (autoResult, error) { return autoTrain(a, 0) })
+	p := probe[0].plans
+	t.Logf("plans over 2 processes (per-device batch: bytes): %v", p)
+	if !(p[8] < p[16] && p[16] < p[32]) {
+		t.Fatalf("the plans do not grow with the batch: %v", p)
+	}
+	t.Setenv("GOACCEL_DEVICE_MEMORY", fmt.Sprint((p[8]+p[16])/2))
+	got := run()
+	for r := range got {
+		if want[r].step.micro != 1 || got[r].step.micro != 4 {
+			t.Errorf("rank %d: micro-batches %d without a budget and %d with it, want 1 and 4", r, want[r].step.micro, got[r].step.micro)
+		}
+		worst := worstDiff(got[r].losses, want[r].losses, got[r].params, want[r].params)
+		t.Logf("rank %d: largest difference from the whole-batch run: %.3g", r, worst)
+		if worst > 2e-5 {
+			t.Errorf("rank %d: auto batch differs by %.3g > 2e-5", r, worst)
+		}
+	}
 }
 
 // TestAutoBatchKeepsTheGlobalBatch: with a budget between the plans of per-device batches 8
@@ -220,13 +303,7 @@ func TestAutoBatchKeepsTheGlobalBatch(t *testing.T) {
 	if st := step.Stats(); st.Batches != 5 || st.Updates != 5 {
 		t.Errorf("stats %+v: want 5 batches and 5 updates (micro-batches are not batches)", st)
 	}
-	worst := 0.0
-	for i := range wantLoss {
-		worst = math.Max(worst, math.Abs(gotLoss[i]-wantLoss[i]))
-	}
-	for k, w := range wantParams {
-		worst = math.Max(worst, maxDiff(gotParams[k], w))
-	}
+	worst := worstDiff(gotLoss, wantLoss, gotParams, wantParams)
 	t.Logf("largest difference from the whole-batch run (losses, variables): %.3g", worst)
 	if worst > 2e-5 {
 		t.Errorf("auto batch differs from the whole batch by %.3g > 2e-5\nlosses %v\nwant   %v", worst, gotLoss, wantLoss)
