@@ -70,10 +70,11 @@ func estimateCmd(args []string, stdout, stderr io.Writer) int {
 	if plan.Budget > 0 {
 		verdict := "fits"
 		if !plan.Fits() {
-			name, _ := plan.Largest()
-			verdict = "does NOT fit; largest part: " + name
+			verdict = "does not fit"
 		}
-		fmt.Fprintf(stdout, "goaccel estimate: %s per device %s the budget of %s\n", accelerator.FormatBytes(plan.Total()), verdict, accelerator.FormatBytes(plan.Budget))
+		name, _ := plan.Largest()
+		fmt.Fprintf(stdout, "goaccel estimate: %s per device %s the budget of %s (largest part: %s)\n",
+			accelerator.FormatBytes(plan.Total()), verdict, accelerator.FormatBytes(plan.Budget), name)
 	}
 	return 0
 }
