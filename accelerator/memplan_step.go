@@ -63,8 +63,9 @@ func (t *TrainStep) compileSlot(slot **model.Exec, fn func(s *model.Scope, input
 // Merge hook for Config.Sharding: return the job's kind and its shard count here.
 func (j *Job) planSharding() (kind string, shards int) { return "no", 1 }
 
-// MemoryPlan returns the memory plan of the job's latest training step, made when the step
-// first ran (or by TrainStep.MemoryPlan). Before that there is none, which is an error.
+// MemoryPlan returns the largest memory plan made so far for the job's training steps: when a
+// step first runs, when it first runs a batch of new shapes (another sequence length), or by
+// TrainStep.MemoryPlan. Before any there is none, which is an error.
 func (j *Job) MemoryPlan() (MemoryPlan, error) {
 	if j.memPlan == nil {
 		return MemoryPlan{}, errors.New("accelerator: Job.MemoryPlan: no plan yet: it is made when a TrainStep first runs " +
@@ -85,7 +86,7 @@ func (t *TrainStep) MemoryPlan(gb *data.GlobalBatch) (MemoryPlan, error) {
 	if err != nil {
 		return MemoryPlan{}, wrapOp("TrainStep.MemoryPlan", err)
 	}
-	t.job.memPlan = &p
+	t.job.keepPlan(p)
 	return p, nil
 }
 
@@ -114,29 +115,83 @@ func (t *TrainStep) planAt(gb *data.GlobalBatch, args []any, accumulating bool) 
 	return makePlan(planVars(j.store, g), xlaStats(g), kind, n, gb.Shards[0].Size(), j.acc.budget)
 }
 
-// planFirst runs before a TrainStep's first execution: it makes the memory plan and prints it
-// on the main process; with WithAutoBatch it picks the micro-batches (t.micro) whose plan fits;
-// a plan over the budget is an error, and the next Run tries again.
-func (t *TrainStep) planFirst(gb *data.GlobalBatch, args []any, accumulate bool) error {
+// checkPlan runs before a batch executes. The first time, it makes the memory plan and prints it
+// on the main process; with WithAutoBatch it picks the micro-batches (t.micro) whose plan fits.
+// A batch of argument shapes not seen before (another sequence length) is planned and checked
+// again, silently. A plan over the budget is an error, and the next Run tries again.
+func (t *TrainStep) checkPlan(gb *data.GlobalBatch, args []any, accumulate bool) error {
 	j := t.job
 	if _, ok := t.runner.(planCompiler); !ok {
-		t.micro = 1 // a strategy that cannot compile ahead: no plan
+		if j.opts.autoBatch {
+			return fmt.Errorf("accelerator: WithAutoBatch: the %T strategy cannot compile a step ahead for its memory plan", j.strategy)
+		}
+		t.micro = 1 // no plan
 		return nil
 	}
-	if j.opts.autoBatch {
-		return t.chooseMicro(gb)
+	for _, seen := range t.planned {
+		if sameShapes(args, seen) {
+			return nil
+		}
 	}
-	p, err := t.planAt(gb, args, accumulate || j.accumulating())
-	if err != nil {
-		return err
+	first := t.micro == 0
+	if first && j.opts.autoBatch {
+		if err := t.chooseMicro(gb); err != nil {
+			return err
+		}
+	} else {
+		var p MemoryPlan
+		var err error
+		if t.micro > 1 { // a new shape under WithAutoBatch: the plan of its micro-batches
+			var micro *data.GlobalBatch
+			var margs []any
+			if micro, err = microBatch(gb, 0, gb.Shards[0].Size()/t.micro); err == nil {
+				if margs, err = j.args(micro); err == nil {
+					p, err = t.planAt(micro, margs, true)
+				}
+			}
+		} else {
+			p, err = t.planAt(gb, args, accumulate || j.accumulating())
+		}
+		if err != nil {
+			return err
+		}
+		j.keepPlan(p)
+		if first {
+			j.acc.plan("goaccel: %s", p)
+		}
+		if !p.Fits() {
+			return budgetError(p)
+		}
+		if first {
+			t.micro = 1
+		}
 	}
-	j.memPlan = &p
-	j.acc.plan("goaccel: %s", p)
-	if !p.Fits() {
-		return budgetError(p)
+	shs := make([]shapes.Shape, len(args))
+	for i, a := range args {
+		shs[i] = a.(*tensors.Tensor).Shape()
 	}
-	t.micro = 1
+	t.planned = append(t.planned, shs)
 	return nil
+}
+
+// keepPlan keeps the largest plan made so far as the job's.
+func (j *Job) keepPlan(p MemoryPlan) {
+	if j.memPlan == nil || p.Total() > j.memPlan.Total() {
+		j.memPlan = &p
+	}
+}
+
+// sameShapes reports whether args have the shapes shs (without allocating: it runs every step).
+func sameShapes(args []any, shs []shapes.Shape) bool {
+	if len(args) != len(shs) {
+		return false
+	}
+	for i, a := range args {
+		if !a.(*tensors.Tensor).Shape().Equal(shs[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // chooseMicro is WithAutoBatch's choice: the largest per-device batch b dividing the
@@ -184,14 +239,15 @@ func (t *TrainStep) chooseMicro(gb *data.GlobalBatch) error {
 			break
 		}
 		if b == 1 {
-			j.memPlan = &p
+			j.keepPlan(p)
 			return budgetError(p)
 		}
 	}
 	if err := j.agreeOn("the auto batch's micro-batch count", k); err != nil {
 		return err
 	}
-	j.memPlan, t.micro, j.micro = chosen, k, k
+	j.keepPlan(*chosen)
+	t.micro, j.micro = k, k
 	j.acc.plan("goaccel: auto batch: per-device batch %d x %d micro-batch(es) = %d slots per device, global batch kept; %s",
 		slots/k, k, slots, chosen)
 	return nil

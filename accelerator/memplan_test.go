@@ -309,3 +309,50 @@ func TestAutoBatchKeepsTheGlobalBatch(t *testing.T) {
 		t.Errorf("auto batch differs from the whole batch by %.3g > 2e-5\nlosses %v\nwant   %v", worst, gotLoss, wantLoss)
 	}
 }
+
+// TestMemoryBudgetOnANewShape: a batch of new shapes (here a per-device batch of 32 after 8, as
+// another sequence length would be) is planned and checked before it runs, not only the first.
+func TestMemoryBudgetOnANewShape(t *testing.T) {
+	probe := newXLA(t, 2)
+	job, train, _ := planToy(t, probe, 32)
+	big := firstBatch(t, job)
+	small, err := microBatch(big, 0, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p8, err := train.MemoryPlan(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p32, err := train.MemoryPlan(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p8.Total() >= p32.Total() {
+		t.Fatalf("plans: %d B at 8, %d B at 32", p8.Total(), p32.Total())
+	}
+	a, err := New(Config{Backend: cpuPlugin(t), Devices: 2, Seed: 7, Quiet: true, DeviceMemory: (p8.Total() + p32.Total()) / 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	job, train, _ = planToy(t, a, 32)
+	big = firstBatch(t, job)
+	if small, err = microBatch(big, 0, 8); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := train.Run(small); err != nil {
+		t.Fatalf("the batch that fits: %v", err)
+	}
+	_, err = train.Run(big)
+	t.Logf("the larger shape: %v", err)
+	if !errors.Is(err, ErrMemoryBudget) || !strings.Contains(err.Error(), "per-device batch 32") {
+		t.Errorf("a batch of new, larger shapes over the budget: err = %v, want ErrMemoryBudget at per-device batch 32", err)
+	}
+	if st := train.Stats(); st.Batches != 1 {
+		t.Errorf("%d batches ran, want 1 (the one that fits)", st.Batches)
+	}
+	if p, _ := job.MemoryPlan(); p.PerDeviceBatch != 32 {
+		t.Errorf("Job.MemoryPlan is the plan of per-device batch %d, want the largest (32)", p.PerDeviceBatch)
+	}
+}

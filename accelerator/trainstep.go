@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goaccel/goaccel/data"
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -26,8 +27,9 @@ type TrainStep struct {
 	classes int
 	tracing *data.GlobalBatch
 	stats   StepStats
-	verify  *verifier // Config.Verify's state (nil until a checked update)
-	micro   int       // micro-batches per global batch, set by the first Run's memory plan (memplan_step.go)
+	verify  *verifier        // Config.Verify's state (nil until a checked update)
+	micro   int              // micro-batches per global batch, set by the first Run's memory plan (memplan_step.go)
+	planned [][]shapes.Shape // the argument shapes whose memory plan was checked
 }
 
 // StepStats is where a TrainStep's time went, for benchmarks and logs.
@@ -102,8 +104,8 @@ func (t *TrainStep) run(gb *data.GlobalBatch) (Loss, error) {
 		return Loss{}, err
 	}
 	start := time.Now()
-	if t.micro == 0 && !j.oneDevice { // the first batch: the memory plan, before any execution
-		if err := t.planFirst(gb, args, accumulate); err != nil {
+	if !j.oneDevice { // the memory plan of a batch shape not run yet, before it executes
+		if err := t.checkPlan(gb, args, accumulate); err != nil {
 			return Loss{}, err
 		}
 	}
