@@ -85,7 +85,7 @@ type Job struct {
 	// oneDevice: the job's graphs run on device 0 alone, not over the mesh (Config.Verify's
 	// reference run).
 	oneDevice bool
-	memPlan   *MemoryPlan // the latest memory plan (memplan.go)
+	memPlan   *MemoryPlan // the largest memory plan made (memplan_step.go)
 	micro     int         // WithAutoBatch's micro-batches per global batch (0: not chosen yet)
 }
 

@@ -28,7 +28,7 @@ type TrainStep struct {
 	tracing *data.GlobalBatch
 	stats   StepStats
 	verify  *verifier        // Config.Verify's state (nil until a checked update)
-	micro   int              // micro-batches per global batch, set by the first Run's memory plan (memplan_step.go)
+	micro   int              // micro-batches per global batch, set by the first Run (autobatch.go)
 	planned [][]shapes.Shape // the argument shapes whose memory plan was checked
 }
 
