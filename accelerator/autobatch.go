@@ -15,9 +15,8 @@ import (
 func (t *TrainStep) chooseMicro(gb *data.GlobalBatch) error {
 	j := t.job
 	slots := gb.Shards[0].Size()
-	var first *MemoryPlan
-	var chosen *MemoryPlan
-	k := 0
+	var first, chosen, last *MemoryPlan
+	k := 0 // 0: no per-device batch fits
 	for cand := 1; cand <= slots; cand++ {
 		if slots%cand != 0 {
 			continue
@@ -48,17 +47,19 @@ func (t *TrainStep) chooseMicro(gb *data.GlobalBatch) error {
 		if first == nil {
 			first = &p
 		}
+		last = &p
 		if p.Fits() {
 			chosen, k = &p, cand
 			break
 		}
-		if b == 1 {
-			j.keepPlan(p)
-			return budgetError(p)
-		}
 	}
-	if err := j.agreeOn("the auto batch's micro-batch count", k); err != nil {
+	// Agree before failing too: a process that fails alone would leave the others waiting.
+	if err := j.agreeOn("the auto batch's micro-batch count (0: none fits)", k); err != nil {
 		return err
+	}
+	if chosen == nil {
+		j.keepPlan(*last)
+		return budgetError(*last)
 	}
 	j.keepPlan(*chosen)
 	t.micro, j.micro = k, k

@@ -158,6 +158,14 @@ func (t *TrainStep) checkPlan(gb *data.GlobalBatch, args []any, accumulate bool)
 		j.keepPlan(p)
 		if first {
 			j.acc.plan("goaccel: %s", p)
+			fits := 0
+			if p.Fits() {
+				fits = 1
+			}
+			// A process that fails alone would leave the others waiting in their first all-reduce.
+			if err := j.agreeOn("whether the memory plan fits the budget (1: it does)", fits); err != nil {
+				return err
+			}
 		}
 		if !p.Fits() {
 			return budgetError(p)
