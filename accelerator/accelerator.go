@@ -103,6 +103,12 @@ type Config struct {
 	// barriers. goaccel launch merges its node's ranks into timeline-node<N>.json. Empty means
 	// $GOACCEL_TIMELINE, else off (off, recording costs one nil check).
 	Timeline string
+	// DeviceMemory is the memory budget of each device, in bytes: a training step whose memory
+	// plan (see MemoryPlan) needs more fails before its first execution, naming its largest
+	// part and the ways out; with WithAutoBatch it picks a smaller per-device batch instead.
+	// On the XLA CPU plugin it is the only limit. 0 means $GOACCEL_DEVICE_MEMORY ("2GiB",
+	// "512MiB" or plain bytes), else no budget.
+	DeviceMemory int64
 }
 
 // Info describes what New found and chose.
@@ -130,6 +136,7 @@ type Accelerator struct {
 	verify  int                // Config.Verify resolved: check every verify-th update (0: off)
 	codec   *gradCodec         // Config.GradientCompression resolved (nil: exact float32)
 	shard   sharding           // Config.Sharding resolved
+	budget  int64              // Config.DeviceMemory resolved: bytes per device (0: none)
 	tl      *timeline.Recorder // Config.Timeline's recorder (nil: off)
 	out     io.Writer
 	muOut   sync.Mutex
@@ -187,6 +194,9 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 		return nil, err
 	}
 	if a.codec, err = gradientCompression(cfg.GradientCompression, a.verify); err != nil {
+		return nil, err
+	}
+	if a.budget, err = deviceMemoryBudget(cfg.DeviceMemory); err != nil {
 		return nil, err
 	}
 	if grp != nil {

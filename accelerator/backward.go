@@ -130,14 +130,14 @@ func (a *Accelerator) backward(op string, s *model.Scope, loss, weight *Node) {
 		return
 	}
 	if _, ok := j.opt.(gradientOptimizer); !ok {
-		if j.opts.accumulate > 1 || j.opts.clipNorm > 0 || j.lossScaling() {
+		if j.accumulating() || j.opts.clipNorm > 0 || j.lossScaling() {
 			exceptions.Panicf("accelerator: optimizer %T does not accept gradients (UpdateGraphWithGradients), "+
 				"so it cannot be used with gradient accumulation, clipping or fp16's loss scaling", j.opt)
 		}
 		j.opt.UpdateGraph(root, g, loss)
 		return
 	}
-	if j.opts.accumulate > 1 {
+	if j.accumulating() {
 		sums, total := accumulateWeighted(root, g, vars, grads, weight, st.accumulate)
 		if st.accumulate {
 			return

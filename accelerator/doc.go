@@ -88,6 +88,11 @@
 //     against one step on the 11 examples, and one program (global batch 16, accumulation 2,
 //     clipping, Adam, 203 examples) over 30 updates on 1x1, 1x2, 1x4, 2x1 and 2x2 (processes
 //     x devices) to the tolerance above.
+//   - Before a step first runs (and before a batch of new shapes runs), TrainStep.Run compiles
+//     it and makes its MemoryPlan per device (weights, gradients, optimizer state, XLA's
+//     temporaries), printed on the main process; over Config.DeviceMemory it is an error
+//     before anything executes, and WithAutoBatch instead runs each global batch as
+//     micro-batches that fit, accumulated into the same update (docs/memory.md).
 //   - Config.Verify (or $GOACCEL_VERIFY=N) checks the distributed update against one device
 //     at the first and every N-th update: rank 0 keeps a copy of the variables and the
 //     optimizer state, gathers the update's global batches, recomputes the update on its

@@ -47,6 +47,7 @@ type prepareOptions struct {
 	accumulate int
 	clipNorm   float64
 	schedule   func(updatesDone *Node) *Node
+	autoBatch  bool // WithAutoBatch
 }
 
 // WithGradientAccumulation accumulates gradients over k consecutive global batches and applies
@@ -88,6 +89,8 @@ type Job struct {
 	// autocast is the dtype the job's graphs cast the model to (mixed precision on a model
 	// without SetComputeDType, see autocast.go); InvalidDType when they do not.
 	autocast dtypes.DType
+	memPlan  *MemoryPlan // the largest memory plan made (memplan_step.go)
+	micro    int         // WithAutoBatch's micro-batches per global batch (0: not chosen yet)
 }
 
 // numDevices is the number of devices the job's graphs run on.

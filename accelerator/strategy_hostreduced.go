@@ -300,7 +300,7 @@ func (p *hostReducedStep) gradsGraphFn(accumulate bool) func(s *model.Scope, inp
 		}
 		p.vars, p.lossDType = st.vars, loss.DType()
 		out := []*Node{loss, st.weight}
-		if j.opts.accumulate > 1 {
+		if j.accumulating() {
 			sums, _ := accumulateWeighted(s.Store().RootScope(), g, st.vars, st.grads, st.weight, accumulate)
 			return append(out, sums...)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goaccel/goaccel/data"
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -26,7 +27,9 @@ type TrainStep struct {
 	classes int
 	tracing *data.GlobalBatch
 	stats   StepStats
-	verify  *verifier // Config.Verify's state (nil until a checked update)
+	verify  *verifier        // Config.Verify's state (nil until a checked update)
+	micro   int              // micro-batches per global batch, set by the first Run (autobatch.go)
+	planned [][]shapes.Shape // the argument shapes whose memory plan was checked
 }
 
 // StepStats is where a TrainStep's time went, for benchmarks and logs.
@@ -106,15 +109,20 @@ func (t *TrainStep) run(gb *data.GlobalBatch) (Loss, error) {
 		return Loss{}, err
 	}
 	start := time.Now()
+	if !j.oneDevice { // the memory plan of a batch shape not run yet, before it executes
+		if err := t.checkPlan(gb, args, accumulate); err != nil {
+			return Loss{}, err
+		}
+	}
 	var check *verifyCheck
-	if every := int64(j.acc.verify); every > 0 && !j.oneDevice {
+	if every := int64(j.acc.verify); every > 0 && !j.oneDevice && t.micro <= 1 {
 		if update := j.batchesRun/int64(j.opts.accumulate) + 1; update == 1 || update%every == 0 {
 			if check, err = t.verifyBefore(gb, accumulate, update); err != nil {
 				return Loss{}, err
 			}
 		}
 	}
-	loss, err := t.runner.run(gb, args, accumulate)
+	loss, err := t.runBatch(gb, args, accumulate)
 	if err != nil {
 		return Loss{}, err
 	}

@@ -51,6 +51,11 @@ type Config struct {
 	// GradientAccumulation is the number of batches whose gradients are averaged into one
 	// update; 0 or 1 updates after every batch.
 	GradientAccumulation int `json:"gradient_accumulation"`
+	// AutoBatch keeps the global batch when it does not fit the device memory budget
+	// (accelerator.Config.DeviceMemory): the first step picks the largest per-device batch whose
+	// memory plan fits and accumulates micro-batches up to the global batch
+	// (accelerator.WithAutoBatch). Batches and steps are counted as without it.
+	AutoBatch bool `json:"auto_batch"`
 
 	// EvalEvery evaluates every this many updates, in addition to the end of each epoch;
 	// 0 evaluates at epoch ends only.

@@ -284,6 +284,9 @@ func (f *fit) prepare() error {
 		// The schedule is read when the step graph is built, after its length is known.
 		accelerator.WithLearningRateSchedule(func(u *Node) *Node { return f.sched.Graph()(u) }),
 	}
+	if cfg.AutoBatch {
+		opts = append(opts, accelerator.WithAutoBatch())
+	}
 	job, err := f.t.acc.Prepare(f.t.model, f.t.opt, f.train, opts...)
 	if err != nil {
 		return wrapf(err, "preparing the job")

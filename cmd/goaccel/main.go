@@ -10,6 +10,7 @@
 //	                         (torchrun's and horovodrun's flags; see internal/launch)
 //	goaccel bench ...        goaccel against PyTorch on the same training works (see
 //	                         internal/bench)
+//	goaccel estimate DIR     the memory plan per device of a BERT folder's training step
 //
 // The command only parses flags and prints: the work is done by the accelerator and
 // trainer packages.
@@ -30,11 +31,12 @@ func main() {
 
 // commands maps a subcommand to its function, which gets the remaining arguments.
 var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
-	"setup":  setupCmd,
-	"env":    envCmd,
-	"plot":   plotCmd,
-	"launch": launchCmd,
-	"bench":  benchCmd,
+	"setup":    setupCmd,
+	"env":      envCmd,
+	"plot":     plotCmd,
+	"launch":   launchCmd,
+	"bench":    benchCmd,
+	"estimate": estimateCmd,
 	// bench-worker is started by bench, once per work; it is not listed in the usage.
 	"bench-worker": benchWorkerCmd,
 }
@@ -52,6 +54,9 @@ commands:
                     with torchrun's flags (--nproc_per_node, --nnodes, ...) or horovodrun's (-np, -H)
   bench [flags]     train the same works (MLP, BERT shapes) with goaccel and PyTorch,
                     alternating rounds; steps/s, time to first step, memory and ratios
+  estimate [flags] MODEL_DIR
+                    the memory plan per device of a BERT folder's training step (Adam):
+                    --batch_size, --seq_len, --devices, --sharding, --mixed_precision, --device_memory
 
 Run 'goaccel <command> --help' for a command's flags.
 `

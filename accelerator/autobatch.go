@@ -1,0 +1,215 @@
+package accelerator
+
+import (
+	"fmt"
+
+	"github.com/goaccel/goaccel/data"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/tensors"
+)
+
+// chooseMicro is WithAutoBatch's choice: the largest per-device batch b dividing the
+// global batch's per-device slots S whose plan fits the budget, the rest made up by
+// accumulating S/b micro-batches. Every process computes it from the same shapes and
+// statistics; with several, they check they agree.
+func (t *TrainStep) chooseMicro(gb *data.GlobalBatch) error {
+	j := t.job
+	slots := gb.Shards[0].Size()
+	var first, chosen, last *MemoryPlan
+	k := 0 // 0: no per-device batch fits
+	for cand := 1; cand <= slots; cand++ {
+		if slots%cand != 0 {
+			continue
+		}
+		b := slots / cand
+		if first != nil && first.Budget > 0 && b > 1 {
+			// The activations scale with the batch: skip a candidate whose prediction,
+			// an underestimate, already exceeds the budget.
+			fixed := first.Total() - first.Temporaries
+			if fixed+first.Temporaries*int64(b)/int64(slots) > first.Budget {
+				continue
+			}
+		}
+		micro, err := microBatch(gb, 0, b)
+		if err != nil {
+			return err
+		}
+		args, err := j.args(micro)
+		if err != nil {
+			return err
+		}
+		j.micro = cand // traces the accumulating graphs when cand > 1
+		p, err := t.planAt(micro, args, j.accumulating())
+		j.micro = 0
+		if err != nil {
+			return err
+		}
+		if first == nil {
+			first = &p
+		}
+		last = &p
+		if p.Fits() {
+			chosen, k = &p, cand
+			break
+		}
+	}
+	// Agree before failing too: a process that fails alone would leave the others waiting.
+	if err := j.agreeOn("the auto batch's micro-batch count (0: none fits)", k); err != nil {
+		return err
+	}
+	if chosen == nil {
+		j.keepPlan(*last)
+		return budgetError(*last)
+	}
+	j.keepPlan(*chosen)
+	t.micro, j.micro = k, k
+	j.acc.plan("goaccel: auto batch: per-device batch %d x %d micro-batch(es) = %d slots per device, global batch kept; %s",
+		slots/k, k, slots, chosen)
+	return nil
+}
+
+// agreeOn checks that every process computed the same value (one small all-gather).
+func (j *Job) agreeOn(what string, v int) error {
+	if j.acc.grp.Size() == 1 {
+		return nil
+	}
+	all, err := j.acc.grp.Allgather([]byte(fmt.Sprint(v)))
+	if err != nil {
+		return fmt.Errorf("accelerator: checking %s on all processes: %w", what, err)
+	}
+	for r, b := range all {
+		if string(b) != fmt.Sprint(v) {
+			return fmt.Errorf("accelerator: the processes disagree on %s: rank %d has %s, rank %d has %d",
+				what, r, b, j.acc.grp.Rank(), v)
+		}
+	}
+	return nil
+}
+
+// runBatch runs one global batch: whole, or with WithAutoBatch as t.micro micro-batches whose
+// gradients accumulate into one update. The loss is the global batch's, the mean of the
+// micro-batches' losses weighted by their real examples.
+func (t *TrainStep) runBatch(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
+	if t.micro <= 1 {
+		return t.runner.run(gb, args, accumulate)
+	}
+	j := t.job
+	b := gb.Shards[0].Size() / t.micro
+	micros := make([]*data.GlobalBatch, t.micro)
+	counts := make([]float64, t.micro)
+	for i := range micros {
+		var err error
+		if micros[i], err = microBatch(gb, i, b); err != nil {
+			return Loss{}, err
+		}
+		counts[i] = float64(micros[i].NumReal())
+	}
+	if j.acc.grp.Size() > 1 {
+		if err := j.acc.grp.AllreduceFloat64(counts, OpSum); err != nil {
+			return Loss{}, fmt.Errorf("accelerator: counting the real examples of the micro-batches (%s): %w", batchPlace(gb), err)
+		}
+	}
+	last := -1 // the update runs on the last micro-batch with a real example
+	for i, c := range counts {
+		if c > 0 {
+			last = i
+		}
+	}
+	if last < 0 {
+		return t.runner.run(gb, args, accumulate) // no real example at all: as without micro-batches
+	}
+	var sum, total float64
+	for i := 0; i <= last; i++ {
+		if counts[i] == 0 {
+			continue
+		}
+		margs, err := j.args(micros[i])
+		if err != nil {
+			return Loss{}, err
+		}
+		l, err := t.runner.run(micros[i], margs, accumulate || i < last)
+		if err != nil {
+			return Loss{}, err
+		}
+		v, err := l.Value()
+		_ = l.t.FinalizeAll()
+		if err != nil {
+			return Loss{}, fmt.Errorf("accelerator: reading micro-batch %d's loss (%s): %w", i+1, batchPlace(gb), err)
+		}
+		sum, total = sum+v*counts[i], total+counts[i]
+	}
+	return Loss{t: tensors.FromScalar(sum / total)}, nil
+}
+
+// microBatch is micro-batch i of gb: slots [i*b, (i+1)*b) of every device's batch.
+func microBatch(gb *data.GlobalBatch, i, b int) (*data.GlobalBatch, error) {
+	m := &data.GlobalBatch{Epoch: gb.Epoch, Index: gb.Index, Shards: make([]*data.Batch, len(gb.Shards))}
+	lo, hi := i*b, (i+1)*b
+	var err error
+	for d, sh := range gb.Shards {
+		ms := &data.Batch{Real: rows(sh.Real, lo, hi), Indices: rows(sh.Indices, lo, hi), Positions: rows(sh.Positions, lo, hi)}
+		for _, in := range sh.Inputs {
+			var t *tensors.Tensor
+			if t, err = sliceRows(in, lo, hi); err != nil {
+				return nil, err
+			}
+			ms.Inputs = append(ms.Inputs, t)
+		}
+		if sh.Labels != nil {
+			if ms.Labels, err = sliceRows(sh.Labels, lo, hi); err != nil {
+				return nil, err
+			}
+		}
+		if ms.Mask, err = sliceRows(sh.Mask, lo, hi); err != nil {
+			return nil, err
+		}
+		m.Shards[d] = ms
+	}
+	return m, nil
+}
+
+// rows is s[lo:hi], or nil when s does not have those rows (a source that fills no Positions).
+func rows[T any](s []T, lo, hi int) []T {
+	if len(s) < hi {
+		return nil
+	}
+	return s[lo:hi]
+}
+
+// sliceRows copies rows [lo, hi) of axis 0 of a host tensor.
+func sliceRows(t *tensors.Tensor, lo, hi int) (*tensors.Tensor, error) {
+	sh := t.Shape()
+	if sh.Rank() == 0 || sh.Dimensions[0] < hi {
+		return nil, fmt.Errorf("accelerator: micro-batch rows [%d, %d) of a tensor of shape %s", lo, hi, sh)
+	}
+	dims := append([]int(nil), sh.Dimensions...)
+	rowBytes := int(sh.ByteSize()) / dims[0]
+	dims[0] = hi - lo
+	out := tensors.FromShape(shapes.Make(sh.DType, dims...))
+	var inner error
+	err := t.ConstBytes(func(src []byte) {
+		inner = out.MutableBytes(func(dst []byte) { copy(dst, src[lo*rowBytes:hi*rowBytes]) })
+	})
+	if err == nil {
+		err = inner
+	}
+	if err != nil {
+		return nil, fmt.Errorf("accelerator: copying a micro-batch of a %s tensor: %w", sh, err)
+	}
+	return out, nil
+}
+
+// WithAutoBatch keeps the global batch and fits the per-device batch to the device memory
+// budget (Config.DeviceMemory): before the first execution, the first TrainStep.Run picks
+// the largest per-device batch b that divides the global batch's per-device slots S and
+// whose memory plan fits, and from then on runs every global batch as S/b micro-batches of
+// b per device whose gradients accumulate, weighted by their real examples, into the one
+// update of the global batch (the same update as the whole batch, up to rounding). Batches,
+// steps and the learning-rate schedule are unchanged; only the memory and the time of a
+// step are. Every process makes the same choice from the same shapes, and they check it.
+// Without a budget, or when the whole batch fits, nothing changes. It combines with
+// WithGradientAccumulation (micro-batches inside each of its batches); Config.Verify does
+// not check the updates of micro-batched steps.
+func WithAutoBatch() PrepareOption {
+	return func(o *prepareOptions) { o.autoBatch = true }
+}

