@@ -196,9 +196,9 @@ func deviceMemoryBudget(cfg int64) (int64, error) {
 type planVar struct {
 	bytes     int64
 	dims      []int // the variable's dimensions (none for a scalar)
-	trainable bool // a weight (with a gradient)
-	accum     bool // a gradient accumulator
-	inGraph   bool // an argument of the compiled program the plan was made from
+	trainable bool  // a weight (with a gradient)
+	accum     bool  // a gradient accumulator
+	inGraph   bool  // an argument of the compiled program the plan was made from
 }
 
 // planVars lists the store's variables for a plan; g, if not nil, marks those g uses.
@@ -228,9 +228,41 @@ func shardedBytes(v planVar, n int) int64 {
 	return v.bytes
 }
 
+// splitWays is how many ways the sharding kind over n shards splits the optimizer state,
+// the gradients (and their accumulators) and the weights.
+func splitWays(kind string, n int) (stateN, gradN, weightN int, err error) {
+	switch kind {
+	case "", "no":
+		return 1, 1, 1, nil
+	case "zero1":
+		return n, 1, 1, nil
+	case "zero2":
+		return n, n, 1, nil
+	case "zero3":
+		return n, n, n, nil
+	}
+	return 0, 0, 0, fmt.Errorf(`accelerator: memory plan: unknown sharding %q: valid values are "no", "zero1", "zero2" and "zero3"`, kind)
+}
+
+// heldBytes is what one device holds of v when the optimizer state, the accumulators and the
+// weights are split stateN, gradN and weightN ways.
+func (v planVar) heldBytes(stateN, gradN, weightN int) int64 {
+	switch {
+	case v.accum:
+		return shardedBytes(v, gradN)
+	case v.trainable:
+		return shardedBytes(v, weightN)
+	}
+	return shardedBytes(v, stateN)
+}
+
 // compiledStats are the memory statistics of a compiled program for one device.
 type compiledStats struct {
 	inputs, outputs, aliases, temporary int64
+	// shardedAs is the sharding the program was compiled under (Config.Sharding within a
+	// process: its arguments are the shards; "" or "no": whole variables) and over shards ways.
+	shardedAs string
+	shards    int
 }
 
 // makePlan builds a plan from the variables, the compiled step's statistics (nil: none) and a
@@ -243,24 +275,21 @@ func makePlan(vars []planVar, stats *compiledStats, kind string, n, batch int, b
 	if n < 1 {
 		return MemoryPlan{}, fmt.Errorf("accelerator: memory plan: %d shards, want >= 1", n)
 	}
-	var stateN, gradN, weightN int
-	switch kind {
-	case "no":
-		stateN, gradN, weightN = 1, 1, 1
-	case "zero1":
-		stateN, gradN, weightN = n, 1, 1
-	case "zero2":
-		stateN, gradN, weightN = n, n, 1
-	case "zero3":
-		stateN, gradN, weightN = n, n, n
-	default:
-		return MemoryPlan{}, fmt.Errorf(`accelerator: memory plan: unknown sharding %q: valid values are "no", "zero1", "zero2" and "zero3"`, kind)
+	stateN, gradN, weightN, err := splitWays(kind, n)
+	if err != nil {
+		return MemoryPlan{}, err
 	}
 	if kind == "no" {
 		n = 1
 	}
 	p := MemoryPlan{PerDeviceBatch: batch, Sharding: kind, Shards: n, Budget: budget, Source: "variables only", vars: vars, stats: stats}
-	var inGraph, fullGrads int64 // unsharded: what the compiled program counts
+	var inGraph, fullGrads int64 // what the compiled program holds of the variables and gradients
+	held := func(v planVar) int64 { return v.bytes }
+	if stats != nil && stats.shards > 1 {
+		if cs, cg, cw, err := splitWays(stats.shardedAs, stats.shards); err == nil {
+			held = func(v planVar) int64 { return v.heldBytes(cs, cg, cw) }
+		}
+	}
 	for _, v := range vars {
 		switch {
 		case v.accum:
@@ -273,7 +302,7 @@ func makePlan(vars []planVar, stats *compiledStats, kind string, n, batch int, b
 			p.OptimizerState += shardedBytes(v, stateN)
 		}
 		if v.inGraph {
-			inGraph += v.bytes
+			inGraph += held(v)
 		}
 	}
 	if stats != nil {

@@ -20,9 +20,15 @@ type planCompiler interface {
 }
 
 func (s *inGraphStep) compile(gb *data.GlobalBatch, args []any, accumulate bool) (*Graph, error) {
-	slot := &s.apply
+	slot, pin := &s.apply, &s.applyPin
 	if accumulate {
-		slot = &s.accum
+		slot, pin = &s.accum, &s.accumPin
+	}
+	if *slot == nil { // as run creates it: with Config.Sharding's layout and pinned outputs
+		var err error
+		if *slot, *pin, err = s.t.newStepExec(s.t.graphFn(accumulate), gb, args); err != nil {
+			return nil, err
+		}
 	}
 	return s.t.compileSlot(slot, s.t.graphFn(accumulate), gb, args)
 }
@@ -123,7 +129,11 @@ func (t *TrainStep) planAt(gb *data.GlobalBatch, args []any, accumulating bool) 
 		return MemoryPlan{}, err
 	}
 	kind, n := j.planSharding()
-	return makePlan(planVars(j.store, g), xlaStats(g), kind, n, gb.Shards[0].Size(), j.acc.budget)
+	stats := xlaStats(g)
+	if stats != nil && j.shardsVariables() { // the program takes the shards of the sharded variables
+		stats.shardedAs, stats.shards = kind, n
+	}
+	return makePlan(planVars(j.store, g), stats, kind, n, gb.Shards[0].Size(), j.acc.budget)
 }
 
 // checkPlan runs before a batch executes. The first time, it makes the memory plan and prints it

@@ -1,0 +1,78 @@
+package accelerator
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/goaccel/goaccel/data"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/layers"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// wideLogits is an MLP whose state (weights, Adam's moments, accumulators) outweighs its
+// activations at a small batch: what sharding is for.
+func wideLogits(s *model.Scope, x *Node) *Node {
+	h := Tanh(layers.Dense(s.In("hidden"), x, true, 256))
+	h = Tanh(layers.Dense(s.In("hidden2"), h, true, 256))
+	return layers.Dense(s.In("out"), h, true, 4)
+}
+
+// wideRun trains wideLogits on 4 XLA CPU devices under sharding with a device memory budget
+// (0: none) for 3 updates (Adam, accumulation 2, clipping), returning the run, its memory
+// plan and the error that stopped it.
+func wideRun(t *testing.T, sharding string, budget int64) (shardedResult, MemoryPlan, error) {
+	t.Helper()
+	a, err := New(Config{Backend: cpuPlugin(t), Devices: 4, Quiet: true, Seed: 7, Sharding: sharding, DeviceMemory: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	x, y := toyData(64)
+	loader, err := data.NewLoader[toyPoint](toyPoints(x, y), data.LoaderConfig[toyPoint]{GlobalBatchSize: 8, Collate: collateToyPoints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := shardRun(a, nil, loader, 3, func(s *model.Scope, in []*Node) *Node { return wideLogits(s, in[0]) })
+	var plan MemoryPlan
+	if res.job != nil {
+		plan, _ = res.job.MemoryPlan()
+	}
+	return res, plan, err
+}
+
+// TestMemoryBudgetShardedTrains: with a device memory budget that the unsharded plan exceeds,
+// the unsharded run fails before step 1 with ErrMemoryBudget, and the same run with Sharding
+// "zero3" on the same 4 devices fits and trains to the unsharded run's losses and weights.
+func TestMemoryBudgetShardedTrains(t *testing.T) {
+	ref, full, err := wideRun(t, "no", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sharded, err := wideRun(t, "zero3", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("unsharded plan: %s", full)
+	t.Logf("zero3 plan:     %s", sharded)
+	if sharded.Sharding != "zero3" || sharded.Shards != 4 {
+		t.Fatalf("the zero3 run's plan assumes %q over %d, want zero3 over 4", sharded.Sharding, sharded.Shards)
+	}
+	if sharded.Total() >= full.Total() {
+		t.Fatalf("zero3 plan %d bytes per device, unsharded %d: sharding saves nothing", sharded.Total(), full.Total())
+	}
+	budget := (sharded.Total() + full.Total()) / 2
+	res, _, err := wideRun(t, "no", budget)
+	if !errors.Is(err, ErrMemoryBudget) {
+		t.Fatalf("unsharded under a budget of %d bytes: %v, want ErrMemoryBudget", budget, err)
+	}
+	if len(res.losses) != 0 {
+		t.Errorf("the refused run trained %d batches", len(res.losses))
+	}
+	t.Logf("unsharded, budget %s: %v", FormatBytes(budget), err)
+	got, _, err := wideRun(t, "zero3", budget)
+	if err != nil {
+		t.Fatalf("zero3 under a budget of %d bytes: %v", budget, err)
+	}
+	compareSharded(t, "zero3 within the budget", ref, got)
+}
