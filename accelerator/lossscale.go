@@ -136,11 +136,62 @@ func (u *scaledUpdate) finish() {
 // isLossScaler reports whether path is one of the loss scaler's variables.
 func isLossScaler(path string) bool {
 	switch path {
-	case "/" + internalScope + "/" + lossScaleName, "/" + internalScope + "/" + lossGrowthName,
-		"/" + internalScope + "/" + lossSkippedName:
+	case lossScalerPath(lossScaleName), lossScalerPath(lossGrowthName), lossScalerPath(lossSkippedName):
 		return true
 	}
 	return false
+}
+
+// lossScalerPath is the path in the Store of the loss scaler's variable name.
+func lossScalerPath(name string) string { return "/" + internalScope + "/" + name }
+
+// lossScaler is the loss scaler's state read on the host, for an update made there (zero1
+// across processes, whose finite check needs every rank's slice) and for LossScale.
+type lossScaler struct {
+	scale           float32
+	growth, skipped int64
+}
+
+// readLossScaler reads the loss scaler's variables from store; one without a value yet (no
+// update made) reads as its initial value.
+func readLossScaler(store *model.Store) (lossScaler, error) {
+	s := lossScaler{scale: lossScaleInit}
+	for _, x := range []struct {
+		name string
+		set  func(float64)
+	}{
+		{lossScaleName, func(f float64) { s.scale = float32(f) }},
+		{lossGrowthName, func(f float64) { s.growth = int64(f) }},
+		{lossSkippedName, func(f float64) { s.skipped = int64(f) }},
+	} {
+		v := store.GetVariable(lossScalerPath(x.name))
+		if v == nil || !v.HasValue() {
+			continue
+		}
+		t, err := v.Value()
+		var f float64
+		if err == nil {
+			f, err = scalarFloat(t)
+		}
+		if err != nil {
+			return s, fmt.Errorf("reading %s: %w", v.Path(), err)
+		}
+		x.set(f)
+	}
+	return s, nil
+}
+
+// next is the scaler after an update whose gradients were finite or not, the rule finish
+// builds into the graph: a non-finite one is skipped, halves the scale and restarts the
+// growth count; lossScaleGrowthInterval finite ones in a row double the scale.
+func (s lossScaler) next(finite bool) lossScaler {
+	if !finite {
+		return lossScaler{scale: s.scale * lossScaleBackoff, skipped: s.skipped + 1}
+	}
+	if s.growth+1 >= lossScaleGrowthInterval {
+		return lossScaler{scale: s.scale * lossScaleGrowth, skipped: s.skipped}
+	}
+	return lossScaler{scale: s.scale, growth: s.growth + 1, skipped: s.skipped}
 }
 
 // LossScale returns, under MixedPrecision "fp16", the loss scale the next update uses and
@@ -151,27 +202,11 @@ func (j *Job) LossScale() (scale float64, skipped int64, err error) {
 	if !j.lossScaling() {
 		return 1, 0, nil
 	}
-	root := j.store.RootScope().At(internalScope)
-	sv, kv := root.GetVariable(lossScaleName), root.GetVariable(lossSkippedName)
-	if sv == nil || kv == nil || !sv.HasValue() || !kv.HasValue() {
-		return lossScaleInit, 0, nil // no update yet
-	}
-	st, err := sv.Value()
+	s, err := readLossScaler(j.store)
 	if err != nil {
 		return math.NaN(), 0, fmt.Errorf("accelerator: Job.LossScale: %w", err)
 	}
-	kt, err := kv.Value()
-	if err != nil {
-		return math.NaN(), 0, fmt.Errorf("accelerator: Job.LossScale: %w", err)
-	}
-	if scale, err = scalarFloat(st); err != nil {
-		return math.NaN(), 0, fmt.Errorf("accelerator: Job.LossScale: %w", err)
-	}
-	k, err := scalarFloat(kt)
-	if err != nil {
-		return math.NaN(), 0, fmt.Errorf("accelerator: Job.LossScale: %w", err)
-	}
-	return scale, int64(k), nil
+	return float64(s.scale), s.skipped, nil
 }
 
 // lossScaleFault is set only by tests: rank = r+1 makes rank r's gradients of its update
@@ -179,9 +214,17 @@ func (j *Job) LossScale() (scale float64, skipped int64, err error) {
 // nothing.
 var lossScaleFault struct{ rank, update int }
 
-// injectLossScaleFault applies lossScaleFault to the host buffers of an update.
+// injectLossScaleFault applies lossScaleFault to the host buffers of an update. Under zero1 the
+// Inf goes into the part of the reduce-scatter that rank 0 reduces (the first element of its
+// slice of the first variable): from another rank, only rank 0's slice is then not finite.
 func (p *hostReducedStep) injectLossScaleFault() {
-	if f := lossScaleFault; f.rank == p.grp.Rank()+1 && f.update == p.t.stats.Updates+1 && len(p.bufs) > 1 && len(p.bufs[0]) > 0 {
+	if f := lossScaleFault; f.rank != p.grp.Rank()+1 || f.update != p.t.stats.Updates+1 {
+		return
+	}
+	switch {
+	case p.zero != nil && p.zero.st != nil && len(p.zero.st.send) > 0:
+		p.zero.st.send[0] = float32(math.Inf(1))
+	case len(p.bufs) > 1 && len(p.bufs[0]) > 0:
 		p.bufs[0][0] = float32(math.Inf(1))
 	}
 }

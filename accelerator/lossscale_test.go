@@ -34,16 +34,19 @@ func storeValues(store *model.Store) (map[string]string, error) {
 // scaleRun is one process's fp16 run of the toy MLP.
 type scaleRun struct {
 	losses        []float64
-	before, after map[string]string // the variables before and after the faulty update
+	before, after map[string]string // the variables before and after the faulty update (jobValues)
 	final         map[string]string
 	scales        []float64 // the loss scale after each step
 	skipped       []int64   // skipped updates after each step
-	restoredScale float64   // the scale read back from the checkpoint (resumed runs)
+	norms         []float64 // the gradient norm of each step (with WithClipGradNorm)
+	params        map[string][]float32
+	restoredScale float64 // the scale read back from the checkpoint (resumed runs)
 }
 
-// fp16Run trains the toy MLP under fp16 for steps steps on a, from the checkpoint in load when
-// not "", saving one after step saveAt into save (when not "").
-func fp16Run(a *Accelerator, steps, saveAt int, save, load string) (scaleRun, error) {
+// fp16Run trains the toy MLP under a's MixedPrecision (fp16 for the loss scaling) for steps
+// steps on a with opts, from the checkpoint in load when not "", saving one after step saveAt
+// into save (when not "").
+func fp16Run(a *Accelerator, steps, saveAt int, save, load string, opts ...PrepareOption) (scaleRun, error) {
 	var r scaleRun
 	x, y := toyData(48)
 	store := model.NewStore()
@@ -56,7 +59,7 @@ func fp16Run(a *Accelerator, steps, saveAt int, save, load string) (scaleRun, er
 			return r, err
 		}
 	}
-	job, err := a.Prepare(store, optimizer.Adam().LearningRate(0.01).Done(), &fixedSource{x: x, y: y, batch: 16 / a.NumReplicas()})
+	job, err := a.Prepare(store, optimizer.Adam().LearningRate(0.01).Done(), &fixedSource{x: x, y: y, batch: 16 / a.NumReplicas()}, opts...)
 	if err != nil {
 		return r, err
 	}
@@ -76,7 +79,7 @@ func fp16Run(a *Accelerator, steps, saveAt int, save, load string) (scaleRun, er
 				return r, err
 			}
 			if len(r.losses)+1 == lossScaleFault.update {
-				if r.before, err = storeValues(store); err != nil {
+				if r.before, err = jobValues(a, store); err != nil {
 					return r, err
 				}
 			}
@@ -94,8 +97,15 @@ func fp16Run(a *Accelerator, steps, saveAt int, save, load string) (scaleRun, er
 				return r, err
 			}
 			r.scales, r.skipped = append(r.scales, scale), append(r.skipped, skipped)
+			if job.opts.clipNorm > 0 {
+				norm, err := job.GradNorm()
+				if err != nil {
+					return r, err
+				}
+				r.norms = append(r.norms, norm)
+			}
 			if len(r.losses) == lossScaleFault.update {
-				if r.after, err = storeValues(store); err != nil {
+				if r.after, err = jobValues(a, store); err != nil {
 					return r, err
 				}
 			}
@@ -113,7 +123,10 @@ func fp16Run(a *Accelerator, steps, saveAt int, save, load string) (scaleRun, er
 			}
 		}
 	}
-	r.final, err = storeValues(store)
+	if r.final, err = storeValues(store); err != nil {
+		return r, err
+	}
+	r.params, err = trainableValues(store)
 	return r, err
 }
 

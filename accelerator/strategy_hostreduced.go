@@ -130,6 +130,7 @@ func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool)
 		t.stats.SyncedBytes += int64(8 * len(p.pair))
 		lossSum, weight = p.pair[0], p.pair[1]
 	} else if p.zero != nil {
+		p.injectLossScaleFault()
 		if lossSum, weight, err = p.zero.reduce(gb); err != nil {
 			return Loss{}, err
 		}

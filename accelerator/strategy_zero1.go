@@ -26,8 +26,10 @@ import (
 //  1. each variable's weighted gradient sum, flattened and padded, is cut into P contiguous
 //     slices, slice r for rank r; one reduce-scatter sums them, leaving rank r the sum of its
 //     slices (and, in every block, the {w x loss, w} of the global batch);
-//  2. with clipping, one all-reduce of a scalar (the sum of squares of every rank's slices)
-//     gives the global norm;
+//  2. with clipping or fp16's loss scaling, one all-reduce of a scalar (the sum of squares of
+//     every rank's slices, divided by the loss scale under fp16) gives the global norm and
+//     whether every slice is finite, the same on every rank (a non-finite update is skipped
+//     on every rank: zero1_lossscale.go);
 //  3. the apply graph runs the job's optimizer on a Store of this rank's slices (same paths
 //     as the model's variables, so per-variable choices by path still hold), whose optimizer
 //     state is therefore 1/P of the whole, with the learning-rate schedule at the same global
@@ -111,15 +113,25 @@ func (z *zero1Sync) reduce(gb *data.GlobalBatch) (lossSum, weight float64, err e
 }
 
 // apply updates this rank's slices with their mean gradient (the reduced sums times inv) and
-// all-gathers the updated variables into the job's Store.
+// all-gathers the updated variables into the job's Store. Under fp16 the slices are also
+// divided by the loss scale, and an update whose gradients are not all finite, on any rank, is
+// skipped on every rank (zero1_lossscale.go).
 func (z *zero1Sync) apply(gb *data.GlobalBatch, inv float32) error {
 	st, t := z.st, z.p.t
+	scaler, err := st.lossScaler()
+	if err != nil {
+		return err
+	}
+	if scaler != nil {
+		inv /= scaler.scale // a power of 2: the same rounding as dividing after
+	}
 	grads := st.recv[:st.block]
 	for k := range grads {
 		grads[k] *= inv
 	}
 	var norm float32
-	if t.job.opts.clipNorm > 0 {
+	finite := true
+	if t.job.opts.clipNorm > 0 || scaler != nil {
 		var sq float64
 		for _, x := range grads {
 			sq += float64(x) * float64(x)
@@ -132,10 +144,16 @@ func (z *zero1Sync) apply(gb *data.GlobalBatch, inv float32) error {
 			return fmt.Errorf("accelerator: all-reducing the gradient norm (%s): %w", batchPlace(gb), err)
 		}
 		t.stats.SyncedBytes += 8
+		finite = !math.IsInf(buf[0], 0) && !math.IsNaN(buf[0]) // the same on every rank
 		norm = float32(math.Sqrt(buf[0]))
-		if err := st.putMain(gradNormPath, tensors.FromScalar(norm)); err != nil {
-			return err
+		if t.job.opts.clipNorm > 0 && finite {
+			if err := st.putMain(gradNormPath, tensors.FromScalar(norm)); err != nil {
+				return err
+			}
 		}
+	}
+	if !finite { // fp16: skipped on every rank
+		return st.putLossScaler(scaler.next(false))
 	}
 	updated, err := st.update(grads, norm)
 	if err != nil {
@@ -152,7 +170,13 @@ func (z *zero1Sync) apply(gb *data.GlobalBatch, inv float32) error {
 		return fmt.Errorf("accelerator: all-gathering the updated weights (%s): %w", batchPlace(gb), err)
 	}
 	t.stats.SyncedBytes += int64(4 * len(st.all))
-	return st.unshard()
+	if err := st.unshard(); err != nil {
+		return err
+	}
+	if scaler != nil {
+		return st.putLossScaler(scaler.next(true))
+	}
+	return nil
 }
 
 // sliceLayout is where one variable's slices lie: n elements, c per rank (the last rank's
