@@ -44,7 +44,7 @@ type asyncSave struct {
 //
 // The copy costs host memory for one more copy of the state, while it is written and after:
 // it is kept for the next SaveAsync (memory already mapped copies several times faster than
-// fresh memory) until Wait releases it. A Manager is used by one goroutine.
+// fresh memory) as long as the Manager is in use. A Manager is used by one goroutine.
 func (m *Manager) SaveAsync(st *State) (string, error) {
 	if st == nil || st.Store == nil {
 		return "", errors.New("checkpoint: SaveAsync needs a State with a Store")
@@ -88,19 +88,11 @@ func (m *Manager) SaveAsync(st *State) (string, error) {
 
 // Wait waits for the asynchronous save in flight (SaveAsync), if any, and returns its error,
 // or the error of one that ended during Load or LoadLatest; after a failed save, the
-// checkpoint before it is the latest. It also releases the host copy of the state that
-// SaveAsync keeps. In a multi-process run every process calls Wait, at the same point: it
+// checkpoint before it is the latest. In a multi-process run every process calls Wait, at the same point: it
 // takes the barrier that ends the last SaveAsync, so that on return the checkpoint is
 // complete for all of them; on the other processes the error reports only that barrier.
 // Wait without a save in flight returns nil at once.
-func (m *Manager) Wait() error {
-	err := m.endPrevious()
-	for _, t := range m.async.spare {
-		_ = t.FinalizeAll()
-	}
-	m.async.spare = nil
-	return err
-}
+func (m *Manager) Wait() error { return m.endPrevious() }
 
 // settle waits for the save in flight, keeping its error in m.async.err.
 func (m *Manager) settle() {
