@@ -149,17 +149,18 @@ func measure(m *checkpoint.Manager, store *model.Store, step int64, work string)
 		files[i] = filepath.Join(path, f)
 	}
 
+	// The references read the files from the page cache, whether Save left them there or not
+	// (it writes with O_DIRECT): they measure the writing. The files are read before the
+	// previous copies are deleted, so that the new copies reuse the pages those free.
+	if err := readFiles(files); err != nil {
+		return nil, 0, err
+	}
 	copyDir := filepath.Join(work, "copy")
 	ddDir := filepath.Join(work, "dd")
 	for _, dir := range []string{copyDir, ddDir} {
 		if err := os.RemoveAll(dir); err != nil {
 			return nil, 0, err
 		}
-	}
-	// The references read the files from the page cache, whether Save left them there or not
-	// (it writes with O_DIRECT): they measure the writing.
-	if err := readFiles(files); err != nil {
-		return nil, 0, err
 	}
 	start = time.Now()
 	if out, err := exec.Command("cp", "-r", path, copyDir).CombinedOutput(); err != nil {
