@@ -135,6 +135,9 @@ func (m *Manager) PathFor(step int64) string {
 // When Processes also implements Ranks (the Accelerator does), every process's random state
 // is gathered first and the main process writes them all to RandomStateFile, so that Load
 // gives each rank its own back.
+//
+// An asynchronous save still in flight (SaveAsync) is waited for first; if it failed, Save
+// returns its error and writes nothing.
 func (m *Manager) Save(st *State) (string, error) {
 	if st == nil || st.Store == nil {
 		return "", errors.New("checkpoint: Save needs a State with a Store")
