@@ -32,6 +32,13 @@ func TestMain(m *testing.M) {
 		}
 		accelerator.Exit(code)
 	}
+	if dir := os.Getenv(asyncCrashDirEnv); dir != "" {
+		if err := asyncCrashHelper(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "async crash helper:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if dir := os.Getenv(crashDirEnv); dir != "" {
 		if err := crashHelper(dir); err != nil {
 			fmt.Fprintln(os.Stderr, "crash helper:", err)
@@ -66,6 +73,19 @@ func crashStore(step int64) (*model.Store, error) {
 // crashHelper resumes from the latest checkpoint in dir and then saves step after step, printing
 // "saved N" after each save, until killed.
 func crashHelper(dir string) error {
+	return helperLoop(dir, "saved", func(m *Manager, step int64) error {
+		store, err := crashStore(step)
+		if err != nil {
+			return err
+		}
+		_, err = m.Save(&State{Store: store, Progress: Progress{Step: step}})
+		return err
+	})
+}
+
+// helperLoop is the loop of the crash-test helpers: it resumes from the latest checkpoint in
+// dir, then calls save for each next step and prints "<word> N" after it, until killed.
+func helperLoop(dir, word string, save func(m *Manager, step int64) error) error {
 	m, err := NewManager(dir, Options{KeepLast: 2, Logf: func(string, ...any) {}})
 	if err != nil {
 		return err
@@ -77,17 +97,14 @@ func crashHelper(dir string) error {
 	} else if !errors.Is(err, ErrNoCheckpoint) {
 		return err
 	}
+	st.Store.Finalize()
 	out := bufio.NewWriter(os.Stdout)
 	for {
 		step++
-		store, err := crashStore(step)
-		if err != nil {
+		if err := save(m, step); err != nil {
 			return err
 		}
-		if _, err := m.Save(&State{Store: store, Progress: Progress{Step: step}}); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "saved %d\n", step)
+		fmt.Fprintf(out, "%s %d\n", word, step)
 		out.Flush()
 	}
 }
@@ -96,86 +113,116 @@ func crashHelper(dir string) error {
 // LoadLatest must load a complete checkpoint without falling back, and every checkpoint
 // directory must verify.
 func TestCrashSafety(t *testing.T) {
-	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	const kills = 20
-	lastStep := int64(0)
-	midWrite := 0
-	for kill := range kills {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := bufio.NewScanner(stdout)
-		if !lines.Scan() { // Wait for the first save of this run, so that the kill lands in the loop.
-			_ = cmd.Wait()
-			t.Fatalf("kill %d: helper stopped before saving: %s", kill, stderr.String())
-		}
-		go func() {
-			for lines.Scan() {
-			}
-		}()
-		time.Sleep(time.Duration(rng.Int64N(int64(60 * time.Millisecond))))
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		err = cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-			t.Fatalf("kill %d: helper was not killed (%v): %s", kill, err, stderr.String())
-		}
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), tmpPrefix) || strings.HasPrefix(e.Name(), trashPrefix) {
-				midWrite++
-				break
-			}
-		}
-
-		rec := &logRecorder{}
-		m, err := NewManager(dir, Options{Logf: rec.logf})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st := &State{Store: model.NewStore()}
-		path, err := m.LoadLatest(st)
-		if err != nil {
-			t.Fatalf("kill %d: LoadLatest: %v", kill, err)
-		}
-		if logs := rec.all(); len(logs) > 0 {
-			t.Errorf("kill %d: LoadLatest had to fall back, so something partial was visible:\n%s", kill, strings.Join(logs, "\n"))
-		}
-		step := st.Progress.Step
-		if step < lastStep {
-			t.Errorf("kill %d: loaded step %d after having loaded step %d", kill, step, lastStep)
-		}
-		lastStep = step
-		want, _ := crashStore(step)
+	midSave := killLoop(t, crashDirEnv, kills, 1, 60*time.Millisecond, func(kill int, st *State, path string) {
+		want, _ := crashStore(st.Progress.Step)
 		for _, cv := range crashVars {
 			got := st.Store.GetVariable(cv.path)
 			if got == nil || !got.MustValue().Equal(want.GetVariable(cv.path).MustValue()) || got.Trainable != cv.trainable {
-				t.Errorf("kill %d: %s: variable %q does not hold the values of step %d", kill, path, cv.path, step)
+				t.Errorf("kill %d: %s: variable %q does not hold the values of step %d", kill, path, cv.path, st.Progress.Step)
 			}
 		}
-		paths, err := m.List()
-		if err != nil {
-			t.Fatal(err)
+	})
+	t.Logf("%d of %d kills left a temporary or half-deleted directory behind (killed mid-save)", midSave, kills)
+}
+
+// killLoop starts the helper that env makes of the test binary, in a new directory, kills it
+// kills times (see killHelper: after lines lines and a random delay under maxDelay), and
+// after each kill loads the latest checkpoint (loadAfterKill), checks that the steps never go
+// back and that every run saved, and gives the State to check. It returns how many kills
+// landed mid-save.
+func killLoop(t *testing.T, env string, kills, lines int, maxDelay time.Duration, check func(kill int, st *State, path string)) (midSave int) {
+	t.Helper()
+	lastStep := int64(0)
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	for kill := range kills {
+		if killHelper(t, env, dir, kill, lines, time.Duration(rng.Int64N(int64(maxDelay)))) {
+			midSave++
 		}
-		for _, p := range paths {
-			if err := Verify(p); err != nil {
-				t.Errorf("kill %d: a checkpoint directory is not complete: %v", kill, err)
-			}
+		st, path := loadAfterKill(t, dir, kill)
+		if st.Progress.Step < lastStep {
+			t.Errorf("kill %d: loaded step %d after having loaded step %d", kill, st.Progress.Step, lastStep)
 		}
-		t.Logf("kill %2d: loaded %s (step %d); %d checkpoint dirs", kill, filepath.Base(path), step, len(paths))
+		lastStep = st.Progress.Step
+		check(kill, st, path)
 	}
-	t.Logf("%d of %d kills left a temporary or half-deleted directory behind (killed mid-save)", midWrite, kills)
-	if lastStep < kills {
+	if lastStep < int64(kills) {
 		t.Errorf("only %d steps saved over %d runs", lastStep, kills)
 	}
+	return midSave
+}
+
+// killHelper runs the test binary as the helper that env turns it into, on dir; once the
+// helper has printed lines lines, it sleeps for delay and kills it with SIGKILL. It reports
+// whether the kill left a temporary or half-deleted directory behind: it landed mid-save.
+func killHelper(t *testing.T, env, dir string, kill, lines int, delay time.Duration) (midSave bool) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env+"="+dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for range lines {
+		if !sc.Scan() {
+			_ = cmd.Wait()
+			t.Fatalf("kill %d: helper stopped before saving: %s", kill, stderr.String())
+		}
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	time.Sleep(delay)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+		t.Fatalf("kill %d: helper was not killed (%v): %s", kill, err, stderr.String())
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), tmpPrefix) || strings.HasPrefix(e.Name(), trashPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// loadAfterKill loads the latest checkpoint in dir, which must not need a fallback, and
+// checks that every checkpoint directory verifies.
+func loadAfterKill(t *testing.T, dir string, kill int) (*State, string) {
+	t.Helper()
+	rec := &logRecorder{}
+	m, err := NewManager(dir, Options{Logf: rec.logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &State{Store: model.NewStore()}
+	path, err := m.LoadLatest(st)
+	if err != nil {
+		t.Fatalf("kill %d: LoadLatest: %v", kill, err)
+	}
+	if logs := rec.all(); len(logs) > 0 {
+		t.Errorf("kill %d: LoadLatest had to fall back, so something partial was visible:\n%s", kill, strings.Join(logs, "\n"))
+	}
+	paths, err := m.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		if err := Verify(p); err != nil {
+			t.Errorf("kill %d: a checkpoint directory is not complete: %v", kill, err)
+		}
+	}
+	t.Logf("kill %2d: loaded %s (step %d); %d checkpoint dirs", kill, filepath.Base(path), st.Progress.Step, len(paths))
+	return st, path
 }

@@ -51,6 +51,16 @@
 // processes than it was saved with draws, on the new ranks, other dropout masks than any
 // uninterrupted run: tests that compare runs across topologies exactly keep dropout off.
 //
+// Asynchronous saves: SaveAsync returns once it has copied the state to host memory (a copy
+// it keeps and reuses), and writes it in the background with the same guarantees, like
+// PyTorch DCP's async_save; the next steps run meanwhile. One save is in flight at a time, its
+// error comes back from the next SaveAsync, Save or Wait, and Wait must be called before the
+// program exits. A SIGKILL during it leaves the previous checkpoint as the latest.
+//
+// Speed: the tensor files are written with O_DIRECT where the file system allows it, from
+// reused aligned buffers, with the copy, the SHA-256 and the write of each file overlapped and
+// the files written concurrently (see docs/performance.md for figures).
+//
 // The package does not decide when to save: the caller (the trainer) does.
 //
 // Weights for inference: ExportWeights writes chosen variables to a standalone safetensors

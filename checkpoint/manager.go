@@ -82,8 +82,9 @@ type Options struct {
 //
 // Only one Manager (one run) may write to a directory at a time.
 type Manager struct {
-	dir  string
-	opts Options
+	dir   string
+	opts  Options
+	async asyncSave // The asynchronous save in flight, if any (SaveAsync).
 }
 
 // NewManager returns a Manager for the checkpoints under dir, creating dir if needed.
@@ -135,6 +136,9 @@ func (m *Manager) PathFor(step int64) string {
 // is gathered first and the main process writes them all to RandomStateFile, so that Load
 // gives each rank its own back. When Processes implements StoreCompleter (the Accelerator
 // does), the state it keeps outside the Store (sharded optimizer state) is written whole too.
+//
+// An asynchronous save still in flight (SaveAsync) is waited for first; if it failed, Save
+// returns its error and writes nothing.
 func (m *Manager) Save(st *State) (string, error) {
 	if st == nil || st.Store == nil {
 		return "", errors.New("checkpoint: Save needs a State with a Store")
@@ -143,14 +147,21 @@ func (m *Manager) Save(st *State) (string, error) {
 		return "", fmt.Errorf("checkpoint: negative step %d", st.Progress.Step)
 	}
 	path := m.PathFor(st.Progress.Step)
+	prev := m.Wait() // An asynchronous save in flight ends first; every process takes part.
 	release, cerr := m.completeStore(st.Store)
 	defer release()
 	states, err := m.gatherRandomStates(st.Store) // even after cerr: every process joins the same collectives
 	if cerr != nil {
 		err = cerr
 	}
+	if err == nil {
+		err = prev
+	}
 	if err == nil && m.isMain() {
-		err = m.save(path, st, states)
+		var job *saveJob
+		if job, err = m.prepare(path, st, states); err == nil {
+			err = m.write(job)
+		}
 	}
 	if werr := m.wait(); err == nil {
 		err = werr
@@ -161,8 +172,57 @@ func (m *Manager) Save(st *State) (string, error) {
 	return path, nil
 }
 
-// save does the main process's part of Save.
-func (m *Manager) save(path string, st *State, states *varFile) error {
+// saveJob is what one save writes, ready to go: the variable files (whose tensors are the
+// Store's own values, or a snapshot of them for SaveAsync) and the encoded JSON files.
+type saveJob struct {
+	path  string
+	step  int64
+	vars  []jobVarFile
+	jsons []jobJSONFile
+}
+
+type jobVarFile struct {
+	name string
+	vf   *varFile
+}
+
+type jobJSONFile struct {
+	name string
+	raw  []byte
+}
+
+// prepare collects what a save of st to path writes; states is the gathered random state file
+// (nil for none). The JSON files are encoded now, so that later changes to st do not reach them.
+func (m *Manager) prepare(path string, st *State, states *varFile) (*saveJob, error) {
+	job := &saveJob{path: path, step: st.Progress.Step}
+	weights, others, err := collectVariables(st.Store, m.opts.WeightName)
+	if err != nil {
+		return nil, err
+	}
+	job.vars = []jobVarFile{{WeightsFile, weights}, {OptimizerFile, others}}
+	if states != nil {
+		job.vars = append(job.vars, jobVarFile{RandomStateFile, states})
+	}
+	for _, f := range []struct {
+		name  string
+		value any
+	}{{ProgressFile, st.Progress}, {ConfigFile, st.Config}, {MetricsFile, st.Metrics}} {
+		if f.value == nil {
+			continue
+		}
+		raw, err := json.MarshalIndent(f.value, "", "  ")
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: encoding %s: %w", f.name, err)
+		}
+		job.jsons = append(job.jsons, jobJSONFile{f.name, append(raw, '\n')})
+	}
+	return job, nil
+}
+
+// write does the main process's part of a save: it writes job into a temporary directory,
+// puts it in place, points "latest" to it and prunes.
+func (m *Manager) write(job *saveJob) error {
+	path := job.path
 	m.removeLeftovers()
 	// fsutil.MkdirTemp: 0755 less the umask, so that the checkpoint, renamed into place, can be
 	// read by others like the rest of the run directory (os.MkdirTemp makes 0700).
@@ -177,50 +237,26 @@ func (m *Manager) save(path string, st *State, states *varFile) error {
 		}
 	}()
 
-	man := newManifest(st.Progress.Step)
-	weights, others, err := collectVariables(st.Store, m.opts.WeightName)
-	if err != nil {
-		return err
-	}
+	man := newManifest(job.step)
 	// The files are written concurrently: each write is bound by its SHA-256, on one core.
-	type varFileWrite struct {
-		name string
-		vf   *varFile
-		fe   fileEntry
-		err  error
-	}
-	files := []varFileWrite{{name: WeightsFile, vf: weights}, {name: OptimizerFile, vf: others}}
-	if states != nil {
-		files = append(files, varFileWrite{name: RandomStateFile, vf: states})
-	}
+	entries := make([]fileEntry, len(job.vars))
+	errs := make([]error, len(job.vars))
 	var wg sync.WaitGroup
-	for i := range files {
-		f := &files[i]
-		wg.Go(func() { f.fe, f.err = writeVarFile(tmp, f.name, f.vf) })
+	for i, f := range job.vars {
+		wg.Go(func() { entries[i], errs[i] = writeVarFile(tmp, f.name, f.vf) })
 	}
 	wg.Wait()
-	for _, f := range files {
-		if f.err != nil {
-			return f.err
+	for i, f := range job.vars {
+		if errs[i] != nil {
+			return errs[i]
 		}
-		man.Files[f.name] = f.fe
+		man.Files[f.name] = entries[i]
 	}
-	for _, f := range []struct {
-		name  string
-		value any
-	}{{ProgressFile, st.Progress}, {ConfigFile, st.Config}, {MetricsFile, st.Metrics}} {
-		if f.value == nil {
-			continue
-		}
-		raw, err := json.MarshalIndent(f.value, "", "  ")
-		if err != nil {
-			return fmt.Errorf("checkpoint: encoding %s: %w", f.name, err)
-		}
-		raw = append(raw, '\n')
-		if err := fsutil.WriteFileSync(filepath.Join(tmp, f.name), raw); err != nil {
+	for _, f := range job.jsons {
+		if err := fsutil.WriteFileSync(filepath.Join(tmp, f.name), f.raw); err != nil {
 			return fmt.Errorf("checkpoint: %w", err)
 		}
-		man.Files[f.name] = entryFor(raw)
+		man.Files[f.name] = entryFor(f.raw)
 	}
 	raw, err := json.MarshalIndent(man, "", "  ")
 	if err != nil {
@@ -395,6 +431,7 @@ func (m *Manager) Load(path string, st *State) error {
 	if !strings.ContainsRune(path, filepath.Separator) && ckptNameRE.MatchString(path) {
 		path = filepath.Join(m.dir, path)
 	}
+	m.settle()
 	return load(path, st, m.opts.AllowMissing, m.rank())
 }
 
@@ -486,6 +523,7 @@ func decodeInto(raw []byte, dst *any) error {
 // Options.Logf. Errors that are not damage (such as a Store mismatch) are returned at once. With
 // no checkpoint at all it returns an error wrapping ErrNoCheckpoint.
 func (m *Manager) LoadLatest(st *State) (string, error) {
+	m.settle()
 	names, err := m.list()
 	if err != nil {
 		return "", err

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/goaccel/goaccel/checkpoint/safetensors"
-	"github.com/goaccel/goaccel/internal/fsutil"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 )
@@ -68,17 +67,19 @@ func collectVariables(store *model.Store, rename func(string) (string, bool)) (w
 
 // writeVarFile writes f to dir/name, fsyncs it and returns its manifest entry.
 func writeVarFile(dir, name string, vf *varFile) (fileEntry, error) {
-	path := filepath.Join(dir, name)
-	p := newPipeHash()
-	err := fsutil.WriteSync(path, func(w io.Writer) error {
-		_, err := safetensors.Write(&hashWriter{w: w, p: p}, vf.tensors, vf.metadata)
-		return err
-	})
-	sum, n := p.sum()
+	fw, err := newFileWriter(filepath.Join(dir, name))
 	if err != nil {
 		return fileEntry{}, fmt.Errorf("checkpoint: %w", err)
 	}
-	return fileEntry{Size: n, SHA256: sum}, nil
+	_, werr := safetensors.Write(fw, vf.tensors, vf.metadata)
+	fe, err := fw.finish()
+	if werr != nil {
+		err = werr
+	}
+	if err != nil {
+		return fileEntry{}, fmt.Errorf("checkpoint: %w", err)
+	}
+	return fe, nil
 }
 
 // loadedVar is a variable value read from a checkpoint, not yet put into a Store.

@@ -83,6 +83,11 @@ type Config struct {
 	// DisableCheckpoints writes no checkpoint at all (no resume, no best model); for quick
 	// experiments and benchmarks.
 	DisableCheckpoints bool `json:"disable_checkpoints"`
+	// AsyncSave writes the checkpoints (and the best model's) in the background
+	// (checkpoint.Manager.SaveAsync): the training goes on while a host copy of the state at
+	// the step is written, with the same atomicity and checksums; Fit waits for the last one
+	// before it returns. It costs host memory for one more copy of the state.
+	AsyncSave bool `json:"-"`
 
 	// LogEvery writes a training record (mean loss since the last record, learning rate,
 	// examples/s) to metrics.jsonl every this many updates; 0 means 10.

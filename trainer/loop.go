@@ -310,7 +310,7 @@ func (f *fit) evaluate(epoch float64) error {
 	}
 	if ev.Improved && f.best != nil {
 		end := f.t.acc.TimelineSpan("checkpoint save (best)", "checkpoint")
-		path, err := f.best.Save(f.state())
+		path, err := f.saveWith(f.best)
 		end()
 		if err != nil {
 			return wrapf(err, "saving the best model at step %d", f.step)
@@ -375,7 +375,7 @@ func (f *fit) saveLast() error {
 		}
 	}
 	end := f.t.acc.TimelineSpan("checkpoint save", "checkpoint")
-	path, err := f.last.Save(f.state())
+	path, err := f.saveWith(f.last)
 	end("step", f.step)
 	if err != nil {
 		return wrapf(err, "saving the checkpoint at step %d", f.step)
@@ -393,6 +393,9 @@ func (f *fit) finish() error {
 			if err := f.saveLast(); err != nil {
 				return err
 			}
+		}
+		if err := f.waitSaves(); err != nil {
+			return err
 		}
 		if f.lastCheckpoint == "" {
 			return nil
@@ -418,6 +421,9 @@ func (f *fit) finish() error {
 		if err := f.saveLast(); err != nil {
 			return err
 		}
+	}
+	if err := f.waitSaves(); err != nil {
+		return err
 	}
 	if err := clearInterrupted(f.t.acc, f.dir); err != nil {
 		return err

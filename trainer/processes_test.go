@@ -29,6 +29,7 @@ const (
 	fitPlugin    = "GOACCEL_TRAINER_PLUGIN"
 	fitDropout   = "GOACCEL_TRAINER_DROPOUT" // the dropout rate of the toy model's hidden layer (default none)
 	fitReport    = "GOACCEL_TRAINER_REPORT"  // --report_to's names: those loggers, and a record every update
+	fitAsync     = "GOACCEL_TRAINER_ASYNC"   // "1": Config.AsyncSave
 )
 
 // fitWorker is one rank of a 2-epoch Fit of the toy model that checkpoints every 3 updates.
@@ -69,7 +70,7 @@ func fitWorker(dir string) error {
 	if err != nil {
 		return err
 	}
-	cfg := Config{OutputDir: dir, Epochs: 2, SaveEvery: 3, LearningRate: 0.01, Quiet: true}
+	cfg := Config{OutputDir: dir, Epochs: 2, SaveEvery: 3, LearningRate: 0.01, Quiet: true, AsyncSave: os.Getenv(fitAsync) == "1"}
 	if v := os.Getenv(fitReport); v != "" {
 		if cfg.Loggers, err = ReportTo(v); err != nil {
 			return err
@@ -194,9 +195,21 @@ func TestRestartAfterKillEqualsUninterrupted(t *testing.T) {
 // with exactly the weights of the uninterrupted run. Each rank draws its own dropout masks
 // (seeded with Seed + rank), so this holds only if the checkpoint gives each rank its own
 // random state back: rank 1 resuming with rank 0's draws rank 0's masks.
-func TestRestartWithDropoutEqualsUninterrupted(t *testing.T) {
+func TestRestartWithDropoutEqualsUninterrupted(t *testing.T) { checkRestartWithDropout(t, false) }
+
+// TestRestartWithDropoutEqualsUninterruptedAsync is TestRestartWithDropoutEqualsUninterrupted
+// with Config.AsyncSave in both runs: rank 0 writes each checkpoint in the background while
+// both ranks train on, and every rank's random state is the one of the checkpoint's step. The
+// restart resumes from the last complete checkpoint: update 9's, or update 6's if the kill
+// cut the writing of update 9's short.
+func TestRestartWithDropoutEqualsUninterruptedAsync(t *testing.T) { checkRestartWithDropout(t, true) }
+
+func checkRestartWithDropout(t *testing.T, async bool) {
 	testutil.NeedMPI(t)
 	env := []string{fitDropout + "=0.3", "GOACCEL_DEVICES=4"}
+	if async {
+		env = append(env, fitAsync+"=1")
+	}
 	clean, killed := t.TempDir(), t.TempDir()
 	if out, err := launchFit(t, clean, 0, env...); err != nil {
 		t.Fatalf("uninterrupted run: %v\n%s", err, out)
@@ -214,9 +227,11 @@ func TestRestartWithDropoutEqualsUninterrupted(t *testing.T) {
 		t.Errorf("with dropout at 2 processes x 2 devices, after the kill and restart %s differs from the "+
 			"uninterrupted run by %g; want identical weights", where, d)
 	}
-	if b, err := os.ReadFile(filepath.Join(killed, "resumed")); err != nil || filepath.Base(string(b)) != "ckpt-000000009" {
+	b, err := os.ReadFile(filepath.Join(killed, "resumed"))
+	if resumed := filepath.Base(string(b)); err != nil || resumed != "ckpt-000000009" && !(async && resumed == "ckpt-000000006") {
 		t.Errorf("the restarted run resumed from %q (%v), want its checkpoint of update 9", b, err)
 	}
+	t.Logf("resumed from %s", b)
 	// 2 epochs of 96 examples in global batches of 4 x 2 devices x 2 processes: 12 updates.
 	latest, err := os.ReadFile(filepath.Join(killed, CheckpointsDir, checkpoint.LatestFile))
 	if err != nil || strings.TrimSpace(string(latest)) != "ckpt-000000012" {

@@ -23,8 +23,8 @@ var errCrash = errors.New("simulated crash")
 // resumeRun trains the toy MLP, with dropout, on 4 devices for 3 epochs of 6 updates (12
 // batches of 8, accumulation 2), with a cosine schedule, clipping, a checkpoint every 4 updates, a
 // training record every 3 updates and an evaluation every epoch. crashAt > 0 makes a
-// callback fail at that step, as a crash would.
-func resumeRun(t *testing.T, dir string, crashAt int64) (*Result, *model.Store, string, error) {
+// callback fail at that step, as a crash would. async saves the checkpoints in the background.
+func resumeRun(t *testing.T, dir string, crashAt int64, async bool) (*Result, *model.Store, string, error) {
 	t.Helper()
 	acc := accOn(t, 4)
 	store := model.NewStore()
@@ -35,7 +35,7 @@ func resumeRun(t *testing.T, dir string, crashAt int64) (*Result, *model.Store, 
 	var out bytes.Buffer
 	res, err := tr.Fit(toyLoader(t, 96, 0, 2, true), toyLoader(t, 20, 500, 2, false), Config{
 		OutputDir: dir, Epochs: 3, LearningRate: 0.03, Schedule: "cosine", WarmupSteps: 2, ClipGradNorm: 1,
-		GradientAccumulation: 2, SaveEvery: 4, LogEvery: 3, BestMetric: "loss", Output: &out,
+		GradientAccumulation: 2, SaveEvery: 4, LogEvery: 3, BestMetric: "loss", Output: &out, AsyncSave: async,
 		Callbacks: Callbacks{OnStep: func(e StepEvent) error {
 			if e.Step == crashAt {
 				return errCrash
@@ -46,22 +46,31 @@ func resumeRun(t *testing.T, dir string, crashAt int64) (*Result, *model.Store, 
 	return res, store, out.String(), err
 }
 
-func TestResumeEqualsUninterrupted(t *testing.T) {
+func TestResumeEqualsUninterrupted(t *testing.T) { checkResumeEqualsUninterrupted(t, false) }
+
+// TestResumeEqualsUninterruptedAsync: with the checkpoints saved in the background while the
+// next steps run, the crashed session's checkpoint holds the state of its step (the resumed
+// run is the uninterrupted one, to the bit), and Fit's error path waits for the save.
+func TestResumeEqualsUninterruptedAsync(t *testing.T) { checkResumeEqualsUninterrupted(t, true) }
+
+// checkResumeEqualsUninterrupted crashes a run at step 11 and resumes it; the result must be
+// the uninterrupted run's (which saves synchronously).
+func checkResumeEqualsUninterrupted(t *testing.T, async bool) {
 	root := t.TempDir()
-	full, fullStore, _, err := resumeRun(t, filepath.Join(root, "full"), 0)
+	full, fullStore, _, err := resumeRun(t, filepath.Join(root, "full"), 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "resumed")
 	// The first session crashes at step 11: the last checkpoint is at step 8 (mid-epoch 2),
 	// and the training record of step 9 was written after it.
-	if _, _, _, err := resumeRun(t, dir, 11); !errors.Is(err, errCrash) {
+	if _, _, _, err := resumeRun(t, dir, 11, async); !errors.Is(err, errCrash) {
 		t.Fatalf("first session: %v, want the simulated crash", err)
 	}
 	if recs := readRecords(t, dir); recs[len(recs)-1].Step != 9 {
 		t.Fatalf("the crashed session's last record is at step %d, want 9", recs[len(recs)-1].Step)
 	}
-	res, store, out, err := resumeRun(t, dir, 0)
+	res, store, out, err := resumeRun(t, dir, 0, async)
 	if err != nil {
 		t.Fatal(err)
 	}

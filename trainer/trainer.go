@@ -237,6 +237,7 @@ func (t *Trainer) Fit(train, eval data.Source, cfg Config) (res *Result, err err
 	if err != nil {
 		return nil, err
 	}
+	defer f.endSaves(&err)
 	if saved != nil { // config.json and the checkpoints list each change of topology
 		p := checkpoint.Progress{Step: f.step, Devices: saved.Devices, Processes: saved.Processes, Topologies: saved.Topologies}
 		p.RecordTopology(t.acc.NumDevices(), t.acc.NumProcesses())

@@ -33,6 +33,7 @@ type options struct {
 	GlobalBatchSize                                                            int // 0: BatchSize per device
 	SaveTotalLimit                                                             int
 	WarmupSteps, SaveSteps, Seed                                               int64
+	AsyncSave                                                                  bool
 	LearningRate, TestSize, Dropout, WeightDecay, WarmupRatio, MaxGradNorm     float64
 	GradientCheckpointing                                                      bool
 
@@ -62,6 +63,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.Patience, "patience", 0, "stop after this many evaluations without a better test accuracy (0: never)")
 	fs.Int64Var(&o.SaveSteps, "save_steps", 0, "also save a checkpoint every this many optimizer steps (0: at epoch ends)")
 	fs.IntVar(&o.SaveTotalLimit, "save_total_limit", 1, "checkpoints kept in checkpoints/ (the newest)")
+	fs.BoolVar(&o.AsyncSave, "async_save", false, "write checkpoints in the background while training goes on (one more host copy of the state)")
 	fs.IntVar(&o.MaxLen, "max_len", 64, "tokens per sentence, [CLS] and [SEP] included")
 	fs.Float64Var(&o.Dropout, "dropout", -1, "dropout rate of every layer; negative: the model's own")
 	fs.BoolVar(&o.GradientCheckpointing, "gradient_checkpointing", false, "recompute each encoder layer's activations in the backward pass: less memory, more time")
@@ -181,7 +183,7 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	res, err := tr.Fit(trainLoader, testLoader, trainer.Config{
 		OutputDir: dir, Epochs: o.Epochs, MaxSteps: int64(o.MaxSteps), LearningRate: lr, Schedule: o.Schedule,
 		WarmupSteps: o.WarmupSteps, WarmupRatio: o.WarmupRatio, ClipGradNorm: o.MaxGradNorm,
-		GradientAccumulation: o.GradAccum, SaveEvery: o.SaveSteps, KeepLast: o.SaveTotalLimit, BestMetric: "accuracy",
+		GradientAccumulation: o.GradAccum, SaveEvery: o.SaveSteps, KeepLast: o.SaveTotalLimit, AsyncSave: o.AsyncSave, BestMetric: "accuracy",
 		Patience: o.Patience, GlobalBatchSize: o.GlobalBatchSize, Output: out, Interrupt: intr, Loggers: loggers,
 		SaveBest: func(dir string) error { return bert.SavePretrained(dir, clf, tok) }, // best/: a Hugging Face folder
 		Extra: map[string]any{"data_dir": o.DataDir, "model_dir": o.ModelDir, "batch_size": o.BatchSize,
