@@ -254,13 +254,56 @@ func zero1Checkpoint(a *Accelerator, from, dir string, save int64, batches int) 
 	if dir != "" {
 		m, err := checkpoint.NewManager(dir, checkpoint.Options{Processes: a, Logf: func(string, ...any) {}})
 		if err == nil {
-			_, err = m.Save(&checkpoint.State{Store: store, Progress: checkpoint.Progress{Step: save}})
+			st := &checkpoint.State{Store: store, Progress: checkpoint.Progress{Step: save}}
+			if zero1SaveAsync {
+				if _, err = m.SaveAsync(st); err == nil {
+					err = m.Wait()
+				}
+			} else {
+				_, err = m.Save(st)
+			}
 		}
 		if err != nil {
 			return zero1Result{}, err
 		}
 	}
 	return res, nil
+}
+
+// zero1SaveAsync makes zero1Checkpoint save with SaveAsync and Wait instead of Save.
+var zero1SaveAsync bool
+
+// TestZero1SaveAsyncWholeState: an asynchronous save under zero1 on 2 processes writes the
+// whole optimizer state too: the same variables, shapes and values as one unsharded process's
+// synchronous save after the same 3 updates.
+func TestZero1SaveAsyncWholeState(t *testing.T) {
+	const half = 6 // batches: 3 updates
+	dir := t.TempDir()
+	if _, err := zero1Checkpoint(newXLA(t, 1), "", filepath.Join(dir, "plain"), 3, half); err != nil {
+		t.Fatal(err)
+	}
+	zero1SaveAsync = true
+	defer func() { zero1SaveAsync = false }()
+	runProcessesConfig(t, 2, 1, func(cfg *Config) { cfg.Sharding = "zero1" }, nil, func(a *Accelerator) (zero1Result, error) {
+		return zero1Checkpoint(a, "", filepath.Join(dir, "async"), 3, half)
+	})
+	plain := checkpointValues(t, filepath.Join(dir, "plain", "ckpt-000000003"))
+	async := checkpointValues(t, filepath.Join(dir, "async", "ckpt-000000003"))
+	worst := 0.0
+	for path, want := range plain {
+		got := async[path]
+		if got == nil || !got.Shape().Equal(want.Shape()) {
+			t.Errorf("zero1 asynchronous checkpoint: %s is %v; the unsharded one has %s", path, got, want.Shape())
+			continue
+		}
+		if want.DType() == got.DType() && want.DType().String() == "Float32" {
+			worst = math.Max(worst, maxDiff(tensors.MustCopyFlatData[float32](got), tensors.MustCopyFlatData[float32](want)))
+		}
+	}
+	if len(async) != len(plain) || worst > equivTol {
+		t.Errorf("zero1 asynchronous checkpoint: %d variables, max |diff| %g from the unsharded one's %d", len(async), worst, len(plain))
+	}
+	t.Logf("zero1 SaveAsync (2 processes) vs unsharded Save: %d variables, max |diff| %.2g", len(plain), worst)
 }
 
 // checkpointValues loads the checkpoint at path into a new Store and returns every variable
