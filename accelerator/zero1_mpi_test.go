@@ -77,6 +77,7 @@ func TestZero1OverMPI(t *testing.T) {
 					}
 				}
 			}
+			zero1HoldsState(t, ref, res)
 			t.Logf("zero1 over MPI 2x2 (%s), %d updates: max |loss diff| %.2g, max |param diff| %.2g from unsharded 1x1; ranks identical; "+
 				"bytes per device %v (bound %.0f)", time.Since(start).Round(time.Millisecond), *c.updates, loss, param, res[0].DeviceBytes, bound)
 		})
