@@ -4,6 +4,7 @@ import (
 	"flag"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -188,38 +189,40 @@ func TestZero1MatchesUnsharded(t *testing.T) {
 				if devices != 2 {
 					continue
 				}
-				bound := float64(ref.Weights+ref.Grads+ref.States/2) * 1.05
-				for r, got := range res {
-					for d, b := range got.DeviceBytes {
-						if float64(b) > bound {
-							t.Errorf("zero1 2x2 rank %d device %d holds %d bytes; want at most (weights %d + gradients %d + state %d / 2) x 1.05 = %.0f",
-								r, d, b, ref.Weights, ref.Grads, ref.States, bound)
-						}
-					}
-				}
-				zero1HoldsState(t, ref, res)
-				t.Logf("zero1 2x2 measured bytes per device: rank 0 %v, rank 1 %v; unsharded: weights %d + gradients %d + state %d = %d; bound (W+G+S/2)x1.05 = %.0f",
-					res[0].DeviceBytes, res[1].DeviceBytes, ref.Weights, ref.Grads, ref.States, ref.Weights+ref.Grads+ref.States, bound)
+				zero1CheckBytes(t, "zero1 2x2", ref, res)
 			}
 		})
 	}
 }
 
-// zero1HoldsState checks that the measured bytes see the sharded optimizer state: the ranks'
-// devices together hold at least the unsharded run's optimizer state (each rank its slices,
-// the counters and the random state on every device).
-func zero1HoldsState(t *testing.T, ref zero1Result, res []zero1Result) {
+// zero1CheckBytes checks the bytes measured on each device of each rank of a zero1 run over 2
+// processes against the unsharded 1-device run's weights W, gradient accumulators G and
+// state S: at most (W + G + S/2) x 1.05 on every device, and at least S held by the ranks'
+// devices together (each rank its slices; the counters and the random state on every device),
+// so that a count that misses the sharded state fails.
+func zero1CheckBytes(t *testing.T, name string, ref zero1Result, res []zero1Result) {
 	t.Helper()
+	const mib = 1 << 20
+	bound := float64(ref.Weights+ref.Grads+ref.States/2) * 1.05
 	var held int64
-	for _, r := range res {
-		for _, b := range r.DeviceStates {
+	for r, got := range res {
+		for d, b := range got.DeviceBytes {
+			if float64(b) > bound {
+				t.Errorf("%s: rank %d device %d holds %d bytes; want at most (weights %d + gradients %d + state %d / 2) x 1.05 = %.0f",
+					name, r, d, b, ref.Weights, ref.Grads, ref.States, bound)
+			}
+		}
+		for _, b := range got.DeviceStates {
 			held += b
 		}
 	}
 	if held < ref.States {
-		t.Errorf("zero1: the ranks' devices hold %d bytes of optimizer state together, less than the unsharded run's %d: "+
-			"Job.ResidentBytes misses the sharded state", held, ref.States)
+		t.Errorf("%s: the ranks' devices hold %d bytes of optimizer state together, less than the unsharded run's %d: "+
+			"Job.ResidentBytes misses the sharded state", name, held, ref.States)
 	}
+	t.Logf("%s measured bytes per device: rank 0 %v (%.2f MiB most), rank 1 %v; unsharded 1x1: weights %d + gradients %d + state %d = %d (%.2f MiB); "+
+		"bound (W+G+S/2)x1.05 = %.0f (%.2f MiB)", name, res[0].DeviceBytes, float64(slices.Max(res[0].DeviceBytes))/mib, res[1].DeviceBytes,
+		ref.Weights, ref.Grads, ref.States, ref.Weights+ref.Grads+ref.States, float64(ref.Weights+ref.Grads+ref.States)/mib, bound, bound/mib)
 }
 
 // zero1Checkpoint trains the MLP for batches global batches of 8 (Adam, clipping,
