@@ -42,8 +42,10 @@ func (r *ResidentBytes) add(k varKind, n int64) {
 // ResidentBytes returns, for each of this process's devices (index d for device d), the bytes
 // of the on-device buffers that hold the Job's Store variables: with Config.Sharding a sharded
 // variable counts its shard on each device, a replicated one its full size on each. A value
-// held only on the host (loaded and not yet used by a step) counts nowhere. Reading it moves
-// nothing between host and devices.
+// held only on the host (loaded and not yet used by a step) counts nowhere. With
+// Config.Sharding over several processes it also counts this rank's slices of the optimizer
+// state, kept outside the Store, as OptimizerState on the device they live on. Reading it
+// moves nothing between host and devices.
 func (j *Job) ResidentBytes() ([]ResidentBytes, error) {
 	out := make([]ResidentBytes, max(1, j.acc.NumDevices()))
 	for v := range j.store.IterVariables() {
@@ -56,6 +58,11 @@ func (j *Job) ResidentBytes() ([]ResidentBytes, error) {
 			if err := addOnDevice(out, j.acc.backend, t, k); err != nil {
 				return nil, wrapOp("Job.ResidentBytes", fmt.Errorf("accelerator: %s: %w", v.Path(), err))
 			}
+		}
+	}
+	if st := j.acc.shardedState[j.store]; st != nil {
+		if err := st.addResident(out, j.acc.backend); err != nil {
+			return nil, wrapOp("Job.ResidentBytes", err)
 		}
 	}
 	return out, nil

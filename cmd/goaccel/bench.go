@@ -39,7 +39,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	works := fs.StringArray("work", nil, "work to measure, NAME[:key=value]... (repeatable; default: mlp, tiny, minilm, base)")
 	precisions := fs.StringSlice("precision", nil, "precisions: fp32, tf32 (GPU), bf16 (default: fp32 on CPU, tf32,bf16 on a GPU)")
-	devices := fs.IntSlice("devices", nil, "device counts to run goaccel on (default: 1, plus all GPUs when there are several)")
+	shardings := fs.StringSlice("sharding", nil, "goaccel's Config.Sharding values to run each work under: no, zero1, zero2, zero3 (default: the accelerator's)")
+	devices := fs.IntSlice("devices", nil, "device counts to run goaccel on (default: 1, plus all GPUs when there are several; with --sharding: 4 CPU devices, or all GPUs)")
 	backend := fs.String("backend", "", "goaccel's backend (see accelerator.Config.Backend); empty: discover")
 	goBackend := fs.Bool("go_backend", false, "also run the tiny BERT on goaccel's pure-Go backend (ratio to XLA)")
 	steps := fs.Int("steps", 0, "timed steps per round (0: enough for about --round_s seconds, from a calibration step)")
@@ -69,6 +70,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			*precisions = []string{"tf32", "bf16"}
 		}
 	}
+	if len(*devices) == 0 && len(*shardings) > 0 {
+		*devices = []int{bench.ShardingDevices(gpus)}
+	}
 	if len(*devices) == 0 {
 		*devices = []int{1}
 		if gpus > 1 {
@@ -96,6 +100,12 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	specs, err := bench.WithShardings(o.Specs, *shardings)
+	if err != nil {
+		fmt.Fprintln(stderr, "goaccel", err)
+		return 2
+	}
+	o.Specs = specs
 	if *rounds < 1 || *steps < 0 || *warmup < 0 {
 		fmt.Fprintln(stderr, "goaccel bench: --rounds must be >= 1, --steps and --warmup >= 0")
 		return 2

@@ -30,8 +30,9 @@ type goaccelRun struct {
 
 // newGoaccelRun opens the backend, builds the spec's model and prepares it with Adam
 // (learning rate 1e-4; with weight decay 0.01 for BERT, as PyTorch's AdamW) on a fixed,
-// synthetic global batch split over spec.Devices devices. The batch's tensors are reused by
-// every step, like the PyTorch side's, so neither side measures host-to-device copies.
+// synthetic global batch split over spec.Devices devices, under spec.Sharding. The batch's
+// tensors are reused by every step, like the PyTorch side's, so neither side measures
+// host-to-device copies.
 func newGoaccelRun(spec Spec) (*goaccelRun, error) {
 	mp := "no"
 	if spec.Precision == "bf16" {
@@ -40,7 +41,7 @@ func newGoaccelRun(spec Spec) (*goaccelRun, error) {
 	// tf32 has no switch of its own: XLA's GPU backend computes float32 dots with TF32 by
 	// default, so "fp32" and "tf32" are the same goaccel program.
 	acc, err := accelerator.New(accelerator.Config{Backend: spec.Backend, Devices: spec.Devices, MixedPrecision: mp,
-		Seed: 1, Quiet: true})
+		Sharding: spec.Sharding, Seed: 1, Quiet: true})
 	if err != nil {
 		return nil, err
 	}

@@ -378,7 +378,7 @@ func Run(o Options) ([]*Measurement, error) {
 		}
 	}
 	table := Table(all)
-	table += PrecisionNotes(all)
+	table += PrecisionNotes(all) + ShardingNotes(all)
 	fmt.Fprint(o.Out, table)
 	if err := os.WriteFile(filepath.Join(o.RunDir, "table.txt"), []byte(table), 0o644); err != nil {
 		return all, err

@@ -28,6 +28,9 @@ type Spec struct {
 	Precision string `json:"precision"`
 	// Devices is the number of devices the global batch is split over (goaccel only).
 	Devices int `json:"devices"`
+	// Sharding is goaccel's accelerator.Config.Sharding over those devices (see Shardings;
+	// "" is the default, "no").
+	Sharding string `json:"sharding,omitempty"`
 	// Backend is goaccel's backend ("" discovers, "go" is the pure-Go backend).
 	Backend string `json:"backend,omitempty"`
 	// Warmup is the number of untimed steps after the first one.
@@ -37,7 +40,8 @@ type Spec struct {
 // IsBERT reports whether the work is a BERT classifier.
 func (s Spec) IsBERT() bool { return s.Work != "mlp" }
 
-// Label is a short human name of the measurement, e.g. "minilm B64 L64 fp32 1dev".
+// Label is a short human name of the measurement, e.g. "minilm B64 L64 fp32 1dev", or
+// "mlp h1024 B256 fp32 4dev zero1" with a sharding.
 func (s Spec) Label() string {
 	var b strings.Builder
 	b.WriteString(s.Work)
@@ -47,6 +51,9 @@ func (s Spec) Label() string {
 		fmt.Fprintf(&b, " h%d B%d", s.Hidden, s.Batch)
 	}
 	fmt.Fprintf(&b, " %s %ddev", s.Precision, s.Devices)
+	if s.Sharding != "" {
+		b.WriteString(" " + s.Sharding)
+	}
 	if s.Backend == "go" {
 		b.WriteString(" go")
 	}
@@ -72,7 +79,7 @@ func (s Spec) Validate() error {
 	default:
 		return fmt.Errorf("bench: precision %q: valid values are fp32, tf32, bf16", s.Precision)
 	}
-	return nil
+	return validSharding(s.Sharding)
 }
 
 // Works are the benchmark's works with their default shapes on CPU and on a GPU (the issue's
