@@ -98,7 +98,7 @@ func TestBadFlagsStopBeforeTraining(t *testing.T) {
 		{"zero batch", func(o *options) { o.BatchSize = 0 }, "--batch_size"},
 		{"bad test size", func(o *options) { o.TestSize = 1.5 }, "--test_size"},
 		{"unknown backend", func(o *options) { o.Backend = "tpu" }, `unknown backend "tpu"`},
-		{"fp16", func(o *options) { o.MixedPrecision = "fp16" }, `"bf16"`},
+		{"unknown precision", func(o *options) { o.MixedPrecision = "fp8" }, `"bf16" and "fp16"`},
 		{"sharding", func(o *options) { o.Sharding = "fsdp" }, `unknown Sharding "fsdp": valid values are "no", "zero1"`},
 		{"dropout 1", func(o *options) { o.Dropout = 1 }, "--dropout 1: must be below 1"},
 		{"foreign output dir", func(o *options) {
