@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -97,6 +98,15 @@ type Measurement struct {
 	// BaselineRatio is goaccel's StepsPerS over goaccel-baseline's, when one ran.
 	BaselineRatio float64 `json:"baseline_ratio,omitempty"`
 	Error         string  `json:"error,omitempty"`
+
+	// GFLOPPerStep is Spec.FLOPsPerStep in GFLOP, GFLOPPerS the rate achieved and
+	// PeakFraction that rate over the machine's measured peak (MeasurePeak); GFLOPPerCPUS is
+	// per CPU-second (StepCPUS), CorePeakFraction that over one core's peak.
+	GFLOPPerStep     float64 `json:"gflop_per_step,omitempty"`
+	GFLOPPerS        float64 `json:"gflop_per_s,omitempty"`
+	PeakFraction     float64 `json:"peak_fraction,omitempty"`
+	GFLOPPerCPUS     float64 `json:"gflop_per_cpu_s,omitempty"`
+	CorePeakFraction float64 `json:"core_peak_fraction,omitempty"`
 }
 
 // worker is a running worker process.
@@ -268,8 +278,11 @@ func Run(o Options) ([]*Measurement, error) {
 	} else {
 		fmt.Fprintf(o.Log, "bench: PyTorch %s from %s, %d threads\n", torchVersion, o.Python, o.Threads)
 	}
+	peak := MeasurePeak(runtime.NumCPU(), 300*time.Millisecond)
+	fmt.Fprintf(o.Log, "bench: peak %.0f GFLOP/s fp32 (%s; %.0f by the clock)\n", peak.GFLOPPerS, peak.Method, peak.WallGFLOPPerS)
 	var all []*Measurement
 	emit := func(m *Measurement) {
+		setCompute(m, peak)
 		m.Machine = o.Machine
 		b, _ := json.Marshal(m)
 		fmt.Fprintln(o.Out, string(b))
@@ -377,7 +390,7 @@ func Run(o Options) ([]*Measurement, error) {
 			emit(m)
 		}
 	}
-	table := Table(all)
+	table := Table(all) + ComputeTable(all, peak)
 	fmt.Fprint(o.Out, table)
 	if err := os.WriteFile(filepath.Join(o.RunDir, "table.txt"), []byte(table), 0o644); err != nil {
 		return all, err
