@@ -101,16 +101,21 @@ static int bc_ours(const void *p) {
 
 static size_t *bc_slot(uintptr_t p) { return &bc_cap[(p - bc_base) / BC_GRAIN]; }
 
-// bc_limit: the cached (free, resident) bytes allowed: the largest number of bytes ever in
-// use at once in blocks, so the cache at most doubles the program's own peak in blocks.
-static size_t bc_limit(void) { return bc_st.peak_live > BC_LIMIT_MIN ? bc_st.peak_live : BC_LIMIT_MIN; }
+// bc_limit: the resident bytes allowed in blocks, in use and cached: the most ever in use
+// at once, plus a quarter for the steps that overlap (XLA allocates the next execution's
+// temporaries before the last one's are freed), so the cache holds at most 1.25 times
+// what glibc's defaults would have resident at the program's own peak in blocks.
+static size_t bc_limit(void) {
+	size_t l = bc_st.peak_live + bc_st.peak_live / 4;
+	return l > BC_LIMIT_MIN ? l : BC_LIMIT_MIN;
+}
 
 static void bc_remove_free(int i) { bc_frees[i] = bc_frees[--bc_nfree]; }
 
 // bc_release gives the pages of the least recently freed resident blocks back to the
-// kernel (their addresses stay cached) until the cached bytes are within bc_limit.
+// kernel (their addresses stay cached) until the bytes in use and cached are within bc_limit.
 static void bc_release(void) {
-	while (bc_st.cached > bc_limit()) {
+	while (bc_st.live + bc_st.cached > bc_limit()) {
 		int lru = -1;
 		for (int i = 0; i < bc_nfree; i++) {
 			if (bc_frees[i].resident && (lru < 0 || bc_frees[i].tick < bc_frees[lru].tick)) lru = i;
@@ -166,6 +171,7 @@ static void *bc_alloc(size_t n, int *fresh) {
 		*fresh = 1;
 	}
 	if (p != NULL && bc_st.live > bc_st.peak_live) bc_st.peak_live = bc_st.live;
+	if (p != NULL && *fresh) bc_release();  // new pages: make room for them in the limit
 	if (p == NULL) bc_st.fallback++;
 	bc_unlock();
 	return p;
