@@ -427,7 +427,7 @@ func finish(ms []*Measurement, spec Spec) {
 		switch {
 		case ref == nil:
 			m.Missing = "no " + refName + " measurement"
-		case ref.Missing != "":
+		case ref.Missing != "" && ref.StepsPerS == 0: // a ref with steps has its own ref missing, not itself
 			m.Missing = ref.Missing
 		case ref.Error != "" || ref.StepsPerS == 0:
 			m.Missing = refName + " failed: " + ref.Error
