@@ -58,3 +58,15 @@ func TestComputeTable(t *testing.T) {
 		}
 	}
 }
+
+func TestHeader(t *testing.T) {
+	h := Header("AMD EPYC, 2 cores", time.Date(2026, 12, 1, 11, 30, 0, 0, time.UTC), "1.00 2.00 3.00", "4.00 5.00 6.00")
+	for _, want := range []string{"goaccel bench 2026-12-01 11:30 to ", "UTC on AMD EPYC, 2 cores; load average 1.00 2.00 3.00 at the start, 4.00 5.00 6.00 at the end"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("Header = %q, want it to contain %q", h, want)
+		}
+	}
+	if l := loadAverage(); len(strings.Fields(l)) != 3 && l != "unknown" {
+		t.Errorf("loadAverage() = %q", l)
+	}
+}

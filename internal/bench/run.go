@@ -278,6 +278,7 @@ func Run(o Options) ([]*Measurement, error) {
 	} else {
 		fmt.Fprintf(o.Log, "bench: PyTorch %s from %s, %d threads\n", torchVersion, o.Python, o.Threads)
 	}
+	began, loadStart := time.Now(), loadAverage()
 	peak := MeasurePeak(runtime.NumCPU(), 300*time.Millisecond)
 	fmt.Fprintf(o.Log, "bench: peak %.0f GFLOP/s fp32 (%s; %.0f by the clock)\n", peak.GFLOPPerS, peak.Method, peak.WallGFLOPPerS)
 	var all []*Measurement
@@ -390,7 +391,7 @@ func Run(o Options) ([]*Measurement, error) {
 			emit(m)
 		}
 	}
-	table := Table(all) + ComputeTable(all, peak)
+	table := Header(o.Machine, began, loadStart, loadAverage()) + Table(all) + ComputeTable(all, peak)
 	fmt.Fprint(o.Out, table)
 	if err := os.WriteFile(filepath.Join(o.RunDir, "table.txt"), []byte(table), 0o644); err != nil {
 		return all, err
