@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <link.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -66,9 +68,38 @@ static int bc_off_by_env(void) {
 	return t != NULL && *t != '\0';
 }
 
+void *malloc(size_t n);
+// This file's malloc, reached directly (not through the dynamic linker's choice).
+extern void *bc_own_malloc(size_t n) __attribute__((alias("malloc"), visibility("hidden")));
+
+// bc_in_main_executable: this code is part of the program's executable, whose definitions
+// come first for every library; not so in a shared library (-buildmode=c-shared), where
+// libraries bound to glibc's free would be handed the cache's blocks. Read from the
+// executable's program headers (getauxval takes no lock, unlike dlsym or dl_iterate_phdr).
+static int bc_in_main_executable(void) {
+	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)getauxval(AT_PHDR);
+	size_t n = getauxval(AT_PHNUM);
+	if (ph == NULL || n == 0) return 0;
+	uintptr_t bias = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ph[i].p_type == PT_PHDR) bias = (uintptr_t)ph - ph[i].p_vaddr;
+	}
+	uintptr_t self = (uintptr_t)&bc_own_malloc;
+	for (size_t i = 0; i < n; i++) {
+		if (ph[i].p_type != PT_LOAD) continue;
+		uintptr_t lo = bias + ph[i].p_vaddr;
+		if (self >= lo && self - lo < ph[i].p_memsz) return 1;
+	}
+	return 0;
+}
+
 static void bc_init(void) {
 	if (bc_off_by_env()) {
 		bc_st.off = 1;
+		return;
+	}
+	if (!bc_in_main_executable()) {
+		bc_st.off = 3;
 		return;
 	}
 	void *r = mmap(NULL, BC_REGION, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

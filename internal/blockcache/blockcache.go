@@ -25,7 +25,11 @@
 //
 // It is off (every call goes to glibc) when $GOACCEL_HOST_MALLOC is "system", or when
 // $GLIBC_TUNABLES is set (the user's own glibc settings, or the hostmalloc package's
-// re-execution with keep), read once at the first large request.
+// re-execution with keep), read once at the first large request; and when its malloc is not
+// the one the process uses (the package built into a shared library, -buildmode=c-shared).
+// Limits: a statically linked program (-extldflags -static) or one that links another
+// malloc fails to link (two definitions of malloc), and an allocator preloaded with
+// LD_PRELOAD is not used (the program's own definitions come first).
 package blockcache
 
 /*
@@ -60,6 +64,8 @@ func Read() Stats {
 		st.Why = "GOACCEL_HOST_MALLOC=system or GLIBC_TUNABLES is set"
 	case 2:
 		st.Why = "its address range could not be reserved"
+	case 3:
+		st.Why = "this code's malloc is not the process's (a shared library loaded after glibc)"
 	}
 	return st
 }

@@ -4,7 +4,7 @@
 
 struct bc_stats {
 	int on;            // 1: large requests are served from the cache
-	int off;           // why not: 1 the environment turned it off, 2 the address range could not be reserved
+	int off;           // why not: 1 the environment turned it off, 2 the address range could not be reserved, 3 not the process's malloc
 	size_t live;       // bytes in blocks handed out and not freed
 	size_t peak_live;  // the most bytes ever in blocks at once
 	size_t cached;     // bytes in freed blocks whose pages are kept

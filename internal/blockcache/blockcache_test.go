@@ -210,3 +210,41 @@ func TestOffByEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestOffInSharedLibrary: built into a shared library that a program loads after glibc
+// (-buildmode=c-shared), the cache's malloc is not the process's, and libraries bound to
+// glibc's free would be handed its blocks: it stays off.
+func TestOffInSharedLibrary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIPPED under -short: builds a c-shared library and a C loader (about a minute)")
+	}
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("SKIPPED: no gcc to build the C loader")
+	}
+	dir := t.TempDir()
+	lib := dir + "/libcshared.so"
+	build := exec.Command("go", "build", "-buildmode=c-shared", "-o", lib, "./testdata/cshared")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -buildmode=c-shared: %v\n%s", err, out)
+	}
+	loader := dir + "/loader"
+	if out, err := exec.Command(cc, "-o", loader, "testdata/cshared/loader.c", "-ldl").CombinedOutput(); err != nil {
+		t.Fatalf("gcc loader.c: %v\n%s", err, out)
+	}
+	cmd := exec.Command(loader, lib)
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GLIBC_TUNABLES=") && !strings.HasPrefix(kv, "GOACCEL_HOST_MALLOC=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("loader: %v\n%s", err, out)
+	}
+	if want := "off: this code's malloc is not the process's"; !strings.Contains(string(out), want) {
+		t.Errorf("the library printed %q, want %q", out, want)
+	}
+}
