@@ -103,5 +103,5 @@ func Describe() string {
 		return "glibc " + v + " defaults"
 	}
 	return fmt.Sprintf("glibc %s with goaccel's block cache: requests of %d MiB or more are kept for reuse when freed, "+
-		"up to the most in use at once (%s=system: glibc's defaults)", v, blockcache.MinBytes>>20, Env)
+		"holding at most 1.25 x the most in use at once (%s=system: glibc's defaults)", v, blockcache.MinBytes>>20, Env)
 }
