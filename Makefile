@@ -89,7 +89,9 @@ $(MODEL_DIR)/model.safetensors:
 	  PIP=$(PIP) bash scripts/fetch_model.sh >/dev/null
 
 # bench trains the same works with goaccel and PyTorch, alternating rounds, and writes
-# runs/bench-*/ (results.jsonl, table.txt, ratios.png). BENCH_PYTHON is a Python with torch
+# runs/bench-*/ (results.jsonl, table.txt, ratios.png); the table starts with the date, the
+# machine and its load average, and ends with each work's GFLOP/s against the peak an FMA
+# loop measures in the same run (docs/performance.md). BENCH_PYTHON is a Python with torch
 # and transformers (without them goaccel is measured alone, and the table says why);
 # BENCH_ARGS adds flags (goaccel bench --help), e.g. BENCH_ARGS="--work minilm --go_backend".
 BENCH_PYTHON ?= python3

@@ -118,9 +118,12 @@
 // # Host memory
 //
 // XLA's CPU runtime allocates each step's temporaries afresh, and with glibc's default malloc
-// every step faults that memory in again. The hostmalloc package, imported for its effect,
-// re-executes the program at start with glibc settings that keep freed memory for reuse when
-// $GOACCEL_HOST_MALLOC=keep; this package itself has no side effect at import.
+// every step faults that memory in again. A program that imports this package has a malloc
+// of its own linked in for requests of 4 MiB or more (the block cache, internal/blockcache),
+// which keeps freed blocks for the next step, at about glibc's defaults' peak memory;
+// $GOACCEL_HOST_MALLOC=system turns it off. The hostmalloc package, imported for its effect,
+// offers glibc's own settings instead (GOACCEL_HOST_MALLOC=keep, by re-executing the program
+// at start). Nothing runs at import: the package has no init function.
 //
 // # Processes
 //

@@ -1,24 +1,30 @@
-// Package hostmalloc, imported for its effect, gives XLA's CPU plugin a glibc malloc that keeps
-// freed memory for reuse, when $GOACCEL_HOST_MALLOC=keep asks for it:
+// Package hostmalloc, imported for its effect, gives XLA's CPU plugin glibc's own malloc
+// settings that keep freed memory for reuse, when $GOACCEL_HOST_MALLOC=keep asks for it:
 //
 //	import _ "github.com/goaccel/goaccel/hostmalloc"
 //
 // XLA's CPU runtime allocates each execution's temporaries afresh, in blocks too large for
-// glibc's default settings to keep, so every training step faults that memory in again. Only
-// glibc's main arena can keep blocks that large, and glibc reads the settings that make it do
-// so ($GLIBC_TUNABLES: one arena, no mmap for large blocks, no trimming) only when a process
-// starts. So with GOACCEL_HOST_MALLOC=keep, a program that imports this package re-executes
-// itself once at start, before any of its own code runs, with those settings (Tunables).
-// Steps run faster, compiling is slower (XLA's compiler threads share the one arena) and the
-// process keeps the memory it freed until it exits: it pays on long CPU training runs with
-// memory to spare. docs/hostmalloc.md has the measurements.
+// glibc's default settings to keep, so with glibc alone every training step faults that
+// memory in again. Without any setting, a program that imports accelerator does not pay
+// that: the block cache linked into it (internal/blockcache, its own malloc for requests of
+// 4 MiB or more) keeps the freed blocks, at about glibc's defaults' peak memory.
+// GOACCEL_HOST_MALLOC picks another way:
 //
-// Unset or "system" keeps glibc's defaults. It applies on Linux with glibc (cgo on) only, and
-// not when $GLIBC_TUNABLES is already set: the user's own settings win. A value it cannot
-// honour prints one "goaccel: WARNING:" line on stderr and the program runs on with glibc's
-// defaults (the setting changes speed, never results). `goaccel env` shows what is in effect
-// (Describe). The goaccel command and the examples import this package; the accelerator
-// package does not, so a program that leaves it out never re-executes.
+//   - unset: the block cache (the default; nothing to import or install).
+//   - "system": glibc's defaults, nothing kept (the block cache passes every call to glibc).
+//   - "keep": with this package imported, the program re-executes itself once at start,
+//     before any of its own code runs, with glibc's settings that keep everything freed
+//     (Tunables: one arena, no mmap for large blocks, no trimming; glibc reads them only
+//     when a process starts, hence the re-execution), and the block cache stays off. Steps
+//     about as fast as with the cache, compiling slower (XLA's compiler threads share the
+//     one arena) and more memory (the heap keeps everything freed until the process exits).
+//     Without this package imported, keep leaves the block cache on.
+//
+// A $GLIBC_TUNABLES of the user's own wins over both: keep does not re-execute and the block
+// cache stays off. A value it cannot honour prints one "goaccel: WARNING:" line on stderr and
+// the program runs on (the setting changes speed and memory, never results). It applies on
+// Linux with glibc (cgo on) only. `goaccel env` shows what is in effect (Describe).
+// docs/hostmalloc.md has the measurements.
 package hostmalloc
 
 import (
@@ -27,11 +33,13 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/goaccel/goaccel/internal/blockcache"
 	"github.com/goaccel/goaccel/internal/envvar"
 )
 
-// Env names the environment variable that turns the settings on: GOACCEL_HOST_MALLOC=keep;
-// unset or "system" keeps glibc's defaults.
+// Env names the environment variable that picks the host-memory settings: unset for the
+// block cache, "keep" for glibc's settings that keep freed memory (with this package
+// imported), "system" for glibc's defaults.
 const Env = "GOACCEL_HOST_MALLOC" // envvar.HostMalloc
 
 // Tunables is the $GLIBC_TUNABLES value that GOACCEL_HOST_MALLOC=keep runs the program with:
@@ -47,7 +55,7 @@ func init() {
 			err = syscall.Exec(exe, os.Args, env) // returns only on failure
 		}
 		warning = "re-executing this program with GLIBC_TUNABLES=" + Tunables + " failed (" +
-			err.Error() + "); running with glibc's defaults"
+			err.Error() + "); running without keep's settings"
 	}
 	if warning != "" {
 		fmt.Fprintf(os.Stderr, "goaccel: WARNING: %s=%s: %s\n", Env, envvar.HostMalloc.Value(), warning)
@@ -72,12 +80,13 @@ func plan(getenv func(string) string, glibc bool) (reexec bool, warning string) 
 		}
 		return true, ""
 	default:
-		return false, "unknown value (use keep or system); running with glibc's defaults"
+		return false, "unknown value (use keep or system, or leave it unset); running with the block cache"
 	}
 }
 
 // Describe says which host-memory settings this process runs with, for diagnostics (`goaccel
-// env`): goaccel's glibc settings, the user's own, or the C library's defaults.
+// env`): goaccel's block cache, goaccel's glibc settings, the user's own, or the C library's
+// defaults.
 func Describe() string {
 	v := glibcVersion()
 	tunables := envvar.GlibcTunables.Value()
@@ -88,8 +97,11 @@ func Describe() string {
 		return "glibc " + v + ", freed memory kept for reuse (" + Env + "=keep: GLIBC_TUNABLES=" + Tunables + ")"
 	case tunables != "":
 		return "glibc " + v + " with the user's GLIBC_TUNABLES=" + tunables
-	default:
-		return "glibc " + v + " defaults (" + Env + "=keep, with the hostmalloc package imported, keeps freed " +
-			"memory for reuse: faster steps on XLA's CPU plugin, slower compiling)"
+	case strings.EqualFold(strings.TrimSpace(envvar.HostMalloc.Value()), "system"):
+		return "glibc " + v + " defaults (" + Env + "=system)"
+	case !blockcache.Linked:
+		return "glibc " + v + " defaults"
 	}
+	return fmt.Sprintf("glibc %s with goaccel's block cache: requests of %d MiB or more are kept for reuse when freed, "+
+		"holding at most 1.25 x the most in use at once (%s=system: glibc's defaults)", v, blockcache.MinBytes>>20, Env)
 }

@@ -95,3 +95,25 @@ func TestReexec(t *testing.T) {
 		})
 	}
 }
+
+// TestDescribe: what `goaccel env` says for each setting.
+func TestDescribe(t *testing.T) {
+	if glibcVersion() == "" {
+		t.Skip("SKIPPED: the C library is not glibc (or cgo is off): Describe names the C library's defaults")
+	}
+	for _, tc := range []struct {
+		hostMalloc, tunables, want string
+	}{
+		{"", "", "with goaccel's block cache: requests of 4 MiB or more are kept for reuse"},
+		{"keep", "", "with goaccel's block cache"}, // not re-executed: the cache stays on
+		{" System", "", "defaults (GOACCEL_HOST_MALLOC=system)"},
+		{"keep", Tunables, "freed memory kept for reuse (GOACCEL_HOST_MALLOC=keep: GLIBC_TUNABLES="},
+		{"", "glibc.malloc.arena_max=2", "with the user's GLIBC_TUNABLES=glibc.malloc.arena_max=2"},
+	} {
+		t.Setenv(Env, tc.hostMalloc)
+		t.Setenv("GLIBC_TUNABLES", tc.tunables)
+		if got := Describe(); !strings.Contains(got, tc.want) {
+			t.Errorf("%s=%q GLIBC_TUNABLES=%q: Describe() = %q, want it to contain %q", Env, tc.hostMalloc, tc.tunables, got, tc.want)
+		}
+	}
+}

@@ -27,8 +27,10 @@ Works (--work, repeatable): mlp, tiny, minilm, base, optionally with shape overr
   --work mlp:hidden=4096:batch=4096 --work minilm:batch=32:seq=128
 Defaults are the CPU shapes (mlp h1024 B256, tiny/minilm B64 L64, base B8 L64), or the GPU
 shapes when a GPU and XLA's CUDA plugin are found (mlp h4096 B4096, minilm B64 L128, base B32 L128).
-GOACCEL_HOST_MALLOC=keep goaccel bench ... measures goaccel with its malloc settings for long CPU
-runs (PyTorch keeps glibc's defaults unless --torch_goaccel_malloc).
+goaccel runs with its block cache for large host blocks (the default); GOACCEL_HOST_MALLOC=system
+goaccel bench ... measures it with glibc's defaults, =keep with glibc's keep settings (PyTorch keeps
+glibc's defaults unless --torch_goaccel_malloc). The compute table gives each work's GFLOP/s
+against the fp32 peak an FMA loop measures in this binary.
 
 Flags:
 `

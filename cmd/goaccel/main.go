@@ -21,7 +21,7 @@ import (
 	"io"
 	"os"
 
-	_ "github.com/goaccel/goaccel/hostmalloc" // GOACCEL_HOST_MALLOC=keep: glibc keeps XLA's freed memory for reuse (bench workers run this binary)
+	_ "github.com/goaccel/goaccel/hostmalloc" // GOACCEL_HOST_MALLOC=keep: glibc's keep settings instead of the block cache (bench workers run this binary)
 	flag "github.com/spf13/pflag"
 )
 

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -97,6 +98,15 @@ type Measurement struct {
 	// BaselineRatio is goaccel's StepsPerS over goaccel-baseline's, when one ran.
 	BaselineRatio float64 `json:"baseline_ratio,omitempty"`
 	Error         string  `json:"error,omitempty"`
+
+	// GFLOPPerStep is Spec.FLOPsPerStep in GFLOP, GFLOPPerS the rate achieved and
+	// PeakFraction that rate over the machine's measured peak (MeasurePeak); GFLOPPerCPUS is
+	// per CPU-second (StepCPUS), CorePeakFraction that over one core's peak.
+	GFLOPPerStep     float64 `json:"gflop_per_step,omitempty"`
+	GFLOPPerS        float64 `json:"gflop_per_s,omitempty"`
+	PeakFraction     float64 `json:"peak_fraction,omitempty"`
+	GFLOPPerCPUS     float64 `json:"gflop_per_cpu_s,omitempty"`
+	CorePeakFraction float64 `json:"core_peak_fraction,omitempty"`
 }
 
 // worker is a running worker process.
@@ -268,8 +278,12 @@ func Run(o Options) ([]*Measurement, error) {
 	} else {
 		fmt.Fprintf(o.Log, "bench: PyTorch %s from %s, %d threads\n", torchVersion, o.Python, o.Threads)
 	}
+	began, loadStart := time.Now(), loadAverage()
+	peak := MeasurePeak(runtime.NumCPU(), 300*time.Millisecond)
+	fmt.Fprintf(o.Log, "bench: peak %.0f GFLOP/s fp32 (%s; %.0f by the clock)\n", peak.GFLOPPerS, peak.Method, peak.WallGFLOPPerS)
 	var all []*Measurement
 	emit := func(m *Measurement) {
+		setCompute(m, peak)
 		m.Machine = o.Machine
 		b, _ := json.Marshal(m)
 		fmt.Fprintln(o.Out, string(b))
@@ -377,8 +391,7 @@ func Run(o Options) ([]*Measurement, error) {
 			emit(m)
 		}
 	}
-	table := Table(all)
-	table += PrecisionNotes(all) + ShardingNotes(all)
+	table := Header(o.Machine, began, loadStart, loadAverage()) + Table(all) + PrecisionNotes(all) + ShardingNotes(all) + ComputeTable(all, peak)
 	fmt.Fprint(o.Out, table)
 	if err := os.WriteFile(filepath.Join(o.RunDir, "table.txt"), []byte(table), 0o644); err != nil {
 		return all, err
@@ -415,7 +428,7 @@ func finish(ms []*Measurement, spec Spec) {
 		switch {
 		case ref == nil:
 			m.Missing = "no " + refName + " measurement"
-		case ref.Missing != "":
+		case ref.Missing != "" && ref.StepsPerS == 0: // a ref with steps has its own ref missing, not itself
 			m.Missing = ref.Missing
 		case ref.Error != "" || ref.StepsPerS == 0:
 			m.Missing = refName + " failed: " + ref.Error
