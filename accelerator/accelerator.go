@@ -59,7 +59,9 @@ type Config struct {
 	// processes every stage shards the optimizer state over the processes (ZeRO-1 over MPI:
 	// reduce-scatter of the gradients, each process updates its 1/P slice, all-gather of the
 	// weights; docs/sharding-processes.md) and the weights and accumulators stay whole on each
-	// device. Empty means $GOACCEL_SHARDING, else "no"; an unknown value is an error.
+	// device; the optimizer state's slices then live outside Job.Store (a checkpoint Save with
+	// the Accelerator as its Processes still writes them whole). Empty means $GOACCEL_SHARDING,
+	// else "no"; an unknown value is an error.
 	Sharding string
 	// Seed seeds variable initialisation and in-graph randomness (dropout) of prepared models.
 	Seed int64

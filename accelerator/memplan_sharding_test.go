@@ -76,3 +76,28 @@ func TestMemoryBudgetShardedTrains(t *testing.T) {
 	}
 	compareSharded(t, "zero3 within the budget", ref, got)
 }
+
+// TestMemoryPlanZero1OverProcesses: before the first update, the plan of a zero1 run over 2
+// processes counts the optimizer state that zero1 keeps outside the Store: half of the
+// unsharded run's (its scalars whole), not just the scalars.
+func TestMemoryPlanZero1OverProcesses(t *testing.T) {
+	a := newXLA(t, 1)
+	job, train, _ := planToy(t, a, 8)
+	full, err := train.MemoryPlan(firstBatch(t, job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := runProcessesConfig(t, 2, 1, func(c *Config) { c.Sharding = "zero1" }, nil, func(a *Accelerator) (MemoryPlan, error) {
+		job, train, _ := planToy(t, a, 8)
+		return train.MemoryPlan(firstBatch(t, job))
+	})
+	for r, p := range plans {
+		t.Logf("rank %d: %s (unsharded 1x1: %s)", r, p, full)
+		if p.Sharding != "zero1" || p.Shards != 2 {
+			t.Errorf("rank %d: plan assumes %q over %d, want zero1 over 2", r, p.Sharding, p.Shards)
+		}
+		if lo, hi := full.OptimizerState/2, full.OptimizerState/2+64; p.OptimizerState < lo || p.OptimizerState > hi {
+			t.Errorf("rank %d: optimizer state %d bytes, want about half of the unsharded %d", r, p.OptimizerState, full.OptimizerState)
+		}
+	}
+}

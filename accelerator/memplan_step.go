@@ -133,7 +133,15 @@ func (t *TrainStep) planAt(gb *data.GlobalBatch, args []any, accumulating bool) 
 	if stats != nil && j.shardsVariables() { // the program takes the shards of the sharded variables
 		stats.shardedAs, stats.shards = kind, n
 	}
-	return makePlan(planVars(j.store, g), stats, kind, n, gb.Shards[0].Size(), j.acc.budget)
+	vars := planVars(j.store, g)
+	if hr, ok := t.runner.(*hostReducedStep); ok && hr.zero != nil { // zero1's state is outside the Store
+		state, err := hr.zero.planState()
+		if err != nil {
+			return MemoryPlan{}, err
+		}
+		vars = append(vars, state...)
+	}
+	return makePlan(vars, stats, kind, n, gb.Shards[0].Size(), j.acc.budget)
 }
 
 // checkPlan runs before a batch executes. The first time, it makes the memory plan and prints it

@@ -1,0 +1,24 @@
+package accelerator
+
+// planState gives the memory plan, before the first update, the optimizer state that zero1
+// keeps outside the job's Store: it makes this job's zero1State and compiles its apply graph
+// ahead (which creates the optimizer's variables of the slices; the first update then reuses
+// both) and returns that state as the plan counts it: whole, split over the processes.
+func (z *zero1Sync) planState() ([]planVar, error) {
+	p := z.p
+	st, err := p.t.job.zero1For(p.vars, p.lossDType, p.grp)
+	if err != nil {
+		return nil, err
+	}
+	if st.apply == nil {
+		if err := st.compile(p.t.job.opts.clipNorm > 0); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]planVar, 0, len(st.state))
+	for _, v := range st.state {
+		n := v.Shape().Size() * st.size
+		out = append(out, planVar{bytes: int64(n) * int64(v.DType().Size()), dims: []int{n}})
+	}
+	return out, nil
+}
