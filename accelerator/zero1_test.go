@@ -1,6 +1,7 @@
 package accelerator
 
 import (
+	"fmt"
 	"flag"
 	"math"
 	"path/filepath"
@@ -421,10 +422,15 @@ func TestZero1RefusesVerify(t *testing.T) {
 // zero1CheckBytes says. By hand (needs about 8 GB free):
 //
 //	go test ./accelerator -run '^$' -bench Zero1BertBaseMemory -benchtime 1x
+//
+// With -zero1.bert_layers 12 it is the full BERT-base (about 16 GB free).
+var zero1BertLayers = flag.Int("zero1.bert_layers", 2, "BenchmarkZero1BertBaseMemory: encoder layers (12: the full BERT-base)")
+
 func BenchmarkZero1BertBaseMemory(b *testing.B) {
 	run := zero1Bert(func(c *bert.Config) {
 		*c = bert.TinyConfig(30522)
 		c.HiddenSize, c.NumAttentionHeads, c.IntermediateSize, c.MaxPositionEmbeddings = 768, 12, 3072, 512
+		c.NumHiddenLayers = *zero1BertLayers
 	})
 	ref, err := run(newXLA(b, 1), 4, zero1Opts()...)
 	if err != nil {
@@ -432,6 +438,7 @@ func BenchmarkZero1BertBaseMemory(b *testing.B) {
 	}
 	res := runProcessesConfig(b, 2, 2, func(c *Config) { c.Sharding = "zero1" }, nil,
 		func(a *Accelerator) (zero1Result, error) { return run(a, 4, zero1Opts()...) })
-	b.Logf("BERT-base widths, 2 layers: %.1f M parameters", float64(ref.Weights)/4e6)
-	zero1CheckBytes(b, "zero1 2x2 BERT-base widths 2 layers", ref, res)
+	name := fmt.Sprintf("BERT-base widths, %d layers", *zero1BertLayers)
+	b.Logf("%s: %.1f M parameters", name, float64(ref.Weights)/4e6)
+	zero1CheckBytes(b, "zero1 2x2 "+name, ref, res)
 }
