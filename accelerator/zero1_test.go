@@ -1,8 +1,8 @@
 package accelerator
 
 import (
-	"fmt"
 	"flag"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
