@@ -423,7 +423,7 @@ func TestZero1RefusesVerify(t *testing.T) {
 //
 //	go test ./accelerator -run '^$' -bench Zero1BertBaseMemory -benchtime 1x
 //
-// With -zero1.bert_layers 12 it is the full BERT-base (about 16 GB free).
+// With -zero1.bert_layers 12 it is the full BERT-base (its process peaks near 24 GB resident).
 var zero1BertLayers = flag.Int("zero1.bert_layers", 2, "BenchmarkZero1BertBaseMemory: encoder layers (12: the full BERT-base)")
 
 func BenchmarkZero1BertBaseMemory(b *testing.B) {
