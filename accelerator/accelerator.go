@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/hostmem"
 	"github.com/goaccel/goaccel/internal/mpi"
 	"github.com/goaccel/goaccel/internal/timeline"
 	"github.com/gomlx/compute"
@@ -440,8 +441,21 @@ func (a *Accelerator) Plan() string {
 	if a.info.Backend == "xla" {
 		backend = fmt.Sprintf("xla:%s (%s)", a.info.Plugin.Kind, a.info.Plugin.Path)
 	}
-	return fmt.Sprintf("goaccel: backend %s; devices %d of %d; processes %d; precision %s; %s",
-		backend, a.info.Devices, a.info.Available, a.grp.Size(), precisionName(a.cfg.MixedPrecision), a.info.Reason)
+	return fmt.Sprintf("goaccel: backend %s; devices %d of %d; processes %d; precision %s; %s%s",
+		backend, a.info.Devices, a.info.Available, a.grp.Size(), precisionName(a.cfg.MixedPrecision), a.info.Reason,
+		hostMemoryNote(a.info, runtime.GOOS, hostmem.OptedIn()))
+}
+
+// hostMemoryNote is the plan line's word on host memory: on XLA's CPU plugin under Linux, a
+// program that does not import hostmalloc runs with the C library's malloc, which makes every
+// step fault XLA's temporaries in again; the note says what the import gains.
+func hostMemoryNote(info Info, goos string, optedIn bool) string {
+	if optedIn || goos != "linux" || info.Backend != "xla" || info.Plugin.Kind != PluginCPU {
+		return ""
+	}
+	return "; host memory: the C library's malloc (import _ \"github.com/goaccel/goaccel/hostmalloc\" keeps the " +
+		"temporaries XLA frees for the next step instead of faulting them in again every step: less CPU time per " +
+		"step, measured in docs/hostmalloc.md)"
 }
 
 func precisionName(p string) string {

@@ -118,12 +118,14 @@
 // # Host memory
 //
 // XLA's CPU runtime allocates each step's temporaries afresh, and with glibc's default malloc
-// every step faults that memory in again. A program that imports this package has a malloc
-// of its own linked in for requests of 4 MiB or more (the block cache, internal/blockcache),
-// which keeps freed blocks for the next step, at about glibc's defaults' peak memory;
-// $GOACCEL_HOST_MALLOC=system turns it off. The hostmalloc package, imported for its effect,
-// offers glibc's own settings instead (GOACCEL_HOST_MALLOC=keep, by re-executing the program
-// at start). Nothing runs at import: the package has no init function.
+// every step faults that memory in again. Importing this package changes nothing in how the
+// process allocates; a program opts in with a blank import of package hostmalloc, which links
+// in a malloc of its own for requests of 4 MiB or more (the block cache, internal/blockcache)
+// that keeps freed blocks for the next step, at about glibc's defaults' peak memory
+// ($GOACCEL_HOST_MALLOC=system turns it off, keep picks glibc's own settings instead by
+// re-executing the program at start). On the CPU plugin without that import, the plan line
+// New prints says what it would gain. Nothing runs at import: the package has no init
+// function.
 //
 // # Processes
 //

@@ -1,6 +1,7 @@
 package accelerator
 
 import (
+	"strings"
 	"syscall"
 	"testing"
 
@@ -13,9 +14,9 @@ import (
 
 // TestStepsReuseHostMemory trains a model whose step needs well over 100 MB of XLA
 // temporaries (a 1024 x 8192 hidden layer) on the CPU plugin and counts the process's page
-// faults over the steps after the first ones: a program that only imports accelerator gets
-// malloc's large blocks kept between steps (internal/blockcache), so its steps do not fault
-// their temporaries in again. With glibc's defaults each step faults them in afresh: over
+// faults over the steps after the first ones: a program that links the block cache in (by
+// importing hostmalloc; this test binary imports internal/blockcache itself) gets malloc's
+// large blocks kept between steps, so its steps do not fault their temporaries in again. With glibc's defaults each step faults them in afresh: over
 // 16,000 faults a step for this model.
 func TestStepsReuseHostMemory(t *testing.T) {
 	x, y := toyData(1024)
@@ -57,5 +58,29 @@ func TestStepsReuseHostMemory(t *testing.T) {
 	// GOACCEL_HOST_MALLOC=keep's settings (what remains is not malloc's).
 	if perStep > 8192 {
 		t.Errorf("%d page faults per training step: the step's temporaries are faulted in afresh every step", perStep)
+	}
+}
+
+// TestHostMemoryNote: the plan line says what importing hostmalloc gains exactly where it
+// gains it (XLA's CPU plugin on Linux) and only while the program has not imported it.
+func TestHostMemoryNote(t *testing.T) {
+	cpu := Info{Backend: "xla", Plugin: Plugin{Kind: PluginCPU}}
+	for _, c := range []struct {
+		name    string
+		info    Info
+		goos    string
+		optedIn bool
+		want    bool
+	}{
+		{"cpu plugin, not imported", cpu, "linux", false, true},
+		{"cpu plugin, imported", cpu, "linux", true, false},
+		{"cuda plugin", Info{Backend: "xla", Plugin: Plugin{Kind: PluginCUDA}}, "linux", false, false},
+		{"pure Go", Info{Backend: "go"}, "linux", false, false},
+		{"not Linux", cpu, "darwin", false, false},
+	} {
+		note := hostMemoryNote(c.info, c.goos, c.optedIn)
+		if got := strings.Contains(note, `import _ "github.com/goaccel/goaccel/hostmalloc"`) && strings.Contains(note, "docs/hostmalloc.md"); got != c.want || (note != "") != c.want {
+			t.Errorf("%s: note %q", c.name, note)
+		}
 	}
 }

@@ -4,25 +4,23 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestNoSideEffectAtImport keeps the package, and the block cache it links in, free of init
-// functions: importing accelerator must not re-execute, print or change the process at
-// import (the block cache runs only when malloc is first asked for a large block; the
-// hostmalloc package's re-execution is opt-in by a blank import).
+// TestNoSideEffectAtImport keeps the package free of init functions and of process-wide
+// levers: importing accelerator must not re-execute, print or change how the process
+// allocates. The block cache (internal/blockcache, a malloc of its own) and hostmalloc's
+// re-execution are opt-in, by a blank import of hostmalloc in the program (as
+// uber-go/automaxprocs is): a library linking its own malloc into every program that imports
+// it would make a program linking another malloc, or linked statically, fail to link.
 func TestNoSideEffectAtImport(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache, err := filepath.Glob("../internal/blockcache/*.go")
-	if err != nil || len(cache) == 0 {
-		t.Fatalf("the block cache's files: %v %v", cache, err)
-	}
-	files = append(files, cache...)
 	fset := token.NewFileSet()
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {
@@ -38,9 +36,24 @@ func TestNoSideEffectAtImport(t *testing.T) {
 			}
 		}
 		for _, imp := range f.Imports {
-			if strings.Trim(imp.Path.Value, `"`) == "github.com/goaccel/goaccel/hostmalloc" {
-				t.Errorf("%s imports hostmalloc: only programs opt in to its re-execution", name)
+			switch strings.Trim(imp.Path.Value, `"`) {
+			case "github.com/goaccel/goaccel/hostmalloc", "github.com/goaccel/goaccel/internal/blockcache":
+				t.Errorf("%s imports %s: only programs opt in to host-memory settings", name, imp.Path.Value)
 			}
+		}
+	}
+}
+
+// TestBlockCacheNotLinked checks the whole import graph: no package that accelerator
+// imports, directly or not, links the block cache in.
+func TestBlockCacheNotLinked(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasSuffix(pkg, "/internal/blockcache") || strings.HasSuffix(pkg, "goaccel/hostmalloc") {
+			t.Errorf("accelerator depends on %s: importing it would replace the program's malloc", pkg)
 		}
 	}
 }

@@ -1,16 +1,18 @@
-// Package hostmalloc, imported for its effect, gives XLA's CPU plugin glibc's own malloc
-// settings that keep freed memory for reuse, when $GOACCEL_HOST_MALLOC=keep asks for it:
+// Package hostmalloc, imported for its effect, keeps the memory XLA's CPU plugin frees for
+// reuse: it links in the block cache, and with $GOACCEL_HOST_MALLOC=keep it gives the
+// program glibc's own malloc settings that keep freed memory instead:
 //
 //	import _ "github.com/goaccel/goaccel/hostmalloc"
 //
 // XLA's CPU runtime allocates each execution's temporaries afresh, in blocks too large for
 // glibc's default settings to keep, so with glibc alone every training step faults that
-// memory in again. Without any setting, a program that imports accelerator does not pay
-// that: the block cache linked into it (internal/blockcache, its own malloc for requests of
-// 4 MiB or more) keeps the freed blocks, at about glibc's defaults' peak memory.
-// GOACCEL_HOST_MALLOC picks another way:
+// memory in again. A program that imports this package does not pay that: the block cache
+// linked into it (internal/blockcache, its own malloc for requests of 4 MiB or more) keeps
+// the freed blocks, at about glibc's defaults' peak memory. Importing accelerator alone
+// links none of this in (a library does not change how the whole process allocates); its
+// plan line on the CPU plugin says so. GOACCEL_HOST_MALLOC picks another way:
 //
-//   - unset: the block cache (the default; nothing to import or install).
+//   - unset: the block cache (the default with this package imported).
 //   - "system": glibc's defaults, nothing kept (the block cache passes every call to glibc).
 //   - "keep": with this package imported, the program re-executes itself once at start,
 //     before any of its own code runs, with glibc's settings that keep everything freed
@@ -18,7 +20,6 @@
 //     when a process starts, hence the re-execution), and the block cache stays off. Steps
 //     about as fast as with the cache, compiling slower (XLA's compiler threads share the
 //     one arena) and more memory (the heap keeps everything freed until the process exits).
-//     Without this package imported, keep leaves the block cache on.
 //
 // A $GLIBC_TUNABLES of the user's own wins over both: keep does not re-execute and the block
 // cache stays off. A value it cannot honour prints one "goaccel: WARNING:" line on stderr and
@@ -35,6 +36,7 @@ import (
 
 	"github.com/goaccel/goaccel/internal/blockcache"
 	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/hostmem"
 )
 
 // Env names the environment variable that picks the host-memory settings: unset for the
@@ -47,6 +49,7 @@ const Env = "GOACCEL_HOST_MALLOC" // envvar.HostMalloc
 const Tunables = "glibc.malloc.arena_max=1:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184"
 
 func init() {
+	hostmem.OptIn()
 	reexec, warning := plan(envvar.Getenv, glibcVersion() != "")
 	if reexec {
 		exe, err := os.Executable()
