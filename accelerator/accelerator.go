@@ -13,7 +13,6 @@ import (
 
 	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/hostmem"
-	"github.com/goaccel/goaccel/internal/mpi"
 	"github.com/goaccel/goaccel/internal/timeline"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/distributed"
@@ -128,22 +127,21 @@ type Info struct {
 // Accelerator owns the backend, the device mesh and the process group. Create one with New
 // at the start of a program; it is safe for use by one training loop at a time.
 type Accelerator struct {
-	cfg     Config
-	backend compute.Backend
-	info    Info
-	mesh    *distributed.DeviceMesh // nil on a single device
-	proc    processInfo
-	grp     group              // the processes of the run (soloGroup for one): the source of rank and process count
-	left    bool               // Close left grp
-	timeout time.Duration      // bound on waits for other processes
-	verify  int                // Config.Verify resolved: check every verify-th update (0: off)
-	codec   *gradCodec         // Config.GradientCompression resolved (nil: exact float32)
-	shard   sharding           // Config.Sharding resolved
-	budget  int64              // Config.DeviceMemory resolved: bytes per device (0: none)
-	tl      *timeline.Recorder // Config.Timeline's recorder (nil: off)
-	out     io.Writer
-	muOut   sync.Mutex
-	seed    int64
+	cfg      Config
+	backend  compute.Backend
+	info     Info
+	mesh     *distributed.DeviceMesh // nil on a single device
+	proc     processInfo
+	grp      group // the processes of the run (soloGroup for one): the source of rank and process count
+	left     bool  // Close left grp
+	settings       // Config and the environment resolved (settings.go)
+	// growthInterval is the finite fp16 updates in a row after which the loss scale grows
+	// (lossScaleGrowthInterval; tests shorten it).
+	growthInterval int64
+	tl             *timeline.Recorder // Config.Timeline's recorder (nil: off)
+	out            io.Writer
+	muOut          sync.Mutex
+	seed           int64
 	// goConfig is an explicit pure-Go backend configuration ("go:..."), if one was given.
 	goConfig string
 
@@ -175,45 +173,30 @@ func New(cfg Config) (*Accelerator, error) {
 // newAccelerator is New for the process proc; grp, when not nil, is its process group
 // (tests run several "processes" in one), else it is opened from the environment.
 func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, error) {
-	var err error
-	if cfg.MixedPrecision, err = mixedPrecision(cfg.MixedPrecision); err != nil {
+	set, err := resolveSettings(cfg)
+	if err != nil {
 		return nil, err
 	}
+	if err := checkCombination(combination{settings: &set}); err != nil {
+		return nil, err
+	}
+	cfg.MixedPrecision = set.precision
 	if cfg.Devices < 0 {
 		return nil, fmt.Errorf("accelerator: Devices=%d: must be 0 (all) or a positive count", cfg.Devices)
 	}
-	a := &Accelerator{cfg: cfg, proc: proc, out: cfg.Output, seed: cfg.Seed, grp: soloGroup{}}
+	a := &Accelerator{cfg: cfg, settings: set, proc: proc, out: cfg.Output, seed: cfg.Seed, grp: soloGroup{}, growthInterval: lossScaleGrowthInterval}
 	a.info.Precision = precisionName(cfg.MixedPrecision)
 	if a.out == nil {
 		a.out = os.Stdout
-	}
-	if a.timeout, err = collectiveTimeout(cfg.Timeout); err != nil {
-		return nil, err
-	}
-	if a.verify, err = verifyEvery(cfg.Verify); err != nil {
-		return nil, err
-	}
-	if a.shard, err = resolveSharding(cfg.Sharding); err != nil {
-		return nil, err
-	}
-	if a.codec, err = gradientCompression(cfg.GradientCompression, a.verify); err != nil {
-		return nil, err
-	}
-	if a.budget, err = deviceMemoryBudget(cfg.DeviceMemory); err != nil {
-		return nil, err
 	}
 	if grp != nil {
 		a.grp = grp
 	} else if a.grp, err = joinGroup(proc, a.timeout); err != nil {
 		return nil, err
 	}
-	dir := cfg.Timeline
-	if dir == "" {
-		dir = envvar.Timeline.Value()
-	}
-	if a.tl, err = timeline.Open(dir, a.grp.Rank()); err != nil {
+	if a.tl, err = timeline.Open(a.timeline, a.grp.Rank()); err != nil {
 		a.Close()
-		return nil, fmt.Errorf("accelerator: Timeline %q: %w", dir, err)
+		return nil, fmt.Errorf("accelerator: Timeline %q: %w", a.timeline, err)
 	}
 	if g, ok := a.grp.(*mpiGroup); ok && a.tl != nil { // the buckets of each all-reduce, inside its span
 		tl := a.tl
@@ -242,23 +225,6 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 // newMesh makes the device mesh over a's devices (a variable: tests make it fail).
 var newMesh = func(a *Accelerator) (*distributed.DeviceMesh, error) {
 	return distributed.NewDeviceMesh([]int{a.info.Devices}, []string{MeshAxis})
-}
-
-// collectiveTimeout resolves Config.Timeout: cfg, else $GOACCEL_TIMEOUT, else 30 minutes. The
-// variable is checked even when cfg is set (a bad setting is an error in every run), with the
-// parser the MPI layer uses (internal/mpi.ParseTimeout).
-func collectiveTimeout(cfg time.Duration) (time.Duration, error) {
-	if cfg < 0 {
-		return 0, fmt.Errorf("accelerator: Timeout=%s: must be positive (or 0 for the default)", cfg)
-	}
-	env, err := mpi.TimeoutFromEnv()
-	if err != nil {
-		return 0, fmt.Errorf("accelerator: %w", err)
-	}
-	if cfg > 0 {
-		return cfg, nil
-	}
-	return env, nil
 }
 
 // MeshAxis is the name of the device-mesh axis that batches are sharded along.

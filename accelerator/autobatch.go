@@ -61,6 +61,9 @@ func (t *TrainStep) chooseMicro(gb *data.GlobalBatch) error {
 		j.keepPlan(*last)
 		return budgetError(*last)
 	}
+	if err := checkCombination(combination{settings: &j.acc.settings, strategy: j.strategy, microBatches: k}); err != nil {
+		return err
+	}
 	j.keepPlan(*chosen)
 	t.micro, j.micro = k, k
 	j.acc.plan("goaccel: auto batch: per-device batch %d x %d micro-batch(es) = %d slots per device, global batch kept; %s",
@@ -68,11 +71,9 @@ func (t *TrainStep) chooseMicro(gb *data.GlobalBatch) error {
 	return nil
 }
 
-// agreeOn checks that every process computed the same value (one small all-gather).
+// agreeOn checks that every process computed the same value (one small all-gather; the
+// identity in a single process, whose group is soloGroup).
 func (j *Job) agreeOn(what string, v int) error {
-	if j.acc.grp.Size() == 1 {
-		return nil
-	}
 	all, err := j.acc.grp.Allgather([]byte(fmt.Sprint(v)))
 	if err != nil {
 		return fmt.Errorf("accelerator: checking %s on all processes: %w", what, err)
@@ -86,13 +87,21 @@ func (j *Job) agreeOn(what string, v int) error {
 	return nil
 }
 
-// runBatch runs one global batch: whole, or with WithAutoBatch as t.micro micro-batches whose
-// gradients accumulate into one update. The loss is the global batch's, the mean of the
-// micro-batches' losses weighted by their real examples.
-func (t *TrainStep) runBatch(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
-	if t.micro <= 1 {
-		return t.runner.run(gb, args, accumulate)
+// microBatched wraps next (the strategy's runner): with WithAutoBatch, once the first Run
+// chose t.micro > 1, a global batch runs as t.micro micro-batches whose gradients accumulate
+// into one update. The loss is the global batch's, the mean of the micro-batches' losses
+// weighted by their real examples.
+func (t *TrainStep) microBatched(next batchStage) batchStage {
+	return func(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
+		if t.micro <= 1 {
+			return next(gb, args, accumulate)
+		}
+		return t.runMicroBatches(next, gb, args, accumulate)
 	}
+}
+
+// runMicroBatches runs gb as t.micro micro-batches through next.
+func (t *TrainStep) runMicroBatches(next batchStage, gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
 	j := t.job
 	b := gb.Shards[0].Size() / t.micro
 	micros := make([]*data.GlobalBatch, t.micro)
@@ -104,10 +113,8 @@ func (t *TrainStep) runBatch(gb *data.GlobalBatch, args []any, accumulate bool) 
 		}
 		counts[i] = float64(micros[i].NumReal())
 	}
-	if j.acc.grp.Size() > 1 {
-		if err := j.acc.grp.AllreduceFloat64(counts, OpSum); err != nil {
-			return Loss{}, fmt.Errorf("accelerator: counting the real examples of the micro-batches (%s): %w", batchPlace(gb), err)
-		}
+	if err := j.acc.grp.AllreduceFloat64(counts, OpSum); err != nil {
+		return Loss{}, fmt.Errorf("accelerator: counting the real examples of the micro-batches (%s): %w", batchPlace(gb), err)
 	}
 	last := -1 // the update runs on the last micro-batch with a real example
 	for i, c := range counts {
@@ -116,7 +123,7 @@ func (t *TrainStep) runBatch(gb *data.GlobalBatch, args []any, accumulate bool) 
 		}
 	}
 	if last < 0 {
-		return t.runner.run(gb, args, accumulate) // no real example at all: as without micro-batches
+		return next(gb, args, accumulate) // no real example at all: as without micro-batches
 	}
 	var sum, total float64
 	for i := 0; i <= last; i++ {
@@ -127,7 +134,7 @@ func (t *TrainStep) runBatch(gb *data.GlobalBatch, args []any, accumulate bool) 
 		if err != nil {
 			return Loss{}, err
 		}
-		l, err := t.runner.run(micros[i], margs, accumulate || i < last)
+		l, err := next(micros[i], margs, accumulate || i < last)
 		if err != nil {
 			return Loss{}, err
 		}
@@ -208,8 +215,9 @@ func sliceRows(t *tensors.Tensor, lo, hi int) (*tensors.Tensor, error) {
 // steps and the learning-rate schedule are unchanged; only the memory and the time of a
 // step are. Every process makes the same choice from the same shapes, and they check it.
 // Without a budget, or when the whole batch fits, nothing changes. It combines with
-// WithGradientAccumulation (micro-batches inside each of its batches); Config.Verify does
-// not check the updates of micro-batched steps.
+// WithGradientAccumulation (micro-batches inside each of its batches). With Config.Verify, a
+// step that needs micro-batches is an error at its first Run: Verify does not recompute
+// their update.
 func WithAutoBatch() PrepareOption {
 	return func(o *prepareOptions) { o.autoBatch = true }
 }

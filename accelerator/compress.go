@@ -2,11 +2,11 @@ package accelerator
 
 import (
 	"fmt"
+
+	"github.com/goaccel/goaccel/data"
 	"runtime"
-	"strings"
 	"sync"
 
-	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/half"
 )
 
@@ -15,32 +15,6 @@ import (
 type gradCodec struct {
 	name string
 	fp16 bool
-}
-
-// gradientCompression resolves Config.GradientCompression: cfg, else
-// $GOACCEL_GRADIENT_COMPRESSION, else "no" (nil: the exact float32 all-reduce). verify is
-// Config.Verify resolved, which checks the exact update and so excludes compression.
-func gradientCompression(cfg string, verify int) (*gradCodec, error) {
-	v, from := cfg, "GradientCompression"
-	if v == "" {
-		v, from = envvar.GradientCompression.Value(), "$"+envvar.GradientCompression.Name
-	}
-	var c *gradCodec
-	switch strings.ToLower(v) {
-	case "", "no":
-		return nil, nil
-	case "bf16":
-		c = &gradCodec{name: "bf16"}
-	case "fp16":
-		c = &gradCodec{name: "fp16", fp16: true}
-	default:
-		return nil, fmt.Errorf(`accelerator: unknown %s %q: valid values are "no", "bf16" and "fp16"`, from, v)
-	}
-	if verify > 0 {
-		return nil, fmt.Errorf("accelerator: %s %q with Verify %d: Verify checks the exact float32 update, "+
-			"which a compressed all-reduce does not compute; use one or the other", from, v, verify)
-	}
-	return c, nil
 }
 
 // encode writes x*scale, rounded to the codec's 16 bits (nearest even), into dst as
@@ -146,26 +120,49 @@ func inPieces(n int, fn func(lo, hi int)) {
 	wg.Wait()
 }
 
-// allreduceCompressed is the update's all-reduce under Config.GradientCompression: the loss
-// and the weight first, exact (float64, into p.pair), then the gradients divided by the total
+// compressedReduction is the update's reduction under Config.GradientCompression: the loss
+// and the weight first, exact (float64, 16 bytes), then the gradients divided by the total
 // weight of the update (so they are the mean gradient, the range fp16 needs) through the
-// compressor. run reads the loss from p.pair and does not divide the gradients again.
-func (p *hostReducedStep) allreduceCompressed() error {
-	if err := p.grp.AllreduceFloat64(p.pair, OpSum); err != nil {
-		return err
-	}
-	total := p.window + p.pair[1]
-	if total <= 0 {
-		return nil // no real example anywhere: run fails the batch, on every process alike
-	}
-	return p.comp.reduce(p.grp, p.bufs[:len(p.vars)], float32(1/total))
+// compressor; the apply graph then applies them as they are.
+type compressedReduction struct {
+	hostGradients
+	codec *gradCodec
+	comp  *compressor // made on the first update, when the gradients' size is known
+	pair  []float64   // this process's {w x loss, w}, then the global batch's
 }
 
-// lossBytes is the bytes of the update's loss and weight: 2 float32 in the exact all-reduce's
-// buckets, 2 float64 on their own under compression.
-func (p *hostReducedStep) lossBytes() int64 {
-	if p.comp != nil {
-		return 16
+func (r *compressedReduction) begin(lossSum, weight float64) error {
+	if err := r.hostGradients.begin(lossSum, weight); err != nil {
+		return err
 	}
-	return 8
+	if r.comp == nil {
+		r.comp = newCompressor(r.codec, int(r.gradBytes/4), r.p.grp.Size())
+		r.gradBytes = r.comp.bytes()
+		r.p.t.stats.SyncBytes = r.gradBytes
+		r.pair = make([]float64, 2)
+	}
+	r.pair[0], r.pair[1] = lossSum, weight
+	return nil
 }
+
+func (r *compressedReduction) reduce(gb *data.GlobalBatch, window float64) (float64, float64, error) {
+	p := r.p
+	err := p.t.collective("all-reduce gradients", r.gradBytes+16, len(p.vars), func() error {
+		if err := p.grp.AllreduceFloat64(r.pair, OpSum); err != nil {
+			return err
+		}
+		total := window + r.pair[1]
+		if total <= 0 {
+			return nil // no real example anywhere: the step fails the batch, on every process alike
+		}
+		return r.comp.reduce(p.grp, r.bufs[:len(p.vars)], float32(1/total))
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("accelerator: all-reducing the gradients (%s): %w", batchPlace(gb), err)
+	}
+	return r.pair[0], r.pair[1], nil
+}
+
+// apply: the gradients are the mean already (divided by the total weight before the
+// encoding).
+func (r *compressedReduction) apply(gb *data.GlobalBatch, _ float64) error { return r.applyMean(gb, 1) }

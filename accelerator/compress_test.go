@@ -116,7 +116,7 @@ func TestGradientCompressionValues(t *testing.T) {
 		{"", "", ""}, {"no", "fp16", ""}, {"BF16", "", "bf16"}, {"", "fp16", "fp16"}, {"fp16", "bf16", "fp16"},
 	} {
 		t.Setenv(envvar.GradientCompression.Name, c.env)
-		got, err := gradientCompression(c.cfg, 0)
+		got, err := gradientCompression(c.cfg)
 		name := ""
 		if got != nil {
 			name = got.name
@@ -127,7 +127,7 @@ func TestGradientCompressionValues(t *testing.T) {
 	}
 	t.Setenv(envvar.GradientCompression.Name, "int8")
 	for _, cfg := range []string{"fp8", ""} {
-		_, err := gradientCompression(cfg, 0)
+		_, err := gradientCompression(cfg)
 		if err == nil || !strings.Contains(err.Error(), `"no", "bf16" and "fp16"`) {
 			t.Errorf("GradientCompression %q: %v, want an error naming the valid values", cfg, err)
 		}

@@ -24,20 +24,34 @@
 //
 // An example is one item of a dataset; a batch is what the loader yields for one device (the
 // per-device batch); a global batch is the batches of all devices (and processes) that are
-// run together; a step is one optimizer update (with gradient accumulation over k batches, k
-// global batches make one step); an epoch is one pass over the dataset. A rank is a process's
-// index in the run; its local rank is its index on its machine (torchrun's LOCAL_RANK, and
-// nothing else); a device is one accelerator (or one XLA CPU device); a replica is one
-// device's share of the work, devices x processes of them in all (replica r = rank x devices
-// + device). Epochs, batches and steps that a person reads count from 1; ranks, devices and
-// replicas from 0.
+// run together; a step is one optimizer update; an epoch is one pass over the dataset.
+//
+// A train step runs one global batch, and the update happens every k of them: TrainStep.Run,
+// StepFn and EvalStep each handle one global batch; with WithGradientAccumulation(k), k-1 Runs
+// only accumulate gradients and every k-th Run applies the update (the step); without
+// accumulation every Run is a step. StepStats counts both (Batches, Updates).
+//
+// A shard is the piece of something split over devices or ranks that one of them holds: a
+// device's part of the global batch (data.GlobalBatch.Shards), or a piece of a variable or of
+// the optimizer state under Config.Sharding (over one process's devices, or one rank's slice
+// over several processes). A plan is a line printed before running that says what will run:
+// the run's (Plan, printed by New), the batch plan (Prepare) and the memory plan (MemoryPlan,
+// on a TrainStep's first Run).
+//
+// A rank is a process's index in the run; its local rank is its index on its machine
+// (torchrun's LOCAL_RANK, and nothing else); a device is one accelerator (or one XLA CPU
+// device); a replica is one device's share of the work, devices x processes of them in all
+// (replica r = rank x devices + device). Epochs, batches and steps that a person reads count
+// from 1; ranks, devices and replicas from 0.
 //
 // # Strategies
 //
-// How a step runs is chosen once, in Prepare, from the process group: in one process, the
-// step is one compiled graph and XLA inserts the all-reduce of the gradients; over several
-// processes, a gradients graph, an all-reduce on the host (MPI) and an apply graph. Both
-// compute the same update; docs/architecture.md shows where other strategies go.
+// How a step runs is chosen once, in Prepare, from the process group and the settings (the
+// strategy): in one process, the step is one compiled graph and XLA inserts the all-reduce of
+// the gradients; over several processes, a gradients graph, a reduction on the host (MPI:
+// exact, 16-bit compressed, or ZeRO-1's reduce-scatter and all-gather) and the update. All
+// compute the same update. Settings that cannot run together are refused with an error naming
+// both, from one table (settings.go); docs/architecture.md shows where other strategies go.
 //
 // # Compiled steps
 //

@@ -83,9 +83,9 @@ type Job struct {
 	batchesRun int64
 	inputRanks []int
 	strategy   strategy // how steps run over the replicas: chosen in Prepare
-	// oneDevice: the job's graphs run on device 0 alone, not over the mesh (Config.Verify's
-	// reference run).
-	oneDevice bool
+	// mesh is the devices the job's graphs run over: the Accelerator's, or nil for device 0
+	// alone (one device, or Config.Verify's reference job).
+	mesh *distributed.DeviceMesh
 	// autocast is the dtype the job's graphs cast the model to (mixed precision on a model
 	// without SetComputeDType, see autocast.go); InvalidDType when they do not.
 	autocast dtypes.DType
@@ -95,7 +95,7 @@ type Job struct {
 
 // numDevices is the number of devices the job's graphs run on.
 func (j *Job) numDevices() int {
-	if j.oneDevice {
+	if j.mesh == nil {
 		return 1
 	}
 	return j.acc.NumDevices()
@@ -127,7 +127,7 @@ func (a *Accelerator) prepare(m model.StoreProvider, opt optimizer.Interface, sr
 	if opt == nil {
 		return nil, errors.New("accelerator: Prepare: the optimizer is nil (e.g. optimizer.Adam().LearningRate(2e-5).Done())")
 	}
-	j := &Job{acc: a, store: m.Store(), opt: opt, src: src}
+	j := &Job{acc: a, store: m.Store(), opt: opt, src: src, mesh: a.mesh}
 	j.opts.accumulate = 1
 	for _, o := range opts {
 		o(&j.opts)
@@ -142,7 +142,10 @@ func (a *Accelerator) prepare(m model.StoreProvider, opt optimizer.Interface, sr
 	if j.autocast, err = a.applyPrecision(m); err != nil {
 		return nil, err
 	}
-	j.strategy = chooseStrategy(a.grp, a.shard)
+	j.strategy = chooseStrategy(a.grp, &a.settings)
+	if err := checkCombination(combination{settings: &a.settings, strategy: j.strategy}); err != nil {
+		return nil, err
+	}
 	if _, err := j.strategy.syncVariables(j); err != nil { // e.g. pretrained weights loaded before Prepare
 		return nil, err
 	}
@@ -320,7 +323,7 @@ func (j *Job) newExec(graphFn func(s *model.Scope, inputs []*Node) []*Node, lay 
 	// A short, fixed name: XLA names its dumps (XLA_FLAGS=--xla_dump_to) and profiles after
 	// it, and the default (the Go closure's full name) is too long for a file name.
 	e.WithName(lay.String())
-	if mesh := j.acc.mesh; mesh != nil && !j.oneDevice {
+	if mesh := j.mesh; mesh != nil {
 		// Every input, the labels and the mask have the batch on axis 0: shard that axis over
 		// the mesh and replicate the rest (a spec shorter than the rank replicates the
 		// remaining axes; the last spec is reused for all inputs).

@@ -15,16 +15,14 @@ import (
 // GradScaler's: the loss is multiplied by the scale before the backward pass; at the update
 // the gradients are divided by it before clipping and the optimizer; if any of them is not
 // finite the update is skipped (variables and optimizer state unchanged) and the scale
-// halved, and after lossScaleGrowthInterval finite updates in a row it is doubled.
+// halved, and after lossScaleGrowthInterval finite updates in a row it is doubled (the
+// Accelerator's growthInterval, which tests shorten).
 const (
-	lossScaleInit    = 65536.0 // 2^16
-	lossScaleBackoff = 0.5
-	lossScaleGrowth  = 2.0
+	lossScaleInit           = 65536.0 // 2^16
+	lossScaleBackoff        = 0.5
+	lossScaleGrowth         = 2.0
+	lossScaleGrowthInterval = 2000
 )
-
-// lossScaleGrowthInterval is the number of finite updates in a row after which the scale
-// grows (a variable only so that tests can shorten it).
-var lossScaleGrowthInterval int64 = 2000
 
 // The loss scaler's variables, in internalScope: in the Store, so checkpoints carry them.
 const (
@@ -61,10 +59,11 @@ func (j *Job) scaleLoss(op string, root *model.Scope, loss *Node) *Node {
 
 // scaledUpdate is one update under loss scaling, between unscaleGradients and finish.
 type scaledUpdate struct {
-	root   *model.Scope
-	g      *Graph
-	finite *Node            // bool scalar: every gradient is finite
-	before map[string]*Node // the value of each variable in use before the update
+	interval int64 // finite updates in a row that grow the scale
+	root     *model.Scope
+	g        *Graph
+	finite   *Node            // bool scalar: every gradient is finite
+	before   map[string]*Node // the value of each variable in use before the update
 }
 
 // unscaleGradients divides the (scaled) gradients of an update by the loss scale and tells
@@ -88,7 +87,7 @@ func (j *Job) unscaleGradients(root *model.Scope, g *Graph, grads []*Node) ([]*N
 			sum = Add(sum, s)
 		}
 	}
-	u := &scaledUpdate{root: root, g: g, finite: IsFinite(sum), before: make(map[string]*Node)}
+	u := &scaledUpdate{interval: j.acc.growthInterval, root: root, g: g, finite: IsFinite(sum), before: make(map[string]*Node)}
 	for v := range root.Store().IterVariables() {
 		if v.InUseByGraph(g) {
 			u.before[v.Path()] = v.NodeValue(g)
@@ -125,7 +124,7 @@ func (u *scaledUpdate) finish() {
 	skippedVar := lossCounterVar(u.root, lossSkippedName)
 	scale, growth, skipped := scaleVar.NodeValue(g), growthVar.NodeValue(g), skippedVar.NodeValue(g)
 	grown := AddScalar(growth, 1)
-	full := GreaterOrEqual(grown, Scalar(g, dtypes.Int64, lossScaleGrowthInterval))
+	full := GreaterOrEqual(grown, Scalar(g, dtypes.Int64, u.interval))
 	scaleVar.SetNodeValue(Where(finite,
 		Where(full, MulScalar(scale, lossScaleGrowth), scale),
 		MulScalar(scale, lossScaleBackoff)))
@@ -150,12 +149,13 @@ func lossScalerPath(name string) string { return "/" + internalScope + "/" + nam
 type lossScaler struct {
 	scale           float32
 	growth, skipped int64
+	interval        int64 // finite updates in a row that grow the scale
 }
 
 // readLossScaler reads the loss scaler's variables from store; one without a value yet (no
 // update made) reads as its initial value.
-func readLossScaler(store *model.Store) (lossScaler, error) {
-	s := lossScaler{scale: lossScaleInit}
+func readLossScaler(store *model.Store, interval int64) (lossScaler, error) {
+	s := lossScaler{scale: lossScaleInit, interval: interval}
 	for _, x := range []struct {
 		name string
 		set  func(float64)
@@ -183,15 +183,15 @@ func readLossScaler(store *model.Store) (lossScaler, error) {
 
 // next is the scaler after an update whose gradients were finite or not, the rule finish
 // builds into the graph: a non-finite one is skipped, halves the scale and restarts the
-// growth count; lossScaleGrowthInterval finite ones in a row double the scale.
+// growth count; s.interval finite ones in a row double the scale.
 func (s lossScaler) next(finite bool) lossScaler {
 	if !finite {
-		return lossScaler{scale: s.scale * lossScaleBackoff, skipped: s.skipped + 1}
+		return lossScaler{scale: s.scale * lossScaleBackoff, skipped: s.skipped + 1, interval: s.interval}
 	}
-	if s.growth+1 >= lossScaleGrowthInterval {
-		return lossScaler{scale: s.scale * lossScaleGrowth, skipped: s.skipped}
+	if s.growth+1 >= s.interval {
+		return lossScaler{scale: s.scale * lossScaleGrowth, skipped: s.skipped, interval: s.interval}
 	}
-	return lossScaler{scale: s.scale, growth: s.growth + 1, skipped: s.skipped}
+	return lossScaler{scale: s.scale, growth: s.growth + 1, skipped: s.skipped, interval: s.interval}
 }
 
 // LossScale returns, under MixedPrecision "fp16", the loss scale the next update uses and
@@ -202,29 +202,9 @@ func (j *Job) LossScale() (scale float64, skipped int64, err error) {
 	if !j.lossScaling() {
 		return 1, 0, nil
 	}
-	s, err := readLossScaler(j.store)
+	s, err := readLossScaler(j.store, j.acc.growthInterval)
 	if err != nil {
 		return math.NaN(), 0, fmt.Errorf("accelerator: Job.LossScale: %w", err)
 	}
 	return float64(s.scale), s.skipped, nil
-}
-
-// lossScaleFault is set only by tests: rank = r+1 makes rank r's gradients of its update
-// number update (counted from 1) +Inf before they are all-reduced. The zero value injects
-// nothing.
-var lossScaleFault struct{ rank, update int }
-
-// injectLossScaleFault applies lossScaleFault to the host buffers of an update. Under zero1 the
-// Inf goes into the part of the reduce-scatter that rank 0 reduces (the first element of its
-// slice of the first variable): from another rank, only rank 0's slice is then not finite.
-func (p *hostReducedStep) injectLossScaleFault() {
-	if f := lossScaleFault; f.rank != p.grp.Rank()+1 || f.update != p.t.stats.Updates+1 {
-		return
-	}
-	switch {
-	case p.zero != nil && p.zero.st != nil && len(p.zero.st.send) > 0:
-		p.zero.st.send[0] = float32(math.Inf(1))
-	case len(p.bufs) > 1 && len(p.bufs[0]) > 0:
-		p.bufs[0][0] = float32(math.Inf(1))
-	}
 }

@@ -156,6 +156,7 @@ func lossScaleWorker(a *Accelerator) error {
 		return fmt.Errorf("rank %d is not in an MPI group but in a %T", a.ProcessIndex(), a.grp)
 	}
 	lossScaleFault.rank, lossScaleFault.update = 2, 3
+	a.grp = withLossScaleFault(a.ProcessIndex(), a.grp)
 	r, err := fp16Run(a, 4, 0, "", "")
 	if err != nil {
 		return err
@@ -192,7 +193,7 @@ func TestLossScaleSkipAcrossProcesses(t *testing.T) {
 	dir := t.TempDir()
 	lossScaleFault.rank, lossScaleFault.update = 2, 3 // rank 1, update 3
 	fp16 := func(c *Config) { c.MixedPrecision = "fp16" }
-	full := runProcessesConfig(t, 2, 1, fp16, nil, func(a *Accelerator) (scaleRun, error) {
+	full := runProcessesConfig(t, 2, 1, fp16, withLossScaleFault, func(a *Accelerator) (scaleRun, error) {
 		return fp16Run(a, 6, 3, filepath.Join(dir, fmt.Sprintf("rank%d", a.ProcessIndex())), "")
 	})
 	lossScaleFault.rank, lossScaleFault.update = 0, 0
@@ -292,12 +293,12 @@ func TestLossScaleBacksOffOnOverflow(t *testing.T) {
 	}
 }
 
-// TestLossScaleGrows: after lossScaleGrowthInterval finite updates in a row the scale
+// TestLossScaleGrows: after the growth interval's finite updates in a row the scale
 // doubles (PyTorch GradScaler's growth, with the interval shortened to 3 here).
 func TestLossScaleGrows(t *testing.T) {
-	defer func(n int64) { lossScaleGrowthInterval = n }(lossScaleGrowthInterval)
-	lossScaleGrowthInterval = 3
-	r, err := fp16Run(newPrecision(t, "fp16"), 7, 0, "", "")
+	a := newPrecision(t, "fp16")
+	a.growthInterval = 3
+	r, err := fp16Run(a, 7, 0, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,5 +308,50 @@ func TestLossScaleGrows(t *testing.T) {
 		if r.scales[i] != w*lossScaleInit || r.skipped[i] != 0 {
 			t.Fatalf("scales %v, skipped %v: want %v x 2^16 and no skip", r.scales, r.skipped, want)
 		}
+	}
+}
+
+// TestLossScaleRulesAgree holds the two halves of fp16's loss scaling equal: the rule the
+// update graph builds (scaledUpdate.finish, every run but zero1 over processes) and the rule
+// applied on the host (lossScaler.next, zero1 over processes), over a sequence of finite and
+// non-finite updates that backs off, grows and restarts the growth count (interval 3).
+func TestLossScaleRulesAgree(t *testing.T) {
+	a, err := New(Config{Backend: "go", Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	const interval = 3
+	store := model.NewStore()
+	e, err := model.NewExec(a.Backend(), store, func(s *model.Scope, inputs []*Node) []*Node {
+		root := s.Store().RootScope()
+		u := &scaledUpdate{interval: interval, root: root, g: inputs[0].Graph(), finite: inputs[0], before: map[string]*Node{}}
+		u.finish()
+		return []*Node{lossScaleVar(root).NodeValue(inputs[0].Graph())}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := readLossScaler(store, interval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, finite := range []bool{true, true, true, false, true, true, false, true, true, true, true} {
+		outs, err := e.Exec(finite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		finalizeAll(outs)
+		host = host.next(finite)
+		graph, err := readLossScaler(store, interval)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if graph != host {
+			t.Fatalf("update %d (finite %v): the graph's rule gives %+v, the host's %+v", i+1, finite, graph, host)
+		}
+	}
+	if host.scale != lossScaleInit*lossScaleGrowth*lossScaleBackoff*lossScaleBackoff*lossScaleGrowth || host.skipped != 2 {
+		t.Errorf("after the sequence: %+v", host)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/goaccel/goaccel/internal/envvar"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 )
@@ -171,25 +170,6 @@ func ParseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a byte count (want plain bytes or a number with KiB, MiB, GiB, TiB, KB, MB, GB, TB)", s)
 	}
 	return int64(v * mult), nil
-}
-
-// deviceMemoryBudget resolves Config.DeviceMemory: cfg, else $GOACCEL_DEVICE_MEMORY, else none
-// (0). The variable is checked even when cfg is set, so a bad setting is an error in every run.
-func deviceMemoryBudget(cfg int64) (int64, error) {
-	if cfg < 0 {
-		return 0, fmt.Errorf("accelerator: DeviceMemory=%d: must be a positive number of bytes (or 0 for none)", cfg)
-	}
-	var env int64
-	if s := envvar.DeviceMemory.Value(); s != "" {
-		var err error
-		if env, err = ParseBytes(s); err != nil {
-			return 0, fmt.Errorf("accelerator: $GOACCEL_DEVICE_MEMORY: %w", err)
-		}
-	}
-	if cfg > 0 {
-		return cfg, nil
-	}
-	return env, nil
 }
 
 // planVar is one variable as the plan counts it.

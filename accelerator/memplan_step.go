@@ -33,6 +33,21 @@ func (s *inGraphStep) compile(gb *data.GlobalBatch, args []any, accumulate bool)
 	return s.t.compileSlot(slot, s.t.graphFn(accumulate), gb, args)
 }
 
+// stateOutsideStore is a step runner whose strategy keeps state outside the job's Store
+// (zero1's slices of the optimizer state), which the memory plan counts too.
+type stateOutsideStore interface {
+	// planState returns that state as the plan counts it (nil: none).
+	planState() ([]planVar, error)
+}
+
+// planState is the state the step's reduction keeps outside the Store, if it keeps any.
+func (p *hostReducedStep) planState() ([]planVar, error) {
+	if o, ok := p.red.(stateOutsideStore); ok {
+		return o.planState()
+	}
+	return nil, nil
+}
+
 func (p *hostReducedStep) compile(gb *data.GlobalBatch, args []any, accumulate bool) (*Graph, error) {
 	slot := &p.grads
 	if accumulate {
@@ -65,20 +80,11 @@ func (t *TrainStep) compileSlot(slot **model.Exec, fn func(s *model.Scope, input
 	return g, nil
 }
 
-// planSharding is the sharding kind and shard count the memory plan assumes for this job:
-// within one process Config.Sharding over its devices; over several processes the optimizer
-// state over the processes (zero1, every stage), held on each process's device 0.
-func (j *Job) planSharding() (kind string, shards int) {
-	switch {
-	case j.acc.shard == shardNo:
-		return "no", 1
-	case j.acc.grp.Size() > 1:
-		return shardZero1.String(), j.acc.grp.Size()
-	case j.shardsVariables():
-		return j.acc.shard.String(), j.numDevices()
-	}
-	return "no", 1
-}
+// planSharding is the sharding kind and shard count the memory plan assumes for this job: its
+// strategy's (within one process Config.Sharding over its devices; over several processes
+// the optimizer state over the processes, zero1 under every stage, held on each process's
+// device 0).
+func (j *Job) planSharding() (kind string, shards int) { return j.strategy.planSharding(j) }
 
 // MemoryPlan returns the largest memory plan made so far for the job's training steps: when a
 // step first runs, when it first runs a batch of new shapes (another sequence length), or by
@@ -134,8 +140,8 @@ func (t *TrainStep) planAt(gb *data.GlobalBatch, args []any, accumulating bool) 
 		stats.shardedAs, stats.shards = kind, n
 	}
 	vars := planVars(j.store, g)
-	if hr, ok := t.runner.(*hostReducedStep); ok && hr.zero != nil { // zero1's state is outside the Store
-		state, err := hr.zero.planState()
+	if o, ok := t.runner.(stateOutsideStore); ok { // zero1's optimizer state
+		state, err := o.planState()
 		if err != nil {
 			return MemoryPlan{}, err
 		}

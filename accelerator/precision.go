@@ -2,9 +2,6 @@ package accelerator
 
 import (
 	"fmt"
-	"strings"
-
-	"github.com/goaccel/goaccel/internal/envvar"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/ml/model"
@@ -32,22 +29,6 @@ func (a *Accelerator) ComputeDType() dtypes.DType {
 
 // mixedPrecisions are Config.MixedPrecision's valid values, as errors list them.
 const mixedPrecisions = `"no" (or "fp32"), "bf16" and "fp16"`
-
-// mixedPrecision is Config.MixedPrecision (or, when empty, $GOACCEL_MIXED_PRECISION) as
-// "no", "bf16" or "fp16".
-func mixedPrecision(cfg string) (string, error) {
-	name := "MixedPrecision"
-	if cfg == "" {
-		cfg, name = envvar.MixedPrecision.Value(), "$"+envvar.MixedPrecision.Name
-	}
-	switch p := strings.ToLower(cfg); p {
-	case "", "no", "fp32":
-		return "no", nil
-	case "bf16", "fp16":
-		return p, nil
-	}
-	return "", fmt.Errorf("accelerator: unknown %s %q: valid values are %s", name, cfg, mixedPrecisions)
-}
 
 // applyPrecision hands the compute dtype to the model being prepared when it has its own
 // casting (ComputeDTypeSetter); else it returns the dtype the job's graphs cast the model to

@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/goaccel/goaccel/data"
-	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/gomlx/compute/distributed"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -51,23 +49,6 @@ var shardingNames = []string{"no", "zero1", "zero2", "zero3"}
 
 func (s sharding) String() string { return shardingNames[s] }
 
-// resolveSharding resolves Config.Sharding: cfg, else $GOACCEL_SHARDING, else "no".
-func resolveSharding(cfg string) (sharding, error) {
-	from := "Sharding"
-	if cfg == "" {
-		cfg, from = envvar.Sharding.Value(), "$"+envvar.Sharding.Name
-	}
-	name := strings.ToLower(strings.TrimSpace(cfg))
-	if name == "" {
-		return shardNo, nil
-	}
-	if i := slices.Index(shardingNames, name); i >= 0 {
-		return sharding(i), nil
-	}
-	return shardNo, fmt.Errorf(`accelerator: unknown %s %q: valid values are "no", "zero1" (optimizer state sharded), `+
-		`"zero2" (and gradients) and "zero3" (and weights)`, from, cfg)
-}
-
 // varKind is what a Store variable holds, for sharding and for ResidentBytes.
 type varKind int
 
@@ -105,13 +86,13 @@ func (s sharding) sharded(k varKind) bool {
 
 // shardsVariables reports whether the job keeps some variables sharded over its devices.
 func (j *Job) shardsVariables() bool {
-	return j.acc.shard != shardNo && j.acc.mesh != nil && !j.oneDevice
+	return j.acc.shard != shardNo && j.mesh != nil
 }
 
 // variableSpec is the sharding spec of v under the job's sharding: its first axis that the
 // devices divide sharded over the mesh (full rank), or replicated.
 func (j *Job) variableSpec(v *model.Variable) (*distributed.ShardingSpec, error) {
-	mesh := j.acc.mesh
+	mesh := j.mesh
 	replicated := distributed.NewReplicatedShardingSpec(mesh)
 	if !j.acc.shard.sharded(variableKind(v)) {
 		return replicated, nil
@@ -242,7 +223,7 @@ func (t *TrainStep) newStepExec(graphFn func(*model.Scope, []*Node) []*Node, gb 
 		return nil, nil, err
 	}
 	// The changed variables come first in model.Exec's outputs, then the loss (replicated).
-	e.WithOutputShardingSpecs(append(slices.Clone(pin.specs), distributed.NewReplicatedShardingSpec(j.acc.mesh))...)
+	e.WithOutputShardingSpecs(append(slices.Clone(pin.specs), distributed.NewReplicatedShardingSpec(j.mesh))...)
 	return e, pin, nil
 }
 

@@ -12,16 +12,20 @@ import (
 // Fabric's strategies play this part there):
 //
 //   - inGraph: every replica is a device of this process. A step is one compiled graph over the
-//     device mesh; XLA's sharding inserts the all-reduce of the gradients (strategy_ingraph.go).
-//   - hostReduced: the replicas span several processes. A step is a gradients graph, an
-//     all-reduce of the gradients on the host through the process group, and an apply graph
+//     device mesh; XLA's sharding inserts the all-reduce of the gradients (strategy_ingraph.go);
+//     with Config.Sharding some variables are sharded over the devices (sharding.go).
+//   - hostReduced: the replicas span several processes. A step is a gradients graph, then a
+//     reduction of the gradients on the host through the process group (exact, or 16-bit
+//     under Config.GradientCompression: reduction.go, compress.go) and the update
 //     (strategy_hostreduced.go); with gradient accumulation, the batches before the update
-//     keep their gradients on the devices and the all-reduce runs once per update.
+//     keep their gradients on the devices and the reduction runs once per update.
+//   - zero1: hostReduced's gradients graph with ZeRO-1's reduction: reduce-scatter, the update
+//     of this rank's slices of the optimizer state, all-gather (strategy_zero1.go).
 //
-// A new way to run a step (sharded optimizer state or parameters, compressed all-reduce) is
-// a new strategy: a type implementing strategy, its case in chooseStrategy, and what it needs
-// from other processes added to the group interface (ReduceScatterSum and AllgatherFloat32
-// are there for the sharded ones).
+// The wrappers a batch passes through (the memory plan's check, Verify, micro-batches) are
+// composed once, in Job.TrainStep, around the strategy's runner; which settings cannot run
+// together is decided by one table (settings.go). A new way to run a step is a new strategy
+// or a new reduction, with what it needs from other processes added to the group interface.
 // Strategies talk to other processes only through the group and never test the number of
 // processes: chooseStrategy is the one place that does.
 
@@ -35,6 +39,9 @@ type strategy interface {
 	// gather returns the evaluation rows of every replica, process after process, given this
 	// process's: the same result on every process.
 	gather(local *Gathered) (*Gathered, error)
+	// planSharding is the sharding kind ("no", "zero1", "zero2", "zero3") and the shard count
+	// that the memory plan of j's steps assumes.
+	planSharding(j *Job) (kind string, shards int)
 }
 
 // stepRunner runs the batches of one TrainStep under a strategy.
@@ -46,15 +53,16 @@ type stepRunner interface {
 	run(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error)
 }
 
-// chooseStrategy is the one place that decides, from the process group and Config.Sharding,
-// how steps run: in the graph for one process, reduced on the host for several, and with the
-// optimizer state sharded over several processes (zero1) under any ZeRO stage.
-func chooseStrategy(grp group, shard sharding) strategy {
+// chooseStrategy is the one place that decides, from the process group and the settings, how
+// steps run: in the graph for one process, reduced on the host for several (with the
+// reduction Config.GradientCompression picks), and with the optimizer state sharded over
+// several processes (zero1) under any ZeRO stage.
+func chooseStrategy(grp group, set *settings) strategy {
 	if grp.Size() > 1 {
-		if shard != shardNo {
+		if set.shard != shardNo {
 			return zero1{hostReduced{grp: grp}}
 		}
-		return hostReduced{grp: grp}
+		return hostReduced{grp: grp, codec: set.codec}
 	}
 	return inGraph{}
 }

@@ -3,8 +3,6 @@ package accelerator
 import (
 	"fmt"
 	"math"
-	"slices"
-	"time"
 
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/dtypes"
@@ -41,46 +39,66 @@ import (
 // Every process thus applies the same update to the same variables (made rank 0's by
 // syncVariables at Prepare and after the first execution) and the variables stay equal on all
 // processes. Evaluation rows are all-gathered (gatherRanks).
-type hostReduced struct{ grp group }
+type hostReduced struct {
+	grp   group
+	codec *gradCodec // Config.GradientCompression (nil: the exact float32 all-reduce)
+}
 
-func (h hostReduced) newStep(t *TrainStep) stepRunner { return &hostReducedStep{t: t, grp: h.grp} }
+// newStep hands the step the reduction the settings chose: 16-bit compressed or exact.
+func (h hostReduced) newStep(t *TrainStep) stepRunner {
+	p := &hostReducedStep{t: t, grp: h.grp}
+	if h.codec != nil {
+		p.red = &compressedReduction{hostGradients: hostGradients{p: p}, codec: h.codec}
+	} else {
+		p.red = &exactReduction{hostGradients{p: p}}
+	}
+	return p
+}
+
 func (h hostReduced) syncVariables(j *Job) (bool, error) {
 	return syncVariables(h.grp, j.store)
 }
 func (h hostReduced) gather(local *Gathered) (*Gathered, error) { return gatherRanks(h.grp, local) }
+func (hostReduced) planSharding(*Job) (string, int)             { return "no", 1 }
 
-// hostReducedStep holds a TrainStep's graphs and host buffers under hostReduced.
+// hostReducedStep holds a TrainStep's graphs and host buffers under hostReduced (and zero1).
 type hostReducedStep struct {
-	t     *TrainStep
-	grp   group
-	grads *model.Exec // the update's batch: loss, weight, then the weighted gradient sum of each variable
-	accum *model.Exec // a batch before the update (accumulation): loss and weight; the sums stay on the devices
-	apply *model.Exec // applies the all-reduced mean gradients
-	vars  []*model.Variable
-	// gradBytes is the bytes of the gradients all-reduced per update.
-	gradBytes int64
+	t         *TrainStep
+	grp       group
+	red       reduction   // how the update's gradients cross processes and become the update
+	grads     *model.Exec // the update's batch: loss, weight, then the weighted gradient sum of each variable
+	accum     *model.Exec // a batch before the update (accumulation): loss and weight; the sums stay on the devices
+	apply     *model.Exec // applies the all-reduced mean gradients (exactReduction, compressedReduction)
+	vars      []*model.Variable
 	lossDType dtypes.DType
-	bufs      [][]float32 // host buffers of the update's all-reduce: one per variable, then {weight x loss, weight}
-	pair      []float64   // host buffer of the loss's all-reduce on the batches before the update
-	window    float64     // total weight, over all processes, of the update's batches so far
-	local     float64     // this process's part of window
-	synced    bool        // the variables were made equal on all processes
-	// zero, under Config.Sharding over several processes, replaces the update's all-reduce
-	// and apply graph by ZeRO-1's reduce-scatter, update of this rank's slices and all-gather
-	// (strategy_zero1.go); nil for hostReduced.
-	zero *zero1Sync
-	comp *compressor // Config.GradientCompression's all-reduce (nil: exact float32)
+	pair      []float64 // {weight x loss, weight} of the batch, all-reduced alone on the batches before the update
+	window    float64   // total weight, over all processes, of the update's batches so far
+	synced    bool      // the variables were made equal on all processes
 }
 
-// hostReducedFault is set only by tests: it breaks the reduction of the gradients on purpose,
-// to show that Config.Verify catches it. skipBucket = i+1 leaves variable i's gradients out of
-// the all-reduce (each process keeps its own sum); unweightedRank = r+1 makes rank r send its
-// mean gradient instead of its weighted sum. The zero value breaks nothing.
-var hostReducedFault struct{ skipBucket, unweightedRank int }
-
 func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
+	if err := p.gradients(gb, args, accumulate); err != nil {
+		return Loss{}, err
+	}
+	if accumulate {
+		return p.accumulateLoss(gb)
+	}
+	lossSum, weight, err := p.red.reduce(gb, p.window)
+	if err != nil {
+		return Loss{}, err
+	}
+	if weight <= 0 {
+		return Loss{}, noRealExample(gb)
+	}
+	total := p.window + weight
+	p.window = 0
+	return Loss{t: tensors.FromValue(lossSum / weight)}, p.red.apply(gb, total)
+}
+
+// gradients runs graph 1 on the batch and reads this process's loss, weight and (on the
+// update's batch) gradients to the host: into p.pair and the reduction.
+func (p *hostReducedStep) gradients(gb *data.GlobalBatch, args []any, accumulate bool) error {
 	t, j := p.t, p.t.job
-	var err error
 	slot := &p.grads
 	if accumulate {
 		slot = &p.accum
@@ -89,139 +107,52 @@ func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool)
 	name := "gradients"
 	if *slot == nil {
 		name = "compile+gradients"
+		var err error
 		if *slot, err = j.newExec(p.gradsGraphFn(accumulate), layoutTrain); err != nil {
-			return Loss{}, err
+			return err
 		}
 	}
 	span := tl.Start(name, "execute")
 	outs, err := j.execCreatingVariables(&p.synced, func() ([]*tensors.Tensor, error) { return t.execTracing(*slot, gb, args) })
 	span.End()
 	if err != nil {
-		return Loss{}, err
+		return err
 	}
+	defer finalizeAll(outs)
 	perDevice := 2
 	if !accumulate {
 		perDevice += len(p.vars)
 	}
 	if len(outs) != perDevice*j.numDevices() {
-		finalizeAll(outs)
-		return Loss{}, fmt.Errorf("accelerator: the gradient step returned %d outputs, want %d per device", len(outs), perDevice)
+		return fmt.Errorf("accelerator: the gradient step returned %d outputs, want %d per device", len(outs), perDevice)
 	}
 	span = tl.Start("device-to-host", "execute")
-	err = p.toHost(outs[:perDevice], accumulate)
-	finalizeAll(outs)
-	span.End()
-	if err != nil {
-		return Loss{}, err
-	}
-	syncStart := time.Now()
-	var lossSum, weight float64 // this batch's weight x loss and weight, over all processes
-	if accumulate {
-		// Only the loss crosses processes; the gradients stay in the accumulators.
-		err = p.grp.AllreduceFloat64(p.pair, OpSum)
-		syncEnd := time.Now()
-		t.stats.Sync += syncEnd.Sub(syncStart)
-		if tl != nil {
-			tl.Add("all-reduce loss", "collective", syncStart, syncEnd, "bytes", 8*len(p.pair))
-		}
-		if err != nil {
-			return Loss{}, fmt.Errorf("accelerator: all-reducing the loss (%s): %w", batchPlace(gb), err)
-		}
-		t.stats.SyncedBytes += int64(8 * len(p.pair))
-		lossSum, weight = p.pair[0], p.pair[1]
-	} else if p.zero != nil {
-		p.injectLossScaleFault()
-		if lossSum, weight, err = p.zero.reduce(gb); err != nil {
-			return Loss{}, err
-		}
-	} else {
-		// The update: the gradients and, in the same buckets, the loss.
-		p.injectLossScaleFault()
-		err = p.allreduceGradients()
-		syncEnd := time.Now()
-		t.stats.Sync += syncEnd.Sub(syncStart)
-		if tl != nil {
-			tl.Add("all-reduce gradients", "collective", syncStart, syncEnd, "bytes", p.gradBytes+p.lossBytes(), "variables", len(p.vars))
-		}
-		if err != nil {
-			return Loss{}, fmt.Errorf("accelerator: all-reducing the gradients (%s): %w", batchPlace(gb), err)
-		}
-		t.stats.SyncedBytes += p.gradBytes + p.lossBytes()
-		lossSum, weight = float64(p.bufs[len(p.vars)][0]), float64(p.bufs[len(p.vars)][1])
-		if p.comp != nil { // the loss went alone, in float64; the gradients are the mean already
-			lossSum, weight = p.pair[0], p.pair[1]
-		}
-	}
-	if weight <= 0 {
-		return Loss{}, fmt.Errorf("accelerator: global batch %d of epoch %d has no real example on any process", gb.Index+1, gb.Epoch+1)
-	}
-	loss := Loss{t: tensors.FromValue(lossSum / weight)}
-	if accumulate {
-		p.window += weight
-		return loss, nil
-	}
-	inv := float32(1 / (p.window + weight))
-	if p.comp != nil {
-		inv = 1 // divided by the total weight before the 16-bit encoding
-	}
-	p.window, p.local = 0, 0
-	if p.zero != nil {
-		return loss, p.zero.apply(gb, inv)
-	}
-	for _, g := range p.bufs[:len(p.vars)] {
-		for k := range g {
-			g[k] *= inv
-		}
-	}
-	name = "apply"
-	if p.apply == nil {
-		name = "compile+apply"
-		if p.apply, err = j.newExec(p.applyGraphFn, layoutApply); err != nil {
-			return Loss{}, err
-		}
-	}
-	nd := j.numDevices()
-	applyArgs := make([]any, 0, nd*len(p.vars))
-	for range nd { // every device gets its own copy (replicated inputs, device-major)
-		for i, v := range p.vars {
-			applyArgs = append(applyArgs, tensors.FromFlatDataAndDimensions(p.bufs[i], v.Shape().Dimensions...))
-		}
-	}
-	span = tl.Start(name, "execute")
-	applied, err := p.apply.Exec(applyArgs...)
-	span.End()
-	if err != nil {
-		return Loss{}, fmt.Errorf("accelerator: applying the all-reduced gradients (%s): %w", batchPlace(gb), err)
-	}
-	finalizeAll(applied)
-	return loss, nil
+	defer span.End()
+	return p.toHost(outs[:perDevice], accumulate)
 }
 
-// allreduceGradients sums the weighted gradient sums of all processes, in place.
-func (p *hostReducedStep) allreduceGradients() error {
-	if p.comp != nil {
-		return p.allreduceCompressed()
+// accumulateLoss is a batch before the update: only its {w x loss, w} crosses processes (the
+// gradients stay in the accumulators), so that its loss is the global batch's everywhere.
+func (p *hostReducedStep) accumulateLoss(gb *data.GlobalBatch) (Loss, error) {
+	err := p.t.collective("all-reduce loss", int64(8*len(p.pair)), 0, func() error { return p.grp.AllreduceFloat64(p.pair, OpSum) })
+	if err != nil {
+		return Loss{}, fmt.Errorf("accelerator: all-reducing the loss (%s): %w", batchPlace(gb), err)
 	}
-	f := hostReducedFault
-	if f == (struct{ skipBucket, unweightedRank int }{}) {
-		return p.grp.AllreduceSum(p.bufs)
+	lossSum, weight := p.pair[0], p.pair[1]
+	if weight <= 0 {
+		return Loss{}, noRealExample(gb)
 	}
-	if f.unweightedRank == p.grp.Rank()+1 && p.local > 0 {
-		for _, g := range p.bufs[:len(p.vars)] {
-			for k := range g {
-				g[k] /= float32(p.local)
-			}
-		}
-	}
-	bufs := p.bufs
-	if i := f.skipBucket - 1; i >= 0 && i < len(bufs) {
-		bufs = append(slices.Clone(bufs[:i]), bufs[i+1:]...)
-	}
-	return p.grp.AllreduceSum(bufs)
+	p.window += weight
+	return Loss{t: tensors.FromValue(lossSum / weight)}, nil
+}
+
+// noRealExample is the error of a global batch whose every slot, on every process, is padding.
+func noRealExample(gb *data.GlobalBatch) error {
+	return fmt.Errorf("accelerator: global batch %d of epoch %d has no real example on any process", gb.Index+1, gb.Epoch+1)
 }
 
 // toHost reads one device's outputs: the loss and the weight, as {weight x loss, weight}, and,
-// on the update's batch, the weighted gradient sums, into the buffers of the all-reduce.
+// on the update's batch, the weighted gradient sums, into the reduction.
 func (p *hostReducedStep) toHost(outs []*tensors.Tensor, accumulate bool) error {
 	if p.pair == nil {
 		p.pair = make([]float64, 2)
@@ -240,30 +171,12 @@ func (p *hostReducedStep) toHost(outs []*tensors.Tensor, accumulate bool) error 
 	if w == 0 {
 		loss = 0 // a process whose part is all padding contributes nothing (not NaN)
 	}
-	p.local += w
 	p.pair[0], p.pair[1] = w*loss, w
 	if accumulate {
 		return nil
 	}
-	if p.zero != nil {
-		if err := p.zero.begin(float32(w*loss), float32(w)); err != nil {
-			return err
-		}
-	} else if p.bufs == nil {
-		p.bufs = make([][]float32, len(p.vars)+1)
-		for i, v := range p.vars {
-			p.bufs[i] = make([]float32, v.Shape().Size())
-			p.gradBytes += int64(4 * v.Shape().Size())
-		}
-		p.bufs[len(p.vars)] = make([]float32, 2)
-		if c := p.t.job.acc.codec; c != nil {
-			p.comp = newCompressor(c, int(p.gradBytes/4), p.grp.Size())
-			p.gradBytes = p.comp.bytes()
-		}
-		p.t.stats.SyncBytes = p.gradBytes
-	}
-	if p.zero == nil {
-		p.bufs[len(p.vars)][0], p.bufs[len(p.vars)][1] = float32(w*loss), float32(w)
+	if err := p.red.begin(w*loss, w); err != nil {
+		return err
 	}
 	for i, v := range p.vars {
 		g := outs[2+i]
@@ -271,11 +184,7 @@ func (p *hostReducedStep) toHost(outs []*tensors.Tensor, accumulate bool) error 
 			return fmt.Errorf("accelerator: the gradient of %s is %s; runs over several processes need float32 variables",
 				v.Path(), g.DType())
 		}
-		place := func(flat []float32) { copy(p.bufs[i], flat) }
-		if p.zero != nil {
-			place = func(flat []float32) { p.zero.place(i, flat) }
-		}
-		if err := tensors.ConstFlatData(g, place); err != nil {
+		if err := tensors.ConstFlatData(g, func(flat []float32) { p.red.place(i, flat) }); err != nil {
 			return fmt.Errorf("accelerator: reading the gradient of %s: %w", v.Path(), err)
 		}
 	}

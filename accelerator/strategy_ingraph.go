@@ -17,6 +17,14 @@ func (inGraph) newStep(t *TrainStep) stepRunner           { return &inGraphStep{
 func (inGraph) syncVariables(*Job) (bool, error)          { return false, nil }
 func (inGraph) gather(local *Gathered) (*Gathered, error) { return local, nil }
 
+// planSharding: Config.Sharding over the devices, when the job shards variables over them.
+func (inGraph) planSharding(j *Job) (string, int) {
+	if j.shardsVariables() {
+		return j.acc.shard.String(), j.numDevices()
+	}
+	return "no", 1
+}
+
 // inGraphStep holds a TrainStep's graphs under inGraph.
 type inGraphStep struct {
 	t     *TrainStep

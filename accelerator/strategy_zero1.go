@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/dtypes"
@@ -21,7 +20,7 @@ import (
 // zero1 is hostReduced with the optimizer state sharded over the processes (ZeRO stage 1,
 // Config.Sharding over several processes). The gradients graph, the accumulation and the
 // loss and weight bookkeeping are hostReduced's (the same hostReducedStep runs them); only
-// the update differs (zero1Sync):
+// the update's reduction differs (zero1Sync, a reduction):
 //
 //  1. each variable's weighted gradient sum, flattened and padded, is cut into P contiguous
 //     slices, slice r for rank r; one reduce-scatter sums them, leaving rank r the sum of its
@@ -45,21 +44,12 @@ type zero1 struct{ hostReduced }
 
 func (z zero1) newStep(t *TrainStep) stepRunner {
 	p := &hostReducedStep{t: t, grp: z.grp}
-	p.zero = &zero1Sync{p: p}
+	p.red = &zero1Sync{p: p}
 	return p
 }
 
-func (z zero1) syncVariables(j *Job) (bool, error) {
-	if j.acc.verify > 0 {
-		return false, fmt.Errorf("accelerator: Config.Verify is not available with Sharding %q over several processes: "+
-			"its reference update needs the whole optimizer state on rank 0; turn one of them off", j.acc.shard)
-	}
-	if j.acc.codec != nil {
-		return false, fmt.Errorf("accelerator: GradientCompression is not available with Sharding %q over several processes: "+
-			"ZeRO-1's reduce-scatter and all-gather are exact float32; turn one of them off", j.acc.shard)
-	}
-	return z.hostReduced.syncVariables(j)
-}
+// planSharding: the optimizer state over the processes, whatever the stage.
+func (z zero1) planSharding(*Job) (string, int) { return shardZero1.String(), z.grp.Size() }
 
 // zero1Sync is a TrainStep's part of zero1: it hands the update's gradients to the job's
 // zero1State and runs the update's collectives and apply graph.
@@ -69,7 +59,8 @@ type zero1Sync struct {
 }
 
 // begin starts an update's gradients: the batch's {w x loss, w}, then place for each variable.
-func (z *zero1Sync) begin(lossSum, weight float32) error {
+func (z *zero1Sync) begin(lossSum64, weight64 float64) error {
+	lossSum, weight := float32(lossSum64), float32(weight64)
 	if z.st == nil {
 		st, err := z.p.t.job.zero1For(z.p.vars, z.p.lossDType, z.p.grp)
 		if err != nil {
@@ -96,19 +87,14 @@ func (z *zero1Sync) place(i int, flat []float32) {
 }
 
 // reduce is the update's reduce-scatter: it returns the global batch's w x loss and weight.
-func (z *zero1Sync) reduce(gb *data.GlobalBatch) (lossSum, weight float64, err error) {
-	st, t := z.st, z.p.t
-	start := time.Now()
-	err = st.grp.ReduceScatterSum(st.send, st.recv)
-	end := time.Now()
-	t.stats.Sync += end.Sub(start)
-	if tl := t.job.acc.tl; tl != nil {
-		tl.Add("reduce-scatter gradients", "collective", start, end, "bytes", 4*len(st.send), "variables", len(st.vars))
-	}
+func (z *zero1Sync) reduce(gb *data.GlobalBatch, _ float64) (lossSum, weight float64, err error) {
+	st := z.st
+	err = z.p.t.collective("reduce-scatter gradients", int64(4*len(st.send)), len(st.vars), func() error {
+		return st.grp.ReduceScatterSum(st.send, st.recv)
+	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("accelerator: reduce-scattering the gradients (%s): %w", batchPlace(gb), err)
 	}
-	t.stats.SyncedBytes += int64(4 * len(st.send))
 	return float64(st.recv[st.block]), float64(st.recv[st.block+1]), nil
 }
 
@@ -116,8 +102,9 @@ func (z *zero1Sync) reduce(gb *data.GlobalBatch) (lossSum, weight float64, err e
 // all-gathers the updated variables into the job's Store. Under fp16 the slices are also
 // divided by the loss scale, and an update whose gradients are not all finite, on any rank, is
 // skipped on every rank (zero1_lossscale.go).
-func (z *zero1Sync) apply(gb *data.GlobalBatch, inv float32) error {
+func (z *zero1Sync) apply(gb *data.GlobalBatch, total float64) error {
 	st, t := z.st, z.p.t
+	inv := float32(1 / total)
 	scaler, err := st.lossScaler()
 	if err != nil {
 		return err
@@ -137,13 +124,9 @@ func (z *zero1Sync) apply(gb *data.GlobalBatch, inv float32) error {
 			sq += float64(x) * float64(x)
 		}
 		buf := []float64{sq}
-		start := time.Now()
-		err := st.grp.AllreduceFloat64(buf, OpSum)
-		t.stats.Sync += time.Since(start)
-		if err != nil {
+		if err := t.collective("", 8, 0, func() error { return st.grp.AllreduceFloat64(buf, OpSum) }); err != nil {
 			return fmt.Errorf("accelerator: all-reducing the gradient norm (%s): %w", batchPlace(gb), err)
 		}
-		t.stats.SyncedBytes += 8
 		finite = !math.IsInf(buf[0], 0) && !math.IsNaN(buf[0]) // the same on every rank
 		norm = float32(math.Sqrt(buf[0]))
 		if t.job.opts.clipNorm > 0 && finite {
@@ -159,17 +142,10 @@ func (z *zero1Sync) apply(gb *data.GlobalBatch, inv float32) error {
 	if err != nil {
 		return fmt.Errorf("accelerator: applying the gradients to this rank's slices (%s): %w", batchPlace(gb), err)
 	}
-	start := time.Now()
-	err = st.grp.AllgatherFloat32(updated, st.all)
-	end := time.Now()
-	t.stats.Sync += end.Sub(start)
-	if tl := t.job.acc.tl; tl != nil {
-		tl.Add("all-gather weights", "collective", start, end, "bytes", 4*len(st.all), "variables", len(st.vars))
-	}
+	err = t.collective("all-gather weights", int64(4*len(st.all)), len(st.vars), func() error { return st.grp.AllgatherFloat32(updated, st.all) })
 	if err != nil {
 		return fmt.Errorf("accelerator: all-gathering the updated weights (%s): %w", batchPlace(gb), err)
 	}
-	t.stats.SyncedBytes += int64(4 * len(st.all))
 	if err := st.unshard(); err != nil {
 		return err
 	}
@@ -184,7 +160,7 @@ func (z *zero1Sync) apply(gb *data.GlobalBatch, inv float32) error {
 type sliceLayout struct{ n, c, off int }
 
 // zero1State is a job's sharded optimizer state over the processes, shared by its TrainSteps:
-// the Store of this rank's slices (shard) and the apply graph that updates them.
+// the Store of this rank's slices (sliceStore) and the apply graph that updates them.
 type zero1State struct {
 	job        *Job
 	grp        group
@@ -193,7 +169,7 @@ type zero1State struct {
 	vars       []*model.Variable // the job Store's trainable variables, in its order
 	layout     []sliceLayout
 	block      int          // elements of one rank's slices, all variables together
-	shard      *model.Store // this rank's slices (the variables' paths, shape [c]) and their optimizer state
+	sliceStore *model.Store // this rank's slices (the variables' paths, shape [c]) and their optimizer state
 	slices     []*model.Variable
 	apply      *model.Exec
 	// state are the shard's optimizer-state variables sliced like a variable (stateOf: its
@@ -222,9 +198,9 @@ func (j *Job) zero1For(vars []*model.Variable, lossDType dtypes.DType, grp group
 		return st, nil
 	}
 	st := &zero1State{job: j, grp: grp, size: grp.Size(), rank: grp.Rank(), lossDType: lossDType, vars: vars,
-		shard: model.NewStore(), put: map[string]*tensors.Tensor{}, stateOf: map[*model.Variable]int{}}
+		sliceStore: model.NewStore(), put: map[string]*tensors.Tensor{}, stateOf: map[*model.Variable]int{}}
 	for path, val := range j.store.IterParams() { // the optimizer's hyperparameters, if set there
-		st.shard.SetParam(path, val)
+		st.sliceStore.SetParam(path, val)
 	}
 	used := map[int]bool{}
 	for _, v := range vars {
@@ -242,7 +218,7 @@ func (j *Job) zero1For(vars []*model.Variable, lossDType dtypes.DType, grp group
 		used[c] = true
 		st.layout = append(st.layout, sliceLayout{n: n, c: c, off: st.block})
 		st.block += c
-		st.slices = append(st.slices, st.shard.VariableWithShape(v.Path(), shapes.Make(dtypes.Float32, c), initializer.Zero))
+		st.slices = append(st.slices, st.sliceStore.VariableWithShape(v.Path(), shapes.Make(dtypes.Float32, c), initializer.Zero))
 	}
 	st.send = make([]float32, st.size*(st.block+2))
 	st.recv = make([]float32, st.block+2)
@@ -325,7 +301,7 @@ func (st *zero1State) update(grads []float32, norm float32) ([]float32, error) {
 // Store, and sorts them into sliced state and mirrored values; then it registers the state
 // with the Accelerator for checkpoints.
 func (st *zero1State) compile(clip bool) error {
-	e, err := model.NewExec(st.job.acc.backend, st.shard, st.applyGraphFn)
+	e, err := model.NewExec(st.job.acc.backend, st.sliceStore, st.applyGraphFn)
 	if err != nil {
 		return fmt.Errorf("accelerator: creating the sharded apply executor: %w", err)
 	}
@@ -348,7 +324,7 @@ func (st *zero1State) compile(clip bool) error {
 	for _, v := range st.slices {
 		isSlice[v] = true
 	}
-	for v := range st.shard.IterVariables() {
+	for v := range st.sliceStore.IterVariables() {
 		if isSlice[v] {
 			continue
 		}
@@ -372,7 +348,7 @@ func (st *zero1State) compile(clip bool) error {
 	return nil
 }
 
-// applyGraphFn is the apply graph over the shard Store: the mean gradient slices (inputs, one
+// applyGraphFn is the apply graph over the slices' Store: the mean gradient slices (inputs, one
 // per variable, then the global norm with clipping) applied as applyGradients does, with the
 // clipping factor of the global norm. It returns the global step (the updated slices are the
 // variables' new values).
@@ -391,7 +367,7 @@ func (st *zero1State) applyGraphFn(s *model.Scope, inputs []*Node) []*Node {
 	return []*Node{optimizer.GetGlobalStepVar(root).NodeValue(g)}
 }
 
-// pull takes into the shard Store what was set in the job's Store since this state last wrote
+// pull takes into the slices' Store what was set in the job's Store since this state last wrote
 // there (a checkpoint loaded): a whole optimizer-state tensor is sliced and removed from the
 // job's Store, a mirrored value copied. (The weights are sliced at every update.)
 func (st *zero1State) pull() error {
@@ -447,7 +423,7 @@ func (st *zero1State) isState(path string) bool {
 	return false
 }
 
-// setSlice sets dst (in the shard Store) to this rank's slice of whole, a value of variable
+// setSlice sets dst (in the slices' Store) to this rank's slice of whole, a value of variable
 // i's shape.
 func (st *zero1State) setSlice(dst *model.Variable, i int, whole *tensors.Tensor) error {
 	l := st.layout[i]

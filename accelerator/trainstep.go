@@ -22,6 +22,9 @@ type TrainStep struct {
 	job    *Job
 	fn     StepFn
 	runner stepRunner // the job's strategy's graphs and buffers for this step
+	// stage runs a global batch: the runner inside the wrappers that Job.TrainStep composes
+	// (the memory plan's check, Verify, micro-batches).
+	stage batchStage
 	// classes is the class count the loss requires of the labels (0: none), known once the
 	// step was traced; tracing checks the batch being traced.
 	classes int
@@ -78,10 +81,28 @@ func (t *TrainStep) Stats() StepStats { return t.stats }
 //	    loss, err := train.Run(gb)
 //	}
 func (j *Job) TrainStep(fn StepFn) *TrainStep {
-	t := &TrainStep{job: j, fn: fn}
-	t.runner = j.strategy.newStep(t)
+	t := j.bareTrainStep(fn)
+	t.stage = t.microBatched(t.stage)
+	if j.acc.verify > 0 {
+		t.stage = t.verified(t.stage)
+	}
+	t.stage = t.planChecked(t.stage)
 	return t
 }
+
+// bareTrainStep is fn as a step that only runs the job's strategy: no memory plan, Verify
+// nor micro-batches (Verify's one-device reference update runs in one).
+func (j *Job) bareTrainStep(fn StepFn) *TrainStep {
+	t := &TrainStep{job: j, fn: fn}
+	t.runner = j.strategy.newStep(t)
+	t.stage = t.runner.run
+	return t
+}
+
+// batchStage runs one global batch, whose executor arguments are args; with accumulate it
+// only accumulates its gradients (no update). The strategy's runner is the innermost stage,
+// wrapped by those Job.TrainStep composes.
+type batchStage func(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error)
 
 // Run runs the step on one global batch (forward, backward, gradient sync and optimizer
 // update on all devices) and returns the loss of the global batch, as returned by the step
@@ -96,12 +117,11 @@ func (t *TrainStep) Run(gb *data.GlobalBatch) (Loss, error) {
 }
 
 func (t *TrainStep) run(gb *data.GlobalBatch) (Loss, error) {
-	j := t.job
 	if t.fn == nil {
 		return Loss{}, errors.New("accelerator: TrainStep.Run: the step function is nil")
 	}
-	accumulate := j.opts.accumulate > 1 && (j.batchesRun+1)%int64(j.opts.accumulate) != 0
-	args, err := j.args(gb)
+	accumulate := t.job.accumulatesBatch()
+	args, err := t.job.args(gb)
 	if err != nil {
 		return Loss{}, err
 	}
@@ -109,28 +129,23 @@ func (t *TrainStep) run(gb *data.GlobalBatch) (Loss, error) {
 		return Loss{}, err
 	}
 	start := time.Now()
-	if !j.oneDevice { // the memory plan of a batch shape not run yet, before it executes
-		if err := t.checkPlan(gb, args, accumulate); err != nil {
-			return Loss{}, err
-		}
-	}
-	var check *verifyCheck
-	if every := int64(j.acc.verify); every > 0 && !j.oneDevice && t.micro <= 1 {
-		if update := j.batchesRun/int64(j.opts.accumulate) + 1; update == 1 || update%every == 0 {
-			if check, err = t.verifyBefore(gb, accumulate, update); err != nil {
-				return Loss{}, err
-			}
-		}
-	}
-	loss, err := t.runBatch(gb, args, accumulate)
+	loss, err := t.stage(gb, args, accumulate)
 	if err != nil {
 		return Loss{}, err
 	}
-	if check != nil {
-		if err := t.verifyAfter(check); err != nil {
-			return Loss{}, err
-		}
-	}
+	t.count(start, accumulate)
+	return loss, nil
+}
+
+// accumulatesBatch reports whether the job's next batch only accumulates its gradients: with
+// WithGradientAccumulation over k batches, every batch but each k-th.
+func (j *Job) accumulatesBatch() bool {
+	return j.opts.accumulate > 1 && (j.batchesRun+1)%int64(j.opts.accumulate) != 0
+}
+
+// count records a batch run since start in the step's stats and timeline.
+func (t *TrainStep) count(start time.Time, accumulate bool) {
+	j := t.job
 	j.batchesRun++
 	t.stats.Batches++
 	if !accumulate {
@@ -141,7 +156,39 @@ func (t *TrainStep) run(gb *data.GlobalBatch) (Loss, error) {
 	if tl := j.acc.tl; tl != nil { // tested here: boxing the args would allocate even when off
 		tl.Add("step", "step", start, end, "batch", j.batchesRun, "accumulate", accumulate)
 	}
-	return loss, nil
+}
+
+// planChecked wraps next with the memory plan of a batch shape not run yet, made before the
+// batch executes (memplan_step.go).
+func (t *TrainStep) planChecked(next batchStage) batchStage {
+	return func(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
+		if err := t.checkPlan(gb, args, accumulate); err != nil {
+			return Loss{}, err
+		}
+		return next(gb, args, accumulate)
+	}
+}
+
+// verified wraps next with Config.Verify's check of the first update and every verify-th
+// (verify.go).
+func (t *TrainStep) verified(next batchStage) batchStage {
+	every := int64(t.job.acc.verify)
+	return func(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
+		j := t.job
+		update := j.batchesRun/int64(j.opts.accumulate) + 1
+		if update != 1 && update%every != 0 {
+			return next(gb, args, accumulate)
+		}
+		check, err := t.verifyBefore(gb, accumulate, update)
+		if err != nil {
+			return Loss{}, err
+		}
+		loss, err := next(gb, args, accumulate)
+		if err == nil && check != nil {
+			err = t.verifyAfter(check)
+		}
+		return loss, err
+	}
 }
 
 // graphFn wraps the user's step function into the graph function compiled by model.Exec.

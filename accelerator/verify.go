@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/goaccel/goaccel/data"
-	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -31,24 +30,6 @@ const (
 	verifyAbsTol = 1e-5
 	verifyRelTol = 1e-3
 )
-
-// verifyEvery resolves Config.Verify: cfg, else $GOACCEL_VERIFY, else 0 (off).
-func verifyEvery(cfg int) (int, error) {
-	if cfg < 0 {
-		return 0, fmt.Errorf("accelerator: Verify=%d: must be 0 (off, or $%s) or the number of updates between checks", cfg, envvar.Verify.Name)
-	}
-	n, _, err := envvar.Verify.Int()
-	if err != nil {
-		return 0, fmt.Errorf("accelerator: %w", err)
-	}
-	if n < 0 {
-		return 0, fmt.Errorf("accelerator: $%s=%d: must be 0 (off) or the number of updates between checks", envvar.Verify.Name, n)
-	}
-	if cfg > 0 {
-		return cfg, nil
-	}
-	return n, nil
-}
 
 // verifier is a TrainStep's state for Config.Verify.
 type verifier struct {
@@ -134,11 +115,12 @@ func (t *TrainStep) verifyReference(c *verifyCheck) error {
 		return fmt.Errorf("accelerator: Verify: step %d: decoding the gathered batches: %w", c.update, err)
 	}
 	if v.ref == nil {
-		v.ref = &Job{acc: j.acc, store: model.NewStore(), opt: j.opt, opts: j.opts, strategy: inGraph{}, oneDevice: true}
+		v.ref = &Job{acc: j.acc, store: model.NewStore(), opt: j.opt, opts: j.opts, strategy: inGraph{}} // no mesh: device 0
+
 		for path, val := range j.store.IterParams() {
 			v.ref.store.SetParam(path, val)
 		}
-		v.refStep = v.ref.TrainStep(t.fn)
+		v.refStep = v.ref.bareTrainStep(t.fn)
 	}
 	ref := v.ref.store
 	for path, val := range c.snapshot {

@@ -42,13 +42,20 @@ func TestVerifyCatchesAWrongReduction(t *testing.T) {
 		wantVariableOfSkip bool
 	}{{"one bucket not reduced", 1, 0, true}, {"one process not weighted", 0, 2, false}} {
 		t.Run(c.name, func(t *testing.T) {
-			hostReducedFault.skipBucket, hostReducedFault.unweightedRank = c.skipBucket, c.rank
-			defer func() { hostReducedFault.skipBucket, hostReducedFault.unweightedRank = 0, 0 }()
+			wrap := func(rank int, g group) group {
+				switch {
+				case c.skipBucket > 0:
+					return skipVariable{group: g, i: c.skipBucket - 1}
+				case c.rank == rank+1:
+					return &unweighted{group: g}
+				}
+				return g
+			}
 			type result struct {
 				err     error
 				skipped string
 			}
-			res := runProcesses(t, 2, 2, func(a *Accelerator) (result, error) {
+			res := runProcessesWrapped(t, 2, 2, wrap, func(a *Accelerator) (result, error) {
 				a.verify = 1
 				_, _, err := topoRun(a)
 				return result{err: err}, nil

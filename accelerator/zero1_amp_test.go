@@ -45,13 +45,14 @@ func (got scaleRun) differences(ref scaleRun, tol float64) []error {
 // precision the gradients' rounding depends on each device's part of the batch, so the
 // reference is the same layout unsharded.)
 func TestZero1MixedPrecision(t *testing.T) {
-	defer func(n int64) { lossScaleGrowthInterval = n }(lossScaleGrowthInterval)
-	lossScaleGrowthInterval = 3
 	for _, precision := range []string{"fp16", "bf16"} {
 		t.Run(precision, func(t *testing.T) {
 			run := func(sharding string) []scaleRun {
 				return runProcessesConfig(t, 2, 1, func(c *Config) { c.MixedPrecision, c.Sharding = precision, sharding }, nil,
-					func(a *Accelerator) (scaleRun, error) { return fp16Run(a, 10, 0, "", "", WithClipGradNorm(0.5)) })
+					func(a *Accelerator) (scaleRun, error) {
+						a.growthInterval = 3
+						return fp16Run(a, 10, 0, "", "", WithClipGradNorm(0.5))
+					})
 			}
 			ref, got := run("no"), run("zero1")
 			for rank := range got {
@@ -81,7 +82,7 @@ func TestZero1MixedPrecision(t *testing.T) {
 func TestZero1LossScaleSkip(t *testing.T) {
 	lossScaleFault.rank, lossScaleFault.update = 2, 3 // rank 1, update 3
 	defer func() { lossScaleFault.rank, lossScaleFault.update = 0, 0 }()
-	res := runProcessesConfig(t, 2, 1, func(c *Config) { c.MixedPrecision, c.Sharding = "fp16", "zero1" }, nil,
+	res := runProcessesConfig(t, 2, 1, func(c *Config) { c.MixedPrecision, c.Sharding = "fp16", "zero1" }, withLossScaleFault,
 		func(a *Accelerator) (scaleRun, error) {
 			r, err := fp16Run(a, 5, 0, "", "")
 			if err == nil && a.shardedState == nil {
@@ -112,7 +113,7 @@ func jobValues(a *Accelerator, store *model.Store) (map[string]string, error) {
 	out, err := storeValues(store)
 	if st := a.shardedState[store]; st != nil && err == nil {
 		var shard map[string]string
-		if shard, err = storeValues(st.shard); err == nil {
+		if shard, err = storeValues(st.sliceStore); err == nil {
 			for path, v := range shard {
 				out["shard:"+path] = v
 			}

@@ -20,7 +20,7 @@ func (st *zero1State) lossScaler() (*lossScaler, error) {
 	if !st.job.lossScaling() {
 		return nil, nil
 	}
-	s, err := readLossScaler(st.job.store)
+	s, err := readLossScaler(st.job.store, st.job.acc.growthInterval)
 	if err != nil {
 		return nil, fmt.Errorf("accelerator: reading the loss scale for the sharded update: %w", err)
 	}

@@ -16,7 +16,7 @@ func (st *zero1State) addResident(out []ResidentBytes, backend compute.Backend) 
 	for _, v := range st.slices {
 		weight[v.Path()] = true
 	}
-	for v := range st.shard.IterVariables() {
+	for v := range st.sliceStore.IterVariables() {
 		held, err := heldTensors(v)
 		if err != nil {
 			return err

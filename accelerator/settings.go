@@ -1,0 +1,231 @@
+package accelerator
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/mpi"
+)
+
+// settings is Config and the environment resolved once, by New, into typed values: every
+// feature reads its setting here and nowhere else. A setting given in Config wins over its
+// environment variable; a bad value in either is an error naming it as the user wrote it.
+type settings struct {
+	precision string        // Config.MixedPrecision: "no", "bf16" or "fp16"
+	shard     sharding      // Config.Sharding
+	verify    int           // Config.Verify: check every verify-th update (0: off)
+	codec     *gradCodec    // Config.GradientCompression (nil: exact float32)
+	budget    int64         // Config.DeviceMemory: bytes per device (0: none)
+	timeout   time.Duration // Config.Timeout: bound on waits for other processes
+	timeline  string        // Config.Timeline: the folder of the Chrome trace ("": off)
+	// from names where each setting that the refused combinations name came from, as the
+	// user wrote it: the Config field ("Verify") or the variable ("$GOACCEL_VERIFY").
+	from map[string]string
+}
+
+// resolveSettings resolves cfg and the environment, once (New calls it).
+func resolveSettings(cfg Config) (settings, error) {
+	s := settings{from: map[string]string{}}
+	var err error
+	if s.precision, err = mixedPrecision(cfg.MixedPrecision); err != nil {
+		return s, err
+	}
+	if s.timeout, err = collectiveTimeout(cfg.Timeout); err != nil {
+		return s, err
+	}
+	if s.verify, err = verifyEvery(cfg.Verify); err != nil {
+		return s, err
+	}
+	if s.shard, err = resolveSharding(cfg.Sharding); err != nil {
+		return s, err
+	}
+	if s.codec, err = gradientCompression(cfg.GradientCompression); err != nil {
+		return s, err
+	}
+	if s.budget, err = deviceMemoryBudget(cfg.DeviceMemory); err != nil {
+		return s, err
+	}
+	if s.timeline = cfg.Timeline; s.timeline == "" {
+		s.timeline = envvar.Timeline.Value()
+	}
+	s.from["Verify"] = source(cfg.Verify != 0, "Verify", envvar.Verify.Name)
+	s.from["Sharding"] = source(cfg.Sharding != "", "Sharding", envvar.Sharding.Name)
+	s.from["GradientCompression"] = source(cfg.GradientCompression != "", "GradientCompression", envvar.GradientCompression.Name)
+	return s, nil
+}
+
+// source names where a setting came from: its Config field when set there, else its variable.
+func source(inConfig bool, field, variable string) string {
+	if inConfig {
+		return field
+	}
+	return "$" + variable
+}
+
+// combination is what the refused combinations are checked against: the settings, and what
+// is chosen later — the strategy (by Prepare; nil before) and the micro-batches of an auto
+// batch (by a TrainStep's first Run; 0 before).
+type combination struct {
+	*settings
+	strategy     strategy
+	microBatches int
+}
+
+// refusal is a combination of two settings that cannot run together.
+type refusal struct {
+	first, second string // the settings, as Config names them (or a PrepareOption)
+	applies       func(c combination) bool
+	why           string
+}
+
+// refusals is the one table of the combinations a run refuses, checked by checkCombination
+// as soon as what a row names is known (New, Prepare, the first Run of an auto batch).
+var refusals = []refusal{
+	{"GradientCompression", "Verify", func(c combination) bool { return c.codec != nil && c.verify > 0 },
+		"Verify checks the exact float32 update, which a compressed all-reduce does not compute"},
+	{"Sharding", "Verify", func(c combination) bool { return c.verify > 0 && isZero1(c.strategy) },
+		"over several processes the optimizer state is sharded over them, and Verify's reference update needs it whole on rank 0"},
+	{"Sharding", "GradientCompression", func(c combination) bool { return c.codec != nil && isZero1(c.strategy) },
+		"over several processes ZeRO-1's reduce-scatter and all-gather are exact float32"},
+	{"Verify", "WithAutoBatch", func(c combination) bool { return c.verify > 0 && c.microBatches > 1 },
+		"the auto batch splits each global batch into micro-batches, whose update Verify does not recompute"},
+}
+
+func isZero1(s strategy) bool {
+	_, ok := s.(zero1)
+	return ok
+}
+
+// checkCombination returns the error of the first refused combination c holds, naming both
+// settings as the user gave them.
+func checkCombination(c combination) error {
+	for _, r := range refusals {
+		if r.applies(c) {
+			return fmt.Errorf("accelerator: %s with %s: %s; turn one of them off", c.describe(r.first), c.describe(r.second), r.why)
+		}
+	}
+	return nil
+}
+
+// describe names a setting of a refused combination with its value.
+func (c combination) describe(name string) string {
+	switch name {
+	case "Verify":
+		return fmt.Sprintf("%s %d", c.from[name], c.verify)
+	case "GradientCompression":
+		return fmt.Sprintf("%s %q", c.from[name], c.codec.name)
+	case "Sharding":
+		return fmt.Sprintf("%s %q", c.from[name], c.shard)
+	case "WithAutoBatch":
+		return fmt.Sprintf("WithAutoBatch (%d micro-batches)", c.microBatches)
+	}
+	return name
+}
+
+// mixedPrecision is Config.MixedPrecision (or, when empty, $GOACCEL_MIXED_PRECISION) as
+// "no", "bf16" or "fp16".
+func mixedPrecision(cfg string) (string, error) {
+	name := "MixedPrecision"
+	if cfg == "" {
+		cfg, name = envvar.MixedPrecision.Value(), "$"+envvar.MixedPrecision.Name
+	}
+	switch p := strings.ToLower(cfg); p {
+	case "", "no", "fp32":
+		return "no", nil
+	case "bf16", "fp16":
+		return p, nil
+	}
+	return "", fmt.Errorf("accelerator: unknown %s %q: valid values are %s", name, cfg, mixedPrecisions)
+}
+
+// collectiveTimeout resolves Config.Timeout: cfg, else $GOACCEL_TIMEOUT, else 30 minutes. The
+// variable is checked even when cfg is set (a bad setting is an error in every run), with the
+// parser the MPI layer uses (internal/mpi.ParseTimeout).
+func collectiveTimeout(cfg time.Duration) (time.Duration, error) {
+	if cfg < 0 {
+		return 0, fmt.Errorf("accelerator: Timeout=%s: must be positive (or 0 for the default)", cfg)
+	}
+	env, err := mpi.TimeoutFromEnv()
+	if err != nil {
+		return 0, fmt.Errorf("accelerator: %w", err)
+	}
+	if cfg > 0 {
+		return cfg, nil
+	}
+	return env, nil
+}
+
+// verifyEvery resolves Config.Verify: cfg, else $GOACCEL_VERIFY, else 0 (off).
+func verifyEvery(cfg int) (int, error) {
+	if cfg < 0 {
+		return 0, fmt.Errorf("accelerator: Verify=%d: must be 0 (off, or $%s) or the number of updates between checks", cfg, envvar.Verify.Name)
+	}
+	n, _, err := envvar.Verify.Int()
+	if err != nil {
+		return 0, fmt.Errorf("accelerator: %w", err)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("accelerator: $%s=%d: must be 0 (off) or the number of updates between checks", envvar.Verify.Name, n)
+	}
+	if cfg > 0 {
+		return cfg, nil
+	}
+	return n, nil
+}
+
+// resolveSharding resolves Config.Sharding: cfg, else $GOACCEL_SHARDING, else "no".
+func resolveSharding(cfg string) (sharding, error) {
+	from := "Sharding"
+	if cfg == "" {
+		cfg, from = envvar.Sharding.Value(), "$"+envvar.Sharding.Name
+	}
+	name := strings.ToLower(strings.TrimSpace(cfg))
+	if name == "" {
+		return shardNo, nil
+	}
+	if i := slices.Index(shardingNames, name); i >= 0 {
+		return sharding(i), nil
+	}
+	return shardNo, fmt.Errorf(`accelerator: unknown %s %q: valid values are "no", "zero1" (optimizer state sharded), `+
+		`"zero2" (and gradients) and "zero3" (and weights)`, from, cfg)
+}
+
+// gradientCompression resolves Config.GradientCompression: cfg, else
+// $GOACCEL_GRADIENT_COMPRESSION, else "no" (nil: the exact float32 all-reduce).
+func gradientCompression(cfg string) (*gradCodec, error) {
+	v, from := cfg, "GradientCompression"
+	if v == "" {
+		v, from = envvar.GradientCompression.Value(), "$"+envvar.GradientCompression.Name
+	}
+	switch strings.ToLower(v) {
+	case "", "no":
+		return nil, nil
+	case "bf16":
+		return &gradCodec{name: "bf16"}, nil
+	case "fp16":
+		return &gradCodec{name: "fp16", fp16: true}, nil
+	}
+	return nil, fmt.Errorf(`accelerator: unknown %s %q: valid values are "no", "bf16" and "fp16"`, from, v)
+}
+
+// deviceMemoryBudget resolves Config.DeviceMemory: cfg, else $GOACCEL_DEVICE_MEMORY, else none
+// (0). The variable is checked even when cfg is set, so a bad setting is an error in every run.
+func deviceMemoryBudget(cfg int64) (int64, error) {
+	if cfg < 0 {
+		return 0, fmt.Errorf("accelerator: DeviceMemory=%d: must be a positive number of bytes (or 0 for none)", cfg)
+	}
+	var env int64
+	if s := envvar.DeviceMemory.Value(); s != "" {
+		var err error
+		if env, err = ParseBytes(s); err != nil {
+			return 0, fmt.Errorf("accelerator: $GOACCEL_DEVICE_MEMORY: %w", err)
+		}
+	}
+	if cfg > 0 {
+		return cfg, nil
+	}
+	return env, nil
+}
