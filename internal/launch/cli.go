@@ -286,13 +286,17 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if inv.replaced != "" {
 		fmt.Fprintf(stderr, "goaccel launch: --selftest: running the self-test on every rank instead of %s\n", inv.replaced)
 	}
-	if cfg.NprocPerNode*cfg.NNodes > 1 && !inv.noMPICheck {
+	// One rank needs no MPI, but an MPI program run as one rank (mpi4py's) still loads the
+	// library: it gets the one found, as several ranks do, and starts without when none is.
+	if !inv.noMPICheck {
 		lib, err := findMPI()
-		if err != nil {
+		switch {
+		case err == nil:
+			cfg.MPILib = lib.Path
+		case cfg.NprocPerNode*cfg.NNodes > 1:
 			fmt.Fprintf(stderr, "goaccel launch: %v (or pass --no_mpi_check for a program that does not use MPI)\n", err)
 			return 2
 		}
-		cfg.MPILib = lib.Path
 	}
 
 	ctx, cancel := context.WithCancelCause(context.Background())
