@@ -40,7 +40,8 @@ type Config struct {
 	MasterPort int
 	// MaxRestarts is how many times the whole group restarts after a worker failure.
 	MaxRestarts int
-	// LogDir receives LogDir/attempt_A/rank_R/{stdout,stderr}.log; "" makes a temporary folder.
+	// LogDir receives LogDir/attempt_A/rank_R/{stdout,stderr}.log; "" makes a temporary folder
+	// (goaccel-launch-*), removed when the job succeeds and kept when it fails.
 	LogDir string
 	// Tee chooses what the terminal shows besides the logs: 0 (the default) rank 0's stdout
 	// and stderr; 1 every local rank's stdout; 2 their stderr; 3 both; TeeNone nothing.
@@ -229,11 +230,27 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.LogDir, err = os.MkdirTemp("", "goaccel-launch-"); err != nil {
 			return err
 		}
+		err = run(ctx, cfg, shares, note, true)
+		if err == nil {
+			// A job that succeeded is not worth a folder per launch. A failure's logs stay (its
+			// message says where); the folder goes only when no rank wrote into it.
+			_ = os.RemoveAll(cfg.LogDir)
+		} else {
+			_ = os.Remove(cfg.LogDir)
+		}
+		return err
 	}
+	return run(ctx, cfg, shares, note, false)
+}
+
+// run is Run after the defaults and the CPU shares, tempLogs saying that cfg.LogDir is
+// the temporary folder Run made.
+func run(ctx context.Context, cfg Config, shares []share, note string, tempLogs bool) error {
+	var err error
 	if cfg.LogDir, err = filepath.Abs(cfg.LogDir); err != nil {
 		return err
 	}
-	l := &launcher{cfg: cfg, shares: shares, host: hostname()}
+	l := &launcher{cfg: cfg, shares: shares, host: hostname(), tempLogs: tempLogs}
 	if l.guard, err = startGuardian(); err != nil {
 		l.sayf("cannot start the guardian that stops the ranks should this launcher be killed: %v", err)
 	}
@@ -416,6 +433,9 @@ type launcher struct {
 	masterAddr string
 	ackBy      time.Time
 	ackLimit   time.Duration
+	// tempLogs says that cfg.LogDir is the temporary folder Run made (no --log_dir), which
+	// it removes when the job succeeds.
+	tempLogs bool
 }
 
 func (l *launcher) sayf(format string, args ...any) {
@@ -587,6 +607,9 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 	n := l.cfg.NprocPerNode
 	if world > 1 {
 		shown := shownHere(l.cfg.Tee, base, n)
+		if l.tempLogs {
+			shown += "; the folder is removed if the job succeeds: --log_dir keeps it"
+		}
 		l.sayf("node_rank %d runs ranks %d-%d of %d; every rank's output is in %s/attempt_%d/rank_N/ (%s)",
 			l.cfg.NodeRank, base, base+n-1, world, l.cfg.LogDir, attempt, shown)
 	}

@@ -299,7 +299,8 @@ func launcherCmd(t *testing.T, mode string, args ...string) (*exec.Cmd, string, 
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(self, append([]string{"launch"}, args...)...)
-	cmd.Env = append(os.Environ(), launcherSwitch+"=1", workerSwitch+"="+mode, dirVar+"="+dir, "GOACCEL_DEVICES=4")
+	// TMPDIR: a failed job's default log folder stays in the test's own folder.
+	cmd.Env = append(os.Environ(), launcherSwitch+"=1", workerSwitch+"="+mode, dirVar+"="+dir, "GOACCEL_DEVICES=4", "TMPDIR="+dir)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	return cmd, dir, out
@@ -477,5 +478,35 @@ func TestTwoNodesRestart(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("both nodes should have rerun: %v\n%s", err, out)
 		}
+	}
+}
+
+// Without a LogDir (--log_dir), the launcher makes a goaccel-launch-* folder in the temporary
+// directory: it removes it when the job succeeds, and keeps it, named in the error, when the
+// job fails.
+func TestDefaultLogDirRemovedOnSuccess(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	folders := func() []string {
+		m, _ := filepath.Glob(filepath.Join(tmp, "goaccel-launch-*"))
+		return m
+	}
+	cfg, _, out := testJob(t, "env", 2, "GOACCEL_DEVICES=2")
+	cfg.LogDir = ""
+	if err := Run(context.Background(), cfg); err != nil {
+		t.Fatalf("Run: %v\n%s", err, out)
+	}
+	if left := folders(); len(left) != 0 {
+		t.Errorf("a job that succeeded left %v\n%s", left, out)
+	}
+	cfg, _, out = testJob(t, "exit3", 2, "FAIL_RANK=1", "GOACCEL_DEVICES=2")
+	cfg.LogDir = ""
+	err := Run(context.Background(), cfg)
+	left := folders()
+	if err == nil || len(left) != 1 || !strings.Contains(err.Error(), filepath.Join(left[0], "attempt_0", "rank_1")) {
+		t.Fatalf("a failed job: %v, folders %v: want its log folder kept and named\n%s", err, left, out)
+	}
+	if _, err := os.Stat(filepath.Join(left[0], "attempt_0", "rank_1", "stderr.log")); err != nil {
+		t.Errorf("the failed rank's log: %v", err)
 	}
 }
