@@ -666,11 +666,39 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 			w.signal(syscall.SIGKILL)
 		}
 	}
+	// stopHung ends the ranks of a hung job at once: they wait in MPI, their reports are
+	// written, and a SIGTERM handler (trainer's Interrupt) would only wait for a step that
+	// cannot end.
+	stopHung := func() {
+		if !stopping {
+			stopping = true
+			kill()
+		}
+	}
+	// The first hang report of a local rank: the verdict's wait for the others starts there,
+	// not when a rank exits (the one that timed out first waits for the others' reports).
+	var firstHang time.Time
+	hangTick := time.NewTicker(hangPoll)
+	defer hangTick.Stop()
+	lookForHang := func() bool {
+		if firstHang.IsZero() {
+			for _, w := range workers {
+				if hasHangReport(w.logDir) {
+					firstHang = time.Now()
+					break
+				}
+			}
+		}
+		return !firstHang.IsZero()
+	}
 	verdictSaid := false
 	verdict := func() {
 		if !verdictSaid && len(workers) > 0 {
 			verdictSaid = true
-			l.hangVerdict(workers)
+			if !lookForHang() {
+				firstHang = time.Now()
+			}
+			l.hangVerdict(workers, firstHang)
 		}
 	}
 	fail := func(f *Failure) {
@@ -682,16 +710,15 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 		if f.Why != "" {
 			m.args["why"] = f.Why
 		}
-		hang := false // a rank timed out in a collective: it, or another it alarmed, wrote a report
-		for _, w := range workers {
-			hang = hang || (f.Kind == "worker" && hasHangReport(w.logDir))
-		}
+		// A rank timed out in a collective: it, or another it alarmed, wrote a report.
+		hang := f.Kind == "worker" && lookForHang()
 		if hang {
 			m.args["hang"] = "1" // the other nodes collect their ranks' reports too
 		}
 		_ = l.ctl.send(m)
 		if hang {
 			verdict()
+			stopHung()
 		}
 		stop()
 	}
@@ -758,6 +785,7 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 				if m.cmd == "stop" {
 					if m.args["hang"] == "1" && !stopping {
 						verdict()
+						stopHung()
 					}
 					stop()
 				}
@@ -772,6 +800,10 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 				fail(&Failure{Kind: "interrupt", Rank: -1,
 					Why: fmt.Sprintf("interrupted (%s on the launcher of node_rank %d on %s): every rank was stopped",
 						what, l.cfg.NodeRank, l.host)})
+			}
+		case <-hangTick.C:
+			if lookForHang() {
+				hangTick.Stop() // seen: the verdict waits from then
 			}
 		case <-killNow:
 			killNow = nil // closed: it would fire again at once

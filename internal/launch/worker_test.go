@@ -54,6 +54,9 @@ var envKeys = []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "
 //	          with $TICKS, print a line every 50 ms instead and exit 0 after $TICKS lines (only
 //	          rank $TICK_RANK when it is set)
 //	gompi     internal/mpi: all-reduce rank+1, barrier, check, mpi.Exit(0)
+//	gohang    internal/mpi: a barrier, then rank 1 writes DIR/hang_start (Unix ns) and waits in a
+//	          second barrier for $GOACCEL_TIMEOUT, which rank 0 never calls: with $HANG_OTHER=busy
+//	          it sleeps outside any collective, else it waits in an all-reduce 1 s later
 //	failonce  rank 1 exits 7 unless DIR/marker exists (it creates it); then all exit 0
 //	store     rank 0 listens on MASTER_ADDR:MASTER_PORT (as PyTorch's TCPStore does) and reads
 //	          one line from every other rank, which connects there; DIR/store_0 lists them
@@ -127,15 +130,9 @@ func testWorker(mode string) int {
 		}
 		return 0
 	case "gompi":
-		lib, err := mpi.Find()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 20
-		}
-		comm, err := mpi.Init(lib)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 21
+		lib, comm, code := joinMPI()
+		if comm == nil {
+			return code
 		}
 		buf := []float64{float64(comm.Rank() + 1)}
 		if err := comm.AllreduceFloat64(buf, mpi.Sum); err != nil {
@@ -152,6 +149,8 @@ func testWorker(mode string) int {
 			mpi.Exit(24)
 		}
 		mpi.Exit(0)
+	case "gohang":
+		return hangWorker(dir, rank)
 	case "failonce":
 		marker := filepath.Join(dir, "marker")
 		if rank == "1" {
@@ -217,4 +216,48 @@ func storeWorker(dir, rank string) int {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// hangWorker is the "gohang" mode (see testWorker).
+func hangWorker(dir, rank string) int {
+	_, comm, code := joinMPI()
+	if comm == nil {
+		return code
+	}
+	err := comm.Barrier(30 * time.Second)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		mpi.Exit(23)
+	}
+	switch {
+	case rank == "1":
+		now := strconv.FormatInt(time.Now().UnixNano(), 10)
+		if err := os.WriteFile(filepath.Join(dir, "hang_start"), []byte(now), 0o644); err != nil {
+			return 10
+		}
+		err = comm.Barrier(0)
+	case os.Getenv("HANG_OTHER") == "busy":
+		time.Sleep(time.Minute)
+	default:
+		time.Sleep(time.Second)
+		err = comm.AllreduceFloat64([]float64{1}, mpi.Sum)
+	}
+	fmt.Fprintln(os.Stderr, "rank", rank, "hang worker:", err)
+	mpi.Exit(1)
+	return 1
+}
+
+// joinMPI finds MPI and joins the job; without a Comm, the exit code says which step failed.
+func joinMPI() (mpi.Library, *mpi.Comm, int) {
+	lib, err := mpi.Find()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return lib, nil, 20
+	}
+	comm, err := mpi.Init(lib)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return lib, nil, 21
+	}
+	return lib, comm, 0
 }

@@ -20,7 +20,7 @@ const (
 
 // alarmPoll is how often a rank waiting in a collective looks for an alarm: a collective waits
 // in slices of this length.
-var alarmPoll = time.Second
+var alarmPoll = 500 * time.Millisecond
 
 // alarmWait is how long a rank that timed out waits for the others' acknowledgements (each
 // wrote its report) before its error returns and the job is aborted.
