@@ -74,6 +74,9 @@ type Config struct {
 	SelfTest bool
 }
 
+// defaultStopGrace is Config.StopGrace's default (a variable for the tests).
+var defaultStopGrace = 5 * time.Second
+
 // TeeNone is Config.Tee's value for "no worker output on the terminal" (torchrun's --tee 0).
 const TeeNone = -1
 
@@ -154,7 +157,7 @@ func (c *Config) defaults() error {
 		c.JoinTimeout = 5 * time.Minute
 	}
 	if c.StopGrace <= 0 {
-		c.StopGrace = 5 * time.Second
+		c.StopGrace = defaultStopGrace
 	}
 	if c.Env == nil {
 		c.Env = envvar.Environ()

@@ -26,11 +26,19 @@ const (
 	dirVar         = "GOACCEL_LAUNCH_TEST_DIR"
 	// noGuardianSwitch=1 makes the test launcher start no guardian (the parent-death signal alone).
 	noGuardianSwitch = "GOACCEL_LAUNCH_TEST_NO_GUARDIAN"
+	// graceSwitch, a duration, is the test launcher's default StopGrace.
+	graceSwitch = "GOACCEL_LAUNCH_TEST_STOP_GRACE"
+	// workerSleep is how long the exit3 survivors and the sleep workers sleep: a test whose job
+	// ends well before it knows that the launcher stopped them.
+	workerSleep = 60 * time.Second
 )
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "launch" && os.Getenv(launcherSwitch) != "" {
 		noGuardian = os.Getenv(noGuardianSwitch) == "1"
+		if d, err := time.ParseDuration(os.Getenv(graceSwitch)); err == nil {
+			defaultStopGrace = d
+		}
 		os.Exit(Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	if mode := os.Getenv(workerSwitch); mode != "" {
@@ -93,7 +101,7 @@ func testWorker(mode string) int {
 			fmt.Fprintln(os.Stderr, "worker failing on purpose with exit code 3")
 			return 3
 		}
-		time.Sleep(60 * time.Second)
+		time.Sleep(workerSleep)
 		return 0
 	case "sleep":
 		if rank == os.Getenv("STUBBORN_RANK") {
@@ -102,7 +110,7 @@ func testWorker(mode string) int {
 		if err := os.WriteFile(filepath.Join(dir, "pid_"+rank), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 			return 10
 		}
-		time.Sleep(60 * time.Second)
+		time.Sleep(workerSleep)
 		return 0
 	case "shm":
 		pid := strconv.Itoa(os.Getpid())
@@ -121,7 +129,7 @@ func testWorker(mode string) int {
 		}
 		ticks, err := strconv.Atoi(os.Getenv("TICKS"))
 		if err != nil || os.Getenv("TICK_RANK") != "" && os.Getenv("TICK_RANK") != rank {
-			time.Sleep(60 * time.Second)
+			time.Sleep(workerSleep)
 			return 0
 		}
 		for i := 1; i <= ticks; i++ {
