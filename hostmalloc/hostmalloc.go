@@ -22,7 +22,8 @@
 //
 // A $GLIBC_TUNABLES of the user's own wins over both: keep does not re-execute and the block
 // cache stays off. A value it cannot honour prints one "goaccel: WARNING:" line on stderr and
-// the program runs on (the setting changes speed and memory, never results). It applies on
+// the program runs on (the setting changes speed and memory, never results); a value that is
+// none of the three is also an error from accelerator.New. It applies on
 // Linux with glibc (cgo on) only. `goaccel env` shows what is in effect (Describe).
 // docs/hostmalloc.md has the measurements.
 package hostmalloc
