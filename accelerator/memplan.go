@@ -76,6 +76,15 @@ func (p MemoryPlan) Total() int64 {
 // Fits reports whether the plan fits its budget (always, without a budget).
 func (p MemoryPlan) Fits() bool { return p.Budget <= 0 || p.Total() <= p.Budget }
 
+// Check returns nil when the plan fits its budget, else the error a training step's first Run
+// returns for it: it wraps ErrMemoryBudget and names the largest part and the ways out.
+func (p MemoryPlan) Check() error {
+	if p.Fits() {
+		return nil
+	}
+	return budgetError(p)
+}
+
 // Largest returns the name and size of the plan's largest part.
 func (p MemoryPlan) Largest() (name string, bytes int64) {
 	for _, it := range p.items() {

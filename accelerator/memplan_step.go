@@ -231,8 +231,8 @@ func (t *TrainStep) checkPlan(gb *data.GlobalBatch, args []any, accumulate bool)
 				return err
 			}
 		}
-		if !p.Fits() {
-			return budgetError(p)
+		if err := p.Check(); err != nil {
+			return err
 		}
 		if first {
 			t.micro = 1
