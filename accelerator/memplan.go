@@ -46,6 +46,8 @@ type MemoryPlan struct {
 	// activations kept for the backward pass, XLA's workspace, and the new values of the
 	// variables while the old ones are still alive. It is measured on the step as compiled
 	// (mixed precision and activation checkpointing included) and is not divided by sharding.
+	// Over several processes without sharding, where the step is two programs (the gradients,
+	// then the all-reduced gradients applied), it is the larger of the two programs'.
 	Temporaries int64
 	// Budget is the device memory budget (Config.DeviceMemory or $GOACCEL_DEVICE_MEMORY);
 	// 0 means none.
