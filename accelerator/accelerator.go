@@ -201,6 +201,11 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 	if a.budget, err = deviceMemoryBudget(cfg.DeviceMemory); err != nil {
 		return nil, err
 	}
+	// Read by the block cache's C at the first malloc and by hostmalloc at start, which can
+	// only warn: the error is here, whether or not either is in the program.
+	if _, err := envvar.HostMalloc.Choice(); err != nil {
+		return nil, fmt.Errorf("accelerator: %w", err)
+	}
 	if grp != nil {
 		a.grp = grp
 	} else if a.grp, err = joinGroup(proc, a.timeout); err != nil {
