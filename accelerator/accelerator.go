@@ -141,6 +141,7 @@ type Info struct {
 	Available int    // devices the backend exposes
 	Precision string // "fp32" or "bf16"
 	Found     []Plugin
+	NVIDIA    NVIDIALibraries // for a CUDA plugin: the NVIDIA libraries it was pointed at
 }
 
 // Accelerator owns the backend, the device mesh and the process group. Create one with New
@@ -452,8 +453,18 @@ func (a *Accelerator) openXLA(p Plugin) error {
 	if err != nil {
 		return err
 	}
+	var libErr error
+	if p.Kind == PluginCUDA {
+		libErr = a.useNVIDIALibraries(p)
+	}
 	b, err := xla.NewWithOptions(config, opts)
 	if err != nil {
+		if p.Kind == PluginCUDA {
+			err = fmt.Errorf("%w; %s", err, a.info.NVIDIA.Describe())
+			if libErr != nil {
+				err = fmt.Errorf("%w; %v", err, libErr)
+			}
+		}
 		return fmt.Errorf("accelerator: loading the XLA plugin %q (from %s) failed; is it a PJRT "+
 			"plugin built for this machine? Use Backend \"go\" to run without XLA: %w", p.Path, p.From, err)
 	}
