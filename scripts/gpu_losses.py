@@ -6,8 +6,8 @@ bert_classify run directory's metrics.jsonl (its training records, one per updat
 --logging_steps 1). scripts/gpu_references.json holds them with the command that made them.
 
   gpu_losses.py record NAME SOURCE --command "..."   # NAME: quickstart or bert_classify
-  gpu_losses.py compare NAME SOURCE --label tf32-off [--tolerance 2e-5]
-  gpu_losses.py sync TIMELINE_DIR --label ...       # the all-reduce share of the steps
+  gpu_losses.py compare NAME SOURCE --label tf32-off [--tolerance 2e-5] [--jsonl FILE]
+  gpu_losses.py sync TIMELINE_DIR --label ... [--jsonl FILE]  # the all-reduces' share of the steps
 
 compare prints one JSON line: the run's losses, the largest relative difference from the
 reference over the updates both have (a dry run of 1 update compares the first), and, with
@@ -76,26 +76,42 @@ def compare(args):
     if args.tolerance is not None:
         ok = ok and worst <= args.tolerance
         res.update(tolerance=args.tolerance, passed=ok)
-    print(json.dumps(res))
+    emit(args, res, "%s %s: max rel diff %.3g over %d of %d losses%s" % (
+        args.name, args.label, worst, n, len(ref), {True: ", PASS", False: ", FAIL"}.get(res.get("passed"), "")))
     return 0 if ok else 1
 
 
+def emit(args, res, line):
+    """Appends res to --jsonl's file (else prints it) and prints line for people."""
+    if args.jsonl:
+        with open(args.jsonl, "a") as f:
+            f.write(json.dumps(res) + "\n")
+        print(line)
+    else:
+        print(json.dumps(res))
+
+
 def sync(args):
-    """Sums, over every rank's Chrome trace, the time of the steps and of the collectives
-    inside them (the buckets' spans, nested in their all-reduce, are not counted twice)."""
+    """Sums, over every rank's Chrome trace, the time of the steps after the first and of the
+    collectives inside them (the buckets' spans, nested in their all-reduce, are not counted
+    twice)."""
     step = coll = 0.0
     for path in sorted(glob.glob(os.path.join(args.dir, "rank_*.json"))):
         with open(path) as f:
             trace = json.load(f)
         events = [e for e in (trace.get("traceEvents", []) if isinstance(trace, dict) else trace) if e.get("ph") == "X"]
-        steps = [(e["ts"], e["ts"] + e.get("dur", 0)) for e in events if e.get("cat") == "step"]
+        steps = sorted((e["ts"], e["ts"] + e.get("dur", 0)) for e in events if e.get("cat") == "step")
+        if len(steps) > 1:
+            steps = steps[1:]  # the first step compiles: it would hide the all-reduces' share
         step += sum(b - a for a, b in steps)
         for e in events:
             if e.get("cat") == "collective" and e.get("name") != "all-reduce buckets" and \
                     any(a <= e["ts"] <= b for a, b in steps):
                 coll += e.get("dur", 0)
     share = coll / step if step else None
-    print(json.dumps({"label": args.label, "step_s": step / 1e6, "collective_s": coll / 1e6, "sync_share": share}))
+    res = {"label": args.label, "step_s": step / 1e6, "collective_s": coll / 1e6, "sync_share": share}
+    emit(args, res, "%s: all-reduces %.1f%% of the steps (%.2f of %.2f s)" % (
+        args.label, 100 * (share or 0), coll / 1e6, step / 1e6))
     return 0 if step else 1
 
 
@@ -112,9 +128,11 @@ def main():
     c.add_argument("source")
     c.add_argument("--label", required=True)
     c.add_argument("--tolerance", type=float)
+    c.add_argument("--jsonl", help="append the JSON line to this file and print a line for people")
     s = sub.add_parser("sync")
     s.add_argument("dir")
     s.add_argument("--label", required=True)
+    s.add_argument("--jsonl", help="append the JSON line to this file and print a line for people")
     args = p.parse_args()
     sys.exit({"record": record, "compare": compare, "sync": sync}[args.cmd](args) or 0)
 
