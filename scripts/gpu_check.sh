@@ -10,16 +10,17 @@
 #
 # It fits a lease of a few minutes: each part has a cap and runs only while the budget
 # (GPU_CHECK_BUDGET_S, default 285 s; 600 s for the dry run) lasts; a part that does not fit is written down as
-# skipped. Parts, in order:
+# skipped. Parts, in order (what is judged first):
 #   env       goaccel env: the CUDA plugin, NVIDIA's libraries it is pointed at, the devices
 #   parity    quickstart and the tiny bert_classify (30 updates) with TF32 off against the
 #             losses recorded on a CPU (gpu_references.json; largest relative difference,
-#             passing at 2e-5), and with TF32 on, reported
-#   bench     goaccel bench at the GPU shapes against PyTorch in the same run: the MLP in
-#             fp32, tf32 and bf16, then the BERTs (tiny, MiniLM, base) in bf16
+#             passing at 2e-5)
 #   launch    2 processes sharing the GPU (each 0.45 of its memory) under goaccel launch:
 #             bert_classify at global batch 32 against the same references, and the share of
 #             a step spent in all-reduces (from the processes' timelines)
+#   bench     goaccel bench at the GPU shapes against PyTorch in the same run: the MLP in
+#             fp32, tf32 and bf16, then BERT-base, MiniLM and tiny in bf16
+#   parity    the same two programs with TF32 on, reported
 #   ttfs      BERT-base's first update with XLA's GPU caches cold, then warm (if time is left;
 #             the dry run: a tiny MLP, cold only)
 # Results, 7 files in $OUT: summary.txt (a line per part), env.txt, parity.jsonl (the loss
@@ -102,64 +103,47 @@ losses() {
   "$py" "$here/gpu_losses.py" --references "$here/gpu_references.json" "$cmd" "$@" --jsonl "$out/parity.jsonl"
 }
 
-# parity ------------------------------------------------------------------------------------
 bert_args=(--global_batch_size 32 --max_steps 30 --logging_steps 1 --dropout 0)
 ((dry)) && bert_args=(--global_batch_size 32 --max_steps 1 --logging_steps 1 --dropout 0)
-tf32s=(off on)
-((dry)) && tf32s=(unset) # TF32 is a CUDA plugin setting: goaccel refuses it on the CPU
-for tf32 in "${tf32s[@]}"; do
-  tol=(--tolerance 2e-5)
-  [ "$tf32" = on ] && tol=() # reported, not judged
-  env=()
+
+# parity TF32: the quickstart and bert_classify with GOACCEL_TF32=TF32 against the references:
+# judged at 2e-5 with TF32 off, reported with it on; "unset" in the dry run (goaccel refuses
+# TF32 on the CPU plugin).
+parity() {
+  local tf32=$1 tol=(--tolerance 2e-5) env=() t0 c r log rd
+  [ "$tf32" = on ] && tol=()
   [ "$tf32" != unset ] && env=(GOACCEL_TF32="$tf32")
   t0=$SECONDS
   log="$work/quickstart-tf32-$tf32.out"
-  if c=$(cap 60) && ((c > 0)) && run "$c" "$log" env "${env[@]}" "$bin/quickstart"; then
+  c=$(cap 45)
+  if ((c == 0)); then
+    note "parity quickstart tf32 $tf32: skipped (budget)"
+  elif run "$c" "$log" env "${env[@]}" "$bin/quickstart"; then
     r=$(losses compare quickstart "$log" --label "tf32 $tf32" "${tol[@]}") || failed=1
     note "parity $r ($((SECONDS - t0))s)"
   else
-    note "parity quickstart tf32 $tf32: FAILED or skipped (runs.log)"; failed=1
+    note "parity quickstart tf32 $tf32: FAILED or cut at ${c}s (runs.log)"; failed=1
   fi
   cat "$log" >>"$out/runs.log" 2>/dev/null
   t0=$SECONDS
   rd="$work/bert-tf32-$tf32"
-  if c=$(cap 90) && ((c > 0)) && run "$c" "$out/runs.log" env "${env[@]}" "$bin/bert_classify" "${bert_args[@]}" --output_dir "$rd"; then
+  c=$(cap 75)
+  if ((c == 0)); then
+    note "parity bert_classify tf32 $tf32: skipped (budget)"
+  elif run "$c" "$out/runs.log" env "${env[@]}" "$bin/bert_classify" "${bert_args[@]}" --output_dir "$rd"; then
     r=$(losses compare bert_classify "$rd" --label "tf32 $tf32" "${tol[@]}") || failed=1
     note "parity $r ($((SECONDS - t0))s)"
   else
-    note "parity bert_classify tf32 $tf32: FAILED or skipped (runs.log)"; failed=1
+    note "parity bert_classify tf32 $tf32: FAILED or cut at ${c}s (runs.log)"; failed=1
   fi
-done
-
-# bench -------------------------------------------------------------------------------------
-# bench NAME CAP ARGS...: one goaccel bench run; its results.jsonl and table go to bench.*.
-bench() {
-  local name=$1 c; c=$(cap "$2"); shift 2
-  if ((c == 0)); then note "bench $name: skipped (budget)"; return; fi
-  local t0=$SECONDS rd="$work/bench-$name"
-  run "$c" "$out/bench.txt" "$bin/goaccel" bench --backend "$backend" --python "$py" \
-    --torch_script "$here/bench_torch.py" --run_dir "$rd" "$@" >/dev/null
-  local rc=$?
-  cat "$rd/results.jsonl" >>"$out/bench.jsonl" 2>/dev/null
-  if ((rc == 0)); then note "bench $name: ok ($((SECONDS - t0))s; bench.txt)"
-  else note "bench $name: FAILED or cut at ${c}s, exit $rc ($((SECONDS - t0))s; bench.txt)"; failed=1; fi
 }
-if ((dry)); then
-  bench mlp 60 --work mlp:hidden=32:layers=1:batch=8 --precision fp32 --rounds 1 --steps 1 --warmup 0
-  bench bert 60 --work tiny:batch=4:seq=16:layers=1 --precision bf16 --rounds 1 --steps 1 --warmup 0
-else
-  bench mlp 75 --work mlp --precision fp32,tf32,bf16 --rounds 2 --steps 20 --warmup 2
-  bench bert 100 --work tiny --work minilm --work base --precision bf16 --rounds 1 --steps 10 --warmup 2
-fi
 
-# launch ------------------------------------------------------------------------------------
-t0=$SECONDS
-rd="$work/launch"
-c=$(cap 90)
-if ((c == 0)); then
-  note "launch: skipped (budget)"
-else
-  lenv=(GOACCEL_TIMELINE="$work/timeline")
+# launch: 2 processes sharing the GPU, each with 0.45 of its memory, bert_classify at the same
+# global batch: the losses against the same references, and the all-reduces' share of a step.
+launch() {
+  local t0=$SECONDS rd="$work/launch" c r s lenv=(GOACCEL_TIMELINE="$work/timeline")
+  c=$(cap 75)
+  if ((c == 0)); then note "launch: skipped (budget)"; return; fi
   if ((dry)); then lenv+=(GOACCEL_DEVICES=2); else lenv+=(GOACCEL_MEMORY_FRACTION=0.45 GOACCEL_TF32=off); fi
   if run "$c" "$out/launch.log" env "${lenv[@]}" "$bin/goaccel" launch --nproc_per_node 2 --log-dir "$work/launch-logs" \
     "$bin/bert_classify" "${bert_args[@]}" --output_dir "$rd"; then
@@ -170,6 +154,36 @@ else
     cat "$work"/launch-logs/*/rank_*/stderr.log >>"$out/launch.log" 2>/dev/null
     note "launch 2 processes: FAILED or cut at ${c}s (launch.log)"; failed=1
   fi
+}
+
+# bench NAME CAP ARGS...: one goaccel bench run against PyTorch; its results go to
+# bench.jsonl, its log and table to bench.txt (its JSON lines there too, should the cap cut it).
+bench() {
+  local name=$1 c; c=$(cap "$2"); shift 2
+  if ((c == 0)); then note "bench $name: skipped (budget)"; return; fi
+  local t0=$SECONDS rd="$work/bench-$name"
+  run "$c" "$out/bench.txt" "$bin/goaccel" bench --backend "$backend" --python "$py" \
+    --torch_script "$here/bench_torch.py" --run_dir "$rd" "$@"
+  local rc=$?
+  cat "$rd/results.jsonl" >>"$out/bench.jsonl" 2>/dev/null
+  if ((rc == 0)); then note "bench $name: ok ($((SECONDS - t0))s; bench.txt)"
+  else note "bench $name: FAILED or cut at ${c}s, exit $rc ($((SECONDS - t0))s; bench.txt)"; failed=1; fi
+}
+
+# The order puts what is judged first, should the budget run out.
+if ((dry)); then
+  parity unset
+  launch
+  bench mlp 60 --work mlp:hidden=32:layers=1:batch=8 --precision fp32 --rounds 1 --steps 1 --warmup 0
+  bench bert 60 --work tiny:batch=4:seq=16:layers=1 --precision bf16 --rounds 1 --steps 1 --warmup 0
+else
+  parity off
+  launch
+  bench mlp 70 --work mlp --precision fp32,tf32,bf16 --rounds 2 --steps 20 --warmup 2
+  bench base 60 --work base --precision bf16 --rounds 1 --steps 10 --warmup 2
+  bench minilm 40 --work minilm --precision bf16 --rounds 1 --steps 10 --warmup 2
+  bench tiny 30 --work tiny --precision bf16 --rounds 1 --steps 10 --warmup 2
+  parity on
 fi
 
 # ttfs --------------------------------------------------------------------------------------
@@ -181,7 +195,7 @@ ttfs_work=(--work base --precision bf16)
 temps=(cold warm)
 if ((dry)); then ttfs_work=(--work mlp:hidden=32:layers=1:batch=8 --precision fp32); temps=(cold); fi
 for temp in "${temps[@]}"; do
-  c=$(cap 60)
+  c=$(cap 45)
   if ((c == 0)); then note "ttfs $temp: skipped (budget)"; continue; fi
   t0=$SECONDS
   flags="${XLA_FLAGS:-}"

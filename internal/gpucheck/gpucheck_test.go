@@ -60,7 +60,7 @@ func TestGPUCheckDryRun(t *testing.T) {
 	}
 	summary, _ := os.ReadFile(filepath.Join(out, "summary.txt"))
 	for _, want := range []string{"env: ok", "parity quickstart tf32 unset: max rel diff", "PASS", "parity bert_classify tf32 unset",
-		"bench mlp: ok", "bench bert: ok", "launch bert_classify 2 processes", "all-reduces", "ttfs warm: ok", "every part passed"} {
+		"bench mlp: ok", "bench bert: ok", "launch bert_classify 2 processes", "all-reduces", "ttfs cold: ok", "every part passed"} {
 		if !strings.Contains(string(summary), want) {
 			t.Errorf("summary.txt misses %q:\n%s", want, summary)
 		}
