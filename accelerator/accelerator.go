@@ -18,7 +18,6 @@ import (
 	"github.com/gomlx/compute/distributed"
 	_ "github.com/gomlx/compute/gobackend" // the pure-Go backend, always available
 	"github.com/gomlx/go-xla/compute/xla"
-	"github.com/gomlx/go-xla/pjrt"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -30,7 +29,9 @@ type Config struct {
 	// Backend forces a backend: "go" (pure Go, one device), "xla" (best XLA plugin found),
 	// "xla:cuda", "xla:cpu", or the path of a PJRT plugin (".so", optionally after "xla:").
 	// Empty means $GOMLX_BACKEND, else discovery (CUDA plugin when a GPU is present, then
-	// the CPU plugin, then pure Go).
+	// the CPU plugin, then pure Go). XLA's options may follow after commas, as go-xla reads
+	// them: "xla:cuda,tf32=off,memory_fraction=0.45,preallocate=on" (see TF32, MemoryFraction
+	// and Preallocate).
 	Backend string
 	// Devices is how many devices to use; 0 means all that were found. On the XLA CPU
 	// plugin it is also how many host devices are created (default 4 there, or
@@ -105,6 +106,24 @@ type Config struct {
 	// barriers. goaccel launch merges its node's ranks into timeline-node<N>.json. Empty means
 	// $GOACCEL_TIMELINE, else off (off, recording costs one nil check).
 	Timeline string
+	// TF32 is "on" or "off" (also "true"/"false", "1"/"0"): whether XLA's CUDA plugin computes
+	// float32 matrix products in TF32 (10-bit mantissa inputs, float32 accumulation; XLA's
+	// default, on) or in full float32 (off, precision HIGHEST), as PyTorch's
+	// torch.backends.cuda.matmul.allow_tf32. Empty means the backend string's "tf32=" option
+	// ("xla:cuda,tf32=off"), else $GOACCEL_TF32, else XLA's default. Setting it for any other
+	// backend is an error. docs/gpu.md.
+	TF32 string
+	// MemoryFraction is the share of each GPU's memory this process may use on XLA's CUDA
+	// plugin, above 0 and at most 1 (the plugin's default is 0.75), as JAX's
+	// XLA_PYTHON_CLIENT_MEM_FRACTION: processes sharing a GPU each get a part. 0 means the
+	// backend string's "memory_fraction=" option, else $GOACCEL_MEMORY_FRACTION, else the
+	// plugin's default. Setting it for any other backend is an error.
+	MemoryFraction float64
+	// Preallocate is "on" or "off": whether XLA's CUDA plugin reserves its memory share at
+	// start (JAX's default) or grows into it as needed (go-xla's default, off). Empty means the
+	// backend string's "preallocate=" option, else $GOACCEL_PREALLOCATE, else off. Setting it
+	// for any other backend is an error.
+	Preallocate string
 	// DeviceMemory is the memory budget of each device, in bytes: a training step whose memory
 	// plan (see MemoryPlan) needs more fails before its first execution, naming its largest
 	// part and the ways out; with WithAutoBatch it picks a smaller per-device batch instead.
@@ -122,6 +141,7 @@ type Info struct {
 	Available int    // devices the backend exposes
 	Precision string // "fp32", "bf16" or "fp16"
 	Found     []Plugin
+	NVIDIA    NVIDIALibraries // for a CUDA plugin: the NVIDIA libraries it was pointed at
 }
 
 // Accelerator owns the backend, the device mesh and the process group. Create one with New
@@ -145,6 +165,8 @@ type Accelerator struct {
 	seed    int64
 	// goConfig is an explicit pure-Go backend configuration ("go:..."), if one was given.
 	goConfig string
+	// knobs are the CUDA plugin's settings given (TF32, MemoryFraction, Preallocate).
+	knobs []cudaKnob
 
 	// shardedState holds, by Store, the state that a sharded job keeps outside its Store
 	// (CompleteStore gives it to checkpoints).
@@ -276,6 +298,18 @@ func (a *Accelerator) openBackend() error {
 		choice = envvar.Backend.Value()
 		source = "$GOMLX_BACKEND"
 	}
+	var fromBackend []cudaKnob
+	if c := strings.ToLower(strings.TrimSpace(choice)); c != "go" && c != "simplego" && !strings.HasPrefix(c, "go:") {
+		var err error
+		if choice, fromBackend, err = splitBackendOptions(choice, source); err != nil {
+			return err
+		}
+	}
+	knobs, err := resolveCUDAKnobs(a.cfg, fromBackend)
+	if err != nil {
+		return err
+	}
+	a.knobs = knobs
 	found := FindPlugins()
 	a.info.Found = found
 	byKind := func(k PluginKind) (Plugin, bool) {
@@ -348,6 +382,9 @@ func (a *Accelerator) openBackend() error {
 const defaultGoConfig = "go:ops_sequential"
 
 func (a *Accelerator) openGo() error {
+	if err := refuseCUDAKnobs(a.knobs, "go (pure Go)"); err != nil {
+		return err
+	}
 	config := a.goConfig
 	if config == "" {
 		config = defaultGoConfig
@@ -398,8 +435,7 @@ func cpuDeviceLimit() (int, error) {
 }
 
 func (a *Accelerator) openXLA(p Plugin) error {
-	opts := pjrt.NamedValuesMap{}
-	want := a.cfg.Devices
+	want, cpuDevices := a.cfg.Devices, 0
 	if p.Kind == PluginCPU {
 		n, err := a.cpuDeviceCount()
 		if err != nil {
@@ -415,12 +451,25 @@ func (a *Accelerator) openXLA(p Plugin) error {
 					"each host device holds a full model replica and its own thread pool, so more devices than cores only "+
 					"costs memory; ask for fewer, or raise the limit with $GOACCEL_MAX_CPU_DEVICES", n, limit)
 			}
-			opts["cpu_device_count"] = int64(n)
-			want = n
+			cpuDevices, want = n, n
 		}
 	}
-	b, err := xla.NewWithOptions(p.Path, opts)
+	config, opts, err := xlaClientOptions(p, cpuDevices, a.knobs)
 	if err != nil {
+		return err
+	}
+	var libErr error
+	if p.Kind == PluginCUDA {
+		libErr = a.useNVIDIALibraries(p)
+	}
+	b, err := xla.NewWithOptions(config, opts)
+	if err != nil {
+		if p.Kind == PluginCUDA {
+			err = fmt.Errorf("%w; %s", err, a.info.NVIDIA.Describe())
+			if libErr != nil {
+				err = fmt.Errorf("%w; %v", err, libErr)
+			}
+		}
 		return fmt.Errorf("accelerator: loading the XLA plugin %q (from %s) failed; is it a PJRT "+
 			"plugin built for this machine? Use Backend \"go\" to run without XLA: %w", p.Path, p.From, err)
 	}
@@ -444,6 +493,9 @@ func (a *Accelerator) Plan() string {
 	backend := "go (pure Go)"
 	if a.info.Backend == "xla" {
 		backend = fmt.Sprintf("xla:%s (%s)", a.info.Plugin.Kind, a.info.Plugin.Path)
+		if k := describeKnobs(a.knobs); k != "" {
+			backend = fmt.Sprintf("xla:%s (%s; %s)", a.info.Plugin.Kind, a.info.Plugin.Path, k)
+		}
 	}
 	return fmt.Sprintf("goaccel: backend %s; devices %d of %d; processes %d; precision %s; %s",
 		backend, a.info.Devices, a.info.Available, a.grp.Size(), precisionName(a.cfg.MixedPrecision), a.info.Reason)
