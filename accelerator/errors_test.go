@@ -62,13 +62,13 @@ func TestBadConfigErrors(t *testing.T) {
 		cfg  Config
 		want []string
 	}{
-		{"unknown backend lists what was found", Config{Backend: "tpu"}, []string{`unknown backend "tpu"`, "no XLA PJRT plugin found"}},
+		{"unknown backend lists what was found", Config{Backend: "tpu"}, []string{`Config.Backend="tpu": unknown backend`, "no XLA PJRT plugin found"}},
 		{"xla without plugin", Config{Backend: "xla:cpu"}, []string{"not available", "goaccel setup"}},
 		{"missing plugin file", Config{Backend: "/nonexistent/pjrt_c_api_cpu_plugin.so"}, []string{"does not exist"}},
 		{"not a plugin", Config{Backend: fake}, []string{fake, "PJRT"}},
 		{"too many devices for pure Go", Config{Backend: "go", Devices: 2}, []string{"2 devices requested", "pure-Go backend has 1"}},
 		{"negative devices", Config{Devices: -1}, []string{"Devices=-1"}},
-		{"unknown precision", Config{MixedPrecision: "fp8"}, []string{`unknown MixedPrecision "fp8"`}},
+		{"unknown precision", Config{MixedPrecision: "fp8"}, []string{`Config.MixedPrecision="fp8": unknown precision`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
