@@ -26,6 +26,8 @@ type SettingError struct {
 	Reason string
 }
 
+// Error says where the value was set, the value, and what is wrong with it:
+// `accelerator: $GOACCEL_DEVICES=64: 64 XLA CPU devices requested, above the limit of ...`.
 func (e *SettingError) Error() string {
 	v := e.Value
 	if _, err := strconv.ParseFloat(v, 64); err != nil {
