@@ -120,7 +120,7 @@ type Info struct {
 	Reason    string // why this backend was chosen
 	Devices   int    // devices in use
 	Available int    // devices the backend exposes
-	Precision string // "fp32" or "bf16"
+	Precision string // "fp32", "bf16" or "fp16"
 	Found     []Plugin
 }
 
@@ -211,6 +211,11 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 	}
 	if a.budget, err = deviceMemoryBudget(cfg.DeviceMemory); err != nil {
 		return nil, err
+	}
+	// Read by the block cache's C at the first malloc and by hostmalloc at start, which can
+	// only warn: the error is here, whether or not either is in the program.
+	if _, err := envvar.HostMalloc.Choice(); err != nil {
+		return nil, fmt.Errorf("accelerator: %w", err)
 	}
 	if grp != nil {
 		a.grp = grp

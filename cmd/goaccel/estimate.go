@@ -41,7 +41,10 @@ func estimateCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: goaccel estimate [flags] MODEL_DIR\n\n"+
 			"Prints the memory plan per device of a training step (Adam) of the BERT classifier in MODEL_DIR\n"+
 			"(a Hugging Face folder with config.json): weights, gradients, optimizer state and the compiled\n"+
-			"step's temporaries, from XLA's compiled memory statistics. Nothing is trained or loaded but the config.\n\n")
+			"step's temporaries, from XLA's compiled memory statistics. Nothing is trained or loaded but the config.\n\n"+
+			"Exit status: 0 the plan fits the budget (or there is none), 1 an error, 2 a usage error,\n"+
+			"%d the plan does not fit --device_memory ($GOACCEL_DEVICE_MEMORY): the largest part and the ways out go to stderr.\n\n",
+			exitDoesNotFit)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -76,8 +79,16 @@ func estimateCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "goaccel estimate: %s per device %s the budget of %s (largest part: %s)\n",
 			accelerator.FormatBytes(plan.Total()), verdict, accelerator.FormatBytes(plan.Budget), name)
 	}
+	if err := plan.Check(); err != nil {
+		fmt.Fprintf(stderr, "goaccel estimate: %v\ngoaccel estimate: here: --sharding zero1 or zero3 over --devices, or a smaller --batch_size\n", err)
+		return exitDoesNotFit
+	}
 	return 0
 }
+
+// exitDoesNotFit is the exit status of `goaccel estimate` when the plan does not fit the
+// budget, apart from 1 (an error) and 2 (a usage error), so that a script can gate on it.
+const exitDoesNotFit = 3
 
 // suggestFlag adds the nearest known flag to pflag's unknown-flag error.
 func suggestFlag(fs *flag.FlagSet, err error) error {

@@ -34,8 +34,8 @@ func TestEstimateMiniLM(t *testing.T) {
 	var out, errOut bytes.Buffer
 	code := run([]string{"estimate", "--batch_size", "8", "--seq_len", "64", "--devices", "2", "--sharding", "zero3", "--device_memory", "64MiB", dir}, &out, &errOut)
 	t.Logf("%s%s", out.String(), errOut.String())
-	if code != 0 {
-		t.Fatalf("exit %d", code)
+	if code != exitDoesNotFit {
+		t.Fatalf("exit %d, want %d: the plan does not fit", code, exitDoesNotFit)
 	}
 	for _, want := range []string{"22713986 parameters", "sharding zero3 over 2", "weights 43.3 MiB", "XLA compiled memory statistics", "does not fit the budget of 64.0 MiB (largest part: temporaries)"} {
 		if !strings.Contains(out.String(), want) {
@@ -44,6 +44,49 @@ func TestEstimateMiniLM(t *testing.T) {
 	}
 	if code := run([]string{"estimate", "--batch_sise", "8", dir}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "did you mean --batch_size?") {
 		t.Errorf("a misspelt flag: exit %d, %s", code, errOut.String())
+	}
+}
+
+// TestEstimateExitStatus: `goaccel estimate` exits 3 when the plan does not fit
+// --device_memory, with the largest part and the ways out on stderr, 0 when it fits, 1 on an
+// error and 2 on a usage error; --help says so.
+func TestEstimateExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	tiny := `{"vocab_size": 64, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,
+		"max_position_embeddings": 32, "type_vocab_size": 2, "num_labels": 2, "hidden_act": "gelu", "layer_norm_eps": 1e-12}`
+	if err := os.WriteFile(dir+"/config.json", []byte(tiny), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	estimate := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := run(append([]string{"estimate"}, args...), &out, &errOut)
+		t.Logf("goaccel estimate %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
+		return code, out.String(), errOut.String()
+	}
+	code, out, errOut := estimate("--batch_size", "4", "--seq_len", "16", "--device_memory", "1KiB", dir)
+	if code != 3 {
+		t.Errorf("a plan over --device_memory 1KiB: exit %d, want 3", code)
+	}
+	if !strings.Contains(out, "does not fit the budget of 1.0 KiB") {
+		t.Errorf("stdout does not give the verdict:\n%s", out)
+	}
+	for _, want := range []string{accelerator.ErrMemoryBudget.Error(), "the largest part is the", "Ways out", `"zero1"`, "--sharding zero1 or zero3", "--batch_size"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr does not say %q", want)
+		}
+	}
+	if code, _, errOut := estimate("--batch_size", "4", "--seq_len", "16", "--device_memory", "1GiB", dir); code != 0 || errOut != "" {
+		t.Errorf("a plan within --device_memory 1GiB: exit %d, stderr %q; want 0 and nothing", code, errOut)
+	}
+	if code, _, _ := estimate("--batch_size", "4", "--seq_len", "16", dir+"/missing"); code != 1 {
+		t.Errorf("a missing folder: exit %d, want 1", code)
+	}
+	if code, _, _ := estimate("--device_memory", "1KiB"); code != 2 {
+		t.Errorf("no MODEL_DIR: exit %d, want 2", code)
+	}
+	code, _, help := estimate("--help")
+	if code != 0 || !strings.Contains(help, "3 the plan does not fit --device_memory") || !strings.Contains(help, "1 an error, 2 a usage error") {
+		t.Errorf("--help: exit %d; want 0 and the exit statuses in:\n%s", code, help)
 	}
 }
 

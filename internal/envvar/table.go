@@ -173,7 +173,7 @@ var (
 // Host memory (the block cache linked in with accelerator, and the hostmalloc package).
 var (
 	// HostMalloc is GOACCEL_HOST_MALLOC.
-	HostMalloc = str("GOACCEL_HOST_MALLOC", "unset: the block cache linked into every program that imports accelerator keeps malloc's large freed blocks for reuse; system: glibc's defaults; keep: a program importing hostmalloc re-executes itself with GLIBC_TUNABLES that keep all freed memory (the cache off)", User)
+	HostMalloc = choice("GOACCEL_HOST_MALLOC", []string{"system", "keep"}, "unset: the block cache linked into every program that imports accelerator keeps malloc's large freed blocks for reuse; system: glibc's defaults; keep: a program importing hostmalloc re-executes itself with GLIBC_TUNABLES that keep all freed memory (the cache off)", User)
 	// GlibcTunables is GLIBC_TUNABLES.
 	GlibcTunables = str("GLIBC_TUNABLES", "glibc's settings, read at start; hostmalloc sets them when it re-executes, and leaves the user's own alone; when set, the block cache is off", User, Goaccel)
 )
