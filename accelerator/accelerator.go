@@ -201,7 +201,15 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 		return nil, err
 	}
 	if cfg.Devices < 0 {
-		return nil, fmt.Errorf("accelerator: Devices=%d: must be 0 (all) or a positive count", cfg.Devices)
+		return nil, setting{"Devices", "Config.Devices", fmt.Sprint(cfg.Devices)}.refuse("must be 0 (all) or a positive count")
+	}
+	// The device variables are checked in every run, as every setting is, not only on XLA's
+	// CPU plugin, which reads them.
+	if _, _, err := cpuDevices(cfg.Devices); err != nil {
+		return nil, err
+	}
+	if _, _, err := cpuDeviceLimit(); err != nil {
+		return nil, err
 	}
 	a := &Accelerator{cfg: cfg, proc: proc, out: cfg.Output, seed: cfg.Seed, grp: soloGroup{}}
 	a.info.Precision = precisionName(cfg.MixedPrecision)
@@ -210,6 +218,9 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 	}
 	if a.timeout, err = collectiveTimeout(cfg.Timeout); err != nil {
 		return nil, err
+	}
+	if _, err := envvar.Debug.Bool(); err != nil { // read by the MPI group: checked in every run
+		return nil, fmt.Errorf("accelerator: %w", err)
 	}
 	if a.verify, err = verifyEvery(cfg.Verify); err != nil {
 		return nil, err
@@ -233,13 +244,10 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 	} else if a.grp, err = joinGroup(proc, a.timeout); err != nil {
 		return nil, err
 	}
-	dir := cfg.Timeline
-	if dir == "" {
-		dir = envvar.Timeline.Value()
-	}
-	if a.tl, err = timeline.Open(dir, a.grp.Rank()); err != nil {
+	tl := resolveSetting("Timeline", cfg.Timeline, envvar.Timeline.Var)
+	if a.tl, err = timeline.Open(tl.value, a.grp.Rank()); err != nil {
 		a.Close()
-		return nil, fmt.Errorf("accelerator: Timeline %q: %w", dir, err)
+		return nil, tl.refuse("%v", err)
 	}
 	if g, ok := a.grp.(*mpiGroup); ok && a.tl != nil { // the buckets of each all-reduce, inside its span
 		tl := a.tl
@@ -292,12 +300,8 @@ const MeshAxis = "data"
 
 // openBackend resolves cfg.Backend / $GOMLX_BACKEND / discovery into a live backend.
 func (a *Accelerator) openBackend() error {
-	choice := a.cfg.Backend
-	source := "Config.Backend"
-	if choice == "" {
-		choice = envvar.Backend.Value()
-		source = "$GOMLX_BACKEND"
-	}
+	set := resolveSetting("Backend", a.cfg.Backend, envvar.Backend.Var)
+	choice, source := set.value, set.source
 	var fromBackend []cudaKnob
 	if c := strings.ToLower(strings.TrimSpace(choice)); c != "go" && c != "simplego" && !strings.HasPrefix(c, "go:") {
 		var err error
@@ -353,25 +357,24 @@ func (a *Accelerator) openBackend() error {
 			plugin, ok = byKind(PluginKind(want))
 		}
 		if !ok {
-			return fmt.Errorf("accelerator: backend %q (from %s) is not available: %s; install one "+
-				"(goaccel setup installs XLA's CPU plugin) or set PJRT_PLUGIN_LIBRARY_PATH, or use \"go\"",
-				choice, source, describePlugins(found))
+			return set.refuse("not available: %s; install one (goaccel setup installs XLA's CPU plugin) or "+
+				"set PJRT_PLUGIN_LIBRARY_PATH, or use \"go\"", describePlugins(found))
 		}
 		a.info.Reason = "chosen by " + source
 	case strings.HasSuffix(c, ".so"):
 		path := strings.TrimPrefix(strings.TrimSpace(choice), "xla:")
 		st, err := os.Stat(path)
 		if err != nil {
-			return fmt.Errorf("accelerator: plugin %q (from %s) does not exist: %v", path, source, err)
+			return set.refuse("the plugin does not exist: %v", err)
 		}
 		if st.IsDir() {
-			return fmt.Errorf("accelerator: plugin %q (from %s) is a directory, not a PJRT plugin (.so)", path, source)
+			return set.refuse("%s is a directory, not a PJRT plugin (.so)", path)
 		}
 		plugin = Plugin{Kind: kindOfPlugin(path), Path: path, From: source}
 		a.info.Reason = "chosen by " + source
 	default:
-		return fmt.Errorf("accelerator: unknown backend %q (from %s): valid values are \"go\", \"xla\", "+
-			"\"xla:cpu\", \"xla:cuda\" or the path of a PJRT plugin (.so); %s", choice, source, describePlugins(found))
+		return set.refuse("unknown backend: valid values are \"go\", \"xla\", \"xla:cpu\", \"xla:cuda\" or the "+
+			"path of a PJRT plugin (.so); %s", describePlugins(found))
 	}
 	return a.openXLA(plugin)
 }
@@ -394,67 +397,64 @@ func (a *Accelerator) openGo() error {
 		return fmt.Errorf("accelerator: creating the pure-Go backend (%q): %w", config, err)
 	}
 	if a.cfg.Devices > 1 {
-		return fmt.Errorf("accelerator: %d devices requested but the pure-Go backend has 1; for several CPU "+
-			"devices install XLA's CPU plugin: %s; or set Devices to 0 or 1", a.cfg.Devices, InstallHint)
+		return setting{"Devices", "Config.Devices", fmt.Sprint(a.cfg.Devices)}.refuse("%d devices requested but "+
+			"the pure-Go backend has 1; for several CPU devices install XLA's CPU plugin: %s; or set Devices to 0 or 1",
+			a.cfg.Devices, InstallHint)
 	}
 	a.backend = b
 	a.info.Backend, a.info.Devices, a.info.Available = "go", 1, 1
 	return nil
 }
 
-// cpuDeviceCount is the number of host devices to ask the XLA CPU plugin for (0: its default).
-func (a *Accelerator) cpuDeviceCount() (int, error) {
-	if a.cfg.Devices > 0 {
-		return a.cfg.Devices, nil
+// cpuDevices is the number of XLA CPU devices asked for (0: the plugin's default) and where
+// it came from: Config.Devices (cfg), else $GOACCEL_DEVICES, else XLA_FLAGS's
+// --xla_force_host_platform_device_count.
+func cpuDevices(cfg int) (int, setting, error) {
+	if cfg > 0 {
+		return cfg, setting{"Devices", "Config.Devices", strconv.Itoa(cfg)}, nil
 	}
-	if v := envvar.Devices.Value(); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("accelerator: $GOACCEL_DEVICES=%q is not a positive integer", v)
-		}
-		return n, nil
+	if s := fromEnv("Devices", envvar.Devices.Var); s.value != "" {
+		n, err := s.positiveInt()
+		return n, s, err
 	}
 	if m := xlaForceCount.FindStringSubmatch(envvar.XLAFlags.Value()); m != nil {
 		n, _ := strconv.Atoi(m[1])
-		return n, nil
+		return n, setting{"Devices", "$" + envvar.XLAFlags.Name, m[0]}, nil
 	}
-	return 0, nil
+	return 0, setting{}, nil
 }
 
-// cpuDeviceLimit is the largest number of XLA CPU devices New creates: max(8, CPU cores), or
-// $GOACCEL_MAX_CPU_DEVICES.
-func cpuDeviceLimit() (int, error) {
-	if v := envvar.MaxCPUDevices.Value(); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("accelerator: $GOACCEL_MAX_CPU_DEVICES=%q is not a positive integer", v)
-		}
-		return n, nil
+// cpuDeviceLimit is the largest number of XLA CPU devices New creates, and what set it:
+// $GOACCEL_MAX_CPU_DEVICES, else max(8, CPU cores).
+func cpuDeviceLimit() (int, string, error) {
+	if s := fromEnv("Devices", envvar.MaxCPUDevices.Var); s.value != "" {
+		n, err := s.positiveInt()
+		return n, "set by " + s.source + "=" + s.value, err
 	}
-	return max(8, runtime.NumCPU()), nil
+	return max(8, runtime.NumCPU()), fmt.Sprintf("(max(8, CPU cores) on this machine's %d cores)", runtime.NumCPU()), nil
 }
 
 func (a *Accelerator) openXLA(p Plugin) error {
-	want, cpuDevices := a.cfg.Devices, 0
+	want, asked, cpuCount := a.cfg.Devices, setting{"Devices", "Config.Devices", strconv.Itoa(a.cfg.Devices)}, 0
 	if p.Kind == PluginCPU {
-		n, err := a.cpuDeviceCount()
+		n, s, err := cpuDevices(a.cfg.Devices)
 		if err != nil {
 			return err
 		}
-		limit, err := cpuDeviceLimit() // checked even when unused: a bad setting is an error
+		limit, why, err := cpuDeviceLimit()
 		if err != nil {
 			return err
 		}
 		if n > 0 {
 			if n > limit {
-				return fmt.Errorf("accelerator: %d XLA CPU devices requested, above the limit of %d (max(8, CPU cores)): "+
-					"each host device holds a full model replica and its own thread pool, so more devices than cores only "+
-					"costs memory; ask for fewer, or raise the limit with $GOACCEL_MAX_CPU_DEVICES", n, limit)
+				return s.refuse("%d XLA CPU devices requested, above the limit of %d %s: each host device holds a full "+
+					"model replica and its own thread pool, so more devices than cores only costs memory; ask for fewer, "+
+					"or raise the limit with $%s", n, limit, why, envvar.MaxCPUDevices.Name)
 			}
-			cpuDevices, want = n, n
+			cpuCount, want, asked = n, n, s
 		}
 	}
-	config, opts, err := xlaClientOptions(p, cpuDevices, a.knobs)
+	config, opts, err := xlaClientOptions(p, cpuCount, a.knobs)
 	if err != nil {
 		return err
 	}
@@ -476,8 +476,8 @@ func (a *Accelerator) openXLA(p Plugin) error {
 	avail := b.NumDevices()
 	if want > avail {
 		b.Finalize()
-		return fmt.Errorf("accelerator: %d devices requested but %s exposes %d; ask for at most %d "+
-			"(or 0 for all)", want, p.Path, avail, avail)
+		return asked.refuse("%d devices requested but %s exposes %d; ask for at most %d (or 0 for all)",
+			want, p.Path, avail, avail)
 	}
 	if want == 0 {
 		want = avail

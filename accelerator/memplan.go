@@ -188,13 +188,14 @@ func ParseBytes(s string) (int64, error) {
 // (0). The variable is checked even when cfg is set, so a bad setting is an error in every run.
 func deviceMemoryBudget(cfg int64) (int64, error) {
 	if cfg < 0 {
-		return 0, fmt.Errorf("accelerator: DeviceMemory=%d: must be a positive number of bytes (or 0 for none)", cfg)
+		return 0, setting{"DeviceMemory", "Config.DeviceMemory", fmt.Sprint(cfg)}.refuse(
+			"must be a positive number of bytes (or 0 for none)")
 	}
 	var env int64
-	if s := envvar.DeviceMemory.Value(); s != "" {
+	if s := fromEnv("DeviceMemory", envvar.DeviceMemory.Var); s.value != "" {
 		var err error
-		if env, err = ParseBytes(s); err != nil {
-			return 0, fmt.Errorf("accelerator: $GOACCEL_DEVICE_MEMORY: %w", err)
+		if env, err = ParseBytes(s.value); err != nil {
+			return 0, s.refuse("%v", err)
 		}
 	}
 	if cfg > 0 {

@@ -138,14 +138,15 @@ type estimateJob struct {
 
 // newEstimateJob prepares cfg's classifier with Adam for o's shapes; the caller closes acc.
 func newEstimateJob(cfg bert.Config, o estimateOptions) (*estimateJob, error) {
-	if o.batchSize < 1 || o.seqLen < 2 || o.devices < 1 {
-		return nil, fmt.Errorf("--batch_size %d, --seq_len %d, --devices %d: want >= 1, >= 2 and >= 1", o.batchSize, o.seqLen, o.devices)
+	if o.batchSize < 1 || o.seqLen < 2 || o.devices < 1 || o.numLabels < 0 {
+		return nil, fmt.Errorf("--batch_size %d, --seq_len %d, --devices %d, --num_labels %d: want >= 1, >= 2, >= 1 and >= 0",
+			o.batchSize, o.seqLen, o.devices, o.numLabels)
 	}
 	if o.numLabels > 0 {
 		cfg.NumLabels = o.numLabels
 	}
 	if err := cfg.CheckMaxLen(o.seqLen); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--seq_len %d: %w", o.seqLen, err)
 	}
 	var budget int64
 	if o.deviceMemory != "" {
@@ -157,7 +158,7 @@ func newEstimateJob(cfg bert.Config, o estimateOptions) (*estimateJob, error) {
 	acc, err := accelerator.New(accelerator.Config{Backend: "xla:cpu", Devices: o.devices, Quiet: true,
 		MixedPrecision: o.mixedPrecision, DeviceMemory: budget})
 	if err != nil {
-		return nil, err
+		return nil, accelerator.NameFlags(err, map[string]string{"Devices": "--devices", "MixedPrecision": "--mixed_precision"})
 	}
 	clf, err := bert.NewClassifier(cfg, model.NewStore())
 	if err == nil {

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/exampletest"
 	"github.com/goaccel/goaccel/models/bert"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -238,4 +241,33 @@ func procStatus(t *testing.T, field string) int64 {
 	}
 	t.Fatalf("no %s in /proc/self/status", field)
 	return 0
+}
+
+// TestEstimateBadFlagsNameTheFlag: a bad value of any flag of goaccel estimate is an error
+// that names the flag, on a tiny BERT config.
+func TestEstimateBadFlagsNameTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/config.json", []byte(`{"vocab_size": 30, "hidden_size": 8, "num_hidden_layers": 1,
+		"num_attention_heads": 2, "intermediate_size": 16, "max_position_embeddings": 16, "type_vocab_size": 2}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var help bytes.Buffer
+	estimateCmd([]string{"--help"}, io.Discard, &help)
+	var names []string
+	for _, m := range regexp.MustCompile(`(?m)^\s+--(\w+)`).FindAllStringSubmatch(help.String(), -1) {
+		names = append(names, m[1])
+	}
+	if len(names) == 0 {
+		t.Fatalf("goaccel estimate --help lists no flags:\n%s", help.String())
+	}
+	exampletest.BadFlags(t, names, func(*testing.T) []string { return []string{dir, "--seq_len", "8", "--batch_size", "2"} },
+		map[string]string{"batch_size": "0", "seq_len": "64", "devices": "0", "num_labels": "-1", "sharding": "fsdp",
+			"mixed_precision": "fp8", "device_memory": "lots"}, nil,
+		func(t *testing.T, args []string) (string, error) {
+			var out bytes.Buffer
+			if code := estimateCmd(args, &out, &out); code != 0 {
+				return out.String(), fmt.Errorf("exit %d", code)
+			}
+			return out.String(), nil
+		})
 }

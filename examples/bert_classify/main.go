@@ -146,6 +146,10 @@ type history struct {
 // train() and test(), rank-0 printing and saving, the best accuracy. It returns the run's
 // history and the exit code.
 func run(o options, out io.Writer) (*history, int, error) {
+	if o.Epochs < 1 || o.MaxSteps < 0 {
+		return nil, 0, fmt.Errorf("--epochs %d, --max_steps %d: want at least 1 epoch, and 0 steps (--epochs decides) or more",
+			o.Epochs, o.MaxSteps)
+	}
 	loggers, err := trainer.ReportTo(o.ReportTo)
 	if err != nil {
 		return nil, 0, fmt.Errorf("--report_to: %w", err)
@@ -154,7 +158,8 @@ func run(o options, out io.Writer) (*history, int, error) {
 		MixedPrecision: o.MixedPrecision, Seed: o.Seed, Output: out,
 		Sharding: o.Sharding})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, accelerator.NameFlags(err, map[string]string{"Backend": "--backend", "Devices": "--devices",
+			"MixedPrecision": "--mixed_precision", "Sharding": "--sharding"})
 	}
 	defer acc.Close()
 	dir, err := trainer.ChooseRunDir(acc, o.OutputDir, "bert_classify")
@@ -187,12 +192,12 @@ func run(o options, out io.Writer) (*history, int, error) {
 		BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize, Shuffle: true, Seed: o.Seed, Workers: o.Workers,
 		Collate: tok.Collate})
 	if err != nil {
-		return nil, 0, fmt.Errorf("--batch_size: %w", err)
+		return nil, 0, fmt.Errorf("--batch_size, --global_batch_size or --workers: %w", err)
 	}
 	testLoader, err := data.NewLoader(testSet, data.LoaderConfig[text.Labeled]{
 		BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize, Workers: o.Workers, Collate: tok.Collate})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("--batch_size, --global_batch_size or --workers: %w", err)
 	}
 	lr := o.LearningRate
 	if lr == 0 {
@@ -200,7 +205,7 @@ func run(o options, out io.Writer) (*history, int, error) {
 	}
 	opt, err := trainer.Adam(trainer.AdamConfig{LearningRate: lr, WeightDecay: o.WeightDecay}) // PyTorch's Adam / HF's AdamW
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("--learning_rate %g, --weight_decay %g: %w", lr, o.WeightDecay, err)
 	}
 	job, err := acc.Prepare(clf, opt, trainLoader) // variables replicated on every device, batches sharded
 	if err != nil {
@@ -228,7 +233,7 @@ func run(o options, out io.Writer) (*history, int, error) {
 	cfg.LoggingSteps = 0
 	rd, err := trainer.OpenRun(acc, dir, cfg, job, h)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("--output_dir %s: %w", dir, err)
 	}
 	defer rd.Close()
 	if err := rd.AddLoggers(loggers...); err != nil { // --report_to's TensorBoard and CSV files, rank 0
