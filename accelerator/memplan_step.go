@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/goaccel/goaccel/data"
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -54,6 +55,47 @@ func (p *hostReducedStep) compile(gb *data.GlobalBatch, args []any, accumulate b
 		slot = &p.accum
 	}
 	return p.t.compileSlot(slot, p.gradsGraphFn(accumulate), gb, args)
+}
+
+// applyCompiler is a step runner that can compile its update's apply graph ahead, so that the
+// memory plan counts the optimizer's state that graph creates, and its temporaries.
+type applyCompiler interface {
+	// compileApply compiles it (nil: the runner has no apply graph on the job's Store).
+	compileApply() (*Graph, error)
+}
+
+// compileApply is the reduction's apply graph compiled ahead, when its update is the apply
+// graph on every device (exact and compressed; zero1's runs on the slices' Store).
+func (p *hostReducedStep) compileApply() (*Graph, error) {
+	if c, ok := p.red.(applyCompiler); ok {
+		return c.compileApply()
+	}
+	return nil, nil
+}
+
+// compileApply compiles the apply graph ahead, for the shapes applyMean gives it (the
+// all-reduced float32 mean gradients, a copy per device): the memory plan then counts the
+// optimizer's state, which that graph creates, and its temporaries. The first update reuses
+// it. The gradients graph must have been traced first (it finds the variables).
+func (h *hostGradients) compileApply() (*Graph, error) {
+	p := h.p
+	j := p.t.job
+	if err := p.newApply(); err != nil {
+		return nil, err
+	}
+	in := make([]shapes.Shape, 0, j.numDevices()*len(p.vars))
+	for range j.numDevices() {
+		for _, v := range p.vars {
+			in = append(in, shapes.Make(dtypes.Float32, v.Shape().Dimensions...))
+		}
+	}
+	span := j.acc.tl.Start("compile", "execute")
+	g, err := p.apply.Compile(in...)
+	span.End()
+	if err != nil {
+		return nil, fmt.Errorf("accelerator: compiling the apply graph for the memory plan: %w", err)
+	}
+	return g, nil
 }
 
 // compileSlot creates the executor in *slot if needed (as the runners do) and compiles it for
@@ -139,7 +181,16 @@ func (t *TrainStep) planAt(gb *data.GlobalBatch, args []any, accumulating bool) 
 	if stats != nil && j.shardsVariables() { // the program takes the shards of the sharded variables
 		stats.shardedAs, stats.shards = kind, n
 	}
-	vars := planVars(j.store, g)
+	var applyG *Graph // a host strategy's apply graph, which creates the optimizer's state
+	if c, ok := t.runner.(applyCompiler); ok {
+		if applyG, err = c.compileApply(); err != nil {
+			return MemoryPlan{}, err
+		}
+		if applyG != nil && stats != nil {
+			stats.apply = xlaStats(applyG)
+		}
+	}
+	vars := planVars(j.store, g, applyG)
 	if o, ok := t.runner.(stateOutsideStore); ok { // zero1's optimizer state
 		state, err := o.planState()
 		if err != nil {
@@ -202,8 +253,8 @@ func (t *TrainStep) checkPlan(gb *data.GlobalBatch, args []any, accumulate bool)
 				return err
 			}
 		}
-		if !p.Fits() {
-			return budgetError(p)
+		if err := p.Check(); err != nil {
+			return err
 		}
 		if first {
 			t.micro = 1

@@ -96,10 +96,9 @@ func (h *hostGradients) applyMean(gb *data.GlobalBatch, scale float32) error {
 	name := "apply"
 	if p.apply == nil {
 		name = "compile+apply"
-		var err error
-		if p.apply, err = j.newExec(p.applyGraphFn, layoutApply); err != nil {
-			return err
-		}
+	}
+	if err := p.newApply(); err != nil {
+		return err
 	}
 	nd := j.numDevices()
 	applyArgs := make([]any, 0, nd*len(p.vars))
@@ -116,6 +115,16 @@ func (h *hostGradients) applyMean(gb *data.GlobalBatch, scale float32) error {
 	}
 	finalizeAll(applied)
 	return nil
+}
+
+// newApply creates the apply graph's executor, if not yet made (by applyMean or compileApply).
+func (p *hostReducedStep) newApply() error {
+	if p.apply != nil {
+		return nil
+	}
+	var err error
+	p.apply, err = p.t.job.newExec(p.applyGraphFn, layoutApply)
+	return err
 }
 
 // exactReduction is the update's exact all-reduce: the weighted gradient sums and, in the

@@ -20,9 +20,9 @@ type settings struct {
 	codec     *gradCodec    // Config.GradientCompression (nil: exact float32)
 	budget    int64         // Config.DeviceMemory: bytes per device (0: none)
 	timeout   time.Duration // Config.Timeout: bound on waits for other processes
-	timeline  string        // Config.Timeline: the folder of the Chrome trace ("": off)
+	timeline  setting       // Config.Timeline: the folder of the Chrome trace ("": off)
 	// from names where each setting that the refused combinations name came from, as the
-	// user wrote it: the Config field ("Verify") or the variable ("$GOACCEL_VERIFY").
+	// user wrote it: the Config field ("Config.Verify") or the variable ("$GOACCEL_VERIFY").
 	from map[string]string
 }
 
@@ -48,19 +48,26 @@ func resolveSettings(cfg Config) (settings, error) {
 	if s.budget, err = deviceMemoryBudget(cfg.DeviceMemory); err != nil {
 		return s, err
 	}
-	if s.timeline = cfg.Timeline; s.timeline == "" {
-		s.timeline = envvar.Timeline.Value()
+	if _, err := envvar.Debug.Bool(); err != nil { // read by the MPI group: checked in every run
+		return s, fmt.Errorf("accelerator: %w", err)
 	}
+	// Read by the block cache's C at the first malloc and by hostmalloc at start, which can
+	// only warn: the error is here, whether or not either is in the program.
+	if _, err := envvar.HostMalloc.Choice(); err != nil {
+		return s, fmt.Errorf("accelerator: %w", err)
+	}
+	s.timeline = resolveSetting("Timeline", cfg.Timeline, envvar.Timeline.Var)
 	s.from["Verify"] = source(cfg.Verify != 0, "Verify", envvar.Verify.Name)
 	s.from["Sharding"] = source(cfg.Sharding != "", "Sharding", envvar.Sharding.Name)
 	s.from["GradientCompression"] = source(cfg.GradientCompression != "", "GradientCompression", envvar.GradientCompression.Name)
 	return s, nil
 }
 
-// source names where a setting came from: its Config field when set there, else its variable.
+// source names where a setting came from, as SettingError does: its Config field when set
+// there, else its variable.
 func source(inConfig bool, field, variable string) string {
 	if inConfig {
-		return field
+		return "Config." + field
 	}
 	return "$" + variable
 }
@@ -128,17 +135,14 @@ func (c combination) describe(name string) string {
 // mixedPrecision is Config.MixedPrecision (or, when empty, $GOACCEL_MIXED_PRECISION) as
 // "no", "bf16" or "fp16".
 func mixedPrecision(cfg string) (string, error) {
-	name := "MixedPrecision"
-	if cfg == "" {
-		cfg, name = envvar.MixedPrecision.Value(), "$"+envvar.MixedPrecision.Name
-	}
-	switch p := strings.ToLower(cfg); p {
+	s := resolveSetting("MixedPrecision", cfg, envvar.MixedPrecision.Var)
+	switch p := strings.ToLower(s.value); p {
 	case "", "no", "fp32":
 		return "no", nil
 	case "bf16", "fp16":
 		return p, nil
 	}
-	return "", fmt.Errorf("accelerator: unknown %s %q: valid values are %s", name, cfg, mixedPrecisions)
+	return "", s.refuse("unknown precision: valid values are %s", mixedPrecisions)
 }
 
 // collectiveTimeout resolves Config.Timeout: cfg, else $GOACCEL_TIMEOUT, else 30 minutes. The
@@ -161,14 +165,15 @@ func collectiveTimeout(cfg time.Duration) (time.Duration, error) {
 // verifyEvery resolves Config.Verify: cfg, else $GOACCEL_VERIFY, else 0 (off).
 func verifyEvery(cfg int) (int, error) {
 	if cfg < 0 {
-		return 0, fmt.Errorf("accelerator: Verify=%d: must be 0 (off, or $%s) or the number of updates between checks", cfg, envvar.Verify.Name)
+		return 0, setting{"Verify", "Config.Verify", fmt.Sprint(cfg)}.refuse(
+			"must be 0 (off, or $%s) or the number of updates between checks", envvar.Verify.Name)
 	}
 	n, _, err := envvar.Verify.Int()
 	if err != nil {
 		return 0, fmt.Errorf("accelerator: %w", err)
 	}
 	if n < 0 {
-		return 0, fmt.Errorf("accelerator: $%s=%d: must be 0 (off) or the number of updates between checks", envvar.Verify.Name, n)
+		return 0, fromEnv("Verify", envvar.Verify.Var).refuse("must be 0 (off) or the number of updates between checks")
 	}
 	if cfg > 0 {
 		return cfg, nil
@@ -178,29 +183,23 @@ func verifyEvery(cfg int) (int, error) {
 
 // resolveSharding resolves Config.Sharding: cfg, else $GOACCEL_SHARDING, else "no".
 func resolveSharding(cfg string) (sharding, error) {
-	from := "Sharding"
-	if cfg == "" {
-		cfg, from = envvar.Sharding.Value(), "$"+envvar.Sharding.Name
-	}
-	name := strings.ToLower(strings.TrimSpace(cfg))
+	s := resolveSetting("Sharding", cfg, envvar.Sharding.Var)
+	name := strings.ToLower(strings.TrimSpace(s.value))
 	if name == "" {
 		return shardNo, nil
 	}
 	if i := slices.Index(shardingNames, name); i >= 0 {
 		return sharding(i), nil
 	}
-	return shardNo, fmt.Errorf(`accelerator: unknown %s %q: valid values are "no", "zero1" (optimizer state sharded), `+
-		`"zero2" (and gradients) and "zero3" (and weights)`, from, cfg)
+	return shardNo, s.refuse(`unknown sharding: valid values are "no", "zero1" (optimizer state sharded), ` +
+		`"zero2" (and gradients) and "zero3" (and weights)`)
 }
 
 // gradientCompression resolves Config.GradientCompression: cfg, else
 // $GOACCEL_GRADIENT_COMPRESSION, else "no" (nil: the exact float32 all-reduce).
 func gradientCompression(cfg string) (*gradCodec, error) {
-	v, from := cfg, "GradientCompression"
-	if v == "" {
-		v, from = envvar.GradientCompression.Value(), "$"+envvar.GradientCompression.Name
-	}
-	switch strings.ToLower(v) {
+	s := resolveSetting("GradientCompression", cfg, envvar.GradientCompression.Var)
+	switch strings.ToLower(s.value) {
 	case "", "no":
 		return nil, nil
 	case "bf16":
@@ -208,20 +207,21 @@ func gradientCompression(cfg string) (*gradCodec, error) {
 	case "fp16":
 		return &gradCodec{name: "fp16", fp16: true}, nil
 	}
-	return nil, fmt.Errorf(`accelerator: unknown %s %q: valid values are "no", "bf16" and "fp16"`, from, v)
+	return nil, s.refuse(`unknown gradient compression: valid values are "no", "bf16" and "fp16"`)
 }
 
 // deviceMemoryBudget resolves Config.DeviceMemory: cfg, else $GOACCEL_DEVICE_MEMORY, else none
 // (0). The variable is checked even when cfg is set, so a bad setting is an error in every run.
 func deviceMemoryBudget(cfg int64) (int64, error) {
 	if cfg < 0 {
-		return 0, fmt.Errorf("accelerator: DeviceMemory=%d: must be a positive number of bytes (or 0 for none)", cfg)
+		return 0, setting{"DeviceMemory", "Config.DeviceMemory", fmt.Sprint(cfg)}.refuse(
+			"must be a positive number of bytes (or 0 for none)")
 	}
 	var env int64
-	if s := envvar.DeviceMemory.Value(); s != "" {
+	if s := fromEnv("DeviceMemory", envvar.DeviceMemory.Var); s.value != "" {
 		var err error
-		if env, err = ParseBytes(s); err != nil {
-			return 0, fmt.Errorf("accelerator: $GOACCEL_DEVICE_MEMORY: %w", err)
+		if env, err = ParseBytes(s.value); err != nil {
+			return 0, s.refuse("%v", err)
 		}
 	}
 	if cfg > 0 {

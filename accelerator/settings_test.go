@@ -13,7 +13,7 @@ import (
 // run.
 func TestRefusedCombinations(t *testing.T) {
 	bf16 := &gradCodec{name: "bf16"}
-	fromConfig := map[string]string{"Verify": "Verify", "Sharding": "Sharding", "GradientCompression": "GradientCompression"}
+	fromConfig := map[string]string{"Verify": "Config.Verify", "Sharding": "Config.Sharding", "GradientCompression": "Config.GradientCompression"}
 	fromEnv := map[string]string{"Verify": "$" + envvar.Verify.Name, "Sharding": "$" + envvar.Sharding.Name,
 		"GradientCompression": "$" + envvar.GradientCompression.Name}
 	cases := []struct {
@@ -22,15 +22,15 @@ func TestRefusedCombinations(t *testing.T) {
 		want          []string // in the error
 	}{
 		{"GradientCompression", "Verify", combination{settings: &settings{codec: bf16, verify: 1, from: fromConfig}},
-			[]string{`GradientCompression "bf16"`, "Verify 1"}},
+			[]string{`Config.GradientCompression "bf16"`, "Config.Verify 1"}},
 		{"GradientCompression", "Verify", combination{settings: &settings{codec: bf16, verify: 3, from: fromEnv}},
 			[]string{`$GOACCEL_GRADIENT_COMPRESSION "bf16"`, "$GOACCEL_VERIFY 3"}},
 		{"Sharding", "Verify", combination{settings: &settings{shard: shardZero1, verify: 1, from: fromConfig}, strategy: zero1{}},
-			[]string{`Sharding "zero1"`, "Verify 1"}},
+			[]string{`Config.Sharding "zero1"`, "Config.Verify 1"}},
 		{"Sharding", "GradientCompression", combination{settings: &settings{shard: shardZero3, codec: bf16, from: fromEnv}, strategy: zero1{}},
 			[]string{`$GOACCEL_SHARDING "zero3"`, `$GOACCEL_GRADIENT_COMPRESSION "bf16"`}},
 		{"Verify", "WithAutoBatch", combination{settings: &settings{verify: 2, from: fromConfig}, strategy: inGraph{}, microBatches: 4},
-			[]string{"Verify 2", "WithAutoBatch (4 micro-batches)"}},
+			[]string{"Config.Verify 2", "WithAutoBatch (4 micro-batches)"}},
 		// Combinations that run.
 		{"", "", combination{settings: &settings{shard: shardZero1, verify: 1, from: fromConfig}, strategy: inGraph{}}, nil},
 		{"", "", combination{settings: &settings{shard: shardZero1, codec: bf16, from: fromConfig}, strategy: hostReduced{}}, nil},
@@ -76,11 +76,11 @@ func TestSettingsFrom(t *testing.T) {
 	if s.verify != 2 || s.codec == nil || s.codec.name != "fp16" {
 		t.Fatalf("settings %+v", s)
 	}
-	if s.from["Verify"] != "$GOACCEL_VERIFY" || s.from["GradientCompression"] != "GradientCompression" || s.from["Sharding"] != "$GOACCEL_SHARDING" {
+	if s.from["Verify"] != "$GOACCEL_VERIFY" || s.from["GradientCompression"] != "Config.GradientCompression" || s.from["Sharding"] != "$GOACCEL_SHARDING" {
 		t.Errorf("from %v", s.from)
 	}
 	err = checkCombination(combination{settings: &s})
-	if err == nil || !strings.Contains(err.Error(), `GradientCompression "fp16" with $GOACCEL_VERIFY 2`) {
+	if err == nil || !strings.Contains(err.Error(), `Config.GradientCompression "fp16" with $GOACCEL_VERIFY 2`) {
 		t.Errorf("%v", err)
 	}
 }
