@@ -195,3 +195,10 @@ var (
 	// CI is CI.
 	CI = str("CI", "set on CI services: a test missing an optional tool (plugin, MPI) fails instead of skipping", User, CIService)
 )
+
+// rankMarks are the variables by which a launcher tells a process that it is one rank of a
+// job: torchrun's and goaccel launch's RANK and WORLD_SIZE, MPICH's PMI_* (PMI_FD: its
+// mpiexec's inherited socket), Open MPI's OMPI_COMM_WORLD_*, Slurm's srun SLURM_PROCID. The
+// spawn package starts no ranks of its own when one of them is set (RankMark).
+var rankMarks = []*Var{Rank.Var, WorldSize.Var, PMIRank.Var, PMISize.Var, PMIID.Var, PMIFD.Var, PMIPort.Var,
+	OMPIRank.Var, OMPISize.Var, SlurmProcID.Var}

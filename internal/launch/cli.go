@@ -286,7 +286,28 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if inv.replaced != "" {
 		fmt.Fprintf(stderr, "goaccel launch: --selftest: running the self-test on every rank instead of %s\n", inv.replaced)
 	}
-	if cfg.NprocPerNode*cfg.NNodes > 1 && !inv.noMPICheck {
+	var others *hostLaunchers
+	if len(inv.hosts) > 1 {
+		others = &hostLaunchers{inv: inv, stdout: stdout, stderr: stderr}
+	}
+	return supervise(cfg, !inv.noMPICheck, others)
+}
+
+// Supervise runs a job as `goaccel launch` runs it and returns the same exit status as Main:
+// for a job of several ranks it first finds the MPI library (unless checkMPI is false or
+// cfg.MPILib is set), and SIGINT, SIGTERM, SIGHUP or SIGQUIT stops every rank (a second one
+// kills them). Failures are printed on cfg.Stderr. The spawn package runs its ranks with it.
+func Supervise(cfg Config, checkMPI bool) int {
+	return supervise(cfg, checkMPI, nil)
+}
+
+// supervise is Supervise, with the launchers of the other -H hosts to start and wait for.
+func supervise(cfg Config, checkMPI bool, others *hostLaunchers) int {
+	stderr := cfg.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	if cfg.NprocPerNode*max(cfg.NNodes, 1) > 1 && checkMPI && cfg.MPILib == "" {
 		lib, err := findMPI()
 		if err != nil {
 			fmt.Fprintf(stderr, "goaccel launch: %v (or pass --no_mpi_check for a program that does not use MPI)\n", err)
@@ -327,13 +348,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 
-	var others *hostLaunchers
-	if len(inv.hosts) > 1 {
-		others = &hostLaunchers{inv: inv, stdout: stdout, stderr: stderr}
+	if others != nil {
 		cfg.MasterAddr = others.masterAddr(cfg.MasterAddr)
 		cfg.OnListen = others.start
 	}
-	err = Run(ctx, cfg)
+	err := Run(ctx, cfg)
 	if others != nil {
 		others.wait(cfg.StopGrace + 10*time.Second)
 	}

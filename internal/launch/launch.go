@@ -27,6 +27,8 @@ type Config struct {
 	// Program is the worker program (a path, or a name looked up in $PATH); Args its arguments.
 	Program string
 	Args    []string
+	// Arg0, when set, is what the ranks see as their os.Args[0] (default Program).
+	Arg0 string
 	// NprocPerNode is the number of ranks this launcher starts (default 1); see ResolveNproc.
 	NprocPerNode int
 	// NNodes is the number of launchers (nodes) of the job (default 1); NodeRank is this one's
@@ -816,6 +818,9 @@ func (l *launcher) startWorker(attempt, rank, local, world int) (*worker, error)
 		storePort: l.storePort,
 		share:     l.shares[local], mpiLib: l.cfg.MPILib, logDir: w.logDir}
 	cmd := exec.Command(l.cfg.Program, l.cfg.Args...)
+	if l.cfg.Arg0 != "" {
+		cmd.Args[0] = l.cfg.Arg0
+	}
 	cmd.Env = env.build(l.cfg.Env)
 	// Its own process group, so that stop signals reach what it started too; and it dies with
 	// the launcher (Pdeathsig, tied to the fork thread: see onForkThread).
