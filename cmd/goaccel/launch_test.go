@@ -33,7 +33,7 @@ func goaccelCmd(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.
 		t.Fatal(err)
 	}
 	cmd := exec.Command(self, args...)
-	cmd.Env = append(os.Environ(), asGoaccel+"=1")
+	cmd.Env = append(os.Environ(), asGoaccel+"=1", "GOACCEL_JOB_SECRET=the tests' job secret, 16 bytes or more")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	return cmd, &out, &errOut
