@@ -26,8 +26,12 @@ import (
 const DefaultStragglerEvery = 100
 
 // StragglerFactor is how much busier than the median of the others a rank must be to be
-// reported.
-const StragglerFactor = 1.2
+// reported, and StragglerMinGap by how much at least: below a millisecond per update the
+// difference is the machine's noise, not a slow rank.
+const (
+	StragglerFactor = 1.2
+	StragglerMinGap = time.Millisecond
+)
 
 // RankBusy is one rank's busy time over the latest window of updates, per update.
 type RankBusy struct {
@@ -137,11 +141,12 @@ func (b *busyRecorder) afterStep(j *Job, step, sync time.Duration, update bool) 
 }
 
 // straggler returns the rank whose busy time is more than StragglerFactor x the median of
-// the others' (the busiest such rank), or -1.
+// the others' and StragglerMinGap more (the busiest such rank), or -1.
 func straggler(ranks []RankBusy) int {
 	slow := -1
 	for i, r := range ranks {
-		if m := othersMedian(ranks, i); float64(r.Busy()) > StragglerFactor*float64(m) && m > 0 &&
+		m := othersMedian(ranks, i)
+		if float64(r.Busy()) > StragglerFactor*float64(m) && r.Busy()-m > StragglerMinGap && len(ranks) > 1 &&
 			(slow < 0 || r.Busy() > ranks[slow].Busy()) {
 			slow = i
 		}

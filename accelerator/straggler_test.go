@@ -122,7 +122,7 @@ func TestStragglerNamed(t *testing.T) {
 	}
 }
 
-// TestStragglerArithmetic: the median of the others, and the 1.2x rule.
+// TestStragglerArithmetic: the median of the others, the 1.2x rule and the 1 ms floor.
 func TestStragglerArithmetic(t *testing.T) {
 	busy := func(ms ...int) []RankBusy {
 		var r []RankBusy
@@ -136,10 +136,14 @@ func TestStragglerArithmetic(t *testing.T) {
 		slow int
 	}{
 		{[]int{50, 50}, -1}, {[]int{50, 59}, -1}, {[]int{50, 61}, 1}, {[]int{100, 50, 50, 50}, 0},
-		{[]int{50, 70, 50, 90}, 3}, {[]int{0, 0}, -1}, {[]int{10}, -1},
+		{[]int{50, 70, 50, 90}, 3}, {[]int{0, 0}, -1}, {[]int{10}, -1}, {[]int{0, 2}, 1},
 	} {
 		if got := straggler(busy(tc.ms...)); got != tc.slow {
 			t.Errorf("straggler(%v ms) = %d, want %d", tc.ms, got, tc.slow)
 		}
+	}
+	noise := []RankBusy{{Compute: 900 * time.Microsecond}, {Rank: 1, Compute: 1300 * time.Microsecond}}
+	if got := straggler(noise); got != -1 {
+		t.Errorf("0.9 ms and 1.3 ms per update: rank %d named slow, want none (under the 1 ms floor)", got)
 	}
 }

@@ -303,7 +303,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if len(inv.hosts) > 1 {
 		others = &hostLaunchers{inv: inv, stdout: stdout, stderr: stderr}
 	}
-	return supervise(cfg, !inv.noMPICheck, others)
+	return supervise(cfg, !inv.noMPICheck, " (or pass --no_mpi_check for a program that does not use MPI)", others)
 }
 
 // Supervise runs a job as `goaccel launch` runs it and returns the same exit status as Main:
@@ -311,11 +311,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // cfg.MPILib is set), and SIGINT, SIGTERM, SIGHUP or SIGQUIT stops every rank (a second one
 // kills them). Failures are printed on cfg.Stderr. The spawn package runs its ranks with it.
 func Supervise(cfg Config, checkMPI bool) int {
-	return supervise(cfg, checkMPI, nil)
+	return supervise(cfg, checkMPI, "", nil)
 }
 
-// supervise is Supervise, with the launchers of the other -H hosts to start and wait for.
-func supervise(cfg Config, checkMPI bool, others *hostLaunchers) int {
+// supervise is Supervise, with what to add to a missing MPI's message and the launchers of
+// the other -H hosts to start and wait for.
+func supervise(cfg Config, checkMPI bool, mpiHint string, others *hostLaunchers) int {
 	stderr := cfg.Stderr
 	if stderr == nil {
 		stderr = os.Stderr
@@ -323,7 +324,7 @@ func supervise(cfg Config, checkMPI bool, others *hostLaunchers) int {
 	if cfg.NprocPerNode*max(cfg.NNodes, 1) > 1 && checkMPI && cfg.MPILib == "" {
 		lib, err := findMPI()
 		if err != nil {
-			fmt.Fprintf(stderr, "goaccel launch: %v (or pass --no_mpi_check for a program that does not use MPI)\n", err)
+			fmt.Fprintf(stderr, "goaccel launch: %v%s\n", err, mpiHint)
 			return 2
 		}
 		cfg.MPILib = lib.Path
