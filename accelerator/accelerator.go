@@ -120,7 +120,7 @@ type Info struct {
 	Reason    string // why this backend was chosen
 	Devices   int    // devices in use
 	Available int    // devices the backend exposes
-	Precision string // "fp32" or "bf16"
+	Precision string // "fp32", "bf16" or "fp16"
 	Found     []Plugin
 }
 

