@@ -239,6 +239,9 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 	if _, err := envvar.HostMalloc.Choice(); err != nil {
 		return nil, fmt.Errorf("accelerator: %w", err)
 	}
+	if _, err := stragglerEvery(); err != nil {
+		return nil, err
+	}
 	if grp != nil {
 		a.grp = grp
 	} else if a.grp, err = joinGroup(proc, a.timeout); err != nil {
