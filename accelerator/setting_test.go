@@ -43,6 +43,7 @@ func TestBadVariablesAreNamed(t *testing.T) {
 		envvar.MPILib.Name:         {"/nonexistent/libmpi.so.12", func(*testing.T) error { _, err := mpi.Find(); return err }},
 		envvar.MPIABI.Name:         {"mvapich", func(*testing.T) error { _, err := mpi.Find(); return err }},
 		envvar.TF32.Name:           {"maybe", nil},
+		envvar.StragglerEvery.Name: {"-3", nil},
 		envvar.MemoryFraction.Name: {"1.5", nil},
 		envvar.Preallocate.Name:    {"sometimes", nil},
 	}
@@ -67,6 +68,7 @@ func TestBadVariablesAreNamed(t *testing.T) {
 		envvar.BenchPython.Name:        "any program: goaccel bench names it when it cannot run it",
 		envvar.BenchCPUProfile.Name:    "any file: goaccel bench's worker names it when it cannot write it",
 		envvar.CI.Name:                 "any non-empty value means CI",
+		envvar.JobSecret.Name:          "goaccel launch's, not New's: the launcher refuses one under 16 bytes naming the variable, and the master refuses a launcher with another one",
 		envvar.GoPJRTCUDAChecks.Name:   "go-xla's own; goaccel sets it to 0 when it loads NVIDIA's libraries itself",
 	}
 	for _, v := range envvar.All() {

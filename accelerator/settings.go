@@ -58,6 +58,9 @@ func resolveSettings(cfg Config) (settings, error) {
 	if _, err := envvar.HostMalloc.Choice(); err != nil {
 		return s, fmt.Errorf("accelerator: %w", err)
 	}
+	if _, err := stragglerEvery(); err != nil { // read by the straggler report, checked in every run
+		return s, err
+	}
 	s.timeline = resolveSetting("Timeline", cfg.Timeline, envvar.Timeline.Var)
 	s.from["Verify"] = source(cfg.Verify != 0, "Verify", envvar.Verify.Name)
 	s.from["Sharding"] = source(cfg.Sharding != "", "Sharding", envvar.Sharding.Name)

@@ -128,12 +128,14 @@ func (t *TrainStep) run(gb *data.GlobalBatch) (Loss, error) {
 	if err := checkLabels(gb, t.classes); err != nil {
 		return Loss{}, err
 	}
-	start := time.Now()
+	start, syncBefore := time.Now(), t.stats.Sync
 	loss, err := t.stage(gb, args, accumulate)
+	if err == nil {
+		err = t.count(start, syncBefore, accumulate)
+	}
 	if err != nil {
 		return Loss{}, err
 	}
-	t.count(start, accumulate)
 	return loss, nil
 }
 
@@ -143,8 +145,9 @@ func (j *Job) accumulatesBatch() bool {
 	return j.opts.accumulate > 1 && (j.batchesRun+1)%int64(j.opts.accumulate) != 0
 }
 
-// count records a batch run since start in the step's stats and timeline.
-func (t *TrainStep) count(start time.Time, accumulate bool) {
+// count records a batch run since start in the step's stats, the timeline and the busy time
+// of the straggler report (syncBefore: the stats' Sync before the batch).
+func (t *TrainStep) count(start time.Time, syncBefore time.Duration, accumulate bool) error {
 	j := t.job
 	j.batchesRun++
 	t.stats.Batches++
@@ -156,6 +159,10 @@ func (t *TrainStep) count(start time.Time, accumulate bool) {
 	if tl := j.acc.tl; tl != nil { // tested here: boxing the args would allocate even when off
 		tl.Add("step", "step", start, end, "batch", j.batchesRun, "accumulate", accumulate)
 	}
+	if b := j.busyRecorder(); b != nil { // who is slow (straggler.go)
+		return b.afterStep(j, end.Sub(start), t.stats.Sync-syncBefore, !accumulate)
+	}
+	return nil
 }
 
 // planChecked wraps next with the memory plan of a batch shape not run yet, made before the

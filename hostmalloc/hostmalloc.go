@@ -20,6 +20,9 @@
 //     when a process starts, hence the re-execution), and the block cache stays off. Steps
 //     about as fast as with the cache, compiling slower (XLA's compiler threads share the
 //     one arena) and more memory (the heap keeps everything freed until the process exits).
+//     The re-execution runs in this package's initialisation, before main, so it comes
+//     before spawn.Ranks starts a program's ranks; they inherit GLIBC_TUNABLES and do not
+//     re-execute again.
 //
 // A $GLIBC_TUNABLES of the user's own wins over both: keep does not re-execute and the block
 // cache stays off. A value it cannot honour prints one "goaccel: WARNING:" line on stderr and

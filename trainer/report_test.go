@@ -738,3 +738,34 @@ func TestFP16RecordsReachEveryLogger(t *testing.T) {
 		t.Errorf("TensorBoard has scalars %v at step %d that no %s record of metrics.jsonl has", tags, k.step, k.kind)
 	}
 }
+
+// TestRanksRecordsToLoggers: a 2-process Fit with GOACCEL_STRAGGLER_EVERY=4 gives its loggers
+// a "ranks" record every 4 updates, with each rank's compute and data wait per update and
+// slow_rank; metrics.jsonl stays without them.
+func TestRanksRecordsToLoggers(t *testing.T) {
+	testutil.NeedMPI(t)
+	dir := t.TempDir()
+	if out, err := launchFit(t, dir, 0, fitReport+"=csv", "GOACCEL_STRAGGLER_EVERY=4"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var steps []string
+	for _, r := range readCSVFile(t, dir) {
+		if r["kind"] != KindRanks {
+			continue
+		}
+		steps = append(steps, r["step"])
+		for _, k := range []string{"eval_rank0_compute_ms", "eval_rank1_compute_ms", "eval_rank0_data_ms", "eval_rank1_data_ms", "eval_slow_rank"} {
+			if v, err := strconv.ParseFloat(r[k], 64); err != nil || v < -1 || k != "eval_slow_rank" && v < 0 {
+				t.Errorf("ranks record at step %s: %s=%q", r["step"], k, r[k])
+			}
+		}
+	}
+	if want := []string{"4", "8", "12", "16", "20", "24"}; !slices.Equal(steps, want) {
+		t.Errorf("ranks records at steps %v, want %v", steps, want)
+	}
+	for _, r := range readRecords(t, dir) {
+		if r.Kind == KindRanks {
+			t.Fatalf("metrics.jsonl has a ranks record: %+v", r)
+		}
+	}
+}

@@ -288,3 +288,15 @@ func paths(name, meaning string, by ...Setter) Paths {
 func planned(kind Kind, name, meaning string) *Var {
 	return declare(kind, true, name, meaning, []Setter{User})
 }
+
+// RankMark returns the first variable in env (a list of "NAME=value") that a launcher sets to
+// tell a process that it already is one rank of a job (torchrun, goaccel launch, MPICH's
+// mpiexec, Open MPI's mpirun, Slurm's srun), with its value; nil when none is set.
+func RankMark(env []string) (*Var, string) {
+	for _, v := range rankMarks {
+		if val, ok := Lookup(env, v.Name); ok && val != "" {
+			return v, val
+		}
+	}
+	return nil, ""
+}

@@ -287,3 +287,31 @@ func TestDocMatchesTable(t *testing.T) {
 		t.Errorf("%s differs from the table (internal/envvar/table.go): run go test ./internal/envvar -run TestDoc -update", path)
 	}
 }
+
+// TestRankMark: every launcher's rank variable marks a process as a rank; an empty value or
+// variables of no launcher do not.
+func TestRankMark(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"HOME=/root", "RANK="}, ""},
+		{[]string{"SLURM_JOB_ID=7"}, ""},
+		{[]string{"RANK=1", "WORLD_SIZE=2"}, "RANK"},
+		{[]string{"WORLD_SIZE=2"}, "WORLD_SIZE"},
+		{[]string{"PMI_FD=5"}, "PMI_FD"},
+		{[]string{"PMI_RANK=0"}, "PMI_RANK"},
+		{[]string{"OMPI_COMM_WORLD_RANK=3"}, "OMPI_COMM_WORLD_RANK"},
+		{[]string{"SLURM_PROCID=0"}, "SLURM_PROCID"},
+	} {
+		v, _ := RankMark(tc.env)
+		got := ""
+		if v != nil {
+			got = v.Name
+		}
+		if got != tc.want {
+			t.Errorf("RankMark(%q) = %q, want %q", tc.env, got, tc.want)
+		}
+	}
+}
