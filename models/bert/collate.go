@@ -74,7 +74,7 @@ func (t *Tokenizer) EncodeBatch(texts []string) *Encoded {
 		TokenTypeIDs:  make([]int32, len(texts)*seqLen),
 	}
 	for i, ids := range encoded {
-		copy(e.InputIDs[i*seqLen:(i+1)*seqLen], data.PadTo(ids, seqLen, t.pad))
+		copy(e.InputIDs[i*seqLen:(i+1)*seqLen], data.PadTo(ids, seqLen, t.special.pad))
 		mask := e.AttentionMask[i*seqLen : (i+1)*seqLen]
 		for j := range ids {
 			mask[j] = 1
