@@ -259,8 +259,8 @@ type bpeJSON struct {
 		Normalized bool   `json:"normalized"`
 		Special    bool   `json:"special"`
 	} `json:"added_tokens"`
-	Normalizer    *normalizerJSON `json:"normalizer"`
-	PreTokenizer  *struct {
+	Normalizer   *normalizerJSON `json:"normalizer"`
+	PreTokenizer *struct {
 		Type           string `json:"type"`
 		AddPrefixSpace bool   `json:"add_prefix_space"`
 		UseRegex       *bool  `json:"use_regex"`
