@@ -374,8 +374,13 @@ func (t *Tokenizer) Encode(text string) []int32 {
 // ids 0 on "[CLS] a [SEP]" and 1 on "b [SEP]" (WordPiece), or <s> a </s></s> b </s> with
 // every type id 0 (RoBERTa). When the whole is longer than MaxLen the texts are cut
 // "longest first": the longer one is cut to what the shorter one leaves, and both to half
-// when each is longer than that.
+// when each is longer than that. An empty b is no pair, as in transformers: the result is
+// Encode(a), with type ids 0.
 func (t *Tokenizer) EncodePair(a, b string) (ids, typeIDs []int32) {
+	if b == "" {
+		ids = t.Encode(a)
+		return ids, make([]int32, len(ids))
+	}
 	first, second := t.seg.appendIDs(a, nil), t.seg.appendIDs(b, nil)
 	sp := t.special
 	room := t.maxLen - 2 - sp.pairSeps
