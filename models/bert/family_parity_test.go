@@ -326,3 +326,62 @@ func TestFamilyFineTune(t *testing.T) {
 		})
 	}
 }
+
+// TestBPETokenizerSavedLoadsInTransformers: a RoBERTa classifier saved with its byte-level BPE
+// tokenizer (tokenizer.json and tokenizer_config.json) is read back by transformers'
+// AutoTokenizer, which gives the same ids, and AutoModelForSequenceClassification. It needs
+// GOACCEL_TORCH_PYTHON (a Python with torch and transformers) and skips without it.
+func TestBPETokenizerSavedLoadsInTransformers(t *testing.T) {
+	python := os.Getenv("GOACCEL_TORCH_PYTHON")
+	if python == "" {
+		t.Skip("SKIPPING: GOACCEL_TORCH_PYTHON (a Python with torch and transformers, outside the repository) is not set")
+	}
+	tok, err := LoadTokenizer(filepath.Join("testdata", "roberta_bpe"), 24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseConfig([]byte(fmt.Sprintf(`{"model_type": "roberta", "vocab_size": %d, "hidden_size": 16,
+		"num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 24, "max_position_embeddings": 26,
+		"type_vocab_size": 1, "pad_token_id": 1}`, tok.VocabSize())), "config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clf, err := NewClassifier(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"a charming , often hilarious movie .", "  it's   DON'T <mask> café 12 ", "x"}
+	logitsOnce(t, mustGoBackend(t), clf, tok.EncodeBatch(texts), false)
+	out := filepath.Join(t.TempDir(), "roberta")
+	if err := SavePretrained(out, clf, tok); err != nil {
+		t.Fatal(err)
+	}
+	textsJSON, _ := json.Marshal(texts)
+	script := fmt.Sprintf(`
+import json, sys
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+tok = AutoTokenizer.from_pretrained(sys.argv[1])
+m = AutoModelForSequenceClassification.from_pretrained(sys.argv[1])
+print(json.dumps({"tokenizer": type(tok).__name__, "model": type(m).__name__,
+                  "ids": [tok(t, truncation=True, max_length=24)["input_ids"] for t in %s]}))
+`, textsJSON)
+	cmd := exec.Command(python, "-c", script, out)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("transformers could not load %s: %v", out, err)
+	}
+	var res struct {
+		Tokenizer, Model string
+		IDs              [][]int32
+	}
+	if err := json.Unmarshal(stdout, &res); err != nil {
+		t.Fatalf("reading %q: %v", stdout, err)
+	}
+	t.Logf("transformers loaded %s and %s", res.Tokenizer, res.Model)
+	for i, text := range texts {
+		if got := tok.Encode(text); !slices.Equal(got, res.IDs[i]) {
+			t.Errorf("%q: ids %v here, %v in transformers", text, got, res.IDs[i])
+		}
+	}
+}
