@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestSplitGPT2(t *testing.T) {
@@ -110,4 +111,46 @@ func TestLongestFirst(t *testing.T) {
 			t.Errorf("longestFirst(%d, %d, 7) = %d, %d; want %d, %d", c.n1, c.n2, k1, k2, c.keep1, c.keep2)
 		}
 	}
+}
+
+// FuzzByteLevelBPE checks two invariants of the byte-level BPE on the tokenizer trained on
+// rt-polarity: GPT-2's split covers the text exactly, and the tokens, mapped back from their
+// printable stand-ins to bytes, are the text again (every byte is in the vocabulary, so
+// nothing is lost), whatever the input.
+func FuzzByteLevelBPE(f *testing.F) {
+	tok, err := LoadTokenizer(filepath.Join("testdata", "roberta_bpe"), 16)
+	if err != nil {
+		f.Fatal(err)
+	}
+	runeByte := map[rune]byte{}
+	for b, r := range byteRune {
+		runeByte[r] = byte(b)
+	}
+	for _, seed := range []string{"Hello world!", "  two  spaces \t\n", "it's DON'T", "café 東京 🎉", "a <mask>b", "\xff\xfe"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if !utf8.ValidString(text) {
+			return // Go strings from files may hold any bytes; transformers only sees valid text
+		}
+		if got := strings.Join(splitGPT2(text), ""); got != text {
+			t.Fatalf("splitGPT2(%q) joins to %q", text, got)
+		}
+		if strings.ContainsAny(text, "<") { // added tokens are cut out first
+			return
+		}
+		var back []byte
+		for _, token := range tok.Tokenize(text) {
+			for _, r := range token {
+				b, ok := runeByte[r]
+				if !ok {
+					t.Fatalf("token %q has %q, not a byte stand-in", token, r)
+				}
+				back = append(back, b)
+			}
+		}
+		if string(back) != text {
+			t.Fatalf("Tokenize(%q) maps back to %q", text, back)
+		}
+	})
 }

@@ -154,7 +154,7 @@ func weightsFiles(dir string) ([]string, error) {
 	for _, other := range []string{"pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack", "model.ckpt.index"} {
 		if _, err := os.Stat(filepath.Join(dir, other)); err == nil {
 			return nil, fmt.Errorf("bert: model folder %s has weights only as %s; only safetensors is supported: "+
-				"convert it with python -c \"from transformers import AutoModel; AutoModel.from_pretrained('%s').save_pretrained('%s', safe_serialization=True)\"",
+				"convert it once with python -c \"from transformers import AutoModelForSequenceClassification as M; M.from_pretrained('%s').save_pretrained('%s', safe_serialization=True)\"",
 				dir, other, dir, dir)
 		}
 	}
