@@ -96,7 +96,7 @@ func fixtureVocab(n int) []string {
 // writeFamilyFolder writes f's checkpoint as a Hugging Face folder: the config.json
 // transformers wrote, a vocab.txt of vocab_size tokens, and model.safetensors with the
 // formula's weights under the names and shapes of transformers' file.
-func writeFamilyFolder(t *testing.T, f *familyFixture) string {
+func writeFamilyFolder(t *testing.T, f *familyFixture, extra ...TensorSpec) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), f.ModelType)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -115,7 +115,7 @@ func writeFamilyFolder(t *testing.T, f *familyFixture) string {
 		t.Fatal(err)
 	}
 	var list []safetensors.Named
-	for _, spec := range fixtureSpecs(t, f) {
+	for _, spec := range append(fixtureSpecs(t, f), extra...) {
 		n := 1
 		for _, d := range spec.Dims {
 			n *= d
@@ -223,6 +223,31 @@ func TestFamilyParityWithTransformers(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFamilyIgnoresUnusedPooler: a RoBERTa or ELECTRA checkpoint saved from the bare model
+// (RobertaModel keeps a pooler that the sequence classifier does not use) loads, its pooler
+// left out, and gives the same logits.
+func TestFamilyIgnoresUnusedPooler(t *testing.T) {
+	backend := mustGoBackend(t)
+	for _, f := range loadFamilyFixtures(t) {
+		if f.ModelType != "roberta" && f.ModelType != "electra" {
+			continue
+		}
+		t.Run(f.ModelType, func(t *testing.T) {
+			h := f.HiddenShape[2]
+			dir := writeFamilyFolder(t, f, TensorSpec{f.ModelType + ".pooler.dense.weight", []int{h, h}},
+				TensorSpec{f.ModelType + ".pooler.dense.bias", []int{h}})
+			clf, _, err := LoadPretrained(dir, model.NewStore(), LoadOptions{MaxLen: len(f.InputIDs[0]), LoadHead: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, logits := hiddenAndLogits(t, backend, clf, familyInputs(f))
+			if d := maxAbsDiff(t, "logits", logits, decodeF32(t, "logits", f.LogitsB64, f.LogitsShape)); d > familyTolerance {
+				t.Errorf("logits differ from transformers' by %g", d)
+			}
+		})
 	}
 }
 

@@ -98,7 +98,7 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 	f, head := cfg.family(), headNames(cfg)
 	varPath := func(name string) (string, bool) {
 		name = f.canonicalName(name)
-		if ignoredTensor(name, head) && !(opts.LoadHead && head[name]) {
+		if f.ignoredTensor(name, head) && !(opts.LoadHead && head[name]) {
 			return "", false
 		}
 		return f.varPath(name)
@@ -201,7 +201,7 @@ func checkEncoderWeights(dir string, cfg Config, withHead bool) ([]string, error
 		opened = append(opened, st)
 		for _, info := range st.Header().Tensors {
 			name := f.canonicalName(info.Name)
-			if ignoredTensor(name, head) && !(withHead && head[name]) {
+			if f.ignoredTensor(name, head) && !(withHead && head[name]) {
 				continue
 			}
 			if prev, dup := found[name]; dup {
@@ -261,15 +261,19 @@ func checkEncoderWeights(dir string, cfg Config, withHead bool) ([]string, error
 }
 
 // ignoredTensor reports whether a checkpoint tensor (canonical name) is deliberately not
-// loaded: pre-training heads, the position_ids and token_type_ids buffers, and a
-// classification head (head: the family's head tensors; a head is initialised fresh unless
+// loaded: pre-training heads, the position_ids and token_type_ids buffers, a pooler in a
+// family whose classifier has none (RobertaModel checkpoints have one), and a classification
+// head (head: the family's head tensors; a head is initialised fresh unless
 // LoadOptions.LoadHead).
-func ignoredTensor(name string, head map[string]bool) bool {
+func (f *family) ignoredTensor(name string, head map[string]bool) bool {
 	for _, prefix := range []string{"cls.", "lm_head.", "classifier.", "pre_classifier.", "vocab_transform.",
 		"vocab_layer_norm.", "vocab_projector.", "discriminator_predictions.", "generator_"} {
 		if strings.HasPrefix(name, prefix) {
 			return true
 		}
+	}
+	if !f.pooler && strings.HasPrefix(name, f.prefix+".pooler.") {
+		return true
 	}
 	return head[name] || strings.HasSuffix(name, "position_ids") || strings.HasSuffix(name, "embeddings.token_type_ids")
 }
