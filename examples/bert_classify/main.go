@@ -64,7 +64,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 		return flag.NormalizedName(strings.ReplaceAll(name, "-", "_"))
 	})
 	fs.StringVar(&o.DataDir, "data_dir", "", "folder with one <name>.pos and one <name>.neg (a sentence per line); empty: the built-in sample")
-	fs.StringVar(&o.ModelDir, "model_dir", "", "Hugging Face BERT folder (config.json, vocab.txt, model.safetensors); empty: a tiny random BERT")
+	fs.StringVar(&o.ModelDir, "model_dir", "", "Hugging Face folder of a BERT, DistilBERT, ELECTRA or RoBERTa model (config.json, vocab.txt or tokenizer.json, model.safetensors); empty: a tiny random BERT")
 	fs.StringVar(&o.OutputDir, "output_dir", "", "run directory; empty: runs/bert_classify-<time>, or the interrupted run of the same command")
 	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "number of epochs")
 	fs.IntVar(&o.MaxSteps, "max_steps", 0, "optimizer steps of the whole run; overrides --epochs, as in Hugging Face (0: --epochs decides)")
@@ -184,6 +184,7 @@ func run(o options, out io.Writer) (*history, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	acc.Printf("model: %s (model_type in config.json), %s tokenizer, %d parameters", clf.Config.Family(), tok.Kind(), clf.NumParameters())
 	if w := acc.SlowBackendWarning(clf.NumParameters()); w != "" {
 		acc.Printf("%s", w)
 	}
