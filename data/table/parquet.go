@@ -1,6 +1,7 @@
 package table
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -33,7 +34,7 @@ func openParquet(path string, cols []string, spec Spec) (s source, err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: not a readable Parquet file (truncated or corrupt?): %v", path, r)
+			err = fmt.Errorf("%s: not a readable Parquet file (truncated or corrupt?): the Parquet reader panicked: %v", path, r)
 		}
 		if err != nil {
 			f.Close()
@@ -42,6 +43,9 @@ func openParquet(path string, cols []string, spec Spec) (s source, err error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("table: %w", err)
+	}
+	if err := checkParquetEnds(f, st.Size()); err != nil {
+		return nil, fmt.Errorf("%s: not a readable Parquet file (truncated or corrupt?): %w", path, err)
 	}
 	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
@@ -77,6 +81,31 @@ func openParquet(path string, cols []string, spec Spec) (s source, err error) {
 		p.leaves = append(p.leaves, leaf.ColumnIndex)
 	}
 	return p, nil
+}
+
+// checkParquetEnds checks the magic numbers at both ends of a Parquet file and that the length
+// of its footer fits in the file, before parquet-go allocates a buffer of that length (a
+// corrupt length would otherwise allocate up to 4 GiB).
+func checkParquetEnds(f io.ReaderAt, size int64) error {
+	const magic = "PAR1"
+	if size < 12 {
+		return fmt.Errorf("%d bytes, shorter than the 12 of an empty Parquet file", size)
+	}
+	var head [4]byte
+	var tail [8]byte
+	if _, err := f.ReadAt(head[:], 0); err != nil {
+		return err
+	}
+	if _, err := f.ReadAt(tail[:], size-8); err != nil {
+		return err
+	}
+	if string(head[:]) != magic || string(tail[4:]) != magic {
+		return fmt.Errorf("the file does not start and end with %q", magic)
+	}
+	if n := int64(binary.LittleEndian.Uint32(tail[:4])); n > size-12 {
+		return fmt.Errorf("its footer would be %d bytes long, but the file has %d", n, size)
+	}
+	return nil
 }
 
 // pageCursor hands out the values of one column chunk, one page in memory at a time.
@@ -139,7 +168,8 @@ func (p *parquetSource) next(vals []value) (w where, err error) {
 	col := -1 // the column being read, for errors
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: row group %d, column %q: corrupt data: %v", p.path, p.group, p.cols[max(col, 0)], r)
+			err = fmt.Errorf("%s: row group %d, column %q: corrupt data: the Parquet reader panicked: %v", p.path, p.group,
+				p.cols[max(col, 0)], r)
 		}
 	}()
 	for p.group < 0 || p.inGroup == p.groupRows {
