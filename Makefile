@@ -59,9 +59,12 @@ deps-status:
 	@mpirun --version 2>/dev/null | grep -q "Open MPI" && echo "test deps: Open MPI: $$(command -v mpirun)" || \
 	  echo "test deps: Open MPI's mpirun NOT found: the quickstart-under-mpirun test will be SKIPPED (apt-get install openmpi-bin; .ci/run installs it as root)"
 
+# FUZZTIME is per target: make fuzz runs 3 targets one after the other.
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./data/text -run '^$$' -fuzz '^FuzzParseTSV$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./data/table -run '^$$' -fuzz '^FuzzCSV$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./data/table -run '^$$' -fuzz '^FuzzJSONLines$$' -fuzztime $(FUZZTIME)
 
 # deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only) and MPICH
 # (for the multi-process tests) with `goaccel setup --dir .deps`, then the Python packages of the

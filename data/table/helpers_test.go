@@ -13,11 +13,11 @@ import (
 // row is a row of the Parquet files the tests write: two texts, an integer label, a string
 // label, and a text that may be null.
 type row struct {
-	Premise    string  `parquet:"premise"`
-	Hypothesis string  `parquet:"hypothesis"`
-	Label      int64   `parquet:"label"`
-	Name       string  `parquet:"label_name"`
-	Note       *string `parquet:"note,optional"`
+	Premise    string  `parquet:"premise" json:"premise"`
+	Hypothesis string  `parquet:"hypothesis" json:"hypothesis"`
+	Label      int64   `parquet:"label" json:"label"`
+	Name       string  `parquet:"label_name" json:"label_name"`
+	Note       *string `parquet:"note,optional" json:"note"`
 }
 
 // tagRow has a list column and a float column, neither of which can be a label.
