@@ -260,3 +260,19 @@ func openFile(path string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// Load reads the files of a comma-separated list of paths and glob patterns (see Glob) into
+// memory, to shuffle or split them; the label map is spec.Labels, or the one built from these
+// files (Open). It is what a program's --train_file and --validation_file flags call.
+func Load(files string, spec Spec) (data.Slice[text.Labeled], *Labels, error) {
+	paths, err := Glob(files)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := Open(spec, paths...)
+	if err != nil {
+		return nil, nil, err
+	}
+	all, err := data.Collect[text.Labeled](t)
+	return all, t.Labels(), err
+}
