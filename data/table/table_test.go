@@ -162,6 +162,9 @@ func TestBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	truncated := writeFile(t, dir, "truncated.parquet", string(raw[:len(raw)/2]))
+	long := slices.Clone(raw)
+	long[len(long)-5] ^= 0xff // the footer length's high byte: parquet-go would allocate ~4 GiB
+	longFooter := writeFile(t, dir, "footer.parquet", string(long))
 	note := "  "
 	blank := writeParquet(t, dir, "blank.parquet", append(slices.Clone(good), row{Premise: "p4", Hypothesis: "h4", Note: &note}), 2)
 	tagged := writeRows(t, dir, "tagged.parquet", []tagRow{{"p", []string{"a", "b"}, 0.5}})
@@ -209,6 +212,8 @@ func TestBadInput(t *testing.T) {
 		{"unknown extension", text1, []string{writeFile(t, dir, "x.txt", "text,label\n")}, `x.txt: unknown extension ".txt"`},
 		{"empty CSV", text1, []string{writeFile(t, dir, "empty.csv", "")}, `empty.csv: empty file: want a header row`},
 		{"truncated Parquet", pqSpec, []string{truncated}, `truncated.parquet: not a readable Parquet file (truncated or corrupt?)`},
+		{"footer length past the end", pqSpec, []string{longFooter}, `footer.parquet: not a readable Parquet file ` +
+			`(truncated or corrupt?): its footer would be`},
 		{"blank Parquet text", pqSpec, []string{blank}, `blank.parquet: row group 0, row 1, column "note": the text is null`},
 		{"null Parquet label", Spec{TextColumns: []string{"premise"}, LabelColumn: "note"}, []string{blank},
 			`blank.parquet: row group 0, row 1, column "note": the label is null`},
