@@ -101,6 +101,13 @@ func TestBadFlagsStopBeforeTraining(t *testing.T) {
 		{"unknown precision", func(o *options) { o.MixedPrecision = "fp8" }, `"bf16" and "fp16"`},
 		{"sharding", func(o *options) { o.Sharding = "fsdp" }, `unknown Sharding "fsdp": valid values are "no", "zero1"`},
 		{"dropout 1", func(o *options) { o.Dropout = 1 }, "--dropout 1: must be below 1"},
+		{"data dir and train file", func(o *options) { o.DataDir, o.TrainFile = "d", "t.csv" }, "--data_dir d and --train_file t.csv are both given"},
+		{"validation file alone", func(o *options) { o.ValidationFile = "v.csv" }, "--validation_file v.csv needs --train_file"},
+		{"train file pattern", func(o *options) { o.TrainFile = "/nonexistent/train-*.parquet" }, `--train_file: table: pattern "/nonexistent/train-*.parquet" matches no file`},
+		{"train file column", func(o *options) {
+			o.TrainFile = filepath.Join(o.OutputDir, "..", "t.csv")
+			_ = os.WriteFile(o.TrainFile, []byte("text,label\nfine,1\n"), 0o644)
+		}, `t.csv: no column "sentence" (the file has 2: "text", "label")`},
 		{"foreign output dir", func(o *options) {
 			_ = os.WriteFile(filepath.Join(o.OutputDir, "notes.txt"), []byte("mine"), 0o644)
 		}, "not empty"},
