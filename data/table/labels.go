@@ -84,7 +84,7 @@ func (l *Labels) ID(name string) (int, bool) {
 	return id, ok
 }
 
-// String lists the map as "0=neg 1=pos" (the first 20 labels, then how many more).
+// String lists the map as 0="neg" 1="pos" (the first 20 labels, then how many there are).
 func (l *Labels) String() string {
 	var sb strings.Builder
 	for i, n := range l.names {

@@ -1,6 +1,7 @@
 package table
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -250,3 +251,26 @@ func openAndRead(spec Spec, files ...string) error {
 }
 
 func ex(s string, label int) text.Labeled { return text.Labeled{Text: s, Label: label} }
+
+// TestLabelsJSON: a map is saved as its names in id order and read back the same; a list with
+// a name twice is refused.
+func TestLabelsJSON(t *testing.T) {
+	l, err := NewLabels([]string{"neg", "pos", "10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(l)
+	if err != nil || string(b) != `["neg","pos","10"]` {
+		t.Fatalf("json %s, %v", b, err)
+	}
+	var back Labels
+	if err := json.Unmarshal(b, &back); err != nil || !slices.Equal(back.Names(), l.Names()) {
+		t.Fatalf("read back %v, %v", back.Names(), err)
+	}
+	if id, ok := back.ID("10"); !ok || id != 2 || l.String() != `0="neg" 1="pos" 2="10"` {
+		t.Errorf("ID(10) = %d, %v; String %s", id, ok, l)
+	}
+	if err := json.Unmarshal([]byte(`["a","b","a"]`), &back); err == nil || !strings.Contains(err.Error(), `label "a" is both 0 and 2`) {
+		t.Errorf("a name twice: %v", err)
+	}
+}
