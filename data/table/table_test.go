@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/data/text"
+	"github.com/gomlx/gomlx/core/tensors"
 )
 
 // TestCSV reads quoted fields (delimiters, quotes and line breaks inside), a byte order mark,
@@ -272,5 +274,60 @@ func TestLabelsJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`["a","b","a"]`), &back); err == nil || !strings.Contains(err.Error(), `label "a" is both 0 and 2`) {
 		t.Errorf("a name twice: %v", err)
+	}
+}
+
+// TestStreamLoaderServesTable: a Table of two shards in two formats is a data.Stream that
+// data.NewStreamLoader deals over 2 replicas, each example exactly once, in file order.
+func TestStreamLoaderServesTable(t *testing.T) {
+	dir := t.TempDir()
+	var rows []row
+	for i := range 13 {
+		rows = append(rows, row{Premise: fmt.Sprintf("p%d", i), Hypothesis: "h", Label: int64(i % 2), Name: "x"})
+	}
+	pq := writeParquet(t, dir, "a.parquet", rows[:9], 4)
+	var sb strings.Builder
+	sb.WriteString(`{"premise": "p9", "label": 1}` + "\n")
+	for i := 10; i < 13; i++ {
+		fmt.Fprintf(&sb, `{"premise": "p%d", "label": %d}`+"\n", i, i%2)
+	}
+	tb, err := Open(Spec{TextColumns: []string{"premise"}, LabelColumn: "label"}, pq, writeFile(t, dir, "b.jsonl", sb.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	collate := func(ex []text.Labeled) ([]*tensors.Tensor, *tensors.Tensor, error) {
+		labels := make([]int32, len(ex))
+		for i, e := range ex {
+			labels[i] = int32(e.Label)
+		}
+		return []*tensors.Tensor{tensors.FromValue(labels)}, tensors.FromValue(labels), nil
+	}
+	l, err := data.NewStreamLoader[text.Labeled](tb, data.LoaderConfig[text.Labeled]{BatchSize: 3, Collate: collate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Distribute(2, []int{0, 1}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]int{}
+	for gb, err := range l.Epoch() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range gb.Shards {
+			for k, p := range b.Positions {
+				if b.Real[k] {
+					seen[p]++
+				}
+			}
+		}
+	}
+	if len(seen) != 13 {
+		t.Errorf("positions seen %v, want 0..12 once each", seen)
+	}
+	for p, n := range seen {
+		if n != 1 || p < 0 || p >= 13 {
+			t.Errorf("position %d seen %d times", p, n)
+		}
 	}
 }
