@@ -180,7 +180,8 @@ func needPyarrow(t *testing.T) string {
 	if err == nil {
 		var out []byte
 		if out, err = exec.Command(py, "-c", "import pyarrow.parquet").CombinedOutput(); err != nil {
-			err = fmt.Errorf("%s cannot import pyarrow: %s", py, strings.TrimSpace(string(out)))
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			err = fmt.Errorf("%s cannot import pyarrow: %s", py, lines[len(lines)-1]) // the exception's line
 		}
 	}
 	if err == nil {
