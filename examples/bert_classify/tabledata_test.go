@@ -117,9 +117,10 @@ func TestParquetTrainFile(t *testing.T) {
 	}
 }
 
-// pyarrowScript writes argv[2] rows of the built-in sentences given on stdin (label TAB text)
-// as Parquet with pyarrow's defaults (dictionary pages, Snappy) to argv[1], in row groups of
-// 100, with an int64 label and a nullable string column the run does not read.
+// pyarrowScript writes the sentences given on stdin (label TAB text) as Parquet to argv[1], in
+// row groups of 100, with an int64 label and a nullable string column the run does not read:
+// with pyarrow's defaults (dictionary pages, Snappy, data pages v1), or, for a validation file,
+// Zstandard and data pages v2.
 const pyarrowScript = `
 import sys
 import pyarrow as pa, pyarrow.parquet as pq
@@ -128,7 +129,8 @@ t = pa.table({"idx": pa.array(range(len(rows)), pa.int32()),
               "sentence": [r[1] for r in rows],
               "label": pa.array([int(r[0]) for r in rows], pa.int64()),
               "note": [None] * len(rows)})
-pq.write_table(t, sys.argv[1], row_group_size=100)
+extra = {"compression": "zstd", "data_page_version": "2.0"} if "validation" in sys.argv[1] else {}
+pq.write_table(t, sys.argv[1], row_group_size=100, **extra)
 print(pq.ParquetFile(sys.argv[1]).metadata.created_by)
 `
 
