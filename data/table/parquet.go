@@ -168,8 +168,11 @@ func (p *parquetSource) next(vals []value) (w where, err error) {
 	col := -1 // the column being read, for errors
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: row group %d, column %q: corrupt data: the Parquet reader panicked: %v", p.path, p.group,
-				p.cols[max(col, 0)], r)
+			at := fmt.Sprintf("row group %d", p.group)
+			if col >= 0 {
+				at += fmt.Sprintf(", column %q", p.cols[col])
+			}
+			err = fmt.Errorf("%s: %s: corrupt data: the Parquet reader panicked: %v", p.path, at, r)
 		}
 	}()
 	for p.group < 0 || p.inGroup == p.groupRows {
@@ -211,9 +214,13 @@ func (p *parquetSource) next(vals []value) (w where, err error) {
 // checkEnd checks that no column of the row group just read has more values than its rows.
 func (p *parquetSource) checkEnd() error {
 	for i, c := range p.cursors {
-		if _, more, err := c.value(); err != nil || more {
-			return fmt.Errorf("%s: row group %d, column %q: more values than the row group's %d rows, or unreadable "+
-				"(corrupt file?): %v", p.path, p.group, p.cols[i], p.groupRows, err)
+		_, more, err := c.value()
+		if err != nil {
+			return fmt.Errorf("%s: row group %d, column %q: reading the column (corrupt file?): %w", p.path, p.group, p.cols[i], err)
+		}
+		if more {
+			return fmt.Errorf("%s: row group %d, column %q: more values than the row group's %d rows (corrupt file?)",
+				p.path, p.group, p.cols[i], p.groupRows)
 		}
 	}
 	return nil
