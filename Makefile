@@ -119,16 +119,26 @@ test-openmpi: deps
 fetch-model:
 	bash scripts/fetch_model.sh $(MODEL)
 
-# gpu-bundle builds what scripts/gpu_check.sh runs on a GPU machine without Go (binaries,
-# PyTorch's reference script) into dev/gpu/, a git-ignored folder to carry there.
+# gpu-bundle builds what scripts/gpu_check.sh runs on a GPU machine without Go into GPU_BUNDLE
+# (default dev/gpu/, git-ignored; carry it there): goaccel, bert_classify and quickstart with
+# MPICH's libmpi.so.12 and its libfabric/UCX (goaccel launch's two processes), xz-compressed as
+# goaccel-bundle.tar.xz (in goaccel's home layout: bin/, home/mpich/lib/), the script, the
+# reference losses and PyTorch's bench script. It prints the bundle's size and fails above
+# 64 MiB, the most a lease carries. XZ sets the compression (-0 builds fastest).
+GPU_BUNDLE ?= dev/gpu
+XZ ?= -6
 gpu-bundle:
-	mkdir -p dev/gpu
-	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o dev/gpu/mlp ./internal/bench/mlp
-	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o dev/gpu/goaccel ./cmd/goaccel
-	cp scripts/bench_torch.py dev/gpu/
-	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o dev/gpu/bert_classify ./examples/bert_classify
-	cp scripts/gpu_check.sh dev/gpu/
-	cp ../shared/bench/torch_reference.py dev/gpu/ 2>/dev/null || echo "gpu-bundle: ../shared/bench/torch_reference.py not found"
+	@[ -f $(MPICH_DIR)/lib/libmpi.so.12 ] || { echo "gpu-bundle: MPICH's $(MPICH_DIR)/lib/libmpi.so.12 is missing (make deps)"; exit 1; }
+	rm -rf $(GPU_BUNDLE) && mkdir -p $(GPU_BUNDLE)/stage/bin $(GPU_BUNDLE)/stage/home/mpich/lib
+	for c in cmd/goaccel examples/bert_classify examples/quickstart; do \
+	  CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o $(GPU_BUNDLE)/stage/bin/ ./$$c || exit 1; done
+	cp -a $(MPICH_DIR)/lib/libmpi.so.12 $(MPICH_DIR)/lib/mpich $(GPU_BUNDLE)/stage/home/mpich/lib/
+	tar -C $(GPU_BUNDLE)/stage -cf - bin home | xz -T0 $(XZ) > $(GPU_BUNDLE)/goaccel-bundle.tar.xz
+	rm -rf $(GPU_BUNDLE)/stage
+	cp scripts/gpu_check.sh scripts/gpu_losses.py scripts/gpu_references.json scripts/bench_torch.py $(GPU_BUNDLE)/
+	@size=$$(du -sb $(GPU_BUNDLE) | cut -f1); \
+	  echo "gpu-bundle: $(GPU_BUNDLE) holds $$(ls $(GPU_BUNDLE) | tr '\n' ' ')($$((size / 1048576)) MiB, $$size bytes; limit 64 MiB)"; \
+	  [ $$size -lt 67108864 ] || { echo "gpu-bundle: over 64 MiB"; exit 1; }
 
 env:
 	$(GO) run ./cmd/goaccel env

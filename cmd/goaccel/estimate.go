@@ -41,7 +41,10 @@ func estimateCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: goaccel estimate [flags] MODEL_DIR\n\n"+
 			"Prints the memory plan per device of a training step (Adam) of the BERT classifier in MODEL_DIR\n"+
 			"(a Hugging Face folder with config.json): weights, gradients, optimizer state and the compiled\n"+
-			"step's temporaries, from XLA's compiled memory statistics. Nothing is trained or loaded but the config.\n\n")
+			"step's temporaries, from XLA's compiled memory statistics. Nothing is trained or loaded but the config.\n\n"+
+			"Exit status: 0 the plan fits the budget (or there is none), 1 an error, 2 a usage error,\n"+
+			"%d the plan does not fit --device_memory ($GOACCEL_DEVICE_MEMORY): the largest part and the ways out go to stderr.\n\n",
+			exitDoesNotFit)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -76,8 +79,16 @@ func estimateCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "goaccel estimate: %s per device %s the budget of %s (largest part: %s)\n",
 			accelerator.FormatBytes(plan.Total()), verdict, accelerator.FormatBytes(plan.Budget), name)
 	}
+	if err := plan.Check(); err != nil {
+		fmt.Fprintf(stderr, "goaccel estimate: %v\ngoaccel estimate: here: --sharding zero1 or zero3 over --devices, or a smaller --batch_size\n", err)
+		return exitDoesNotFit
+	}
 	return 0
 }
+
+// exitDoesNotFit is the exit status of `goaccel estimate` when the plan does not fit the
+// budget, apart from 1 (an error) and 2 (a usage error), so that a script can gate on it.
+const exitDoesNotFit = 3
 
 // suggestFlag adds the nearest known flag to pflag's unknown-flag error.
 func suggestFlag(fs *flag.FlagSet, err error) error {
@@ -127,14 +138,15 @@ type estimateJob struct {
 
 // newEstimateJob prepares cfg's classifier with Adam for o's shapes; the caller closes acc.
 func newEstimateJob(cfg bert.Config, o estimateOptions) (*estimateJob, error) {
-	if o.batchSize < 1 || o.seqLen < 2 || o.devices < 1 {
-		return nil, fmt.Errorf("--batch_size %d, --seq_len %d, --devices %d: want >= 1, >= 2 and >= 1", o.batchSize, o.seqLen, o.devices)
+	if o.batchSize < 1 || o.seqLen < 2 || o.devices < 1 || o.numLabels < 0 {
+		return nil, fmt.Errorf("--batch_size %d, --seq_len %d, --devices %d, --num_labels %d: want >= 1, >= 2, >= 1 and >= 0",
+			o.batchSize, o.seqLen, o.devices, o.numLabels)
 	}
 	if o.numLabels > 0 {
 		cfg.NumLabels = o.numLabels
 	}
 	if err := cfg.CheckMaxLen(o.seqLen); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--seq_len %d: %w", o.seqLen, err)
 	}
 	var budget int64
 	if o.deviceMemory != "" {
@@ -146,7 +158,7 @@ func newEstimateJob(cfg bert.Config, o estimateOptions) (*estimateJob, error) {
 	acc, err := accelerator.New(accelerator.Config{Backend: "xla:cpu", Devices: o.devices, Quiet: true,
 		MixedPrecision: o.mixedPrecision, DeviceMemory: budget})
 	if err != nil {
-		return nil, err
+		return nil, accelerator.NameFlags(err, map[string]string{"Devices": "--devices", "MixedPrecision": "--mixed_precision"})
 	}
 	clf, err := bert.NewClassifier(cfg, model.NewStore())
 	if err == nil {

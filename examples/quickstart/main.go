@@ -88,7 +88,7 @@ func main() {
 		check(err)
 		accuracy, err := metrics.Accuracy(preds, labels, nil)
 		check(err)
-		acc.Printf("epoch %d  loss %.4f  test accuracy %.3f (%d examples)", epoch+1, last, accuracy, len(preds))
+		acc.Printf("epoch %d  loss %.6g  test accuracy %.3f (%d examples)", epoch+1, last, accuracy, len(preds))
 	}
 	// README:end
 }

@@ -203,6 +203,20 @@ func TestParsers(t *testing.T) {
 	if _, err := LaunchDebug.Bool(); err == nil || !strings.Contains(err.Error(), "GOACCEL_LAUNCH_DEBUG") {
 		t.Errorf("GOACCEL_LAUNCH_DEBUG=maybe: %v; want an error naming it", err)
 	}
+	for value, want := range map[string]string{"": "", "system": "system", " System\t": "system", "KEEP": "keep"} {
+		t.Setenv(HostMalloc.Name, value)
+		if w, err := HostMalloc.Choice(); w != want || err != nil {
+			t.Errorf("GOACCEL_HOST_MALLOC=%q: Choice() = %q, %v; want %q", value, w, err, want)
+		}
+	}
+	for _, value := range []string{"bogus", "systemd", "system2", "keep me", "\nsystem"} {
+		t.Setenv(HostMalloc.Name, value)
+		_, err := HostMalloc.Choice()
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("$GOACCEL_HOST_MALLOC=%q", value)) ||
+			!strings.Contains(err.Error(), `"system" or "keep"`) {
+			t.Errorf("GOACCEL_HOST_MALLOC=%q: %v; want an error naming it and the valid values", value, err)
+		}
+	}
 	t.Setenv(PluginPath.Name, "/a::/b/x.so:")
 	if got := PluginPath.Paths(); !slices.Equal(got, []string{"/a", "/b/x.so"}) {
 		t.Errorf("Paths() = %q", got)

@@ -136,6 +136,14 @@ var (
 	Devices = integer("GOACCEL_DEVICES", "the number of XLA CPU devices of a process (Config.Devices wins); goaccel launch gives each rank its share", User, Launch)
 	// MaxCPUDevices is GOACCEL_MAX_CPU_DEVICES.
 	MaxCPUDevices = integer("GOACCEL_MAX_CPU_DEVICES", "the most XLA CPU devices a process may ask for (default max(8, CPU cores))", User)
+	// TF32 is GOACCEL_TF32.
+	TF32 = str("GOACCEL_TF32", "on or off (also 1/0, true/false): float32 matrix products on XLA's CUDA plugin in TF32 (XLA's default, on) or in full float32 (off; PyTorch's allow_tf32=False); an error on any other backend (Config.TF32 wins)", User)
+	// MemoryFraction is GOACCEL_MEMORY_FRACTION.
+	MemoryFraction = str("GOACCEL_MEMORY_FRACTION", "the share of each GPU's memory a process may use on XLA's CUDA plugin, above 0 and at most 1 (plugin default 0.75; JAX's XLA_PYTHON_CLIENT_MEM_FRACTION); an error on any other backend (Config.MemoryFraction wins)", User)
+	// Preallocate is GOACCEL_PREALLOCATE.
+	Preallocate = str("GOACCEL_PREALLOCATE", "on or off: XLA's CUDA plugin reserves its memory share at start (on; JAX's XLA_PYTHON_CLIENT_PREALLOCATE) or grows into it (off, go-xla's default); an error on any other backend (Config.Preallocate wins)", User)
+	// GoPJRTCUDAChecks is GOPJRT_CUDA_CHECKS.
+	GoPJRTCUDAChecks = str("GOPJRT_CUDA_CHECKS", "read by go-xla: 0 turns off its warning about the nvidia/ folder it expects beside the CUDA plugin; goaccel sets 0 unless set when it found NVIDIA's libraries elsewhere (goaccel env says where)", User, Goaccel)
 	// NoAutoInstall is GOMLX_NO_AUTO_INSTALL.
 	NoAutoInstall = boolean("GOMLX_NO_AUTO_INSTALL", "read by GoMLX: never download a PJRT plugin (goaccel never asks it to)", User)
 	// CUDAVisibleDevices is CUDA_VISIBLE_DEVICES.
@@ -173,7 +181,7 @@ var (
 // Host memory (the block cache linked in with accelerator, and the hostmalloc package).
 var (
 	// HostMalloc is GOACCEL_HOST_MALLOC.
-	HostMalloc = str("GOACCEL_HOST_MALLOC", "unset: the block cache linked into every program that imports accelerator keeps malloc's large freed blocks for reuse; system: glibc's defaults; keep: a program importing hostmalloc re-executes itself with GLIBC_TUNABLES that keep all freed memory (the cache off)", User)
+	HostMalloc = choice("GOACCEL_HOST_MALLOC", []string{"system", "keep"}, "unset: the block cache linked into every program that imports accelerator keeps malloc's large freed blocks for reuse; system: glibc's defaults; keep: a program importing hostmalloc re-executes itself with GLIBC_TUNABLES that keep all freed memory (the cache off)", User)
 	// GlibcTunables is GLIBC_TUNABLES.
 	GlibcTunables = str("GLIBC_TUNABLES", "glibc's settings, read at start; hostmalloc sets them when it re-executes, and leaves the user's own alone; when set, the block cache is off", User, Goaccel)
 )

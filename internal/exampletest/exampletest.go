@@ -22,6 +22,7 @@ import (
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/trainer"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/spf13/pflag"
 )
 
 // Main is the TestMain of an example's tests: with $GOACCEL_EXAMPLE_CHILD=1, the test binary
@@ -186,4 +187,66 @@ func SameRun(t testing.TB, full, resumed string) {
 	if ckpts, _ := filepath.Glob(filepath.Join(resumed, "checkpoints", checkpoint.DirPrefix+"*")); len(ckpts) != 1 {
 		t.Errorf("checkpoints kept: %v, want 1", ckpts)
 	}
+}
+
+// BadFlags checks a program's error words: for each of its flags (names) with a bad value in
+// bad, run (the program with args base(t), then --flag value) must fail with output naming
+// the flag as the user typed it ("--flag"); every flag must be in bad or in none, which says
+// why no value of it is wrong, so that a flag added later gets a case.
+func BadFlags(t *testing.T, names []string, base func(t *testing.T) []string, bad, none map[string]string,
+	run func(t *testing.T, args []string) (string, error)) {
+	t.Helper()
+	for _, name := range names {
+		value, ok := bad[name]
+		if !ok {
+			if none[name] == "" {
+				t.Errorf("--%s has neither a bad value in the test nor a reason why none is wrong", name)
+			}
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			args := append(base(t), "--"+name, value)
+			out, err := run(t, args)
+			if err == nil {
+				t.Fatalf("--%s %q: the program succeeded, want an error naming the flag:\n%s", name, value, out)
+			}
+			if !strings.Contains(out, "--"+name) {
+				t.Errorf("--%s %q: the error does not name --%s:\n%s", name, value, name, out)
+			}
+		})
+	}
+	for name := range bad {
+		if !slices.Contains(names, name) {
+			t.Errorf("the test has a bad value for --%s, which the program does not have", name)
+		}
+	}
+}
+
+// FlagNames lists fs's flags, for BadFlags.
+func FlagNames(fs *pflag.FlagSet) []string {
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	return names
+}
+
+// RunChild is BadFlags's run for an example: the program (Child) with args, its output and
+// exit error.
+func RunChild(t *testing.T, args []string) (string, error) {
+	out, err := Child(t, args...).CombinedOutput()
+	return string(out), err
+}
+
+// ShortRunArgs are BadFlags's base arguments for an example: the pure-Go backend, a new run
+// directory, 2 steps at most, one worker.
+func ShortRunArgs(t *testing.T) []string {
+	return []string{"--backend", "go", "--output_dir", t.TempDir(), "--max_steps", "2", "--workers", "1"}
+}
+
+// RegularFile is a new empty file: a bad --output_dir (no folder can be made below it).
+func RegularFile(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

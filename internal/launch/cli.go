@@ -77,7 +77,7 @@ func newFlags() (*flag.FlagSet, *flagValues) {
 		"the ranks' MASTER_PORT is this+1 (open both)", DefaultMasterPort))
 	v.standalone = fs.Bool("standalone", false, "one node, on a free local port (the default already)")
 	v.maxRestarts = fs.Int("max-restarts", 0, "restart the whole group this many times after a worker failure")
-	v.logDir = fs.String("log-dir", "", "write DIR/attempt_A/rank_R/{stdout,stderr}.log (default: a new temporary folder)")
+	v.logDir = fs.String("log-dir", "", "write DIR/attempt_A/rank_R/{stdout,stderr}.log (default: a new temporary folder, removed when the job succeeds)")
 	v.tee = fs.Int("tee", -1, "show on the terminal: 0 nothing, 1 every local rank's stdout, 2 stderr, 3 both (default: rank 0's output)")
 	v.timeout = fs.String("timeout", "0", "stop the whole job after this long (seconds or a duration such as 30m; 0: never)")
 	v.joinTimeout = fs.String("join-timeout", "300", "how long to wait for every node's launcher (seconds or a duration); every 10 s the launchers say what they wait for")
@@ -286,13 +286,17 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if inv.replaced != "" {
 		fmt.Fprintf(stderr, "goaccel launch: --selftest: running the self-test on every rank instead of %s\n", inv.replaced)
 	}
-	if cfg.NprocPerNode*cfg.NNodes > 1 && !inv.noMPICheck {
+	// One rank needs no MPI, but an MPI program run as one rank (mpi4py's) still loads the
+	// library: it gets the one found, as several ranks do, and starts without when none is.
+	if !inv.noMPICheck {
 		lib, err := findMPI()
-		if err != nil {
+		switch {
+		case err == nil:
+			cfg.MPILib = lib.Path
+		case cfg.NprocPerNode*cfg.NNodes > 1:
 			fmt.Fprintf(stderr, "goaccel launch: %v (or pass --no_mpi_check for a program that does not use MPI)\n", err)
 			return 2
 		}
-		cfg.MPILib = lib.Path
 	}
 
 	ctx, cancel := context.WithCancelCause(context.Background())

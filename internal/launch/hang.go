@@ -11,9 +11,14 @@ import (
 	"github.com/goaccel/goaccel/internal/mpi"
 )
 
-// hangWait is how long the launcher waits for its ranks' hang reports after one of them
-// timed out in a collective, before it stops them.
-var hangWait = 3 * time.Second
+// hangWait is how long the launcher waits for its ranks' hang reports after the first one
+// appeared (a rank timed out in a collective), before it stops them: the others write theirs
+// within internal/mpi's alarm poll (half a second) of that rank's alarm, or when their own collective
+// times out.
+var hangWait = time.Second
+
+// hangPoll is how often the launcher looks for its ranks' first hang report.
+var hangPoll = 50 * time.Millisecond
 
 // hasHangReport says whether the rank whose log folder is dir wrote a hang report.
 func hasHangReport(dir string) bool {
@@ -40,13 +45,13 @@ func hangLine(dir string) string {
 	return line
 }
 
-// hangVerdict runs when a rank timed out in a collective (it wrote a hang report): it waits
-// up to hangWait for this node's other live ranks to write theirs (each rank writes its own
-// when its collective times out; they started waiting at about the same time), and prints one
-// line that says where every rank of this node waits, naming the ranks that wrote none. It
-// returns that line.
-func (l *launcher) hangVerdict(workers []*worker) string {
-	deadline := time.Now().Add(hangWait)
+// hangVerdict runs when a rank timed out in a collective (it wrote a hang report, first seen
+// at since): it waits until hangWait after since for this node's other live ranks to write
+// theirs (each rank writes its own on the alarm of the rank that timed out, or when its own
+// collective times out), and prints one line that says where every rank of this node waits,
+// naming the ranks that wrote none. It returns that line.
+func (l *launcher) hangVerdict(workers []*worker, since time.Time) string {
+	deadline := since.Add(hangWait)
 	for time.Now().Before(deadline) {
 		missing := false
 		for _, w := range workers {
@@ -57,7 +62,7 @@ func (l *launcher) hangVerdict(workers []*worker) string {
 		if !missing {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(hangPoll)
 	}
 	parts := make([]string, 0, len(workers))
 	for _, w := range workers {

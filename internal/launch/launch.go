@@ -40,7 +40,8 @@ type Config struct {
 	MasterPort int
 	// MaxRestarts is how many times the whole group restarts after a worker failure.
 	MaxRestarts int
-	// LogDir receives LogDir/attempt_A/rank_R/{stdout,stderr}.log; "" makes a temporary folder.
+	// LogDir receives LogDir/attempt_A/rank_R/{stdout,stderr}.log; "" makes a temporary folder
+	// (goaccel-launch-*), removed when the job succeeds and kept when it fails.
 	LogDir string
 	// Tee chooses what the terminal shows besides the logs: 0 (the default) rank 0's stdout
 	// and stderr; 1 every local rank's stdout; 2 their stderr; 3 both; TeeNone nothing.
@@ -72,6 +73,9 @@ type Config struct {
 	// report) is shown without its "[rank 0] " prefix.
 	SelfTest bool
 }
+
+// defaultStopGrace is Config.StopGrace's default (a variable for the tests).
+var defaultStopGrace = 5 * time.Second
 
 // TeeNone is Config.Tee's value for "no worker output on the terminal" (torchrun's --tee 0).
 const TeeNone = -1
@@ -153,7 +157,7 @@ func (c *Config) defaults() error {
 		c.JoinTimeout = 5 * time.Minute
 	}
 	if c.StopGrace <= 0 {
-		c.StopGrace = 5 * time.Second
+		c.StopGrace = defaultStopGrace
 	}
 	if c.Env == nil {
 		c.Env = envvar.Environ()
@@ -229,11 +233,27 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.LogDir, err = os.MkdirTemp("", "goaccel-launch-"); err != nil {
 			return err
 		}
+		err = run(ctx, cfg, shares, note, true)
+		if err == nil {
+			// A job that succeeded is not worth a folder per launch. A failure's logs stay (its
+			// message says where); the folder goes only when no rank wrote into it.
+			_ = os.RemoveAll(cfg.LogDir)
+		} else {
+			_ = os.Remove(cfg.LogDir)
+		}
+		return err
 	}
+	return run(ctx, cfg, shares, note, false)
+}
+
+// run is Run after the defaults and the CPU shares, tempLogs saying that cfg.LogDir is
+// the temporary folder Run made.
+func run(ctx context.Context, cfg Config, shares []share, note string, tempLogs bool) error {
+	var err error
 	if cfg.LogDir, err = filepath.Abs(cfg.LogDir); err != nil {
 		return err
 	}
-	l := &launcher{cfg: cfg, shares: shares, host: hostname()}
+	l := &launcher{cfg: cfg, shares: shares, host: hostname(), tempLogs: tempLogs}
 	if l.guard, err = startGuardian(); err != nil {
 		l.sayf("cannot start the guardian that stops the ranks should this launcher be killed: %v", err)
 	}
@@ -416,6 +436,9 @@ type launcher struct {
 	masterAddr string
 	ackBy      time.Time
 	ackLimit   time.Duration
+	// tempLogs says that cfg.LogDir is the temporary folder Run made (no --log_dir), which
+	// it removes when the job succeeds.
+	tempLogs bool
 }
 
 func (l *launcher) sayf(format string, args ...any) {
@@ -587,6 +610,9 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 	n := l.cfg.NprocPerNode
 	if world > 1 {
 		shown := shownHere(l.cfg.Tee, base, n)
+		if l.tempLogs {
+			shown += "; the folder is removed if the job succeeds: --log_dir keeps it"
+		}
 		l.sayf("node_rank %d runs ranks %d-%d of %d; every rank's output is in %s/attempt_%d/rank_N/ (%s)",
 			l.cfg.NodeRank, base, base+n-1, world, l.cfg.LogDir, attempt, shown)
 	}
@@ -643,11 +669,39 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 			w.signal(syscall.SIGKILL)
 		}
 	}
+	// stopHung ends the ranks of a hung job at once: they wait in MPI, their reports are
+	// written, and a SIGTERM handler (trainer's Interrupt) would only wait for a step that
+	// cannot end.
+	stopHung := func() {
+		if !stopping {
+			stopping = true
+			kill()
+		}
+	}
+	// The first hang report of a local rank: the verdict's wait for the others starts there,
+	// not when a rank exits (the one that timed out first waits for the others' reports).
+	var firstHang time.Time
+	hangTick := time.NewTicker(hangPoll)
+	defer hangTick.Stop()
+	lookForHang := func() bool {
+		if firstHang.IsZero() {
+			for _, w := range workers {
+				if hasHangReport(w.logDir) {
+					firstHang = time.Now()
+					break
+				}
+			}
+		}
+		return !firstHang.IsZero()
+	}
 	verdictSaid := false
 	verdict := func() {
 		if !verdictSaid && len(workers) > 0 {
 			verdictSaid = true
-			l.hangVerdict(workers)
+			if !lookForHang() {
+				firstHang = time.Now()
+			}
+			l.hangVerdict(workers, firstHang)
 		}
 	}
 	fail := func(f *Failure) {
@@ -659,16 +713,15 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 		if f.Why != "" {
 			m.args["why"] = f.Why
 		}
-		hang := false // a rank timed out in a collective: it, or another it alarmed, wrote a report
-		for _, w := range workers {
-			hang = hang || (f.Kind == "worker" && hasHangReport(w.logDir))
-		}
+		// A rank timed out in a collective: it, or another it alarmed, wrote a report.
+		hang := f.Kind == "worker" && lookForHang()
 		if hang {
 			m.args["hang"] = "1" // the other nodes collect their ranks' reports too
 		}
 		_ = l.ctl.send(m)
 		if hang {
 			verdict()
+			stopHung()
 		}
 		stop()
 	}
@@ -735,6 +788,7 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 				if m.cmd == "stop" {
 					if m.args["hang"] == "1" && !stopping {
 						verdict()
+						stopHung()
 					}
 					stop()
 				}
@@ -749,6 +803,10 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 				fail(&Failure{Kind: "interrupt", Rank: -1,
 					Why: fmt.Sprintf("interrupted (%s on the launcher of node_rank %d on %s): every rank was stopped",
 						what, l.cfg.NodeRank, l.host)})
+			}
+		case <-hangTick.C:
+			if lookForHang() {
+				hangTick.Stop() // seen: the verdict waits from then
 			}
 		case <-killNow:
 			killNow = nil // closed: it would fire again at once

@@ -139,8 +139,8 @@ func TestWorkerExitCodeNamed(t *testing.T) {
 	if !strings.Contains(out.String(), "worker failing on purpose with exit code 3") {
 		t.Errorf("the failing rank's stderr tail is not shown:\n%s", out)
 	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("took %s: the survivors were not stopped", d)
+	if d := time.Since(start); d > workerSleep/2 {
+		t.Errorf("took %s: the survivors were not stopped (they sleep %s)", d, workerSleep)
 	}
 }
 
@@ -183,8 +183,8 @@ func TestSigkilledWorkerStopsAll(t *testing.T) {
 	var err error
 	select {
 	case err = <-errc:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the launcher did not stop the job within 10 s of the kill\n%s", out)
+	case <-time.After(workerSleep / 2):
+		t.Fatalf("the launcher did not stop the job within %s of the kill (the ranks sleep %s)\n%s", workerSleep/2, workerSleep, out)
 	}
 	stopped := time.Since(killed)
 	var f *Failure
@@ -285,8 +285,8 @@ func TestTwoNodesFailureNamesTheRank(t *testing.T) {
 			t.Errorf("node %d: %v, want rank 3 on node_rank 1 with exit code 3\n%s", i, err, out)
 		}
 	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("took %s", d)
+	if d := time.Since(start); d > workerSleep/2 {
+		t.Errorf("took %s: the survivors were not stopped (they sleep %s)", d, workerSleep)
 	}
 }
 
@@ -299,7 +299,8 @@ func launcherCmd(t *testing.T, mode string, args ...string) (*exec.Cmd, string, 
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(self, append([]string{"launch"}, args...)...)
-	cmd.Env = append(os.Environ(), launcherSwitch+"=1", workerSwitch+"="+mode, dirVar+"="+dir, "GOACCEL_DEVICES=4")
+	// TMPDIR: a failed job's default log folder stays in the test's own folder.
+	cmd.Env = append(os.Environ(), launcherSwitch+"=1", workerSwitch+"="+mode, dirVar+"="+dir, "GOACCEL_DEVICES=4", "TMPDIR="+dir)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	return cmd, dir, out
@@ -317,9 +318,9 @@ func TestCtrlCStopsAll(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(workerSleep / 2):
 		_ = cmd.Process.Kill()
-		t.Fatalf("the launcher did not stop within 10 s of SIGINT\n%s", out)
+		t.Fatalf("the launcher did not stop within %s of SIGINT (the ranks sleep %s)\n%s", workerSleep/2, workerSleep, out)
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 130 {
 		t.Errorf("exit status %d, want 130\n%s", code, out)
@@ -386,8 +387,8 @@ func TestJobTimeout(t *testing.T) {
 	if !errors.As(err, &f) || f.Kind != "timeout" || !strings.Contains(err.Error(), "--timeout 3s") {
 		t.Fatalf("Run: %v, want the job's timeout\n%s", err, out)
 	}
-	if d := time.Since(start); d > 8*time.Second {
-		t.Errorf("took %s", d)
+	if d := time.Since(start); d < cfg.Timeout || d > workerSleep/2 {
+		t.Errorf("took %s, want the timeout %s and the stop (the ranks sleep %s)", d, cfg.Timeout, workerSleep)
 	}
 	for r, pid := range waitPIDs(t, dir, 2) {
 		if alive(pid) {
@@ -399,21 +400,24 @@ func TestJobTimeout(t *testing.T) {
 func TestSecondCtrlCKills(t *testing.T) {
 	self, _ := os.Executable()
 	cmd, dir, out := launcherCmd(t, "sleep", "--nproc_per_node", "2", "--no_mpi_check", self)
-	cmd.Env = append(cmd.Env, "STUBBORN_RANK=1") // ignores SIGTERM: only SIGKILL ends it
+	// Rank 1 ignores SIGTERM: only SIGKILL ends it, the second Ctrl-C's or the grace's (10 minutes here).
+	cmd.Env = append(cmd.Env, "STUBBORN_RANK=1", graceSwitch+"=10m")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	pids := waitPIDs(t, dir, 2)
 	_ = cmd.Process.Signal(syscall.SIGINT)
-	time.Sleep(300 * time.Millisecond)
+	for alive(pids[0]) { // the first Ctrl-C's SIGTERM ends rank 0 (reaped by the launcher)
+		time.Sleep(20 * time.Millisecond)
+	}
 	if !alive(pids[1]) {
 		t.Fatalf("rank 1 should still ignore SIGTERM\n%s", out)
 	}
 	start := time.Now()
 	_ = cmd.Process.Signal(syscall.SIGINT)
 	_ = cmd.Wait()
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("the second Ctrl-C took %s: it should kill at once, not wait for the 5 s grace", d)
+	if d := time.Since(start); d > workerSleep/2 {
+		t.Errorf("the second Ctrl-C took %s: it should kill at once, not wait for the grace or rank 1's own end (%s)", d, workerSleep)
 	}
 	if alive(pids[1]) {
 		t.Errorf("rank 1 survived the second Ctrl-C")
@@ -477,5 +481,35 @@ func TestTwoNodesRestart(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("both nodes should have rerun: %v\n%s", err, out)
 		}
+	}
+}
+
+// Without a LogDir (--log_dir), the launcher makes a goaccel-launch-* folder in the temporary
+// directory: it removes it when the job succeeds, and keeps it, named in the error, when the
+// job fails.
+func TestDefaultLogDirRemovedOnSuccess(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	folders := func() []string {
+		m, _ := filepath.Glob(filepath.Join(tmp, "goaccel-launch-*"))
+		return m
+	}
+	cfg, _, out := testJob(t, "env", 2, "GOACCEL_DEVICES=2")
+	cfg.LogDir = ""
+	if err := Run(context.Background(), cfg); err != nil {
+		t.Fatalf("Run: %v\n%s", err, out)
+	}
+	if left := folders(); len(left) != 0 {
+		t.Errorf("a job that succeeded left %v\n%s", left, out)
+	}
+	cfg, _, out = testJob(t, "exit3", 2, "FAIL_RANK=1", "GOACCEL_DEVICES=2")
+	cfg.LogDir = ""
+	err := Run(context.Background(), cfg)
+	left := folders()
+	if err == nil || len(left) != 1 || !strings.Contains(err.Error(), filepath.Join(left[0], "attempt_0", "rank_1")) {
+		t.Fatalf("a failed job: %v, folders %v: want its log folder kept and named\n%s", err, left, out)
+	}
+	if _, err := os.Stat(filepath.Join(left[0], "attempt_0", "rank_1", "stderr.log")); err != nil {
+		t.Errorf("the failed rank's log: %v", err)
 	}
 }

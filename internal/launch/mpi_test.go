@@ -80,16 +80,18 @@ func mpichShm(t *testing.T) map[string]bool {
 
 func TestMPIAllreduceAndBarrier(t *testing.T) {
 	for _, n := range []int{2, 3} {
-		cfg, out := mpiJob(t, n)
-		if err := Run(context.Background(), cfg); err != nil {
-			t.Fatalf("%d ranks: %v\n%s", n, err, out)
-		}
-		for r := 0; r < n; r++ {
-			want := "[rank " + strconv.Itoa(r) + "] rank " + strconv.Itoa(r) + " of " + strconv.Itoa(n) + ": allreduce"
-			if !strings.Contains(out.String(), want) {
-				t.Errorf("%d ranks: output misses %q:\n%s", n, want, out)
+		t.Run(strconv.Itoa(n)+" ranks", func(t *testing.T) {
+			cfg, out := mpiJob(t, n)
+			if err := Run(context.Background(), cfg); err != nil {
+				t.Fatalf("%v\n%s", err, out)
 			}
-		}
+			for r := 0; r < n; r++ {
+				want := "[rank " + strconv.Itoa(r) + "] rank " + strconv.Itoa(r) + " of " + strconv.Itoa(n) + ": allreduce"
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("output misses %q:\n%s", want, out)
+				}
+			}
+		})
 	}
 }
 
@@ -120,8 +122,8 @@ func TestMPIKilledRankNamed(t *testing.T) {
 	if !errors.As(err, &f) || f.Rank != 1 || f.What != "signal: killed" {
 		t.Fatalf("Run: %v, want rank 1 killed\n%s", err, out)
 	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("took %s", d)
+	if d := time.Since(start); d > cfg.Timeout/2 {
+		t.Errorf("took %s: the survivors were not stopped before the job's timeout (%s)", d, cfg.Timeout)
 	}
 	inUse := shmInUse() // another job's live segments (tests of other packages may run now)
 	for n := range mpichShm(t) {
@@ -202,5 +204,45 @@ func TestMPIAbortNamed(t *testing.T) {
 	var f *Failure
 	if !errors.As(err, &f) || f.Rank != 1 || f.What != "MPI_Abort with error code 5" || f.Log == "" {
 		t.Fatalf("Run: %v (%+v), want rank 1's MPI_Abort\n%s", err, f, out)
+	}
+}
+
+// A hang (rank 1 waits in a barrier that rank 0 never calls) stops the job within
+// GOACCEL_TIMEOUT + 2 s of the hung collective's start, with the verdict naming both ranks:
+// whether rank 0 waits in another collective (and writes its report on rank 1's alarm) or
+// sleeps outside MPI (and writes none).
+func TestHangStopsWithinTimeoutPlus2s(t *testing.T) {
+	const timeout = 3 * time.Second
+	for _, c := range []struct{ other, rank0 string }{
+		{"collective", "rank 0 waits in allreduce #1 "},
+		{"busy", "rank 0 wrote no hang report within "},
+	} {
+		t.Run(c.other, func(t *testing.T) {
+			needMPI(t)
+			cfg, dir, out := testJob(t, "gohang", 2, "GOACCEL_DEVICES=2", "GOACCEL_TIMEOUT="+timeout.String(), "HANG_OTHER="+c.other)
+			cfg.StopGrace = 10 * time.Second // the hang's stop must not depend on it
+			err := Run(context.Background(), cfg)
+			end := time.Now()
+			var f *Failure
+			if !errors.As(err, &f) || f.Kind != "worker" { // rank 1, or rank 0 that MPI_Abort ended first
+				t.Fatalf("Run: %v, want a rank's failure\n%s", err, out)
+			}
+			b, rerr := os.ReadFile(filepath.Join(dir, "hang_start"))
+			ns, perr := strconv.ParseInt(string(b), 10, 64)
+			if rerr != nil || perr != nil {
+				t.Fatalf("rank 1 did not say when it started waiting: %v %v\n%s", rerr, perr, out)
+			}
+			took := end.Sub(time.Unix(0, ns))
+			t.Logf("the launcher returned %v after rank 1 began to wait (GOACCEL_TIMEOUT=%v)", took.Round(time.Millisecond), timeout)
+			if took < timeout || took > timeout+2*time.Second {
+				t.Errorf("the launcher returned %v after the hung collective began; want between the timeout %v and %v\n%s",
+					took.Round(time.Millisecond), timeout, timeout+2*time.Second, out)
+			}
+			for _, want := range []string{"goaccel launch: hang: rank 0 ", "; rank 1 in barrier #1 ", c.rank0} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("the verdict misses %q\n%s", want, out)
+				}
+			}
+		})
 	}
 }

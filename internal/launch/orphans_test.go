@@ -79,8 +79,8 @@ func startPiped(t *testing.T, piped bool, extraEnv ...string) (*exec.Cmd, []int,
 }
 
 // A launcher that gets SIGHUP (a dropped ssh session), SIGQUIT or SIGKILL, with its output on
-// the terminal or piped into `head -1`, leaves no rank and no shared-memory file behind
-// within 5 s.
+// the terminal or piped into `head -1`, leaves no rank and no shared-memory file behind (well
+// before the ranks' own end).
 func TestLauncherDeathLeavesNothing(t *testing.T) {
 	for _, c := range []struct {
 		sig   syscall.Signal
@@ -98,7 +98,7 @@ func TestLauncherDeathLeavesNothing(t *testing.T) {
 			}
 			cmd, pids, out := startPiped(t, c.piped, env...)
 			if c.piped {
-				time.Sleep(500 * time.Millisecond)
+				waitLogLines(t, cmd, 3) // the launcher copied line 2 into the closed pipe
 			}
 			if err := cmd.Process.Signal(c.sig); err != nil {
 				t.Errorf("the launcher is gone before the %s: %v\n%s", c.sig, err, out)
@@ -108,10 +108,10 @@ func TestLauncherDeathLeavesNothing(t *testing.T) {
 			go func() { _ = cmd.Wait(); close(done) }()
 			select {
 			case <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatalf("the launcher did not end within 10 s of %s\n%s", c.sig, out)
+			case <-time.After(workerSleep / 2):
+				t.Fatalf("the launcher did not end within %s of %s\n%s", workerSleep/2, c.sig, out)
 			}
-			deadline := sent.Add(5 * time.Second)
+			deadline := sent.Add(workerSleep / 2) // the ranks run for workerSleep
 			for {
 				var live []int
 				for _, pid := range pids {
@@ -126,8 +126,8 @@ func TestLauncherDeathLeavesNothing(t *testing.T) {
 					return
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("5 s after %s to the launcher (%s): ranks still running: %v; shared-memory files left: %v\n%s",
-						c.sig, cmd.ProcessState, live, left, out)
+					t.Fatalf("%s after %s to the launcher (%s): ranks still running: %v; shared-memory files left: %v\n%s",
+						workerSleep/2, c.sig, cmd.ProcessState, live, left, out)
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
@@ -139,14 +139,13 @@ func TestLauncherDeathLeavesNothing(t *testing.T) {
 // (their /dev/shm files are the guardian's part): the thread that started them lives as long
 // as the launcher.
 func TestParentDeathSignal(t *testing.T) {
-	cmd, pids, out := startPiped(t, false, noGuardianSwitch+"=1")
-	time.Sleep(300 * time.Millisecond) // the goroutine that started the ranks has long ended
+	cmd, pids, out := startPiped(t, false, noGuardianSwitch+"=1") // the ranks run: the goroutine that started them has ended
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(workerSleep / 2) // the ranks run for workerSleep
 	for anyRunning(pids) {
 		if time.Now().After(deadline) {
-			t.Fatalf("ranks %v still run 5 s after their launcher was killed\n%s", pids, out)
+			t.Fatalf("ranks %v still run %s after their launcher was killed\n%s", pids, workerSleep/2, out)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -159,5 +158,30 @@ func TestBrokenOutputKeepsSupervising(t *testing.T) {
 	err := cmd.Wait()
 	if err != nil || !strings.Contains(out.String(), "node_rank 0 runs ranks 0-1 of 2") {
 		t.Fatalf("launcher: %v (%s), want exit 0 after the ranks' own end\n%s", err, cmd.ProcessState, out)
+	}
+}
+
+// waitLogLines waits until rank 0 of the launcher cmd (started by launcherCmd, its log folder
+// in the test's TMPDIR) has n lines in its stdout.log.
+func waitLogLines(t *testing.T, cmd *exec.Cmd, n int) {
+	t.Helper()
+	var tmp string
+	for _, kv := range cmd.Env {
+		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok {
+			tmp = v
+		}
+	}
+	deadline := time.Now().Add(workerSleep / 2)
+	for {
+		logs, _ := filepath.Glob(filepath.Join(tmp, "goaccel-launch-*", "attempt_0", "rank_0", "stdout.log"))
+		if len(logs) == 1 {
+			if b, err := os.ReadFile(logs[0]); err == nil && strings.Count(string(b), "\n") >= n {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rank 0 did not write %d lines within %s (logs: %v)", n, workerSleep/2, logs)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -36,8 +36,17 @@ func pythonWith(t *testing.T, python, module string, failInCI bool) string {
 // runLauncher runs the test binary as `goaccel launch ARGS` and returns its exit code and output.
 func runLauncher(t *testing.T, timeout time.Duration, args ...string) (int, string) {
 	t.Helper()
+	return runLauncherEnv(t, timeout, nil, args...)
+}
+
+// runLauncherEnv is runLauncher with the launcher's environment changed by edit (nil: none).
+func runLauncherEnv(t *testing.T, timeout time.Duration, edit func([]string) []string, args ...string) (int, string) {
+	t.Helper()
 	cmd, _, out := launcherCmd(t, "none", args...)
 	cmd.Env = removeKey(cmd.Env, workerSwitch)
+	if edit != nil {
+		cmd.Env = edit(cmd.Env)
+	}
 	done := make(chan error, 1)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -77,6 +86,42 @@ func TestMPI4PyAllreduce(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output misses %q:\n%s", want, out)
 		}
+	}
+}
+
+// mpi4pyOneRank prints what an mpi4py rank of a one-rank job sees.
+const mpi4pyOneRank = `
+import os
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+print("mpi4py rank %d of %d; MPI4PY_LIBMPI=%s" % (comm.Get_rank(), comm.Get_size(), os.environ.get("MPI4PY_LIBMPI", "")), flush=True)
+`
+
+// An mpi4py program that runs at -np 2 runs at -np 1 too: the launcher finds MPI for one rank
+// as well, and gives it MPI4PY_LIBMPI and LD_LIBRARY_PATH (it gave none before, so mpi4py
+// failed with "cannot load MPI library").
+func TestMPI4PyOneRank(t *testing.T) {
+	needMPI(t)
+	python := pythonWith(t, "python3", "mpi4py", true)
+	noLibmpi := func(env []string) []string { return removeKey(env, "MPI4PY_LIBMPI") }
+	code, out := runLauncherEnv(t, time.Minute, noLibmpi, "-np", "1", python, "-c", mpi4pyOneRank)
+	if code != 0 || !strings.Contains(out, "mpi4py rank 0 of 1; MPI4PY_LIBMPI=/") {
+		t.Fatalf("exit code %d, want 0 and a rank with MPI4PY_LIBMPI set\n%s", code, out)
+	}
+}
+
+// Without any MPI library, a one-rank job still starts, with no word about MPI.
+func TestOneRankWithoutMPI(t *testing.T) {
+	empty := t.TempDir()
+	noMPI := func(env []string) []string {
+		for _, k := range []string{"GOACCEL_MPI_LIB", "LD_LIBRARY_PATH", "GOACCEL_HOME", "MPI4PY_LIBMPI"} {
+			env = removeKey(env, k)
+		}
+		return append(env, "GOACCEL_HOME="+empty)
+	}
+	code, out := runLauncherEnv(t, time.Minute, noMPI, "-np", "1", "sh", "-c", "echo MPI4PY_LIBMPI=$MPI4PY_LIBMPI")
+	if code != 0 || strings.Contains(out, "MPI library") || !strings.Contains(out, "MPI4PY_LIBMPI=") {
+		t.Fatalf("exit code %d, want 0 with no word about MPI\n%s", code, out)
 	}
 }
 

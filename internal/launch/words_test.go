@@ -2,6 +2,7 @@ package launch
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,21 +31,23 @@ func TestLauncherSaysWhichOutputIsShown(t *testing.T) {
 		{1, "(the stdout of ranks 0-1 is shown here)", "(the stdout of ranks 2-3 is shown here)"},
 		{TeeNone, "(no rank's output is shown here: --tee 0)", "(no rank's output is shown here: --tee 0)"},
 	} {
-		c0, dir, out := testJob(t, "env", 2, "GOACCEL_DEVICES=2")
-		c0.Tee = c.tee
-		c1 := c0
-		c1.LogDir = filepath.Join(dir, "logs1")
-		for i, err := range runNodes(t, []Config{c0, c1}) {
-			if err != nil {
-				t.Fatalf("node %d: %v\n%s", i, err, out)
+		t.Run(fmt.Sprintf("tee %d", c.tee), func(t *testing.T) {
+			c0, dir, out := testJob(t, "env", 2, "GOACCEL_DEVICES=2")
+			c0.Tee = c.tee
+			c1 := c0
+			c1.LogDir = filepath.Join(dir, "logs1")
+			for i, err := range runNodes(t, []Config{c0, c1}) {
+				if err != nil {
+					t.Fatalf("node %d: %v\n%s", i, err, out)
+				}
 			}
-		}
-		if l := launcherLine(out.String(), "0"); !strings.HasSuffix(l, c.node0) {
-			t.Errorf("--tee %d, node_rank 0 says %q, want it to end %q", c.tee, l, c.node0)
-		}
-		if l := launcherLine(out.String(), "1"); !strings.HasSuffix(l, c.node1) {
-			t.Errorf("--tee %d, node_rank 1 says %q, want it to end %q", c.tee, l, c.node1)
-		}
+			if l := launcherLine(out.String(), "0"); !strings.HasSuffix(l, c.node0) {
+				t.Errorf("node_rank 0 says %q, want it to end %q", l, c.node0)
+			}
+			if l := launcherLine(out.String(), "1"); !strings.HasSuffix(l, c.node1) {
+				t.Errorf("node_rank 1 says %q, want it to end %q", l, c.node1)
+			}
+		})
 	}
 }
 

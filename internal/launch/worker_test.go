@@ -26,11 +26,19 @@ const (
 	dirVar         = "GOACCEL_LAUNCH_TEST_DIR"
 	// noGuardianSwitch=1 makes the test launcher start no guardian (the parent-death signal alone).
 	noGuardianSwitch = "GOACCEL_LAUNCH_TEST_NO_GUARDIAN"
+	// graceSwitch, a duration, is the test launcher's default StopGrace.
+	graceSwitch = "GOACCEL_LAUNCH_TEST_STOP_GRACE"
+	// workerSleep is how long the exit3 survivors and the sleep workers sleep: a test whose job
+	// ends well before it knows that the launcher stopped them.
+	workerSleep = 60 * time.Second
 )
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "launch" && os.Getenv(launcherSwitch) != "" {
 		noGuardian = os.Getenv(noGuardianSwitch) == "1"
+		if d, err := time.ParseDuration(os.Getenv(graceSwitch)); err == nil {
+			defaultStopGrace = d
+		}
 		os.Exit(Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	if mode := os.Getenv(workerSwitch); mode != "" {
@@ -54,6 +62,9 @@ var envKeys = []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "
 //	          with $TICKS, print a line every 50 ms instead and exit 0 after $TICKS lines (only
 //	          rank $TICK_RANK when it is set)
 //	gompi     internal/mpi: all-reduce rank+1, barrier, check, mpi.Exit(0)
+//	gohang    internal/mpi: a barrier, then rank 1 writes DIR/hang_start (Unix ns) and waits in a
+//	          second barrier for $GOACCEL_TIMEOUT, which rank 0 never calls: with $HANG_OTHER=busy
+//	          it sleeps outside any collective, else it waits in an all-reduce 1 s later
 //	failonce  rank 1 exits 7 unless DIR/marker exists (it creates it); then all exit 0
 //	store     rank 0 listens on MASTER_ADDR:MASTER_PORT (as PyTorch's TCPStore does) and reads
 //	          one line from every other rank, which connects there; DIR/store_0 lists them
@@ -90,7 +101,7 @@ func testWorker(mode string) int {
 			fmt.Fprintln(os.Stderr, "worker failing on purpose with exit code 3")
 			return 3
 		}
-		time.Sleep(60 * time.Second)
+		time.Sleep(workerSleep)
 		return 0
 	case "sleep":
 		if rank == os.Getenv("STUBBORN_RANK") {
@@ -99,7 +110,7 @@ func testWorker(mode string) int {
 		if err := os.WriteFile(filepath.Join(dir, "pid_"+rank), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 			return 10
 		}
-		time.Sleep(60 * time.Second)
+		time.Sleep(workerSleep)
 		return 0
 	case "shm":
 		pid := strconv.Itoa(os.Getpid())
@@ -118,7 +129,7 @@ func testWorker(mode string) int {
 		}
 		ticks, err := strconv.Atoi(os.Getenv("TICKS"))
 		if err != nil || os.Getenv("TICK_RANK") != "" && os.Getenv("TICK_RANK") != rank {
-			time.Sleep(60 * time.Second)
+			time.Sleep(workerSleep)
 			return 0
 		}
 		for i := 1; i <= ticks; i++ {
@@ -127,15 +138,9 @@ func testWorker(mode string) int {
 		}
 		return 0
 	case "gompi":
-		lib, err := mpi.Find()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 20
-		}
-		comm, err := mpi.Init(lib)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 21
+		lib, comm, code := joinMPI()
+		if comm == nil {
+			return code
 		}
 		buf := []float64{float64(comm.Rank() + 1)}
 		if err := comm.AllreduceFloat64(buf, mpi.Sum); err != nil {
@@ -152,6 +157,8 @@ func testWorker(mode string) int {
 			mpi.Exit(24)
 		}
 		mpi.Exit(0)
+	case "gohang":
+		return hangWorker(dir, rank)
 	case "failonce":
 		marker := filepath.Join(dir, "marker")
 		if rank == "1" {
@@ -217,4 +224,48 @@ func storeWorker(dir, rank string) int {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// hangWorker is the "gohang" mode (see testWorker).
+func hangWorker(dir, rank string) int {
+	_, comm, code := joinMPI()
+	if comm == nil {
+		return code
+	}
+	err := comm.Barrier(30 * time.Second)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		mpi.Exit(23)
+	}
+	switch {
+	case rank == "1":
+		now := strconv.FormatInt(time.Now().UnixNano(), 10)
+		if err := os.WriteFile(filepath.Join(dir, "hang_start"), []byte(now), 0o644); err != nil {
+			return 10
+		}
+		err = comm.Barrier(0)
+	case os.Getenv("HANG_OTHER") == "busy":
+		time.Sleep(time.Minute)
+	default:
+		time.Sleep(time.Second)
+		err = comm.AllreduceFloat64([]float64{1}, mpi.Sum)
+	}
+	fmt.Fprintln(os.Stderr, "rank", rank, "hang worker:", err)
+	mpi.Exit(1)
+	return 1
+}
+
+// joinMPI finds MPI and joins the job; without a Comm, the exit code says which step failed.
+func joinMPI() (mpi.Library, *mpi.Comm, int) {
+	lib, err := mpi.Find()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return lib, nil, 20
+	}
+	comm, err := mpi.Init(lib)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return lib, nil, 21
+	}
+	return lib, comm, 0
 }

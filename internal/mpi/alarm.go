@@ -20,7 +20,7 @@ const (
 
 // alarmPoll is how often a rank waiting in a collective looks for an alarm: a collective waits
 // in slices of this length.
-var alarmPoll = time.Second
+var alarmPoll = 500 * time.Millisecond
 
 // alarmWait is how long a rank that timed out waits for the others' acknowledgements (each
 // wrote its report) before its error returns and the job is aborted.
@@ -62,7 +62,7 @@ func (c *Comm) answerAlarms() {
 		_, _ = c.WriteHangReport(fmt.Sprintf("rank %d timed out in a collective and asked every rank for its report", from))
 		var req C.gs_handle
 		if C.gs_isend0(C.int(from), ackTag, c.comm, &req) == 0 {
-			c.acks = append(c.acks, req) // left in flight: the job is ending
+			c.acks = append(c.acks, req) // left in flight until disarm: the job is ending
 		}
 	}
 }
@@ -90,4 +90,22 @@ func (c *Comm) soundAlarm() {
 	done := make([]C.int, len(reqs))
 	var failed C.int
 	_ = C.gs_wait(&reqs[0], &done[0], C.int(len(reqs)), 0, 0, C.double(alarmWait.Seconds()), &failed)
+}
+
+// disarm cancels the alarm receives still posted and the acknowledgements still in flight,
+// and frees them, so that MPI_Finalize finds none of this package's requests pending (UCX
+// reports each one left "not returned to mpool ucp_requests"). MPI thread only, before
+// MPI_Finalize.
+func (c *Comm) disarm() {
+	var reqs []C.gs_handle
+	for i, r := range c.alarms {
+		if c.alarmDone[i] == 0 {
+			reqs = append(reqs, r)
+		}
+	}
+	reqs = append(reqs, c.acks...)
+	c.alarms, c.alarmFrom, c.alarmDone, c.acks = nil, nil, nil, nil
+	if len(reqs) > 0 {
+		_ = C.gs_cancel(&reqs[0], C.int(len(reqs)), C.double(alarmWait.Seconds()))
+	}
 }

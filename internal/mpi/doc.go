@@ -67,10 +67,10 @@
 // goroutine's stack; WriteHangReport) to $GOACCEL_LOG_DIR/hang.txt under goaccel launch, else
 // to $GOACCEL_HANG_DIR or the working folder as goaccel-hang-rank<R>.txt, prints its first line
 // on stderr, and then sends every other rank an alarm (jobs of at most 64 ranks): a rank
-// waiting in a collective looks for one every second and writes its own report, and the rank
-// that timed out waits up to 2 s for their answers before its error returns (after which Exit
-// aborts the job, which ends every rank). goaccel launch then prints one verdict line from the
-// reports of its ranks.
+// waiting in a collective looks for one every half second and writes its own report, and the
+// rank that timed out waits up to 1 s for their answers before its error returns (after which
+// Exit aborts the job, which ends every rank). goaccel launch then prints one verdict line from
+// the reports of its ranks, at most 1 s after the first appeared.
 //
 // $GOACCEL_DEBUG=1 adds a check before each collective: the ranks exchange (sequence,
 // operation, bytes, caller) in a 512-byte all-gather, and a difference fails at once with an

@@ -291,6 +291,7 @@ func (c *Comm) Finalize() error {
 		// (which takes c.mu) can be written meanwhile.
 		c.push(e, c.seq)
 		c.mu.Unlock()
+		c.disarm()
 		rc := C.gs_finalize()
 		var err error
 		if rc != 0 {
@@ -328,6 +329,7 @@ func Exit(code int) {
 			}
 			C.gs_abort(c.comm, C.int(code))
 		} else if !finalized {
+			c.disarm()
 			C.gs_finalize()
 		}
 		C.gs_exit(C.int(code))

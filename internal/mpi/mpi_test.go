@@ -545,7 +545,15 @@ func childBarrierTimeout(c *Comm) int {
 		k.failf("a barrier after a timeout: got %v, want the earlier timeout", err2)
 	}
 	fmt.Printf("rank %d: ok: %v\n", c.Rank(), err)
-	time.Sleep(500 * time.Millisecond) // let the other rank print before Exit aborts the job
+	// Exit aborts the job, the other rank's too: wait until ranks 0 and 1 have both printed
+	// (each leaves a file in $GOACCEL_HANG_DIR, which every child of mpirun has).
+	dir := os.Getenv("GOACCEL_HANG_DIR")
+	_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("printed_%d", c.Rank())), nil, 0o644)
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if fileExists(filepath.Join(dir, "printed_0")) && fileExists(filepath.Join(dir, "printed_1")) {
+			break
+		}
+	}
 	return 0
 }
 

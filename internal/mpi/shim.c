@@ -22,7 +22,7 @@ static struct {
 	void *init_thread, *finalize, *library_version, *error_string;
 	void *comm_dup, *comm_set_errhandler, *comm_rank, *comm_size, *comm_split_type, *comm_free;
 	void *allreduce, *iallreduce, *ibcast, *iallgather, *iallgatherv, *ireduce_scatter_block, *ialltoall, *ibarrier, *isend, *irecv;
-	void *test, *abort;
+	void *test, *cancel, *request_free, *abort;
 	volatile int abort_requested;
 } S;
 
@@ -139,6 +139,8 @@ int gs_open(const char *path, int abi, int is_standard_name, char *err, int errl
 	S.isend = sym("MPI_Isend", err, errlen, &bad);
 	S.irecv = sym("MPI_Irecv", err, errlen, &bad);
 	S.test = sym("MPI_Test", err, errlen, &bad);
+	S.cancel = sym("MPI_Cancel", err, errlen, &bad);
+	S.request_free = sym("MPI_Request_free", err, errlen, &bad);
 	S.abort = sym("MPI_Abort", err, errlen, &bad);
 	return bad;
 }
@@ -384,6 +386,38 @@ int gs_wait(gs_handle *reqs, int *done, int n, int ndata, int nrecv, double time
 			sched_yield(); // every 64 polls: lets another rank run on an oversubscribed host
 		}
 	}
+}
+
+int gs_cancel(gs_handle *reqs, int n, double timeout_s) {
+	if (S.lib == NULL) return GS_NOT_OPEN;
+	int first = 0;
+	for (int i = 0; i < n; i++) {
+		int rc;
+		BOTH({
+			H r = (H)reqs[i];
+			rc = r == (H)S.request_null ? 0 : ((int (*)(H *))S.cancel)(&r);
+		})
+		if (rc != 0 && first == 0) first = rc;
+	}
+	double deadline = now_s() + timeout_s;
+	for (int i = 0; i < n; i++) {
+		int flag = 0;
+		for (;;) {
+			int rc = test1(&reqs[i], &flag); // completes and frees it (the null request tests true)
+			if (rc != 0 && first == 0) first = rc;
+			if (rc != 0 || flag || now_s() > deadline) break;
+			sched_yield();
+		}
+		if (!flag) {
+			BOTH({
+				H r = (H)reqs[i];
+				((int (*)(H *))S.request_free)(&r);
+				reqs[i] = (gs_handle)r;
+			})
+			if (first == 0) first = GS_TIMEOUT;
+		}
+	}
+	return first;
 }
 
 int gs_abort(gs_handle comm, int code) {

@@ -66,6 +66,12 @@ int gs_irecv0(int src, int tag, gs_handle comm, gs_handle *req);
 // the failing request.
 int gs_wait(gs_handle *reqs, int *done, int n, int ndata, int nrecv, double timeout_s, int *failed);
 
+// gs_cancel cancels the n requests (MPI_Cancel) and waits up to timeout_s for each to complete,
+// freeing it (a cancelled receive completes at once; a send already delivered completes as
+// sent). A request still incomplete then is freed anyway (MPI_Request_free). It returns the
+// first error, or GS_TIMEOUT when a request had to be freed incomplete.
+int gs_cancel(gs_handle *reqs, int n, double timeout_s);
+
 int gs_abort(gs_handle comm, int code);
 void gs_request_abort(void);
 void gs_exit(int code);
