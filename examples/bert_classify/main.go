@@ -24,6 +24,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -371,8 +372,17 @@ func loadData(o *options) (train, test data.Dataset[text.Labeled], err error) {
 	switch {
 	case o.DataDir != "" && o.TrainFile != "":
 		return nil, nil, fmt.Errorf("--data_dir %s and --train_file %s are both given: give one", o.DataDir, o.TrainFile)
-	case o.ValidationFile != "" && o.TrainFile == "":
-		return nil, nil, fmt.Errorf("--validation_file %s needs --train_file", o.ValidationFile)
+	case o.TrainFile == "": // the file flags mean nothing without --train_file
+		d := defaultOptions()
+		for _, f := range [][3]string{{"validation_file", o.ValidationFile, d.ValidationFile},
+			{"text_column_names", o.TextColumnNames, d.TextColumnNames}, {"label_column_name", o.LabelColumnName, d.LabelColumnName},
+			{"text_column_delimiter", o.TextColumnDelimiter, d.TextColumnDelimiter}} {
+			if f[1] != f[2] {
+				return nil, nil, fmt.Errorf("--%s %q needs --train_file", f[0], f[1])
+			}
+		}
+	}
+	switch {
 	case o.DataDir != "":
 		if all, err = text.LoadPolarityDir(o.DataDir); err != nil {
 			return nil, nil, fmt.Errorf("--data_dir: %w", err)
@@ -380,6 +390,10 @@ func loadData(o *options) (train, test data.Dataset[text.Labeled], err error) {
 	case o.TrainFile != "":
 		spec := table.Spec{TextColumns: strings.Split(o.TextColumnNames, ","), LabelColumn: o.LabelColumnName,
 			TextDelimiter: o.TextColumnDelimiter}
+		if slices.Contains(spec.TextColumns, "") || o.LabelColumnName == "" {
+			return nil, nil, fmt.Errorf("--text_column_names %q, --label_column_name %q: a column name is empty",
+				o.TextColumnNames, o.LabelColumnName)
+		}
 		if all, o.Labels, err = table.Load(o.TrainFile, spec); err != nil {
 			return nil, nil, fmt.Errorf("--train_file: %w", err)
 		}
