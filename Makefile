@@ -67,6 +67,7 @@ fuzz:
 	$(GO) test ./data/text -run '^$$' -fuzz '^FuzzParseTSV$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./data/table -run '^$$' -fuzz '^FuzzCSV$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./data/table -run '^$$' -fuzz '^FuzzJSONLines$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./models/bert -run '^$$' -fuzz '^FuzzByteLevelBPE$$' -fuzztime $(FUZZTIME)
 
 # deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only) and MPICH
 # (for the multi-process tests) with `goaccel setup --dir .deps`, then the Python packages of the
