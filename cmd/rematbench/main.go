@@ -24,6 +24,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
+	_ "github.com/goaccel/goaccel/hostmalloc" // the block cache, as the figures in docs were measured with
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/trainer"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
