@@ -116,7 +116,7 @@ fetch-model:
 # PyTorch's reference script) into dev/gpu/, a git-ignored folder to carry there.
 gpu-bundle:
 	mkdir -p dev/gpu
-	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o dev/gpu/mlp ./internal/bench/mlp
+	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o dev/gpu/mlp ./cmd/goaccel/internal/bench/mlp
 	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o dev/gpu/goaccel ./cmd/goaccel
 	cp scripts/bench_torch.py dev/gpu/
 	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o dev/gpu/bert_classify ./examples/bert_classify

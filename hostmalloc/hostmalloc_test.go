@@ -6,7 +6,17 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/goaccel/goaccel/internal/envvar"
 )
+
+// TestEnvIsTheTables: the variable's name this package exports is the one in internal/envvar's
+// table.
+func TestEnvIsTheTables(t *testing.T) {
+	if Env != envvar.HostMalloc.Name {
+		t.Errorf("hostmalloc.Env %s, the table's %s", Env, envvar.HostMalloc.Name)
+	}
+}
 
 func TestPlan(t *testing.T) {
 	for _, tc := range []struct {

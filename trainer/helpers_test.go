@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/accelerator/acceltest"
 	"github.com/goaccel/goaccel/data"
-	"github.com/goaccel/goaccel/internal/acctest"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/layers"
@@ -24,7 +24,7 @@ import (
 // under CI (CI set), where its absence fails the test.
 func cpuPlugin(t testing.TB) string {
 	t.Helper()
-	return acctest.CPUPlugin(t)
+	return acceltest.CPUPlugin(t)
 }
 
 var (

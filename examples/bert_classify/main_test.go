@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goaccel/goaccel/internal/acctest"
+	"github.com/goaccel/goaccel/accelerator/acceltest"
 	"github.com/goaccel/goaccel/trainer"
 )
 
@@ -17,7 +17,7 @@ import (
 // except under CI where the plugin is installed by make deps and its absence is a failure.
 func cpuPlugin(t *testing.T) string {
 	t.Helper()
-	return acctest.CPUPlugin(t)
+	return acceltest.CPUPlugin(t)
 }
 
 // TestTinyModelSameLossesOn1And4Devices trains the built-in tiny BERT for a few steps at the

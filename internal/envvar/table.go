@@ -185,7 +185,7 @@ var (
 	// LaunchSelfTest is GOACCEL_LAUNCH_SELFTEST.
 	LaunchSelfTest = str("GOACCEL_LAUNCH_SELFTEST", "1 in the ranks goaccel launch --selftest starts (its own executable, checking discovery, a barrier and an all-reduce)", Launch)
 	// ExampleChild is GOACCEL_EXAMPLE_CHILD.
-	ExampleChild = str("GOACCEL_EXAMPLE_CHILD", "1 in an example's test binary that its own tests start as the program (internal/exampletest)", Goaccel)
+	ExampleChild = str("GOACCEL_EXAMPLE_CHILD", "1 in an example's test binary that its own tests start as the program (examples/internal/exampletest)", Goaccel)
 	// LaunchDebug is GOACCEL_LAUNCH_DEBUG.
 	LaunchDebug = boolean("GOACCEL_LAUNCH_DEBUG", "true or 1: goaccel launch's master logs every line its PMI server receives on stderr", User)
 	// BenchPython is GOACCEL_BENCH_PYTHON.
