@@ -39,7 +39,7 @@ func New(acc *accelerator.Accelerator, m model.StoreProvider, opt optimizer.Inte
 	case m == nil || m.Store() == nil:
 		return nil, errors.New("trainer: New: the model has no model.Store")
 	case opt == nil:
-		return nil, errors.New("trainer: New: the optimizer is nil (e.g. trainer.Adam(trainer.AdamConfig{LearningRate: 2e-5}))")
+		return nil, errors.New("trainer: New: the optimizer is nil (e.g. optim.Adam(optim.AdamConfig{LearningRate: 2e-5}))")
 	case task.Loss == nil:
 		return nil, errors.New("trainer: New: Task.Loss is nil: Fit needs the training loss of a batch")
 	}
