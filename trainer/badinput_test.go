@@ -36,7 +36,7 @@ func TestBadInputFailsBeforeTraining(t *testing.T) {
 	}
 	// A run directory whose config.json is not a goaccel run's.
 	otherTool := t.TempDir()
-	if err := os.WriteFile(filepath.Join(otherTool, ConfigFile), []byte(`{"model_type": "bert"}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(otherTool, configFile), []byte(`{"model_type": "bert"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 

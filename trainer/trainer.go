@@ -409,7 +409,7 @@ func (f *fit) restore(resuming bool) (string, error) {
 	}
 	logf := func(format string, args ...any) { f.notice(format, args...) }
 	var err error
-	f.last, err = checkpoint.NewManager(filepath.Join(f.dir, CheckpointsDir), checkpoint.Options{
+	f.last, err = checkpoint.NewManager(filepath.Join(f.dir, checkpointsDir), checkpoint.Options{
 		KeepLast: f.cfg.KeepLast, Processes: f.t.acc, Logf: logf})
 	if err != nil {
 		return "", err
@@ -483,7 +483,7 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 			f.notice("trainer: %s holds this run's config but no checkpoint yet: starting from the beginning", f.dir)
 		}
 	}
-	if err := writeJSONAtomic(filepath.Join(f.dir, ConfigFile), f.info); err != nil {
+	if err := writeJSONAtomic(filepath.Join(f.dir, configFile), f.info); err != nil {
 		return err
 	}
 	var err error
