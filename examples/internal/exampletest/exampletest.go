@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goaccel/goaccel/accelerator/acceltest"
 	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/ptytest"
@@ -42,6 +43,20 @@ func Child(t testing.TB, args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(envvar.Environ(), envvar.ExampleChild.KV("1"))
 	return cmd
+}
+
+// Run runs the program (Child) on the XLA CPU plugin (acceltest.CPUPlugin, as
+// $GOMLX_BACKEND) with the extra environment env ("NAME=value") and args, waits for it, fails
+// the test with its output when it fails, and returns the output.
+func Run(t testing.TB, env []string, args ...string) string {
+	t.Helper()
+	cmd := Child(t, args...)
+	cmd.Env = append(append(cmd.Env, envvar.Backend.KV("xla:"+acceltest.CPUPlugin(t))), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", strings.Join(env, " "), strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
 
 // signalRun is one session of the program in a child process whose output is read as it
