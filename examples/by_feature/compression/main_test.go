@@ -28,7 +28,7 @@ func TestUnderLaunch(t *testing.T) {
 	defer cancel()
 	err := launch.Run(ctx, launch.Config{Program: os.Args[0], Args: []string{"--steps", "3"}, NprocPerNode: 2,
 		LogDir: filepath.Join(t.TempDir(), "logs"), Stdout: &out, Stderr: &out,
-		Env: append(os.Environ(), "GOACCEL_EXAMPLE_CHILD=1", "GOACCEL_DEVICES=1", "GOACCEL_TIMEOUT=3m",
+		Env: append(os.Environ(), "GOACCEL_EXAMPLE_CHILD=1", "GOACCEL_DEVICES=2", "GOACCEL_TIMEOUT=3m",
 			"GOMLX_BACKEND=xla:"+acceltest.CPUPlugin(t))})
 	if err != nil {
 		t.Fatalf("goaccel launch --nproc_per_node 2: %v\n%s", err, out.String())
