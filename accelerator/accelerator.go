@@ -18,7 +18,6 @@ import (
 	"github.com/gomlx/compute/distributed"
 	_ "github.com/gomlx/compute/gobackend" // the pure-Go backend, always available
 	"github.com/gomlx/go-xla/compute/xla"
-	"github.com/gomlx/go-xla/pjrt"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -30,7 +29,9 @@ type Config struct {
 	// Backend forces a backend: "go" (pure Go, one device), "xla" (best XLA plugin found),
 	// "xla:cuda", "xla:cpu", or the path of a PJRT plugin (".so", optionally after "xla:").
 	// Empty means $GOMLX_BACKEND, else discovery (CUDA plugin when a GPU is present, then
-	// the CPU plugin, then pure Go).
+	// the CPU plugin, then pure Go). XLA's options may follow after commas, as go-xla reads
+	// them: "xla:cuda,tf32=off,memory_fraction=0.45,preallocate=on" (see TF32, MemoryFraction
+	// and Preallocate).
 	Backend string
 	// Devices is how many devices to use; 0 means all that were found. On the XLA CPU
 	// plugin it is also how many host devices are created (default 4 there, or
@@ -105,6 +106,24 @@ type Config struct {
 	// barriers. goaccel launch merges its node's ranks into timeline-node<N>.json. Empty means
 	// $GOACCEL_TIMELINE, else off (off, recording costs one nil check).
 	Timeline string
+	// TF32 is "on" or "off" (also "true"/"false", "1"/"0"): whether XLA's CUDA plugin computes
+	// float32 matrix products in TF32 (10-bit mantissa inputs, float32 accumulation; XLA's
+	// default, on) or in full float32 (off, precision HIGHEST), as PyTorch's
+	// torch.backends.cuda.matmul.allow_tf32. Empty means the backend string's "tf32=" option
+	// ("xla:cuda,tf32=off"), else $GOACCEL_TF32, else XLA's default. Setting it for any other
+	// backend is an error. docs/gpu.md.
+	TF32 string
+	// MemoryFraction is the share of each GPU's memory this process may use on XLA's CUDA
+	// plugin, above 0 and at most 1 (the plugin's default is 0.75), as JAX's
+	// XLA_PYTHON_CLIENT_MEM_FRACTION: processes sharing a GPU each get a part. 0 means the
+	// backend string's "memory_fraction=" option, else $GOACCEL_MEMORY_FRACTION, else the
+	// plugin's default. Setting it for any other backend is an error.
+	MemoryFraction float64
+	// Preallocate is "on" or "off": whether XLA's CUDA plugin reserves its memory share at
+	// start (JAX's default) or grows into it as needed (go-xla's default, off). Empty means the
+	// backend string's "preallocate=" option, else $GOACCEL_PREALLOCATE, else off. Setting it
+	// for any other backend is an error.
+	Preallocate string
 	// DeviceMemory is the memory budget of each device, in bytes: a training step whose memory
 	// plan (see MemoryPlan) needs more fails before its first execution, naming its largest
 	// part and the ways out; with WithAutoBatch it picks a smaller per-device batch instead.
@@ -122,6 +141,7 @@ type Info struct {
 	Available int    // devices the backend exposes
 	Precision string // "fp32", "bf16" or "fp16"
 	Found     []Plugin
+	NVIDIA    NVIDIALibraries // for a CUDA plugin: the NVIDIA libraries it was pointed at
 }
 
 // Accelerator owns the backend, the device mesh and the process group. Create one with New
@@ -145,6 +165,8 @@ type Accelerator struct {
 	seed    int64
 	// goConfig is an explicit pure-Go backend configuration ("go:..."), if one was given.
 	goConfig string
+	// knobs are the CUDA plugin's settings given (TF32, MemoryFraction, Preallocate).
+	knobs []cudaKnob
 
 	// shardedState holds, by Store, the state that a sharded job keeps outside its Store
 	// (CompleteStore gives it to checkpoints).
@@ -179,7 +201,15 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 		return nil, err
 	}
 	if cfg.Devices < 0 {
-		return nil, fmt.Errorf("accelerator: Devices=%d: must be 0 (all) or a positive count", cfg.Devices)
+		return nil, setting{"Devices", "Config.Devices", fmt.Sprint(cfg.Devices)}.refuse("must be 0 (all) or a positive count")
+	}
+	// The device variables are checked in every run, as every setting is, not only on XLA's
+	// CPU plugin, which reads them.
+	if _, _, err := cpuDevices(cfg.Devices); err != nil {
+		return nil, err
+	}
+	if _, _, err := cpuDeviceLimit(); err != nil {
+		return nil, err
 	}
 	a := &Accelerator{cfg: cfg, proc: proc, out: cfg.Output, seed: cfg.Seed, grp: soloGroup{}}
 	a.info.Precision = precisionName(cfg.MixedPrecision)
@@ -188,6 +218,9 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 	}
 	if a.timeout, err = collectiveTimeout(cfg.Timeout); err != nil {
 		return nil, err
+	}
+	if _, err := envvar.Debug.Bool(); err != nil { // read by the MPI group: checked in every run
+		return nil, fmt.Errorf("accelerator: %w", err)
 	}
 	if a.verify, err = verifyEvery(cfg.Verify); err != nil {
 		return nil, err
@@ -201,18 +234,23 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 	if a.budget, err = deviceMemoryBudget(cfg.DeviceMemory); err != nil {
 		return nil, err
 	}
+	// Read by the block cache's C at the first malloc and by hostmalloc at start, which can
+	// only warn: the error is here, whether or not either is in the program.
+	if _, err := envvar.HostMalloc.Choice(); err != nil {
+		return nil, fmt.Errorf("accelerator: %w", err)
+	}
+	if _, err := stragglerEvery(); err != nil {
+		return nil, err
+	}
 	if grp != nil {
 		a.grp = grp
 	} else if a.grp, err = joinGroup(proc, a.timeout); err != nil {
 		return nil, err
 	}
-	dir := cfg.Timeline
-	if dir == "" {
-		dir = envvar.Timeline.Value()
-	}
-	if a.tl, err = timeline.Open(dir, a.grp.Rank()); err != nil {
+	tl := resolveSetting("Timeline", cfg.Timeline, envvar.Timeline.Var)
+	if a.tl, err = timeline.Open(tl.value, a.grp.Rank()); err != nil {
 		a.Close()
-		return nil, fmt.Errorf("accelerator: Timeline %q: %w", dir, err)
+		return nil, tl.refuse("%v", err)
 	}
 	if g, ok := a.grp.(*mpiGroup); ok && a.tl != nil { // the buckets of each all-reduce, inside its span
 		tl := a.tl
@@ -265,12 +303,20 @@ const MeshAxis = "data"
 
 // openBackend resolves cfg.Backend / $GOMLX_BACKEND / discovery into a live backend.
 func (a *Accelerator) openBackend() error {
-	choice := a.cfg.Backend
-	source := "Config.Backend"
-	if choice == "" {
-		choice = envvar.Backend.Value()
-		source = "$GOMLX_BACKEND"
+	set := resolveSetting("Backend", a.cfg.Backend, envvar.Backend.Var)
+	choice, source := set.value, set.source
+	var fromBackend []cudaKnob
+	if c := strings.ToLower(strings.TrimSpace(choice)); c != "go" && c != "simplego" && !strings.HasPrefix(c, "go:") {
+		var err error
+		if choice, fromBackend, err = splitBackendOptions(choice, source); err != nil {
+			return err
+		}
 	}
+	knobs, err := resolveCUDAKnobs(a.cfg, fromBackend)
+	if err != nil {
+		return err
+	}
+	a.knobs = knobs
 	found := FindPlugins()
 	a.info.Found = found
 	byKind := func(k PluginKind) (Plugin, bool) {
@@ -314,25 +360,24 @@ func (a *Accelerator) openBackend() error {
 			plugin, ok = byKind(PluginKind(want))
 		}
 		if !ok {
-			return fmt.Errorf("accelerator: backend %q (from %s) is not available: %s; install one "+
-				"(goaccel setup installs XLA's CPU plugin) or set PJRT_PLUGIN_LIBRARY_PATH, or use \"go\"",
-				choice, source, describePlugins(found))
+			return set.refuse("not available: %s; install one (goaccel setup installs XLA's CPU plugin) or "+
+				"set PJRT_PLUGIN_LIBRARY_PATH, or use \"go\"", describePlugins(found))
 		}
 		a.info.Reason = "chosen by " + source
 	case strings.HasSuffix(c, ".so"):
 		path := strings.TrimPrefix(strings.TrimSpace(choice), "xla:")
 		st, err := os.Stat(path)
 		if err != nil {
-			return fmt.Errorf("accelerator: plugin %q (from %s) does not exist: %v", path, source, err)
+			return set.refuse("the plugin does not exist: %v", err)
 		}
 		if st.IsDir() {
-			return fmt.Errorf("accelerator: plugin %q (from %s) is a directory, not a PJRT plugin (.so)", path, source)
+			return set.refuse("%s is a directory, not a PJRT plugin (.so)", path)
 		}
 		plugin = Plugin{Kind: kindOfPlugin(path), Path: path, From: source}
 		a.info.Reason = "chosen by " + source
 	default:
-		return fmt.Errorf("accelerator: unknown backend %q (from %s): valid values are \"go\", \"xla\", "+
-			"\"xla:cpu\", \"xla:cuda\" or the path of a PJRT plugin (.so); %s", choice, source, describePlugins(found))
+		return set.refuse("unknown backend: valid values are \"go\", \"xla\", \"xla:cpu\", \"xla:cuda\" or the "+
+			"path of a PJRT plugin (.so); %s", describePlugins(found))
 	}
 	return a.openXLA(plugin)
 }
@@ -343,6 +388,9 @@ func (a *Accelerator) openBackend() error {
 const defaultGoConfig = "go:ops_sequential"
 
 func (a *Accelerator) openGo() error {
+	if err := refuseCUDAKnobs(a.knobs, "go (pure Go)"); err != nil {
+		return err
+	}
 	config := a.goConfig
 	if config == "" {
 		config = defaultGoConfig
@@ -352,78 +400,87 @@ func (a *Accelerator) openGo() error {
 		return fmt.Errorf("accelerator: creating the pure-Go backend (%q): %w", config, err)
 	}
 	if a.cfg.Devices > 1 {
-		return fmt.Errorf("accelerator: %d devices requested but the pure-Go backend has 1; for several CPU "+
-			"devices install XLA's CPU plugin: %s; or set Devices to 0 or 1", a.cfg.Devices, InstallHint)
+		return setting{"Devices", "Config.Devices", fmt.Sprint(a.cfg.Devices)}.refuse("%d devices requested but "+
+			"the pure-Go backend has 1; for several CPU devices install XLA's CPU plugin: %s; or set Devices to 0 or 1",
+			a.cfg.Devices, InstallHint)
 	}
 	a.backend = b
 	a.info.Backend, a.info.Devices, a.info.Available = "go", 1, 1
 	return nil
 }
 
-// cpuDeviceCount is the number of host devices to ask the XLA CPU plugin for (0: its default).
-func (a *Accelerator) cpuDeviceCount() (int, error) {
-	if a.cfg.Devices > 0 {
-		return a.cfg.Devices, nil
+// cpuDevices is the number of XLA CPU devices asked for (0: the plugin's default) and where
+// it came from: Config.Devices (cfg), else $GOACCEL_DEVICES, else XLA_FLAGS's
+// --xla_force_host_platform_device_count.
+func cpuDevices(cfg int) (int, setting, error) {
+	if cfg > 0 {
+		return cfg, setting{"Devices", "Config.Devices", strconv.Itoa(cfg)}, nil
 	}
-	if v := envvar.Devices.Value(); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("accelerator: $GOACCEL_DEVICES=%q is not a positive integer", v)
-		}
-		return n, nil
+	if s := fromEnv("Devices", envvar.Devices.Var); s.value != "" {
+		n, err := s.positiveInt()
+		return n, s, err
 	}
 	if m := xlaForceCount.FindStringSubmatch(envvar.XLAFlags.Value()); m != nil {
 		n, _ := strconv.Atoi(m[1])
-		return n, nil
+		return n, setting{"Devices", "$" + envvar.XLAFlags.Name, m[0]}, nil
 	}
-	return 0, nil
+	return 0, setting{}, nil
 }
 
-// cpuDeviceLimit is the largest number of XLA CPU devices New creates: max(8, CPU cores), or
-// $GOACCEL_MAX_CPU_DEVICES.
-func cpuDeviceLimit() (int, error) {
-	if v := envvar.MaxCPUDevices.Value(); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("accelerator: $GOACCEL_MAX_CPU_DEVICES=%q is not a positive integer", v)
-		}
-		return n, nil
+// cpuDeviceLimit is the largest number of XLA CPU devices New creates, and what set it:
+// $GOACCEL_MAX_CPU_DEVICES, else max(8, CPU cores).
+func cpuDeviceLimit() (int, string, error) {
+	if s := fromEnv("Devices", envvar.MaxCPUDevices.Var); s.value != "" {
+		n, err := s.positiveInt()
+		return n, "set by " + s.source + "=" + s.value, err
 	}
-	return max(8, runtime.NumCPU()), nil
+	return max(8, runtime.NumCPU()), fmt.Sprintf("(max(8, CPU cores) on this machine's %d cores)", runtime.NumCPU()), nil
 }
 
 func (a *Accelerator) openXLA(p Plugin) error {
-	opts := pjrt.NamedValuesMap{}
-	want := a.cfg.Devices
+	want, asked, cpuCount := a.cfg.Devices, setting{"Devices", "Config.Devices", strconv.Itoa(a.cfg.Devices)}, 0
 	if p.Kind == PluginCPU {
-		n, err := a.cpuDeviceCount()
+		n, s, err := cpuDevices(a.cfg.Devices)
 		if err != nil {
 			return err
 		}
-		limit, err := cpuDeviceLimit() // checked even when unused: a bad setting is an error
+		limit, why, err := cpuDeviceLimit()
 		if err != nil {
 			return err
 		}
 		if n > 0 {
 			if n > limit {
-				return fmt.Errorf("accelerator: %d XLA CPU devices requested, above the limit of %d (max(8, CPU cores)): "+
-					"each host device holds a full model replica and its own thread pool, so more devices than cores only "+
-					"costs memory; ask for fewer, or raise the limit with $GOACCEL_MAX_CPU_DEVICES", n, limit)
+				return s.refuse("%d XLA CPU devices requested, above the limit of %d %s: each host device holds a full "+
+					"model replica and its own thread pool, so more devices than cores only costs memory; ask for fewer, "+
+					"or raise the limit with $%s", n, limit, why, envvar.MaxCPUDevices.Name)
 			}
-			opts["cpu_device_count"] = int64(n)
-			want = n
+			cpuCount, want, asked = n, n, s
 		}
 	}
-	b, err := xla.NewWithOptions(p.Path, opts)
+	config, opts, err := xlaClientOptions(p, cpuCount, a.knobs)
 	if err != nil {
+		return err
+	}
+	var libErr error
+	if p.Kind == PluginCUDA {
+		libErr = a.useNVIDIALibraries(p)
+	}
+	b, err := xla.NewWithOptions(config, opts)
+	if err != nil {
+		if p.Kind == PluginCUDA {
+			err = fmt.Errorf("%w; %s", err, a.info.NVIDIA.Describe())
+			if libErr != nil {
+				err = fmt.Errorf("%w; %v", err, libErr)
+			}
+		}
 		return fmt.Errorf("accelerator: loading the XLA plugin %q (from %s) failed; is it a PJRT "+
 			"plugin built for this machine? Use Backend \"go\" to run without XLA: %w", p.Path, p.From, err)
 	}
 	avail := b.NumDevices()
 	if want > avail {
 		b.Finalize()
-		return fmt.Errorf("accelerator: %d devices requested but %s exposes %d; ask for at most %d "+
-			"(or 0 for all)", want, p.Path, avail, avail)
+		return asked.refuse("%d devices requested but %s exposes %d; ask for at most %d (or 0 for all)",
+			want, p.Path, avail, avail)
 	}
 	if want == 0 {
 		want = avail
@@ -439,6 +496,9 @@ func (a *Accelerator) Plan() string {
 	backend := "go (pure Go)"
 	if a.info.Backend == "xla" {
 		backend = fmt.Sprintf("xla:%s (%s)", a.info.Plugin.Kind, a.info.Plugin.Path)
+		if k := describeKnobs(a.knobs); k != "" {
+			backend = fmt.Sprintf("xla:%s (%s; %s)", a.info.Plugin.Kind, a.info.Plugin.Path, k)
+		}
 	}
 	return fmt.Sprintf("goaccel: backend %s; devices %d of %d; processes %d; precision %s; %s",
 		backend, a.info.Devices, a.info.Available, a.grp.Size(), precisionName(a.cfg.MixedPrecision), a.info.Reason)

@@ -1,7 +1,6 @@
 package accelerator
 
 import (
-	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -21,12 +20,9 @@ type gradCodec struct {
 // $GOACCEL_GRADIENT_COMPRESSION, else "no" (nil: the exact float32 all-reduce). verify is
 // Config.Verify resolved, which checks the exact update and so excludes compression.
 func gradientCompression(cfg string, verify int) (*gradCodec, error) {
-	v, from := cfg, "GradientCompression"
-	if v == "" {
-		v, from = envvar.GradientCompression.Value(), "$"+envvar.GradientCompression.Name
-	}
+	s := resolveSetting("GradientCompression", cfg, envvar.GradientCompression.Var)
 	var c *gradCodec
-	switch strings.ToLower(v) {
+	switch strings.ToLower(s.value) {
 	case "", "no":
 		return nil, nil
 	case "bf16":
@@ -34,11 +30,11 @@ func gradientCompression(cfg string, verify int) (*gradCodec, error) {
 	case "fp16":
 		c = &gradCodec{name: "fp16", fp16: true}
 	default:
-		return nil, fmt.Errorf(`accelerator: unknown %s %q: valid values are "no", "bf16" and "fp16"`, from, v)
+		return nil, s.refuse(`unknown gradient compression: valid values are "no", "bf16" and "fp16"`)
 	}
 	if verify > 0 {
-		return nil, fmt.Errorf("accelerator: %s %q with Verify %d: Verify checks the exact float32 update, "+
-			"which a compressed all-reduce does not compute; use one or the other", from, v, verify)
+		return nil, s.refuse("Verify %d checks the exact float32 update, which a compressed all-reduce does not "+
+			"compute; use one or the other", verify)
 	}
 	return c, nil
 }

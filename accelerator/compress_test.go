@@ -161,61 +161,63 @@ func TestCompressorReduce(t *testing.T) {
 	inputs[1][11] = float32(math.NaN())
 	inputs[0][12], inputs[1][12], inputs[2][12] = 3e4, 3e4, 3e4 // fp16: 9e4 > 65504
 	for _, codec := range []*gradCodec{{name: "bf16"}, {name: "fp16", fp16: true}} {
-		u := math.Ldexp(1, -8) // unit roundoff: 8 significant bits
-		tiny := 0.0            // absolute error of values below the least normal
-		if codec.fp16 {
-			u, tiny = math.Ldexp(1, -11), (procs+1)*math.Ldexp(1, -25)
-		}
-		lb := newLoopback(procs)
-		out := make([][]float32, procs)
-		errs := make(chan error, procs)
-		for r := range procs {
-			go func() {
-				bufs := [][]float32{append([]float32(nil), inputs[r][:300]...), append([]float32(nil), inputs[r][300:]...)}
-				k := newCompressor(codec, n, procs)
-				err := k.reduce(lb.member(r), bufs, 1)
-				out[r] = append(bufs[0], bufs[1]...)
-				errs <- err
-			}()
-		}
-		for range procs {
-			if err := <-errs; err != nil {
-				t.Fatal(err)
+		t.Run(codec.name, func(t *testing.T) {
+			u := math.Ldexp(1, -8) // unit roundoff: 8 significant bits
+			tiny := 0.0            // absolute error of values below the least normal
+			if codec.fp16 {
+				u, tiny = math.Ldexp(1, -11), (procs+1)*math.Ldexp(1, -25)
 			}
-		}
-		worst := 0.0
-		for i := range n {
-			var sum, abs float64
+			lb := newLoopback(procs)
+			out := make([][]float32, procs)
+			errs := make(chan error, procs)
 			for r := range procs {
-				sum += float64(inputs[r][i])
-				abs += math.Abs(float64(inputs[r][i]))
+				go func() {
+					bufs := [][]float32{append([]float32(nil), inputs[r][:300]...), append([]float32(nil), inputs[r][300:]...)}
+					k := newCompressor(codec, n, procs)
+					err := k.reduce(lb.member(r), bufs, 1)
+					out[r] = append(bufs[0], bufs[1]...)
+					errs <- err
+				}()
 			}
-			for r := range procs {
-				if math.Float32bits(out[r][i]) != math.Float32bits(out[0][i]) {
-					t.Fatalf("%s: element %d is %g on rank %d, %g on rank 0", codec.name, i, out[r][i], r, out[0][i])
+			for range procs {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
 				}
 			}
-			got := float64(out[0][i])
-			switch {
-			case i == 10 || i == 11:
-				if !math.IsInf(got, 0) && !math.IsNaN(got) {
-					t.Errorf("%s: element %d (an Inf or a NaN on one process) sums to %g", codec.name, i, got)
+			worst := 0.0
+			for i := range n {
+				var sum, abs float64
+				for r := range procs {
+					sum += float64(inputs[r][i])
+					abs += math.Abs(float64(inputs[r][i]))
 				}
-				continue
-			case i == 12 && codec.fp16:
-				if !math.IsInf(got, 1) {
-					t.Errorf("fp16: 3 x 3e4 sums to %g, want +Inf (beyond 65504)", got)
+				for r := range procs {
+					if math.Float32bits(out[r][i]) != math.Float32bits(out[0][i]) {
+						t.Fatalf("%s: element %d is %g on rank %d, %g on rank 0", codec.name, i, out[r][i], r, out[0][i])
+					}
 				}
-				continue
+				got := float64(out[0][i])
+				switch {
+				case i == 10 || i == 11:
+					if !math.IsInf(got, 0) && !math.IsNaN(got) {
+						t.Errorf("%s: element %d (an Inf or a NaN on one process) sums to %g", codec.name, i, got)
+					}
+					continue
+				case i == 12 && codec.fp16:
+					if !math.IsInf(got, 1) {
+						t.Errorf("fp16: 3 x 3e4 sums to %g, want +Inf (beyond 65504)", got)
+					}
+					continue
+				}
+				bound := u*(math.Abs(sum)+1.01*abs) + procs*math.Ldexp(1, -24)*abs + tiny
+				if d := math.Abs(got - sum); d > bound {
+					t.Errorf("%s: element %d: %g, exact %g: error %g beyond the bound %g", codec.name, i, got, sum, d, bound)
+				} else if abs > 1e-3 { // in fp16's normal range
+					worst = max(worst, d/(math.Abs(sum)+abs))
+				}
 			}
-			bound := u*(math.Abs(sum)+1.01*abs) + procs*math.Ldexp(1, -24)*abs + tiny
-			if d := math.Abs(got - sum); d > bound {
-				t.Errorf("%s: element %d: %g, exact %g: error %g beyond the bound %g", codec.name, i, got, sum, d, bound)
-			} else if abs > 1e-3 { // in fp16's normal range
-				worst = max(worst, d/(math.Abs(sum)+abs))
-			}
-		}
-		t.Logf("%s: largest error / (|sum| + sum of |x|) = %.3g above 1e-3 (unit roundoff %.3g)", codec.name, worst, u)
+			t.Logf("%s: largest error / (|sum| + sum of |x|) = %.3g above 1e-3 (unit roundoff %.3g)", codec.name, worst, u)
+		})
 	}
 }
 
@@ -238,32 +240,34 @@ func TestCompressorRoundsOnceEachWay(t *testing.T) {
 		enc   func(float32) uint16
 		dec   func(uint16) float32
 	}{{&gradCodec{name: "bf16"}, half.BF16, half.BF16ToFloat32}, {&gradCodec{name: "fp16", fp16: true}, half.FP16, half.FP16ToFloat32}} {
-		lb := newLoopback(procs)
-		out := make([][]float32, procs)
-		errs := make(chan error, procs)
-		for r := range procs {
-			go func() {
-				out[r] = append([]float32(nil), inputs[r]...)
-				errs <- newCompressor(c.codec, n, procs).reduce(lb.member(r), [][]float32{out[r]}, scale)
-			}()
-		}
-		for range procs {
-			if err := <-errs; err != nil {
-				t.Fatal(err)
-			}
-		}
-		for i := range n {
-			var s float32
+		t.Run(c.codec.name, func(t *testing.T) {
+			lb := newLoopback(procs)
+			out := make([][]float32, procs)
+			errs := make(chan error, procs)
 			for r := range procs {
-				s += c.dec(c.enc(inputs[r][i] * scale))
+				go func() {
+					out[r] = append([]float32(nil), inputs[r]...)
+					errs <- newCompressor(c.codec, n, procs).reduce(lb.member(r), [][]float32{out[r]}, scale)
+				}()
 			}
-			want := math.Float32bits(c.dec(c.enc(s)))
-			for r := range procs {
-				if got := math.Float32bits(out[r][i]); got != want {
-					t.Fatalf("%s: element %d on rank %d is %g, want %g", c.codec.name, i, r, out[r][i], math.Float32frombits(want))
+			for range procs {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
 				}
 			}
-		}
+			for i := range n {
+				var s float32
+				for r := range procs {
+					s += c.dec(c.enc(inputs[r][i] * scale))
+				}
+				want := math.Float32bits(c.dec(c.enc(s)))
+				for r := range procs {
+					if got := math.Float32bits(out[r][i]); got != want {
+						t.Fatalf("%s: element %d on rank %d is %g, want %g", c.codec.name, i, r, out[r][i], math.Float32frombits(want))
+					}
+				}
+			}
+		})
 	}
 }
 

@@ -40,8 +40,10 @@ func TestDiscoveryFallsBackToGoQuickly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if el := time.Since(start); el > 2*time.Second {
-		t.Errorf("New took %s without plugins, want < 2s", el)
+	// The fallback takes well under a second; the bound is a margin that holds on a machine
+	// at load 8, and still catches a wait on the network (a download, a DNS timeout).
+	if el := time.Since(start); el > 20*time.Second {
+		t.Errorf("New took %s without plugins, want well under 20 s", el)
 	}
 	if a.Info().Backend != "go" || a.NumDevices() != 1 {
 		t.Errorf("got backend %q with %d devices, want the pure-Go backend with 1", a.Info().Backend, a.NumDevices())
@@ -62,13 +64,13 @@ func TestBadConfigErrors(t *testing.T) {
 		cfg  Config
 		want []string
 	}{
-		{"unknown backend lists what was found", Config{Backend: "tpu"}, []string{`unknown backend "tpu"`, "no XLA PJRT plugin found"}},
+		{"unknown backend lists what was found", Config{Backend: "tpu"}, []string{`Config.Backend="tpu": unknown backend`, "no XLA PJRT plugin found"}},
 		{"xla without plugin", Config{Backend: "xla:cpu"}, []string{"not available", "goaccel setup"}},
 		{"missing plugin file", Config{Backend: "/nonexistent/pjrt_c_api_cpu_plugin.so"}, []string{"does not exist"}},
 		{"not a plugin", Config{Backend: fake}, []string{fake, "PJRT"}},
 		{"too many devices for pure Go", Config{Backend: "go", Devices: 2}, []string{"2 devices requested", "pure-Go backend has 1"}},
 		{"negative devices", Config{Devices: -1}, []string{"Devices=-1"}},
-		{"unknown precision", Config{MixedPrecision: "fp8"}, []string{`unknown MixedPrecision "fp8"`}},
+		{"unknown precision", Config{MixedPrecision: "fp8"}, []string{`Config.MixedPrecision="fp8": unknown precision`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -203,32 +205,36 @@ func TestReduce(t *testing.T) {
 }
 
 // TestCPUDeviceLimit: absurd XLA CPU device counts are refused before the plugin is loaded
-// (64 devices were killed at 21 GB on a 2-core machine, 100000 hung).
+// (64 devices were killed at 21 GB on a 2-core machine, 100000 hung): the plugin here is a
+// file that is no plugin, so that loading it would fail with another error.
 func TestCPUDeviceLimit(t *testing.T) {
-	plugin := cpuPlugin(t)
+	notAPlugin := filepath.Join(t.TempDir(), "pjrt_c_api_cpu_plugin.so")
+	if err := os.WriteFile(notAPlugin, []byte("not an ELF file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOACCEL_DEVICES", "")
+	t.Setenv("XLA_FLAGS", "")
 	for _, c := range []struct {
 		devices int
 		env     string
 		want    string
 	}{
-		{64, "", "64 XLA CPU devices requested, above the limit"},
+		{64, "4", "64 XLA CPU devices requested, above the limit of 4"},
 		{100000, "", "100000 XLA CPU devices requested"},
 		{4, "2", "above the limit of 2"},
 		{4, "x", `$GOACCEL_MAX_CPU_DEVICES="x"`},
 		{0, "x", `$GOACCEL_MAX_CPU_DEVICES="x"`}, // checked even when no count is asked for
 	} {
-		t.Setenv("GOACCEL_MAX_CPU_DEVICES", c.env)
-		start := time.Now()
-		a, err := New(Config{Backend: plugin, Devices: c.devices, Quiet: true})
-		if err == nil {
-			a.Close()
-			t.Fatalf("Devices %d (limit env %q): no error", c.devices, c.env)
-		}
-		if !strings.Contains(err.Error(), c.want) {
-			t.Errorf("Devices %d: error %q does not say %q", c.devices, err, c.want)
-		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("Devices %d: refused after %s, want at once", c.devices, d)
-		}
+		t.Run(fmt.Sprintf("%d devices, limit %q", c.devices, c.env), func(t *testing.T) {
+			t.Setenv("GOACCEL_MAX_CPU_DEVICES", c.env)
+			a, err := New(Config{Backend: notAPlugin, Devices: c.devices, Quiet: true})
+			if err == nil {
+				a.Close()
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "loading the XLA plugin") {
+				t.Errorf("error %q does not say %q before loading the plugin", err, c.want)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package accelerator
 
 import (
+	"strings"
 	"syscall"
 	"testing"
 
@@ -57,5 +58,34 @@ func TestStepsReuseHostMemory(t *testing.T) {
 	// GOACCEL_HOST_MALLOC=keep's settings (what remains is not malloc's).
 	if perStep > 8192 {
 		t.Errorf("%d page faults per training step: the step's temporaries are faulted in afresh every step", perStep)
+	}
+}
+
+// TestNewChecksHostMalloc: accelerator.New refuses a $GOACCEL_HOST_MALLOC that is none of
+// unset, system and keep, naming the variable and the valid values, whether or not the block
+// cache is linked into the program (the check is Go's, not the cache's C).
+func TestNewChecksHostMalloc(t *testing.T) {
+	for _, v := range []string{"bogus", "systemd", "system2"} {
+		t.Run(v, func(t *testing.T) {
+			t.Setenv("GOACCEL_HOST_MALLOC", v)
+			a, err := New(Config{Backend: "go", Quiet: true})
+			if err == nil {
+				a.Close()
+				t.Fatalf("GOACCEL_HOST_MALLOC=%s: New succeeded (block cache linked: %v)", v, blockcache.Linked)
+			}
+			for _, want := range []string{"accelerator: New: ", `$GOACCEL_HOST_MALLOC="` + v + `"`, `"system" or "keep"`} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("GOACCEL_HOST_MALLOC=%s: error %q does not say %q", v, err, want)
+				}
+			}
+		})
+	}
+	for _, v := range []string{"", "system", " Keep "} {
+		t.Setenv("GOACCEL_HOST_MALLOC", v)
+		a, err := New(Config{Backend: "go", Quiet: true})
+		if err != nil {
+			t.Fatalf("GOACCEL_HOST_MALLOC=%q: %v", v, err)
+		}
+		a.Close()
 	}
 }

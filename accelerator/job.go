@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"time"
 
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/distributed"
@@ -91,6 +92,10 @@ type Job struct {
 	autocast dtypes.DType
 	memPlan  *MemoryPlan // the largest memory plan made (memplan_step.go)
 	micro    int         // WithAutoBatch's micro-batches per global batch (0: not chosen yet)
+	// busy records this rank's busy time for the straggler report (straggler.go); nil until
+	// the first step, and in a single process. busyOff: $GOACCEL_STRAGGLER_EVERY=0.
+	busy    *busyRecorder
+	busyOff bool
 }
 
 // numDevices is the number of devices the job's graphs run on.
@@ -215,19 +220,25 @@ func (j *Job) Batches() iter.Seq2[*data.GlobalBatch, error] {
 		}
 	}
 	epoch := j.src.Epoch()
-	tl := j.acc.tl
-	if tl == nil {
+	tl, busy := j.acc.tl, j.busyRecorder()
+	if tl == nil && busy == nil {
 		return epoch
 	}
-	// With a timeline: each wait for the next global batch is a "loader wait" span.
+	// Each wait for the next global batch is a "loader wait" span of the timeline, and the
+	// data wait of the straggler report.
 	return func(yield func(*data.GlobalBatch, error) bool) {
 		span := tl.Start("loader wait", "loader")
+		start := time.Now()
 		for gb, err := range epoch {
 			span.End()
+			if busy != nil {
+				busy.data += time.Since(start)
+			}
 			if !yield(gb, err) {
 				return
 			}
 			span = tl.Start("loader wait", "loader")
+			start = time.Now()
 		}
 	}
 }

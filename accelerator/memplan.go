@@ -46,6 +46,8 @@ type MemoryPlan struct {
 	// activations kept for the backward pass, XLA's workspace, and the new values of the
 	// variables while the old ones are still alive. It is measured on the step as compiled
 	// (mixed precision and activation checkpointing included) and is not divided by sharding.
+	// Over several processes without sharding, where the step is two programs (the gradients,
+	// then the all-reduced gradients applied), it is the larger of the two programs'.
 	Temporaries int64
 	// Budget is the device memory budget (Config.DeviceMemory or $GOACCEL_DEVICE_MEMORY);
 	// 0 means none.
@@ -75,6 +77,15 @@ func (p MemoryPlan) Total() int64 {
 
 // Fits reports whether the plan fits its budget (always, without a budget).
 func (p MemoryPlan) Fits() bool { return p.Budget <= 0 || p.Total() <= p.Budget }
+
+// Check returns nil when the plan fits its budget, else the error a training step's first Run
+// returns for it: it wraps ErrMemoryBudget and names the largest part and the ways out.
+func (p MemoryPlan) Check() error {
+	if p.Fits() {
+		return nil
+	}
+	return budgetError(p)
+}
 
 // Largest returns the name and size of the plan's largest part.
 func (p MemoryPlan) Largest() (name string, bytes int64) {
@@ -177,13 +188,14 @@ func ParseBytes(s string) (int64, error) {
 // (0). The variable is checked even when cfg is set, so a bad setting is an error in every run.
 func deviceMemoryBudget(cfg int64) (int64, error) {
 	if cfg < 0 {
-		return 0, fmt.Errorf("accelerator: DeviceMemory=%d: must be a positive number of bytes (or 0 for none)", cfg)
+		return 0, setting{"DeviceMemory", "Config.DeviceMemory", fmt.Sprint(cfg)}.refuse(
+			"must be a positive number of bytes (or 0 for none)")
 	}
 	var env int64
-	if s := envvar.DeviceMemory.Value(); s != "" {
+	if s := fromEnv("DeviceMemory", envvar.DeviceMemory.Var); s.value != "" {
 		var err error
-		if env, err = ParseBytes(s); err != nil {
-			return 0, fmt.Errorf("accelerator: $GOACCEL_DEVICE_MEMORY: %w", err)
+		if env, err = ParseBytes(s.value); err != nil {
+			return 0, s.refuse("%v", err)
 		}
 	}
 	if cfg > 0 {
@@ -199,14 +211,17 @@ type planVar struct {
 	trainable bool  // a weight (with a gradient)
 	accum     bool  // a gradient accumulator
 	inGraph   bool  // an argument of the compiled program the plan was made from
+	inApply   bool  // an argument of its apply program (compiledStats.apply)
 }
 
-// planVars lists the store's variables for a plan; g, if not nil, marks those g uses.
-func planVars(store *model.Store, g *Graph) []planVar {
+// planVars lists the store's variables for a plan; g and apply, if not nil, mark those the
+// step's graph and its apply graph (a host-reduced step's second graph) use.
+func planVars(store *model.Store, g, apply *Graph) []planVar {
 	var vs []planVar
 	for v := range store.IterVariables() {
 		sh := v.Shape()
-		pv := planVar{bytes: sh.ByteSize(), accum: isAccumulator(v.Path()), inGraph: g != nil && v.InUseByGraph(g)}
+		pv := planVar{bytes: sh.ByteSize(), accum: isAccumulator(v.Path()), inGraph: g != nil && v.InUseByGraph(g),
+			inApply: apply != nil && v.InUseByGraph(apply)}
 		pv.trainable = v.Trainable && !pv.accum
 		pv.dims = sh.Dimensions
 		vs = append(vs, pv)
@@ -263,7 +278,15 @@ type compiledStats struct {
 	// process: its arguments are the shards; "" or "no": whole variables) and over shards ways.
 	shardedAs string
 	shards    int
+	// apply is the statistics of the step's second program, when the update runs apart from
+	// the gradients (several processes without sharding: the all-reduced gradients applied);
+	// nil otherwise. Temporaries is the larger of the two programs'.
+	apply *compiledStats
 }
+
+// required is what the program needs on the device: its arguments, its outputs (less those
+// that reuse an argument's buffer) and its temporaries.
+func (s *compiledStats) required() int64 { return s.inputs + s.outputs - s.aliases + s.temporary }
 
 // makePlan builds a plan from the variables, the compiled step's statistics (nil: none) and a
 // sharding kind over n shards: "zero1" divides the optimizer state by n, "zero2" also the
@@ -283,7 +306,7 @@ func makePlan(vars []planVar, stats *compiledStats, kind string, n, batch int, b
 		n = 1
 	}
 	p := MemoryPlan{PerDeviceBatch: batch, Sharding: kind, Shards: n, Budget: budget, Source: "variables only", vars: vars, stats: stats}
-	var inGraph, fullGrads int64 // what the compiled program holds of the variables and gradients
+	var inGraph, inApply, fullGrads int64 // what the compiled programs hold of the variables and gradients
 	held := func(v planVar) int64 { return v.bytes }
 	if stats != nil && stats.shards > 1 {
 		if cs, cg, cw, err := splitWays(stats.shardedAs, stats.shards); err == nil {
@@ -304,13 +327,18 @@ func makePlan(vars []planVar, stats *compiledStats, kind string, n, batch int, b
 		if v.inGraph {
 			inGraph += held(v)
 		}
+		if v.inApply {
+			inApply += held(v)
+		}
 	}
 	if stats != nil {
 		// The program's arguments hold the variables it uses and the batch; its outputs the
 		// variables' new values (and the loss, or the gradients); its temporaries the gradients
 		// and activations. What is left after the variables and the gradients is Temporaries.
-		req := stats.inputs + stats.outputs - stats.aliases + stats.temporary
-		p.Temporaries = max(0, req-inGraph-fullGrads)
+		p.Temporaries = max(0, stats.required()-inGraph-fullGrads)
+		if a := stats.apply; a != nil { // its arguments are the variables and the mean gradients
+			p.Temporaries = max(p.Temporaries, a.required()-inApply-fullGrads)
+		}
 		p.Source = "XLA compiled memory statistics"
 	}
 	return p, nil

@@ -101,3 +101,57 @@ func TestMemoryPlanZero1OverProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryBudgetOverProcesses: on 2 processes x 2 devices without sharding the plan counts
+// what each device holds as on 1 x 4 at the same per-device batch (weights, gradients and
+// Adam's state, byte for byte, made before step 1 although the host-reduced step creates the
+// optimizer's variables in its second graph), so a 5 KiB budget that 1 x 4 refuses is refused
+// on every rank before step 1.
+func TestMemoryBudgetOverProcesses(t *testing.T) {
+	const budget = 5 << 10
+	type result struct {
+		plan    MemoryPlan
+		err     error
+		batches int
+	}
+	run := func(a *Accelerator) (result, error) {
+		job, train, _ := planToy(t, a, 8)
+		_, err := train.Run(firstBatch(t, job))
+		p, perr := job.MemoryPlan()
+		if perr != nil {
+			return result{}, perr
+		}
+		return result{plan: p, err: err, batches: train.Stats().Batches}, nil
+	}
+	one, err := New(Config{Backend: cpuPlugin(t), Devices: 4, Quiet: true, Seed: 7, DeviceMemory: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := run(one)
+	one.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("1x4: %s", want.plan)
+	if !errors.Is(want.err, ErrMemoryBudget) {
+		t.Fatalf("1x4 under a budget of 5 KiB: %v, want ErrMemoryBudget (the test's budget no longer separates)", want.err)
+	}
+	got := runProcessesConfig(t, 2, 2, func(c *Config) { c.DeviceMemory = budget }, nil, run)
+	for r, g := range got {
+		p := g.plan
+		t.Logf("2x2 rank %d: %s", r, p)
+		if p.Weights != want.plan.Weights || p.Gradients != want.plan.Gradients || p.OptimizerState != want.plan.OptimizerState {
+			t.Errorf("rank %d: weights %d, gradients %d, optimizer state %d B; 1x4: %d, %d, %d B", r,
+				p.Weights, p.Gradients, p.OptimizerState, want.plan.Weights, want.plan.Gradients, want.plan.OptimizerState)
+		}
+		if p.Temporaries <= 0 || p.Source != "XLA compiled memory statistics" {
+			t.Errorf("rank %d: temporaries %d from %q, want XLA's statistics", r, p.Temporaries, p.Source)
+		}
+		if !errors.Is(g.err, ErrMemoryBudget) {
+			t.Errorf("rank %d under a budget of 5 KiB: %v, want ErrMemoryBudget as on 1x4", r, g.err)
+		}
+		if g.batches != 0 {
+			t.Errorf("rank %d ran %d batches before the refusal", r, g.batches)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/goaccel/goaccel/data"
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -39,6 +40,30 @@ func (p *hostReducedStep) compile(gb *data.GlobalBatch, args []any, accumulate b
 		slot = &p.accum
 	}
 	return p.t.compileSlot(slot, p.gradsGraphFn(accumulate), gb, args)
+}
+
+// compileApply compiles the apply graph ahead, for the shapes run gives it (the all-reduced
+// float32 mean gradients, a copy per device): the memory plan then counts the optimizer's state,
+// which that graph creates, and its temporaries. The first update reuses it. The gradients
+// graph must have been traced first (it finds the variables).
+func (p *hostReducedStep) compileApply() (*Graph, error) {
+	j := p.t.job
+	if err := p.newApply(); err != nil {
+		return nil, err
+	}
+	in := make([]shapes.Shape, 0, j.numDevices()*len(p.vars))
+	for range j.numDevices() {
+		for _, v := range p.vars {
+			in = append(in, shapes.Make(dtypes.Float32, v.Shape().Dimensions...))
+		}
+	}
+	span := j.acc.tl.Start("compile", "execute")
+	g, err := p.apply.Compile(in...)
+	span.End()
+	if err != nil {
+		return nil, fmt.Errorf("accelerator: compiling the apply graph for the memory plan: %w", err)
+	}
+	return g, nil
 }
 
 // compileSlot creates the executor in *slot if needed (as the runners do) and compiles it for
@@ -133,8 +158,18 @@ func (t *TrainStep) planAt(gb *data.GlobalBatch, args []any, accumulating bool) 
 	if stats != nil && j.shardsVariables() { // the program takes the shards of the sharded variables
 		stats.shardedAs, stats.shards = kind, n
 	}
-	vars := planVars(j.store, g)
-	if hr, ok := t.runner.(*hostReducedStep); ok && hr.zero != nil { // zero1's state is outside the Store
+	var applyG *Graph // the host-reduced step's second graph, which creates the optimizer's state
+	hr, _ := t.runner.(*hostReducedStep)
+	if hr != nil && hr.zero == nil {
+		if applyG, err = hr.compileApply(); err != nil {
+			return MemoryPlan{}, err
+		}
+		if stats != nil {
+			stats.apply = xlaStats(applyG)
+		}
+	}
+	vars := planVars(j.store, g, applyG)
+	if hr != nil && hr.zero != nil { // zero1's state is outside the Store
 		state, err := hr.zero.planState()
 		if err != nil {
 			return MemoryPlan{}, err
@@ -196,8 +231,8 @@ func (t *TrainStep) checkPlan(gb *data.GlobalBatch, args []any, accumulate bool)
 				return err
 			}
 		}
-		if !p.Fits() {
-			return budgetError(p)
+		if err := p.Check(); err != nil {
+			return err
 		}
 		if first {
 			t.micro = 1

@@ -37,14 +37,16 @@ func TestMemoryPlanSharding(t *testing.T) {
 		{"zero3", 3, parts{128 + 4, 128 + 4, 2*128 + 2*4 + 8}}, // only the bias divides by 3
 		{"zero3", 2, parts{64 + 12, 64 + 12, 2*64 + 2*12 + 8}},
 	} {
-		p, err := makePlan(vars, nil, tc.kind, tc.n, 16, 0)
-		if err != nil {
-			t.Fatalf("%s/%d: %v", tc.kind, tc.n, err)
-		}
-		got := parts{p.Weights, p.Gradients, p.OptimizerState}
-		if got != tc.want {
-			t.Errorf("%q over %d: weights, gradients, state = %v, want %v", tc.kind, tc.n, got, tc.want)
-		}
+		t.Run(fmt.Sprintf("%q over %d", tc.kind, tc.n), func(t *testing.T) {
+			p, err := makePlan(vars, nil, tc.kind, tc.n, 16, 0)
+			if err != nil {
+				t.Fatalf("%s/%d: %v", tc.kind, tc.n, err)
+			}
+			got := parts{p.Weights, p.Gradients, p.OptimizerState}
+			if got != tc.want {
+				t.Errorf("%q over %d: weights, gradients, state = %v, want %v", tc.kind, tc.n, got, tc.want)
+			}
+		})
 	}
 	// As Config.Sharding does, a variable whose axis 0 the shards do not divide is split on
 	// the first axis they do (BERT's word embeddings, 30522 rows, on 4 devices).

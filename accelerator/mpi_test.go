@@ -126,6 +126,8 @@ func workerMain(role string) error {
 		return topologyWorker(a)
 	case "timeline":
 		return timelineWorker(a)
+	case "straggler":
+		return stragglerWorker(a)
 	case "skipeval":
 		return skipEvalWorker(a)
 	case "lossscale":
@@ -196,6 +198,7 @@ func launchNodes(t testing.TB, role string, nodes, nproc, total int, env ...stri
 			cfg.Stdout, cfg.Stderr = &outs[i], &outs[i]
 			if nodes > 1 {
 				cfg.NNodes, cfg.NodeRank, cfg.MasterAddr, cfg.MasterPort = nodes, i, "127.0.0.1", port
+				cfg.Secret = "the tests' job secret, 16 bytes or more" // every node's launcher proves it
 			}
 			errs[i] = launch.Run(ctx, cfg)
 		}()

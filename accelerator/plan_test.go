@@ -2,6 +2,7 @@ package accelerator
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -26,28 +27,30 @@ func TestBatchPlanLine(t *testing.T) {
 		{2, data.LoaderConfig[toyPoint]{BatchSize: 5},
 			"goaccel: per-device batch 5 x 2 device(s) x 1 process(es) = global batch 10; 10 batches/epoch\n"},
 	} {
-		var out bytes.Buffer
-		a, err := New(Config{Backend: cpuPlugin(t), Devices: c.devices, Seed: 7, Output: &out})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.cfg.Collate = collateToyPoints
-		l, err := data.NewLoader[toyPoint](toyPoints(x, y), c.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := a.Prepare(model.NewStore(), optimizer.Adam().Done(), l); err != nil {
-			t.Fatal(err)
-		}
-		a.Close()
-		var plan string
-		for _, line := range strings.SplitAfter(out.String(), "\n") {
-			if strings.HasPrefix(line, "goaccel: per-device batch") {
-				plan = line
+		t.Run(fmt.Sprintf("%d devices, batch %d, global batch %d", c.devices, c.cfg.BatchSize, c.cfg.GlobalBatchSize), func(t *testing.T) {
+			var out bytes.Buffer
+			a, err := New(Config{Backend: cpuPlugin(t), Devices: c.devices, Seed: 7, Output: &out})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if plan != c.want {
-			t.Errorf("%d devices, %+v: plan line %q, want %q\n(output %q)", c.devices, c.cfg, plan, c.want, out.String())
-		}
+			c.cfg.Collate = collateToyPoints
+			l, err := data.NewLoader[toyPoint](toyPoints(x, y), c.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.Prepare(model.NewStore(), optimizer.Adam().Done(), l); err != nil {
+				t.Fatal(err)
+			}
+			a.Close()
+			var plan string
+			for _, line := range strings.SplitAfter(out.String(), "\n") {
+				if strings.HasPrefix(line, "goaccel: per-device batch") {
+					plan = line
+				}
+			}
+			if plan != c.want {
+				t.Errorf("%d devices, %+v: plan line %q, want %q\n(output %q)", c.devices, c.cfg, plan, c.want, out.String())
+			}
+		})
 	}
 }

@@ -36,17 +36,14 @@ const mixedPrecisions = `"no" (or "fp32"), "bf16" and "fp16"`
 // mixedPrecision is Config.MixedPrecision (or, when empty, $GOACCEL_MIXED_PRECISION) as
 // "no", "bf16" or "fp16".
 func mixedPrecision(cfg string) (string, error) {
-	name := "MixedPrecision"
-	if cfg == "" {
-		cfg, name = envvar.MixedPrecision.Value(), "$"+envvar.MixedPrecision.Name
-	}
-	switch p := strings.ToLower(cfg); p {
+	s := resolveSetting("MixedPrecision", cfg, envvar.MixedPrecision.Var)
+	switch p := strings.ToLower(s.value); p {
 	case "", "no", "fp32":
 		return "no", nil
 	case "bf16", "fp16":
 		return p, nil
 	}
-	return "", fmt.Errorf("accelerator: unknown %s %q: valid values are %s", name, cfg, mixedPrecisions)
+	return "", s.refuse("unknown precision: valid values are %s", mixedPrecisions)
 }
 
 // applyPrecision hands the compute dtype to the model being prepared when it has its own

@@ -53,19 +53,16 @@ func (s sharding) String() string { return shardingNames[s] }
 
 // resolveSharding resolves Config.Sharding: cfg, else $GOACCEL_SHARDING, else "no".
 func resolveSharding(cfg string) (sharding, error) {
-	from := "Sharding"
-	if cfg == "" {
-		cfg, from = envvar.Sharding.Value(), "$"+envvar.Sharding.Name
-	}
-	name := strings.ToLower(strings.TrimSpace(cfg))
+	s := resolveSetting("Sharding", cfg, envvar.Sharding.Var)
+	name := strings.ToLower(strings.TrimSpace(s.value))
 	if name == "" {
 		return shardNo, nil
 	}
 	if i := slices.Index(shardingNames, name); i >= 0 {
 		return sharding(i), nil
 	}
-	return shardNo, fmt.Errorf(`accelerator: unknown %s %q: valid values are "no", "zero1" (optimizer state sharded), `+
-		`"zero2" (and gradients) and "zero3" (and weights)`, from, cfg)
+	return shardNo, s.refuse(`unknown sharding: valid values are "no", "zero1" (optimizer state sharded), ` +
+		`"zero2" (and gradients) and "zero3" (and weights)`)
 }
 
 // varKind is what a Store variable holds, for sharding and for ResidentBytes.

@@ -39,8 +39,8 @@ func TestShardingConfig(t *testing.T) {
 		{"ZeRO1", "", shardZero1, ""},
 		{"", "zero2", shardZero2, ""},
 		{"zero3", "", shardZero3, ""},
-		{"fsdp", "", shardNo, `unknown Sharding "fsdp": valid values are "no", "zero1"`},
-		{"", "zero4", shardNo, `unknown $GOACCEL_SHARDING "zero4": valid values are "no", "zero1"`},
+		{"fsdp", "", shardNo, `Config.Sharding="fsdp": unknown sharding: valid values are "no", "zero1"`},
+		{"", "zero4", shardNo, `$GOACCEL_SHARDING="zero4": unknown sharding: valid values are "no", "zero1"`},
 	} {
 		t.Setenv(envvar.Sharding.Name, c.env)
 		got, err := resolveSharding(c.cfg)
@@ -56,8 +56,8 @@ func TestShardingConfig(t *testing.T) {
 	}
 	t.Setenv(envvar.Sharding.Name, "")
 	if _, err := New(Config{Backend: "go", Quiet: true, Sharding: "zero9"}); err == nil ||
-		!strings.HasPrefix(err.Error(), "accelerator: New: unknown Sharding") {
-		t.Errorf(`New(Sharding "zero9"): %v, want "accelerator: New: unknown Sharding ..."`, err)
+		!strings.HasPrefix(err.Error(), `accelerator: New: Config.Sharding="zero9": unknown sharding`) {
+		t.Errorf(`New(Sharding "zero9"): %v, want "accelerator: New: Config.Sharding="zero9": unknown sharding ..."`, err)
 	}
 }
 

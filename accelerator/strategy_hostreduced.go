@@ -176,9 +176,9 @@ func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool)
 	name = "apply"
 	if p.apply == nil {
 		name = "compile+apply"
-		if p.apply, err = j.newExec(p.applyGraphFn, layoutApply); err != nil {
-			return Loss{}, err
-		}
+	}
+	if err = p.newApply(); err != nil {
+		return Loss{}, err
 	}
 	nd := j.numDevices()
 	applyArgs := make([]any, 0, nd*len(p.vars))
@@ -195,6 +195,16 @@ func (p *hostReducedStep) run(gb *data.GlobalBatch, args []any, accumulate bool)
 	}
 	finalizeAll(applied)
 	return loss, nil
+}
+
+// newApply creates the apply graph's executor, if not yet made (by run or compileApply).
+func (p *hostReducedStep) newApply() error {
+	if p.apply != nil {
+		return nil
+	}
+	var err error
+	p.apply, err = p.t.job.newExec(p.applyGraphFn, layoutApply)
+	return err
 }
 
 // allreduceGradients sums the weighted gradient sums of all processes, in place.

@@ -142,7 +142,7 @@ func checkTimeline(t *testing.T, rank int, f timeline.File, stats StepStats) {
 	if len(steps) != timelineSteps || stats.Batches != timelineSteps {
 		t.Fatalf("rank %d: %d step spans, %d batches in Stats; want %d", rank, len(steps), stats.Batches, timelineSteps)
 	}
-	for _, want := range []string{"compile", "gradients", "device-to-host", "all-reduce gradients", "all-reduce buckets", "compile+apply", "apply", "loader wait", "gather", "barrier"} {
+	for _, want := range []string{"compile", "gradients", "device-to-host", "all-reduce gradients", "all-reduce buckets", "apply", "loader wait", "gather", "barrier"} {
 		if names[want] == 0 {
 			t.Errorf("rank %d: no %q span", rank, want)
 		}

@@ -145,29 +145,31 @@ func TestSameRunOverMPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ devices, verify int }{{1, 0}, {2, 0}, {2, 1}} {
-		dir := t.TempDir()
-		start := time.Now()
-		err, out := launchWorkers(t, "topology", 2, 2*c.devices, workerOut+"="+dir, "GOACCEL_TIMEOUT=3m",
-			fmt.Sprintf("%s=%d", envvar.Verify.Name, c.verify))
-		if err != nil {
-			t.Fatalf("launch 2x%d (GOACCEL_VERIFY=%d): %v\n%s", c.devices, c.verify, err, out)
-		}
-		ranks := make([]toyResult, 2)
-		for r := range ranks {
-			var res topoResult
-			readRankResult(t, dir, r, out, &res)
-			ranks[r] = toyResult{res.Losses, res.Params}
-			if res.Devices != c.devices || res.Verify != c.verify {
-				t.Errorf("rank %d ran on %d devices with Verify %d, want %d and %d", r, res.Devices, res.Verify, c.devices, c.verify)
+		t.Run(fmt.Sprintf("2x%d, verify %d", c.devices, c.verify), func(t *testing.T) {
+			dir := t.TempDir()
+			start := time.Now()
+			err, out := launchWorkers(t, "topology", 2, 2*c.devices, workerOut+"="+dir, "GOACCEL_TIMEOUT=3m",
+				fmt.Sprintf("%s=%d", envvar.Verify.Name, c.verify))
+			if err != nil {
+				t.Fatalf("launch 2x%d (GOACCEL_VERIFY=%d): %v\n%s", c.devices, c.verify, err, out)
 			}
-			want := int64(topoUpdates)*(res.Stats.SyncBytes+8) + int64(16*topoUpdates*(topoAccum-1))
-			if res.Stats.SyncBytes == 0 || res.Stats.Updates != topoUpdates || res.Stats.SyncedBytes != want {
-				t.Errorf("rank %d all-reduced %d bytes in %d updates of %d gradient bytes; want one all-reduce of the "+
-					"gradients per update and the loss of each batch: %d bytes", r, res.Stats.SyncedBytes,
-					res.Stats.Updates, res.Stats.SyncBytes, want)
+			ranks := make([]toyResult, 2)
+			for r := range ranks {
+				var res topoResult
+				readRankResult(t, dir, r, out, &res)
+				ranks[r] = toyResult{res.Losses, res.Params}
+				if res.Devices != c.devices || res.Verify != c.verify {
+					t.Errorf("rank %d ran on %d devices with Verify %d, want %d and %d", r, res.Devices, res.Verify, c.devices, c.verify)
+				}
+				want := int64(topoUpdates)*(res.Stats.SyncBytes+8) + int64(16*topoUpdates*(topoAccum-1))
+				if res.Stats.SyncBytes == 0 || res.Stats.Updates != topoUpdates || res.Stats.SyncedBytes != want {
+					t.Errorf("rank %d all-reduced %d bytes in %d updates of %d gradient bytes; want one all-reduce of the "+
+						"gradients per update and the loss of each batch: %d bytes", r, res.Stats.SyncedBytes,
+						res.Stats.Updates, res.Stats.SyncBytes, want)
+				}
 			}
-		}
-		compareTopology(t, fmt.Sprintf("2x%d (MPI, GOACCEL_VERIFY=%d, %s)", c.devices, c.verify, time.Since(start).Round(time.Millisecond)), ref, ranks)
+			compareTopology(t, fmt.Sprintf("2x%d (MPI, GOACCEL_VERIFY=%d, %s)", c.devices, c.verify, time.Since(start).Round(time.Millisecond)), ref, ranks)
+		})
 	}
 }
 

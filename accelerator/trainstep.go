@@ -108,7 +108,7 @@ func (t *TrainStep) run(gb *data.GlobalBatch) (Loss, error) {
 	if err := checkLabels(gb, t.classes); err != nil {
 		return Loss{}, err
 	}
-	start := time.Now()
+	start, syncBefore := time.Now(), t.stats.Sync
 	if !j.oneDevice { // the memory plan of a batch shape not run yet, before it executes
 		if err := t.checkPlan(gb, args, accumulate); err != nil {
 			return Loss{}, err
@@ -121,6 +121,9 @@ func (t *TrainStep) run(gb *data.GlobalBatch) (Loss, error) {
 				return Loss{}, err
 			}
 		}
+	}
+	if stepTestHook != nil {
+		stepTestHook()
 	}
 	loss, err := t.runBatch(gb, args, accumulate)
 	if err != nil {
@@ -140,6 +143,11 @@ func (t *TrainStep) run(gb *data.GlobalBatch) (Loss, error) {
 	t.stats.Total += end.Sub(start)
 	if tl := j.acc.tl; tl != nil { // tested here: boxing the args would allocate even when off
 		tl.Add("step", "step", start, end, "batch", j.batchesRun, "accumulate", accumulate)
+	}
+	if b := j.busyRecorder(); b != nil { // who is slow (straggler.go)
+		if err := b.afterStep(j, end.Sub(start), t.stats.Sync-syncBefore, !accumulate); err != nil {
+			return Loss{}, err
+		}
 	}
 	return loss, nil
 }

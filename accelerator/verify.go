@@ -35,14 +35,15 @@ const (
 // verifyEvery resolves Config.Verify: cfg, else $GOACCEL_VERIFY, else 0 (off).
 func verifyEvery(cfg int) (int, error) {
 	if cfg < 0 {
-		return 0, fmt.Errorf("accelerator: Verify=%d: must be 0 (off, or $%s) or the number of updates between checks", cfg, envvar.Verify.Name)
+		return 0, setting{"Verify", "Config.Verify", fmt.Sprint(cfg)}.refuse(
+			"must be 0 (off, or $%s) or the number of updates between checks", envvar.Verify.Name)
 	}
 	n, _, err := envvar.Verify.Int()
 	if err != nil {
 		return 0, fmt.Errorf("accelerator: %w", err)
 	}
 	if n < 0 {
-		return 0, fmt.Errorf("accelerator: $%s=%d: must be 0 (off) or the number of updates between checks", envvar.Verify.Name, n)
+		return 0, fromEnv("Verify", envvar.Verify.Var).refuse("must be 0 (off) or the number of updates between checks")
 	}
 	if cfg > 0 {
 		return cfg, nil

@@ -33,7 +33,8 @@ func asyncCrashHelper(dir string) error {
 }
 
 // TestAsyncSaveCrashSafety kills, with SIGKILL, a process that saves asynchronously while it
-// goes on changing its Store: most kills land while a save is being written. After each kill
+// goes on changing its Store: every other kill lands in the middle of a save, where the
+// helper stops (killLoop), and most others while one is being written. After each kill
 // LoadLatest must load a complete checkpoint without falling back, holding the values of its
 // own step, and every checkpoint directory must verify.
 func TestAsyncSaveCrashSafety(t *testing.T) {
@@ -45,7 +46,8 @@ func TestAsyncSaveCrashSafety(t *testing.T) {
 		st.Store.Finalize()
 	})
 	t.Logf("%d of %d kills landed while an asynchronous save was being written", midSave, kills)
-	if midSave == 0 {
-		t.Errorf("no kill landed during an asynchronous save: the test did not test it")
+	if midSave < kills/2 {
+		t.Errorf("%d of %d kills landed during an asynchronous save, want at least the %d that stopped there", midSave,
+			kills, kills/2)
 	}
 }

@@ -19,6 +19,11 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 )
 
+// stopMidSaveEnv, set in a crash-test helper, stops its second save of the run in the middle
+// (beforeCommit: the files are in the temporary directory, not yet renamed into place) and
+// prints "mid-save N", so that a kill lands there for certain.
+const stopMidSaveEnv = "GOACCEL_CHECKPOINT_CRASH_STOP_MID_SAVE"
+
 // crashDirEnv, when set, turns the test binary into the crash-test helper: a process that saves
 // checkpoints in that directory in a loop until it is killed.
 const crashDirEnv = "GOACCEL_CHECKPOINT_CRASH_HELPER_DIR"
@@ -98,6 +103,15 @@ func helperLoop(dir, word string, save func(m *Manager, step int64) error) error
 		return err
 	}
 	st.Store.Finalize()
+	if os.Getenv(stopMidSaveEnv) != "" {
+		saves := 0
+		beforeCommit = func(step int64) {
+			if saves++; saves == 2 {
+				fmt.Printf("mid-save %d\n", step)
+				time.Sleep(time.Hour) // until killed
+			}
+		}
+	}
 	out := bufio.NewWriter(os.Stdout)
 	for {
 		step++
@@ -109,9 +123,10 @@ func helperLoop(dir, word string, save func(m *Manager, step int64) error) error
 	}
 }
 
-// TestCrashSafety kills a saving process with SIGKILL at 20 random moments; after each kill,
-// LoadLatest must load a complete checkpoint without falling back, and every checkpoint
-// directory must verify.
+// TestCrashSafety kills a saving process with SIGKILL 20 times, every other time in the
+// middle of a save (stopped there by beforeCommit) and otherwise at a random moment; after
+// each kill, LoadLatest must load a complete checkpoint without falling back (after a kill
+// in the middle of a save, the one before it), and every checkpoint directory must verify.
 func TestCrashSafety(t *testing.T) {
 	const kills = 20
 	midSave := killLoop(t, crashDirEnv, kills, 1, 60*time.Millisecond, func(kill int, st *State, path string) {
@@ -124,23 +139,35 @@ func TestCrashSafety(t *testing.T) {
 		}
 	})
 	t.Logf("%d of %d kills left a temporary or half-deleted directory behind (killed mid-save)", midSave, kills)
+	if midSave < kills/2 {
+		t.Errorf("%d of %d kills landed mid-save, want at least the %d that stopped there", midSave, kills, kills/2)
+	}
 }
 
 // killLoop starts the helper that env makes of the test binary, in a new directory, kills it
-// kills times (see killHelper: after lines lines and a random delay under maxDelay), and
-// after each kill loads the latest checkpoint (loadAfterKill), checks that the steps never go
-// back and that every run saved, and gives the State to check. It returns how many kills
-// landed mid-save.
+// kills times (see killHelper): every even kill in the middle of the run's second save,
+// where the helper stops (stopMidSaveEnv), the others after lines lines and a random delay
+// under maxDelay. After each kill it loads the latest checkpoint (loadAfterKill), checks that
+// the steps never go back, that a kill mid-save left the checkpoint before that save, and
+// that every run saved, and gives the State to check. It returns how many kills landed
+// mid-save.
 func killLoop(t *testing.T, env string, kills, lines int, maxDelay time.Duration, check func(kill int, st *State, path string)) (midSave int) {
 	t.Helper()
 	lastStep := int64(0)
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	for kill := range kills {
-		if killHelper(t, env, dir, kill, lines, time.Duration(rng.Int64N(int64(maxDelay)))) {
+		stopped := kill%2 == 0
+		if killHelper(t, env, dir, kill, lines, time.Duration(rng.Int64N(int64(maxDelay))), stopped) {
 			midSave++
+		} else if stopped {
+			t.Errorf("kill %d: the helper stopped in the middle of a save, but no temporary directory is left", kill)
 		}
 		st, path := loadAfterKill(t, dir, kill)
+		if stopped && st.Progress.Step != lastStep+1 {
+			t.Errorf("kill %d in the middle of the run's second save: loaded step %d, want the first save's, %d", kill,
+				st.Progress.Step, lastStep+1)
+		}
 		if st.Progress.Step < lastStep {
 			t.Errorf("kill %d: loaded step %d after having loaded step %d", kill, st.Progress.Step, lastStep)
 		}
@@ -154,12 +181,17 @@ func killLoop(t *testing.T, env string, kills, lines int, maxDelay time.Duration
 }
 
 // killHelper runs the test binary as the helper that env turns it into, on dir; once the
-// helper has printed lines lines, it sleeps for delay and kills it with SIGKILL. It reports
-// whether the kill left a temporary or half-deleted directory behind: it landed mid-save.
-func killHelper(t *testing.T, env, dir string, kill, lines int, delay time.Duration) (midSave bool) {
+// helper has printed lines lines, it sleeps for delay and kills it with SIGKILL. With
+// stopMidSave, it kills it once it has stopped in the middle of its second save instead. It
+// reports whether the kill left a temporary or half-deleted directory behind: it landed
+// mid-save.
+func killHelper(t *testing.T, env, dir string, kill, lines int, delay time.Duration, stopMidSave bool) (midSave bool) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), env+"="+dir)
+	if stopMidSave {
+		cmd.Env = append(cmd.Env, stopMidSaveEnv+"=1")
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -170,10 +202,24 @@ func killHelper(t *testing.T, env, dir string, kill, lines int, delay time.Durat
 		t.Fatal(err)
 	}
 	sc := bufio.NewScanner(stdout)
-	for range lines {
+	for seen := 0; ; {
 		if !sc.Scan() {
 			_ = cmd.Wait()
 			t.Fatalf("kill %d: helper stopped before saving: %s", kill, stderr.String())
+		}
+		seen++
+		if stopMidSave {
+			if strings.HasPrefix(sc.Text(), "mid-save ") {
+				delay = 0
+				break
+			}
+			if seen > 4 { // it stops in its second save
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				t.Fatalf("kill %d: the helper saved %d times without stopping in the middle of a save", kill, seen)
+			}
+		} else if seen == lines {
+			break
 		}
 	}
 	go func() {

@@ -286,6 +286,9 @@ func (m *Manager) write(job *saveJob) error {
 	if err := syncDir(tmp); err != nil {
 		return err
 	}
+	if beforeCommit != nil {
+		beforeCommit(job.step)
+	}
 
 	old, err := replaceDir(tmp, path)
 	if err != nil {
@@ -305,6 +308,11 @@ func (m *Manager) write(job *saveJob) error {
 	}
 	return m.prune(filepath.Base(path))
 }
+
+// beforeCommit, when not nil, is called by a save once every file of the checkpoint of step
+// is written and synced in its temporary directory, before that is renamed into place: the
+// crash tests stop their helper there to kill it in the middle of a save.
+var beforeCommit func(step int64)
 
 // entryFor returns the manifest entry of in-memory content.
 func entryFor(raw []byte) fileEntry {

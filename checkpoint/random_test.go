@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -178,14 +179,16 @@ func TestEachRankGetsItsOwnRandomState(t *testing.T) {
 		rank int
 		want []uint64
 	}{{1, rngFor(11)}, {2, nil}} {
-		store := newTestStore(t, 10)
-		if err := store.DeleteVariable(rngPath); err != nil {
-			t.Fatal(err)
-		}
-		loadOnRank(t, dir, c.rank, store)
-		if got := rngOf(t, store); !equalU64(got, c.want) {
-			t.Errorf("rank %d, Store without a random state: loaded %v, want %v", c.rank, got, c.want)
-		}
+		t.Run(fmt.Sprintf("rank %d", c.rank), func(t *testing.T) {
+			store := newTestStore(t, 10)
+			if err := store.DeleteVariable(rngPath); err != nil {
+				t.Fatal(err)
+			}
+			loadOnRank(t, dir, c.rank, store)
+			if got := rngOf(t, store); !equalU64(got, c.want) {
+				t.Errorf("rank %d, Store without a random state: loaded %v, want %v", c.rank, got, c.want)
+			}
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package data feeds a goaccel Accelerator: datasets, the distributed sampler and the loader
 // that collates batches for every replica. Reading text files (line files, TSV, the sentiment
-// dataset's pair of files, encodings) is package data/text's job.
+// dataset's pair of files, encodings) is package data/text's job; reading files with named
+// columns (CSV, JSON Lines, Parquet) as text-classification datasets is data/table's.
 //
 // Words: an example is one item of a dataset; a batch is what one device (replica) processes,
 // BatchSize examples; a global batch (GlobalBatch) is the batches of all local devices that are

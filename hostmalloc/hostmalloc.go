@@ -18,11 +18,14 @@
 //     when a process starts, hence the re-execution), and the block cache stays off. Steps
 //     about as fast as with the cache, compiling slower (XLA's compiler threads share the
 //     one arena) and more memory (the heap keeps everything freed until the process exits).
-//     Without this package imported, keep leaves the block cache on.
+//     Without this package imported, keep leaves the block cache on. The re-execution runs
+//     in this package's initialisation, before main, so it comes before spawn.Ranks starts
+//     a program's ranks; they inherit GLIBC_TUNABLES and do not re-execute again.
 //
 // A $GLIBC_TUNABLES of the user's own wins over both: keep does not re-execute and the block
 // cache stays off. A value it cannot honour prints one "goaccel: WARNING:" line on stderr and
-// the program runs on (the setting changes speed and memory, never results). It applies on
+// the program runs on (the setting changes speed and memory, never results); a value that is
+// none of the three is also an error from accelerator.New. It applies on
 // Linux with glibc (cgo on) only. `goaccel env` shows what is in effect (Describe).
 // docs/hostmalloc.md has the measurements.
 package hostmalloc
@@ -30,7 +33,6 @@ package hostmalloc
 import (
 	"fmt"
 	"os"
-	"strings"
 	"syscall"
 
 	"github.com/goaccel/goaccel/internal/blockcache"
@@ -54,34 +56,41 @@ func init() {
 			env := append(envvar.Environ(), envvar.GlibcTunables.KV(Tunables))
 			err = syscall.Exec(exe, os.Args, env) // returns only on failure
 		}
-		warning = "re-executing this program with GLIBC_TUNABLES=" + Tunables + " failed (" +
+		warning = Env + "=keep: re-executing this program with GLIBC_TUNABLES=" + Tunables + " failed (" +
 			err.Error() + "); running without keep's settings"
 	}
 	if warning != "" {
-		fmt.Fprintf(os.Stderr, "goaccel: WARNING: %s=%s: %s\n", Env, envvar.HostMalloc.Value(), warning)
+		fmt.Fprintf(os.Stderr, "goaccel: WARNING: %s\n", warning)
 	}
 }
 
 // plan says whether the process should restart itself with Tunables ($GOACCEL_HOST_MALLOC is
 // "keep", on glibc, and $GLIBC_TUNABLES is unset), and what to warn about when the variable
-// asks for something that cannot be done.
+// asks for something that cannot be done. A value that is not valid (envvar.HostMalloc, the
+// check accelerator.New fails on) is warned about and changes nothing.
 func plan(getenv func(string) string, glibc bool) (reexec bool, warning string) {
-	switch v := strings.ToLower(strings.TrimSpace(getenv(Env))); v {
-	case "", "system":
-		return false, ""
-	case "keep":
-		switch t := getenv(envvar.GlibcTunables.Name); {
-		case t == Tunables:
-			return false, "" // already re-executed
-		case t != "":
-			return false, "ignored: GLIBC_TUNABLES is already set (" + t + "), and the user's own settings win"
-		case !glibc:
-			return false, "ignored: the C library is not glibc (or the program was built without cgo)"
-		}
-		return true, ""
-	default:
-		return false, "unknown value (use keep or system, or leave it unset); running with the block cache"
+	v, err := envvar.HostMalloc.Parse(getenv(Env))
+	if err != nil {
+		return false, err.Error() + "; accelerator.New refuses it"
 	}
+	if v != "keep" { // unset or system: nothing to do here
+		return false, ""
+	}
+	switch t := getenv(envvar.GlibcTunables.Name); {
+	case t == Tunables:
+		return false, "" // already re-executed
+	case t != "":
+		return false, Env + "=keep: ignored: GLIBC_TUNABLES is already set (" + t + "), and the user's own settings win"
+	case !glibc:
+		return false, Env + "=keep: ignored: the C library is not glibc (or the program was built without cgo)"
+	}
+	return true, ""
+}
+
+// hostMallocWord is $GOACCEL_HOST_MALLOC's word, "" when unset or not valid.
+func hostMallocWord() string {
+	w, _ := envvar.HostMalloc.Choice()
+	return w
 }
 
 // Describe says which host-memory settings this process runs with, for diagnostics (`goaccel
@@ -97,7 +106,7 @@ func Describe() string {
 		return "glibc " + v + ", freed memory kept for reuse (" + Env + "=keep: GLIBC_TUNABLES=" + Tunables + ")"
 	case tunables != "":
 		return "glibc " + v + " with the user's GLIBC_TUNABLES=" + tunables
-	case strings.EqualFold(strings.TrimSpace(envvar.HostMalloc.Value()), "system"):
+	case hostMallocWord() == "system":
 		return "glibc " + v + " defaults (" + Env + "=system)"
 	case !blockcache.Linked:
 		return "glibc " + v + " defaults"

@@ -34,7 +34,7 @@ func TestPlan(t *testing.T) {
 		{"keep, not glibc", map[string]string{Env: "keep"}, false, false, "not glibc"},
 		{"keep, user's GLIBC_TUNABLES win", map[string]string{Env: "keep", "GLIBC_TUNABLES": "glibc.malloc.arena_max=4"},
 			true, false, "GLIBC_TUNABLES is already set (glibc.malloc.arena_max=4)"},
-		{"unknown value", map[string]string{Env: "fast"}, true, false, "unknown value"},
+		{"unknown value", map[string]string{Env: "fast"}, true, false, `$GOACCEL_HOST_MALLOC="fast" is not a valid value`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reexec, warning := plan(func(k string) string { return tc.env[k] }, tc.glibc)
@@ -45,6 +45,21 @@ func TestPlan(t *testing.T) {
 				t.Errorf("warning = %q, want one containing %q", warning, tc.warning)
 			}
 		})
+	}
+}
+
+// TestPlanWarnsAsNewRefuses: plan warns about exactly the values that accelerator.New refuses
+// (envvar.HostMalloc's check), naming the variable and the valid values.
+func TestPlanWarnsAsNewRefuses(t *testing.T) {
+	for _, v := range []string{"", "system", " System\t", "KEEP", "fast", "systemd", "system keep", "\nsystem", "keep\n"} {
+		_, refused := envvar.HostMalloc.Parse(v)
+		_, warning := plan(func(k string) string { return map[string]string{Env: v}[k] }, true)
+		if (refused != nil) != (warning != "") {
+			t.Errorf("%s=%q: accelerator.New's check says %v, plan warns %q: they disagree", Env, v, refused, warning)
+		}
+		if refused != nil && !strings.Contains(warning, `"system" or "keep"`) {
+			t.Errorf("%s=%q: warning %q does not name the valid values", Env, v, warning)
+		}
 	}
 }
 
@@ -79,7 +94,7 @@ func TestReexec(t *testing.T) {
 		{"system", []string{Env + "=system"}, "", ""},
 		{"keep, user's own", []string{Env + "=keep", "GLIBC_TUNABLES=glibc.malloc.arena_max=3"},
 			"glibc.malloc.arena_max=3", "GOACCEL_HOST_MALLOC=keep: ignored: GLIBC_TUNABLES is already set"},
-		{"unknown value", []string{Env + "=fast"}, "", "GOACCEL_HOST_MALLOC=fast: unknown value"},
+		{"unknown value", []string{Env + "=fast"}, "", `$GOACCEL_HOST_MALLOC="fast" is not a valid value: use "system" or "keep"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0])

@@ -95,17 +95,19 @@ func TestAdamWDecaysWeightsNotBiasesOrNorms(t *testing.T) {
 		{"decay everything", func(string) bool { return false }, map[string]float64{"/dense/weight": decayed,
 			"/dense/bias": decayed, "/bert/embeddings/LayerNorm/weight": decayed}},
 	} {
-		opt, err := Adam(AdamConfig{LearningRate: lr, WeightDecay: wd, NoDecay: c.noDecay})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := firstAdamStep(t, opt, start, grad)
-		for path, want := range c.want {
-			if math.Abs(got[path]-want) > 1e-6 {
-				t.Errorf("%s: %s = %.7f after one step, want %.7f (decayed %.7f, not decayed %.7f)",
-					c.name, path, got[path], want, decayed, adamOnly)
+		t.Run(c.name, func(t *testing.T) {
+			opt, err := Adam(AdamConfig{LearningRate: lr, WeightDecay: wd, NoDecay: c.noDecay})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
+			got := firstAdamStep(t, opt, start, grad)
+			for path, want := range c.want {
+				if math.Abs(got[path]-want) > 1e-6 {
+					t.Errorf("%s: %s = %.7f after one step, want %.7f (decayed %.7f, not decayed %.7f)",
+						c.name, path, got[path], want, decayed, adamOnly)
+				}
+			}
+		})
 	}
 }
 

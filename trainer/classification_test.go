@@ -83,15 +83,17 @@ func TestClassificationErrors(t *testing.T) {
 		{"logits of the wrong width", Classification(4, toyLogits(3)), "", "the logits function returned shape (Float32)[4, 3], want [batch, 4]"},
 	}
 	for _, c := range cases {
-		tr, err := New(acc, model.NewStore(), optimizer.Adam().Done(), c.task)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = tr.Fit(toyLoader(t, 16, 0, 4, true), toyLoader(t, 8, 100, 4, false), Config{
-			OutputDir: filepath.Join(t.TempDir(), "run"), Epochs: 1, LearningRate: 0.05, BestMetric: c.best,
-			Output: &bytes.Buffer{}})
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v\nwant it to contain %q", c.name, err, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			tr, err := New(acc, model.NewStore(), optimizer.Adam().Done(), c.task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = tr.Fit(toyLoader(t, 16, 0, 4, true), toyLoader(t, 8, 100, 4, false), Config{
+				OutputDir: filepath.Join(t.TempDir(), "run"), Epochs: 1, LearningRate: 0.05, BestMetric: c.best,
+				Output: &bytes.Buffer{}})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: %v\nwant it to contain %q", c.name, err, c.want)
+			}
+		})
 	}
 }

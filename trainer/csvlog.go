@@ -23,10 +23,13 @@ const CSVFile = "metrics.csv"
 var csvFixed = []string{"step", "kind", "time", "elapsed_s"}
 
 // CSVLogger writes a run's records to metrics.csv in the run directory, one row per record:
-// step, kind, time, elapsed_s, then a column per number of metrics.jsonl (loss, lr,
-// grad_norm, examples_per_s, epoch; an evaluation's metrics as eval_<name>). A cell is empty
-// where the record has no such number; infinities are "inf" and "-inf". A record that brings
-// a new column (the first evaluation) rewrites the file with the wider header.
+// step, kind, time, elapsed_s, then a column per number of metrics.jsonl, under its name
+// there (epoch, loss, lr, grad_norm, examples_per_s, loss_scale and skipped_updates under
+// fp16; an evaluation's metrics as eval_<name>): the columns are those of the list that
+// metrics.jsonl is written from. A cell is empty where the record has no such number;
+// infinities are "inf" and "-inf", a measured NaN is "nan". A record that brings a new
+// column (the first evaluation, the first fp16 record) rewrites the file with the wider
+// header.
 //
 // A resumed session continues the file: a torn last line is cut off and the rows after the
 // checkpoint's step are dropped.
@@ -123,18 +126,12 @@ func (l *CSVLogger) Log(r Record) error {
 	if r.Time == "" {
 		r.Time = time.Now().UTC().Format(time.RFC3339Nano)
 	}
-	cells := map[string]string{"step": strconv.FormatInt(r.Step, 10), "kind": r.Kind, "time": r.Time,
-		"elapsed_s": csvNumber(r.Elapsed)}
+	cells := map[string]string{"step": strconv.FormatInt(r.Step, 10), "kind": r.Kind, "time": r.Time}
 	var names []string
-	for _, v := range recordValues(r) {
-		name := v.name
-		if r.Eval != nil {
-			if _, ok := r.Eval[name]; ok {
-				name = "eval_" + name
-			}
-		}
+	for _, f := range r.fields() {
+		name := f.csvColumn()
 		names = append(names, name)
-		cells[name] = csvNumber(v.v)
+		cells[name] = csvNumber(f.v)
 	}
 	if len(l.header) == 0 {
 		l.header = slices.Clone(csvFixed)
@@ -197,7 +194,7 @@ func readCSV(raw []byte) ([][]string, error) {
 func csvNumber(v float64) string {
 	switch {
 	case math.IsNaN(v):
-		return ""
+		return "nan"
 	case math.IsInf(v, 1):
 		return "inf"
 	case math.IsInf(v, -1):

@@ -120,6 +120,9 @@ func (f *fit) afterUpdate(ev StepEvent) error {
 			return err
 		}
 	}
+	if err := f.ranksRecord(ev.Epoch); err != nil {
+		return err
+	}
 	if f.eval != nil && f.cfg.EvalEvery > 0 && f.step%f.cfg.EvalEvery == 0 {
 		if err := f.evaluate(ev.Epoch); err != nil {
 			return err

@@ -22,8 +22,8 @@ const (
 // is on), an evaluation record has Eval. Non-finite numbers are written as the strings
 // "NaN", "Inf" and "-Inf", since JSON has no such numbers.
 //
-//	{"kind":"train","step":20,"epoch":0.4,"loss":0.6012,"lr":0.0009,"examples_per_s":5120,"time":"2025-...","elapsed_s":3.1}
-//	{"kind":"eval","step":50,"epoch":1,"eval":{"accuracy":0.81,"f1":0.80,"loss":0.43},"time":"...","elapsed_s":7.9}
+//	{"kind":"train","step":20,"epoch":0.4,"loss":0.6012,"lr":0.0009,"examples_per_s":5120,"elapsed_s":3.1,"time":"2025-..."}
+//	{"kind":"eval","step":50,"epoch":1,"elapsed_s":7.9,"eval":{"accuracy":0.81,"f1":0.80,"loss":0.43},"time":"..."}
 type Record struct {
 	Kind string
 	// Step is the number of optimizer updates done.
@@ -67,40 +67,94 @@ func jsonNumber(v float64) string {
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
-// MarshalJSON writes the record as one JSON object with its fields in a fixed order.
+// field is one number of a record, as every writer of records names it: key in
+// metrics.jsonl (inside its "eval" object for an evaluation metric), csvColumn in
+// metrics.csv and tensorBoardTag in the event file.
+type field struct {
+	// key is the metrics.jsonl name: "loss", or an evaluation metric's own name.
+	key string
+	// eval is set for an evaluation metric, written inside metrics.jsonl's "eval" object.
+	eval bool
+	// integer is set for a count, written without a fraction or exponent.
+	integer bool
+	v       float64
+}
+
+// csvColumn is f's column in metrics.csv: its key, "eval_<name>" for an evaluation metric.
+func (f field) csvColumn() string {
+	if f.eval {
+		return "eval_" + f.key
+	}
+	return f.key
+}
+
+// tensorBoardTag is f's scalar tag in the event file of a record of kind kind: "<kind>/<key>".
+func (f field) tensorBoardTag(kind string) string {
+	if kind == "" {
+		kind = "record"
+	}
+	return kind + "/" + f.key
+}
+
+// fields lists r's numbers other than its step, in the order metrics.jsonl writes them,
+// leaving out absent ones (NaN; loss_scale and skipped_updates when LossScale is 0). It is
+// the one list that the JSON writer, CSVLogger and TensorBoardLogger all write, so that a
+// number added to Record reaches every file.
+func (r Record) fields() []field {
+	var out []field
+	add := func(f field) {
+		if !math.IsNaN(f.v) {
+			out = append(out, f)
+		}
+	}
+	add(field{key: "epoch", v: r.Epoch})
+	add(field{key: "loss", v: r.Loss})
+	add(field{key: "lr", v: r.LR})
+	add(field{key: "grad_norm", v: r.GradNorm})
+	add(field{key: "examples_per_s", v: r.ExamplesPerSec})
+	if r.LossScale > 0 {
+		add(field{key: "loss_scale", v: r.LossScale})
+		add(field{key: "skipped_updates", integer: true, v: float64(r.SkippedUpdates)})
+	}
+	add(field{key: "elapsed_s", v: r.Elapsed})
+	names := make([]string, 0, len(r.Eval))
+	for k := range r.Eval {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		// An evaluation's NaN (an undefined F1) is written, as it was measured.
+		out = append(out, field{key: k, eval: true, v: r.Eval[k]})
+	}
+	return out
+}
+
+// MarshalJSON writes the record as one JSON object with its fields in a fixed order: kind,
+// step, the numbers of Record.fields (an evaluation's inside "eval"), time.
 func (r Record) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	kind, _ := json.Marshal(r.Kind)
-	fmt.Fprintf(&b, `{"kind":%s,"step":%d,"epoch":%s`, kind, r.Step, jsonNumber(r.Epoch))
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"loss", r.Loss}, {"lr", r.LR}, {"grad_norm", r.GradNorm}, {"examples_per_s", r.ExamplesPerSec}} {
-		if !math.IsNaN(f.v) {
-			fmt.Fprintf(&b, `,%q:%s`, f.name, jsonNumber(f.v))
+	fmt.Fprintf(&b, `{"kind":%s,"step":%d`, kind, r.Step)
+	inEval := false
+	for _, f := range r.fields() {
+		if f.eval && !inEval {
+			b.WriteString(`,"eval":{`)
+			inEval = true
+		} else {
+			b.WriteByte(',')
+		}
+		key, _ := json.Marshal(f.key)
+		if f.integer {
+			fmt.Fprintf(&b, `%s:%d`, key, int64(f.v))
+		} else {
+			fmt.Fprintf(&b, `%s:%s`, key, jsonNumber(f.v))
 		}
 	}
-	if r.LossScale > 0 {
-		fmt.Fprintf(&b, `,"loss_scale":%s,"skipped_updates":%d`, jsonNumber(r.LossScale), r.SkippedUpdates)
-	}
-	if len(r.Eval) > 0 {
-		names := make([]string, 0, len(r.Eval))
-		for k := range r.Eval {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		b.WriteString(`,"eval":{`)
-		for i, k := range names {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			key, _ := json.Marshal(k)
-			fmt.Fprintf(&b, `%s:%s`, key, jsonNumber(r.Eval[k]))
-		}
+	if inEval {
 		b.WriteByte('}')
 	}
 	t, _ := json.Marshal(r.Time)
-	fmt.Fprintf(&b, `,"time":%s,"elapsed_s":%s}`, t, jsonNumber(r.Elapsed))
+	fmt.Fprintf(&b, `,"time":%s}`, t)
 	return b.Bytes(), nil
 }
 

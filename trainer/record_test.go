@@ -18,33 +18,35 @@ func TestRecordJSONRoundTrip(t *testing.T) {
 	}{
 		{"train", Record{Kind: KindTrain, Step: 20, Epoch: 0.5, Loss: 0.25, LR: 1e-3, GradNorm: nan, ExamplesPerSec: 512,
 			Time: "t", Elapsed: 1.5},
-			`{"kind":"train","step":20,"epoch":0.5,"loss":0.25,"lr":0.001,"examples_per_s":512,"time":"t","elapsed_s":1.5}`},
+			`{"kind":"train","step":20,"epoch":0.5,"loss":0.25,"lr":0.001,"examples_per_s":512,"elapsed_s":1.5,"time":"t"}`},
 		{"fp16", Record{Kind: KindTrain, Step: 4, Epoch: 0.5, Loss: 0.25, LR: 1e-3, GradNorm: nan, ExamplesPerSec: nan,
 			LossScale: 32768, SkippedUpdates: 1, Time: "t", Elapsed: 1.5},
-			`{"kind":"train","step":4,"epoch":0.5,"loss":0.25,"lr":0.001,"loss_scale":32768,"skipped_updates":1,"time":"t","elapsed_s":1.5}`},
+			`{"kind":"train","step":4,"epoch":0.5,"loss":0.25,"lr":0.001,"loss_scale":32768,"skipped_updates":1,"elapsed_s":1.5,"time":"t"}`},
 		{"eval", Record{Kind: KindEval, Step: 30, Epoch: 1, Loss: nan, LR: nan, GradNorm: nan, ExamplesPerSec: nan,
 			Eval: map[string]float64{"loss": 0.5, "accuracy": 0.75}, Time: "t", Elapsed: 2},
-			`{"kind":"eval","step":30,"epoch":1,"eval":{"accuracy":0.75,"loss":0.5},"time":"t","elapsed_s":2}`},
+			`{"kind":"eval","step":30,"epoch":1,"elapsed_s":2,"eval":{"accuracy":0.75,"loss":0.5},"time":"t"}`},
 		{"non-finite numbers", Record{Kind: KindTrain, Step: 1, Epoch: 0, Loss: math.Inf(1), LR: 0, GradNorm: nan,
 			ExamplesPerSec: nan, Eval: map[string]float64{"f1": math.NaN()}, Time: "t"},
-			`{"kind":"train","step":1,"epoch":0,"loss":"Inf","lr":0,"eval":{"f1":"NaN"},"time":"t","elapsed_s":0}`},
+			`{"kind":"train","step":1,"epoch":0,"loss":"Inf","lr":0,"elapsed_s":0,"eval":{"f1":"NaN"},"time":"t"}`},
 	}
 	for _, c := range cases {
-		raw, err := json.Marshal(c.rec)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if string(raw) != c.json {
-			t.Errorf("%s:\n got %s\nwant %s", c.name, raw, c.json)
-		}
-		var back Record
-		if err := json.Unmarshal(raw, &back); err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		again, _ := json.Marshal(back)
-		if string(again) != c.json {
-			t.Errorf("%s: round trip gives %s", c.name, again)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			raw, err := json.Marshal(c.rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(raw) != c.json {
+				t.Errorf("\n got %s\nwant %s", raw, c.json)
+			}
+			var back Record
+			if err := json.Unmarshal(raw, &back); err != nil {
+				t.Fatal(err)
+			}
+			again, _ := json.Marshal(back)
+			if string(again) != c.json {
+				t.Errorf("round trip gives %s", again)
+			}
+		})
 	}
 	var r Record
 	if err := json.Unmarshal([]byte(`{"kind":"train","step":1,"loss":"lots"}`), &r); err == nil ||

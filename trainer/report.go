@@ -3,7 +3,6 @@ package trainer
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -120,35 +119,4 @@ func recordTime(r Record) float64 {
 		t = time.Now()
 	}
 	return float64(t.UnixNano()) / 1e9
-}
-
-// recordValues lists r's numbers by their metrics.jsonl names ("loss", "lr", "grad_norm",
-// "examples_per_s", "epoch"; an evaluation's metrics by name, sorted), leaving out absent
-// (NaN) ones.
-func recordValues(r Record) []namedValue {
-	var out []namedValue
-	add := func(name string, v float64) {
-		if !math.IsNaN(v) {
-			out = append(out, namedValue{name, v})
-		}
-	}
-	add("loss", r.Loss)
-	add("lr", r.LR)
-	add("grad_norm", r.GradNorm)
-	add("examples_per_s", r.ExamplesPerSec)
-	names := make([]string, 0, len(r.Eval))
-	for k := range r.Eval {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		add(k, r.Eval[k])
-	}
-	add("epoch", r.Epoch)
-	return out
-}
-
-type namedValue struct {
-	name string
-	v    float64
 }

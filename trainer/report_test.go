@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -20,9 +21,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/trainer/internal/tfevent"
+	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
@@ -70,8 +73,8 @@ func readEventFile(t *testing.T, dir string) (tags []tbPoint, values []float32, 
 // jsonlPoints lists the scalars that metrics.jsonl's records give TensorBoard.
 func jsonlPoints(recs []Record) (tags []tbPoint, values []float64) {
 	for _, r := range recs {
-		for _, v := range recordValues(r) {
-			tags, values = append(tags, tbPoint{r.Kind + "/" + v.name, r.Step}), append(values, v.v)
+		for _, f := range r.fields() {
+			tags, values = append(tags, tbPoint{f.tensorBoardTag(r.Kind), r.Step}), append(values, f.v)
 		}
 	}
 	return tags, values
@@ -146,16 +149,10 @@ func TestTensorBoardAndCSVLoggers(t *testing.T) {
 		if row["step"] != fmt.Sprint(r.Step) || row["kind"] != r.Kind {
 			t.Errorf("metrics.csv row %d: step %s kind %s, want %d %s", i+1, row["step"], row["kind"], r.Step, r.Kind)
 		}
-		for _, v := range recordValues(r) {
-			name := v.name
-			if r.Kind == KindEval {
-				name = "eval_" + name
-			}
-			if name == "eval_epoch" {
-				name = "epoch"
-			}
-			if got, err := strconv.ParseFloat(row[name], 64); err != nil || got != v.v {
-				t.Errorf("metrics.csv row %d: %s = %q, metrics.jsonl %g", i+1, name, row[name], v.v)
+		for _, f := range r.fields() {
+			name := f.csvColumn()
+			if got, err := strconv.ParseFloat(row[name], 64); err != nil || got != f.v {
+				t.Errorf("metrics.csv row %d: %s = %q, metrics.jsonl %g", i+1, name, row[name], f.v)
 			}
 		}
 	}
@@ -367,7 +364,7 @@ func TestTensorBoardReadsTheEventFile(t *testing.T) {
 
 // serveScalars starts `tensorboard --logdir dir` on 127.0.0.1 with --load_fast fast, and returns
 // every scalar series that its HTTP API serves once it serves as many points as want has (or
-// after 90 s); it also checks that the text plugin serves the config.
+// after 4 minutes, a margin for a machine at load 8: it usually takes seconds); it also checks that the text plugin serves the config.
 func serveScalars(t *testing.T, py, dir, fast string, want map[string][][2]float64) map[string][][2]float64 {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -376,7 +373,7 @@ func serveScalars(t *testing.T, py, dir, fast string, want map[string][][2]float
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	var log bytes.Buffer
 	cmd := exec.CommandContext(ctx, py, "-m", "tensorboard.main", "--logdir", dir, "--host", "127.0.0.1",
@@ -401,7 +398,7 @@ func serveScalars(t *testing.T, py, dir, fast string, want map[string][][2]float
 	}
 	// The server answers once it has started; it reads the logdir shortly after.
 	served := map[string][][2]float64{}
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+	for deadline := time.Now().Add(4 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
 		served, err = fetchScalars(get)
 		complete := err == nil
 		for tag, w := range want {
@@ -413,7 +410,7 @@ func serveScalars(t *testing.T, py, dir, fast string, want map[string][][2]float
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			t.Errorf("tensorboard --load_fast=%s serves not all the scalars after 90 s (last: %v); its log:\n%s", fast, err,
+			t.Errorf("tensorboard --load_fast=%s serves not all the scalars after 4 minutes (last: %v); its log:\n%s", fast, err,
 				log.String())
 			return served
 		}
@@ -500,7 +497,7 @@ func TestLoggersTwoProcessesAndKill(t *testing.T) {
 	}
 	// The killed session logged update 7, after the checkpoint of update 6: the resumed one
 	// logs it again.
-	if before, _, _ := readEventFile(t, killed); len(before) == 0 || before[len(before)-1] != (tbPoint{"train/epoch", 7}) {
+	if before, _, _ := readEventFile(t, killed); len(before) == 0 || before[len(before)-1] != (tbPoint{"train/elapsed_s", 7}) {
 		t.Fatalf("the killed run's event file ends with %v, want the record of update 7", before[max(0, len(before)-3):])
 	}
 	appendBytes(t, files[0], tfevent.Frame(tfevent.Event{Step: 8}.Marshal())[:10])
@@ -524,7 +521,8 @@ func TestLoggersTwoProcessesAndKill(t *testing.T) {
 		t.Fatalf("the resumed run's scalars\n%v\nthe uninterrupted run's\n%v", tags, cleanTags)
 	}
 	for i, p := range tags {
-		if p.tag != "train/examples_per_s" && values[i] != cleanValues[i] {
+		timed := p.tag == "train/examples_per_s" || strings.HasSuffix(p.tag, "/elapsed_s")
+		if !timed && values[i] != cleanValues[i] {
 			t.Errorf("%s at step %d: %g after the kill and resume, %g uninterrupted", p.tag, p.step, values[i], cleanValues[i])
 		}
 	}
@@ -536,5 +534,238 @@ func TestLoggersTwoProcessesAndKill(t *testing.T) {
 	}
 	if got, want := rowKeys(killed), rowKeys(clean); !slices.Equal(got, want) {
 		t.Errorf("metrics.csv after the kill and resume has the rows\n%v\nuninterrupted\n%v", got, want)
+	}
+}
+
+// numbersScript prints, as JSON, every scalar that TensorBoard's EventAccumulator finds in the
+// run directory argv[1]: {tag: [[step, "value"], ...]}, the value as Python's repr, so that
+// NaN and infinities pass through JSON.
+const numbersScript = `
+import json, sys
+from tensorboard.backend.event_processing import event_accumulator as ea
+acc = ea.EventAccumulator(sys.argv[1], size_guidance={ea.SCALARS: 0})
+acc.Reload()
+print(json.dumps({t: [[e.step, repr(e.value)] for e in acc.Scalars(t)] for t in acc.Tags()["scalars"]}))
+`
+
+// TestFP16RecordsReachEveryLogger: for each record of an fp16 Fit run whose first updates
+// are skipped, the numbers of its metrics.jsonl line (read as plain JSON, not through
+// Record), its metrics.csv row (read as plain CSV) and the scalars that pip's TensorBoard
+// reads from the event file are the same names with the same values at the same step:
+// loss_scale and skipped_updates included.
+func TestFP16RecordsReachEveryLogger(t *testing.T) {
+	py := needTensorBoard(t)
+	acc, err := accelerator.New(accelerator.Config{Backend: cpuPlugin(t), Devices: 1, Quiet: true, Seed: 7,
+		MixedPrecision: "fp16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acc.Close()
+	task := toyTask(4)
+	ce := task.Loss
+	// A loss 1000 times the cross-entropy overflows the scaled float16 gradients of the first
+	// updates, so that some records count skipped updates.
+	task.Loss = func(s *model.Scope, b accelerator.GraphBatch) *graph.Node { return graph.MulScalar(ce(s, b), 1000) }
+	tr, err := New(acc, model.NewStore(), optimizer.Adam().Done(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loggers, err := ReportTo("tensorboard,csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	var out bytes.Buffer
+	if _, err := tr.Fit(toyLoader(t, 32, 0, 4, true), toyLoader(t, 16, 1000, 4, false), Config{OutputDir: dir,
+		Epochs: 2, LearningRate: 0.01, LogEvery: 2, EvalEvery: 5, ClipGradNorm: 1, Output: &out, Loggers: loggers,
+		DisableCheckpoints: true}); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+
+	// metrics.jsonl: each record's numbers but the step, by their metrics.csv name
+	// (eval_<name> inside "eval").
+	type record struct {
+		kind    string
+		step    int64
+		numbers map[string]float64 // by CSV column
+		tags    map[string]float64 // by TensorBoard tag
+	}
+	var recs []record
+	raw, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	number := func(v any) (float64, bool) {
+		switch x := v.(type) {
+		case float64:
+			return x, true
+		case string: // metrics.jsonl's non-finite numbers
+			f, err := strconv.ParseFloat(x, 64)
+			return f, err == nil && (math.IsNaN(f) || math.IsInf(f, 0))
+		}
+		return 0, false
+	}
+	fp16Keys := map[string]bool{}
+	for i, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("metrics.jsonl line %d: %v", i+1, err)
+		}
+		r := record{kind: m["kind"].(string), step: int64(m["step"].(float64)), numbers: map[string]float64{},
+			tags: map[string]float64{}}
+		for k, v := range m {
+			if k == "eval" {
+				for ek, ev := range v.(map[string]any) {
+					x, ok := number(ev)
+					if !ok {
+						t.Fatalf("metrics.jsonl line %d: eval.%s = %v is not a number", i+1, ek, ev)
+					}
+					r.numbers["eval_"+ek], r.tags[r.kind+"/"+ek] = x, x
+				}
+				continue
+			}
+			if x, ok := number(v); ok && k != "step" {
+				r.numbers[k], r.tags[r.kind+"/"+k] = x, x
+				if k == "loss_scale" || k == "skipped_updates" {
+					fp16Keys[k] = true
+				}
+			}
+		}
+		recs = append(recs, r)
+	}
+	if !fp16Keys["loss_scale"] || !fp16Keys["skipped_updates"] {
+		t.Fatalf("metrics.jsonl of the fp16 run has the fp16 keys %v, want loss_scale and skipped_updates:\n%s", fp16Keys, raw)
+	}
+	if !slices.ContainsFunc(recs, func(r record) bool { return r.kind == KindEval }) {
+		t.Fatalf("metrics.jsonl has no evaluation record:\n%s", raw)
+	}
+	sameNumbers := func(what string, i int, got, want map[string]float64) {
+		t.Helper()
+		names := func(m map[string]float64) []string { return slices.Sorted(maps.Keys(m)) }
+		if !slices.Equal(names(got), names(want)) {
+			t.Errorf("record %d (%s at step %d): %s has %v, metrics.jsonl %v", i+1, recs[i].kind, recs[i].step, what,
+				names(got), names(want))
+			return
+		}
+		for k, w := range want {
+			g := got[k]
+			if float32(g) != float32(w) && !(math.IsNaN(g) && math.IsNaN(w)) {
+				t.Errorf("record %d (%s at step %d): %s %s = %g, metrics.jsonl %g", i+1, recs[i].kind, recs[i].step,
+					what, k, g, w)
+			}
+		}
+	}
+
+	// metrics.csv: each row's non-empty cells but step, kind and time.
+	f, err := os.Open(filepath.Join(dir, CSVFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows)-1 != len(recs) {
+		t.Fatalf("metrics.csv has %d rows, metrics.jsonl %d records", len(rows)-1, len(recs))
+	}
+	header := rows[0]
+	for i, row := range rows[1:] {
+		got := map[string]float64{}
+		for j, cell := range row {
+			switch header[j] {
+			case "step":
+				if cell != fmt.Sprint(recs[i].step) {
+					t.Errorf("metrics.csv row %d: step %s, metrics.jsonl %d", i+1, cell, recs[i].step)
+				}
+			case "kind", "time":
+			default:
+				if cell == "" {
+					continue
+				}
+				x, err := strconv.ParseFloat(cell, 64)
+				if err != nil {
+					t.Errorf("metrics.csv row %d: %s = %q: %v", i+1, header[j], cell, err)
+				}
+				got[header[j]] = x
+			}
+		}
+		sameNumbers("metrics.csv", i, got, recs[i].numbers)
+	}
+
+	// The event file, read by TensorBoard: the scalars at each record's step whose tag
+	// starts with the record's kind.
+	script := filepath.Join(t.TempDir(), "read.py")
+	if err := os.WriteFile(script, []byte(numbersScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tbOut, err := exec.Command(py, script, dir).Output()
+	if err != nil {
+		t.Fatalf("EventAccumulator: %v\n%s", err, tbOut)
+	}
+	var series map[string][][2]any
+	if err := json.Unmarshal(tbOut, &series); err != nil {
+		t.Fatalf("%v: %s", err, tbOut)
+	}
+	type at struct {
+		kind string
+		step int64
+	}
+	scalars := map[at]map[string]float64{}
+	for tag, points := range series {
+		kind, _, _ := strings.Cut(tag, "/")
+		for _, p := range points {
+			k := at{kind, int64(p[0].(float64))}
+			x, err := strconv.ParseFloat(p[1].(string), 64)
+			if err != nil {
+				t.Fatalf("TensorBoard's %s: %v", tag, err)
+			}
+			if scalars[k] == nil {
+				scalars[k] = map[string]float64{}
+			}
+			if _, twice := scalars[k][tag]; twice {
+				t.Errorf("TensorBoard has %s twice at step %d", tag, k.step)
+			}
+			scalars[k][tag] = x
+		}
+	}
+	for i, r := range recs {
+		k := at{r.kind, r.step}
+		sameNumbers("TensorBoard", i, scalars[k], r.tags)
+		delete(scalars, k)
+	}
+	for k, tags := range scalars {
+		t.Errorf("TensorBoard has scalars %v at step %d that no %s record of metrics.jsonl has", tags, k.step, k.kind)
+	}
+}
+
+// TestRanksRecordsToLoggers: a 2-process Fit with GOACCEL_STRAGGLER_EVERY=4 gives its loggers
+// a "ranks" record every 4 updates, with each rank's compute and data wait per update and
+// slow_rank; metrics.jsonl stays without them.
+func TestRanksRecordsToLoggers(t *testing.T) {
+	testutil.NeedMPI(t)
+	dir := t.TempDir()
+	if out, err := launchFit(t, dir, 0, fitReport+"=csv", "GOACCEL_STRAGGLER_EVERY=4"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var steps []string
+	for _, r := range readCSVFile(t, dir) {
+		if r["kind"] != KindRanks {
+			continue
+		}
+		steps = append(steps, r["step"])
+		for _, k := range []string{"eval_rank0_compute_ms", "eval_rank1_compute_ms", "eval_rank0_data_ms", "eval_rank1_data_ms", "eval_slow_rank"} {
+			if v, err := strconv.ParseFloat(r[k], 64); err != nil || v < -1 || k != "eval_slow_rank" && v < 0 {
+				t.Errorf("ranks record at step %s: %s=%q", r["step"], k, r[k])
+			}
+		}
+	}
+	if want := []string{"4", "8", "12", "16", "20", "24"}; !slices.Equal(steps, want) {
+		t.Errorf("ranks records at steps %v, want %v", steps, want)
+	}
+	for _, r := range readRecords(t, dir) {
+		if r.Kind == KindRanks {
+			t.Fatalf("metrics.jsonl has a ranks record: %+v", r)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,14 +47,16 @@ func TestChooseRunDirFindsTheInterruptedRun(t *testing.T) {
 		{[]string{"--epochs", "3"}, "prog", false},
 		{[]string{"--epochs", "2"}, "other", false},
 	} {
-		os.Args = append([]string{"prog"}, c.args...)
-		got, err := ChooseRunDir(acc, "", c.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if (got == first) != c.same {
-			t.Errorf("%s %v chose %s; the interrupted run is %s (want it: %v)", c.name, c.args, got, first, c.same)
-		}
+		t.Run(fmt.Sprintf("%s %v", c.name, c.args), func(t *testing.T) {
+			os.Args = append([]string{"prog"}, c.args...)
+			got, err := ChooseRunDir(acc, "", c.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got == first) != c.same {
+				t.Errorf("%s %v chose %s; the interrupted run is %s (want it: %v)", c.name, c.args, got, first, c.same)
+			}
+		})
 	}
 	os.Args = []string{"prog", "--epochs", "2"}
 	if err := clearInterrupted(acc, first); err != nil {

@@ -18,9 +18,11 @@ const EventFilePrefix = "events.out.tfevents."
 
 // TensorBoardLogger writes a run's records as TensorBoard scalars into one event file in the
 // run directory, so that `tensorboard --logdir RUN` shows the run, and `tensorboard --logdir`
-// of a folder of runs compares them by directory name. A record of kind K at step S gives
-// the scalars K/loss, K/lr, K/grad_norm, K/examples_per_s, K/epoch and K/<metric> for its
-// evaluation metrics (the names of metrics.jsonl; absent numbers are left out), at step S.
+// of a folder of runs compares them by directory name. A record of kind K at step S gives a
+// scalar K/<name> at step S for each number of its metrics.jsonl line, under its name there
+// (K/epoch, K/loss, K/lr, K/grad_norm, K/examples_per_s, K/loss_scale, K/skipped_updates,
+// K/elapsed_s, and K/<metric> for its evaluation metrics; absent numbers are left out): the
+// scalars are those of the list that metrics.jsonl is written from.
 // The run's config.json is written once, as the text "config" (TensorBoard's Text tab).
 //
 // A resumed session continues the same file: a torn last record is cut off and the events
@@ -139,13 +141,9 @@ func (l *TensorBoardLogger) Log(r Record) error {
 	if l.f == nil {
 		return errors.New("trainer: TensorBoardLogger.Log before Start (Fit and Run.AddLoggers start it)")
 	}
-	kind := r.Kind
-	if kind == "" {
-		kind = "record"
-	}
 	e := tfevent.Event{WallTime: recordTime(r), Step: r.Step}
-	for _, v := range recordValues(r) {
-		e.Scalars = append(e.Scalars, tfevent.Scalar{Tag: kind + "/" + v.name, Value: float32(v.v)})
+	for _, f := range r.fields() {
+		e.Scalars = append(e.Scalars, tfevent.Scalar{Tag: f.tensorBoardTag(r.Kind), Value: float32(f.v)})
 	}
 	return l.write(e)
 }

@@ -95,7 +95,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 				s := spec
 				s.Precision, s.Devices, s.Backend, s.Warmup = p, d, *backend, *warmup
 				if err := s.Validate(); err != nil {
-					fmt.Fprintln(stderr, "goaccel", err)
+					fmt.Fprintf(stderr, "goaccel bench: --work %s, --precision %s, --devices %d: %s\n", w, p, d,
+						strings.TrimPrefix(err.Error(), "bench: "))
 					return 2
 				}
 				o.Specs = append(o.Specs, s)
@@ -104,7 +105,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	specs, err := bench.WithShardings(o.Specs, *shardings)
 	if err != nil {
-		fmt.Fprintln(stderr, "goaccel", err)
+		fmt.Fprintln(stderr, "goaccel bench: --sharding:", strings.TrimPrefix(err.Error(), "bench: "))
 		return 2
 	}
 	o.Specs = specs

@@ -15,3 +15,19 @@ func TestBenchShardingFlag(t *testing.T) {
 		t.Errorf("--sharding no,zero4: status %d, stderr %q; want 2 and the valid values", code, errOut.String())
 	}
 }
+
+// TestBenchBadFlagsNameTheFlag: a bad value of a flag of goaccel bench that sets a Config
+// field (--precision, --devices, --sharding) is a usage error naming the flag, before any
+// worker starts. (--backend is checked by each worker's accelerator.New, whose error the
+// table shows against the work, naming Config.Backend.)
+func TestBenchBadFlagsNameTheFlag(t *testing.T) {
+	for flag, value := range map[string]string{"precision": "fp8", "devices": "0", "sharding": "zero9"} {
+		t.Run(flag, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := benchCmd([]string{"--work", "mlp", "--python", "none", "--" + flag, value}, &out, &errOut)
+			if code != 2 || !strings.Contains(errOut.String(), "--"+flag) {
+				t.Errorf("--%s %s: status %d, stderr %q; want 2 and the flag named", flag, value, code, errOut.String())
+			}
+		})
+	}
+}

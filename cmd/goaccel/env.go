@@ -22,6 +22,9 @@ type envReport struct {
 	// Home is goaccel's install folder, which `goaccel setup` fills.
 	Home    homeReport           `json:"home"`
 	Plugins []accelerator.Plugin `json:"plugins"`
+	// NVIDIA is, for each CUDA plugin found (by path), the NVIDIA libraries accelerator.New
+	// would point it at, and why.
+	NVIDIA map[string]accelerator.NVIDIALibraries `json:"nvidia_libraries,omitempty"`
 	// Backends lists every backend that can be opened here with its device count.
 	Backends []backendReport `json:"backends"`
 	// Choice is what accelerator.New(accelerator.Config{}) picks in this environment.
@@ -105,6 +108,14 @@ func collectEnv() envReport {
 			}
 		}
 	}
+	for _, p := range rep.Plugins { // before opening any: New adds the CUDA data dir to XLA_FLAGS
+		if p.Kind == accelerator.PluginCUDA {
+			if rep.NVIDIA == nil {
+				rep.NVIDIA = map[string]accelerator.NVIDIALibraries{}
+			}
+			rep.NVIDIA[p.Path] = accelerator.FindNVIDIALibraries(p)
+		}
+	}
 	rep.Choice = open(accelerator.Config{}, "default")
 	rep.Backends = append(rep.Backends, open(accelerator.Config{Backend: "go"}, "go"))
 	for _, p := range rep.Plugins {
@@ -184,6 +195,9 @@ func printEnv(w io.Writer, rep envReport) {
 	}
 	for _, p := range rep.Plugins {
 		fmt.Fprintf(w, "    %-5s %s (from %s)\n", p.Kind, p.Path, p.From)
+		if l, ok := rep.NVIDIA[p.Path]; ok {
+			fmt.Fprintf(w, "          %s\n", l.Describe())
+		}
 	}
 	fmt.Fprintln(w, "- Devices per backend:")
 	for _, b := range rep.Backends {

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -55,5 +57,30 @@ func TestEnvPrintsTheTable(t *testing.T) {
 		if v.Name == "GROUP_RANK" && (e.Value == nil || *e.Value != "1") {
 			t.Errorf("env --json: GROUP_RANK's value %v, want 1", e.Value)
 		}
+	}
+}
+
+// TestEnvNamesTheNVIDIALibraries: for a CUDA plugin of a pip install (a fake site-packages:
+// jax_plugins/xla_cuda12 and nvidia/, no jax_plugins/nvidia), goaccel env names the nvidia/
+// folder it would use, why, and the CUDA data dir it would give XLA.
+func TestEnvNamesTheNVIDIALibraries(t *testing.T) {
+	sp := filepath.Join(t.TempDir(), "site-packages")
+	for _, f := range []string{"jax_plugins/xla_cuda12/xla_cuda_plugin.so", "nvidia/cuda_runtime/lib/libcudart.so.12",
+		"nvidia/cublas/lib/libcublas.so.12", "nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(sp, f)), 0o755)
+		os.WriteFile(filepath.Join(sp, f), nil, 0o644)
+	}
+	plugin := filepath.Join(sp, "jax_plugins/xla_cuda12/xla_cuda_plugin.so")
+	t.Setenv(envvar.PluginPath.Name, plugin)
+	t.Setenv(envvar.XLAFlags.Name, "")
+	t.Setenv(envvar.GoPJRTCUDAChecks.Name, "")
+	code, out, errOut := runCmd("env")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := fmt.Sprintf("    cuda  %s (from PJRT_PLUGIN_LIBRARY_PATH)\n          NVIDIA libraries: %s (in the plugin's site-packages (pip's layout)), 2 to load",
+		plugin, filepath.Join(sp, "nvidia"))
+	if !strings.Contains(out, want) || !strings.Contains(out, "CUDA data dir "+filepath.Join(sp, "nvidia", "cuda_nvcc")+" (set as --xla_gpu_cuda_data_dir in XLA_FLAGS)") {
+		t.Errorf("env output misses\n%s\nand the data dir:\n%s", want, out)
 	}
 }

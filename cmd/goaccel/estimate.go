@@ -24,8 +24,9 @@ type estimateOptions struct {
 	sharding, mixedPrecision, deviceMemory string
 }
 
-// estimateCmd prints the memory plan of a BERT classifier's training step (Adam) for a model
-// folder, compiled on XLA's CPU plugin without running: the same plan TrainStep.Run prints.
+// estimateCmd prints the memory plan of a classifier's training step (Adam) for a model folder
+// of the BERT family (BERT, DistilBERT, ELECTRA, RoBERTa: config.json's model_type), compiled
+// on XLA's CPU plugin without running: the same plan TrainStep.Run prints.
 func estimateCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("goaccel estimate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -39,9 +40,13 @@ func estimateCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.deviceMemory, "device_memory", "", `a budget per device to check the plan against ("2GiB"; default $GOACCEL_DEVICE_MEMORY)`)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: goaccel estimate [flags] MODEL_DIR\n\n"+
-			"Prints the memory plan per device of a training step (Adam) of the BERT classifier in MODEL_DIR\n"+
-			"(a Hugging Face folder with config.json): weights, gradients, optimizer state and the compiled\n"+
-			"step's temporaries, from XLA's compiled memory statistics. Nothing is trained or loaded but the config.\n\n")
+			"Prints the memory plan per device of a training step (Adam) of the classifier in MODEL_DIR\n"+
+			"(a Hugging Face folder with config.json; BERT, DistilBERT, ELECTRA or RoBERTa by its model_type):\n"+
+			"weights, gradients, optimizer state and the compiled step's temporaries, from XLA's compiled\n"+
+			"memory statistics. Nothing is trained or loaded but the config.\n\n"+
+			"Exit status: 0 the plan fits the budget (or there is none), 1 an error, 2 a usage error,\n"+
+			"%d the plan does not fit --device_memory ($GOACCEL_DEVICE_MEMORY): the largest part and the ways out go to stderr.\n\n",
+			exitDoesNotFit)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -55,7 +60,7 @@ func estimateCmd(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	plan, params, err := estimate(fs.Arg(0), o)
+	plan, family, params, err := estimate(fs.Arg(0), o)
 	if err != nil {
 		fmt.Fprintln(stderr, "goaccel estimate:", err)
 		return 1
@@ -64,8 +69,8 @@ func estimateCmd(args []string, stdout, stderr io.Writer) int {
 	if precision == "no" {
 		precision = "fp32"
 	}
-	fmt.Fprintf(stdout, "goaccel estimate: %s: %d parameters; per-device batch %d x seq_len %d on %d device(s), Adam, precision %s\n",
-		fs.Arg(0), params, o.batchSize, o.seqLen, o.devices, precision)
+	fmt.Fprintf(stdout, "goaccel estimate: %s: %s classifier, %d parameters; per-device batch %d x seq_len %d on %d device(s), Adam, precision %s\n",
+		fs.Arg(0), family, params, o.batchSize, o.seqLen, o.devices, precision)
 	fmt.Fprintf(stdout, "goaccel: %s\n", plan)
 	if plan.Budget > 0 {
 		verdict := "fits"
@@ -76,8 +81,16 @@ func estimateCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "goaccel estimate: %s per device %s the budget of %s (largest part: %s)\n",
 			accelerator.FormatBytes(plan.Total()), verdict, accelerator.FormatBytes(plan.Budget), name)
 	}
+	if err := plan.Check(); err != nil {
+		fmt.Fprintf(stderr, "goaccel estimate: %v\ngoaccel estimate: here: --sharding zero1 or zero3 over --devices, or a smaller --batch_size\n", err)
+		return exitDoesNotFit
+	}
 	return 0
 }
+
+// exitDoesNotFit is the exit status of `goaccel estimate` when the plan does not fit the
+// budget, apart from 1 (an error) and 2 (a usage error), so that a script can gate on it.
+const exitDoesNotFit = 3
 
 // suggestFlag adds the nearest known flag to pflag's unknown-flag error.
 func suggestFlag(fs *flag.FlagSet, err error) error {
@@ -91,29 +104,30 @@ func suggestFlag(fs *flag.FlagSet, err error) error {
 	return fmt.Errorf("unknown flag --%s (see goaccel estimate --help)", given)
 }
 
-// estimate compiles the classifier's training step for a synthetic batch and returns its plan
-// and parameter count.
-func estimate(dir string, o estimateOptions) (accelerator.MemoryPlan, int, error) {
+// estimate compiles the classifier's training step for a synthetic batch and returns its
+// plan, the model's family (config.json's model_type: bert, distilbert, electra, roberta) and
+// its parameter count.
+func estimate(dir string, o estimateOptions) (accelerator.MemoryPlan, string, int, error) {
 	var zero accelerator.MemoryPlan
 	cfg, err := bert.LoadConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
-		return zero, 0, err
+		return zero, "", 0, err
 	}
 	e, err := newEstimateJob(cfg, o)
 	if err != nil {
-		return zero, 0, err
+		return zero, "", 0, err
 	}
 	defer e.acc.Close()
 	plan, err := e.train.MemoryPlan(e.batch)
 	if err != nil {
-		return zero, 0, err
+		return zero, "", 0, err
 	}
 	if o.sharding != "no" {
 		if plan, err = plan.WithSharding(o.sharding, o.devices); err != nil {
-			return zero, 0, fmt.Errorf("--sharding: %w", err)
+			return zero, "", 0, fmt.Errorf("--sharding: %w", err)
 		}
 	}
-	return plan, e.params, nil
+	return plan, cfg.Family(), e.params, nil
 }
 
 // estimateJob is a BERT classifier's training step, prepared on XLA's CPU plugin with a
@@ -127,14 +141,15 @@ type estimateJob struct {
 
 // newEstimateJob prepares cfg's classifier with Adam for o's shapes; the caller closes acc.
 func newEstimateJob(cfg bert.Config, o estimateOptions) (*estimateJob, error) {
-	if o.batchSize < 1 || o.seqLen < 2 || o.devices < 1 {
-		return nil, fmt.Errorf("--batch_size %d, --seq_len %d, --devices %d: want >= 1, >= 2 and >= 1", o.batchSize, o.seqLen, o.devices)
+	if o.batchSize < 1 || o.seqLen < 2 || o.devices < 1 || o.numLabels < 0 {
+		return nil, fmt.Errorf("--batch_size %d, --seq_len %d, --devices %d, --num_labels %d: want >= 1, >= 2, >= 1 and >= 0",
+			o.batchSize, o.seqLen, o.devices, o.numLabels)
 	}
 	if o.numLabels > 0 {
 		cfg.NumLabels = o.numLabels
 	}
 	if err := cfg.CheckMaxLen(o.seqLen); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--seq_len %d: %w", o.seqLen, err)
 	}
 	var budget int64
 	if o.deviceMemory != "" {
@@ -146,7 +161,7 @@ func newEstimateJob(cfg bert.Config, o estimateOptions) (*estimateJob, error) {
 	acc, err := accelerator.New(accelerator.Config{Backend: "xla:cpu", Devices: o.devices, Quiet: true,
 		MixedPrecision: o.mixedPrecision, DeviceMemory: budget})
 	if err != nil {
-		return nil, err
+		return nil, accelerator.NameFlags(err, map[string]string{"Devices": "--devices", "MixedPrecision": "--mixed_precision"})
 	}
 	clf, err := bert.NewClassifier(cfg, model.NewStore())
 	if err == nil {

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/bert"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -31,8 +34,8 @@ func TestEstimateMiniLM(t *testing.T) {
 	var out, errOut bytes.Buffer
 	code := run([]string{"estimate", "--batch_size", "8", "--seq_len", "64", "--devices", "2", "--sharding", "zero3", "--device_memory", "64MiB", dir}, &out, &errOut)
 	t.Logf("%s%s", out.String(), errOut.String())
-	if code != 0 {
-		t.Fatalf("exit %d", code)
+	if code != exitDoesNotFit {
+		t.Fatalf("exit %d, want %d: the plan does not fit", code, exitDoesNotFit)
 	}
 	for _, want := range []string{"22713986 parameters", "sharding zero3 over 2", "weights 43.3 MiB", "XLA compiled memory statistics", "does not fit the budget of 64.0 MiB (largest part: temporaries)"} {
 		if !strings.Contains(out.String(), want) {
@@ -41,6 +44,49 @@ func TestEstimateMiniLM(t *testing.T) {
 	}
 	if code := run([]string{"estimate", "--batch_sise", "8", dir}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "did you mean --batch_size?") {
 		t.Errorf("a misspelt flag: exit %d, %s", code, errOut.String())
+	}
+}
+
+// TestEstimateExitStatus: `goaccel estimate` exits 3 when the plan does not fit
+// --device_memory, with the largest part and the ways out on stderr, 0 when it fits, 1 on an
+// error and 2 on a usage error; --help says so.
+func TestEstimateExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	tiny := `{"vocab_size": 64, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,
+		"max_position_embeddings": 32, "type_vocab_size": 2, "num_labels": 2, "hidden_act": "gelu", "layer_norm_eps": 1e-12}`
+	if err := os.WriteFile(dir+"/config.json", []byte(tiny), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	estimate := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := run(append([]string{"estimate"}, args...), &out, &errOut)
+		t.Logf("goaccel estimate %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
+		return code, out.String(), errOut.String()
+	}
+	code, out, errOut := estimate("--batch_size", "4", "--seq_len", "16", "--device_memory", "1KiB", dir)
+	if code != 3 {
+		t.Errorf("a plan over --device_memory 1KiB: exit %d, want 3", code)
+	}
+	if !strings.Contains(out, "does not fit the budget of 1.0 KiB") {
+		t.Errorf("stdout does not give the verdict:\n%s", out)
+	}
+	for _, want := range []string{accelerator.ErrMemoryBudget.Error(), "the largest part is the", "Ways out", `"zero1"`, "--sharding zero1 or zero3", "--batch_size"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr does not say %q", want)
+		}
+	}
+	if code, _, errOut := estimate("--batch_size", "4", "--seq_len", "16", "--device_memory", "1GiB", dir); code != 0 || errOut != "" {
+		t.Errorf("a plan within --device_memory 1GiB: exit %d, stderr %q; want 0 and nothing", code, errOut)
+	}
+	if code, _, _ := estimate("--batch_size", "4", "--seq_len", "16", dir+"/missing"); code != 1 {
+		t.Errorf("a missing folder: exit %d, want 1", code)
+	}
+	if code, _, _ := estimate("--device_memory", "1KiB"); code != 2 {
+		t.Errorf("no MODEL_DIR: exit %d, want 2", code)
+	}
+	code, _, help := estimate("--help")
+	if code != 0 || !strings.Contains(help, "3 the plan does not fit --device_memory") || !strings.Contains(help, "1 an error, 2 a usage error") {
+		t.Errorf("--help: exit %d; want 0 and the exit statuses in:\n%s", code, help)
 	}
 }
 
@@ -195,4 +241,66 @@ func procStatus(t *testing.T, field string) int64 {
 	}
 	t.Fatalf("no %s in /proc/self/status", field)
 	return 0
+}
+
+// TestEstimateBadFlagsNameTheFlag: a bad value of any flag of goaccel estimate is an error
+// that names the flag, on a tiny BERT config.
+func TestEstimateBadFlagsNameTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/config.json", []byte(`{"vocab_size": 30, "hidden_size": 8, "num_hidden_layers": 1,
+		"num_attention_heads": 2, "intermediate_size": 16, "max_position_embeddings": 16, "type_vocab_size": 2}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var help bytes.Buffer
+	estimateCmd([]string{"--help"}, io.Discard, &help)
+	var names []string
+	for _, m := range regexp.MustCompile(`(?m)^\s+--(\w+)`).FindAllStringSubmatch(help.String(), -1) {
+		names = append(names, m[1])
+	}
+	if len(names) == 0 {
+		t.Fatalf("goaccel estimate --help lists no flags:\n%s", help.String())
+	}
+	testutil.BadFlags(t, names, func(*testing.T) []string { return []string{dir, "--seq_len", "8", "--batch_size", "2"} },
+		map[string]string{"batch_size": "0", "seq_len": "64", "devices": "0", "num_labels": "-1", "sharding": "fsdp",
+			"mixed_precision": "fp8", "device_memory": "lots"}, nil,
+		func(t *testing.T, args []string) (string, error) {
+			var out bytes.Buffer
+			if code := estimateCmd(args, &out, &out); code != 0 {
+				return out.String(), fmt.Errorf("exit %d", code)
+			}
+			return out.String(), nil
+		})
+}
+
+// TestEstimateFollowsFamily runs `goaccel estimate` on tiny DistilBERT and RoBERTa configs:
+// the plan is that family's classifier, with its own parameter count.
+func TestEstimateFollowsFamily(t *testing.T) {
+	for _, c := range []struct{ family, config string }{
+		{"distilbert", `{"model_type": "distilbert", "vocab_size": 100, "dim": 32, "n_layers": 1, "n_heads": 4, "hidden_dim": 40, "max_position_embeddings": 20}`},
+		{"roberta", `{"model_type": "roberta", "vocab_size": 100, "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4, "intermediate_size": 40, "max_position_embeddings": 20, "type_vocab_size": 1, "pad_token_id": 1}`},
+	} {
+		t.Run(c.family, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(dir+"/config.json", []byte(c.config), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := bert.LoadConfig(dir + "/config.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			clf, err := bert.NewClassifier(cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out, errOut bytes.Buffer
+			if code := run([]string{"estimate", "--batch_size", "2", "--seq_len", "16", dir}, &out, &errOut); code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut.String())
+			}
+			t.Log(out.String())
+			want := fmt.Sprintf("%s classifier, %d parameters", c.family, clf.NumParameters())
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("the output does not say %q", want)
+			}
+		})
+	}
 }

@@ -34,7 +34,8 @@ func goaccelCmd(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.
 	}
 	cmd := exec.Command(self, args...)
 	// TMPDIR: a failed launch's default log folder stays in the test's own folder.
-	cmd.Env = append(os.Environ(), asGoaccel+"=1", "TMPDIR="+t.TempDir())
+	cmd.Env = append(os.Environ(), asGoaccel+"=1", "TMPDIR="+t.TempDir(),
+		"GOACCEL_JOB_SECRET=the tests' job secret, 16 bytes or more")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	return cmd, &out, &errOut

@@ -56,7 +56,8 @@ commands:
                     alternating rounds; steps/s, time to first step, memory and ratios
   estimate [flags] MODEL_DIR
                     the memory plan per device of a BERT folder's training step (Adam):
-                    --batch_size, --seq_len, --devices, --sharding, --mixed_precision, --device_memory
+                    --batch_size, --seq_len, --devices, --sharding, --mixed_precision, --device_memory;
+                    exit status 3 when the plan does not fit --device_memory
 
 Run 'goaccel <command> --help' for a command's flags.
 `

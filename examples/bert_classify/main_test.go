@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/accelerator/acceltest"
+	"github.com/goaccel/goaccel/examples/internal/exampletest"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/trainer"
 )
 
@@ -97,10 +99,18 @@ func TestBadFlagsStopBeforeTraining(t *testing.T) {
 		{"max_len above positions", func(o *options) { o.MaxLen = 4096 }, "--max_len 4096"},
 		{"zero batch", func(o *options) { o.BatchSize = 0 }, "--batch_size"},
 		{"bad test size", func(o *options) { o.TestSize = 1.5 }, "--test_size"},
-		{"unknown backend", func(o *options) { o.Backend = "tpu" }, `unknown backend "tpu"`},
+		{"unknown backend", func(o *options) { o.Backend = "tpu" }, `--backend "tpu": unknown backend`},
 		{"unknown precision", func(o *options) { o.MixedPrecision = "fp8" }, `"bf16" and "fp16"`},
-		{"sharding", func(o *options) { o.Sharding = "fsdp" }, `unknown Sharding "fsdp": valid values are "no", "zero1"`},
+		{"sharding", func(o *options) { o.Sharding = "fsdp" }, `--sharding "fsdp": unknown sharding: valid values are "no", "zero1"`},
 		{"dropout 1", func(o *options) { o.Dropout = 1 }, "--dropout 1: must be below 1"},
+		{"data dir and train file", func(o *options) { o.DataDir, o.TrainFile = "d", "t.csv" }, "--data_dir d and --train_file t.csv are both given"},
+		{"validation file alone", func(o *options) { o.ValidationFile = "v.csv" }, `--validation_file "v.csv" needs --train_file`},
+		{"empty column name", func(o *options) { o.TrainFile, o.TextColumnNames = "t.csv", "a,,b" }, `--text_column_names "a,,b", --label_column_name "label": a column name is empty`},
+		{"train file pattern", func(o *options) { o.TrainFile = "/nonexistent/train-*.parquet" }, `--train_file: table: pattern "/nonexistent/train-*.parquet" matches no file`},
+		{"train file column", func(o *options) {
+			o.TrainFile = filepath.Join(o.OutputDir, "..", "t.csv")
+			_ = os.WriteFile(o.TrainFile, []byte("text,label\nfine,1\n"), 0o644)
+		}, `t.csv: no column "sentence" (the file has 2: "text", "label")`},
 		{"foreign output dir", func(o *options) {
 			_ = os.WriteFile(filepath.Join(o.OutputDir, "notes.txt"), []byte("mine"), 0o644)
 		}, "not empty"},
@@ -164,4 +174,23 @@ func checkReports(t *testing.T, dir string) {
 	if n := bytes.Count(raw, []byte("\n")) - 1; err != nil || n != len(recs) {
 		t.Errorf("--report_to csv: %s has %d rows (%v), metrics.jsonl %d records", trainer.CSVFile, n, err, len(recs))
 	}
+}
+
+// TestBadFlagsNameTheFlag: a bad value of any flag stops the program with an error that
+// names the flag as typed, whichever layer (the program, the accelerator, the loader, the
+// optimizer) refuses it.
+func TestBadFlagsNameTheFlag(t *testing.T) {
+	o := defaultOptions()
+	testutil.BadFlags(t, exampletest.FlagNames(newFlagSet(&o)), exampletest.ShortRunArgs, map[string]string{
+		"data_dir": "/nonexistent/rt", "model_dir": t.TempDir(), "output_dir": exampletest.RegularFile(t), "epochs": "-1", "max_steps": "-1",
+		"batch_size": "0", "global_batch_size": "0", "learning_rate": "-1", "weight_decay": "-1", "max_len": "4096",
+		"dropout": "1", "test_size": "1.5", "mixed_precision": "fp8", "sharding": "fsdp", "devices": "-1",
+		"backend": "tpu", "workers": "-1", "report_to": "wandb", "logging_steps": "0",
+		"train_file": "/nonexistent/train.csv", "validation_file": "/nonexistent/dev.csv", "text_column_names": "",
+		"label_column_name": "", "text_column_delimiter": "|",
+	}, map[string]string{
+		"gradient_checkpointing": "a boolean: both values are valid",
+		"seed":                   "any integer is a seed",
+		"lr":                     "--learning_rate's earlier name (hidden), the same variable",
+	}, exampletest.RunChild)
 }

@@ -112,6 +112,9 @@ func main() {
 
 // run trains and tests with trainer.Fit and returns its result and the exit code.
 func run(o options, out io.Writer) (*trainer.Result, int, error) {
+	if o.GradAccum < 1 {
+		return nil, 0, fmt.Errorf("--gradient_accumulation_steps %d: must be at least 1 (1: no accumulation)", o.GradAccum)
+	}
 	loggers, err := trainer.ReportTo(o.ReportTo)
 	if err != nil {
 		return nil, 0, fmt.Errorf("--report_to: %w", err)
@@ -120,7 +123,7 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 		MixedPrecision: o.MixedPrecision, Seed: o.Seed, Output: out,
 		Sharding: o.Sharding})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, accelerator.NameFlags(err, accFlags)
 	}
 	defer acc.Close()
 	dir, err := trainer.ChooseRunDir(acc, o.OutputDir, "fit")
@@ -162,12 +165,12 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 		Workers: o.Workers, Collate: tok.Collate}
 	testLoader, err := data.NewLoader(testSet, collate)
 	if err != nil {
-		return nil, 0, fmt.Errorf("--batch_size: %w", err)
+		return nil, 0, nameFlags(err)
 	}
 	collate.Shuffle = true
 	trainLoader, err := data.NewLoader(trainSet, collate)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nameFlags(err)
 	}
 	lr := o.LearningRate
 	if lr == 0 {
@@ -175,7 +178,7 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	}
 	opt, err := optim.Adam(optim.AdamConfig{LearningRate: lr, WeightDecay: o.WeightDecay})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nameFlags(err)
 	}
 	tr, err := trainer.New(acc, clf, opt, trainer.Classification(2, clf.Logits))
 	if err != nil {
@@ -191,7 +194,7 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 			"max_len": o.MaxLen, "seed": o.Seed, "test_size": o.TestSize, "dropout": o.Dropout, "weight_decay": o.WeightDecay},
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s", flagNames.Replace(err.Error()))
+		return nil, 0, nameFlags(err)
 	}
 	if res.Interrupted {
 		return res, intr.ExitCode(), nil
@@ -201,9 +204,18 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	return res, 0, nil
 }
 
-// flagNames renames the trainer's Config fields in its messages to this program's flags, so
-// that an error says what to type.
-var flagNames = strings.NewReplacer("Config.OutputDir", "--output_dir", "Config.LearningRate", "--learning_rate",
+// accFlags are the flags that set accelerator.Config's fields, for its errors.
+var accFlags = map[string]string{"Backend": "--backend", "Devices": "--devices", "MixedPrecision": "--mixed_precision",
+	"Sharding": "--sharding"}
+
+// nameFlags renames the Config fields of the trainer's and the loader's messages to this
+// program's flags, so that an error says what to type.
+func nameFlags(err error) error { return fmt.Errorf("%s", flagNames.Replace(err.Error())) }
+
+// flagNames renames Config fields to the flags that set them, for nameFlags.
+var flagNames = strings.NewReplacer("AdamConfig.LearningRate", "--learning_rate", "AdamConfig.WeightDecay", "--weight_decay",
+	"LoaderConfig.BatchSize", "--batch_size", "LoaderConfig.GlobalBatchSize", "--global_batch_size",
+	"LoaderConfig.Workers", "--workers", "Config.OutputDir", "--output_dir", "Config.LearningRate", "--learning_rate",
 	"Config.Schedule", "--lr_scheduler_type", "Config.WarmupSteps", "--warmup_steps", "Config.WarmupRatio", "--warmup_ratio",
 	"Config.ClipGradNorm", "--max_grad_norm", "Config.GradientAccumulation", "--gradient_accumulation_steps",
 	"Config.Patience", "--patience", "Config.SaveEvery", "--save_steps", "Config.KeepLast", "--save_total_limit",

@@ -14,6 +14,7 @@ import (
 	"github.com/goaccel/goaccel/accelerator/acceltest"
 	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/examples/internal/exampletest"
+	"github.com/goaccel/goaccel/internal/testutil"
 )
 
 // TestMain: see exampletest.Main.
@@ -184,4 +185,23 @@ func TestKillAndResumeEqualsUninterrupted(t *testing.T) {
 	if a, b := exampletest.MetricsLines(t, full), exampletest.MetricsLines(t, resumed); len(a) != len(b) {
 		t.Errorf("metrics.jsonl has %d records after the resume, %d without interruption", len(b), len(a))
 	}
+}
+
+// TestBadFlagsNameTheFlag: a bad value of any flag stops the program with an error that
+// names the flag as typed, whichever layer (the program, the trainer, the accelerator, the
+// loader) refuses it.
+func TestBadFlagsNameTheFlag(t *testing.T) {
+	var o options
+	testutil.BadFlags(t, exampletest.FlagNames(newFlagSet(&o)), exampletest.ShortRunArgs, map[string]string{
+		"data_dir": "/nonexistent/rt", "model_dir": t.TempDir(), "output_dir": exampletest.RegularFile(t), "epochs": "-1", "max_steps": "-1",
+		"batch_size": "0", "global_batch_size": "0", "gradient_accumulation_steps": "0", "learning_rate": "-1",
+		"lr_scheduler_type": "cosine_restarts", "warmup_ratio": "1.5", "warmup_steps": "-1", "weight_decay": "-1",
+		"max_grad_norm": "-1", "patience": "-1", "save_steps": "-1", "save_total_limit": "-1", "max_len": "4096",
+		"dropout": "1", "test_size": "1.5", "mixed_precision": "fp8", "sharding": "fsdp", "devices": "-1",
+		"backend": "tpu", "workers": "-1", "report_to": "wandb",
+	}, map[string]string{
+		"async_save":             "a boolean: both values are valid",
+		"gradient_checkpointing": "a boolean: both values are valid",
+		"seed":                   "any integer is a seed",
+	}, exampletest.RunChild)
 }

@@ -4,6 +4,7 @@
 //	go run ./examples/quickstart                 # best backend found
 //	GOACCEL_DEVICES=4 go run ./examples/quickstart # 4 XLA CPU devices, same result
 //	GOACCEL_MIXED_PRECISION=bf16 go run ./examples/quickstart # or fp16: 16-bit activations, float32 weights
+//	go run ./examples/quickstart --nproc 4       # 4 processes (ranks) over MPI, started by the program itself
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/goaccel/goaccel/data"
 	_ "github.com/goaccel/goaccel/hostmalloc" // GOACCEL_HOST_MALLOC=keep: glibc keeps XLA's freed memory for reuse
 	"github.com/goaccel/goaccel/metrics"
+	"github.com/goaccel/goaccel/spawn"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/layers"
@@ -42,6 +44,7 @@ func logits(s *model.Scope, x *Node) *Node {
 }
 
 func main() {
+	spawn.Ranks() // --nproc N: run as N ranks, as `goaccel launch --nproc_per_node N` would (torchrun's mp.spawn)
 	rng := rand.New(rand.NewPCG(1, 2))
 	points := make([]point, 2000)
 	for i := range points {
@@ -88,7 +91,7 @@ func main() {
 		check(err)
 		accuracy, err := metrics.Accuracy(preds, labels, nil)
 		check(err)
-		acc.Printf("epoch %d  loss %.4f  test accuracy %.3f (%d examples)", epoch+1, last, accuracy, len(preds))
+		acc.Printf("epoch %d  loss %.6g  test accuracy %.3f (%d examples)", epoch+1, last, accuracy, len(preds))
 	}
 	// README:end
 }

@@ -56,14 +56,22 @@ static struct bc_stats bc_st;
 static void bc_lock(void) { pthread_mutex_lock(&bc_mu); }
 static void bc_unlock(void) { pthread_mutex_unlock(&bc_mu); }
 
+// bc_is_word: s is word, in any case, with only spaces and tabs around it: the comparison of
+// envvar.Choice, which checks the variable's value in Go (accelerator.New refuses any other).
+static int bc_is_word(const char *s, const char *word) {
+	while (*s == ' ' || *s == '\t') s++;
+	size_t n = strlen(word);
+	if (strncasecmp(s, word, n) != 0) return 0;
+	for (s += n; *s == ' ' || *s == '\t'; s++) {
+	}
+	return *s == '\0';
+}
+
 // bc_off_by_env: GOACCEL_HOST_MALLOC=system asks for glibc's defaults, and a GLIBC_TUNABLES
 // (the user's own, or the hostmalloc package's re-execution) means glibc is set up already.
 static int bc_off_by_env(void) {
 	const char *v = getenv("GOACCEL_HOST_MALLOC");
-	if (v != NULL) {
-		while (*v == ' ' || *v == '\t') v++;
-		if (strncasecmp(v, "system", 6) == 0) return 1;
-	}
+	if (v != NULL && bc_is_word(v, "system")) return 1;
 	const char *t = getenv("GLIBC_TUNABLES");
 	return t != NULL && *t != '\0';
 }

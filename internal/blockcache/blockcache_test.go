@@ -190,7 +190,12 @@ func TestOffByEnvironment(t *testing.T) {
 		{nil, "owns=true"},
 		{[]string{"GOACCEL_HOST_MALLOC=system"}, "owns=false"},
 		{[]string{"GOACCEL_HOST_MALLOC= System"}, "owns=false"},
+		{[]string{"GOACCEL_HOST_MALLOC=SYSTEM\t"}, "owns=false"},
 		{[]string{"GOACCEL_HOST_MALLOC=keep"}, "owns=true"},
+		// Not "system": a value that only starts with it is refused by accelerator.New
+		// (envvar.Choice), so the cache must not read it as "system" either.
+		{[]string{"GOACCEL_HOST_MALLOC=systemd"}, "owns=true"},
+		{[]string{"GOACCEL_HOST_MALLOC=system keep"}, "owns=true"},
 		{[]string{"GLIBC_TUNABLES=glibc.malloc.arena_max=2"}, "owns=false"},
 	} {
 		cmd := exec.Command(os.Args[0])

@@ -161,6 +161,34 @@ func (v Bool) Bool() (bool, error) {
 	return b, nil
 }
 
+// Choice is a variable holding one of a few words, or nothing. Case and blanks (spaces and
+// tabs) around the word are ignored; C code reading the same variable must compare the same way.
+type Choice struct {
+	*Var
+	values []string
+}
+
+// Values returns the valid words.
+func (v Choice) Values() []string { return slices.Clone(v.values) }
+
+// Choice returns the variable's word (Parse of its value).
+func (v Choice) Choice() (string, error) { return v.Parse(v.Value()) }
+
+// Parse returns s as the variable's word: in lower case, without surrounding blanks, "" when
+// s is empty; err names the variable, quotes s and lists the valid words when s is none of
+// them (no package prefix: callers add theirs).
+func (v Choice) Parse(s string) (string, error) {
+	w := strings.ToLower(strings.Trim(s, " \t"))
+	if w == "" || slices.Contains(v.values, w) {
+		return w, nil
+	}
+	q := make([]string, len(v.values))
+	for i, x := range v.values {
+		q[i] = strconv.Quote(x)
+	}
+	return "", fmt.Errorf("$%s=%q is not a valid value: use %s, or leave it unset", v.Name, s, strings.Join(q, " or "))
+}
+
 // Paths is a variable holding a list of paths separated by ':'.
 type Paths struct{ *Var }
 
@@ -233,6 +261,10 @@ func str(name, meaning string, by ...Setter) String {
 	return String{declare(KindString, false, name, meaning, by)}
 }
 
+func choice(name string, values []string, meaning string, by ...Setter) Choice {
+	return Choice{declare(KindString, false, name, meaning, by), values}
+}
+
 func integer(name, meaning string, by ...Setter) Int {
 	return Int{declare(KindInt, false, name, meaning, by)}
 }
@@ -255,4 +287,16 @@ func paths(name, meaning string, by ...Setter) Paths {
 
 func planned(kind Kind, name, meaning string) *Var {
 	return declare(kind, true, name, meaning, []Setter{User})
+}
+
+// RankMark returns the first variable in env (a list of "NAME=value") that a launcher sets to
+// tell a process that it already is one rank of a job (torchrun, goaccel launch, MPICH's
+// mpiexec, Open MPI's mpirun, Slurm's srun), with its value; nil when none is set.
+func RankMark(env []string) (*Var, string) {
+	for _, v := range rankMarks {
+		if val, ok := Lookup(env, v.Name); ok && val != "" {
+			return v, val
+		}
+	}
+	return nil, ""
 }

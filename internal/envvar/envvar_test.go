@@ -203,6 +203,20 @@ func TestParsers(t *testing.T) {
 	if _, err := LaunchDebug.Bool(); err == nil || !strings.Contains(err.Error(), "GOACCEL_LAUNCH_DEBUG") {
 		t.Errorf("GOACCEL_LAUNCH_DEBUG=maybe: %v; want an error naming it", err)
 	}
+	for value, want := range map[string]string{"": "", "system": "system", " System\t": "system", "KEEP": "keep"} {
+		t.Setenv(HostMalloc.Name, value)
+		if w, err := HostMalloc.Choice(); w != want || err != nil {
+			t.Errorf("GOACCEL_HOST_MALLOC=%q: Choice() = %q, %v; want %q", value, w, err, want)
+		}
+	}
+	for _, value := range []string{"bogus", "systemd", "system2", "keep me", "\nsystem"} {
+		t.Setenv(HostMalloc.Name, value)
+		_, err := HostMalloc.Choice()
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("$GOACCEL_HOST_MALLOC=%q", value)) ||
+			!strings.Contains(err.Error(), `"system" or "keep"`) {
+			t.Errorf("GOACCEL_HOST_MALLOC=%q: %v; want an error naming it and the valid values", value, err)
+		}
+	}
 	t.Setenv(PluginPath.Name, "/a::/b/x.so:")
 	if got := PluginPath.Paths(); !slices.Equal(got, []string{"/a", "/b/x.so"}) {
 		t.Errorf("Paths() = %q", got)
@@ -271,5 +285,33 @@ func TestDocMatchesTable(t *testing.T) {
 	}
 	if string(got) != want {
 		t.Errorf("%s differs from the table (internal/envvar/table.go): run go test ./internal/envvar -run TestDoc -update", path)
+	}
+}
+
+// TestRankMark: every launcher's rank variable marks a process as a rank; an empty value or
+// variables of no launcher do not.
+func TestRankMark(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"HOME=/root", "RANK="}, ""},
+		{[]string{"SLURM_JOB_ID=7"}, ""},
+		{[]string{"RANK=1", "WORLD_SIZE=2"}, "RANK"},
+		{[]string{"WORLD_SIZE=2"}, "WORLD_SIZE"},
+		{[]string{"PMI_FD=5"}, "PMI_FD"},
+		{[]string{"PMI_RANK=0"}, "PMI_RANK"},
+		{[]string{"OMPI_COMM_WORLD_RANK=3"}, "OMPI_COMM_WORLD_RANK"},
+		{[]string{"SLURM_PROCID=0"}, "SLURM_PROCID"},
+	} {
+		v, _ := RankMark(tc.env)
+		got := ""
+		if v != nil {
+			got = v.Name
+		}
+		if got != tc.want {
+			t.Errorf("RankMark(%q) = %q, want %q", tc.env, got, tc.want)
+		}
 	}
 }

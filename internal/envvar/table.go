@@ -23,7 +23,7 @@ var (
 	// MasterAddr is MASTER_ADDR.
 	MasterAddr = str("MASTER_ADDR", "the host name or address of the machine that runs rank 0", Torchrun, Launch)
 	// MasterPort is MASTER_PORT.
-	MasterPort = integer("MASTER_PORT", "the port on MASTER_ADDR for rank 0's TCP store (PyTorch's c10d); goaccel launch's own server is PMI_PORT", Torchrun, Launch)
+	MasterPort = integer("MASTER_PORT", "the port on MASTER_ADDR for rank 0's TCP store (PyTorch's c10d); goaccel launch's own port (--master_port) is for its launchers only", Torchrun, Launch)
 	// TorchelasticRestartCount is TORCHELASTIC_RESTART_COUNT.
 	TorchelasticRestartCount = integer("TORCHELASTIC_RESTART_COUNT", "how many times the job's processes were restarted so far (0 on the first attempt)", Torchrun, Launch)
 	// RestartCount is GOACCEL_RESTART_COUNT.
@@ -33,9 +33,9 @@ var (
 // MPICH's process-manager interface (PMI-1), which Hydra's mpiexec and goaccel launch serve.
 var (
 	// PMIPort is PMI_PORT.
-	PMIPort = str("PMI_PORT", "host:port of the PMI server that MPICH's MPI_Init connects to (goaccel launch's own)", Hydra, Launch)
+	PMIPort = str("PMI_PORT", "host:port of the PMI server that MPICH's MPI_Init connects to; goaccel launch gives PMI_FD instead and removes it from its ranks", Hydra)
 	// PMIID is PMI_ID.
-	PMIID = integer("PMI_ID", "this process's id for the PMI server (its rank)", Hydra, Launch)
+	PMIID = integer("PMI_ID", "this process's id for the PMI server at PMI_PORT (its rank); goaccel launch removes it from its ranks", Hydra)
 	// PMIRank is PMI_RANK.
 	PMIRank = integer("PMI_RANK", "this process's rank in the MPI job", Hydra, Launch)
 	// PMISize is PMI_SIZE.
@@ -47,7 +47,7 @@ var (
 	// PMIVersion is MPIR_CVAR_PMI_VERSION.
 	PMIVersion = integer("MPIR_CVAR_PMI_VERSION", "the PMI version MPICH speaks to its server (goaccel launch serves 1 only)", Launch)
 	// PMIFD is PMI_FD.
-	PMIFD = integer("PMI_FD", "an enclosing MPICH launcher's PMI socket; goaccel launch removes it from its ranks", Hydra)
+	PMIFD = integer("PMI_FD", "the PMI-1 socket a rank inherits from its launcher (MPICH's Hydra, goaccel launch: each rank talks to its own launcher, which relays to the master)", Hydra, Launch)
 	// PMISpawned is PMI_SPAWNED.
 	PMISpawned = integer("PMI_SPAWNED", "set by MPICH's launcher for spawned processes; goaccel launch removes it from its ranks", Hydra)
 	// PMIJobID is PMI_JOBID.
@@ -116,6 +116,8 @@ var (
 	HangDir = str("GOACCEL_HANG_DIR", "the folder a process writes its hang report (last 64 collectives, goroutine stacks) to when a collective times out, outside goaccel launch (default: the working folder)", User)
 	// Timeline is GOACCEL_TIMELINE.
 	Timeline = str("GOACCEL_TIMELINE", "a folder: each process writes its Chrome trace (chrome://tracing, Perfetto) of steps, graph executions, collectives and loader waits to rank_R.json there when it closes, and goaccel launch merges its node's ranks into timeline-node<N>.json (Config.Timeline wins)", User)
+	// StragglerEvery is GOACCEL_STRAGGLER_EVERY.
+	StragglerEvery = integer("GOACCEL_STRAGGLER_EVERY", "in a run of several processes, how often (in optimizer updates; default 100, 0: never) the ranks compare their busy time (step time less the time blocked in collectives, plus the time waiting for data) in one small all-gather; the main process names a rank busier than 1.2x the median of the others", User)
 	// DeviceMemory is GOACCEL_DEVICE_MEMORY.
 	DeviceMemory = str("GOACCEL_DEVICE_MEMORY", "the memory budget of each device, such as 2GiB, 512MiB or plain bytes: a training step whose memory plan does not fit fails before it runs (Config.DeviceMemory wins; unset: no budget)", User)
 	// LogDir is GOACCEL_LOG_DIR.
@@ -136,6 +138,14 @@ var (
 	Devices = integer("GOACCEL_DEVICES", "the number of XLA CPU devices of a process (Config.Devices wins); goaccel launch gives each rank its share", User, Launch)
 	// MaxCPUDevices is GOACCEL_MAX_CPU_DEVICES.
 	MaxCPUDevices = integer("GOACCEL_MAX_CPU_DEVICES", "the most XLA CPU devices a process may ask for (default max(8, CPU cores))", User)
+	// TF32 is GOACCEL_TF32.
+	TF32 = str("GOACCEL_TF32", "on or off (also 1/0, true/false): float32 matrix products on XLA's CUDA plugin in TF32 (XLA's default, on) or in full float32 (off; PyTorch's allow_tf32=False); an error on any other backend (Config.TF32 wins)", User)
+	// MemoryFraction is GOACCEL_MEMORY_FRACTION.
+	MemoryFraction = str("GOACCEL_MEMORY_FRACTION", "the share of each GPU's memory a process may use on XLA's CUDA plugin, above 0 and at most 1 (plugin default 0.75; JAX's XLA_PYTHON_CLIENT_MEM_FRACTION); an error on any other backend (Config.MemoryFraction wins)", User)
+	// Preallocate is GOACCEL_PREALLOCATE.
+	Preallocate = str("GOACCEL_PREALLOCATE", "on or off: XLA's CUDA plugin reserves its memory share at start (on; JAX's XLA_PYTHON_CLIENT_PREALLOCATE) or grows into it (off, go-xla's default); an error on any other backend (Config.Preallocate wins)", User)
+	// GoPJRTCUDAChecks is GOPJRT_CUDA_CHECKS.
+	GoPJRTCUDAChecks = str("GOPJRT_CUDA_CHECKS", "read by go-xla: 0 turns off its warning about the nvidia/ folder it expects beside the CUDA plugin; goaccel sets 0 unless set when it found NVIDIA's libraries elsewhere (goaccel env says where)", User, Goaccel)
 	// NoAutoInstall is GOMLX_NO_AUTO_INSTALL.
 	NoAutoInstall = boolean("GOMLX_NO_AUTO_INSTALL", "read by GoMLX: never download a PJRT plugin (goaccel never asks it to)", User)
 	// CUDAVisibleDevices is CUDA_VISIBLE_DEVICES.
@@ -173,7 +183,7 @@ var (
 // Host memory (the block cache linked in with accelerator, and the hostmalloc package).
 var (
 	// HostMalloc is GOACCEL_HOST_MALLOC.
-	HostMalloc = str("GOACCEL_HOST_MALLOC", "unset: the block cache linked into every program that imports accelerator keeps malloc's large freed blocks for reuse; system: glibc's defaults; keep: a program importing hostmalloc re-executes itself with GLIBC_TUNABLES that keep all freed memory (the cache off)", User)
+	HostMalloc = choice("GOACCEL_HOST_MALLOC", []string{"system", "keep"}, "unset: the block cache linked into every program that imports accelerator keeps malloc's large freed blocks for reuse; system: glibc's defaults; keep: a program importing hostmalloc re-executes itself with GLIBC_TUNABLES that keep all freed memory (the cache off)", User)
 	// GlibcTunables is GLIBC_TUNABLES.
 	GlibcTunables = str("GLIBC_TUNABLES", "glibc's settings, read at start; hostmalloc sets them when it re-executes, and leaves the user's own alone; when set, the block cache is off", User, Goaccel)
 )
@@ -186,8 +196,10 @@ var (
 	LaunchSelfTest = str("GOACCEL_LAUNCH_SELFTEST", "1 in the ranks goaccel launch --selftest starts (its own executable, checking discovery, a barrier and an all-reduce)", Launch)
 	// ExampleChild is GOACCEL_EXAMPLE_CHILD.
 	ExampleChild = str("GOACCEL_EXAMPLE_CHILD", "1 in an example's test binary that its own tests start as the program (examples/internal/exampletest)", Goaccel)
+	// JobSecret is GOACCEL_JOB_SECRET.
+	JobSecret = str("GOACCEL_JOB_SECRET", "the secret every launcher of a job of several nodes proves to the others (the same on every node, at least 16 bytes; never sent: a challenge and an HMAC); a job of one node makes its own; goaccel launch removes it from its ranks", User)
 	// LaunchDebug is GOACCEL_LAUNCH_DEBUG.
-	LaunchDebug = boolean("GOACCEL_LAUNCH_DEBUG", "true or 1: goaccel launch's master logs every line its PMI server receives on stderr", User)
+	LaunchDebug = boolean("GOACCEL_LAUNCH_DEBUG", "true or 1: goaccel launch's master logs every line it receives from the launchers, and each launcher every PMI line of its ranks, on stderr", User)
 	// BenchPython is GOACCEL_BENCH_PYTHON.
 	BenchPython = str("GOACCEL_BENCH_PYTHON", "the Python that goaccel bench runs the PyTorch side with (default python3)", User)
 	// BenchCPUProfile is GOACCEL_BENCH_CPUPROFILE.
@@ -195,3 +207,10 @@ var (
 	// CI is CI.
 	CI = str("CI", "set on CI services: a test missing an optional tool (plugin, MPI) fails instead of skipping", User, CIService)
 )
+
+// rankMarks are the variables by which a launcher tells a process that it is one rank of a
+// job: torchrun's and goaccel launch's RANK and WORLD_SIZE, MPICH's PMI_* (PMI_FD: its
+// mpiexec's inherited socket), Open MPI's OMPI_COMM_WORLD_*, Slurm's srun SLURM_PROCID. The
+// spawn package starts no ranks of its own when one of them is set (RankMark).
+var rankMarks = []*Var{Rank.Var, WorldSize.Var, PMIRank.Var, PMISize.Var, PMIID.Var, PMIFD.Var, PMIPort.Var,
+	OMPIRank.Var, OMPISize.Var, SlurmProcID.Var}

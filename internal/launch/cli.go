@@ -54,9 +54,9 @@ type flagError struct{ error }
 
 // flagValues holds the parsed flags.
 type flagValues struct {
-	nproc, nnodes, masterAddr, logDir, timeout, joinTimeout, hosts, hostfile *string
-	nodeRank, masterPort, maxRestarts, tee, np                               *int
-	standalone, noMPICheck, noCPUBind, selfTest, help                        *bool
+	nproc, nnodes, masterAddr, logDir, timeout, joinTimeout, hosts, hostfile, secretFile *string
+	nodeRank, masterPort, maxRestarts, tee, np                                           *int
+	standalone, noMPICheck, noCPUBind, selfTest, help                                    *bool
 }
 
 // newFlags defines the launcher's flags; "_" and "-" are the same in their names.
@@ -81,6 +81,8 @@ func newFlags() (*flag.FlagSet, *flagValues) {
 	v.tee = fs.Int("tee", -1, "show on the terminal: 0 nothing, 1 every local rank's stdout, 2 stderr, 3 both (default: rank 0's output)")
 	v.timeout = fs.String("timeout", "0", "stop the whole job after this long (seconds or a duration such as 30m; 0: never)")
 	v.joinTimeout = fs.String("join-timeout", "300", "how long to wait for every node's launcher (seconds or a duration); every 10 s the launchers say what they wait for")
+	v.secretFile = fs.String("job-secret-file", "", "read the job secret from this file's first line (mode 0600; - for standard input); "+
+		"default $GOACCEL_JOB_SECRET; a job of one node, or of -H hosts, makes its own")
 	v.np = fs.Int("np", 0, "horovodrun: total number of ranks")
 	v.hosts = fs.StringP("hosts", "H", "", "horovodrun: host1:slots,host2:slots; the first host must be this machine")
 	v.hostfile = fs.String("hostfile", "", "the hosts of -H from a file, one a line: \"host slots=N\" (Open MPI, Horovod), \"host:N\" (MPICH) or \"host\" (1 slot); # comments")
@@ -179,6 +181,17 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 	default:
 		if c.NprocPerNode, err = ResolveNproc(*nproc, env); err != nil {
 			return nil, flagError{err}
+		}
+	}
+	if *v.secretFile != "" {
+		if c.Secret, err = readSecretFile(*v.secretFile, os.Stdin); err != nil {
+			return nil, flagError{err}
+		}
+	}
+	if len(inv.hosts) > 1 && c.Secret == "" {
+		// This launcher starts every other one, and hands them the secret (hostLaunchers).
+		if c.Secret, _ = envvar.Lookup(env, envvar.JobSecret.Name); c.Secret == "" {
+			c.Secret = newSecret()
 		}
 	}
 	// What the launchers of the other -H hosts need besides their node, nproc and master.
@@ -286,15 +299,38 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if inv.replaced != "" {
 		fmt.Fprintf(stderr, "goaccel launch: --selftest: running the self-test on every rank instead of %s\n", inv.replaced)
 	}
+	var others *hostLaunchers
+	if len(inv.hosts) > 1 {
+		others = &hostLaunchers{inv: inv, stdout: stdout, stderr: stderr}
+	}
+	return supervise(cfg, !inv.noMPICheck, " (or pass --no_mpi_check for a program that does not use MPI)", others)
+}
+
+// Supervise runs a job as `goaccel launch` runs it and returns the same exit status as Main:
+// unless checkMPI is false or cfg.MPILib is set, it first finds the MPI library (a job of
+// several ranks fails without one; a single rank gets it when found, and starts without
+// otherwise), and SIGINT, SIGTERM, SIGHUP or SIGQUIT stops every rank (a second one kills
+// them). Failures are printed on cfg.Stderr. The spawn package runs its ranks with it.
+func Supervise(cfg Config, checkMPI bool) int {
+	return supervise(cfg, checkMPI, "", nil)
+}
+
+// supervise is Supervise, with what to add to a missing MPI's message and the launchers of
+// the other -H hosts to start and wait for.
+func supervise(cfg Config, checkMPI bool, mpiHint string, others *hostLaunchers) int {
+	stderr := cfg.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
 	// One rank needs no MPI, but an MPI program run as one rank (mpi4py's) still loads the
 	// library: it gets the one found, as several ranks do, and starts without when none is.
-	if !inv.noMPICheck {
+	if checkMPI && cfg.MPILib == "" {
 		lib, err := findMPI()
 		switch {
 		case err == nil:
 			cfg.MPILib = lib.Path
-		case cfg.NprocPerNode*cfg.NNodes > 1:
-			fmt.Fprintf(stderr, "goaccel launch: %v (or pass --no_mpi_check for a program that does not use MPI)\n", err)
+		case max(cfg.NprocPerNode, 1)*max(cfg.NNodes, 1) > 1:
+			fmt.Fprintf(stderr, "goaccel launch: %v%s\n", err, mpiHint)
 			return 2
 		}
 	}
@@ -331,13 +367,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 
-	var others *hostLaunchers
-	if len(inv.hosts) > 1 {
-		others = &hostLaunchers{inv: inv, stdout: stdout, stderr: stderr}
+	if others != nil {
 		cfg.MasterAddr = others.masterAddr(cfg.MasterAddr)
 		cfg.OnListen = others.start
 	}
-	err = Run(ctx, cfg)
+	err := Run(ctx, cfg)
 	if others != nil {
 		others.wait(cfg.StopGrace + 10*time.Second)
 	}

@@ -188,8 +188,9 @@ var mpiDefaults = []string{
 	envvar.BarrierAlgorithm.KV("mpir"),
 }
 
-// inherited are variables of an enclosing launcher that would make a rank find the wrong peers.
-var inherited = []string{envvar.PMIFD.Name, envvar.PMISpawned.Name, envvar.PMIJobID.Name, envvar.PMIxRank.Name,
+// inherited are variables of an enclosing launcher that would make a rank find the wrong peers,
+// and the job secret, which the ranks do not need.
+var inherited = []string{envvar.PMIFD.Name, envvar.PMIPort.Name, envvar.PMIID.Name, envvar.JobSecret.Name, envvar.PMISpawned.Name, envvar.PMIJobID.Name, envvar.PMIxRank.Name,
 	envvar.PMIxNamespace.Name, envvar.PMIxServerURI2.Name, envvar.OMPIRank.Name, envvar.OMPISize.Name,
 	envvar.OMPILocalRank.Name, envvar.OMPILocalSize.Name}
 
@@ -221,9 +222,8 @@ func (r rankEnv) build(base []string) []string {
 	set(envvar.MasterPort.Name, r.storePort) // rank 0's own store (PyTorch's); the launcher's port is PMI_PORT
 	set(envvar.TorchelasticRestartCount.Name, r.restart)
 	set(envvar.RestartCount.Name, r.restart)
-	// MPICH's process-manager interface: the launcher's PMI-1 server.
-	set(envvar.PMIPort.Name, fmt.Sprintf("%s:%d", r.masterAddr, r.masterPort))
-	set(envvar.PMIID.Name, r.rank)
+	// MPICH's process-manager interface: PMI-1 on the socket inherited from the launcher.
+	set(envvar.PMIFD.Name, pmiFD)
 	set(envvar.PMIRank.Name, r.rank)
 	set(envvar.PMISize.Name, r.world)
 	set(envvar.MPILocalRankID.Name, r.local)

@@ -7,22 +7,25 @@
 // # Process model
 //
 // Each node (machine) runs one launcher; the launcher of node_rank 0 is the master. The master
-// listens on --master_addr:--master_port (one node: 127.0.0.1 and a free port) and serves two
-// things on that one TCP port:
+// listens on --master_addr:--master_port (one node: 127.0.0.1 and a free port), for launchers
+// only: every connection first proves the job secret (secret.go: a challenge and an HMAC both
+// ways; Config.Secret, $GOACCEL_JOB_SECRET or --job_secret_file, made by the launcher for one
+// node or -H), and anything else is refused and logged. On that port it serves
 //
 //   - the rendezvous of the launchers: every launcher (the master's own included) connects,
 //     says how many ranks it runs, and once all --nnodes have joined gets its first global
 //     rank and the world size (ranks are numbered node after node, in node_rank order);
 //   - MPICH's simple PMI-1 key-value store and barrier, which MPI_Init uses to find the other
-//     ranks: every rank gets PMI_PORT=master:port and PMI_ID=its rank, and MPICH's client
-//     connects there (the commands answered are listed at server.onPMI; MPICH learns which
-//     ranks share a node from the PMI_process_mapping key, so it uses shared memory within a
-//     node and the network between nodes).
+//     ranks: each rank talks PMI to its own launcher over an inherited socket (PMI_FD, with
+//     PMI_RANK and PMI_SIZE, as under Hydra), which answers what it knows and relays puts, gets,
+//     barriers and MPI_Abort to the master (pmi.go; the commands are listed at pmiRelay.onPMI;
+//     MPICH learns which ranks share a node from the PMI_process_mapping key, so it uses shared
+//     memory within a node and the network between nodes).
 //
 // # Ports
 //
 // A job uses two ports of the master's machine, both to be open between the nodes: the
-// launcher's own, --master_port P (rendezvous and PMI: the ranks' PMI_PORT), and the ranks'
+// launcher's own, --master_port P (the launchers', behind the job secret), and the ranks'
 // MASTER_PORT, which is P+1, where rank 0 may bind a store of its own and the other ranks
 // connect (PyTorch's init_process_group("gloo"|"nccl") does; torchrun's agent hosts that
 // store itself). Without --master_port (one node) both are free ports the master picks; the
@@ -32,7 +35,7 @@
 // groups, so it knows their pids, exit codes and signals. Every rank's environment has
 // torchrun's RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK (= NODE_RANK),
 // GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (see Ports) and TORCHELASTIC_RESTART_COUNT (= GOACCEL_RESTART_COUNT);
-// MPICH's PMI_PORT, PMI_ID, PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS; its share of
+// MPICH's PMI_FD, PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS; its share of
 // the node: CUDA_VISIBLE_DEVICES (a contiguous share of the visible GPUs, or one shared GPU
 // when there are more ranks than GPUs) or, without GPUs, GOACCEL_DEVICES = total/nproc_per_node
 // of the CPU devices (total: $GOACCEL_DEVICES, else DefaultCPUDevices); GOMAXPROCS and
@@ -45,7 +48,7 @@
 // MPI library, and each unless already set: GOACCEL_MPI_LIB (that library), MPI4PY_LIBMPI
 // (the MPICH-ABI libmpi.so.12 beside it, which mpi4py 4 loads), and its folder in front of
 // LD_LIBRARY_PATH (for programs linked with -lmpi). Variables of an enclosing launcher
-// (PMI_FD, PMIX_*, OMPI_COMM_WORLD_*) are removed.
+// (PMI_FD, PMI_PORT, PMIX_*, OMPI_COMM_WORLD_*) and GOACCEL_JOB_SECRET are removed.
 //
 // Two launchers on one host, `--nnodes 2 --node_rank 0|1 --master_addr 127.0.0.1`, go through
 // the same code as two machines: the tests run that. horovodrun's -H starts the launchers of
@@ -100,7 +103,8 @@
 //   - When an attempt's ranks are gone, the launcher removes the /dev/shm files they left
 //     (the files they mapped, and new mpich_shm_* files that no live process uses).
 //
-// $GOACCEL_LAUNCH_DEBUG=1 makes the master log every line it receives (PMI and launchers).
+// $GOACCEL_LAUNCH_DEBUG=1 makes the master log every line it receives from the launchers, and
+// every launcher every PMI line of its ranks.
 //
 // # MPI
 //

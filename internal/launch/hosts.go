@@ -198,13 +198,17 @@ func (h *hostLaunchers) start(port int) error {
 		if !h.inv.selfTest { // that launcher starts its own executable's self-test ranks
 			args = append(append(args, "--", cfg.Program), cfg.Args...)
 		}
+		// The job secret never goes on a command line (ps shows them): by the environment here,
+		// by ssh's standard input there.
 		var cmd *exec.Cmd
 		if isLocalHost(hs.host) {
 			cmd = exec.Command(self, args...)
-			cmd.Env = cfg.Env
+			cmd.Env = setEnv(cfg.Env, envvar.JobSecret.Name, cfg.Secret)
 		} else {
 			wd, _ := os.Getwd()
+			args = append([]string{args[0], "--job_secret_file", "-"}, args[1:]...)
 			cmd = exec.Command("ssh", "-o", "BatchMode=yes", hs.host, remoteCommand(wd, self, args, cfg.Env))
+			cmd.Stdin = strings.NewReader(cfg.Secret + "\n")
 		}
 		cmd.Stdout, cmd.Stderr = h.stdout, h.stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Ctrl-C reaches it through the master

@@ -27,12 +27,14 @@ type Config struct {
 	// Program is the worker program (a path, or a name looked up in $PATH); Args its arguments.
 	Program string
 	Args    []string
+	// Arg0, when set, is what the ranks see as their os.Args[0] (default Program).
+	Arg0 string
 	// NprocPerNode is the number of ranks this launcher starts (default 1); see ResolveNproc.
 	NprocPerNode int
 	// NNodes is the number of launchers (nodes) of the job (default 1); NodeRank is this one's
 	// index, 0 for the master.
 	NNodes, NodeRank int
-	// MasterAddr and MasterPort are where the master listens and the ranks' PMI_PORT points.
+	// MasterAddr and MasterPort are where the master listens (for the launchers of the nodes).
 	// Defaults: 127.0.0.1; with one node a free port, with several DefaultMasterPort. The
 	// ranks' MASTER_PORT, where rank 0 may bind a store of its own (PyTorch's), is
 	// MasterPort+1, or a free port when MasterPort is 0.
@@ -58,6 +60,9 @@ type Config struct {
 	NoCPUBind bool
 	// Env is the workers' base environment (nil: this process's).
 	Env []string
+	// Secret is the job secret every launcher proves to the master's port, the same on every
+	// node ("": $GOACCEL_JOB_SECRET from Env; a job of one node makes its own). See secret.go.
+	Secret string
 	// MPILib is passed to the ranks as $GOACCEL_MPI_LIB when they do not set it.
 	MPILib string
 	// Stdout and Stderr receive the workers' shown output and the launcher's messages
@@ -225,6 +230,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.defaults(); err != nil {
 		return err
 	}
+	if err := cfg.resolveSecret(); err != nil {
+		return err
+	}
 	shares, note, err := splitNode(cfg.Env, cfg.NprocPerNode)
 	if err != nil {
 		return err
@@ -274,7 +282,7 @@ func run(ctx context.Context, cfg Config, shares []share, note string, tempLogs 
 		if err != nil {
 			return err
 		}
-		srv, err := newServer(bind, store, cfg.NNodes, cfg.MaxRestarts, cfg.JoinTimeout, l.sayf)
+		srv, err := newServer(bind, cfg.Secret, store, cfg.NNodes, cfg.MaxRestarts, cfg.JoinTimeout, l.sayf)
 		if err != nil {
 			return err
 		}
@@ -352,6 +360,17 @@ type control struct {
 	conn net.Conn
 	wmu  sync.Mutex
 	in   chan message // closed when the connection ends
+	// relay receives the master's answers to the ranks' relayed PMI commands (pmi_*), which
+	// bypass in; nil between attempts.
+	rmu   sync.Mutex
+	relay *pmiRelay
+}
+
+// setRelay makes r the receiver of the master's PMI answers (nil: none).
+func (c *control) setRelay(r *pmiRelay) {
+	c.rmu.Lock()
+	c.relay = r
+	c.rmu.Unlock()
 }
 
 func (c *control) send(m message) error {
@@ -388,6 +407,14 @@ func dialMaster(ctx context.Context, addr string, wait, joinTimeout time.Duratio
 					m := parseMessage(line, true)
 					if m.cmd == "" {
 						m.args["line"] = line // not goaccel's: kept for the message
+					}
+					if strings.HasPrefix(m.cmd, "pmi_") {
+						c.rmu.Lock()
+						if c.relay != nil {
+							c.relay.fromMaster(m)
+						}
+						c.rmu.Unlock()
+						continue
 					}
 					c.in <- m
 				}
@@ -450,6 +477,9 @@ func (l *launcher) sayf(format string, args ...any) {
 // loop joins attempt after attempt until the job finished or stopped without restart.
 func (l *launcher) loop(ctx context.Context) error {
 	l.out, l.errOut = &terminal{w: l.cfg.Stdout}, &terminal{w: l.cfg.Stderr}
+	if err := l.authenticate(ctx); err != nil {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		if err := l.ctl.send(msg("join", "node", l.cfg.NodeRank, "nproc", l.cfg.NprocPerNode, "attempt", attempt,
 			"host", l.host)); err != nil {
@@ -631,10 +661,16 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 		return out
 	}
 	shm := newShmTracker(pids)
+	relay := newPMIRelay(l, attempt, world, start.args["kvs"])
+	l.ctl.setRelay(relay)
+	defer func() {
+		l.ctl.setRelay(nil)
+		relay.close()
+	}()
 	alive := 0
 	var startErr *Failure
 	for i := 0; i < n; i++ {
-		w, err := l.startWorker(attempt, base+i, i, world)
+		w, err := l.startWorker(attempt, base+i, i, world, relay)
 		if err != nil {
 			startErr = &Failure{Kind: "start", Rank: base + i, Node: l.cfg.NodeRank, Host: l.host, What: err.Error()}
 			break
@@ -863,7 +899,7 @@ func signalGroup(pid int, sig syscall.Signal) {
 }
 
 // startWorker starts one rank, its output going to its log files and, as Tee says, the terminal.
-func (l *launcher) startWorker(attempt, rank, local, world int) (*worker, error) {
+func (l *launcher) startWorker(attempt, rank, local, world int, relay *pmiRelay) (*worker, error) {
 	w := &worker{rank: rank, local: local,
 		logDir: filepath.Join(l.cfg.LogDir, fmt.Sprintf("attempt_%d", attempt), fmt.Sprintf("rank_%d", rank))}
 	if err := os.MkdirAll(w.logDir, 0o755); err != nil {
@@ -874,6 +910,9 @@ func (l *launcher) startWorker(attempt, rank, local, world int) (*worker, error)
 		storePort: l.storePort,
 		share:     l.shares[local], mpiLib: l.cfg.MPILib, logDir: w.logDir}
 	cmd := exec.Command(l.cfg.Program, l.cfg.Args...)
+	if l.cfg.Arg0 != "" {
+		cmd.Args[0] = l.cfg.Arg0
+	}
 	cmd.Env = env.build(l.cfg.Env)
 	// Its own process group, so that stop signals reach what it started too; and it dies with
 	// the launcher (Pdeathsig, tied to the fork thread: see onForkThread).
@@ -913,8 +952,16 @@ func (l *launcher) startWorker(attempt, rank, local, world int) (*worker, error)
 		cpus = l.cpus[local]
 		cmd.Env = setEnv(cmd.Env, envvar.CPUs.Name, cpuList(cpus))
 	}
-	var err error
+	pmi, err := relay.socket(rank)
+	if err != nil {
+		for _, f := range w.files {
+			_ = f.Close()
+		}
+		return nil, err
+	}
+	cmd.ExtraFiles = []*os.File{pmi} // PMI_FD (pmiFD)
 	onForkThread(func() { err = startPinned(cmd, cpus) })
+	_ = pmi.Close()
 	if err != nil {
 		for _, f := range w.files {
 			_ = f.Close()

@@ -48,7 +48,7 @@ func testJob(t *testing.T, mode string, nproc int, extraEnv ...string) (Config, 
 	env = append(env, extraEnv...)
 	out := &syncBuffer{}
 	return Config{Program: self, NprocPerNode: nproc, Env: env, LogDir: filepath.Join(dir, "logs"),
-		Stdout: out, Stderr: out, StopGrace: time.Second, JoinTimeout: 20 * time.Second}, dir, out
+		Stdout: out, Stderr: out, StopGrace: time.Second, JoinTimeout: 20 * time.Second, Secret: testSecret}, dir, out
 }
 
 func readEnvFile(t *testing.T, path string) map[string]string {
@@ -77,7 +77,7 @@ func TestAllRanksExitZero(t *testing.T) {
 		env := readEnvFile(t, filepath.Join(dir, "env_"+strconv.Itoa(rank)))
 		want := map[string]string{"RANK": strconv.Itoa(rank), "LOCAL_RANK": strconv.Itoa(rank), "WORLD_SIZE": "2",
 			"LOCAL_WORLD_SIZE": "2", "NODE_RANK": "0", "GROUP_RANK": "0", "MASTER_ADDR": "127.0.0.1",
-			"GOACCEL_DEVICES": "2", "GOMAXPROCS": threads, "OMP_NUM_THREADS": threads, "PMI_ID": strconv.Itoa(rank),
+			"GOACCEL_DEVICES": "2", "GOMAXPROCS": threads, "OMP_NUM_THREADS": threads, "PMI_FD": "3", "PMI_RANK": strconv.Itoa(rank),
 			"PMI_SIZE": "2", "MPI_LOCALRANKID": strconv.Itoa(rank), "MPIR_CVAR_BCAST_POSIX_INTRA_ALGORITHM": "mpir",
 			"GOACCEL_RESTART_COUNT": "0"}
 		for k, v := range want {
@@ -88,8 +88,10 @@ func TestAllRanksExitZero(t *testing.T) {
 		if cpus := cpuShares(2); cpus != nil && (env["GOACCEL_CPUS"] != cpuList(cpus[rank]) || env["allowed_cpus"] != cpuList(cpus[rank])) {
 			t.Errorf("rank %d: bound to %q (GOACCEL_CPUS=%q), want %q", rank, env["allowed_cpus"], env["GOACCEL_CPUS"], cpuList(cpus[rank]))
 		}
-		if !strings.HasPrefix(env["PMI_PORT"], "127.0.0.1:") || env["MASTER_PORT"] == "" || strings.HasSuffix(env["PMI_PORT"], ":"+env["MASTER_PORT"]) {
-			t.Errorf("rank %d: PMI_PORT=%q MASTER_PORT=%q", rank, env["PMI_PORT"], env["MASTER_PORT"])
+		// PMI on the inherited socket only: the master's port is for launchers.
+		if env["PMI_PORT"] != "<unset>" || env["PMI_ID"] != "<unset>" || env["GOACCEL_JOB_SECRET"] != "<unset>" || env["MASTER_PORT"] == "" {
+			t.Errorf("rank %d: PMI_PORT=%q PMI_ID=%q GOACCEL_JOB_SECRET=%q MASTER_PORT=%q", rank, env["PMI_PORT"], env["PMI_ID"],
+				env["GOACCEL_JOB_SECRET"], env["MASTER_PORT"])
 		}
 		if _, err := os.Stat(filepath.Join(cfg.LogDir, "attempt_0", "rank_"+strconv.Itoa(rank), "stdout.log")); err != nil {
 			t.Errorf("rank %d log: %v", rank, err)
@@ -236,6 +238,9 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// testSecret is the job secret of the tests' jobs of several nodes.
+const testSecret = "the tests' job secret, 16 bytes or more"
+
 // runNodes runs one launcher per config, as --nnodes len(cfgs) on 127.0.0.1, and returns their errors.
 func runNodes(t *testing.T, cfgs []Config) []error {
 	t.Helper()
@@ -245,6 +250,9 @@ func runNodes(t *testing.T, cfgs []Config) []error {
 	for i := range cfgs {
 		cfgs[i].NNodes, cfgs[i].NodeRank = len(cfgs), i
 		cfgs[i].MasterAddr, cfgs[i].MasterPort = "127.0.0.1", port
+		if cfgs[i].Secret == "" {
+			cfgs[i].Secret = testSecret
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -300,7 +308,8 @@ func launcherCmd(t *testing.T, mode string, args ...string) (*exec.Cmd, string, 
 	dir := t.TempDir()
 	cmd := exec.Command(self, append([]string{"launch"}, args...)...)
 	// TMPDIR: a failed job's default log folder stays in the test's own folder.
-	cmd.Env = append(os.Environ(), launcherSwitch+"=1", workerSwitch+"="+mode, dirVar+"="+dir, "GOACCEL_DEVICES=4", "TMPDIR="+dir)
+	cmd.Env = append(os.Environ(), launcherSwitch+"=1", workerSwitch+"="+mode, dirVar+"="+dir, "GOACCEL_DEVICES=4", "TMPDIR="+dir,
+		"GOACCEL_JOB_SECRET="+testSecret)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	return cmd, dir, out

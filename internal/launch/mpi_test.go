@@ -66,7 +66,7 @@ func mpiJob(t *testing.T, nproc int, args ...string) (Config, *syncBuffer) {
 	env := append(removeKey(removeKey(os.Environ(), workerSwitch), "GOACCEL_MPI_LIB"), "GOACCEL_DEVICES="+strconv.Itoa(nproc))
 	return Config{Program: python, Args: append([]string{"-c", mpiWorker}, args...), NprocPerNode: nproc, Env: env,
 		MPILib: lib, LogDir: filepath.Join(t.TempDir(), "logs"), Stdout: out, Stderr: out, Tee: 3,
-		StopGrace: 2 * time.Second, JoinTimeout: 30 * time.Second, Timeout: time.Minute}, out
+		StopGrace: 2 * time.Second, JoinTimeout: 30 * time.Second, Timeout: time.Minute, Secret: testSecret}, out
 }
 
 func mpichShm(t *testing.T) map[string]bool {

@@ -109,7 +109,7 @@ func TestTwoHostsCleanMPIExit(t *testing.T) {
 	}
 	dir := t.TempDir()
 	env := append(removeKey(removeKey(os.Environ(), workerSwitch), "MPIR_CVAR_NOLOCAL"), launcherSwitch+"=1",
-		workerSwitch+"=gompi", dirVar+"="+dir, "GOACCEL_DEVICES=1", "TMPDIR="+dir)
+		workerSwitch+"=gompi", dirVar+"="+dir, "GOACCEL_DEVICES=1", "TMPDIR="+dir, "GOACCEL_JOB_SECRET="+testSecret)
 	cmds := make([]*exec.Cmd, 2)
 	outs := make([]*syncBuffer, 2)
 	dones := make([]chan error, 2)

@@ -14,18 +14,22 @@ import (
 	"github.com/goaccel/goaccel/internal/envvar"
 )
 
-// server runs in the node_rank 0 launcher. On one TCP port it
+// server runs in the node_rank 0 launcher. On one TCP port, to launchers that proved the job
+// secret (secret.go) only, it
 //   - admits the launcher of every node (node 0's own included) for each attempt, gives each
 //     its first global rank and the world size, and tells all of them when the attempt
 //     finished or must stop (and whether the group restarts);
-//   - serves MPICH's simple PMI-1 key-value store and barrier to the ranks of the attempt,
-//     which is how MPI processes find each other (MPI_Init connects to $PMI_PORT).
+//   - holds MPICH's simple PMI-1 key-value store and barrier for the ranks of the attempt,
+//     which is how MPI processes find each other: each rank talks PMI to its own launcher
+//     (PMI_FD), which answers what it knows and relays puts, gets, barriers and aborts here
+//     (pmi.go).
 //
 // It decides, for the whole job, which failure came first: the first "fail" report of an
 // attempt wins, later ones (survivors killed by the stop) are ignored.
 type server struct {
 	ln          net.Listener
-	storePort   int // the ranks' MASTER_PORT, sent to every launcher with "go"
+	secret      string // the job secret every connection proves first
+	storePort   int    // the ranks' MASTER_PORT, sent to every launcher with "go"
 	nnodes      int
 	maxRestarts int
 	joinTimeout time.Duration
@@ -41,7 +45,7 @@ type server struct {
 	bases     map[int]int // node rank -> its first global rank, for this attempt
 	kvsName   string
 	kvs       map[string]string
-	barrier   []*peerConn
+	barrier   int            // ranks in the PMI barrier
 	aborts    map[int]string // rank -> the message it gave MPI_Abort
 	joinTimer *time.Timer
 	joinStart time.Time // when the wait for the current attempt's launchers began
@@ -50,12 +54,13 @@ type server struct {
 	sayf func(format string, args ...any)
 }
 
-// peerConn is one connection: a node's launcher or one MPI rank.
+// peerConn is one connection: a node's launcher (on the master), or one local MPI rank's PMI
+// socket (on every launcher).
 type peerConn struct {
 	conn net.Conn
 	wmu  sync.Mutex
 	node int // launchers: node rank
-	rank int // ranks: PMI id
+	rank int // launchers: their number of ranks; ranks: the rank
 }
 
 // pmiDebug ($GOACCEL_LAUNCH_DEBUG=1 or true) logs every line the master receives to its stderr.
@@ -70,12 +75,12 @@ func (p *peerConn) send(m message, escaped bool) {
 
 // newServer listens on addr ("host:port"; port 0 picks a free one). storePort is the ranks'
 // MASTER_PORT, which the server sends to every launcher.
-func newServer(addr string, storePort, nnodes, maxRestarts int, joinTimeout time.Duration, sayf func(string, ...any)) (*server, error) {
+func newServer(addr, secret string, storePort, nnodes, maxRestarts int, joinTimeout time.Duration, sayf func(string, ...any)) (*server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on %s for the other ranks (--master_addr/--master_port): %w", addr, err)
 	}
-	s := &server{ln: ln, storePort: storePort, nnodes: nnodes, maxRestarts: maxRestarts, joinTimeout: joinTimeout,
+	s := &server{ln: ln, secret: secret, storePort: storePort, nnodes: nnodes, maxRestarts: maxRestarts, joinTimeout: joinTimeout,
 		joined: map[int]*peerConn{}, closed: make(chan struct{}), sayf: sayf}
 	s.armJoinTimer()
 	go s.serve()
@@ -141,45 +146,28 @@ func (s *server) serve() {
 	}
 }
 
-// handle reads one connection; its first command says whether a launcher or a rank speaks.
+// handle reads one connection: a launcher's, once it proved the job secret; anything else is
+// refused, logged and closed.
 func (s *server) handle(c net.Conn) {
 	defer c.Close()
 	r := bufio.NewReader(c)
+	if err := s.admit(c, r); err != nil {
+		if s.sayf != nil {
+			s.sayf("refused a connection from %s: %v; the job goes on", c.RemoteAddr(), err)
+		}
+		return
+	}
 	p := &peerConn{conn: c, node: -1, rank: -1}
-	first := true
-	launcher := false
 	for {
 		line, err := readLine(r)
 		if err != nil {
-			if launcher {
-				s.launcherGone(p)
-			}
+			s.launcherGone(p)
 			return
-		}
-		if first {
-			launcher = strings.HasPrefix(line, "cmd=join ")
-			first = false
 		}
 		if pmiDebug {
 			fmt.Fprintf(os.Stderr, "goaccel launch: debug: %s <- %s\n", c.RemoteAddr(), line)
 		}
-		if launcher {
-			s.onLauncher(p, parseMessage(line, true))
-			continue
-		}
-		if strings.HasPrefix(line, "mcmd=") {
-			m, err := readMultiline(r, line)
-			if err != nil {
-				return
-			}
-			s.onPMI(p, m)
-			continue
-		}
-		m := parseMessage(line, false)
-		if _, text, ok := strings.Cut(line, " message="); ok && m.cmd == "abort" {
-			m.args["message"] = text // the one value that may hold spaces
-		}
-		s.onPMI(p, m)
+		s.onLauncher(p, parseMessage(line, true))
 	}
 }
 
@@ -250,6 +238,10 @@ func (s *server) onLauncher(p *peerConn, m message) {
 				s.startAttempt()
 			}
 		}
+	case "pmi_put", "pmi_get", "pmi_barrier", "pmi_abort":
+		if attempt == s.attempt && s.running && p.node >= 0 {
+			s.onRelayed(p, m)
+		}
 	case "fail":
 		if attempt != s.attempt || !s.running || s.stopped {
 			return // a survivor of a stop already decided, or a stale report
@@ -297,7 +289,7 @@ func (s *server) startAttempt() {
 	}
 	s.kvsName = fmt.Sprintf("goaccel_%d_%d", os.Getpid(), s.attempt)
 	s.kvs = map[string]string{"PMI_process_mapping": processMapping(nprocs)}
-	s.barrier = nil
+	s.barrier = 0
 	s.aborts = map[int]string{}
 	s.done = map[int]bool{}
 	s.running, s.stopped = true, false
@@ -363,90 +355,31 @@ func (s *server) launcherGone(p *peerConn) {
 	s.endAttempt(false)
 }
 
-// The PMI-1 limits announced to the ranks (the values MPICH's own Hydra announces).
-const (
-	pmiKVSNameMax = 256
-	pmiKeyMax     = 64
-	pmiValueMax   = 1024
-)
-
-// onPMI answers one command of MPICH's simple PMI-1 wire protocol, as MPICH 5.0.2's client
-// sends it when started with PMI_PORT and PMI_ID (checked by logging a real session):
-//
-//	initack pmiid=N -> initack rc=0, then set size=W, set rank=N, set debug=0
-//	init, get_maxes, get_appnum, get_my_kvsname, get_universe_size, put, get, barrier_in,
-//	finalize, abort
-//
-// and refuses the rest with rc=-1, once per command: spawn (MPI_Comm_spawn, whose command spans
-// several lines, "mcmd=spawn", one key=value a line, "endcmd") is not supported.
-func (s *server) onPMI(p *peerConn, m message) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	reply := func(cmd string, kv ...any) { p.send(msg(cmd, kv...), false) }
+// onRelayed handles what a launcher relays of its ranks' PMI-1 commands (pmi.go): a put into
+// the attempt's key-value space, a get from it, a rank's arrival at the barrier (which ends
+// when every rank of the job arrived) and MPI_Abort. s.mu is held.
+func (s *server) onRelayed(p *peerConn, m message) {
+	rank, _ := strconv.Atoi(m.args["rank"])
 	switch m.cmd {
-	case "initack":
-		p.rank, _ = strconv.Atoi(m.args["pmiid"])
-		reply("initack", "rc", 0)
-		reply("set", "size", s.world)
-		reply("set", "rank", p.rank)
-		reply("set", "debug", 0)
-	case "init":
-		reply("response_to_init", "pmi_version", 1, "pmi_subversion", 1, "rc", 0)
-	case "get_maxes":
-		reply("maxes", "rc", 0, "kvsname_max", pmiKVSNameMax, "keylen_max", pmiKeyMax, "vallen_max", pmiValueMax)
-	case "get_appnum":
-		reply("appnum", "rc", 0, "appnum", 0)
-	case "get_my_kvsname":
-		reply("my_kvsname", "rc", 0, "kvsname", s.kvsName)
-	case "get_universe_size":
-		reply("universe_size", "rc", 0, "size", s.world)
-	case "put":
+	case "pmi_put":
 		s.kvs[m.args["key"]] = m.args["value"]
-		reply("put_result", "rc", 0)
-	case "get":
-		if v, ok := s.kvs[m.args["key"]]; ok {
-			reply("get_result", "rc", 0, "value", v)
-		} else {
-			reply("get_result", "rc", -1, "msg", "key_"+m.args["key"]+"_not_found")
+	case "pmi_get":
+		v, ok := s.kvs[m.args["key"]]
+		p.send(msg("pmi_got", "attempt", s.attempt, "rank", rank, "key", m.args["key"], "found", btoi(ok), "value", v), true)
+	case "pmi_barrier":
+		s.barrier++
+		if s.barrier >= s.world {
+			s.barrier = 0
+			s.broadcast(msg("pmi_barrier_out", "attempt", s.attempt))
 		}
-	case "barrier_in":
-		s.barrier = append(s.barrier, p)
-		if len(s.barrier) >= s.world {
-			for _, q := range s.barrier {
-				q.send(msg("barrier_out", "rc", 0), false)
-			}
-			s.barrier = nil
-		}
-	case "finalize":
-		reply("finalize_ack", "rc", 0)
-	case "spawn":
-		// MPI_Comm_spawn: one "mcmd=spawn ... endcmd" block per command of the spawn, a single
-		// answer after the last one.
-		if sofar, total := m.args["spawnssofar"], m.args["totspawns"]; sofar == total || sofar == "" || total == "" {
-			reply("spawn_result", "rc", -1, "msg", "MPI_Comm_spawn_is_not_supported_by_goaccel_launch")
-			if s.sayf != nil {
-				s.sayf("rank %d called MPI_Comm_spawn (of %s): goaccel launch does not support it, so it fails in that "+
-					"rank; start every process with --nproc_per_node instead", p.rank, m.args["execname"])
-			}
-		}
-	case "abort":
-		// MPI_Abort: MPICH sends this and carries on, leaving the kill to the process manager.
+	case "pmi_abort":
+		// MPI_Abort: MPICH says so and carries on, leaving the kill to the process manager.
 		// The rank's own launcher reports it as that rank's failure, with its pid and log.
-		if p.rank < 0 || !s.running || s.stopped {
+		if s.stopped {
 			return
 		}
-		s.aborts[p.rank] = strings.TrimSpace(m.args["message"])
-		node := -1
-		for n, b := range s.bases {
-			if j := s.joined[n]; j != nil && p.rank >= b && p.rank < b+j.rank {
-				node = n
-			}
-		}
-		if node >= 0 {
-			s.joined[node].send(msg("aborted", "attempt", s.attempt, "rank", p.rank, "exitcode", m.args["exitcode"]), true)
-		}
-	default:
-		reply(m.cmd+"_result", "rc", -1, "msg", "unsupported_by_goaccel_launch")
+		s.aborts[rank] = strings.TrimSpace(m.args["message"])
+		p.send(msg("aborted", "attempt", s.attempt, "rank", rank, "exitcode", m.args["exitcode"]), true)
 	}
 }
 

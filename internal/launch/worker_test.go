@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 // envKeys are the variables a worker records for the tests.
 var envKeys = []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
 	"MASTER_ADDR", "MASTER_PORT", "GOACCEL_DEVICES", "GOMAXPROCS", "OMP_NUM_THREADS", "PMI_PORT", "PMI_ID",
-	"PMI_SIZE", "MPI_LOCALRANKID", "MPIR_CVAR_BCAST_POSIX_INTRA_ALGORITHM", "GOACCEL_RESTART_COUNT",
+	"PMI_FD", "PMI_RANK", "GOACCEL_JOB_SECRET", "PMI_SIZE", "MPI_LOCALRANKID", "MPIR_CVAR_BCAST_POSIX_INTRA_ALGORITHM", "GOACCEL_RESTART_COUNT",
 	"CUDA_VISIBLE_DEVICES", "GOACCEL_CPUS"}
 
 // testWorker is one rank of a test job. Modes:
@@ -61,7 +61,8 @@ var envKeys = []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "
 //	shm       map one file under /dev/shm, leave another, write DIR/pid_RANK and sleep 60 s;
 //	          with $TICKS, print a line every 50 ms instead and exit 0 after $TICKS lines (only
 //	          rank $TICK_RANK when it is set)
-//	gompi     internal/mpi: all-reduce rank+1, barrier, check, mpi.Exit(0)
+//	gompi     internal/mpi: all-reduce rank+1, barrier, check, mpi.Exit(0); with $GATE_FILE, once
+//	          that file exists
 //	gohang    internal/mpi: a barrier, then rank 1 writes DIR/hang_start (Unix ns) and waits in a
 //	          second barrier for $GOACCEL_TIMEOUT, which rank 0 never calls: with $HANG_OTHER=busy
 //	          it sleeps outside any collective, else it waits in an all-reduce 1 s later
@@ -138,6 +139,11 @@ func testWorker(mode string) int {
 		}
 		return 0
 	case "gompi":
+		for gate := os.Getenv("GATE_FILE"); gate != ""; time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(gate); err == nil {
+				break // the test opened the gate
+			}
+		}
 		lib, comm, code := joinMPI()
 		if comm == nil {
 			return code

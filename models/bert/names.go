@@ -6,58 +6,12 @@ import (
 	"strings"
 )
 
-// Variable names follow Hugging Face's BertForSequenceClassification one to one: the HF
-// tensor "bert.encoder.layer.3.attention.self.query.weight" is the GoMLX variable
+// Variable names follow Hugging Face's sequence classifiers one to one: the HF tensor
+// "bert.encoder.layer.3.attention.self.query.weight" is the GoMLX variable
 // "/bert/encoder/layer/3/attention/self/query/weight" (dots become scope separators), and
 // dense weights keep PyTorch's [out, in] layout, so no tensor is transposed or renamed on
-// the way in or out.
-
-// layerTemplates lists the per-layer tensors relative to "bert.encoder.layer.<i>.", with a
-// function giving each one's dimensions.
-var layerTemplates = []struct {
-	suffix string
-	dims   func(c Config) []int
-}{
-	{"attention.self.query.weight", func(c Config) []int { return []int{c.HiddenSize, c.HiddenSize} }},
-	{"attention.self.query.bias", func(c Config) []int { return []int{c.HiddenSize} }},
-	{"attention.self.key.weight", func(c Config) []int { return []int{c.HiddenSize, c.HiddenSize} }},
-	{"attention.self.key.bias", func(c Config) []int { return []int{c.HiddenSize} }},
-	{"attention.self.value.weight", func(c Config) []int { return []int{c.HiddenSize, c.HiddenSize} }},
-	{"attention.self.value.bias", func(c Config) []int { return []int{c.HiddenSize} }},
-	{"attention.output.dense.weight", func(c Config) []int { return []int{c.HiddenSize, c.HiddenSize} }},
-	{"attention.output.dense.bias", func(c Config) []int { return []int{c.HiddenSize} }},
-	{"attention.output.LayerNorm.weight", func(c Config) []int { return []int{c.HiddenSize} }},
-	{"attention.output.LayerNorm.bias", func(c Config) []int { return []int{c.HiddenSize} }},
-	{"intermediate.dense.weight", func(c Config) []int { return []int{c.IntermediateSize, c.HiddenSize} }},
-	{"intermediate.dense.bias", func(c Config) []int { return []int{c.IntermediateSize} }},
-	{"output.dense.weight", func(c Config) []int { return []int{c.HiddenSize, c.IntermediateSize} }},
-	{"output.dense.bias", func(c Config) []int { return []int{c.HiddenSize} }},
-	{"output.LayerNorm.weight", func(c Config) []int { return []int{c.HiddenSize} }},
-	{"output.LayerNorm.bias", func(c Config) []int { return []int{c.HiddenSize} }},
-}
-
-// encoderTemplates lists the tensors outside the layers (relative to the model root).
-var encoderTemplates = []struct {
-	name string
-	dims func(c Config) []int
-}{
-	{"bert.embeddings.word_embeddings.weight", func(c Config) []int { return []int{c.VocabSize, c.HiddenSize} }},
-	{"bert.embeddings.position_embeddings.weight", func(c Config) []int { return []int{c.MaxPositionEmbeddings, c.HiddenSize} }},
-	{"bert.embeddings.token_type_embeddings.weight", func(c Config) []int { return []int{c.TypeVocabSize, c.HiddenSize} }},
-	{"bert.embeddings.LayerNorm.weight", func(c Config) []int { return []int{c.HiddenSize} }},
-	{"bert.embeddings.LayerNorm.bias", func(c Config) []int { return []int{c.HiddenSize} }},
-	{"bert.pooler.dense.weight", func(c Config) []int { return []int{c.HiddenSize, c.HiddenSize} }},
-	{"bert.pooler.dense.bias", func(c Config) []int { return []int{c.HiddenSize} }},
-}
-
-// headTemplates lists the classification head's tensors.
-var headTemplates = []struct {
-	name string
-	dims func(c Config) []int
-}{
-	{"classifier.weight", func(c Config) []int { return []int{c.NumLabels, c.HiddenSize} }},
-	{"classifier.bias", func(c Config) []int { return []int{c.NumLabels} }},
-}
+// the way in or out. Each family keeps its own names ("roberta.encoder...",
+// "distilbert.transformer.layer.0.attention.q_lin.weight", "classifier.out_proj.weight").
 
 // TensorSpec names one tensor of the model in Hugging Face layout.
 type TensorSpec struct {
@@ -67,38 +21,85 @@ type TensorSpec struct {
 	Dims []int
 }
 
-// EncoderTensors lists the tensors of the BERT encoder (embeddings, layers, pooler) for this
-// configuration, in a fixed order, with HF names ("bert." prefix).
-func (c Config) EncoderTensors() []TensorSpec {
-	var specs []TensorSpec
-	for _, t := range encoderTemplates[:5] {
-		specs = append(specs, TensorSpec{t.name, t.dims(c)})
-	}
-	for i := range c.NumHiddenLayers {
-		for _, t := range layerTemplates {
-			specs = append(specs, TensorSpec{fmt.Sprintf("bert.encoder.layer.%d.%s", i, t.suffix), t.dims(c)})
-		}
-	}
-	for _, t := range encoderTemplates[5:] {
-		specs = append(specs, TensorSpec{t.name, t.dims(c)})
-	}
-	return specs
+// specList collects tensor specs.
+type specList []TensorSpec
+
+func (l *specList) add(name string, dims ...int) { *l = append(*l, TensorSpec{name, dims}) }
+
+// dense adds a torch.nn.Linear's weight [out, in] and bias [out].
+func (l *specList) dense(name string, out, in int) {
+	l.add(name+".weight", out, in)
+	l.add(name+".bias", out)
 }
 
-// Tensors lists every tensor of the sequence classifier: EncoderTensors followed by the
-// classification head ("classifier.weight" [num_labels, hidden], "classifier.bias").
-func (c Config) Tensors() []TensorSpec {
-	specs := c.EncoderTensors()
-	for _, t := range headTemplates {
-		specs = append(specs, TensorSpec{t.name, t.dims(c)})
+// norm adds a LayerNorm's weight and bias [width].
+func (l *specList) norm(name string, width int) {
+	l.add(name+".weight", width)
+	l.add(name+".bias", width)
+}
+
+// EncoderTensors lists the tensors of the encoder (embeddings, layers, and the pooler for
+// BERT) for this configuration, in a fixed order, with HF names (the family's prefix,
+// "bert.", "roberta.", "distilbert." or "electra.").
+func (c Config) EncoderTensors() []TensorSpec {
+	f := c.family()
+	h, e := c.HiddenSize, c.embeddingSize()
+	var l specList
+	emb := joinName(f.prefix, "embeddings")
+	l.add(emb+".word_embeddings.weight", c.VocabSize, e)
+	l.add(emb+".position_embeddings.weight", c.MaxPositionEmbeddings, e)
+	if f.tokenTypes {
+		l.add(emb+".token_type_embeddings.weight", c.TypeVocabSize, e)
 	}
-	return specs
+	l.norm(emb+".LayerNorm", e)
+	if c.projectsEmbeddings() {
+		l.dense(f.prefix+".embeddings_project", h, e)
+	}
+	for i := range c.NumHiddenLayers {
+		p := fmt.Sprintf("%s.%s.%d.", f.prefix, f.layers, i)
+		for _, name := range []string{f.layer.query, f.layer.key, f.layer.value, f.layer.attnOut} {
+			l.dense(p+name, h, h)
+		}
+		l.norm(p+f.layer.attnNorm, h)
+		l.dense(p+f.layer.ffnIn, c.IntermediateSize, h)
+		l.dense(p+f.layer.ffnOut, h, c.IntermediateSize)
+		l.norm(p+f.layer.outNorm, h)
+	}
+	if f.pooler {
+		l.dense(f.prefix+".pooler.dense", h, h)
+	}
+	return l
+}
+
+// HeadTensors lists the classification head's tensors: "classifier.weight" [num_labels,
+// hidden] and its bias for BERT; "pre_classifier.*" [hidden, hidden] before them for
+// DistilBERT; "classifier.dense.*" [hidden, hidden] and "classifier.out_proj.*" [num_labels,
+// hidden] for RoBERTa and ELECTRA.
+func (c Config) HeadTensors() []TensorSpec {
+	var l specList
+	switch c.family().head {
+	case headPooled:
+		l.dense("classifier", c.NumLabels, c.HiddenSize)
+	case headPreClassify:
+		l.dense("pre_classifier", c.HiddenSize, c.HiddenSize)
+		l.dense("classifier", c.NumLabels, c.HiddenSize)
+	case headDenseOut:
+		l.dense("classifier.dense", c.HiddenSize, c.HiddenSize)
+		l.dense("classifier.out_proj", c.NumLabels, c.HiddenSize)
+	}
+	return l
+}
+
+// Tensors lists every tensor of the sequence classifier: EncoderTensors followed by
+// HeadTensors.
+func (c Config) Tensors() []TensorSpec {
+	return append(c.EncoderTensors(), c.HeadTensors()...)
 }
 
 // HFName returns the Hugging Face tensor name of a model variable, given its path in the
 // model.Store (with or without the leading "/"), e.g. "/bert/pooler/dense/weight" ->
-// "bert.pooler.dense.weight". It returns false for paths that are not BERT classifier
-// variables (optimizer state, RNG state, other models).
+// "bert.pooler.dense.weight". It returns false for paths that are not classifier variables
+// of a supported family (optimizer state, RNG state, other models).
 func HFName(varPath string) (string, bool) {
 	p := strings.TrimPrefix(varPath, "/")
 	if p == "" || strings.Contains(p, ".") {
@@ -112,26 +113,32 @@ func HFName(varPath string) (string, bool) {
 }
 
 // VarPath is the inverse of HFName: it returns the model.Store variable path (with a leading
-// "/") for a Hugging Face tensor name. Names without the "bert." prefix, as written by
+// "/") for a Hugging Face tensor name. Names without a family prefix, as written by
 // sentence-transformers and BertModel checkpoints ("embeddings.word_embeddings.weight"), are
-// mapped under "/bert", and the legacy LayerNorm names "gamma"/"beta" to "weight"/"bias".
-// It returns false for tensors that are not part of the classifier (the pre-training heads
-// "cls.*", the "embeddings.position_ids" buffer, unknown names).
+// taken as BERT's and mapped under "/bert", and the legacy LayerNorm names "gamma"/"beta" to
+// "weight"/"bias". It returns false for tensors that are not part of a classifier (the
+// pre-training heads "cls.*", the "embeddings.position_ids" buffer, unknown names).
 func VarPath(hfName string) (string, bool) {
-	name := canonicalHFName(hfName)
+	return families["bert"].varPath(hfName)
+}
+
+// varPath is VarPath for the family f: unprefixed encoder names get f's prefix.
+func (f *family) varPath(hfName string) (string, bool) {
+	name := f.canonicalName(hfName)
 	if !isModelTensorName(name) {
 		return "", false
 	}
 	return "/" + strings.ReplaceAll(name, ".", "/"), true
 }
 
-// canonicalHFName adds the "bert." prefix to encoder tensors saved without it and renames
-// legacy LayerNorm gamma/beta, so names from any BERT checkpoint compare equal.
-func canonicalHFName(hfName string) string {
+// canonicalName adds f's prefix to encoder tensors saved without it (BertModel, RobertaModel
+// and sentence-transformers folders) and renames legacy LayerNorm gamma/beta, so names from
+// any checkpoint of the family compare equal.
+func (f *family) canonicalName(hfName string) string {
 	name := hfName
-	for _, top := range []string{"embeddings.", "encoder.", "pooler."} {
+	for _, top := range []string{"embeddings.", "embeddings_project.", "encoder.", "pooler.", "transformer."} {
 		if strings.HasPrefix(name, top) {
-			name = "bert." + name
+			name = f.prefix + "." + name
 			break
 		}
 	}
@@ -145,34 +152,56 @@ func canonicalHFName(hfName string) string {
 	return name
 }
 
-// isModelTensorName reports whether name (canonical HF form) is one of the tensors built by
-// this package, for any number of layers.
+// fixedNames are the tensor names of every family outside the numbered layers.
+var fixedNames = func() map[string]bool {
+	names := map[string]bool{}
+	for _, f := range families {
+		// A configuration with every optional part: no layers, embeddings projected.
+		cfg := Config{ModelType: f.modelType, HiddenSize: 2, EmbeddingSize: 1, NumLabels: 1}
+		for _, t := range cfg.Tensors() {
+			names[t.Name] = true
+		}
+	}
+	return names
+}()
+
+// isModelTensorName reports whether name (canonical HF form) is a tensor of one of the
+// families' classifiers, for any number of layers.
 func isModelTensorName(name string) bool {
-	for _, t := range encoderTemplates {
-		if name == t.name {
-			return true
+	if fixedNames[name] {
+		return true
+	}
+	for _, f := range families {
+		rest, ok := strings.CutPrefix(name, f.prefix+"."+f.layers+".")
+		if !ok {
+			continue
 		}
-	}
-	for _, t := range headTemplates {
-		if name == t.name {
-			return true
+		index, suffix, ok := strings.Cut(rest, ".")
+		if !ok {
+			return false
 		}
-	}
-	rest, ok := strings.CutPrefix(name, "bert.encoder.layer.")
-	if !ok {
-		return false
-	}
-	index, suffix, ok := strings.Cut(rest, ".")
-	if !ok {
-		return false
-	}
-	if n, err := strconv.Atoi(index); err != nil || n < 0 || strconv.Itoa(n) != index {
-		return false
-	}
-	for _, t := range layerTemplates {
-		if suffix == t.suffix {
-			return true
+		if n, err := strconv.Atoi(index); err != nil || n < 0 || strconv.Itoa(n) != index {
+			return false
+		}
+		module, param, ok := cutLast(suffix)
+		if !ok || (param != "weight" && param != "bias") {
+			return false
+		}
+		l := f.layer
+		for _, m := range []string{l.query, l.key, l.value, l.attnOut, l.attnNorm, l.ffnIn, l.ffnOut, l.outNorm} {
+			if module == m {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// cutLast splits s at its last dot.
+func cutLast(s string) (before, after string, ok bool) {
+	i := strings.LastIndexByte(s, '.')
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+1:], true
 }

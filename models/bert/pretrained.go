@@ -26,25 +26,34 @@ type LoadOptions struct {
 	// NumLabels overrides the config's num_labels for the fresh classification head
 	// (0 keeps the config's, which defaults to 2).
 	NumLabels int
+	// LoadHead loads the classification head too (a fine-tuned sequence classifier, such as
+	// one SavePretrained wrote), instead of leaving it to be initialised fresh; the folder
+	// must then have the head's tensors, shaped for num_labels.
+	LoadHead bool
 }
 
 // DefaultMaxLen is the sequence length used when LoadOptions.MaxLen is 0.
 const DefaultMaxLen = 128
 
-// LoadPretrained loads a Hugging Face BERT model folder (config.json, vocab.txt and/or
-// tokenizer.json, model.safetensors or a sharded model.safetensors.index.json) into store,
-// under the variable paths of Classifier (see VarPath), and returns the classifier and its
-// tokenizer. The classification head is not loaded: it is initialised fresh on first use.
+// LoadPretrained loads a Hugging Face model folder of the BERT family (config.json, whose
+// model_type picks bert, roberta, distilbert or electra; vocab.txt and/or tokenizer.json;
+// model.safetensors or a sharded model.safetensors.index.json) into store, under the
+// variable paths of Classifier (see VarPath), and returns the classifier and its tokenizer.
+// The classification head is not loaded unless opts.LoadHead: it is initialised fresh on
+// first use.
 //
-// Tensor names may carry the "bert." prefix (BertForSequenceClassification, BertForMaskedLM
-// checkpoints such as bert-base-uncased) or not (BertModel and sentence-transformers
-// folders); F16 and BF16 tensors are converted to float32. Pre-training heads ("cls.*"),
-// the "position_ids" buffer and a previous "classifier.*" head are ignored.
+// Tensor names may carry the family's prefix ("bert.", "roberta.", ...: sequence classifier
+// and masked-LM checkpoints such as bert-base-uncased or roberta-base) or not (BertModel and
+// sentence-transformers folders); F16 and BF16 tensors are converted to float32.
+// Pre-training heads ("cls.*", "lm_head.*", DistilBERT's "vocab_*", ELECTRA's
+// "discriminator_predictions.*"), the "position_ids" and "token_type_ids" buffers and a
+// previous classification head are ignored.
 //
 // Errors, each naming what is wrong, stop the load before any variable is written: a
 // missing folder or config.json, a weights file in another format than safetensors, a
 // configuration this package cannot build, missing tensors, tensors whose shape differs
-// from the config, extra encoder tensors (another architecture, more layers), a vocabulary
+// from the config, extra encoder tensors (another architecture, more layers), a model_type
+// outside the families (the error lists them), a vocabulary
 // whose size differs from the word embeddings, and MaxLen above max_position_embeddings.
 // The tensors are then read and set by checkpoint.ImportWeights, file by file: of a sharded
 // model, a file that fails to read or does not fit store's existing variables leaves the
@@ -75,7 +84,7 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 	if err != nil {
 		return nil, nil, err
 	}
-	files, err := checkEncoderWeights(dir, cfg)
+	files, err := checkEncoderWeights(dir, cfg, opts.LoadHead)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,8 +95,16 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 	if store == nil {
 		store = model.NewStore()
 	}
+	f, head := cfg.family(), headNames(cfg)
+	varPath := func(name string) (string, bool) {
+		name = f.canonicalName(name)
+		if f.ignoredTensor(name, head) && !(opts.LoadHead && head[name]) {
+			return "", false
+		}
+		return f.varPath(name)
+	}
 	for _, path := range files {
-		if _, err := checkpoint.ImportWeights(path, store, encoderVarPath, toFloat32); err != nil {
+		if _, err := checkpoint.ImportWeights(path, store, varPath, toFloat32); err != nil {
 			return nil, nil, err // names the file, tensor and variable
 		}
 	}
@@ -96,16 +113,6 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 		return nil, nil, err
 	}
 	return clf, tok, nil
-}
-
-// encoderVarPath maps a tensor name of a checked weights file to its variable path (see
-// VarPath); ok is false for the tensors that are not loaded (see ignoredTensor).
-func encoderVarPath(name string) (string, bool) {
-	name = canonicalHFName(name)
-	if ignoredTensor(name) {
-		return "", false
-	}
-	return VarPath(name)
 }
 
 // toFloat32 converts F16, BF16 and F64 weights to the float32 variables of the model.
@@ -147,16 +154,25 @@ func weightsFiles(dir string) ([]string, error) {
 	for _, other := range []string{"pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack", "model.ckpt.index"} {
 		if _, err := os.Stat(filepath.Join(dir, other)); err == nil {
 			return nil, fmt.Errorf("bert: model folder %s has weights only as %s; only safetensors is supported: "+
-				"convert it with python -c \"from transformers import AutoModel; AutoModel.from_pretrained('%s').save_pretrained('%s', safe_serialization=True)\"",
+				"convert it once with python -c \"from transformers import AutoModelForSequenceClassification as M; M.from_pretrained('%s').save_pretrained('%s', safe_serialization=True)\"",
 				dir, other, dir, dir)
 		}
 	}
 	return nil, fmt.Errorf("bert: model folder %s has no weights file (model.safetensors)", dir)
 }
 
-// checkEncoderWeights checks the encoder tensors of a model folder against cfg, reading only
-// the files' headers, and returns the weights files.
-func checkEncoderWeights(dir string, cfg Config) ([]string, error) {
+// headNames is the set of cfg's classification-head tensor names.
+func headNames(cfg Config) map[string]bool {
+	names := map[string]bool{}
+	for _, t := range cfg.HeadTensors() {
+		names[t.Name] = true
+	}
+	return names
+}
+
+// checkEncoderWeights checks the encoder tensors of a model folder (and the head's, with
+// withHead) against cfg, reading only the files' headers, and returns the weights files.
+func checkEncoderWeights(dir string, cfg Config, withHead bool) ([]string, error) {
 	files, err := weightsFiles(dir)
 	if err != nil {
 		return nil, err
@@ -167,6 +183,7 @@ func checkEncoderWeights(dir string, cfg Config) ([]string, error) {
 		info   safetensors.TensorInfo
 	}
 	found := make(map[string]source) // canonical HF name -> where it is
+	f, head := cfg.family(), headNames(cfg)
 	var problems, unexpected []string
 	var opened []*safetensors.File
 	defer func() {
@@ -183,8 +200,8 @@ func checkEncoderWeights(dir string, cfg Config) ([]string, error) {
 		}
 		opened = append(opened, st)
 		for _, info := range st.Header().Tensors {
-			name := canonicalHFName(info.Name)
-			if ignoredTensor(name) {
+			name := f.canonicalName(info.Name)
+			if f.ignoredTensor(name, head) && !(withHead && head[name]) {
 				continue
 			}
 			if prev, dup := found[name]; dup {
@@ -196,6 +213,9 @@ func checkEncoderWeights(dir string, cfg Config) ([]string, error) {
 	}
 
 	expected := cfg.EncoderTensors()
+	if withHead {
+		expected = cfg.Tensors()
+	}
 	expectedSet := make(map[string]bool, len(expected))
 	var missing []string
 	for _, spec := range expected {
@@ -241,12 +261,21 @@ func checkEncoderWeights(dir string, cfg Config) ([]string, error) {
 }
 
 // ignoredTensor reports whether a checkpoint tensor (canonical name) is deliberately not
-// loaded: pre-training heads, the position_ids buffer, and a classification head (the head
-// is always initialised fresh).
-func ignoredTensor(name string) bool {
-	return strings.HasPrefix(name, "cls.") ||
-		strings.HasSuffix(name, "position_ids") ||
-		strings.HasPrefix(name, "classifier.")
+// loaded: pre-training heads, the position_ids and token_type_ids buffers, a pooler in a
+// family whose classifier has none (RobertaModel checkpoints have one), and a classification
+// head (head: the family's head tensors; a head is initialised fresh unless
+// LoadOptions.LoadHead).
+func (f *family) ignoredTensor(name string, head map[string]bool) bool {
+	for _, prefix := range []string{"cls.", "lm_head.", "classifier.", "pre_classifier.", "vocab_transform.",
+		"vocab_layer_norm.", "vocab_projector.", "discriminator_predictions.", "generator_"} {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	if !f.pooler && strings.HasPrefix(name, f.prefix+".pooler.") {
+		return true
+	}
+	return head[name] || strings.HasSuffix(name, "position_ids") || strings.HasSuffix(name, "embeddings.token_type_ids")
 }
 
 // listNames joins names for an error message, keeping it readable for long lists.

@@ -268,9 +268,9 @@ func TestLoadPretrainedErrors(t *testing.T) {
 		}, LoadOptions{}, []string{"pytorch_model.bin", "only safetensors is supported"}},
 		{"another architecture", func(t *testing.T) string {
 			d := copyFolder(t)
-			writeFile(t, filepath.Join(d, "config.json"), `{"model_type": "roberta", "vocab_size": 33}`)
+			writeFile(t, filepath.Join(d, "config.json"), `{"model_type": "albert", "vocab_size": 33}`)
 			return d
-		}, LoadOptions{}, []string{`model_type "roberta"`}},
+		}, LoadOptions{}, []string{`model_type "albert"`, "bert, distilbert, electra, roberta"}},
 		{"more layers than the config", func(t *testing.T) string {
 			d := copyFolder(t)
 			writeWeights(t, d, func(l []safetensors.Named) []safetensors.Named {

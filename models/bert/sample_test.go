@@ -75,7 +75,7 @@ func TestSampleVocab(t *testing.T) {
 		ids := tok.Encode(text)
 		longest = max(longest, len(ids))
 		for _, id := range ids {
-			if id == tok.unk {
+			if id == tok.seg.(*wordPiece).unk {
 				t.Errorf("%q has an [UNK] token", text)
 				break
 			}

@@ -25,26 +25,51 @@ const (
 // WordPiece (HF's max_input_chars_per_word).
 const maxWordChars = 100
 
-// Tokenizer is BERT's WordPiece tokenizer: basic tokenization (cleaning, CJK splitting,
-// lowercasing and accent stripping for uncased models, punctuation splitting), then greedy
-// longest-match-first WordPiece with "##" continuation pieces, a word that cannot be covered
-// becoming [UNK]. Encode wraps the pieces in [CLS] ... [SEP] and truncates them to MaxLen;
-// Collate also pads, and builds the attention mask and token type ids.
+// Tokenizer turns texts into the ids a model of the BERT family reads, with the semantics
+// of transformers' fast tokenizers. It has two kinds of segmenter (the plug that makes the
+// ids of a text), chosen once when the tokenizer is read:
+//
+//   - WordPiece (BERT, DistilBERT, ELECTRA: vocab.txt or a WordPiece tokenizer.json): basic
+//     tokenization (cleaning, CJK splitting, lowercasing and accent stripping for uncased
+//     models, punctuation splitting), then greedy longest-match-first WordPiece with "##"
+//     continuation pieces, a word that cannot be covered becoming [UNK];
+//   - byte-level BPE (RoBERTa: a BPE tokenizer.json, see bpe.go).
+//
+// Encode wraps the ids in the post-processor's special tokens ([CLS] ... [SEP], or <s> ...
+// </s>) and truncates them to MaxLen; EncodePair does the same for a pair of texts; Collate
+// also pads, and builds the attention mask and token type ids.
 //
 // A Tokenizer is immutable after construction and safe for concurrent use.
 type Tokenizer struct {
 	tokens    []string         // id -> token
 	ids       map[string]int32 // token -> id
 	maxLen    int
-	basic     basicOptions
-	prefix    string // continuation prefix, "##"
-	maxChars  int
-	unk       int32
-	cls       int32
-	sep       int32
-	pad       int32
+	seg       segmenter
+	special   specialTokens
 	buckets   []int // optional padding lengths, ascending, the last one == maxLen
 	vocabFrom string
+	json      []byte // a BPE tokenizer.json as read, written back by SavePretrained
+}
+
+// segmenter makes the ids of a text, without special tokens and without truncation.
+type segmenter interface {
+	appendIDs(text string, out []int32) []int32
+}
+
+// specialTokens are the post-processor's tokens and the shape of a pair.
+type specialTokens struct {
+	cls, sep, pad int32
+	pairSeps      int   // separators between the texts of a pair: 1 (BERT), 2 (RoBERTa)
+	pairTypeID    int32 // type id of the second text: 1 (BERT), 0 (RoBERTa)
+}
+
+// wordPiece is BERT's segmenter: basic tokenization, then WordPiece.
+type wordPiece struct {
+	ids      map[string]int32
+	basic    basicOptions
+	prefix   string // continuation prefix, "##"
+	maxChars int
+	unk      int32
 }
 
 // NewTokenizer reads an uncased BERT vocabulary file (vocab.txt: one token per line, the
@@ -87,7 +112,7 @@ func LoadTokenizer(dir string, maxLen int) (*Tokenizer, error) {
 	return nil, fmt.Errorf("bert: model folder %s has neither vocab.txt nor tokenizer.json", dir)
 }
 
-// newTokenizer checks the vocabulary and maxLen and indexes the tokens.
+// newTokenizer checks a WordPiece vocabulary and maxLen and indexes the tokens.
 func newTokenizer(tokens []string, maxLen int, opts basicOptions, source string) (*Tokenizer, error) {
 	if maxLen < 2 {
 		return nil, fmt.Errorf("bert: max_len must be at least 2 ([CLS] and [SEP]), got %d", maxLen)
@@ -95,18 +120,18 @@ func newTokenizer(tokens []string, maxLen int, opts basicOptions, source string)
 	if len(tokens) == 0 {
 		return nil, fmt.Errorf("bert: %s: empty vocabulary", source)
 	}
-	t := &Tokenizer{
-		tokens: tokens, ids: make(map[string]int32, len(tokens)), maxLen: maxLen, basic: opts,
-		prefix: "##", maxChars: maxWordChars, buckets: []int{maxLen}, vocabFrom: source,
-	}
+	ids := make(map[string]int32, len(tokens))
 	for i, tok := range tokens {
-		t.ids[tok] = int32(i) // a duplicated token keeps its last id, as in HF's load_vocab
+		ids[tok] = int32(i) // a duplicated token keeps its last id, as in HF's load_vocab
 	}
+	wp := &wordPiece{ids: ids, basic: opts, prefix: "##", maxChars: maxWordChars}
+	t := &Tokenizer{tokens: tokens, ids: ids, maxLen: maxLen, seg: wp, buckets: []int{maxLen}, vocabFrom: source,
+		special: specialTokens{pairSeps: 1, pairTypeID: 1}}
 	for _, sp := range []struct {
 		name string
 		id   *int32
-	}{{PadToken, &t.pad}, {UnkToken, &t.unk}, {ClsToken, &t.cls}, {SepToken, &t.sep}} {
-		id, ok := t.ids[sp.name]
+	}{{PadToken, &t.special.pad}, {UnkToken, &wp.unk}, {ClsToken, &t.special.cls}, {SepToken, &t.special.sep}} {
+		id, ok := ids[sp.name]
 		if !ok {
 			return nil, fmt.Errorf("bert: %s: vocabulary has no %s token", source, sp.name)
 		}
@@ -172,13 +197,50 @@ func readTokenizerConfig(path string) (basicOptions, error) {
 	return opts, nil
 }
 
-// readTokenizerJSON reads a HF tokenizers file whose model is WordPiece and whose normalizer
-// is BertNormalizer.
+// readTokenizerJSON reads a HF tokenizers file: WordPiece with BertNormalizer, or byte-level
+// BPE (see bpe.go).
 func readTokenizerJSON(path string, maxLen int) (*Tokenizer, error) {
 	contents, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("bert: reading tokenizer: %w", err)
 	}
+	var kind struct {
+		Model struct {
+			Type string `json:"type"`
+		} `json:"model"`
+	}
+	if err := json.Unmarshal(contents, &kind); err != nil {
+		return nil, fmt.Errorf("bert: parsing %s: %w", path, err)
+	}
+	switch kind.Model.Type {
+	case "WordPiece":
+		return readWordPieceJSON(contents, path, maxLen)
+	case "BPE":
+		return readBPEJSON(contents, path, maxLen)
+	}
+	return nil, fmt.Errorf("bert: %s: model type %q is not supported: WordPiece and BPE (byte-level) are", path, kind.Model.Type)
+}
+
+// readBPEJSON reads a byte-level BPE tokenizer.json (RoBERTa's).
+func readBPEJSON(contents []byte, path string, maxLen int) (*Tokenizer, error) {
+	if maxLen < 2 {
+		return nil, fmt.Errorf("bert: max_len must be at least 2 (<s> and </s>), got %d", maxLen)
+	}
+	var doc bpeJSON
+	if err := json.Unmarshal(contents, &doc); err != nil {
+		return nil, fmt.Errorf("bert: parsing %s: %w", path, err)
+	}
+	seg, tokens, special, err := newByteLevelBPE(&doc)
+	if err != nil {
+		return nil, fmt.Errorf("bert: %s: %w", path, err)
+	}
+	return &Tokenizer{tokens: tokens, ids: seg.ids, maxLen: maxLen, seg: seg, special: *special,
+		buckets: []int{maxLen}, vocabFrom: path, json: contents}, nil
+}
+
+// readWordPieceJSON reads a HF tokenizers file whose model is WordPiece and whose normalizer
+// is BertNormalizer.
+func readWordPieceJSON(contents []byte, path string, maxLen int) (*Tokenizer, error) {
 	var doc struct {
 		Normalizer *struct {
 			Type               string `json:"type"`
@@ -187,7 +249,6 @@ func readTokenizerJSON(path string, maxLen int) (*Tokenizer, error) {
 			HandleChineseChars *bool  `json:"handle_chinese_chars"`
 		} `json:"normalizer"`
 		Model struct {
-			Type                    string           `json:"type"`
 			Vocab                   map[string]int32 `json:"vocab"`
 			UnkToken                string           `json:"unk_token"`
 			ContinuingSubwordPrefix *string          `json:"continuing_subword_prefix"`
@@ -197,13 +258,10 @@ func readTokenizerJSON(path string, maxLen int) (*Tokenizer, error) {
 	if err := json.Unmarshal(contents, &doc); err != nil {
 		return nil, fmt.Errorf("bert: parsing %s: %w", path, err)
 	}
-	if doc.Model.Type != "WordPiece" {
-		return nil, fmt.Errorf("bert: %s: model type %q is not supported: only WordPiece is", path, doc.Model.Type)
-	}
 	opts := basicOptions{lowercase: true, stripAccents: true, chineseChars: true}
 	if n := doc.Normalizer; n != nil {
 		if n.Type != "BertNormalizer" {
-			return nil, fmt.Errorf("bert: %s: normalizer %q is not supported: only BertNormalizer is", path, n.Type)
+			return nil, fmt.Errorf("bert: %s: normalizer %q is not supported with WordPiece: only BertNormalizer is", path, n.Type)
 		}
 		if n.Lowercase != nil {
 			opts.lowercase = *n.Lowercase
@@ -228,18 +286,19 @@ func readTokenizerJSON(path string, maxLen int) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
+	wp := t.seg.(*wordPiece)
 	if doc.Model.ContinuingSubwordPrefix != nil {
-		t.prefix = *doc.Model.ContinuingSubwordPrefix
+		wp.prefix = *doc.Model.ContinuingSubwordPrefix
 	}
 	if doc.Model.MaxInputCharsPerWord > 0 {
-		t.maxChars = doc.Model.MaxInputCharsPerWord
+		wp.maxChars = doc.Model.MaxInputCharsPerWord
 	}
 	if u := doc.Model.UnkToken; u != "" {
 		id, ok := t.ids[u]
 		if !ok {
 			return nil, fmt.Errorf("bert: %s: unk_token %q is not in the vocabulary", path, u)
 		}
-		t.unk = id
+		wp.unk = id
 	}
 	return t, nil
 }
@@ -253,8 +312,19 @@ func (t *Tokenizer) VocabSize() int { return len(t.tokens) }
 // Vocab returns a copy of the vocabulary (token i has id i).
 func (t *Tokenizer) Vocab() []string { return slices.Clone(t.tokens) }
 
-// Lowercase reports whether the tokenizer lowercases its input (uncased model).
-func (t *Tokenizer) Lowercase() bool { return t.basic.lowercase }
+// Lowercase reports whether the tokenizer lowercases its input (an uncased WordPiece model).
+func (t *Tokenizer) Lowercase() bool {
+	wp, ok := t.seg.(*wordPiece)
+	return ok && wp.basic.lowercase
+}
+
+// Kind is the segmenter: "WordPiece" or "BPE" (byte-level).
+func (t *Tokenizer) Kind() string {
+	if _, ok := t.seg.(*wordPiece); ok {
+		return "WordPiece"
+	}
+	return "BPE"
+}
 
 // ID returns the id of a token and whether it is in the vocabulary.
 func (t *Tokenizer) ID(token string) (int32, bool) {
@@ -270,13 +340,15 @@ func (t *Tokenizer) Token(id int32) string {
 	return t.tokens[id]
 }
 
-// PadID is the id of [PAD], the value of padding positions in input ids.
-func (t *Tokenizer) PadID() int32 { return t.pad }
+// PadID is the id of the padding token ([PAD] or <pad>), the value of padding positions in
+// input ids.
+func (t *Tokenizer) PadID() int32 { return t.special.pad }
 
-// Tokenize returns the WordPiece tokens of text, without special tokens and without
-// truncation: "Unaffable!" -> ["una", "##ff", "##able", "!"] with bert-base-uncased.
+// Tokenize returns the tokens of text, without special tokens and without truncation:
+// "Unaffable!" -> ["una", "##ff", "##able", "!"] with bert-base-uncased, "Hello world!" ->
+// ["Hello", "Ġworld", "!"] with roberta-base.
 func (t *Tokenizer) Tokenize(text string) []string {
-	ids := t.pieces(text, nil)
+	ids := t.seg.appendIDs(text, nil)
 	out := make([]string, len(ids))
 	for i, id := range ids {
 		out[i] = t.tokens[id]
@@ -284,33 +356,90 @@ func (t *Tokenizer) Tokenize(text string) []string {
 	return out
 }
 
-// Encode returns the ids of [CLS] + WordPiece tokens of text + [SEP], the tokens truncated
-// so that the whole sequence has at most MaxLen ids. No padding is added.
+// Encode returns the ids of [CLS] + the tokens of text + [SEP] (<s> ... </s> for RoBERTa),
+// the tokens truncated so that the whole sequence has at most MaxLen ids. No padding is
+// added.
 func (t *Tokenizer) Encode(text string) []int32 {
 	ids := make([]int32, 1, t.maxLen)
-	ids[0] = t.cls
-	ids = t.pieces(text, ids)
+	ids[0] = t.special.cls
+	ids = t.seg.appendIDs(text, ids)
 	if len(ids) > t.maxLen-1 {
 		ids = ids[:t.maxLen-1]
 	}
-	return append(ids, t.sep)
+	return append(ids, t.special.sep)
 }
 
-// pieces appends the WordPiece ids of text to out.
-func (t *Tokenizer) pieces(text string, out []int32) []int32 {
-	for _, word := range basicTokenize(text, t.basic) {
-		out = t.wordPiece(word, out)
+// EncodePair returns the ids and token type ids of a pair of texts, as transformers'
+// tokenizer(a, b, truncation=True, max_length=MaxLen) does: [CLS] a [SEP] b [SEP] with type
+// ids 0 on "[CLS] a [SEP]" and 1 on "b [SEP]" (WordPiece), or <s> a </s></s> b </s> with
+// every type id 0 (RoBERTa). When the whole is longer than MaxLen the texts are cut
+// "longest first": the longer one is cut to what the shorter one leaves, and both to half
+// when each is longer than that. An empty b is no pair, as in transformers: the result is
+// Encode(a), with type ids 0.
+func (t *Tokenizer) EncodePair(a, b string) (ids, typeIDs []int32) {
+	if b == "" {
+		ids = t.Encode(a)
+		return ids, make([]int32, len(ids))
+	}
+	first, second := t.seg.appendIDs(a, nil), t.seg.appendIDs(b, nil)
+	sp := t.special
+	room := t.maxLen - 2 - sp.pairSeps
+	if room < 0 {
+		room = 0
+	}
+	if len(first)+len(second) > room {
+		n1, n2 := longestFirst(len(first), len(second), room)
+		first, second = first[:n1], second[:n2]
+	}
+	ids = make([]int32, 0, len(first)+len(second)+2+sp.pairSeps)
+	ids = append(append(append(ids, sp.cls), first...), sp.sep)
+	typeIDs = make([]int32, len(ids), cap(ids))
+	for range sp.pairSeps - 1 {
+		ids, typeIDs = append(ids, sp.sep), append(typeIDs, 0)
+	}
+	for _, id := range append(second, sp.sep) {
+		ids, typeIDs = append(ids, id), append(typeIDs, sp.pairTypeID)
+	}
+	return ids, typeIDs
+}
+
+// longestFirst is the number of tokens kept of each text of a pair of n1 and n2 tokens that
+// must fit in room (the tokenizers library's longest_first truncation).
+func longestFirst(n1, n2, room int) (keep1, keep2 int) {
+	short, long := n1, n2
+	if n1 > n2 {
+		short, long = n2, n1
+	}
+	if short > room {
+		long = short
+	} else {
+		long = max(short, room-short)
+	}
+	if short+long > room {
+		short = room / 2
+		long = short + room%2
+	}
+	if n1 > n2 {
+		short, long = long, short
+	}
+	return min(short, n1), min(long, n2)
+}
+
+// appendIDs appends the WordPiece ids of text to out.
+func (w *wordPiece) appendIDs(text string, out []int32) []int32 {
+	for _, word := range basicTokenize(text, w.basic) {
+		out = w.word(word, out)
 	}
 	return out
 }
 
-// wordPiece appends the pieces of one word: at each position the longest vocabulary entry
+// word appends the pieces of one word: at each position the longest vocabulary entry
 // (with the "##" prefix after the first piece) is taken; if some position matches nothing,
 // or the word is longer than maxChars runes, the whole word becomes [UNK].
-func (t *Tokenizer) wordPiece(word string, out []int32) []int32 {
+func (w *wordPiece) word(word string, out []int32) []int32 {
 	runes := []rune(word)
-	if len(runes) > t.maxChars {
-		return append(out, t.unk)
+	if len(runes) > w.maxChars {
+		return append(out, w.unk)
 	}
 	mark := len(out)
 	for start := 0; start < len(runes); {
@@ -319,15 +448,15 @@ func (t *Tokenizer) wordPiece(word string, out []int32) []int32 {
 		for ; end > start; end-- {
 			piece := string(runes[start:end])
 			if start > 0 {
-				piece = t.prefix + piece
+				piece = w.prefix + piece
 			}
-			if id, ok := t.ids[piece]; ok {
+			if id, ok := w.ids[piece]; ok {
 				found = id
 				break
 			}
 		}
 		if found < 0 {
-			return append(out[:mark], t.unk)
+			return append(out[:mark], w.unk)
 		}
 		out = append(out, found)
 		start = end

@@ -218,6 +218,10 @@ func TestTokenizerErrors(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	unigram := t.TempDir()
+	if err := os.WriteFile(filepath.Join(unigram, "tokenizer.json"), []byte(`{"model": {"type": "Unigram", "vocab": []}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	bpe := t.TempDir()
 	if err := os.WriteFile(filepath.Join(bpe, "tokenizer.json"), []byte(`{"model": {"type": "BPE", "vocab": {}}}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -232,7 +236,8 @@ func TestTokenizerErrors(t *testing.T) {
 		{"no [SEP]", func() (*Tokenizer, error) { return NewTokenizer(noSep, 16) }, "no [SEP] token"},
 		{"max_len too small", func() (*Tokenizer, error) { return NewTokenizerFromVocab(microVocab, 1) }, "max_len must be at least 2"},
 		{"folder without vocab", func() (*Tokenizer, error) { return LoadTokenizer(t.TempDir(), 16) }, "neither vocab.txt nor tokenizer.json"},
-		{"non-WordPiece tokenizer.json", func() (*Tokenizer, error) { return LoadTokenizer(bpe, 16) }, `model type "BPE"`},
+		{"Unigram tokenizer.json", func() (*Tokenizer, error) { return LoadTokenizer(unigram, 16) }, `model type "Unigram" is not supported: WordPiece and BPE (byte-level) are`},
+		{"BPE without ByteLevel", func() (*Tokenizer, error) { return LoadTokenizer(bpe, 16) }, `pre_tokenizer none is not supported with BPE`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/trainer"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/spf13/pflag"
 )
 
 // Main is the TestMain of an example's tests: with $GOACCEL_EXAMPLE_CHILD=1, the test binary
@@ -201,4 +202,33 @@ func SameRun(t testing.TB, full, resumed string) {
 	if ckpts, _ := filepath.Glob(filepath.Join(resumed, "checkpoints", checkpoint.DirPrefix+"*")); len(ckpts) != 1 {
 		t.Errorf("checkpoints kept: %v, want 1", ckpts)
 	}
+}
+
+// FlagNames lists fs's flags, for testutil.BadFlags.
+func FlagNames(fs *pflag.FlagSet) []string {
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	return names
+}
+
+// RunChild is testutil.BadFlags's run for an example: the program (Child) with args, its output and
+// exit error.
+func RunChild(t *testing.T, args []string) (string, error) {
+	out, err := Child(t, args...).CombinedOutput()
+	return string(out), err
+}
+
+// ShortRunArgs are testutil.BadFlags's base arguments for an example: the pure-Go backend, a new run
+// directory, 2 steps at most, one worker.
+func ShortRunArgs(t *testing.T) []string {
+	return []string{"--backend", "go", "--output_dir", t.TempDir(), "--max_steps", "2", "--workers", "1"}
+}
+
+// RegularFile is a new empty file: a bad --output_dir (no folder can be made below it).
+func RegularFile(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

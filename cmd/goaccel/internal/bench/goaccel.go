@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/goaccel/goaccel/accelerator"
@@ -28,6 +29,18 @@ type goaccelRun struct {
 	batch *data.GlobalBatch
 }
 
+// tf32Setting is Config.TF32 for spec: "on" for tf32, "off" for fp32 on a backend named CUDA
+// (as PyTorch's allow_tf32=False), else unset (bf16's dots are 16-bit; the CPU refuses TF32).
+func tf32Setting(spec Spec) string {
+	switch {
+	case spec.Precision == "tf32":
+		return "on"
+	case spec.Precision == "fp32" && strings.Contains(strings.ToLower(spec.Backend), "cuda"):
+		return "off"
+	}
+	return ""
+}
+
 // newGoaccelRun opens the backend, builds the spec's model and prepares it with Adam
 // (learning rate 1e-4; with weight decay 0.01 for BERT, as PyTorch's AdamW) on a fixed,
 // synthetic global batch split over spec.Devices devices, under spec.Sharding. The batch's
@@ -38,10 +51,8 @@ func newGoaccelRun(spec Spec) (*goaccelRun, error) {
 	if spec.Precision == "bf16" {
 		mp = "bf16"
 	}
-	// tf32 has no switch of its own: XLA's GPU backend computes float32 dots with TF32 by
-	// default, so "fp32" and "tf32" are the same goaccel program.
 	acc, err := accelerator.New(accelerator.Config{Backend: spec.Backend, Devices: spec.Devices, MixedPrecision: mp,
-		Sharding: spec.Sharding, Seed: 1, Quiet: true})
+		Sharding: spec.Sharding, Seed: 1, Quiet: true, TF32: tf32Setting(spec)})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,249 @@
+package table
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// parquetSource reads the selected columns of a Parquet file row group by row group, a page
+// of each column at a time, through github.com/parquet-go/parquet-go.
+type parquetSource struct {
+	path   string
+	f      *os.File
+	pf     *parquet.File
+	cols   []string
+	leaves []int // column index of each selected column
+	groups []parquet.RowGroup
+
+	group     int   // current row group (-1 before the first)
+	groupRows int64 // rows in it
+	inGroup   int64 // rows of it already read
+	row       int   // rows of the file already read
+	cursors   []*pageCursor
+}
+
+func openParquet(path string, cols []string, spec Spec) (s source, err error) {
+	f, err := openFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: not a readable Parquet file (truncated or corrupt?): the Parquet reader panicked: %v", path, r)
+		}
+		if err != nil {
+			f.Close()
+		}
+	}()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("table: %w", err)
+	}
+	if err := checkParquetEnds(f, st.Size()); err != nil {
+		return nil, fmt.Errorf("%s: not a readable Parquet file (truncated or corrupt?): %w", path, err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a readable Parquet file (truncated or corrupt?): %w", path, err)
+	}
+	p := &parquetSource{path: path, f: f, pf: pf, cols: cols, groups: pf.RowGroups(), group: -1}
+	for i, c := range cols {
+		var have []string
+		top := false
+		for _, fl := range pf.Schema().Fields() {
+			have = append(have, fl.Name())
+			top = top || fl.Name() == c
+		}
+		leaf, ok := pf.Schema().Lookup(c)
+		if !top {
+			return nil, missingColumn(path, c, have)
+		}
+		if !ok || !leaf.Node.Leaf() || leaf.MaxRepetitionLevel > 0 {
+			return nil, fmt.Errorf("%s: column %q is a list or a group, not one value per row "+
+				"(multi-label classification is not supported)", path, c)
+		}
+		k := leaf.Node.Type().Kind()
+		isLabel := i == len(cols)-1
+		switch {
+		case k == parquet.ByteArray:
+		case isLabel && (k == parquet.Int32 || k == parquet.Int64 || k == parquet.Boolean):
+		case isLabel:
+			return nil, fmt.Errorf("%s: label column %q holds %s values: want integers, strings or booleans "+
+				"(regression is not supported)", path, c, k)
+		default:
+			return nil, fmt.Errorf("%s: text column %q holds %s values, not strings", path, c, k)
+		}
+		p.leaves = append(p.leaves, leaf.ColumnIndex)
+	}
+	return p, nil
+}
+
+// checkParquetEnds checks the magic numbers at both ends of a Parquet file and that the length
+// of its footer fits in the file, before parquet-go allocates a buffer of that length (a
+// corrupt length would otherwise allocate up to 4 GiB).
+func checkParquetEnds(f io.ReaderAt, size int64) error {
+	const magic = "PAR1"
+	if size < 12 {
+		return fmt.Errorf("%d bytes, shorter than the 12 of an empty Parquet file", size)
+	}
+	var head [4]byte
+	var tail [8]byte
+	if _, err := f.ReadAt(head[:], 0); err != nil {
+		return err
+	}
+	if _, err := f.ReadAt(tail[:], size-8); err != nil {
+		return err
+	}
+	if string(head[:]) != magic || string(tail[4:]) != magic {
+		return fmt.Errorf("the file does not start and end with %q", magic)
+	}
+	if n := int64(binary.LittleEndian.Uint32(tail[:4])); n > size-12 {
+		return fmt.Errorf("its footer would be %d bytes long, but the file has %d", n, size)
+	}
+	return nil
+}
+
+// pageCursor hands out the values of one column chunk, one page in memory at a time.
+type pageCursor struct {
+	pages parquet.Pages
+	page  parquet.Page
+	vr    parquet.ValueReader
+	buf   []parquet.Value
+	n, at int
+	eof   bool // the page's values are all read
+}
+
+// value returns the next value of the column chunk; ok is false at its end.
+func (c *pageCursor) value() (v parquet.Value, ok bool, err error) {
+	for c.at == c.n {
+		if c.vr != nil && !c.eof {
+			c.n, err = c.vr.ReadValues(c.buf)
+			c.at = 0
+			if err == io.EOF {
+				c.eof, err = true, nil
+			}
+			if err != nil {
+				return v, false, err
+			}
+			continue
+		}
+		c.release()
+		c.page, err = c.pages.ReadPage()
+		if err == io.EOF {
+			return v, false, nil
+		} else if err != nil {
+			return v, false, err
+		}
+		c.vr, c.eof = c.page.Values(), false
+	}
+	c.at++
+	return c.buf[c.at-1], true, nil
+}
+
+func (c *pageCursor) release() {
+	if c.page != nil {
+		parquet.Release(c.page)
+		c.page, c.vr = nil, nil
+	}
+}
+
+func (c *pageCursor) close() {
+	c.release()
+	c.pages.Close()
+}
+
+func (p *parquetSource) closeCursors() {
+	for _, c := range p.cursors {
+		c.close()
+	}
+	p.cursors = nil
+}
+
+func (p *parquetSource) next(vals []value) (w where, err error) {
+	col := -1 // the column being read, for errors
+	defer func() {
+		if r := recover(); r != nil {
+			at := fmt.Sprintf("row group %d", p.group)
+			if col >= 0 {
+				at += fmt.Sprintf(", column %q", p.cols[col])
+			}
+			err = fmt.Errorf("%s: %s: corrupt data: the Parquet reader panicked: %v", p.path, at, r)
+		}
+	}()
+	for p.group < 0 || p.inGroup == p.groupRows {
+		if p.group >= 0 {
+			if err := p.checkEnd(); err != nil {
+				return w, err
+			}
+		}
+		p.closeCursors()
+		if p.group+1 == len(p.groups) {
+			return w, io.EOF
+		}
+		p.group++
+		g := p.groups[p.group]
+		p.groupRows, p.inGroup = g.NumRows(), 0
+		chunks := g.ColumnChunks()
+		for _, leaf := range p.leaves {
+			p.cursors = append(p.cursors, &pageCursor{pages: chunks[leaf].Pages(), buf: make([]parquet.Value, 256)})
+		}
+	}
+	p.inGroup++
+	p.row++
+	w = where{row: p.row, rowGroup: p.group}
+	for i, c := range p.cursors {
+		col = i
+		v, ok, err := c.value()
+		if err != nil {
+			return w, fmt.Errorf("%s:%s, column %q: reading the column (corrupt file?): %w", p.path, w, p.cols[i], err)
+		}
+		if !ok {
+			return w, fmt.Errorf("%s:%s, column %q: the column ends before the row group's %d rows (corrupt file?)",
+				p.path, w, p.cols[i], p.groupRows)
+		}
+		vals[i] = parquetValue(v)
+	}
+	return w, nil
+}
+
+// checkEnd checks that no column of the row group just read has more values than its rows.
+func (p *parquetSource) checkEnd() error {
+	for i, c := range p.cursors {
+		_, more, err := c.value()
+		if err != nil {
+			return fmt.Errorf("%s: row group %d, column %q: reading the column (corrupt file?): %w", p.path, p.group, p.cols[i], err)
+		}
+		if more {
+			return fmt.Errorf("%s: row group %d, column %q: more values than the row group's %d rows (corrupt file?)",
+				p.path, p.group, p.cols[i], p.groupRows)
+		}
+	}
+	return nil
+}
+
+// parquetValue converts a value of a column of the kinds openParquet accepts.
+func parquetValue(v parquet.Value) value {
+	switch {
+	case v.IsNull():
+		return value{text: "null", kind: kindNull}
+	case v.Kind() == parquet.ByteArray:
+		return value{text: string(v.ByteArray()), kind: kindString}
+	case v.Kind() == parquet.Int32:
+		return value{text: strconv.FormatInt(int64(v.Int32()), 10), kind: kindInt}
+	case v.Kind() == parquet.Int64:
+		return value{text: strconv.FormatInt(v.Int64(), 10), kind: kindInt}
+	case v.Kind() == parquet.Boolean:
+		return value{text: strconv.FormatBool(v.Boolean()), kind: kindBool}
+	}
+	return value{text: v.String(), kind: kindOther}
+}
+
+func (p *parquetSource) close() error {
+	p.closeCursors()
+	return p.f.Close()
+}

@@ -1,0 +1,467 @@
+package bert
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Byte-level BPE, RoBERTa's tokenizer (and GPT-2's), as a Hugging Face tokenizer.json
+// describes it, in four steps:
+//
+//  1. added tokens: the special tokens ("<s>", "<mask>", ...) are cut out of the raw text
+//     first and become their own ids (lstrip / rstrip swallow the spaces beside them);
+//  2. normalizer: none for RoBERTa (NFC, NFKC, NFD, NFKD and Lowercase are also read);
+//  3. ByteLevel pre-tokenizer: a space is put in front when add_prefix_space; the text is
+//     split by GPT-2's pattern
+//     's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+//     (written out by hand below: Go's regexp has no look-ahead), and every UTF-8 byte of a
+//     piece becomes one printable character (bytes that are not printable are shifted above
+//     U+0100: a space is "Ġ");
+//  4. BPE: each piece starts as its characters, and the adjacent pair with the lowest merge
+//     rank is merged, everywhere in the piece, until no pair has a merge; the resulting
+//     symbols are looked up in the vocabulary.
+//
+// Example with roberta-base: "Hello world!" -> "Hello", "Ġworld", "!" -> ids 31414, 232, 328.
+
+// byteRune maps each byte to its printable stand-in (GPT-2's bytes_to_unicode).
+var byteRune = func() [256]rune {
+	var m [256]rune
+	next := rune(256)
+	for b := range 256 {
+		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF) {
+			m[b] = rune(b)
+		} else {
+			m[b] = next
+			next++
+		}
+	}
+	return m
+}()
+
+// addedToken is an entry of tokenizer.json's added_tokens that is cut out of the text.
+type addedToken struct {
+	content string
+	id      int32
+	lstrip  bool // swallow the whitespace on its left
+	rstrip  bool // and on its right
+}
+
+// byteLevelBPE is the segmenter of a byte-level BPE tokenizer.json.
+type byteLevelBPE struct {
+	ids            map[string]int32
+	ranks          map[string]int // "left right" -> merge rank
+	added          []addedToken   // longest content first
+	normalize      []func(string) string
+	addPrefixSpace bool
+	useRegex       bool
+	unk            int32 // -1: unknown symbols are dropped, as transformers does without unk_token
+	fuseUnk        bool
+	ignoreMerges   bool
+	prefix, suffix string // continuing_subword_prefix and end_of_word_suffix (empty for RoBERTa)
+}
+
+// appendIDs appends the ids of text (no special tokens added around it).
+func (m *byteLevelBPE) appendIDs(text string, out []int32) []int32 {
+	for len(text) > 0 {
+		start, end, tok := m.nextAdded(text)
+		if tok == nil {
+			return m.appendPlain(text, out)
+		}
+		out = m.appendPlain(text[:start], out)
+		out = append(out, tok.id)
+		text = text[end:]
+	}
+	return out
+}
+
+// nextAdded finds the leftmost added token in text (the longest one at that place) and the
+// span it takes with the whitespace its lstrip / rstrip swallow.
+func (m *byteLevelBPE) nextAdded(text string) (start, end int, tok *addedToken) {
+	best := -1
+	for i := range m.added {
+		a := &m.added[i]
+		if j := strings.Index(text, a.content); j >= 0 && (best < 0 || j < best) {
+			best, tok = j, a // m.added is sorted longest first: the first at j is the longest
+		}
+	}
+	if tok == nil {
+		return 0, 0, nil
+	}
+	start, end = best, best+len(tok.content)
+	if tok.lstrip {
+		start = len(strings.TrimRightFunc(text[:start], unicode.IsSpace))
+	}
+	if tok.rstrip {
+		end = len(text) - len(strings.TrimLeftFunc(text[end:], unicode.IsSpace))
+	}
+	return start, end, tok
+}
+
+// appendPlain appends the ids of text that holds no added token.
+func (m *byteLevelBPE) appendPlain(text string, out []int32) []int32 {
+	for _, f := range m.normalize {
+		text = f(text)
+	}
+	if text == "" {
+		return out
+	}
+	if m.addPrefixSpace && !strings.HasPrefix(text, " ") {
+		text = " " + text
+	}
+	pieces := []string{text}
+	if m.useRegex {
+		pieces = splitGPT2(text)
+	}
+	var mapped strings.Builder
+	for _, piece := range pieces {
+		mapped.Reset()
+		for i := 0; i < len(piece); i++ {
+			mapped.WriteRune(byteRune[piece[i]])
+		}
+		out = m.appendWord(mapped.String(), out)
+	}
+	return out
+}
+
+// appendWord appends the BPE ids of one pre-tokenized (byte-mapped) word.
+func (m *byteLevelBPE) appendWord(word string, out []int32) []int32 {
+	if m.ignoreMerges {
+		if id, ok := m.ids[word]; ok {
+			return append(out, id)
+		}
+	}
+	runes := []rune(word)
+	symbols := make([]string, len(runes))
+	for i, r := range runes {
+		s := string(r)
+		if i > 0 {
+			s = m.prefix + s
+		}
+		if i == len(runes)-1 {
+			s += m.suffix
+		}
+		symbols[i] = s
+	}
+	for len(symbols) > 1 {
+		bestRank, best := -1, -1
+		for i := range len(symbols) - 1 {
+			if r, ok := m.ranks[symbols[i]+" "+symbols[i+1]]; ok && (bestRank < 0 || r < bestRank) {
+				bestRank, best = r, i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		left, right := symbols[best], symbols[best+1]
+		merged := left + strings.TrimPrefix(right, m.prefix)
+		next := symbols[:0:0]
+		for i := 0; i < len(symbols); i++ {
+			if i+1 < len(symbols) && symbols[i] == left && symbols[i+1] == right {
+				next = append(next, merged)
+				i++
+				continue
+			}
+			next = append(next, symbols[i])
+		}
+		symbols = next
+	}
+	lastUnk := false
+	for _, s := range symbols {
+		id, ok := m.ids[s]
+		switch {
+		case ok:
+			out, lastUnk = append(out, id), false
+		case m.unk < 0:
+			// No unk_token: the symbol is dropped, as the tokenizers library does.
+		case m.fuseUnk && lastUnk:
+		default:
+			out, lastUnk = append(out, m.unk), true
+		}
+	}
+	return out
+}
+
+// splitGPT2 splits text as GPT-2's pattern does (see the top of this file); every byte of
+// text is in exactly one piece.
+func splitGPT2(text string) []string {
+	rs := []rune(text)
+	var pieces []string
+	for i := 0; i < len(rs); {
+		n := gpt2Match(rs, i)
+		pieces = append(pieces, string(rs[i:i+n]))
+		i += n
+	}
+	return pieces
+}
+
+// gpt2Match is the length (in runes) of the pattern's match at rs[i], trying its
+// alternatives in order as a backtracking regular expression engine does.
+func gpt2Match(rs []rune, i int) int {
+	if rs[i] == '\'' && i+1 < len(rs) {
+		switch rs[i+1] {
+		case 's', 't', 'm', 'd':
+			return 2
+		}
+		if i+2 < len(rs) {
+			switch string(rs[i+1 : i+3]) {
+			case "re", "ve", "ll":
+				return 3
+			}
+		}
+	}
+	for _, class := range []func(rune) bool{unicode.IsLetter, unicode.IsNumber, isOtherGPT2} {
+		start := i
+		if rs[i] == ' ' && i+1 < len(rs) && class(rs[i+1]) {
+			start = i + 1 // " ?" takes the space
+		}
+		if !class(rs[start]) {
+			continue
+		}
+		end := start
+		for end < len(rs) && class(rs[end]) {
+			end++
+		}
+		return end - i
+	}
+	// \s+(?!\S) and then \s+: a run of whitespace, less its last character when a
+	// non-space follows (that one goes with the next word), unless the run is one long.
+	end := i
+	for end < len(rs) && unicode.IsSpace(rs[end]) {
+		end++
+	}
+	switch {
+	case end == i:
+		return 1 // unreachable: every rune is a letter, a number, other or whitespace
+	case end == len(rs) || end-i == 1:
+		return end - i
+	default:
+		return end - i - 1
+	}
+}
+
+// isOtherGPT2 is [^\s\p{L}\p{N}].
+func isOtherGPT2(r rune) bool {
+	return !unicode.IsSpace(r) && !unicode.IsLetter(r) && !unicode.IsNumber(r)
+}
+
+// bpeJSON is the part of a tokenizer.json that a byte-level BPE tokenizer is read from.
+type bpeJSON struct {
+	AddedTokens []struct {
+		ID         int32  `json:"id"`
+		Content    string `json:"content"`
+		SingleWord bool   `json:"single_word"`
+		LStrip     bool   `json:"lstrip"`
+		RStrip     bool   `json:"rstrip"`
+		Normalized bool   `json:"normalized"`
+		Special    bool   `json:"special"`
+	} `json:"added_tokens"`
+	Normalizer   *normalizerJSON `json:"normalizer"`
+	PreTokenizer *struct {
+		Type           string `json:"type"`
+		AddPrefixSpace bool   `json:"add_prefix_space"`
+		UseRegex       *bool  `json:"use_regex"`
+	} `json:"pre_tokenizer"`
+	PostProcessor *struct {
+		Type string `json:"type"`
+		Sep  []any  `json:"sep"`
+		Cls  []any  `json:"cls"`
+	} `json:"post_processor"`
+	Model struct {
+		Type                    string           `json:"type"`
+		Dropout                 *float64         `json:"dropout"`
+		UnkToken                *string          `json:"unk_token"`
+		ContinuingSubwordPrefix *string          `json:"continuing_subword_prefix"`
+		EndOfWordSuffix         *string          `json:"end_of_word_suffix"`
+		FuseUnk                 bool             `json:"fuse_unk"`
+		ByteFallback            bool             `json:"byte_fallback"`
+		IgnoreMerges            bool             `json:"ignore_merges"`
+		Vocab                   map[string]int32 `json:"vocab"`
+		Merges                  []any            `json:"merges"`
+	} `json:"model"`
+}
+
+// normalizerJSON is a tokenizer.json normalizer (possibly a Sequence).
+type normalizerJSON struct {
+	Type        string           `json:"type"`
+	Normalizers []normalizerJSON `json:"normalizers"`
+}
+
+// normalizers turns n into functions; it fails on the kinds this package does not implement.
+func (n *normalizerJSON) normalizers() ([]func(string) string, error) {
+	if n == nil {
+		return nil, nil
+	}
+	switch n.Type {
+	case "Sequence":
+		var out []func(string) string
+		for i := range n.Normalizers {
+			fs, err := n.Normalizers[i].normalizers()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, fs...)
+		}
+		return out, nil
+	case "NFC":
+		return []func(string) string{norm.NFC.String}, nil
+	case "NFD":
+		return []func(string) string{norm.NFD.String}, nil
+	case "NFKC":
+		return []func(string) string{norm.NFKC.String}, nil
+	case "NFKD":
+		return []func(string) string{norm.NFKD.String}, nil
+	case "Lowercase":
+		return []func(string) string{strings.ToLower}, nil
+	}
+	return nil, fmt.Errorf("normalizer %q is not supported with BPE: none, Sequence, NFC, NFD, NFKC, NFKD and Lowercase are", n.Type)
+}
+
+// newByteLevelBPE builds the segmenter, the id -> token table and the post-processor's
+// special tokens of a byte-level BPE tokenizer.json (doc); errors say what is not supported,
+// without the file name (the caller adds it).
+func newByteLevelBPE(doc *bpeJSON) (*byteLevelBPE, []string, *specialTokens, error) {
+	md := doc.Model
+	if md.Dropout != nil && *md.Dropout != 0 {
+		return nil, nil, nil, fmt.Errorf("BPE dropout %g is not supported (it makes tokenization random)", *md.Dropout)
+	}
+	if md.ByteFallback {
+		return nil, nil, nil, fmt.Errorf("BPE byte_fallback is not supported")
+	}
+	pt := doc.PreTokenizer
+	if pt == nil || pt.Type != "ByteLevel" {
+		kind := "none"
+		if pt != nil {
+			kind = fmt.Sprintf("%q", pt.Type)
+		}
+		return nil, nil, nil, fmt.Errorf("pre_tokenizer %s is not supported with BPE: only ByteLevel (byte-level BPE, as RoBERTa's) is", kind)
+	}
+	normalize, err := doc.Normalizer.normalizers()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m := &byteLevelBPE{ids: map[string]int32{}, ranks: map[string]int{}, normalize: normalize,
+		addPrefixSpace: pt.AddPrefixSpace, useRegex: pt.UseRegex == nil || *pt.UseRegex, unk: -1,
+		fuseUnk: md.FuseUnk, ignoreMerges: md.IgnoreMerges}
+	if md.ContinuingSubwordPrefix != nil {
+		m.prefix = *md.ContinuingSubwordPrefix
+	}
+	if md.EndOfWordSuffix != nil {
+		m.suffix = *md.EndOfWordSuffix
+	}
+	size := 0
+	for tok, id := range md.Vocab {
+		if id < 0 {
+			return nil, nil, nil, fmt.Errorf("token %q has negative id %d", tok, id)
+		}
+		m.ids[tok] = id
+		size = max(size, int(id)+1)
+	}
+	for _, a := range doc.AddedTokens {
+		if a.SingleWord {
+			return nil, nil, nil, fmt.Errorf("added token %q has single_word true, which is not supported", a.Content)
+		}
+		if a.Content == "" || a.ID < 0 {
+			return nil, nil, nil, fmt.Errorf("added token %q with id %d is not valid", a.Content, a.ID)
+		}
+		m.added = append(m.added, addedToken{content: a.Content, id: a.ID, lstrip: a.LStrip, rstrip: a.RStrip})
+		if _, ok := m.ids[a.Content]; !ok {
+			m.ids[a.Content] = a.ID
+		}
+		size = max(size, int(a.ID)+1)
+	}
+	slices.SortStableFunc(m.added, func(a, b addedToken) int { return len(b.content) - len(a.content) })
+	tokens := make([]string, size)
+	for tok, id := range m.ids {
+		if tokens[id] != "" && tokens[id] != tok {
+			return nil, nil, nil, fmt.Errorf("tokens %q and %q both have id %d", tokens[id], tok, id)
+		}
+		tokens[id] = tok
+	}
+	for id, tok := range tokens {
+		if tok == "" {
+			return nil, nil, nil, fmt.Errorf("vocabulary ids are not 0..%d without gaps: no token has id %d", size-1, id)
+		}
+	}
+	for rank, merge := range md.Merges {
+		var left, right string
+		switch v := merge.(type) {
+		case string: // "Ġ t"
+			var ok bool
+			if left, right, ok = strings.Cut(v, " "); !ok {
+				return nil, nil, nil, fmt.Errorf("merge %d %q is not two tokens separated by a space", rank, v)
+			}
+		case []any: // ["Ġ", "t"], tokenizers 0.20 and later
+			l, ok1 := v[0].(string)
+			r, ok2 := v[len(v)-1].(string)
+			if len(v) != 2 || !ok1 || !ok2 {
+				return nil, nil, nil, fmt.Errorf("merge %d %v is not a pair of tokens", rank, v)
+			}
+			left, right = l, r
+		default:
+			return nil, nil, nil, fmt.Errorf("merge %d %v is not a pair of tokens", rank, v)
+		}
+		key := left + " " + right
+		if _, dup := m.ranks[key]; !dup {
+			m.ranks[key] = rank
+		}
+	}
+	if u := md.UnkToken; u != nil && *u != "" {
+		id, ok := m.ids[*u]
+		if !ok {
+			return nil, nil, nil, fmt.Errorf("unk_token %q is not in the vocabulary", *u)
+		}
+		m.unk = id
+	}
+	sp, err := bpeSpecials(doc, m.ids)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return m, tokens, sp, nil
+}
+
+// bpeSpecials reads the post-processor's tokens: RobertaProcessing (<s> A </s>, pairs
+// <s> A </s></s> B </s>, every type id 0) or BertProcessing ([CLS] A [SEP], pairs
+// [CLS] A [SEP] B [SEP] with type ids 1 on B). The padding token is "<pad>", or "[PAD]".
+func bpeSpecials(doc *bpeJSON, ids map[string]int32) (*specialTokens, error) {
+	pp := doc.PostProcessor
+	if pp == nil || (pp.Type != "RobertaProcessing" && pp.Type != "BertProcessing") {
+		kind := "none"
+		if pp != nil {
+			kind = fmt.Sprintf("%q", pp.Type)
+		}
+		return nil, fmt.Errorf("post_processor %s is not supported with BPE: RobertaProcessing and BertProcessing are", kind)
+	}
+	pair := func(what string, v []any) (int32, error) {
+		if len(v) == 2 {
+			if name, ok := v[0].(string); ok {
+				if id, ok := v[1].(float64); ok && ids[name] == int32(id) {
+					return int32(id), nil
+				}
+			}
+		}
+		return 0, fmt.Errorf("post_processor %s %v is not a [token, id] pair of the vocabulary", what, v)
+	}
+	cls, err := pair("cls", pp.Cls)
+	if err != nil {
+		return nil, err
+	}
+	sep, err := pair("sep", pp.Sep)
+	if err != nil {
+		return nil, err
+	}
+	sp := &specialTokens{cls: cls, sep: sep, pairSeps: 2, pairTypeID: 0}
+	if pp.Type == "BertProcessing" {
+		sp.pairSeps, sp.pairTypeID = 1, 1
+	}
+	for _, name := range []string{"<pad>", PadToken} {
+		if id, ok := ids[name]; ok {
+			sp.pad = id
+			return sp, nil
+		}
+	}
+	return nil, fmt.Errorf("the vocabulary has no padding token (<pad> or %s)", PadToken)
+}

@@ -1,0 +1,156 @@
+package bert
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestSplitGPT2(t *testing.T) {
+	cases := []struct {
+		text string
+		want []string
+	}{
+		{"Hello world!", []string{"Hello", " world", "!"}},
+		{"  two  spaces", []string{" ", " two", " ", " spaces"}},
+		{"trailing space ", []string{"trailing", " space", " "}},
+		{"it's we'll I'd", []string{"it", "'s", " we", "'ll", " I", "'d"}},
+		{"DON'T", []string{"DON", "'", "T"}},
+		{"a\tb", []string{"a", "\t", "b"}},
+		{"x  \n y", []string{"x", "  \n", " y"}},
+		{"3.14 $100", []string{"3", ".", "14", " $", "100"}},
+		{"!!!? !!", []string{"!!!?", " !!"}},
+		{"café 東京", []string{"café", " 東京"}},
+		{"   ", []string{"   "}},
+	}
+	for _, c := range cases {
+		if got := splitGPT2(c.text); !slices.Equal(got, c.want) {
+			t.Errorf("splitGPT2(%q) = %q, want %q", c.text, got, c.want)
+		}
+	}
+}
+
+// TestByteLevelBPEMerges checks the merge loop and the byte mapping on a hand-made
+// tokenizer.json: merges apply by rank, everywhere in a word, and a space becomes "Ġ".
+func TestByteLevelBPEMerges(t *testing.T) {
+	dir := t.TempDir()
+	doc := `{
+	  "added_tokens": [{"id": 0, "content": "<s>", "special": true}, {"id": 1, "content": "<pad>", "special": true},
+	                   {"id": 2, "content": "</s>", "special": true}, {"id": 3, "content": "<mask>", "lstrip": true, "special": true}],
+	  "normalizer": null,
+	  "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+	  "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0], "trim_offsets": true, "add_prefix_space": false},
+	  "model": {"type": "BPE", "dropout": null, "unk_token": null, "vocab": {"<s>": 0, "<pad>": 1, "</s>": 2, "<mask>": 3,
+	    "a": 4, "b": 5, "c": 6, "Ġ": 7, "ab": 8, "abc": 9, "Ġa": 10, "aa": 11},
+	    "merges": [["a", "b"], ["ab", "c"], "Ġ a", "a a"]}
+	}`
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := LoadTokenizer(dir, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		text string
+		want []string
+	}{
+		{"abc", []string{"abc"}},
+		{"ab abc", []string{"ab", "Ġ", "abc"}}, // "a b" ranks before "Ġ a", so Ġa never forms
+		{"ab a", []string{"ab", "Ġa"}},
+		{"aaa", []string{"aa", "a"}},
+		{"cab", []string{"c", "ab"}},
+		{"a <mask>b", []string{"a", "<mask>", "b"}}, // <mask> swallows the space before it
+		{"xa", []string{"a"}},                       // no unk_token: unknown bytes are dropped
+	}
+	for _, c := range cases {
+		if got := tok.Tokenize(c.text); !slices.Equal(got, c.want) {
+			t.Errorf("Tokenize(%q) = %q, want %q", c.text, got, c.want)
+		}
+	}
+	if got := tok.Encode("abc"); !slices.Equal(got, []int32{0, 9, 2}) {
+		t.Errorf("Encode = %v, want <s> abc </s> = [0 9 2]", got)
+	}
+	ids, types := tok.EncodePair("abc", "c")
+	if !slices.Equal(ids, []int32{0, 9, 2, 2, 6, 2}) || !slices.Equal(types, make([]int32, 6)) {
+		t.Errorf("EncodePair = %v %v, want <s> abc </s></s> c </s> with type ids 0", ids, types)
+	}
+	if tok.PadID() != 1 || tok.VocabSize() != 12 || tok.Kind() != "BPE" {
+		t.Errorf("PadID %d, VocabSize %d, Kind %s; want 1, 12, BPE", tok.PadID(), tok.VocabSize(), tok.Kind())
+	}
+
+	// What is not supported is refused, naming the file and the setting.
+	for _, bad := range []struct{ edit, want string }{
+		{`"dropout": null`, `"dropout": 0.1`},
+		{`"type": "RobertaProcessing"`, `"type": "TemplateProcessing"`},
+		{`"normalizer": null`, `"normalizer": {"type": "Replace"}`},
+	} {
+		broken := strings.Replace(doc, bad.edit, bad.want, 1)
+		if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte(broken), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadTokenizer(dir, 16)
+		if err == nil || !strings.Contains(err.Error(), "tokenizer.json") {
+			t.Errorf("with %s: error %v, want one naming tokenizer.json", bad.want, err)
+		} else {
+			t.Logf("with %s: %v", bad.want, err)
+		}
+	}
+}
+
+func TestLongestFirst(t *testing.T) {
+	// The tokenizers library's own cases: room 7, first and second of 0, 2, 4 or 8 tokens.
+	cases := []struct{ n1, n2, keep1, keep2 int }{
+		{0, 8, 0, 7}, {2, 8, 2, 5}, {4, 4, 3, 4}, {4, 8, 3, 4}, {8, 2, 5, 2}, {8, 4, 4, 3}, {8, 8, 3, 4}, {2, 4, 2, 4},
+	}
+	for _, c := range cases {
+		if k1, k2 := longestFirst(c.n1, c.n2, 7); k1 != c.keep1 || k2 != c.keep2 {
+			t.Errorf("longestFirst(%d, %d, 7) = %d, %d; want %d, %d", c.n1, c.n2, k1, k2, c.keep1, c.keep2)
+		}
+	}
+}
+
+// FuzzByteLevelBPE checks two invariants of the byte-level BPE on the tokenizer trained on
+// rt-polarity: GPT-2's split covers the text exactly, and the tokens, mapped back from their
+// printable stand-ins to bytes, are the text again (every byte is in the vocabulary, so
+// nothing is lost), whatever the input.
+func FuzzByteLevelBPE(f *testing.F) {
+	tok, err := LoadTokenizer(filepath.Join("testdata", "roberta_bpe"), 16)
+	if err != nil {
+		f.Fatal(err)
+	}
+	runeByte := map[rune]byte{}
+	for b, r := range byteRune {
+		runeByte[r] = byte(b)
+	}
+	for _, seed := range []string{"Hello world!", "  two  spaces \t\n", "it's DON'T", "café 東京 🎉", "a <mask>b", "\xff\xfe"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if !utf8.ValidString(text) {
+			return // Go strings from files may hold any bytes; transformers only sees valid text
+		}
+		if got := strings.Join(splitGPT2(text), ""); got != text {
+			t.Fatalf("splitGPT2(%q) joins to %q", text, got)
+		}
+		if strings.ContainsAny(text, "<") { // added tokens are cut out first
+			return
+		}
+		var back []byte
+		for _, token := range tok.Tokenize(text) {
+			for _, r := range token {
+				b, ok := runeByte[r]
+				if !ok {
+					t.Fatalf("token %q has %q, not a byte stand-in", token, r)
+				}
+				back = append(back, b)
+			}
+		}
+		if string(back) != text {
+			t.Fatalf("Tokenize(%q) maps back to %q", text, back)
+		}
+	})
+}

@@ -1,0 +1,412 @@
+package bert
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/goaccel/goaccel/checkpoint/safetensors"
+	"github.com/gomlx/compute"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// familyFixture is testdata/family_<model_type>.json, written by
+// scripts/make_family_fixtures.py with transformers: a tiny checkpoint's config.json and
+// tensor list (its weights come from weightValues), inputs, and transformers' outputs.
+type familyFixture struct {
+	ModelType     string          `json:"model_type"`
+	Transformers  string          `json:"transformers_version"`
+	Config        json.RawMessage `json:"config"`
+	Tensors       [][]any         `json:"tensors"`
+	InputIDs      [][]int32       `json:"input_ids"`
+	AttentionMask [][]int32       `json:"attention_mask"`
+	TokenTypeIDs  [][]int32       `json:"token_type_ids"`
+	HiddenShape   []int           `json:"hidden_shape"`
+	HiddenB64     string          `json:"last_hidden_state_f32_b64"`
+	LogitsShape   []int           `json:"logits_shape"`
+	LogitsB64     string          `json:"logits_f32_b64"`
+}
+
+// familyTolerance is the largest max-abs difference accepted between this package and
+// transformers on the tiny checkpoints, in float32.
+const familyTolerance = 1e-5
+
+// loadFamilyFixtures reads the four fixtures, in Families order.
+func loadFamilyFixtures(t *testing.T) []*familyFixture {
+	t.Helper()
+	var out []*familyFixture
+	for _, name := range Families() {
+		contents, err := os.ReadFile(filepath.Join("testdata", "family_"+name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f familyFixture
+		if err := json.Unmarshal(contents, &f); err != nil {
+			t.Fatalf("parsing testdata/family_%s.json: %v", name, err)
+		}
+		out = append(out, &f)
+	}
+	return out
+}
+
+// weightValues is the fixture script's formula for the values of tensor name: an xorshift32
+// stream seeded by crc32(name), scaled (see scripts/make_family_fixtures.py).
+func weightValues(name string, n int) []float32 {
+	x := crc32.ChecksumIEEE([]byte(name))
+	if x == 0 {
+		x = 1
+	}
+	out := make([]float32, n)
+	for i := range out {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		k := float64(int(x%2001) - 1000)
+		switch {
+		case strings.HasSuffix(name, ".bias"):
+			out[i] = float32((0.1 * k) / 1000)
+		case strings.HasSuffix(name, ".weight") && (strings.Contains(name, "LayerNorm") || strings.Contains(name, "layer_norm")):
+			out[i] = float32(1 + (0.1*k)/1000)
+		default:
+			out[i] = float32((0.2 * k) / 1000)
+		}
+	}
+	return out
+}
+
+// fixtureVocab is a WordPiece vocabulary of n tokens, the special ones first.
+func fixtureVocab(n int) []string {
+	vocab := []string{PadToken, UnkToken, ClsToken, SepToken, MaskToken}
+	for i := len(vocab); i < n; i++ {
+		vocab = append(vocab, fmt.Sprintf("tok%d", i))
+	}
+	return vocab
+}
+
+// writeFamilyFolder writes f's checkpoint as a Hugging Face folder: the config.json
+// transformers wrote, a vocab.txt of vocab_size tokens, and model.safetensors with the
+// formula's weights under the names and shapes of transformers' file.
+func writeFamilyFolder(t *testing.T, f *familyFixture, extra ...TensorSpec) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), f.ModelType)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), f.Config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		VocabSize int `json:"vocab_size"`
+	}
+	if err := json.Unmarshal(f.Config, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "vocab.txt"), []byte(strings.Join(fixtureVocab(cfg.VocabSize), "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var list []safetensors.Named
+	for _, spec := range append(fixtureSpecs(t, f), extra...) {
+		n := 1
+		for _, d := range spec.Dims {
+			n *= d
+		}
+		list = append(list, safetensors.Named{Name: spec.Name,
+			Tensor: tensors.FromFlatDataAndDimensions(weightValues(spec.Name, n), spec.Dims...)})
+	}
+	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), list, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// fixtureSpecs are the tensors of transformers' model.safetensors, sorted by name.
+func fixtureSpecs(t *testing.T, f *familyFixture) []TensorSpec {
+	t.Helper()
+	var specs []TensorSpec
+	for _, entry := range f.Tensors {
+		name, _ := entry[0].(string)
+		raw, _ := entry[1].([]any)
+		dims := make([]int, len(raw))
+		for i, d := range raw {
+			dims[i] = int(d.(float64))
+		}
+		specs = append(specs, TensorSpec{Name: name, Dims: dims})
+	}
+	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
+	return specs
+}
+
+// familyInputs returns the fixture's inputs as [B, L] int32 tensors.
+func familyInputs(f *familyFixture) []*tensors.Tensor {
+	flat := func(rows [][]int32) *tensors.Tensor {
+		var v []int32
+		for _, r := range rows {
+			v = append(v, r...)
+		}
+		return tensors.FromFlatDataAndDimensions(v, len(rows), len(rows[0]))
+	}
+	return []*tensors.Tensor{flat(f.InputIDs), flat(f.AttentionMask), flat(f.TokenTypeIDs)}
+}
+
+// hiddenAndLogits runs the encoder and the head once (inference) and returns the last hidden
+// states and the logits.
+func hiddenAndLogits(t *testing.T, backend compute.Backend, clf *Classifier, in []*tensors.Tensor) (hidden, logits []float32) {
+	t.Helper()
+	exec, err := model.NewExec(backend, clf.Store(), func(s *model.Scope, ids, mask, types *Node) (*Node, *Node) {
+		h, pooled := clf.Encoder(s, ids, mask, types)
+		if pooled == nil {
+			pooled = firstToken(h)
+		}
+		return h, clf.Head(s, pooled)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := exec.Call(in[0], in[1], in[2])
+	if err != nil {
+		t.Fatalf("running the %s classifier: %v", clf.Config.Family(), err)
+	}
+	return tensors.MustCopyFlatData[float32](outs[0]), tensors.MustCopyFlatData[float32](outs[1])
+}
+
+// TestFamilyTensorsMatchTransformers: for each family, the tensors this package builds are
+// those transformers saves, name for name and shape for shape.
+func TestFamilyTensorsMatchTransformers(t *testing.T) {
+	for _, f := range loadFamilyFixtures(t) {
+		t.Run(f.ModelType, func(t *testing.T) {
+			cfg, err := ParseConfig(f.Config, "family_"+f.ModelType+".json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Family() != f.ModelType {
+				t.Fatalf("Family() = %q, want %q", cfg.Family(), f.ModelType)
+			}
+			ours := cfg.Tensors()
+			sort.Slice(ours, func(i, j int) bool { return ours[i].Name < ours[j].Name })
+			theirs := fixtureSpecs(t, f)
+			if !slices.EqualFunc(ours, theirs, func(a, b TensorSpec) bool { return a.Name == b.Name && slices.Equal(a.Dims, b.Dims) }) {
+				t.Errorf("tensors differ:\n ours   %v\n theirs %v (transformers %s)", ours, theirs, f.Transformers)
+			}
+		})
+	}
+}
+
+// TestFamilyParityWithTransformers: the last hidden states and the logits of each family's
+// tiny checkpoint, loaded with its head, match transformers' within familyTolerance.
+func TestFamilyParityWithTransformers(t *testing.T) {
+	for _, f := range loadFamilyFixtures(t) {
+		dir := writeFamilyFolder(t, f)
+		wantHidden := decodeF32(t, "hidden", f.HiddenB64, f.HiddenShape)
+		wantLogits := decodeF32(t, "logits", f.LogitsB64, f.LogitsShape)
+		for name, backend := range testBackends(t) {
+			t.Run(f.ModelType+"/"+name, func(t *testing.T) {
+				clf, _, err := LoadPretrained(dir, model.NewStore(), LoadOptions{MaxLen: len(f.InputIDs[0]), LoadHead: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				hidden, logits := hiddenAndLogits(t, backend, clf, familyInputs(f))
+				dh, dl := maxAbsDiff(t, "hidden", hidden, wantHidden), maxAbsDiff(t, "logits", logits, wantLogits)
+				t.Logf("%s on %s vs transformers %s: last_hidden_state max abs diff %.3g, logits max abs diff %.3g",
+					f.ModelType, name, f.Transformers, dh, dl)
+				if dh > familyTolerance || dl > familyTolerance {
+					t.Errorf("max abs diff hidden=%g logits=%g, want both <= %g", dh, dl, familyTolerance)
+				}
+			})
+		}
+	}
+}
+
+// TestFamilyIgnoresUnusedPooler: a RoBERTa or ELECTRA checkpoint saved from the bare model
+// (RobertaModel keeps a pooler that the sequence classifier does not use) loads, its pooler
+// left out, and gives the same logits.
+func TestFamilyIgnoresUnusedPooler(t *testing.T) {
+	backend := mustGoBackend(t)
+	for _, f := range loadFamilyFixtures(t) {
+		if f.ModelType != "roberta" && f.ModelType != "electra" {
+			continue
+		}
+		t.Run(f.ModelType, func(t *testing.T) {
+			h := f.HiddenShape[2]
+			dir := writeFamilyFolder(t, f, TensorSpec{f.ModelType + ".pooler.dense.weight", []int{h, h}},
+				TensorSpec{f.ModelType + ".pooler.dense.bias", []int{h}})
+			clf, _, err := LoadPretrained(dir, model.NewStore(), LoadOptions{MaxLen: len(f.InputIDs[0]), LoadHead: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, logits := hiddenAndLogits(t, backend, clf, familyInputs(f))
+			if d := maxAbsDiff(t, "logits", logits, decodeF32(t, "logits", f.LogitsB64, f.LogitsShape)); d > familyTolerance {
+				t.Errorf("logits differ from transformers' by %g", d)
+			}
+		})
+	}
+}
+
+// TestFamilySavePretrained: each family's classifier saved back is a folder that loads again
+// with the same logits here and, when GOACCEL_TORCH_PYTHON names a Python with torch and
+// transformers (a venv outside the repository), in transformers too.
+func TestFamilySavePretrained(t *testing.T) {
+	python := os.Getenv("GOACCEL_TORCH_PYTHON")
+	if python == "" {
+		t.Log("NOTE: GOACCEL_TORCH_PYTHON is not set: the saved folders are not loaded by transformers here, only by this package")
+	}
+	backend := mustGoBackend(t)
+	for _, f := range loadFamilyFixtures(t) {
+		t.Run(f.ModelType, func(t *testing.T) {
+			dir := writeFamilyFolder(t, f)
+			opts := LoadOptions{MaxLen: len(f.InputIDs[0]), LoadHead: true}
+			clf, tok, err := LoadPretrained(dir, model.NewStore(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "saved")
+			if err := SavePretrained(out, clf, tok); err != nil {
+				t.Fatal(err)
+			}
+			back, _, err := LoadPretrained(out, model.NewStore(), opts)
+			if err != nil {
+				t.Fatalf("loading the saved folder: %v", err)
+			}
+			_, want := hiddenAndLogits(t, backend, clf, familyInputs(f))
+			if _, got := hiddenAndLogits(t, backend, back, familyInputs(f)); maxAbsDiff(t, "logits", got, want) != 0 {
+				t.Errorf("the saved %s folder gives other logits", f.ModelType)
+			}
+			if python == "" {
+				return
+			}
+			ids, _ := json.Marshal(f.InputIDs)
+			mask, _ := json.Marshal(f.AttentionMask)
+			types, _ := json.Marshal(f.TokenTypeIDs)
+			script := fmt.Sprintf(`
+import json, sys, torch
+from transformers import AutoModelForSequenceClassification
+m = AutoModelForSequenceClassification.from_pretrained(sys.argv[1], attn_implementation="eager").eval()
+feed = dict(input_ids=torch.tensor(%s), attention_mask=torch.tensor(%s))
+if m.config.model_type in ("bert", "electra"):
+    feed["token_type_ids"] = torch.tensor(%s)
+with torch.no_grad():
+    print(json.dumps({"class": type(m).__name__, "logits": m(**feed).logits.flatten().tolist()}))
+`, ids, mask, types)
+			cmd := exec.Command(python, "-c", script, out)
+			cmd.Stderr = os.Stderr
+			stdout, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("transformers could not load the saved %s folder: %v", f.ModelType, err)
+			}
+			var res struct {
+				Class  string    `json:"class"`
+				Logits []float32 `json:"logits"`
+			}
+			if err := json.Unmarshal(stdout, &res); err != nil {
+				t.Fatalf("reading the Python output %q: %v", stdout, err)
+			}
+			d := maxAbsDiff(t, "logits", res.Logits, want)
+			t.Logf("transformers loaded the saved folder as %s: logits max abs diff %.3g", res.Class, d)
+			if d > familyTolerance {
+				t.Errorf("transformers' logits of the saved folder differ by %g, want <= %g", d, familyTolerance)
+			}
+		})
+	}
+}
+
+// TestFamilyFineTune: each family's tiny checkpoint, with a fresh head, fine-tunes: a few
+// Adam steps on a fixed batch (dropout on) bring the loss down.
+func TestFamilyFineTune(t *testing.T) {
+	backend := mustGoBackend(t)
+	for _, f := range loadFamilyFixtures(t) {
+		t.Run(f.ModelType, func(t *testing.T) {
+			dir := writeFamilyFolder(t, f)
+			store := model.NewStore()
+			if err := store.SetRNGStateFromSeed(3); err != nil {
+				t.Fatal(err)
+			}
+			clf, _, err := LoadPretrained(dir, store, LoadOptions{MaxLen: len(f.InputIDs[0])})
+			if err != nil {
+				t.Fatal(err)
+			}
+			step := trainExec(t, backend, clf, optimizer.Adam().LearningRate(1e-2).Done(), nil)
+			in := familyInputs(f)
+			labels := tensors.FromFlatDataAndDimensions([]int32{0, 1, 2}, 3)
+			var losses []float32
+			for range 8 {
+				out, err := step.Call(in[0], in[1], in[2], labels)
+				if err != nil {
+					t.Fatal(err)
+				}
+				losses = append(losses, tensors.MustCopyFlatData[float32](out[0])[0])
+			}
+			t.Logf("%s fine-tune losses: %.3f", f.ModelType, losses)
+			if last := losses[len(losses)-1]; !(last < 0.5*losses[0]) {
+				t.Errorf("loss went from %.3f to %.3f in %d steps, want below half", losses[0], last, len(losses))
+			}
+		})
+	}
+}
+
+// TestBPETokenizerSavedLoadsInTransformers: a RoBERTa classifier saved with its byte-level BPE
+// tokenizer (tokenizer.json and tokenizer_config.json) is read back by transformers'
+// AutoTokenizer, which gives the same ids, and AutoModelForSequenceClassification. It needs
+// GOACCEL_TORCH_PYTHON (a Python with torch and transformers) and skips without it.
+func TestBPETokenizerSavedLoadsInTransformers(t *testing.T) {
+	python := os.Getenv("GOACCEL_TORCH_PYTHON")
+	if python == "" {
+		t.Skip("SKIPPING: GOACCEL_TORCH_PYTHON (a Python with torch and transformers, outside the repository) is not set")
+	}
+	tok, err := LoadTokenizer(filepath.Join("testdata", "roberta_bpe"), 24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseConfig([]byte(fmt.Sprintf(`{"model_type": "roberta", "vocab_size": %d, "hidden_size": 16,
+		"num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 24, "max_position_embeddings": 26,
+		"type_vocab_size": 1, "pad_token_id": 1}`, tok.VocabSize())), "config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clf, err := NewClassifier(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"a charming , often hilarious movie .", "  it's   DON'T <mask> café 12 ", "x"}
+	logitsOnce(t, mustGoBackend(t), clf, tok.EncodeBatch(texts), false)
+	out := filepath.Join(t.TempDir(), "roberta")
+	if err := SavePretrained(out, clf, tok); err != nil {
+		t.Fatal(err)
+	}
+	textsJSON, _ := json.Marshal(texts)
+	script := fmt.Sprintf(`
+import json, sys
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+tok = AutoTokenizer.from_pretrained(sys.argv[1])
+m = AutoModelForSequenceClassification.from_pretrained(sys.argv[1])
+print(json.dumps({"tokenizer": type(tok).__name__, "model": type(m).__name__,
+                  "ids": [tok(t, truncation=True, max_length=24)["input_ids"] for t in %s]}))
+`, textsJSON)
+	cmd := exec.Command(python, "-c", script, out)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("transformers could not load %s: %v", out, err)
+	}
+	var res struct {
+		Tokenizer, Model string
+		IDs              [][]int32
+	}
+	if err := json.Unmarshal(stdout, &res); err != nil {
+		t.Fatalf("reading %q: %v", stdout, err)
+	}
+	t.Logf("transformers loaded %s and %s", res.Tokenizer, res.Model)
+	for i, text := range texts {
+		if got := tok.Encode(text); !slices.Equal(got, res.IDs[i]) {
+			t.Errorf("%q: ids %v here, %v in transformers", text, got, res.IDs[i])
+		}
+	}
+}

@@ -1,0 +1,199 @@
+package bert
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/goaccel/goaccel/data/text"
+	"github.com/goaccel/goaccel/internal/testutil"
+)
+
+// tokenizerParity is testdata/tokenizer_parity_{wordpiece,bpe}.json, written by
+// scripts/make_tokenizer_fixtures.py with transformers' fast tokenizers.
+type tokenizerParity struct {
+	Kind         string   `json:"kind"`
+	Transformers string   `json:"transformers_version"`
+	Class        string   `json:"tokenizer_class"`
+	MaxLen       int      `json:"max_len"`
+	Sentences    int      `json:"sentences"`
+	TextsSHA256  string   `json:"texts_sha256"`
+	Truncated    int      `json:"truncated_sentences"`
+	Single       string   `json:"single_digests_b64"`
+	Pair         string   `json:"pair_digests_b64"`
+	Vocab        string   `json:"vocab"`
+	VocabSHA256  string   `json:"vocab_sha256"`
+	Tokenizer    string   `json:"tokenizer"`
+	TokenizerSHA string   `json:"tokenizer_sha256"`
+	SameIDs      []string `json:"same_ids"`
+	Cases        []struct {
+		Text string  `json:"text"`
+		IDs  []int32 `json:"ids"`
+	} `json:"cases"`
+	PairCases []struct {
+		A, B    string
+		IDs     []int32 `json:"ids"`
+		TypeIDs []int32 `json:"token_type_ids"`
+	} `json:"pair_cases"`
+}
+
+// rowDigest is the fixture's digest: 8 bytes of sha256 over the little-endian int32 ids, then
+// the attention mask, then the type ids.
+func rowDigest(ids, mask, types []int32) [8]byte {
+	h := sha256.New()
+	buf := make([]byte, 4)
+	for _, seq := range [][]int32{ids, mask, types} {
+		for _, v := range seq {
+			binary.LittleEndian.PutUint32(buf, uint32(v))
+			h.Write(buf)
+		}
+	}
+	var d [8]byte
+	copy(d[:], h.Sum(nil))
+	return d
+}
+
+// checkTokenizerParity compares tok with transformers on every rt-polarity sentence, alone
+// (through EncodeBatch, the path Collate takes) and paired with the next one (EncodePair),
+// and on the fixture's tricky texts.
+func checkTokenizerParity(t *testing.T, f *tokenizerParity, tok *Tokenizer) {
+	t.Helper()
+	dir := testutil.PolarityDir(t)
+	all, err := text.LoadPolarity(filepath.Join(dir, "rt-polarity.pos"), filepath.Join(dir, "rt-polarity.neg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := make([]string, all.Len())
+	for i := range texts {
+		texts[i] = all[i].Text
+	}
+	if sum := fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join(texts, "\n")))); len(texts) != f.Sentences || sum != f.TextsSHA256 {
+		t.Fatalf("the %d sentences read from %s (sha256 %s) are not the %d the fixture was made from (sha256 %s)",
+			len(texts), dir, sum, f.Sentences, f.TextsSHA256)
+	}
+	single, err := base64.StdEncoding.DecodeString(f.Single)
+	if err != nil || len(single) != 8*len(texts) {
+		t.Fatalf("single digests: %d bytes, %v", len(single), err)
+	}
+	pair, err := base64.StdEncoding.DecodeString(f.Pair)
+	if err != nil || len(pair) != 8*(len(texts)-1) {
+		t.Fatalf("pair digests: %d bytes, %v", len(pair), err)
+	}
+
+	enc := tok.EncodeBatch(texts)
+	if enc.Len != f.MaxLen {
+		t.Fatalf("EncodeBatch padded to %d, want %d", enc.Len, f.MaxLen)
+	}
+	singleOK, pairOK, truncated := 0, 0, 0
+	for i := range texts {
+		row := func(s []int32) []int32 { return s[i*enc.Len : (i+1)*enc.Len] }
+		if row(enc.AttentionMask)[enc.Len-1] == 1 {
+			truncated++
+		}
+		if d := rowDigest(row(enc.InputIDs), row(enc.AttentionMask), row(enc.TokenTypeIDs)); string(d[:]) == string(single[8*i:8*i+8]) {
+			singleOK++
+		} else if i-singleOK < 5 {
+			t.Errorf("sentence %d %q: ids %v differ from transformers'", i, texts[i], tok.Encode(texts[i]))
+		}
+		if i == len(texts)-1 {
+			continue
+		}
+		ids, types := tok.EncodePair(texts[i], texts[i+1])
+		padded, mask, typ := slices.Repeat([]int32{tok.PadID()}, f.MaxLen), make([]int32, f.MaxLen), make([]int32, f.MaxLen)
+		copy(padded, ids)
+		copy(typ, types)
+		for j := range ids {
+			mask[j] = 1
+		}
+		if d := rowDigest(padded, mask, typ); string(d[:]) == string(pair[8*i:8*i+8]) {
+			pairOK++
+		} else if i-pairOK <= 5 {
+			t.Errorf("pair %d (%q, %q): ids %v types %v differ from transformers'", i, texts[i], texts[i+1], ids, types)
+		}
+	}
+	t.Logf("%s (%s, transformers %s): %d/%d sentences and %d/%d pairs identical (ids, attention mask, type ids at max_len %d; %d sentences truncated)",
+		f.Kind, f.Class, f.Transformers, singleOK, len(texts), pairOK, len(texts)-1, f.MaxLen, truncated)
+	if singleOK != len(texts) || pairOK != len(texts)-1 {
+		t.Errorf("%d sentences and %d pairs differ from transformers", len(texts)-singleOK, len(texts)-1-pairOK)
+	}
+	if truncated != f.Truncated {
+		t.Errorf("%d sentences truncated, transformers truncated %d", truncated, f.Truncated)
+	}
+
+	long, err := tok.withMaxLen(f.MaxLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range f.Cases {
+		if got := long.Encode(c.Text); !slices.Equal(got, c.IDs) {
+			t.Errorf("Encode(%q):\n got  %v\n want %v (transformers)", c.Text, got, c.IDs)
+		}
+	}
+	for _, c := range f.PairCases {
+		ids, types := long.EncodePair(c.A, c.B)
+		if !slices.Equal(ids, c.IDs) || !slices.Equal(types, c.TypeIDs) {
+			t.Errorf("EncodePair(%q, %q):\n got  %v %v\n want %v %v (transformers)", c.A, c.B, ids, types, c.IDs, c.TypeIDs)
+		}
+	}
+}
+
+func loadTokenizerParity(t *testing.T, name string) *tokenizerParity {
+	t.Helper()
+	contents, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f tokenizerParity
+	if err := json.Unmarshal(contents, &f); err != nil {
+		t.Fatalf("parsing testdata/%s: %v", name, err)
+	}
+	return &f
+}
+
+// TestWordPieceParityRTPolarity: BERT's WordPiece (also DistilBERT's and ELECTRA's, which the
+// script checks give the same ids) on the pretrained MiniLM's vocabulary.
+func TestWordPieceParityRTPolarity(t *testing.T) {
+	f := loadTokenizerParity(t, "tokenizer_parity_wordpiece.json")
+	dir := parityModelDir(t, &parityFixture{Model: filepath.Dir(f.Vocab)})
+	vocab := filepath.Join(dir, "vocab.txt")
+	if _, err := os.Stat(vocab); err != nil {
+		msg := fmt.Sprintf("SKIPPING WORDPIECE PARITY: %s not found (%v); run make deps (or scripts/fetch_model.sh)", vocab, err)
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI is set (make deps fetches the model there) but " + msg)
+		}
+		t.Skip(msg)
+	}
+	if sum := fileSHA256(t, vocab); sum != f.VocabSHA256 {
+		t.Fatalf("%s has sha256 %s, the fixture was made from %s", vocab, sum, f.VocabSHA256)
+	}
+	tok, err := LoadTokenizer(dir, f.MaxLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTokenizerParity(t, f, tok)
+}
+
+// TestBPEParityRTPolarity: RoBERTa's byte-level BPE, on a tokenizer trained on rt-polarity
+// (testdata/roberta_bpe/tokenizer.json).
+func TestBPEParityRTPolarity(t *testing.T) {
+	f := loadTokenizerParity(t, "tokenizer_parity_bpe.json")
+	path := filepath.Join("testdata", filepath.FromSlash(f.Tokenizer))
+	if sum := fileSHA256(t, path); sum != f.TokenizerSHA {
+		t.Fatalf("%s has sha256 %s, the fixture was made from %s: rerun scripts/make_tokenizer_fixtures.py", path, sum, f.TokenizerSHA)
+	}
+	tok, err := LoadTokenizer(filepath.Dir(path), f.MaxLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.Kind() != "BPE" {
+		t.Fatalf("Kind() = %q, want BPE", tok.Kind())
+	}
+	checkTokenizerParity(t, f, tok)
+}

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Write the model parity fixtures of models/bert: one tiny checkpoint per family.
+
+For BERT, RoBERTa, DistilBERT and ELECTRA this builds a tiny sequence classifier with
+transformers (AutoModelForSequenceClassification.from_config), sets every weight from a
+formula that the Go test computes too (so no weights are committed), saves it with
+save_pretrained, and records in models/bert/testdata/family_<model_type>.json:
+
+  * the config.json transformers wrote, and the names and shapes of the tensors in the
+    model.safetensors it wrote (the Go side must name and shape them the same);
+  * a padded batch of inputs, and the last hidden states and logits transformers computes
+    from them (eval mode, float32, eager attention), as base64 little-endian float32.
+
+The weight formula (weightValues in models/bert/family_parity_test.go): for a tensor named n
+with N values, x = crc32(n) (or 1 when 0), then N times the xorshift32 step
+x ^= x << 13; x ^= x >> 17; x ^= x << 5 (mod 2**32) and k = x % 2001 - 1000; a LayerNorm
+weight is 1 + (0.1 * k) / 1000, a bias (0.1 * k) / 1000, any other tensor (0.2 * k) / 1000,
+each computed in float64 and rounded to float32.
+
+Usage (a venv with torch, transformers and safetensors, outside the repository):
+    /work/venv-torch/bin/python scripts/make_family_fixtures.py
+"""
+
+import base64
+import json
+import os
+import tempfile
+import zlib
+
+import numpy as np
+import safetensors
+import torch
+import transformers
+from transformers import AutoConfig, AutoModelForSequenceClassification
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(REPO, "models", "bert", "testdata")
+
+COMMON = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+              max_position_embeddings=40, hidden_act="gelu", num_labels=3, hidden_dropout_prob=0.1,
+              attention_probs_dropout_prob=0.1, layer_norm_eps=1e-12)
+CONFIGS = {
+    "bert": dict(COMMON, type_vocab_size=2),
+    "roberta": dict(COMMON, type_vocab_size=1, pad_token_id=1, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5),
+    "electra": dict(COMMON, type_vocab_size=2, embedding_size=16),
+    "distilbert": dict(vocab_size=99, dim=32, n_layers=2, n_heads=4, hidden_dim=37, max_position_embeddings=40,
+                       activation="gelu", num_labels=3, dropout=0.1, attention_dropout=0.1, seq_classif_dropout=0.2),
+}
+SEQ_LEN = 12
+LENGTHS = [12, 7, 3]  # real tokens of each row; the rest is padding
+
+
+def xorshift_values(name, n):
+    x = zlib.crc32(name.encode("utf-8")) or 1
+    out = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        x ^= (x << 13) & 0xFFFFFFFF
+        x ^= x >> 17
+        x ^= (x << 5) & 0xFFFFFFFF
+        out[i] = x % 2001 - 1000
+    return out
+
+
+def weight_values(name, shape):
+    k = xorshift_values(name, int(np.prod(shape)))
+    if name.endswith(".bias"):
+        v = (0.1 * k) / 1000.0
+    elif name.endswith(".weight") and ("LayerNorm" in name or "layer_norm" in name):
+        v = 1.0 + (0.1 * k) / 1000.0
+    else:
+        v = (0.2 * k) / 1000.0
+    return v.astype(np.float32).reshape(shape)
+
+
+def f32_b64(array):
+    return base64.b64encode(np.ascontiguousarray(array, dtype="<f4").tobytes()).decode("ascii")
+
+
+def inputs(cfg, model_type):
+    rng = np.random.default_rng(7)
+    pad = cfg.pad_token_id if cfg.pad_token_id is not None else 0
+    ids = rng.integers(5, cfg.vocab_size, size=(len(LENGTHS), SEQ_LEN))
+    mask = np.zeros_like(ids)
+    types = np.zeros_like(ids)
+    for b, n in enumerate(LENGTHS):
+        ids[b, n:] = pad
+        mask[b, :n] = 1
+        if model_type in ("bert", "electra"):
+            types[b, n // 2:n] = 1
+    return ids, mask, types
+
+
+def make(model_type, kwargs):
+    cfg = AutoConfig.for_model(model_type, **kwargs)
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_config(cfg, attn_implementation="eager")
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(torch.from_numpy(weight_values(name, tuple(p.shape))))
+    model.eval()
+    with tempfile.TemporaryDirectory() as d:
+        model.save_pretrained(d, safe_serialization=True)
+        with open(os.path.join(d, "config.json")) as f:
+            config_json = json.load(f)
+        with safetensors.safe_open(os.path.join(d, "model.safetensors"), "np") as st:
+            tensors = [[k, list(st.get_slice(k).get_shape())] for k in sorted(st.keys())]
+        # What the Go side writes back must load: the same folder read by from_pretrained.
+        back = AutoModelForSequenceClassification.from_pretrained(d, attn_implementation="eager").eval()
+    ids, mask, types = inputs(cfg, model_type)
+    feed = dict(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask))
+    if model_type in ("bert", "electra"):
+        feed["token_type_ids"] = torch.tensor(types)
+    with torch.no_grad():
+        out = model(**feed, output_hidden_states=True)
+        again = back(**feed).logits
+    if not torch.equal(out.logits, again):
+        raise SystemExit(f"{model_type}: the saved folder does not give the same logits")
+    hidden = out.hidden_states[-1].numpy()
+    logits = out.logits.numpy()
+    fixture = {
+        "generator": "scripts/make_family_fixtures.py",
+        "model_type": model_type,
+        "transformers_version": transformers.__version__,
+        "torch_version": torch.__version__,
+        "config": config_json,
+        "tensors": tensors,
+        "input_ids": ids.tolist(),
+        "attention_mask": mask.tolist(),
+        "token_type_ids": types.tolist(),
+        "hidden_shape": list(hidden.shape),
+        "last_hidden_state_f32_b64": f32_b64(hidden),
+        "logits_shape": list(logits.shape),
+        "logits_f32_b64": f32_b64(logits),
+    }
+    path = os.path.join(OUT, f"family_{model_type}.json")
+    with open(path, "w") as f:
+        json.dump(fixture, f, indent=1)
+        f.write("\n")
+    print(f"wrote {path} ({os.path.getsize(path)} bytes): {type(model).__name__}, {len(tensors)} tensors, "
+          f"logits {logits.shape}")
+
+
+def main():
+    for model_type, kwargs in CONFIGS.items():
+        make(model_type, kwargs)
+
+
+if __name__ == "__main__":
+    main()
