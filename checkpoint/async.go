@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"runtime"
@@ -46,33 +47,21 @@ type asyncSave struct {
 // it is kept for the next SaveAsync (memory already mapped copies several times faster than
 // fresh memory) as long as the Manager is in use. A Manager is used by one goroutine.
 func (m *Manager) SaveAsync(st *State) (string, error) {
-	if st == nil || st.Store == nil {
-		return "", errors.New("checkpoint: SaveAsync needs a State with a Store")
-	}
-	if st.Progress.Step < 0 {
-		return "", fmt.Errorf("checkpoint: negative step %d", st.Progress.Step)
-	}
-	path := m.PathFor(st.Progress.Step)
-	prev := m.endPrevious()
-	// The state kept outside the Store (StoreCompleter) joins it until the snapshot is taken.
-	release, cerr := m.completeStore(st.Store)
-	defer release()
-	states, err := m.gatherRandomStates(st.Store) // even after cerr: every process joins the same collectives
-	// From here on every process owes the barrier, whatever happens on the main process.
-	m.async.owed = m.opts.Processes != nil
-	if prev != nil {
-		return "", prev
-	}
-	if cerr != nil {
-		return "", cerr
-	}
+	b, err := m.begin("SaveAsync", st)
 	if err != nil {
 		return "", err
 	}
+	defer b.release()
+	// From here on every process owes the barrier, whatever happens on the main process.
+	m.async.owed = m.opts.Processes != nil
+	if err := cmp.Or(b.prev, b.cerr, b.gatherErr); err != nil { // the first that is not nil
+		return "", err
+	}
+	path := b.path
 	if !m.isMain() {
 		return path, nil
 	}
-	job, err := m.prepare(path, st, states)
+	job, err := m.prepare(path, st, b.states)
 	if err == nil {
 		err = m.snapshot(job)
 	}

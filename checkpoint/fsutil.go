@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,30 +16,16 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// replaceDir moves the complete directory src to dst. If dst exists, it is replaced atomically
-// where the OS allows it (Linux: renameat2 RENAME_EXCHANGE); otherwise the old dst is first moved
-// aside. The previous dst, if any, ends up at the returned path, for the caller to delete.
+// replaceDir moves the complete directory src to dst (fsutil.SwapDir: atomically on Linux;
+// elsewhere the old dst is first moved aside under a trash name, so that a crash in between
+// leaves the previous checkpoints and the latest pointer untouched). The previous dst, if any,
+// ends up at the returned path, for the caller to delete.
 func replaceDir(src, dst string) (old string, err error) {
-	if _, err := os.Lstat(dst); errors.Is(err, os.ErrNotExist) {
-		if err := os.Rename(src, dst); err != nil {
-			return "", fmt.Errorf("checkpoint: renaming into place: %w", err)
-		}
-		return "", nil
+	old, err = fsutil.SwapDir(src, dst, trashName(dst))
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := exchange(src, dst); err == nil {
-		return src, nil // src now holds the previous content of dst.
-	}
-	// Fallback: move the old one aside, then rename. A crash in between leaves the old one under
-	// a trash name, and the previous checkpoints and the latest pointer untouched.
-	aside := trashName(dst)
-	if err := os.Rename(dst, aside); err != nil {
-		return "", fmt.Errorf("checkpoint: moving old %s aside: %w", dst, err)
-	}
-	if err := os.Rename(src, dst); err != nil {
-		_ = os.Rename(aside, dst)
-		return "", fmt.Errorf("checkpoint: renaming into place: %w", err)
-	}
-	return aside, nil
+	return old, nil
 }
 
 // trashName returns a fresh hidden name beside path for a directory that is about to be deleted.

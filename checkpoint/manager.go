@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -140,26 +141,15 @@ func (m *Manager) PathFor(step int64) string {
 // An asynchronous save still in flight (SaveAsync) is waited for first; if it failed, Save
 // returns its error and writes nothing.
 func (m *Manager) Save(st *State) (string, error) {
-	if st == nil || st.Store == nil {
-		return "", errors.New("checkpoint: Save needs a State with a Store")
+	b, err := m.begin("Save", st)
+	if err != nil {
+		return "", err
 	}
-	if st.Progress.Step < 0 {
-		return "", fmt.Errorf("checkpoint: negative step %d", st.Progress.Step)
-	}
-	path := m.PathFor(st.Progress.Step)
-	prev := m.Wait() // An asynchronous save in flight ends first; every process takes part.
-	release, cerr := m.completeStore(st.Store)
-	defer release()
-	states, err := m.gatherRandomStates(st.Store) // even after cerr: every process joins the same collectives
-	if cerr != nil {
-		err = cerr
-	}
-	if err == nil {
-		err = prev
-	}
+	defer b.release()
+	err = cmp.Or(b.cerr, b.gatherErr, b.prev) // the first that is not nil
 	if err == nil && m.isMain() {
 		var job *saveJob
-		if job, err = m.prepare(path, st, states); err == nil {
+		if job, err = m.prepare(b.path, st, b.states); err == nil {
 			err = m.write(job)
 		}
 	}
@@ -169,7 +159,35 @@ func (m *Manager) Save(st *State) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return path, nil
+	return b.path, nil
+}
+
+// saveBegun is what Save and SaveAsync start with on every process (begin).
+type saveBegun struct {
+	path      string
+	prev      error    // the error of the asynchronous save that was in flight
+	cerr      error    // joining the state kept outside the Store (StoreCompleter)
+	gatherErr error    // gathering the random states
+	states    *varFile // the gathered random states (nil for none)
+	release   func()   // ends the joining of the state kept outside the Store
+}
+
+// begin starts a save of st (op names the call in errors): it checks st, ends the
+// asynchronous save in flight (every process takes part), joins the state kept outside the
+// Store to it and gathers the random states, which every process joins even after an error,
+// so that all of them run the same collectives. Only a bad st is returned as an error, before
+// any of that; the caller ranks the others and calls release.
+func (m *Manager) begin(op string, st *State) (saveBegun, error) {
+	if st == nil || st.Store == nil {
+		return saveBegun{}, fmt.Errorf("checkpoint: %s needs a State with a Store", op)
+	}
+	if st.Progress.Step < 0 {
+		return saveBegun{}, fmt.Errorf("checkpoint: negative step %d", st.Progress.Step)
+	}
+	b := saveBegun{path: m.PathFor(st.Progress.Step), prev: m.endPrevious()}
+	b.release, b.cerr = m.completeStore(st.Store)
+	b.states, b.gatherErr = m.gatherRandomStates(st.Store)
+	return b, nil
 }
 
 // saveJob is what one save writes, ready to go: the variable files (whose tensors are the

@@ -281,29 +281,45 @@ func (l *Loader[T]) Epoch() iter.Seq2[*GlobalBatch, error] {
 // example (or, for a batch with no real example, the global batch's first).
 func (l *Loader[T]) slots(ps pass, perm []int, t int) ([]T, []*Batch, error) {
 	lay, r := l.pos.lay, ps.numReplicas
-	bs := lay.share(r)
 	sampled := ps.base + (l.n-ps.base+r-1)/r*r // end of the wrap-around padding (per-device batches)
 	first, _ := ps.slot(lay, t, 0, 0)
+	return dealSlots(lay, ps, t, func(rank, k, p int, inShare bool) (ex T, index int, isReal, repeat bool, err error) {
+		isReal = inShare && p < l.n
+		switch {
+		case isReal || (lay.global == 0 && p < sampled):
+			index = perm[p%l.n]
+		case k > 0:
+			return ex, 0, false, true, nil
+		default:
+			index = perm[first]
+		}
+		if ex, err = l.ds.Get(index); err != nil {
+			err = fmt.Errorf("replica %d: example %d: %w", rank, index, err)
+		}
+		return ex, index, isReal, false, err
+	})
+}
+
+// dealSlots builds the batches of global batch t for the local replicas, the part Loader and
+// StreamLoader share: slot k of replica rank, at position p of the pass (inShare: p is in the
+// replica's share of the global batch), holds the example fill returns with its index, and is
+// real or not (a position of -1); repeat fills it instead with a copy of the batch's first
+// example (k > 0 only).
+func dealSlots[T any](lay layout, ps pass, t int, fill func(rank, k, p int, inShare bool) (ex T, index int, isReal, repeat bool, err error)) ([]T, []*Batch, error) {
+	bs := lay.share(ps.numReplicas)
 	examples, batches := make([]T, 0, bs*len(ps.replicas)), make([]*Batch, len(ps.replicas))
 	for j, rank := range ps.replicas {
 		b, firstSlot := newBatch(bs), len(examples)
 		for k := range bs {
 			p, inShare := ps.slot(lay, t, rank, k)
-			isReal := inShare && p < l.n
-			var index int
+			ex, index, isReal, repeat, err := fill(rank, k, p, inShare)
 			switch {
-			case isReal || (lay.global == 0 && p < sampled):
-				index = perm[p%l.n]
-			case k > 0:
+			case err != nil:
+				return nil, nil, err
+			case repeat:
 				examples = append(examples, examples[firstSlot])
 				b.Indices[k], b.Positions[k] = b.Indices[0], -1
 				continue
-			default:
-				index = perm[first]
-			}
-			ex, err := l.ds.Get(index)
-			if err != nil {
-				return nil, nil, fmt.Errorf("replica %d: example %d: %w", rank, index, err)
 			}
 			examples = append(examples, ex)
 			b.Indices[k], b.Real[k], b.Positions[k] = index, isReal, p

@@ -109,33 +109,17 @@ func (l *StreamLoader[T]) Epoch() iter.Seq2[*GlobalBatch, error] {
 }
 
 // slots deals the examples of global batch t (its round of the stream, short in the last one)
-// to the local replicas' batches.
+// to the local replicas' batches. A slot past the end of the stream or of the share repeats
+// its batch's first example, or the global batch's.
 func (l *StreamLoader[T]) slots(ps pass, round []T, t int) ([]T, []*Batch, error) {
-	lay := l.pos.lay
-	bs := lay.share(ps.numReplicas)
-	base, _ := ps.slot(lay, t, 0, 0) // stream number of round[0]
-	examples, batches := make([]T, 0, bs*len(ps.replicas)), make([]*Batch, len(ps.replicas))
-	for j, rank := range ps.replicas {
-		b, first := newBatch(bs), len(examples)
-		for k := range bs {
-			p, inShare := ps.slot(lay, t, rank, k)
-			if q := p - base; inShare && q < len(round) {
-				examples = append(examples, round[q])
-				b.Indices[k], b.Real[k], b.Positions[k] = p, true, p
-				continue
-			}
-			// Past the end of the stream or of the share: repeat this batch's first example,
-			// or the global batch's.
-			if k > 0 {
-				examples = append(examples, examples[first])
-				b.Indices[k] = b.Indices[0]
-			} else {
-				examples = append(examples, round[0])
-				b.Indices[k] = base
-			}
-			b.Positions[k] = -1
+	base, _ := ps.slot(l.pos.lay, t, 0, 0) // stream number of round[0]
+	return dealSlots(l.pos.lay, ps, t, func(_, k, p int, inShare bool) (ex T, index int, isReal, repeat bool, err error) {
+		switch q := p - base; {
+		case inShare && q < len(round):
+			return round[q], p, true, false, nil
+		case k > 0:
+			return ex, 0, false, true, nil
 		}
-		batches[j] = b
-	}
-	return examples, batches, nil
+		return round[0], base, false, false, nil
+	})
 }

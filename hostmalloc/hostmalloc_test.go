@@ -10,6 +10,14 @@ import (
 	"github.com/goaccel/goaccel/internal/envvar"
 )
 
+// TestEnvIsTheTables: the variable's name this package exports is the one in internal/envvar's
+// table.
+func TestEnvIsTheTables(t *testing.T) {
+	if Env != envvar.HostMalloc.Name {
+		t.Errorf("hostmalloc.Env %s, the table's %s", Env, envvar.HostMalloc.Name)
+	}
+}
+
 func TestPlan(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

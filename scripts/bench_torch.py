@@ -10,7 +10,7 @@ invocation:
   bench  -> "quit"       worker -> {"event": "done", "peak_rss_mb": ..., "device_peak_mb": ...}
 
 Errors are reported as {"event": "error", "error": "..."}. The model, batch and optimizer match
-internal/bench/work.go: the MLP is 512 -> layers x hidden (ReLU) -> 10 with Adam; BERT is
+cmd/goaccel/internal/bench/work.go: the MLP is 512 -> layers x hidden (ReLU) -> 10 with Adam; BERT is
 transformers' BertForSequenceClassification (2 labels) at the requested shape with AdamW
 (weight decay 0.01, as goaccel's Adam with WeightDecay). Learning rate 1e-4 for both.
 

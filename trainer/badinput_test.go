@@ -36,7 +36,7 @@ func TestBadInputFailsBeforeTraining(t *testing.T) {
 	}
 	// A run directory whose config.json is not a goaccel run's.
 	otherTool := t.TempDir()
-	if err := os.WriteFile(filepath.Join(otherTool, ConfigFile), []byte(`{"model_type": "bert"}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(otherTool, configFile), []byte(`{"model_type": "bert"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -55,7 +55,7 @@ func TestBadInputFailsBeforeTraining(t *testing.T) {
 		{"unknown schedule", "", func(c *Config) { c.Schedule = "cosine_restarts" }, setup{8, true, nil},
 			[]string{`Config.Schedule = "cosine_restarts"`, "valid names: constant, linear, cosine"}},
 		{"unknown best metric", "", func(c *Config) { c.BestMetric = "acuracy" }, setup{8, true, nil},
-			[]string{`Config.BestMetric = "acuracy" is not a metric of this task`, "accuracy, loss"}},
+			[]string{`Config.BestMetric = "acuracy" is not a metric of this task`, "its evaluation produces: accuracy, macro_precision, macro_recall, macro_f1, loss"}},
 		{"best metric without evaluation data", "", func(c *Config) { c.BestMetric = "accuracy" }, setup{8, false, nil},
 			[]string{"no evaluation source", "never be computed"}},
 		{"best metric when no eval ever runs", "", func(c *Config) { c.BestMetric = "accuracy"; c.SkipEpochEval = true },

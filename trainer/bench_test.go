@@ -47,7 +47,7 @@ func benchLoader(tb testing.TB, rows []benchRow, batch int) *data.Loader[benchRo
 	return l
 }
 
-// benchMLP is the MLP workload of internal/bench/mlp: 512 -> 4 x 1024 (ReLU) -> 10.
+// benchMLP is the MLP workload of cmd/goaccel/internal/bench/mlp: 512 -> 4 x 1024 (ReLU) -> 10.
 func benchMLP(s *model.Scope, x *Node) *Node {
 	for i := range 4 {
 		x = activation.Relu(layers.Dense(s.In("hidden_%d", i), x, true, 1024))

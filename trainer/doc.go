@@ -4,7 +4,7 @@
 // public pieces (Prepare, Job.TrainStep, Backward, Job.Evaluate, checkpoint.Manager).
 //
 //	acc, err := accelerator.New(accelerator.Config{Seed: 42})
-//	opt, err := trainer.Adam(trainer.AdamConfig{LearningRate: 2e-5}) // torch.optim.Adam's defaults
+//	opt, err := optim.Adam(optim.AdamConfig{LearningRate: 2e-5}) // torch.optim.Adam's defaults
 //	tr, err := trainer.New(acc, store, opt, trainer.Classification(2, clf.Logits))
 //	res, err := tr.Fit(trainLoader, testLoader, trainer.Config{
 //	    OutputDir:    "runs/sst",

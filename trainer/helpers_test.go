@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/accelerator/acceltest"
 	"github.com/goaccel/goaccel/data"
-	"github.com/goaccel/goaccel/internal/acctest"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/layers"
@@ -24,7 +24,7 @@ import (
 // under CI (CI set), where its absence fails the test.
 func cpuPlugin(t testing.TB) string {
 	t.Helper()
-	return acctest.CPUPlugin(t)
+	return acceltest.CPUPlugin(t)
 }
 
 var (
@@ -122,46 +122,14 @@ func mlpDropout(hidden int, rate float64) func(s *model.Scope, x *Node) *Node {
 	}
 }
 
-// toyTask trains the toy MLP with cross-entropy and reports accuracy and loss. The metrics
-// are computed here from the gathered outputs on purpose: the trainer is under test, not
-// package metrics.
+// toyTask trains the toy MLP as a Classification task (3 classes): cross-entropy, and
+// accuracy, loss and the other classification metrics from the gathered outputs.
 func toyTask(hidden int) Task { return toyDropoutTask(hidden, 0) }
 
 // toyDropoutTask is toyTask with dropout at the given rate on the hidden layer.
 func toyDropoutTask(hidden int, dropout float64) Task {
 	logits := mlpDropout(hidden, dropout)
-	return Task{
-		Loss: func(s *model.Scope, b accelerator.GraphBatch) *Node {
-			return accelerator.CrossEntropy(logits(s, b.Inputs[0]), b.Labels, b.Mask)
-		},
-		Eval: func(s *model.Scope, b accelerator.GraphBatch) []*Node {
-			lg := logits(s, b.Inputs[0])
-			return []*Node{lg, accelerator.PerExampleCrossEntropy(lg, b.Labels)}
-		},
-		Metrics: func(g *accelerator.Gathered) (map[string]float64, error) {
-			preds, err := g.Argmax(0)
-			if err != nil {
-				return nil, err
-			}
-			labels, err := g.IntLabels()
-			if err != nil {
-				return nil, err
-			}
-			nll, err := g.Floats(1)
-			if err != nil {
-				return nil, err
-			}
-			right, sum := 0, 0.0
-			for i := range preds {
-				if preds[i] == labels[i] {
-					right++
-				}
-				sum += nll[i]
-			}
-			return map[string]float64{"accuracy": float64(right) / float64(len(preds)), "loss": sum / float64(len(preds))}, nil
-		},
-		MetricNames: []string{"accuracy", "loss"},
-	}
+	return Classification(3, func(s *model.Scope, inputs []*Node) *Node { return logits(s, inputs[0]) })
 }
 
 // weights returns the trainable variables of a store as flat float32 slices.

@@ -233,12 +233,12 @@ func checkRestartWithDropout(t *testing.T, async bool) {
 	}
 	t.Logf("resumed from %s", b)
 	// 2 epochs of 96 examples in global batches of 4 x 2 devices x 2 processes: 12 updates.
-	latest, err := os.ReadFile(filepath.Join(killed, CheckpointsDir, checkpoint.LatestFile))
+	latest, err := os.ReadFile(filepath.Join(killed, checkpointsDir, checkpoint.LatestFile))
 	if err != nil || strings.TrimSpace(string(latest)) != "ckpt-000000012" {
 		t.Fatalf("the last checkpoint is %q (%v), want ckpt-000000012 (12 updates on 2 x 2 replicas)", latest, err)
 	}
 	// The checkpoint holds each rank's own random state.
-	f, err := safetensors.Open(filepath.Join(killed, CheckpointsDir, "ckpt-000000012", checkpoint.RandomStateFile))
+	f, err := safetensors.Open(filepath.Join(killed, checkpointsDir, "ckpt-000000012", checkpoint.RandomStateFile))
 	if err != nil {
 		t.Fatal(err)
 	}

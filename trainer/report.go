@@ -38,11 +38,14 @@ type RunLogger interface {
 	Sync() error
 }
 
-// Names of --report_to (ReportTo).
+// ReportJSONL is ReportTo's name for metrics.jsonl, which every run writes: the default value
+// of a --report_to flag (the examples'). ReportTo's godoc lists the other names.
+const ReportJSONL = "jsonl"
+
+// ReportTo's other names.
 const (
-	ReportJSONL       = "jsonl"
-	ReportTensorBoard = "tensorboard"
-	ReportCSV         = "csv"
+	reportTensorBoard = "tensorboard"
+	reportCSV         = "csv"
 )
 
 // ReportTo returns the loggers that list names, comma-separated, as the examples'
@@ -50,7 +53,7 @@ const (
 // which is metrics.jsonl: every run writes it, so it adds no logger (the list may be just
 // "jsonl"). An unknown or repeated name is an error that lists the known ones.
 func ReportTo(names string) ([]Logger, error) {
-	known := []string{ReportJSONL, ReportTensorBoard, ReportCSV}
+	known := []string{ReportJSONL, reportTensorBoard, reportCSV}
 	var out []Logger
 	seen := map[string]bool{}
 	for _, n := range strings.Split(names, ",") {
@@ -66,9 +69,9 @@ func ReportTo(names string) ([]Logger, error) {
 		}
 		seen[n] = true
 		switch n {
-		case ReportTensorBoard:
+		case reportTensorBoard:
 			out = append(out, NewTensorBoardLogger())
-		case ReportCSV:
+		case reportCSV:
 			out = append(out, NewCSVLogger())
 		}
 	}
@@ -84,7 +87,7 @@ func startLoggers(ls []Logger, dir string, step int64, notice func(string, ...an
 			continue
 		}
 		if config == nil {
-			raw, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+			raw, err := os.ReadFile(filepath.Join(dir, configFile))
 			if err != nil {
 				return wrapf(err, "reading the config for %s", what)
 			}

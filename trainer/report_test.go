@@ -186,7 +186,7 @@ func readCSVFile(t *testing.T, dir string) []map[string]string {
 // after another logger's file, or twice, is an error.
 func TestLoggersResumeRule(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"format":"goaccel-run"}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, configFile), []byte(`{"format":"goaccel-run"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var notices []string

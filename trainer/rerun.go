@@ -14,6 +14,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/internal/fsutil"
+	"github.com/goaccel/goaccel/internal/shell"
 )
 
 // Helpers that let a program — Fit's or a hand-written loop — be stopped and started again
@@ -134,10 +135,7 @@ func resumeCommand(dir string) string {
 	if len(withoutOutputDir(rest)) == len(rest) {
 		args = append(args, "--output_dir", dir)
 	}
-	for i, a := range args {
-		args[i] = shellQuote(a)
-	}
-	return strings.Join(args, " ")
+	return shell.Join(args)
 }
 
 // withoutOutputDir is args without --output_dir and its value (any spelling: dashes or
@@ -184,12 +182,4 @@ func goRunPackage() string {
 			return ""
 		}
 	}
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

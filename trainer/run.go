@@ -78,13 +78,13 @@ func OpenRun(acc *accelerator.Accelerator, dir string, config any, job *accelera
 	r := &Run{Dir: dir, acc: acc, job: job, state: state, savedAt: -1}
 	cfg := loopConfig{Format: loopFormat, Created: time.Now().UTC().Format(time.RFC3339), Config: config,
 		Plan: acc.Plan(), Accelerator: acc.Info(), Versions: BuildVersions()}
-	raw, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	raw, err := os.ReadFile(filepath.Join(dir, configFile))
 	entries, _ := os.ReadDir(dir)
 	var saved loopConfig
 	switch {
 	case err == nil && (json.Unmarshal(raw, &saved) != nil || saved.Format != loopFormat):
 		return nil, fmt.Errorf("trainer: OpenRun: %s is not the config of a hand-written loop's run; nothing in %s "+
-			"was changed: choose another directory", filepath.Join(dir, ConfigFile), dir)
+			"was changed: choose another directory", filepath.Join(dir, configFile), dir)
 	case err == nil:
 		if diff := jsonDifferences(saved.Config, config); len(diff) > 0 {
 			return nil, fmt.Errorf("trainer: OpenRun: %s holds a run with another configuration (nothing was changed; "+
@@ -93,13 +93,13 @@ func OpenRun(acc *accelerator.Accelerator, dir string, config any, job *accelera
 		cfg.Created = saved.Created
 	case len(entries) > 0:
 		return nil, fmt.Errorf("trainer: OpenRun: %s is not empty and holds no %s: it is not a run directory, and "+
-			"nothing in it will be overwritten; choose a new or empty directory", dir, ConfigFile)
+			"nothing in it will be overwritten; choose a new or empty directory", dir, configFile)
 	}
 	// Every process has read the directory before the main process writes to it.
 	if err := acc.WaitForEveryone(); err != nil {
 		return nil, fmt.Errorf("trainer: OpenRun: %w", err)
 	}
-	r.ckpt, err = checkpoint.NewManager(filepath.Join(dir, CheckpointsDir), checkpoint.Options{KeepLast: 1, Processes: acc,
+	r.ckpt, err = checkpoint.NewManager(filepath.Join(dir, checkpointsDir), checkpoint.Options{KeepLast: 1, Processes: acc,
 		Logf: func(format string, args ...any) { acc.Printf(format, args...) }})
 	if err != nil {
 		return nil, fmt.Errorf("trainer: OpenRun: %w", err)
@@ -132,7 +132,7 @@ func OpenRun(acc *accelerator.Accelerator, dir string, config any, job *accelera
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("trainer: OpenRun: %w", err)
 	}
-	if err := writeJSONAtomic(filepath.Join(dir, ConfigFile), cfg); err != nil {
+	if err := writeJSONAtomic(filepath.Join(dir, configFile), cfg); err != nil {
 		return nil, err
 	}
 	r.log, err = openMetrics(filepath.Join(dir, MetricsFile), r.records, func(format string, args ...any) {

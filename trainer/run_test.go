@@ -121,7 +121,7 @@ func TestRunResumesWhereItStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = r.Close()
-	for _, f := range []string{ConfigFile, MetricsFile, CurvesPNG} {
+	for _, f := range []string{configFile, MetricsFile, CurvesPNG} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("the run directory lacks %s: %v", f, err)
 		}

@@ -19,12 +19,12 @@ import (
 
 // Names inside a run directory.
 const (
-	// ConfigFile holds the hyperparameters, backend, devices, versions.
-	ConfigFile = "config.json"
+	// configFile holds the hyperparameters, backend, devices, versions.
+	configFile = "config.json"
 	// MetricsFile holds one Record per line.
 	MetricsFile = "metrics.jsonl"
-	// CheckpointsDir holds the last checkpoints (checkpoint.Manager layout).
-	CheckpointsDir = "checkpoints"
+	// checkpointsDir holds the last checkpoints (checkpoint.Manager layout).
+	checkpointsDir = "checkpoints"
 	// BestDir holds the checkpoint of the best model by Config.BestMetric.
 	BestDir = "best"
 	// CurvesPNG and CurvesSVG are the training curves drawn at the end of Fit and by Plot.
@@ -97,7 +97,7 @@ func readRunDir(dir string) (*runFile, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	raw, err := os.ReadFile(filepath.Join(dir, configFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		var names []string
 		for _, e := range entries[:min(len(entries), 4)] {
@@ -105,10 +105,10 @@ func readRunDir(dir string) (*runFile, error) {
 		}
 		return nil, fmt.Errorf("trainer: Config.OutputDir %s is not empty (%s...) and holds no %s: it is not a goaccel "+
 			"run directory, and nothing in it will be overwritten; choose a new or empty directory",
-			dir, strings.Join(names, ", "), ConfigFile)
+			dir, strings.Join(names, ", "), configFile)
 	}
 	if err != nil {
-		return nil, wrapf(err, "reading %s", filepath.Join(dir, ConfigFile))
+		return nil, wrapf(err, "reading %s", filepath.Join(dir, configFile))
 	}
 	var info runFile
 	if err := json.Unmarshal(raw, &info); err != nil || info.Format != runFormat {
@@ -117,11 +117,11 @@ func readRunDir(dir string) (*runFile, error) {
 			why = err.Error()
 		}
 		return nil, fmt.Errorf("trainer: %s is not a goaccel run's config (%s); nothing in %s will be overwritten: "+
-			"choose a new or empty directory", filepath.Join(dir, ConfigFile), why, dir)
+			"choose a new or empty directory", filepath.Join(dir, configFile), why, dir)
 	}
 	if info.Version > runVersion {
 		return nil, fmt.Errorf("trainer: %s has version %d; this goaccel reads up to version %d",
-			filepath.Join(dir, ConfigFile), info.Version, runVersion)
+			filepath.Join(dir, configFile), info.Version, runVersion)
 	}
 	return &info, nil
 }
@@ -147,7 +147,7 @@ func compareRuns(saved, now *runFile) (problems, changes []string) {
 		if reflect.DeepEqual(a, b) {
 			continue
 		}
-		line := fmt.Sprintf("trainer.%s: %s has %s, this run %s", k, ConfigFile, jsonText(a), jsonText(b))
+		line := fmt.Sprintf("trainer.%s: %s has %s, this run %s", k, configFile, jsonText(a), jsonText(b))
 		if mayChangeOnResume[k] {
 			changes = append(changes, line)
 		} else {
@@ -156,7 +156,7 @@ func compareRuns(saved, now *runFile) (problems, changes []string) {
 	}
 	if saved.TotalSteps != now.TotalSteps && now.Trainer.Schedule != scheduleConstant {
 		problems = append(problems, fmt.Sprintf("total_steps: %s has %d, this run %d, and the %q schedule depends "+
-			"on it (only a constant schedule lets a run be lengthened)", ConfigFile, saved.TotalSteps, now.TotalSteps,
+			"on it (only a constant schedule lets a run be lengthened)", configFile, saved.TotalSteps, now.TotalSteps,
 			now.Trainer.Schedule))
 	}
 	for _, c := range []struct {
@@ -168,7 +168,7 @@ func compareRuns(saved, now *runFile) (problems, changes []string) {
 		{"optimizer", saved.Optimizer, now.Optimizer},
 	} {
 		if !reflect.DeepEqual(c.old, c.new) {
-			problems = append(problems, fmt.Sprintf("%s: %s has %v, this run %v", c.name, ConfigFile, c.old, c.new))
+			problems = append(problems, fmt.Sprintf("%s: %s has %v, this run %v", c.name, configFile, c.old, c.new))
 		}
 	}
 	// Another topology (with the same global batch) is allowed and recorded.
@@ -178,7 +178,7 @@ func compareRuns(saved, now *runFile) (problems, changes []string) {
 	}{{"devices", saved.Devices, now.Devices}, {"processes", saved.Processes, now.Processes},
 		{"per_device_batch", saved.PerDeviceBatch, now.PerDeviceBatch}} {
 		if c.old != c.new {
-			changes = append(changes, fmt.Sprintf("%s: %s has %d, this run %d", c.name, ConfigFile, c.old, c.new))
+			changes = append(changes, fmt.Sprintf("%s: %s has %d, this run %d", c.name, configFile, c.old, c.new))
 		}
 	}
 	return problems, changes

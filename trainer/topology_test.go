@@ -31,7 +31,7 @@ func globalLoader(t testing.TB, n, offset, global int, shuffle bool) *data.Loade
 // readRunInfo reads the config.json of the run directory dir, and returns its text too.
 func readRunInfo(t *testing.T, dir string) (runFile, []byte) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	raw, err := os.ReadFile(filepath.Join(dir, configFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestFitResumesOnAnotherTopology(t *testing.T) {
 		info.GlobalBatch != 8 || info.PerDeviceBatch != 8 {
 		t.Errorf("config.json: resumes %+v, global batch %d, per-device batch %d", info.Resumes, info.GlobalBatch, info.PerDeviceBatch)
 	}
-	last, err := checkpoint.NewManager(filepath.Join(dir, CheckpointsDir), checkpoint.Options{})
+	last, err := checkpoint.NewManager(filepath.Join(dir, checkpointsDir), checkpoint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func New(acc *accelerator.Accelerator, m model.StoreProvider, opt optimizer.Inte
 	case m == nil || m.Store() == nil:
 		return nil, errors.New("trainer: New: the model has no model.Store")
 	case opt == nil:
-		return nil, errors.New("trainer: New: the optimizer is nil (e.g. trainer.Adam(trainer.AdamConfig{LearningRate: 2e-5}))")
+		return nil, errors.New("trainer: New: the optimizer is nil (e.g. optim.Adam(optim.AdamConfig{LearningRate: 2e-5}))")
 	case task.Loss == nil:
 		return nil, errors.New("trainer: New: Task.Loss is nil: Fit needs the training loss of a batch")
 	}
@@ -410,7 +410,7 @@ func (f *fit) restore(resuming bool) (string, error) {
 	}
 	logf := func(format string, args ...any) { f.notice(format, args...) }
 	var err error
-	f.last, err = checkpoint.NewManager(filepath.Join(f.dir, CheckpointsDir), checkpoint.Options{
+	f.last, err = checkpoint.NewManager(filepath.Join(f.dir, checkpointsDir), checkpoint.Options{
 		KeepLast: f.cfg.KeepLast, Processes: f.t.acc, Logf: logf})
 	if err != nil {
 		return "", err
@@ -484,7 +484,7 @@ func (f *fit) openFiles(resuming bool, from string, changes []string) error {
 			f.notice("trainer: %s holds this run's config but no checkpoint yet: starting from the beginning", f.dir)
 		}
 	}
-	if err := writeJSONAtomic(filepath.Join(f.dir, ConfigFile), f.info); err != nil {
+	if err := writeJSONAtomic(filepath.Join(f.dir, configFile), f.info); err != nil {
 		return err
 	}
 	var err error

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/goaccel/goaccel/accelerator"
-	"github.com/goaccel/goaccel/internal/bench"
+	"github.com/goaccel/goaccel/cmd/goaccel/internal/bench"
 	"github.com/goaccel/goaccel/internal/envvar"
 	flag "github.com/spf13/pflag"
 )

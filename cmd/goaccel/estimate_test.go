@@ -16,7 +16,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
-	"github.com/goaccel/goaccel/internal/exampletest"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/bert"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -260,7 +260,7 @@ func TestEstimateBadFlagsNameTheFlag(t *testing.T) {
 	if len(names) == 0 {
 		t.Fatalf("goaccel estimate --help lists no flags:\n%s", help.String())
 	}
-	exampletest.BadFlags(t, names, func(*testing.T) []string { return []string{dir, "--seq_len", "8", "--batch_size", "2"} },
+	testutil.BadFlags(t, names, func(*testing.T) []string { return []string{dir, "--seq_len", "8", "--batch_size", "2"} },
 		map[string]string{"batch_size": "0", "seq_len": "64", "devices": "0", "num_labels": "-1", "sharding": "fsdp",
 			"mixed_precision": "fp8", "device_memory": "lots"}, nil,
 		func(t *testing.T, args []string) (string, error) {

@@ -9,7 +9,7 @@
 //	goaccel launch ...       run a program as several processes, on one machine or several
 //	                         (torchrun's and horovodrun's flags; see internal/launch)
 //	goaccel bench ...        goaccel against PyTorch on the same training works (see
-//	                         internal/bench)
+//	                         cmd/goaccel/internal/bench)
 //	goaccel estimate DIR     the memory plan per device of a BERT folder's training step
 //
 // The command only parses flags and prints: the work is done by the accelerator and

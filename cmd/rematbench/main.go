@@ -26,7 +26,7 @@ import (
 	"github.com/goaccel/goaccel/data"
 	_ "github.com/goaccel/goaccel/hostmalloc" // the block cache, as the figures in docs were measured with
 	"github.com/goaccel/goaccel/models/bert"
-	"github.com/goaccel/goaccel/trainer"
+	"github.com/goaccel/goaccel/optim"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -59,7 +59,7 @@ func run(dir string, batch, seq, steps int, remat bool) error {
 		return err
 	}
 	clf.Config.GradientCheckpointing = remat
-	opt, err := trainer.Adam(trainer.AdamConfig{LearningRate: 2e-5})
+	opt, err := optim.Adam(optim.AdamConfig{LearningRate: 2e-5})
 	if err != nil {
 		return err
 	}

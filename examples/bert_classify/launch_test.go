@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goaccel/goaccel/internal/exampletest"
+	"github.com/goaccel/goaccel/examples/internal/exampletest"
 	"github.com/goaccel/goaccel/internal/launch"
 	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/trainer"

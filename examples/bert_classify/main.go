@@ -36,6 +36,7 @@ import (
 	"github.com/goaccel/goaccel/metrics"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/bert/sample"
+	"github.com/goaccel/goaccel/optim"
 	"github.com/goaccel/goaccel/trainer"
 	"github.com/goaccel/goaccel/trainer/progress"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -216,7 +217,7 @@ func run(o options, out io.Writer) (*history, int, error) {
 	if lr == 0 {
 		lr = map[bool]float64{true: 2e-5, false: 1e-3}[o.ModelDir != ""]
 	}
-	opt, err := trainer.Adam(trainer.AdamConfig{LearningRate: lr, WeightDecay: o.WeightDecay}) // PyTorch's Adam / HF's AdamW
+	opt, err := optim.Adam(optim.AdamConfig{LearningRate: lr, WeightDecay: o.WeightDecay}) // PyTorch's Adam / HF's AdamW
 	if err != nil {
 		return nil, 0, fmt.Errorf("--learning_rate %g, --weight_decay %g: %w", lr, o.WeightDecay, err)
 	}

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goaccel/goaccel/internal/acctest"
-	"github.com/goaccel/goaccel/internal/exampletest"
+	"github.com/goaccel/goaccel/accelerator/acceltest"
+	"github.com/goaccel/goaccel/examples/internal/exampletest"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/trainer"
 )
 
@@ -18,7 +19,7 @@ import (
 // except under CI where the plugin is installed by make deps and its absence is a failure.
 func cpuPlugin(t *testing.T) string {
 	t.Helper()
-	return acctest.CPUPlugin(t)
+	return acceltest.CPUPlugin(t)
 }
 
 // TestTinyModelSameLossesOn1And4Devices trains the built-in tiny BERT for a few steps at the
@@ -180,7 +181,7 @@ func checkReports(t *testing.T, dir string) {
 // optimizer) refuses it.
 func TestBadFlagsNameTheFlag(t *testing.T) {
 	o := defaultOptions()
-	exampletest.BadFlags(t, exampletest.FlagNames(newFlagSet(&o)), exampletest.ShortRunArgs, map[string]string{
+	testutil.BadFlags(t, exampletest.FlagNames(newFlagSet(&o)), exampletest.ShortRunArgs, map[string]string{
 		"data_dir": "/nonexistent/rt", "model_dir": t.TempDir(), "output_dir": exampletest.RegularFile(t), "epochs": "-1", "max_steps": "-1",
 		"batch_size": "0", "global_batch_size": "0", "learning_rate": "-1", "weight_decay": "-1", "max_len": "4096",
 		"dropout": "1", "test_size": "1.5", "mixed_precision": "fp8", "sharding": "fsdp", "devices": "-1",

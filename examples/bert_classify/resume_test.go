@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/goaccel/goaccel/internal/exampletest"
+	"github.com/goaccel/goaccel/examples/internal/exampletest"
 )
 
 // TestMain: see exampletest.Main.

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/data/text"
+	"github.com/goaccel/goaccel/examples/internal/exampletest"
 	"github.com/goaccel/goaccel/internal/envvar"
-	"github.com/goaccel/goaccel/internal/exampletest"
 	"github.com/goaccel/goaccel/models/bert/sample"
 	"github.com/parquet-go/parquet-go"
 )

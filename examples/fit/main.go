@@ -21,6 +21,7 @@ import (
 	_ "github.com/goaccel/goaccel/hostmalloc" // GOACCEL_HOST_MALLOC=keep: glibc keeps XLA's freed memory for reuse
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/bert/sample"
+	"github.com/goaccel/goaccel/optim"
 	"github.com/goaccel/goaccel/trainer"
 	"github.com/gomlx/gomlx/ml/model"
 	flag "github.com/spf13/pflag"
@@ -175,7 +176,7 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	if lr == 0 {
 		lr = map[bool]float64{true: 2e-5, false: 1e-3}[o.ModelDir != ""]
 	}
-	opt, err := trainer.Adam(trainer.AdamConfig{LearningRate: lr, WeightDecay: o.WeightDecay})
+	opt, err := optim.Adam(optim.AdamConfig{LearningRate: lr, WeightDecay: o.WeightDecay})
 	if err != nil {
 		return nil, 0, nameFlags(err)
 	}

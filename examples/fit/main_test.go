@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goaccel/goaccel/accelerator/acceltest"
 	"github.com/goaccel/goaccel/checkpoint"
-	"github.com/goaccel/goaccel/internal/acctest"
-	"github.com/goaccel/goaccel/internal/exampletest"
+	"github.com/goaccel/goaccel/examples/internal/exampletest"
+	"github.com/goaccel/goaccel/internal/testutil"
 )
 
 // TestMain: see exampletest.Main.
@@ -45,7 +46,7 @@ func TestFlags(t *testing.T) {
 // run directory, and the same command on it finds the run complete; the trainer's errors
 // reach the user with the flag to change.
 func TestFitLearnsAndNamesFlags(t *testing.T) {
-	o := parse(t, "--backend", acctest.CPUPlugin(t), "--devices", "2", "--batch_size", "16", "--workers", "1",
+	o := parse(t, "--backend", acceltest.CPUPlugin(t), "--devices", "2", "--batch_size", "16", "--workers", "1",
 		"--output_dir", t.TempDir(), "--report_to", "tensorboard,csv")
 	var out strings.Builder
 	res, code, err := run(o, &out)
@@ -86,7 +87,7 @@ func TestFitLearnsAndNamesFlags(t *testing.T) {
 // ends with the weights and metrics.jsonl of an uninterrupted run, best/ a Hugging Face
 // folder.
 func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
-	plugin := acctest.CPUPlugin(t)
+	plugin := acceltest.CPUPlugin(t)
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
 	root := t.TempDir()
@@ -137,7 +138,7 @@ func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
 // the same run directory, and ends with the same weights (bit for bit, XLA CPU) as a run that
 // was never interrupted: the resumed session continues the same epoch in the same order.
 func TestKillAndResumeEqualsUninterrupted(t *testing.T) {
-	plugin := acctest.CPUPlugin(t)
+	plugin := acceltest.CPUPlugin(t)
 	root := t.TempDir()
 	args := func(dir string) []string {
 		return []string{"--backend", plugin, "--devices", "2", "--batch_size", "16", "--epochs", "4", "--workers", "1",
@@ -191,7 +192,7 @@ func TestKillAndResumeEqualsUninterrupted(t *testing.T) {
 // loader) refuses it.
 func TestBadFlagsNameTheFlag(t *testing.T) {
 	var o options
-	exampletest.BadFlags(t, exampletest.FlagNames(newFlagSet(&o)), exampletest.ShortRunArgs, map[string]string{
+	testutil.BadFlags(t, exampletest.FlagNames(newFlagSet(&o)), exampletest.ShortRunArgs, map[string]string{
 		"data_dir": "/nonexistent/rt", "model_dir": t.TempDir(), "output_dir": exampletest.RegularFile(t), "epochs": "-1", "max_steps": "-1",
 		"batch_size": "0", "global_batch_size": "0", "gradient_accumulation_steps": "0", "learning_rate": "-1",
 		"lr_scheduler_type": "cosine_restarts", "warmup_ratio": "1.5", "warmup_steps": "-1", "weight_decay": "-1",

@@ -195,7 +195,7 @@ var (
 	// LaunchSelfTest is GOACCEL_LAUNCH_SELFTEST.
 	LaunchSelfTest = str("GOACCEL_LAUNCH_SELFTEST", "1 in the ranks goaccel launch --selftest starts (its own executable, checking discovery, a barrier and an all-reduce)", Launch)
 	// ExampleChild is GOACCEL_EXAMPLE_CHILD.
-	ExampleChild = str("GOACCEL_EXAMPLE_CHILD", "1 in an example's test binary that its own tests start as the program (internal/exampletest)", Goaccel)
+	ExampleChild = str("GOACCEL_EXAMPLE_CHILD", "1 in an example's test binary that its own tests start as the program (examples/internal/exampletest)", Goaccel)
 	// JobSecret is GOACCEL_JOB_SECRET.
 	JobSecret = str("GOACCEL_JOB_SECRET", "the secret every launcher of a job of several nodes proves to the others (the same on every node, at least 16 bytes; never sent: a challenge and an HMAC); a job of one node makes its own; goaccel launch removes it from its ranks", User)
 	// LaunchDebug is GOACCEL_LAUNCH_DEBUG.

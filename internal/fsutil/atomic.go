@@ -149,11 +149,37 @@ func MkdirTemp(dir, prefix string) (string, error) {
 
 func randomSuffix() string { return strconv.FormatUint(rand.Uint64(), 36) }
 
+// SwapDir puts the complete directory src in place of dst. When dst exists it is replaced
+// atomically where the OS allows it (Linux: renameat2 with RENAME_EXCHANGE), so that dst never
+// goes missing; elsewhere the old dst is first renamed to aside, then src to dst (a crash in
+// between leaves the old one at aside and dst missing). The previous dst, if any, ends up at
+// the returned path, for the caller to delete after it has made the change durable.
+func SwapDir(src, dst, aside string) (old string, err error) {
+	if _, err := os.Lstat(dst); errors.Is(err, os.ErrNotExist) {
+		if err := os.Rename(src, dst); err != nil {
+			return "", fmt.Errorf("renaming %s into place: %w", dst, err)
+		}
+		return "", nil
+	}
+	if err := exchange(src, dst); err == nil {
+		return src, nil // src now holds the previous content of dst.
+	}
+	if err := os.Rename(dst, aside); err != nil {
+		return "", fmt.Errorf("moving old %s aside: %w", dst, err)
+	}
+	if err := os.Rename(src, dst); err != nil {
+		_ = os.Rename(aside, dst)
+		return "", fmt.Errorf("renaming %s into place: %w", dst, err)
+	}
+	return aside, nil
+}
+
 // ReplaceDir fills a new directory with fill and puts it in place of the directory dst (which
-// need not exist): fill writes into a temporary directory beside dst, which is then renamed
-// to dst once the old dst has been moved aside; the old one is deleted last. If fill fails,
-// dst is left as it was. A crash between the two renames leaves dst missing and both
-// versions in folders named TempPrefix+base(dst)+"-...", which a later ReplaceDir deletes.
+// need not exist): fill writes into a temporary directory beside dst, which is synced and then
+// swapped with dst (SwapDir: atomically on Linux); the old one is deleted last. If fill fails,
+// dst is left as it was. Where the swap is not atomic, a crash between its two renames leaves
+// dst missing and both versions in folders named TempPrefix+base(dst)+"-...", which a later
+// ReplaceDir deletes.
 func ReplaceDir(dst string, fill func(dir string) error) error {
 	parent, base := filepath.Dir(dst), filepath.Base(dst)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -175,19 +201,16 @@ func ReplaceDir(dst string, fill func(dir string) error) error {
 		_ = os.RemoveAll(tmp)
 		return err
 	}
-	aside := ""
-	if _, err := os.Stat(dst); err == nil {
-		aside = filepath.Join(parent, TempPrefix+base+"-old-"+randomSuffix())
-		if err := os.Rename(dst, aside); err != nil {
-			_ = os.RemoveAll(tmp)
-			return fmt.Errorf("writing %s: %w", dst, err)
-		}
-	}
-	if err := os.Rename(tmp, dst); err != nil {
+	replaced, err := SwapDir(tmp, dst, filepath.Join(parent, TempPrefix+base+"-old-"+randomSuffix()))
+	if err != nil {
+		_ = os.RemoveAll(tmp)
 		return fmt.Errorf("writing %s: %w", dst, err)
 	}
-	if aside != "" {
-		_ = os.RemoveAll(aside)
+	if err := SyncDir(parent); err != nil {
+		return err
 	}
-	return SyncDir(parent)
+	if replaced != "" {
+		_ = os.RemoveAll(replaced)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -185,5 +186,36 @@ func assertNoTemp(t *testing.T, dir string) {
 		if strings.HasPrefix(e.Name(), TempPrefix) {
 			t.Errorf("temporary file %s left in %s", e.Name(), dir)
 		}
+	}
+}
+
+// TestSwapDir: the new directory takes dst's place and the old one comes back at the returned
+// path (on Linux by the exchange: aside stays unused).
+func TestSwapDir(t *testing.T) {
+	root := t.TempDir()
+	src, dst, aside := filepath.Join(root, "new"), filepath.Join(root, "d"), filepath.Join(root, "aside")
+	for dir, text := range map[string]string{src: "new", dst: "old"} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "f"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, err := SwapDir(src, dst, aside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "f")); string(b) != "new" {
+		t.Errorf("dst holds %q, want new", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(old, "f")); string(b) != "old" {
+		t.Errorf("the returned %s holds %q, want old", old, b)
+	}
+	if _, err := os.Stat(aside); runtime.GOOS == "linux" && err == nil {
+		t.Errorf("on Linux the swap is an exchange, yet %s was used", aside)
+	}
+	if old, err := SwapDir(filepath.Join(root, "missing"), filepath.Join(root, "absent"), aside); err == nil || old != "" {
+		t.Errorf("swapping a missing directory: %q, %v", old, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/shell"
 )
 
 // hostSlots is one entry of horovodrun's -H list: a host and how many ranks it runs.
@@ -230,15 +231,15 @@ var remoteVars = []string{envvar.Home.Name, envvar.MPILib.Name, envvar.PluginPat
 // remoteCommand is the shell command that ssh runs on another machine: in the folder wd, self
 // with args, and remoteVars as env (the base environment) has them.
 func remoteCommand(wd, self string, args, env []string) string {
-	remote := "cd " + shellQuote(wd) + " && exec env"
+	remote := "cd " + shell.Quote(wd) + " && exec env"
 	for _, k := range remoteVars {
 		if v, ok := lookup(env, k); ok && v != "" {
-			remote += " " + shellQuote(k+"="+v)
+			remote += " " + shell.Quote(k+"="+v)
 		}
 	}
-	remote += " " + shellQuote(self)
+	remote += " " + shell.Quote(self)
 	for _, a := range args {
-		remote += " " + shellQuote(a)
+		remote += " " + shell.Quote(a)
 	}
 	return remote
 }
@@ -255,12 +256,4 @@ func (h *hostLaunchers) wait(d time.Duration) {
 		}
 		<-done
 	}
-}
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -67,8 +67,8 @@ func childBench(c *Comm) int {
 	}
 	cases := []benchCase{
 		{"4 MB, 100 tensors of 40 KB (all fused)", many},
-		// internal/bench/mlp's defaults: 512 inputs, 4 hidden layers of 1024, 10 outputs.
-		{"14 MB, internal/bench/mlp's 10 gradients", []int{512 * 1024, 1024, 1024 * 1024, 1024, 1024 * 1024, 1024, 1024 * 1024, 1024, 1024 * 10, 10}},
+		// cmd/goaccel/internal/bench/mlp's defaults: 512 inputs, 4 hidden layers of 1024, 10 outputs.
+		{"14 MB, cmd/goaccel/internal/bench/mlp's 10 gradients", []int{512 * 1024, 1024, 1024 * 1024, 1024, 1024 * 1024, 1024, 1024 * 1024, 1024, 1024 * 10, 10}},
 		{"44 MB, a wider MLP's 8 gradients", []int{4096 * 2048, 2048, 2048 * 1024, 1024, 1024 * 512, 512, 512 * 10, 10}},
 	}
 	if os.Getenv("GOACCEL_MPI_BENCH_BIG") != "" {

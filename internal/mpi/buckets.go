@@ -140,7 +140,7 @@ func (c *Comm) AllreduceFused(tensors [][]float32, mean bool, bucketBytes int) e
 func (c *Comm) OnBuckets(f func(buckets string, bytes int64, start, end time.Time)) { c.onBuckets = f }
 
 // maxInFlight is the most all-reduces AllreduceFused keeps posted at once. Measured on the
-// internal/bench/mlp gradients (2 ranks on 2 loaded cores, medians of 21 rounds): one at a time
+// cmd/goaccel/internal/bench/mlp gradients (2 ranks on 2 loaded cores, medians of 21 rounds): one at a time
 // took 1.3-1.6x the time of one MPI_Allreduce of the same bytes, 8 in flight 1.1x, fusing them
 // all into one bucket 1.8-2.2x.
 const maxInFlight = 8

@@ -59,8 +59,9 @@
 // Every collective is recorded in a ring of the Comm's last 64 (sequence number, operation,
 // bytes, caller, start, state): one runtime.Callers per collective (a fused gradient all-reduce
 // is one, its buckets under it), resolved to a file:line only when needed. The caller is the
-// frame just outside the outermost of goaccel's accelerator and internal frames (package
-// trainer and _test.go files count as callers). The arrival messages' tags encode the
+// frame just outside the outermost of goaccel's own frames: the module's internal packages and
+// the module package that called into them (the accelerator), recognised by their place in the
+// stack, not by name (package trainer and _test.go files count as callers). The arrival messages' tags encode the
 // operation as well as the sequence number, so ranks that call different collectives at the
 // same point (one skipped an Evaluate) both time out there, even when MPI matched the two
 // operations. A rank whose collective times out writes its hang report (the ring, then every

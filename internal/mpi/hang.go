@@ -40,9 +40,9 @@ type call struct {
 	varies  bool // the ranks' bytes may differ
 }
 
-// site is where a collective was called from: the first frame outside goaccel's accelerator
-// and internal packages (a _test.go file counts as outside), and the public operation it
-// called (the frame just inside).
+// site is where a collective was called from: the first frame outside goaccel's machinery (a
+// _test.go file counts as outside; see machinery), and the public operation it called (the
+// frame just inside).
 type site struct {
 	public string // "WaitForEveryone", "(*Job).Evaluate"; "" when unknown
 	where  string // "trainer/loop.go:201"
@@ -55,19 +55,60 @@ func (s site) String() string {
 	return s.public + " at " + s.where
 }
 
-const module = "github.com/goaccel/goaccel/"
+// module is the import path of the module this package belongs to, with a trailing slash
+// ("github.com/goaccel/goaccel/"), read from this package's own frame so that no caller's
+// package is named here.
+var module = func() string {
+	pc, _, _, _ := runtime.Caller(0)
+	fn := runtime.FuncForPC(pc).Name() // ".../internal/mpi.init.func1" or similar
+	if i := strings.Index(fn, "/internal/mpi."); i >= 0 {
+		return fn[:i+1]
+	}
+	return "\x00" // matches no function: every frame is then a caller's
+}()
 
-// inside says whether a frame belongs to goaccel's own machinery rather than to a caller.
-func inside(fn, file string) bool {
+// pkgOf is the import path of a function's package: "github.com/goaccel/goaccel/trainer" for
+// "github.com/goaccel/goaccel/trainer.(*Loop).Run".
+func pkgOf(fn string) string {
+	slash := strings.LastIndexByte(fn, '/')
+	if i := strings.IndexByte(fn[slash+1:], '.'); i >= 0 {
+		return fn[:slash+1+i]
+	}
+	return fn
+}
+
+// internalPkg says whether a frame belongs to one of the module's internal packages (any
+// package with an "internal" element in its path below the module: internal/mpi itself,
+// internal/launch, a facade's own internal packages); a _test.go file never does.
+func internalPkg(fn, file string) bool {
 	if strings.HasSuffix(file, "_test.go") {
 		return false
 	}
-	rest, ok := strings.CutPrefix(fn, module)
-	if !ok {
-		return false
+	rest, ok := strings.CutPrefix(pkgOf(fn), module)
+	return ok && (strings.HasPrefix(rest, "internal/") || strings.Contains(rest, "/internal/"))
+}
+
+// machinery marks the frames of goaccel's own machinery in a stack (innermost first): the
+// module's internal packages, and the package of the module that called into them (the
+// facade: the first frame outward from the internal ones that is not itself internal, when
+// its package is in the module, such as the accelerator). No package is named: the facade
+// is recognised by where it sits in the stack, so moving or renaming it changes nothing here.
+func machinery(all []runtime.Frame) []bool {
+	in := make([]bool, len(all))
+	facade := ""
+	for i, f := range all {
+		if internalPkg(f.Function, f.File) {
+			in[i] = true
+			continue
+		}
+		if facade == "" && i > 0 && in[i-1] && !strings.HasSuffix(f.File, "_test.go") {
+			if p := pkgOf(f.Function); strings.HasPrefix(p, module) {
+				facade = p
+			}
+		}
+		in[i] = facade != "" && pkgOf(f.Function) == facade && !strings.HasSuffix(f.File, "_test.go")
 	}
-	return strings.HasPrefix(rest, "accelerator.") || strings.HasPrefix(rest, "accelerator/") ||
-		strings.HasPrefix(rest, "internal/")
+	return in
 }
 
 // resolve turns the stack a collective kept into its site: the frame just outside the
@@ -86,8 +127,8 @@ func resolve(pcs []uintptr) site {
 		}
 	}
 	outer := -1
-	for i, f := range all {
-		if inside(f.Function, f.File) {
+	for i, in := range machinery(all) {
+		if in {
 			outer = i
 		}
 	}

@@ -19,18 +19,45 @@ func TestCallerIsFirstFrameOutside(t *testing.T) {
 	if s.where != want || s.public != "" {
 		t.Fatalf("site %+v, want %s", s, want)
 	}
+	const m = "github.com/goaccel/goaccel/"
+	if module != m {
+		t.Fatalf("module %q, want %q", module, m)
+	}
+	frame := func(fn, file string) runtime.Frame { return runtime.Frame{Function: fn, File: file} }
 	for _, c := range []struct {
-		fn, file string
-		in       bool
+		name  string
+		stack []runtime.Frame // innermost first
+		want  []bool
 	}{
-		{"github.com/goaccel/goaccel/accelerator.(*Accelerator).WaitForEveryone", "/x/accelerator/collectives.go", true},
-		{"github.com/goaccel/goaccel/internal/mpi.(*Comm).Barrier", "/x/internal/mpi/collectives.go", true},
-		{"github.com/goaccel/goaccel/accelerator.skipEvalWorker", "/x/accelerator/hang_test.go", false},
-		{"github.com/goaccel/goaccel/trainer.(*Loop).Run", "/x/trainer/loop.go", false},
-		{"main.main", "/x/main.go", false},
+		{"a barrier through a facade and its internal packages", []runtime.Frame{
+			frame(m+"internal/mpi.(*Comm).Barrier", "/x/internal/mpi/collectives.go"),
+			frame(m+"accelerator/internal/collective.(*mpiGroup).Barrier", "/x/accelerator/internal/collective/mpi.go"),
+			frame(m+"accelerator.(*Accelerator).WaitForEveryone", "/x/accelerator/collectives.go"),
+			frame(m+"trainer.(*Loop).Run", "/x/trainer/loop.go"),
+			frame("main.main", "/x/main.go"),
+		}, []bool{true, true, true, false, false}},
+		{"a facade's test calls it (a _test.go file is a caller)", []runtime.Frame{
+			frame(m+"internal/mpi.(*Comm).Barrier", "/x/internal/mpi/collectives.go"),
+			frame(m+"accelerator.(*Accelerator).WaitForEveryone", "/x/accelerator/collectives.go"),
+			frame(m+"accelerator.skipEvalWorker", "/x/accelerator/hang_test.go"),
+		}, []bool{true, true, false}},
+		{"an Evaluate whose data source calls back into it", []runtime.Frame{
+			frame(m+"internal/mpi.(*Comm).AllGather", "/x/internal/mpi/collectives.go"),
+			frame(m+"accelerator.(*Job).gather", "/x/accelerator/gather.go"),
+			frame(m+"accelerator.(*Job).Evaluate-range1", "/x/accelerator/evaluate.go"),
+			frame(m+"data.(*Loader[...]).All.func1", "/x/data/loader.go"),
+			frame(m+"accelerator.(*Job).Evaluate", "/x/accelerator/evaluate.go"),
+			frame(m+"trainer.(*Loop).evaluate", "/x/trainer/loop.go"),
+		}, []bool{true, true, true, false, true, false}},
+		{"a program of another module calling the internal package's user directly", []runtime.Frame{
+			frame(m+"internal/mpi.(*Comm).Barrier", "/x/internal/mpi/collectives.go"),
+			frame(m+"internal/launch.selfTest", "/x/internal/launch/selftest.go"),
+			frame("main.main", "/x/cmd/goaccel/main.go"),
+		}, []bool{true, true, false}},
 	} {
-		if got := inside(c.fn, c.file); got != c.in {
-			t.Errorf("inside(%s) = %v, want %v", c.fn, got, c.in)
+		got := machinery(c.stack)
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: machinery %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package trainer
+package optim
 
 import (
 	"math"
@@ -69,7 +69,7 @@ func TestAdamEpsilonIsPyTorchs(t *testing.T) {
 	}
 	got := firstAdamStep(t, opt, map[string]float32{"/dense/weight": 1}, map[string]float32{"/dense/weight": 1e-7})
 	moved := 1 - got["/dense/weight"]
-	if want := lr * 1e-7 / (1e-7 + AdamEpsilon); math.Abs(moved-want) > 1e-6 {
+	if want := lr * 1e-7 / (1e-7 + adamEpsilon); math.Abs(moved-want) > 1e-6 {
 		t.Errorf("first step moved the weight by %.6g, want %.6g (lr·g/(|g|+1e-8)); lr/2 = %.6g means eps 1e-7",
 			moved, want, lr/2.0)
 	}
@@ -82,7 +82,7 @@ func TestAdamWDecaysWeightsNotBiasesOrNorms(t *testing.T) {
 	const lr, wd = 0.01, 0.1
 	start := map[string]float32{"/dense/weight": 2, "/dense/bias": 2, "/bert/embeddings/LayerNorm/weight": 2}
 	grad := map[string]float32{"/dense/weight": 1, "/dense/bias": 1, "/bert/embeddings/LayerNorm/weight": 1}
-	adamOnly := 2 - lr*1/(1+AdamEpsilon) // the Adam part of the first step
+	adamOnly := 2 - lr*1/(1+adamEpsilon) // the Adam part of the first step
 	decayed := adamOnly - lr*wd*2
 
 	for _, c := range []struct {
@@ -137,8 +137,8 @@ func TestAdamRejectsBadConfig(t *testing.T) {
 		{AdamConfig{LearningRate: 1e-3, WeightDecay: -0.01}, "AdamConfig.WeightDecay = -0.01"},
 	} {
 		_, err := Adam(c.cfg)
-		if err == nil || !strings.HasPrefix(err.Error(), "trainer: Adam: ") || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("Adam(%+v): error %v, want one starting \"trainer: Adam: \" naming %q", c.cfg, err, c.want)
+		if err == nil || !strings.HasPrefix(err.Error(), "optim: Adam: ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Adam(%+v): error %v, want one starting \"optim: Adam: \" naming %q", c.cfg, err, c.want)
 		}
 	}
 }

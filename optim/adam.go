@@ -1,4 +1,10 @@
-package trainer
+// Package optim holds goaccel's optimizers: Adam and AdamW with PyTorch's defaults, built on
+// GoMLX's Adam so that their Store variables (and so checkpoints) are GoMLX's. They work with
+// accelerator.Prepare, trainer.New and trainer.Fit alike:
+//
+//	opt, err := optim.Adam(optim.AdamConfig{LearningRate: 2e-5, WeightDecay: 0.01}) // HF's AdamW
+//	job, err := acc.Prepare(store, opt, loader)
+package optim
 
 import (
 	"fmt"
@@ -12,10 +18,10 @@ import (
 	"github.com/gomlx/gomlx/support/exceptions"
 )
 
-// AdamEpsilon is the epsilon of torch.optim.Adam and torch.optim.AdamW (and of Hugging Face's
+// adamEpsilon is the epsilon of torch.optim.Adam and torch.optim.AdamW (and of Hugging Face's
 // Trainer), added to the square root of the second-moment estimate. GoMLX's optimizer.Adam
 // defaults to 1e-7, which damps the updates of weights with small gradients.
-const AdamEpsilon = 1e-8
+const adamEpsilon = 1e-8
 
 // AdamConfig configures Adam: the zero value of every field but LearningRate gives what a
 // PyTorch user gets from torch.optim.Adam, and WeightDecay > 0 what Hugging Face's Trainer does
@@ -27,7 +33,7 @@ type AdamConfig struct {
 	// Beta1 and Beta2 are the decay rates of the moment estimates; 0 means PyTorch's 0.9 and
 	// 0.999.
 	Beta1, Beta2 float64
-	// Epsilon is added to the denominator; 0 means AdamEpsilon (1e-8).
+	// Epsilon is added to the denominator; 0 means PyTorch's 1e-8 (GoMLX's Adam has 1e-7).
 	Epsilon float64
 	// WeightDecay > 0 makes it AdamW: decoupled weight decay, every step subtracting
 	// lr·WeightDecay·w from each decayed weight w (the value before the step), as
@@ -40,13 +46,13 @@ type AdamConfig struct {
 	NoDecay func(path string) bool
 }
 
-// Adam returns the Adam (or AdamW) optimizer of c, for Prepare, New or Fit. It is GoMLX's Adam
-// with PyTorch's defaults and with the weight decay applied only to the variables NoDecay
-// does not name; its Store variables are GoMLX Adam's, so checkpoints of either load in the
-// other.
+// Adam returns the Adam (or AdamW) optimizer of c, for accelerator.Prepare, trainer.New or
+// trainer.Fit. It is GoMLX's Adam with PyTorch's defaults and with the weight decay applied
+// only to the variables NoDecay does not name; its Store variables are GoMLX Adam's, so
+// checkpoints of either load in the other.
 func Adam(c AdamConfig) (optimizer.Interface, error) {
 	bad := func(field string, v float64, want string) error {
-		return fmt.Errorf("trainer: Adam: AdamConfig.%s = %g, want %s", field, v, want)
+		return fmt.Errorf("optim: Adam: AdamConfig.%s = %g, want %s", field, v, want)
 	}
 	switch {
 	case !(c.LearningRate > 0) || math.IsInf(c.LearningRate, 1):
@@ -56,7 +62,7 @@ func Adam(c AdamConfig) (optimizer.Interface, error) {
 	case !(c.Beta2 >= 0 && c.Beta2 < 1):
 		return nil, bad("Beta2", c.Beta2, "a value in [0, 1) (0: 0.999)")
 	case !(c.Epsilon >= 0) || math.IsInf(c.Epsilon, 1):
-		return nil, bad("Epsilon", c.Epsilon, fmt.Sprintf(">= 0 (0: %g)", AdamEpsilon))
+		return nil, bad("Epsilon", c.Epsilon, fmt.Sprintf(">= 0 (0: %g)", adamEpsilon))
 	case !(c.WeightDecay >= 0) || math.IsInf(c.WeightDecay, 1):
 		return nil, bad("WeightDecay", c.WeightDecay, ">= 0 (0: Adam, no decay)")
 	}
@@ -67,7 +73,7 @@ func Adam(c AdamConfig) (optimizer.Interface, error) {
 		c.Beta2 = 0.999
 	}
 	if c.Epsilon == 0 {
-		c.Epsilon = AdamEpsilon
+		c.Epsilon = adamEpsilon
 	}
 	if c.NoDecay == nil {
 		c.NoDecay = NoWeightDecay
@@ -79,7 +85,8 @@ func Adam(c AdamConfig) (optimizer.Interface, error) {
 // NoWeightDecay is AdamConfig.NoDecay's default, the parameters Hugging Face's Trainer gives
 // no weight decay: biases (a last path element "bias" or "biases") and the weights of
 // normalisation layers (a path element containing "norm", such as BERT's LayerNorm or GoMLX's
-// layer_normalization).
+// layer_normalization). It is exported for a NoDecay that extends it, such as
+// func(p string) bool { return optim.NoWeightDecay(p) || strings.Contains(p, "embeddings") }.
 func NoWeightDecay(path string) bool {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	if last := parts[len(parts)-1]; last == "bias" || last == "biases" {
@@ -109,7 +116,7 @@ type gradientApplier interface {
 // UpdateGraph implements optimizer.Interface.
 func (o *adam) UpdateGraph(scope *model.Scope, g *Graph, loss *Node) {
 	if !loss.Shape().IsScalar() {
-		exceptions.Panicf("trainer: Adam: the loss must be a scalar, got shape %s", loss.Shape())
+		exceptions.Panicf("optim: Adam: the loss must be a scalar, got shape %s", loss.Shape())
 	}
 	o.UpdateGraphWithGradients(scope, scope.BuildTrainableVariablesGradientsGraph(loss), loss.DType())
 }
@@ -118,7 +125,7 @@ func (o *adam) UpdateGraph(scope *model.Scope, g *Graph, loss *Node) {
 // the Store's order (as GoMLX's optimizers take them).
 func (o *adam) UpdateGraphWithGradients(scope *model.Scope, grads []*Node, lossDType dtypes.DType) {
 	if len(grads) == 0 {
-		exceptions.Panicf("trainer: Adam: no gradients (are there trainable variables?)")
+		exceptions.Panicf("optim: Adam: no gradients (are there trainable variables?)")
 	}
 	g := grads[0].Graph()
 	type decayed struct {

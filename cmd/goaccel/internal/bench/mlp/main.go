@@ -3,7 +3,7 @@
 // that both see the same machine load. It prints one JSON object per measurement and a final
 // ratio (goaccel / stock; >= 0.95 is the target).
 //
-//	go run ./internal/bench/mlp --hidden 1024 --batch 256            # CPU
+//	go run ./cmd/goaccel/internal/bench/mlp --hidden 1024 --batch 256            # CPU
 //	./mlp --hidden 4096 --batch 4096 --backend xla:cuda             # GPU
 package main
 

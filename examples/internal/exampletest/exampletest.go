@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goaccel/goaccel/accelerator/acceltest"
 	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/ptytest"
@@ -43,6 +44,20 @@ func Child(t testing.TB, args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(envvar.Environ(), envvar.ExampleChild.KV("1"))
 	return cmd
+}
+
+// Run runs the program (Child) on the XLA CPU plugin (acceltest.CPUPlugin, as
+// $GOMLX_BACKEND) with the extra environment env ("NAME=value") and args, waits for it, fails
+// the test with its output when it fails, and returns the output.
+func Run(t testing.TB, env []string, args ...string) string {
+	t.Helper()
+	cmd := Child(t, args...)
+	cmd.Env = append(append(cmd.Env, envvar.Backend.KV("xla:"+acceltest.CPUPlugin(t))), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", strings.Join(env, " "), strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
 
 // signalRun is one session of the program in a child process whose output is read as it
@@ -189,54 +204,21 @@ func SameRun(t testing.TB, full, resumed string) {
 	}
 }
 
-// BadFlags checks a program's error words: for each of its flags (names) with a bad value in
-// bad, run (the program with args base(t), then --flag value) must fail with output naming
-// the flag as the user typed it ("--flag"); every flag must be in bad or in none, which says
-// why no value of it is wrong, so that a flag added later gets a case.
-func BadFlags(t *testing.T, names []string, base func(t *testing.T) []string, bad, none map[string]string,
-	run func(t *testing.T, args []string) (string, error)) {
-	t.Helper()
-	for _, name := range names {
-		value, ok := bad[name]
-		if !ok {
-			if none[name] == "" {
-				t.Errorf("--%s has neither a bad value in the test nor a reason why none is wrong", name)
-			}
-			continue
-		}
-		t.Run(name, func(t *testing.T) {
-			args := append(base(t), "--"+name, value)
-			out, err := run(t, args)
-			if err == nil {
-				t.Fatalf("--%s %q: the program succeeded, want an error naming the flag:\n%s", name, value, out)
-			}
-			if !strings.Contains(out, "--"+name) {
-				t.Errorf("--%s %q: the error does not name --%s:\n%s", name, value, name, out)
-			}
-		})
-	}
-	for name := range bad {
-		if !slices.Contains(names, name) {
-			t.Errorf("the test has a bad value for --%s, which the program does not have", name)
-		}
-	}
-}
-
-// FlagNames lists fs's flags, for BadFlags.
+// FlagNames lists fs's flags, for testutil.BadFlags.
 func FlagNames(fs *pflag.FlagSet) []string {
 	var names []string
 	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
 	return names
 }
 
-// RunChild is BadFlags's run for an example: the program (Child) with args, its output and
+// RunChild is testutil.BadFlags's run for an example: the program (Child) with args, its output and
 // exit error.
 func RunChild(t *testing.T, args []string) (string, error) {
 	out, err := Child(t, args...).CombinedOutput()
 	return string(out), err
 }
 
-// ShortRunArgs are BadFlags's base arguments for an example: the pure-Go backend, a new run
+// ShortRunArgs are testutil.BadFlags's base arguments for an example: the pure-Go backend, a new run
 // directory, 2 steps at most, one worker.
 func ShortRunArgs(t *testing.T) []string {
 	return []string{"--backend", "go", "--output_dir", t.TempDir(), "--max_steps", "2", "--workers", "1"}

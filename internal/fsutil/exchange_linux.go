@@ -1,6 +1,6 @@
 //go:build linux
 
-package checkpoint
+package fsutil
 
 import "golang.org/x/sys/unix"
 
