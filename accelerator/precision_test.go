@@ -59,12 +59,7 @@ func TestPlanLineSaysBF16IsSlowerOnXLACPU(t *testing.T) {
 			t.Fatal(err)
 		}
 		a.Close()
-		var plan string
-		for _, line := range strings.Split(out.String(), "\n") {
-			if strings.Contains(line, "; precision ") {
-				plan = line
-			}
-		}
+		plan := lastLineWith(out.String(), "; precision ")
 		warned := strings.Contains(plan, "slower than fp32") && strings.Contains(plan, "docs/performance.md")
 		if plan == "" || warned != c.warned {
 			t.Errorf("backend %q, MixedPrecision %q: plan line %q; want the bf16 caveat: %v\n(output %q)",
