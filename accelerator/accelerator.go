@@ -460,8 +460,19 @@ func (a *Accelerator) Plan() string {
 		}
 	}
 	return fmt.Sprintf("goaccel: backend %s; devices %d of %d; processes %d; precision %s; %s%s",
-		backend, a.info.Devices, a.info.Available, a.grp.Size(), precisionName(a.cfg.MixedPrecision), a.info.Reason,
-		hostMemoryNote(a.info, runtime.GOOS, hostmem.OptedIn()))
+		backend, a.info.Devices, a.info.Available, a.grp.Size(), precisionName(a.cfg.MixedPrecision)+a.precisionCaveat(),
+		a.info.Reason, hostMemoryNote(a.info, runtime.GOOS, hostmem.OptedIn()))
+}
+
+// precisionCaveat is what the plan line adds to the precision when it costs more than it
+// saves on the chosen backend: bf16 on XLA's CPU plugin, measured slower than fp32 (the
+// figures in docs/performance.md).
+func (a *Accelerator) precisionCaveat() string {
+	if a.cfg.MixedPrecision != "bf16" || a.info.Backend != "xla" || a.info.Plugin.Kind != PluginCPU {
+		return ""
+	}
+	return " (slower than fp32 on XLA's CPU plugin: its matrix products still run in float32; " +
+		"measured in docs/performance.md)"
 }
 
 // hostMemoryNote is the plan line's word on host memory: on XLA's CPU plugin under Linux, a

@@ -42,15 +42,21 @@ func TestBatchPlanLine(t *testing.T) {
 				t.Fatal(err)
 			}
 			a.Close()
-			var plan string
-			for _, line := range strings.SplitAfter(out.String(), "\n") {
-				if strings.HasPrefix(line, "goaccel: per-device batch") {
-					plan = line
-				}
-			}
+			plan := lastLineWith(out.String(), "goaccel: per-device batch")
 			if plan != c.want {
 				t.Errorf("%d devices, %+v: plan line %q, want %q\n(output %q)", c.devices, c.cfg, plan, c.want, out.String())
 			}
 		})
 	}
+}
+
+// lastLineWith returns the last line of out (with its newline) that contains part, or "".
+func lastLineWith(out, part string) string {
+	var found string
+	for _, line := range strings.SplitAfter(out, "\n") {
+		if strings.Contains(line, part) {
+			found = line
+		}
+	}
+	return found
 }

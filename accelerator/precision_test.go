@@ -1,6 +1,7 @@
 package accelerator
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -40,5 +41,29 @@ func TestMixedPrecisionIsHandedToTheModel(t *testing.T) {
 	}
 	if job, err := a.Prepare(m, optimizer.Adam().Done(), nil); err != nil || job.autocasting() {
 		t.Errorf("a model with SetComputeDType: autocasting %v, error %v; want its own casting", job.autocasting(), err)
+	}
+}
+
+// TestPlanLineSaysBF16IsSlowerOnXLACPU: the plan line a user of XLA's CPU plugin sees with
+// MixedPrecision "bf16" says that bf16 is slower than fp32 there and where the figures are;
+// fp32 on that plugin, and bf16 on the pure-Go backend, say nothing of the kind.
+func TestPlanLineSaysBF16IsSlowerOnXLACPU(t *testing.T) {
+	plugin := cpuPlugin(t)
+	for _, c := range []struct {
+		backend, precision string
+		warned             bool
+	}{{plugin, "bf16", true}, {plugin, "BF16", true}, {plugin, "no", false}, {"go", "bf16", false}} {
+		var out bytes.Buffer
+		a, err := New(Config{Backend: c.backend, MixedPrecision: c.precision, Output: &out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Close()
+		plan := lastLineWith(out.String(), "; precision ")
+		warned := strings.Contains(plan, "slower than fp32") && strings.Contains(plan, "docs/performance.md")
+		if plan == "" || warned != c.warned {
+			t.Errorf("backend %q, MixedPrecision %q: plan line %q; want the bf16 caveat: %v\n(output %q)",
+				c.backend, c.precision, plan, c.warned, out.String())
+		}
 	}
 }
