@@ -46,9 +46,10 @@ func (b *Batch) NumReal() int {
 	return n
 }
 
-// GlobalBatch is what all local devices process together in one step: Shards[r] is the batch of
-// local replica r (one replica per device of this process). All shards of a global batch have
-// the same shapes.
+// GlobalBatch is this process's part of one global batch, what its devices run together in one
+// train step (an optimizer update happens every k train steps under accumulation over k):
+// Shards[r] is the batch of local replica r (one replica per device of this process); the other
+// processes hold the rest of the global batch. All shards of a global batch have the same shapes.
 type GlobalBatch struct {
 	// Epoch and Index locate the global batch: Index counts the global batches of the epoch
 	// from 0.
