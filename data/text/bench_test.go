@@ -3,6 +3,7 @@ package text
 import (
 	"fmt"
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,7 +83,7 @@ func whitespaceCollate(examples []Labeled) ([]*tensors.Tensor, *tensors.Tensor, 
 // BenchmarkLoaderPolarity collates epochs of the real rt-polarity data (10,662 examples,
 // shuffled, batch 32) with the whitespace collate above, with 0, 1 and 2 workers.
 func BenchmarkLoaderPolarity(b *testing.B) {
-	dir := polarityDir(b)
+	dir := testutil.PolarityDir(b)
 	ds, err := LoadPolarity(filepath.Join(dir, "rt-polarity.pos"), filepath.Join(dir, "rt-polarity.neg"))
 	if err != nil {
 		b.Fatal(err)

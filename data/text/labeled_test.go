@@ -2,36 +2,11 @@ package text
 
 import (
 	"github.com/goaccel/goaccel/data"
-	"os"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// polarityDir finds ../shared/data/rt-polarity relative to the repository root, or skips the
-// test loudly.
-func polarityDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("SKIPPED: repository root (go.mod) not found, so ../shared/data/rt-polarity cannot be located")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "data", "rt-polarity")
-	if _, err := os.Stat(filepath.Join(p, "rt-polarity.pos")); err != nil {
-		t.Skipf("SKIPPED: the rt-polarity data is absent (%v); put it at ../shared/data/rt-polarity beside the repository", err)
-	}
-	return p
-}
 
 func TestLoadPolarity(t *testing.T) {
 	dir := t.TempDir()
@@ -107,7 +82,7 @@ func TestReadLabeledFilesSkips(t *testing.T) {
 }
 
 func TestLoadPolarityRealData(t *testing.T) {
-	dir := polarityDir(t)
+	dir := testutil.PolarityDir(t)
 	ds, err := LoadPolarity(filepath.Join(dir, "rt-polarity.pos"), filepath.Join(dir, "rt-polarity.neg"))
 	if err != nil {
 		t.Fatal(err)
