@@ -13,6 +13,7 @@ import (
 
 	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/hostmem"
+	"github.com/goaccel/goaccel/internal/plugins"
 	"github.com/goaccel/goaccel/internal/timeline"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/distributed"
@@ -254,11 +255,11 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 
 // newMesh makes the device mesh over a's devices (a variable: tests make it fail).
 var newMesh = func(a *Accelerator) (*distributed.DeviceMesh, error) {
-	return distributed.NewDeviceMesh([]int{a.info.Devices}, []string{MeshAxis})
+	return distributed.NewDeviceMesh([]int{a.info.Devices}, []string{meshAxis})
 }
 
-// MeshAxis is the name of the device-mesh axis that batches are sharded along.
-const MeshAxis = "data"
+// meshAxis is the name of the device-mesh axis that batches are sharded along.
+const meshAxis = "data"
 
 // openBackend resolves cfg.Backend / $GOMLX_BACKEND / discovery into a live backend.
 func (a *Accelerator) openBackend() error {
@@ -276,9 +277,9 @@ func (a *Accelerator) openBackend() error {
 		return err
 	}
 	a.knobs = knobs
-	found := FindPlugins()
+	found := plugins.Find()
 	a.info.Found = found
-	byKind := func(k PluginKind) (Plugin, bool) {
+	byKind := func(k plugins.Kind) (Plugin, bool) {
 		for _, p := range found {
 			if p.Kind == k {
 				return p, true
@@ -289,9 +290,9 @@ func (a *Accelerator) openBackend() error {
 	var plugin Plugin
 	switch c := strings.ToLower(strings.TrimSpace(choice)); {
 	case c == "":
-		if p, ok := byKind(PluginCUDA); ok && gpuPresent() {
+		if p, ok := byKind(plugins.CUDA); ok && gpuPresent() {
 			plugin, a.info.Reason = p, "a GPU is present and XLA's CUDA plugin was found"
-		} else if p, ok := byKind(PluginCPU); ok {
+		} else if p, ok := byKind(plugins.CPU); ok {
 			plugin, a.info.Reason = p, "XLA's CPU plugin was found"
 			if gpuPresent() {
 				a.info.Reason = "a GPU is present but no CUDA plugin was found; XLA's CPU plugin was"
@@ -312,11 +313,11 @@ func (a *Accelerator) openBackend() error {
 		want := strings.TrimPrefix(c, "xla:")
 		var ok bool
 		if want == "xla" {
-			if plugin, ok = byKind(PluginCUDA); !ok || !gpuPresent() {
-				plugin, ok = byKind(PluginCPU)
+			if plugin, ok = byKind(plugins.CUDA); !ok || !gpuPresent() {
+				plugin, ok = byKind(plugins.CPU)
 			}
 		} else {
-			plugin, ok = byKind(PluginKind(want))
+			plugin, ok = byKind(plugins.Kind(want))
 		}
 		if !ok {
 			return set.refuse("not available: %s; install one (goaccel setup installs XLA's CPU plugin) or "+
@@ -332,7 +333,7 @@ func (a *Accelerator) openBackend() error {
 		if st.IsDir() {
 			return set.refuse("%s is a directory, not a PJRT plugin (.so)", path)
 		}
-		plugin = Plugin{Kind: kindOfPlugin(path), Path: path, From: source}
+		plugin = Plugin{Kind: plugins.KindOf(path), Path: path, From: source}
 		a.info.Reason = "chosen by " + source
 	default:
 		return set.refuse("unknown backend: valid values are \"go\", \"xla\", \"xla:cpu\", \"xla:cuda\" or the "+
@@ -361,7 +362,7 @@ func (a *Accelerator) openGo() error {
 	if a.cfg.Devices > 1 {
 		return setting{"Devices", "Config.Devices", fmt.Sprint(a.cfg.Devices)}.refuse("%d devices requested but "+
 			"the pure-Go backend has 1; for several CPU devices install XLA's CPU plugin: %s; or set Devices to 0 or 1",
-			a.cfg.Devices, InstallHint)
+			a.cfg.Devices, plugins.InstallHint)
 	}
 	a.backend = b
 	a.info.Backend, a.info.Devices, a.info.Available = "go", 1, 1
@@ -398,7 +399,7 @@ func cpuDeviceLimit() (int, string, error) {
 
 func (a *Accelerator) openXLA(p Plugin) error {
 	want, asked, cpuCount := a.cfg.Devices, setting{"Devices", "Config.Devices", strconv.Itoa(a.cfg.Devices)}, 0
-	if p.Kind == PluginCPU {
+	if p.Kind == plugins.CPU {
 		n, s, err := cpuDevices(a.cfg.Devices)
 		if err != nil {
 			return err
@@ -421,12 +422,12 @@ func (a *Accelerator) openXLA(p Plugin) error {
 		return err
 	}
 	var libErr error
-	if p.Kind == PluginCUDA {
+	if p.Kind == plugins.CUDA {
 		libErr = a.useNVIDIALibraries(p)
 	}
 	b, err := xla.NewWithOptions(config, opts)
 	if err != nil {
-		if p.Kind == PluginCUDA {
+		if p.Kind == plugins.CUDA {
 			err = fmt.Errorf("%w; %s", err, a.info.NVIDIA.Describe())
 			if libErr != nil {
 				err = fmt.Errorf("%w; %v", err, libErr)
@@ -468,7 +469,7 @@ func (a *Accelerator) Plan() string {
 // saves on the chosen backend: bf16 on XLA's CPU plugin, measured slower than fp32 (the
 // figures in docs/performance.md).
 func (a *Accelerator) precisionCaveat() string {
-	if a.cfg.MixedPrecision != "bf16" || a.info.Backend != "xla" || a.info.Plugin.Kind != PluginCPU {
+	if a.cfg.MixedPrecision != "bf16" || a.info.Backend != "xla" || a.info.Plugin.Kind != plugins.CPU {
 		return ""
 	}
 	return " (slower than fp32 on XLA's CPU plugin: its matrix products still run in float32; " +
@@ -479,7 +480,7 @@ func (a *Accelerator) precisionCaveat() string {
 // program that does not import hostmalloc runs with the C library's malloc, which makes every
 // step fault XLA's temporaries in again; the note says what the import gains.
 func hostMemoryNote(info Info, goos string, optedIn bool) string {
-	if optedIn || goos != "linux" || info.Backend != "xla" || info.Plugin.Kind != PluginCPU {
+	if optedIn || goos != "linux" || info.Backend != "xla" || info.Plugin.Kind != plugins.CPU {
 		return ""
 	}
 	return "; host memory: the C library's malloc (import _ \"github.com/goaccel/goaccel/hostmalloc\" keeps the " +

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/plugins"
 	"github.com/gomlx/go-xla/pjrt"
 )
 
@@ -160,7 +161,7 @@ func xlaClientOptions(p Plugin, cpuDevices int, knobs []cudaKnob) (string, pjrt.
 			"reads as the start of its options; move or link the plugin to a path without one", p.Path, p.From)
 	}
 	opts := pjrt.NamedValuesMap{}
-	if p.Kind != PluginCUDA {
+	if p.Kind != plugins.CUDA {
 		if err := refuseCUDAKnobs(knobs, fmt.Sprintf("xla:%s (%s)", p.Kind, p.Path)); err != nil {
 			return "", nil, err
 		}

@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/plugins"
 	"github.com/gomlx/go-xla/compute/xla"
 	"github.com/gomlx/go-xla/pjrt"
 )
 
-// cudaPluginAt is a CUDA plugin as FindPlugins reports one from a pip install of JAX.
-var cudaPluginAt = Plugin{Kind: PluginCUDA, Path: "/venv/site-packages/jax_plugins/xla_cuda12/xla_cuda_plugin.so", From: "python site-packages"}
+// cudaPluginAt is a CUDA plugin as plugins.Find reports one from a pip install of JAX.
+var cudaPluginAt = Plugin{Kind: plugins.CUDA, Path: "/venv/site-packages/jax_plugins/xla_cuda12/xla_cuda_plugin.so", From: "python site-packages"}
 
 // clearKnobEnv unsets the knobs' variables for the test.
 func clearKnobEnv(t *testing.T) {
@@ -158,7 +159,7 @@ func TestGoXLAReadsTheOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	missing := Plugin{Kind: PluginCUDA, Path: t.TempDir() + "/xla_cuda12/xla_cuda_plugin.so"}
+	missing := Plugin{Kind: plugins.CUDA, Path: t.TempDir() + "/xla_cuda12/xla_cuda_plugin.so"}
 	config, opts, err := xlaClientOptions(missing, 0, knobs)
 	if err != nil {
 		t.Fatal(err)

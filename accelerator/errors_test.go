@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/plugins"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
@@ -29,7 +30,7 @@ func isolateFromPlugins(t *testing.T) {
 
 func TestDiscoveryFallsBackToGoQuickly(t *testing.T) {
 	isolateFromPlugins(t)
-	if ps := FindPlugins(); len(ps) > 0 {
+	if ps := plugins.Find(); len(ps) > 0 {
 		// System-wide site-packages can still hold a plugin; then this machine cannot show
 		// the fallback.
 		t.Skipf("SKIPPING: a system-wide plugin is visible even with an empty environment: %v", ps)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/plugins"
 	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/gomlx/gomlx/core/tensors"
 )
@@ -15,8 +16,8 @@ import (
 func cpuPlugin(t testing.TB) string {
 	t.Helper()
 	var found []string
-	for _, p := range FindPlugins() {
-		if p.Kind == PluginCPU {
+	for _, p := range plugins.Find() {
+		if p.Kind == plugins.CPU {
 			found = append(found, p.Path)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/internal/blockcache"
+	"github.com/goaccel/goaccel/internal/plugins"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/model"
@@ -64,7 +65,7 @@ func TestStepsReuseHostMemory(t *testing.T) {
 // TestHostMemoryNote: the plan line says what importing hostmalloc gains exactly where it
 // gains it (XLA's CPU plugin on Linux) and only while the program has not imported it.
 func TestHostMemoryNote(t *testing.T) {
-	cpu := Info{Backend: "xla", Plugin: Plugin{Kind: PluginCPU}}
+	cpu := Info{Backend: "xla", Plugin: Plugin{Kind: plugins.CPU}}
 	for _, c := range []struct {
 		name    string
 		info    Info
@@ -74,7 +75,7 @@ func TestHostMemoryNote(t *testing.T) {
 	}{
 		{"cpu plugin, not imported", cpu, "linux", false, true},
 		{"cpu plugin, imported", cpu, "linux", true, false},
-		{"cuda plugin", Info{Backend: "xla", Plugin: Plugin{Kind: PluginCUDA}}, "linux", false, false},
+		{"cuda plugin", Info{Backend: "xla", Plugin: Plugin{Kind: plugins.CUDA}}, "linux", false, false},
 		{"pure Go", Info{Backend: "go"}, "linux", false, false},
 		{"not Linux", cpu, "darwin", false, false},
 	} {

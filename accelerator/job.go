@@ -338,7 +338,7 @@ func (j *Job) newExec(graphFn func(s *model.Scope, inputs []*Node) []*Node, lay 
 		// Every input, the labels and the mask have the batch on axis 0: shard that axis over
 		// the mesh and replicate the rest (a spec shorter than the rank replicates the
 		// remaining axes; the last spec is reused for all inputs).
-		batchSharded, err := distributed.BuildSpec(mesh).S(MeshAxis).Done()
+		batchSharded, err := distributed.BuildSpec(mesh).S(meshAxis).Done()
 		if err != nil {
 			return nil, fmt.Errorf("accelerator: building the batch sharding spec: %w", err)
 		}

@@ -3,9 +3,9 @@ package accelerator
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
+	"github.com/goaccel/goaccel/internal/bytesize"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 )
@@ -62,6 +62,10 @@ type MemoryPlan struct {
 // WithSharding returns the plan of the same step under another sharding kind ("no", "zero1",
 // "zero2", "zero3") split over shards ways, computed from the same variables and statistics:
 // for example what ZeRO-3 over 4 devices would leave on each.
+//
+// Kept exported: `goaccel estimate --sharding` prices each sharding kind from one compiled
+// step with it, and a program can do the same before choosing Config.Sharding; kind takes
+// Config.Sharding's words (a string, as that field is); any other kind is an error naming it.
 func (p MemoryPlan) WithSharding(kind string, shards int) (MemoryPlan, error) {
 	if p.vars == nil {
 		return MemoryPlan{}, errors.New("accelerator: MemoryPlan.WithSharding: the plan was not made by a TrainStep")
@@ -113,7 +117,7 @@ func (p MemoryPlan) String() string {
 	var parts []string
 	for _, it := range p.items() {
 		if it.bytes > 0 || it.name != "gradient accumulators" {
-			parts = append(parts, it.name+" "+FormatBytes(it.bytes))
+			parts = append(parts, it.name+" "+bytesize.Format(it.bytes))
 		}
 	}
 	shard := ""
@@ -122,10 +126,10 @@ func (p MemoryPlan) String() string {
 	}
 	budget := "no budget"
 	if p.Budget > 0 {
-		budget = "budget " + FormatBytes(p.Budget)
+		budget = "budget " + bytesize.Format(p.Budget)
 	}
 	return fmt.Sprintf("memory plan per device (per-device batch %d%s): %s = %s (%s; %s)",
-		p.PerDeviceBatch, shard, strings.Join(parts, " + "), FormatBytes(p.Total()), budget, p.Source)
+		p.PerDeviceBatch, shard, strings.Join(parts, " + "), bytesize.Format(p.Total()), budget, p.Source)
 }
 
 // ErrMemoryBudget is wrapped by the error of a step whose memory plan does not fit the device
@@ -140,47 +144,7 @@ func budgetError(p MemoryPlan) error {
 		"(Config.Sharding \"zero1\" divides the optimizer state, \"zero3\" also the gradients and weights), "+
 		"checkpoint activations (bert.Config.GradientCheckpointing) to cut the temporaries, or a smaller per-device "+
 		"batch (accelerator.WithAutoBatch keeps the global batch and accumulates gradients); %s",
-		ErrMemoryBudget, FormatBytes(p.Total()), FormatBytes(p.Budget), p.PerDeviceBatch, name, FormatBytes(bytes), p.String())
-}
-
-// FormatBytes writes a byte count the way the plans print it: "512 B", "1.5 KiB", "73.3 MiB",
-// "2.0 GiB".
-func FormatBytes(n int64) string {
-	const unit = 1024
-	if n < unit && n > -unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, i := float64(n), -1
-	for ; (v >= unit || v <= -unit) && i < 4; i++ {
-		v /= unit
-	}
-	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[i])
-}
-
-// ParseBytes reads a byte count: plain bytes ("1048576") or a number with one of the units
-// B, KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000), case-insensitive,
-// a space allowed before the unit ("2GiB", "512 MiB", "1.5GB").
-func ParseBytes(s string) (int64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	units := []struct {
-		suffix string
-		mult   float64
-	}{
-		{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
-		{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12}, {"b", 1},
-	}
-	mult := 1.0
-	for _, u := range units {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v < 0 || t == "" {
-		return 0, fmt.Errorf("%q is not a byte count (want plain bytes or a number with KiB, MiB, GiB, TiB, KB, MB, GB, TB)", s)
-	}
-	return int64(v * mult), nil
+		ErrMemoryBudget, bytesize.Format(p.Total()), bytesize.Format(p.Budget), p.PerDeviceBatch, name, bytesize.Format(bytes), p.String())
 }
 
 // planVar is one variable as the plan counts it.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/bytesize"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/model"
@@ -69,7 +70,7 @@ func TestMemoryBudgetShardedTrains(t *testing.T) {
 	if len(res.losses) != 0 {
 		t.Errorf("the refused run trained %d batches", len(res.losses))
 	}
-	t.Logf("unsharded, budget %s: %v", FormatBytes(budget), err)
+	t.Logf("unsharded, budget %s: %v", bytesize.Format(budget), err)
 	got, _, err := wideRun(t, "zero3", budget)
 	if err != nil {
 		t.Fatalf("zero3 under a budget of %d bytes: %v", budget, err)

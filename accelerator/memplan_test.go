@@ -65,17 +65,7 @@ func TestMemoryPlanSharding(t *testing.T) {
 	}
 }
 
-func TestParseBytes(t *testing.T) {
-	for in, want := range map[string]int64{"2GiB": 2 << 30, "512 MiB": 512 << 20, "1048576": 1 << 20, "1.5kb": 1500, "3b": 3} {
-		if got, err := ParseBytes(in); err != nil || got != want {
-			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "GiB", "two GiB", "-1MiB", "2 GB RAM"} {
-		if _, err := ParseBytes(in); err == nil {
-			t.Errorf("ParseBytes(%q): no error", in)
-		}
-	}
+func TestDeviceMemoryBudget(t *testing.T) {
 	t.Setenv("GOACCEL_DEVICE_MEMORY", "lots")
 	if _, err := deviceMemoryBudget(0); err == nil || !strings.Contains(err.Error(), "GOACCEL_DEVICE_MEMORY") {
 		t.Errorf("a bad $GOACCEL_DEVICE_MEMORY: err = %v", err)

@@ -21,7 +21,7 @@ func shardedExec(t *testing.T, a *Accelerator, store *model.Store) error {
 	if err != nil {
 		return err
 	}
-	spec, err := distributed.BuildSpec(a.mesh).S(MeshAxis).Done()
+	spec, err := distributed.BuildSpec(a.mesh).S(meshAxis).Done()
 	if err != nil {
 		return err
 	}

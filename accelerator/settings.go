@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goaccel/goaccel/internal/bytesize"
 	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/mpi"
 )
@@ -225,7 +226,7 @@ func deviceMemoryBudget(cfg int64) (int64, error) {
 	var env int64
 	if s := fromEnv("DeviceMemory", envvar.DeviceMemory.Var); s.value != "" {
 		var err error
-		if env, err = ParseBytes(s.value); err != nil {
+		if env, err = bytesize.Parse(s.value); err != nil {
 			return 0, s.refuse("%v", err)
 		}
 	}

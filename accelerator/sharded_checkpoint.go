@@ -18,6 +18,10 @@ import (
 //
 // Loading needs no counterpart: a checkpoint's whole optimizer state, loaded into the Store,
 // is sliced out of it before the next update.
+//
+// Kept exported: package checkpoint reaches it through its StoreCompleter interface (a method
+// of another package's interface must be exported), without importing accelerator; programs
+// need not call it, checkpoint.Save does.
 func (a *Accelerator) CompleteStore(store *model.Store) (release func(), err error) {
 	st := a.shardedState[store]
 	if st == nil {

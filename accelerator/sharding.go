@@ -102,7 +102,7 @@ func (j *Job) variableSpec(v *model.Variable) (*distributed.ShardingSpec, error)
 	for axis, n := range dims {
 		if n >= d && n%d == 0 {
 			axes := make([]distributed.AxisSpec, len(dims))
-			axes[axis] = distributed.AxisSpec{MeshAxis}
+			axes[axis] = distributed.AxisSpec{meshAxis}
 			return distributed.NewShardingSpec(mesh, axes...)
 		}
 	}

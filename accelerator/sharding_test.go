@@ -292,11 +292,11 @@ func TestShardedEquivalenceTinyBERT(t *testing.T) {
 // costs nothing).
 func TestGoMLXShardedOutputSpecBug(t *testing.T) {
 	a := newXLA(t, 4)
-	sharded, err := distributed.NewShardingSpec(a.mesh, distributed.AxisSpec{MeshAxis}, distributed.ReplicatedAxis)
+	sharded, err := distributed.NewShardingSpec(a.mesh, distributed.AxisSpec{meshAxis}, distributed.ReplicatedAxis)
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := distributed.BuildSpec(a.mesh).S(MeshAxis).Done()
+	batch, err := distributed.BuildSpec(a.mesh).S(meshAxis).Done()
 	if err != nil {
 		t.Fatal(err)
 	}

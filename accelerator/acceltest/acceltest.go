@@ -7,12 +7,12 @@ package acceltest
 import (
 	"testing"
 
-	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/internal/plugins"
 	"github.com/goaccel/goaccel/internal/testutil"
 )
 
 // CPUPlugin returns the XLA CPU PJRT plugin for a multi-device test: the first one
-// accelerator.FindPlugins finds, as a program would ($PJRT_PLUGIN_LIBRARY_PATH, then
+// plugins.Find finds, as a program would ($PJRT_PLUGIN_LIBRARY_PATH, then
 // $GOACCEL_HOME, which the Makefile sets to the repository's .deps that `make deps` fills, then
 // the system's places). Without one the test is skipped with a line that starts with SKIPPING
 // and says how to install one, except when the CI environment variable is set: there the
@@ -20,8 +20,8 @@ import (
 func CPUPlugin(t testing.TB) string {
 	t.Helper()
 	var found []string
-	for _, p := range accelerator.FindPlugins() {
-		if p.Kind == accelerator.PluginCPU {
+	for _, p := range plugins.Find() {
+		if p.Kind == plugins.CPU {
 			found = append(found, p.Path)
 		}
 	}

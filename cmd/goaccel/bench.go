@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/cmd/goaccel/internal/bench"
 	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/plugins"
 	flag "github.com/spf13/pflag"
 )
 
@@ -186,8 +186,8 @@ func gpuCount(backend string) int {
 		return 0
 	}
 	cuda := strings.Contains(b, "cuda")
-	for _, p := range accelerator.FindPlugins() {
-		cuda = cuda || p.Kind == accelerator.PluginCUDA
+	for _, p := range plugins.Find() {
+		cuda = cuda || p.Kind == plugins.CUDA
 	}
 	if !cuda {
 		return 0

@@ -12,6 +12,7 @@ import (
 	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/home"
 	"github.com/goaccel/goaccel/internal/mpi"
+	"github.com/goaccel/goaccel/internal/plugins"
 	"github.com/goaccel/goaccel/trainer"
 	flag "github.com/spf13/pflag"
 )
@@ -95,7 +96,7 @@ func open(cfg accelerator.Config, name string) backendReport {
 }
 
 func collectEnv() envReport {
-	rep := envReport{Versions: trainer.BuildVersions(), Plugins: accelerator.FindPlugins()}
+	rep := envReport{Versions: trainer.BuildVersions(), Plugins: plugins.Find()}
 	if dir, from, err := home.Dir(); err != nil {
 		rep.Home.Error = err.Error()
 	} else {
@@ -109,11 +110,11 @@ func collectEnv() envReport {
 		}
 	}
 	for _, p := range rep.Plugins { // before opening any: New adds the CUDA data dir to XLA_FLAGS
-		if p.Kind == accelerator.PluginCUDA {
+		if p.Kind == plugins.CUDA {
 			if rep.NVIDIA == nil {
 				rep.NVIDIA = map[string]accelerator.NVIDIALibraries{}
 			}
-			rep.NVIDIA[p.Path] = accelerator.FindNVIDIALibraries(p)
+			rep.NVIDIA[p.Path] = plugins.NVIDIALibraries(p)
 		}
 	}
 	rep.Choice = open(accelerator.Config{}, "default")
@@ -190,8 +191,8 @@ func printEnv(w io.Writer, rep envReport) {
 	}
 	fmt.Fprintln(w, "- PJRT plugins found:")
 	if len(rep.Plugins) == 0 {
-		fmt.Fprintf(w, "    none (looked in %s)\n", accelerator.SearchedPlaces)
-		fmt.Fprintf(w, "    to install XLA's CPU plugin: %s\n", accelerator.InstallHint)
+		fmt.Fprintf(w, "    none (looked in %s)\n", plugins.SearchedPlaces)
+		fmt.Fprintf(w, "    to install XLA's CPU plugin: %s\n", plugins.InstallHint)
 	}
 	for _, p := range rep.Plugins {
 		fmt.Fprintf(w, "    %-5s %s (from %s)\n", p.Kind, p.Path, p.From)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/bytesize"
 	"github.com/goaccel/goaccel/internal/flagsuggest"
 	"github.com/goaccel/goaccel/models/bert"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -79,7 +80,7 @@ func estimateCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		name, _ := plan.Largest()
 		fmt.Fprintf(stdout, "goaccel estimate: %s per device %s the budget of %s (largest part: %s)\n",
-			accelerator.FormatBytes(plan.Total()), verdict, accelerator.FormatBytes(plan.Budget), name)
+			bytesize.Format(plan.Total()), verdict, bytesize.Format(plan.Budget), name)
 	}
 	if err := plan.Check(); err != nil {
 		fmt.Fprintf(stderr, "goaccel estimate: %v\ngoaccel estimate: here: --sharding zero1 or zero3 over --devices, or a smaller --batch_size\n", err)
@@ -154,7 +155,7 @@ func newEstimateJob(cfg bert.Config, o estimateOptions) (*estimateJob, error) {
 	var budget int64
 	if o.deviceMemory != "" {
 		var err error
-		if budget, err = accelerator.ParseBytes(o.deviceMemory); err != nil {
+		if budget, err = bytesize.Parse(o.deviceMemory); err != nil {
 			return nil, fmt.Errorf("--device_memory: %w", err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/bytesize"
 	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/bert"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -129,9 +130,9 @@ func TestMemoryPlanAgainstPeakRSS(t *testing.T) {
 		rel := float64(plan-device) / float64(device)
 		t.Logf("%s: plan %s, measured %s (error %+.1f%%): the process grew %s, %s of it compiling; "+
 			"step transient (gradients + temporaries): plan %s, measured %s",
-			kind, accelerator.FormatBytes(plan), accelerator.FormatBytes(device), 100*rel,
-			accelerator.FormatBytes(measured), accelerator.FormatBytes(compiled),
-			accelerator.FormatBytes(transientPlan), accelerator.FormatBytes(transient))
+			kind, bytesize.Format(plan), bytesize.Format(device), 100*rel,
+			bytesize.Format(measured), bytesize.Format(compiled),
+			bytesize.Format(transientPlan), bytesize.Format(transient))
 		if rel > 0.35 || rel < -0.35 {
 			t.Errorf("%s: the plan is %+.1f%% off the measured memory", kind, 100*rel)
 		}

@@ -17,7 +17,7 @@ import (
 // a folder holding pjrt_c_api_cpu_plugin.so), else the one `goaccel setup` installed in
 // goaccel's home folder ($GOACCEL_HOME, which the Makefile sets to the repository's .deps), or
 // "" when there is none. It is for tests that cannot import the accelerator (which finds more
-// places: accelerator.FindPlugins).
+// places: plugins.Find).
 func FindCPUPlugin() string {
 	const name = "pjrt_c_api_cpu_plugin.so"
 	var candidates []string
@@ -44,7 +44,7 @@ func FindCPUPlugin() string {
 }
 
 // CPUPlugin returns the XLA CPU PJRT plugin for a test that needs one: the first of found (for
-// example what accelerator.FindPlugins found, or a path from an environment variable) that
+// example what plugins.Find found, or a path from an environment variable) that
 // names an existing file, else FindCPUPlugin's. Without a plugin the test is skipped with a
 // line that starts with SKIPPING and says how to install one, except when the CI environment
 // variable is set: there the plugin is part of the install, and its absence fails the test.
