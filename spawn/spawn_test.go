@@ -100,7 +100,8 @@ func TestPlan(t *testing.T) {
 func programCmd(t *testing.T, role string, args ...string) (*exec.Cmd, *testutil.SyncBuffer, *testutil.SyncBuffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), asProgram+"=1", "GOACCEL_SPAWN_TEST_ROLE="+role)
+	// TMPDIR: a failed job's default log folder stays in the test's own folder.
+	cmd.Env = append(os.Environ(), asProgram+"=1", "GOACCEL_SPAWN_TEST_ROLE="+role, "TMPDIR="+t.TempDir())
 	out, errOut := &testutil.SyncBuffer{}, &testutil.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, errOut
 	return cmd, out, errOut
