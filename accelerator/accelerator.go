@@ -465,17 +465,6 @@ func (a *Accelerator) Plan() string {
 		a.info.Reason, hostMemoryNote(a.info, runtime.GOOS, hostmem.OptedIn()))
 }
 
-// precisionCaveat is what the plan line adds to the precision when it costs more than it
-// saves on the chosen backend: bf16 on XLA's CPU plugin, measured slower than fp32 (the
-// figures in docs/performance.md).
-func (a *Accelerator) precisionCaveat() string {
-	if a.cfg.MixedPrecision != "bf16" || a.info.Backend != "xla" || a.info.Plugin.Kind != plugins.CPU {
-		return ""
-	}
-	return " (slower than fp32 on XLA's CPU plugin: its matrix products still run in float32; " +
-		"measured in docs/performance.md)"
-}
-
 // hostMemoryNote is the plan line's word on host memory: on XLA's CPU plugin under Linux, a
 // program that does not import hostmalloc runs with the C library's malloc, which makes every
 // step fault XLA's temporaries in again; the note says what the import gains.

@@ -3,6 +3,7 @@ package accelerator
 import (
 	"fmt"
 
+	"github.com/goaccel/goaccel/internal/plugins"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/ml/model"
 )
@@ -46,4 +47,15 @@ func (a *Accelerator) applyPrecision(m model.StoreProvider) (dtypes.DType, error
 		return dtypes.InvalidDType, fmt.Errorf("accelerator: Prepare: switching the model to %s: %w", dt, err)
 	}
 	return dtypes.InvalidDType, nil
+}
+
+// precisionCaveat is what the plan line adds to the precision when it costs more than it
+// saves on the chosen backend: bf16 on XLA's CPU plugin, measured slower than fp32 (the
+// figures in docs/performance.md).
+func (a *Accelerator) precisionCaveat() string {
+	if a.cfg.MixedPrecision != "bf16" || a.info.Backend != "xla" || a.info.Plugin.Kind != plugins.CPU {
+		return ""
+	}
+	return " (slower than fp32 on XLA's CPU plugin: its matrix products still run in float32; " +
+		"measured in docs/performance.md)"
 }
