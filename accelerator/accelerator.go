@@ -2,6 +2,7 @@ package accelerator
 
 import (
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"io"
 	"os"
 	"regexp"
@@ -153,9 +154,9 @@ type Accelerator struct {
 	info     Info
 	mesh     *distributed.DeviceMesh // nil on a single device
 	proc     processInfo
-	grp      group // the processes of the run (soloGroup for one): the source of rank and process count
-	left     bool  // Close left grp
-	settings       // Config and the environment resolved (settings.go)
+	grp      collective.Group // the processes of the run (soloGroup for one): the source of rank and process count
+	left     bool             // Close left grp
+	settings                  // Config and the environment resolved (settings.go)
 	// growthInterval is the finite fp16 updates in a row after which the loss scale grows
 	// (lossScaleGrowthInterval; tests shorten it).
 	growthInterval int64
@@ -195,7 +196,7 @@ func New(cfg Config) (*Accelerator, error) {
 
 // newAccelerator is New for the process proc; grp, when not nil, is its process group
 // (tests run several "processes" in one), else it is opened from the environment.
-func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, error) {
+func newAccelerator(cfg Config, proc processInfo, grp collective.Group) (*Accelerator, error) {
 	set, err := resolveSettings(cfg)
 	if err != nil {
 		return nil, err
@@ -215,7 +216,7 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 	if _, _, err := cpuDeviceLimit(); err != nil {
 		return nil, err
 	}
-	a := &Accelerator{cfg: cfg, settings: set, proc: proc, out: cfg.Output, seed: cfg.Seed, grp: soloGroup{}, growthInterval: lossScaleGrowthInterval}
+	a := &Accelerator{cfg: cfg, settings: set, proc: proc, out: cfg.Output, seed: cfg.Seed, grp: collective.Solo{}, growthInterval: lossScaleGrowthInterval}
 	a.info.Precision = precisionName(cfg.MixedPrecision)
 	if a.out == nil {
 		a.out = os.Stdout
@@ -229,9 +230,9 @@ func newAccelerator(cfg Config, proc processInfo, grp group) (*Accelerator, erro
 		a.Close()
 		return nil, a.timeline.refuse("%v", err)
 	}
-	if g, ok := a.grp.(*mpiGroup); ok && a.tl != nil { // the buckets of each all-reduce, inside its span
+	if g, ok := a.grp.(*collective.MPI); ok && a.tl != nil { // the buckets of each all-reduce, inside its span
 		tl := a.tl
-		g.c.OnBuckets(func(buckets string, bytes int64, start, end time.Time) {
+		g.OnBuckets(func(buckets string, bytes int64, start, end time.Time) {
 			tl.Add("all-reduce buckets", "collective", start, end, "buckets", buckets, "bytes", bytes)
 		})
 	}

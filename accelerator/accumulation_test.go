@@ -2,6 +2,7 @@ package accelerator
 
 import (
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"math"
 	"strings"
 	"testing"
@@ -108,7 +109,7 @@ func TestAccumulationOverAnEpochTail(t *testing.T) {
 
 // countingGroup counts the calls and floats of AllreduceSum (the gradients' all-reduce).
 type countingGroup struct {
-	group
+	collective.Group
 	calls, floats int64
 }
 
@@ -117,7 +118,7 @@ func (c *countingGroup) AllreduceSum(bufs [][]float32) error {
 	for _, b := range bufs {
 		c.floats += int64(len(b))
 	}
-	return c.group.AllreduceSum(bufs)
+	return c.Group.AllreduceSum(bufs)
 }
 
 // TestOneAllreducePerUpdate: with accumulation 4 on 2 processes, 8 batches make 2 updates and
@@ -128,8 +129,8 @@ func (c *countingGroup) AllreduceSum(bufs [][]float32) error {
 func TestOneAllreducePerUpdate(t *testing.T) {
 	for _, k := range []int{1, 4} {
 		counters := make([]*countingGroup, 2)
-		res := runProcessesWrapped(t, 2, 1, func(r int, g group) group {
-			counters[r] = &countingGroup{group: g}
+		res := runProcessesWrapped(t, 2, 1, func(r int, g collective.Group) collective.Group {
+			counters[r] = &countingGroup{Group: g}
 			return counters[r]
 		}, func(a *Accelerator) (StepStats, error) {
 			x, y := toyData(64)

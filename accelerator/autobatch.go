@@ -2,6 +2,7 @@ package accelerator
 
 import (
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/shapes"
@@ -71,21 +72,8 @@ func (t *TrainStep) chooseMicro(gb *data.GlobalBatch) error {
 	return nil
 }
 
-// agreeOn checks that every process computed the same value (one small all-gather; the
-// identity in a single process, whose group is soloGroup).
-func (j *Job) agreeOn(what string, v int) error {
-	all, err := j.acc.grp.Allgather([]byte(fmt.Sprint(v)))
-	if err != nil {
-		return fmt.Errorf("accelerator: checking %s on all processes: %w", what, err)
-	}
-	for r, b := range all {
-		if string(b) != fmt.Sprint(v) {
-			return fmt.Errorf("accelerator: the processes disagree on %s: rank %d has %s, rank %d has %d",
-				what, r, b, j.acc.grp.Rank(), v)
-		}
-	}
-	return nil
-}
+// agreeOn checks that every process computed the same value (collective.Agree).
+func (j *Job) agreeOn(what string, v int) error { return collective.Agree(j.acc.grp, what, v) }
 
 // microBatched wraps next (the strategy's runner): with WithAutoBatch, once the first Run
 // chose t.micro > 1, a global batch runs as t.micro micro-batches whose gradients accumulate
@@ -113,7 +101,7 @@ func (t *TrainStep) runMicroBatches(next batchStage, gb *data.GlobalBatch, args 
 		}
 		counts[i] = float64(micros[i].NumReal())
 	}
-	if err := j.acc.grp.AllreduceFloat64(counts, OpSum); err != nil {
+	if err := j.acc.grp.AllreduceFloat64(counts, collective.Sum); err != nil {
 		return Loss{}, fmt.Errorf("accelerator: counting the real examples of the micro-batches (%s): %w", batchPlace(gb), err)
 	}
 	last := -1 // the update runs on the last micro-batch with a real example

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -176,7 +177,7 @@ func benchWorker(a *Accelerator) error {
 	if accum > 1 || os.Getenv(benchStepOnly) != "" { // the accumulation run: no all-reduce bandwidth rounds
 		return writeBench(a, f)
 	}
-	g, ok := a.grp.(*mpiGroup)
+	g, ok := a.grp.(*collective.MPI)
 	if !ok {
 		return fmt.Errorf("the bench worker is not in an MPI group")
 	}
@@ -196,7 +197,7 @@ func benchWorker(a *Accelerator) error {
 		}
 		f.Fused = append(f.Fused, bytes/time.Since(start).Seconds()/1e9)
 		start = time.Now()
-		if err := g.c.AllreduceRaw(flat); err != nil {
+		if err := g.Comm().AllreduceRaw(flat); err != nil {
 			return err
 		}
 		f.Raw = append(f.Raw, bytes/time.Since(start).Seconds()/1e9)

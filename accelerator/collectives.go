@@ -1,8 +1,8 @@
 package accelerator
 
 import (
-	"errors"
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"math"
 )
 
@@ -13,7 +13,7 @@ import (
 // (Config.Timeout): a barrier, a gradient all-reduce or a gather that a process never arrived
 // at. The error's text names the operation and the processes that did not arrive; test for it
 // with errors.Is(err, accelerator.ErrTimeout).
-var ErrTimeout = errors.New("accelerator: timed out waiting for other processes")
+var ErrTimeout = collective.ErrTimeout
 
 // ReduceOp is how Reduce combines the processes' values.
 type ReduceOp int
@@ -38,11 +38,11 @@ func (a *Accelerator) Reduce(x float64, op ReduceOp) (float64, error) {
 	if math.IsNaN(x) {
 		buf = []float64{0, 1}
 	}
-	mpiOp := OpSum
+	cop := collective.Sum
 	if op == OpMax {
-		mpiOp = OpMax
+		cop = collective.Max
 	}
-	if err := a.grp.AllreduceFloat64(buf, mpiOp); err != nil {
+	if err := a.grp.AllreduceFloat64(buf, cop); err != nil {
 		return math.NaN(), fmt.Errorf("accelerator: Reduce: %w", err)
 	}
 	if buf[1] > 0 {

@@ -2,6 +2,7 @@ package accelerator
 
 import (
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -17,7 +18,7 @@ const compressTol = 1e-3
 
 // wireCounter counts the bytes this process hands to the gradients' collectives.
 type wireCounter struct {
-	group
+	collective.Group
 	exact, alltoall, allgather int64
 }
 
@@ -25,17 +26,17 @@ func (c *wireCounter) AllreduceSum(bufs [][]float32) error {
 	for _, b := range bufs {
 		c.exact += 4 * int64(len(b))
 	}
-	return c.group.AllreduceSum(bufs)
+	return c.Group.AllreduceSum(bufs)
 }
 
 func (c *wireCounter) AlltoallBytes(send, recv []byte) error {
 	c.alltoall += int64(len(send))
-	return c.group.AlltoallBytes(send, recv)
+	return c.Group.AlltoallBytes(send, recv)
 }
 
 func (c *wireCounter) AllgatherBlocks(mine, recv []byte) error {
 	c.allgather += int64(len(recv))
-	return c.group.AllgatherBlocks(mine, recv)
+	return c.Group.AllgatherBlocks(mine, recv)
 }
 
 // compressedRanks runs the topology tests' program (30 Adam updates, accumulation 2,
@@ -45,8 +46,8 @@ func compressedRanks(t *testing.T, codec string) ([]toyResult, []StepStats, []*w
 	t.Setenv(envvar.GradientCompression.Name, codec)
 	counters := make([]*wireCounter, 2)
 	stats := make([]StepStats, 2)
-	res := runProcessesWrapped(t, 2, 1, func(r int, g group) group {
-		counters[r] = &wireCounter{group: g}
+	res := runProcessesWrapped(t, 2, 1, func(r int, g collective.Group) collective.Group {
+		counters[r] = &wireCounter{Group: g}
 		return counters[r]
 	}, func(a *Accelerator) (toyResult, error) {
 		res, st, err := topoRun(a)
@@ -119,7 +120,7 @@ func TestGradientCompressionValues(t *testing.T) {
 		got, err := gradientCompression(c.cfg)
 		name := ""
 		if got != nil {
-			name = got.name
+			name = got.Name()
 		}
 		if err != nil || name != c.want {
 			t.Errorf("GradientCompression %q, $%s %q: %q, %v; want %q", c.cfg, envvar.GradientCompression.Name, c.env, name, err, c.want)
@@ -135,7 +136,7 @@ func TestGradientCompressionValues(t *testing.T) {
 			t.Errorf("an unknown $%s: %v, want an error naming the variable", envvar.GradientCompression.Name, err)
 		}
 	}
-	if _, err := newAccelerator(Config{GradientCompression: "bf16", Verify: 1}, processInfo{worldSize: 1}, soloGroup{}); err == nil ||
+	if _, err := newAccelerator(Config{GradientCompression: "bf16", Verify: 1}, processInfo{worldSize: 1}, collective.Solo{}); err == nil ||
 		!strings.Contains(err.Error(), "Verify") {
 		t.Errorf("bf16 compression with Verify: %v, want an error naming Verify", err)
 	}
@@ -160,11 +161,11 @@ func TestCompressorReduce(t *testing.T) {
 	inputs[0][10] = float32(math.Inf(1))
 	inputs[1][11] = float32(math.NaN())
 	inputs[0][12], inputs[1][12], inputs[2][12] = 3e4, 3e4, 3e4 // fp16: 9e4 > 65504
-	for _, codec := range []*gradCodec{{name: "bf16"}, {name: "fp16", fp16: true}} {
-		t.Run(codec.name, func(t *testing.T) {
+	for _, codec := range []*collective.Codec{collective.CodecNamed("bf16"), collective.CodecNamed("fp16")} {
+		t.Run(codec.Name(), func(t *testing.T) {
 			u := math.Ldexp(1, -8) // unit roundoff: 8 significant bits
 			tiny := 0.0            // absolute error of values below the least normal
-			if codec.fp16 {
+			if codec.Name() == "fp16" {
 				u, tiny = math.Ldexp(1, -11), (procs+1)*math.Ldexp(1, -25)
 			}
 			lb := newLoopback(procs)
@@ -173,8 +174,8 @@ func TestCompressorReduce(t *testing.T) {
 			for r := range procs {
 				go func() {
 					bufs := [][]float32{append([]float32(nil), inputs[r][:300]...), append([]float32(nil), inputs[r][300:]...)}
-					k := newCompressor(codec, n, procs)
-					err := k.reduce(lb.member(r), bufs, 1)
+					k := collective.NewCompressor(codec, n, procs)
+					err := k.Reduce(lb.member(r), bufs, 1)
 					out[r] = append(bufs[0], bufs[1]...)
 					errs <- err
 				}()
@@ -193,17 +194,17 @@ func TestCompressorReduce(t *testing.T) {
 				}
 				for r := range procs {
 					if math.Float32bits(out[r][i]) != math.Float32bits(out[0][i]) {
-						t.Fatalf("%s: element %d is %g on rank %d, %g on rank 0", codec.name, i, out[r][i], r, out[0][i])
+						t.Fatalf("%s: element %d is %g on rank %d, %g on rank 0", codec.Name(), i, out[r][i], r, out[0][i])
 					}
 				}
 				got := float64(out[0][i])
 				switch {
 				case i == 10 || i == 11:
 					if !math.IsInf(got, 0) && !math.IsNaN(got) {
-						t.Errorf("%s: element %d (an Inf or a NaN on one process) sums to %g", codec.name, i, got)
+						t.Errorf("%s: element %d (an Inf or a NaN on one process) sums to %g", codec.Name(), i, got)
 					}
 					continue
-				case i == 12 && codec.fp16:
+				case i == 12 && codec.Name() == "fp16":
 					if !math.IsInf(got, 1) {
 						t.Errorf("fp16: 3 x 3e4 sums to %g, want +Inf (beyond 65504)", got)
 					}
@@ -211,12 +212,12 @@ func TestCompressorReduce(t *testing.T) {
 				}
 				bound := u*(math.Abs(sum)+1.01*abs) + procs*math.Ldexp(1, -24)*abs + tiny
 				if d := math.Abs(got - sum); d > bound {
-					t.Errorf("%s: element %d: %g, exact %g: error %g beyond the bound %g", codec.name, i, got, sum, d, bound)
+					t.Errorf("%s: element %d: %g, exact %g: error %g beyond the bound %g", codec.Name(), i, got, sum, d, bound)
 				} else if abs > 1e-3 { // in fp16's normal range
 					worst = max(worst, d/(math.Abs(sum)+abs))
 				}
 			}
-			t.Logf("%s: largest error / (|sum| + sum of |x|) = %.3g above 1e-3 (unit roundoff %.3g)", codec.name, worst, u)
+			t.Logf("%s: largest error / (|sum| + sum of |x|) = %.3g above 1e-3 (unit roundoff %.3g)", codec.Name(), worst, u)
 		})
 	}
 }
@@ -236,18 +237,18 @@ func TestCompressorRoundsOnceEachWay(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		codec *gradCodec
+		codec *collective.Codec
 		enc   func(float32) uint16
 		dec   func(uint16) float32
-	}{{&gradCodec{name: "bf16"}, half.BF16, half.BF16ToFloat32}, {&gradCodec{name: "fp16", fp16: true}, half.FP16, half.FP16ToFloat32}} {
-		t.Run(c.codec.name, func(t *testing.T) {
+	}{{collective.CodecNamed("bf16"), half.BF16, half.BF16ToFloat32}, {collective.CodecNamed("fp16"), half.FP16, half.FP16ToFloat32}} {
+		t.Run(c.codec.Name(), func(t *testing.T) {
 			lb := newLoopback(procs)
 			out := make([][]float32, procs)
 			errs := make(chan error, procs)
 			for r := range procs {
 				go func() {
 					out[r] = append([]float32(nil), inputs[r]...)
-					errs <- newCompressor(c.codec, n, procs).reduce(lb.member(r), [][]float32{out[r]}, scale)
+					errs <- collective.NewCompressor(c.codec, n, procs).Reduce(lb.member(r), [][]float32{out[r]}, scale)
 				}()
 			}
 			for range procs {
@@ -263,7 +264,7 @@ func TestCompressorRoundsOnceEachWay(t *testing.T) {
 				want := math.Float32bits(c.dec(c.enc(s)))
 				for r := range procs {
 					if got := math.Float32bits(out[r][i]); got != want {
-						t.Fatalf("%s: element %d on rank %d is %g, want %g", c.codec.name, i, r, out[r][i], math.Float32frombits(want))
+						t.Fatalf("%s: element %d on rank %d is %g, want %g", c.codec.Name(), i, r, out[r][i], math.Float32frombits(want))
 					}
 				}
 			}

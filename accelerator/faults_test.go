@@ -1,6 +1,7 @@
 package accelerator
 
 import (
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"math"
 	"slices"
 )
@@ -13,30 +14,30 @@ import (
 // skipVariable leaves variable i's gradients out of the all-reduce: each process keeps its
 // own sum.
 type skipVariable struct {
-	group
+	collective.Group
 	i int
 }
 
 func (f skipVariable) AllreduceSum(bufs [][]float32) error {
 	if f.i >= len(bufs) {
-		return f.group.AllreduceSum(bufs)
+		return f.Group.AllreduceSum(bufs)
 	}
-	return f.group.AllreduceSum(append(slices.Clone(bufs[:f.i]), bufs[f.i+1:]...))
+	return f.Group.AllreduceSum(append(slices.Clone(bufs[:f.i]), bufs[f.i+1:]...))
 }
 
 // unweighted makes its rank send its mean gradient instead of its sum weighted by its real
 // examples: it divides the update's gradient sums by this process's weight of the update's
 // batches (those before it, with accumulation, all-reduce their {w x loss, w} alone).
 type unweighted struct {
-	group
+	collective.Group
 	local float64 // this process's weight of the update's batches so far
 }
 
-func (f *unweighted) AllreduceFloat64(buf []float64, op ReduceOp) error {
-	if len(buf) == 2 && op == OpSum { // a batch before the update: its {w x loss, w}
+func (f *unweighted) AllreduceFloat64(buf []float64, op collective.Op) error {
+	if len(buf) == 2 && op == collective.Sum { // a batch before the update: its {w x loss, w}
 		f.local += buf[1]
 	}
-	return f.group.AllreduceFloat64(buf, op)
+	return f.Group.AllreduceFloat64(buf, op)
 }
 
 func (f *unweighted) AllreduceSum(bufs [][]float32) error {
@@ -49,7 +50,7 @@ func (f *unweighted) AllreduceSum(bufs [][]float32) error {
 			}
 		}
 	}
-	return f.group.AllreduceSum(bufs)
+	return f.Group.AllreduceSum(bufs)
 }
 
 // infAtUpdate makes this rank's gradients of its update number update (counted from 1) +Inf
@@ -57,7 +58,7 @@ func (f *unweighted) AllreduceSum(bufs [][]float32) error {
 // rank 0 reduces (the first element of its slice of the first variable): from another rank,
 // only rank 0's slice is then not finite.
 type infAtUpdate struct {
-	group
+	collective.Group
 	update, seen int
 }
 
@@ -65,14 +66,14 @@ func (f *infAtUpdate) AllreduceSum(bufs [][]float32) error {
 	if f.seen++; f.seen == f.update && len(bufs) > 1 && len(bufs[0]) > 0 {
 		bufs[0][0] = float32(math.Inf(1))
 	}
-	return f.group.AllreduceSum(bufs)
+	return f.Group.AllreduceSum(bufs)
 }
 
 func (f *infAtUpdate) ReduceScatterSum(send, recv []float32) error {
 	if f.seen++; f.seen == f.update && len(send) > 0 {
 		send[0] = float32(math.Inf(1))
 	}
-	return f.group.ReduceScatterSum(send, recv)
+	return f.Group.ReduceScatterSum(send, recv)
 }
 
 // lossScaleFault says which rank (rank = r+1; 0: none) gets infAtUpdate at which update: the
@@ -81,9 +82,9 @@ var lossScaleFault struct{ rank, update int }
 
 // withLossScaleFault wraps rank's group in infAtUpdate when lossScaleFault names it (a wrap
 // for runProcessesConfig).
-func withLossScaleFault(rank int, g group) group {
+func withLossScaleFault(rank int, g collective.Group) collective.Group {
 	if lossScaleFault.rank != rank+1 {
 		return g
 	}
-	return &infAtUpdate{group: g, update: lossScaleFault.update}
+	return &infAtUpdate{Group: g, update: lossScaleFault.update}
 }

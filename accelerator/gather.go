@@ -5,6 +5,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"math"
 	"reflect"
 	"slices"
@@ -37,7 +38,7 @@ type wireGathered struct {
 // gatherRanks returns the rows of every process's local results, rank after rank, through
 // grp (hostReduced's gather). Every process gets the same result: all of them receive every
 // rank's rows, so they all pad them to the same shape, the largest over all ranks.
-func gatherRanks(grp group, local *Gathered) (*Gathered, error) {
+func gatherRanks(grp collective.Group, local *Gathered) (*Gathered, error) {
 	w := wireGathered{Lengths: local.Lengths, LabelLengths: local.labelLengths, Pad: local.Pad,
 		Real: local.Real, Indices: local.Indices, Positions: local.Positions}
 	for _, t := range local.Outputs {

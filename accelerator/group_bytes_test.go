@@ -2,6 +2,7 @@ package accelerator
 
 import (
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"slices"
 	"strings"
 )
@@ -9,7 +10,7 @@ import (
 // byteBlockContract is blockContract for the byte collectives of the compressed all-reduce,
 // AlltoallBytes and AllgatherBlocks (TestBlockCollectives and TestBlockCollectivesOverMPI run
 // it on one process, 3 loopback processes and 2 and 3 MPI processes).
-func byteBlockContract(g group) error {
+func byteBlockContract(g collective.Group) error {
 	n, rank := g.Size(), g.Rank()
 	const blk = 3 // block r of rank s's send: {s, r, 9}
 	send := make([]byte, n*blk)

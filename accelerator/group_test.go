@@ -3,6 +3,7 @@ package accelerator
 import (
 	"errors"
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"os"
 	"slices"
 	"strings"
@@ -15,7 +16,7 @@ import (
 
 // blockContract checks, on one process of g, that the block collectives do what group's
 // comments say; every process of g must call it. It returns the first thing that differs.
-func blockContract(g group) error {
+func blockContract(g collective.Group) error {
 	n, rank := g.Size(), g.Rank()
 	send := make([]float32, 3*n)
 	for i := range send {
@@ -58,7 +59,7 @@ func blockContract(g group) error {
 // TestBlockCollectives: reduce-scatter and all-gather of float32 blocks on one process (the
 // identity) and on 3 loopback processes. TestBlockCollectivesOverMPI checks MPI's.
 func TestBlockCollectives(t *testing.T) {
-	if err := blockContract(soloGroup{}); err != nil {
+	if err := blockContract(collective.Solo{}); err != nil {
 		t.Errorf("one process: %v", err)
 	}
 	lb := newLoopback(3)
@@ -89,7 +90,7 @@ func TestBlockCollectivesOverMPI(t *testing.T) {
 
 // blocksWorker is a rank of TestBlockCollectivesOverMPI.
 func blocksWorker(a *Accelerator) error {
-	if _, ok := a.grp.(*mpiGroup); !ok {
+	if _, ok := a.grp.(*collective.MPI); !ok {
 		return fmt.Errorf("rank %d is not in an MPI group but in a %T", a.ProcessIndex(), a.grp)
 	}
 	return blockContract(a.grp)

@@ -2,6 +2,7 @@ package accelerator
 
 import (
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"os"
 	"slices"
 	"sync"
@@ -34,7 +35,7 @@ func newLoopback(n int) *loopback {
 }
 
 // member returns the group seen by rank.
-func (l *loopback) member(rank int) group { return &loopMember{l: l, rank: rank} }
+func (l *loopback) member(rank int) collective.Group { return &loopMember{l: l, rank: rank} }
 
 // exchange hands v in for this rank's next collective and returns every rank's value.
 func (l *loopback) exchange(rank int, v any, timeout time.Duration) ([]any, error) {
@@ -100,7 +101,7 @@ func (m *loopMember) AllreduceSum(bufs [][]float32) error {
 	return nil
 }
 
-func (m *loopMember) AllreduceFloat64(buf []float64, op ReduceOp) error {
+func (m *loopMember) AllreduceFloat64(buf []float64, op collective.Op) error {
 	all, err := m.l.exchange(m.rank, slices.Clone(buf), 0)
 	if err != nil {
 		return err
@@ -109,7 +110,7 @@ func (m *loopMember) AllreduceFloat64(buf []float64, op ReduceOp) error {
 		r := all[0].([]float64)[k]
 		for _, other := range all[1:] {
 			x := other.([]float64)[k]
-			if op == OpMax {
+			if op == collective.Max {
 				r = max(r, x)
 			} else {
 				r += x
@@ -142,7 +143,7 @@ func (m *loopMember) AllgatherFloat32(mine, recv []float32) error {
 
 func (m *loopMember) AlltoallBytes(send, recv []byte) error {
 	n := m.l.n
-	if err := checkAlltoall(len(send), len(recv), n); err != nil {
+	if err := collective.CheckAlltoall(len(send), len(recv), n); err != nil {
 		return err
 	}
 	all, err := m.l.exchange(m.rank, slices.Clone(send), 0)
@@ -157,7 +158,7 @@ func (m *loopMember) AlltoallBytes(send, recv []byte) error {
 }
 
 func (m *loopMember) AllgatherBlocks(mine, recv []byte) error {
-	if err := checkBlocks("AllgatherBlocks", len(mine), len(recv), m.l.n); err != nil {
+	if err := collective.CheckBlocks("AllgatherBlocks", len(mine), len(recv), m.l.n); err != nil {
 		return err
 	}
 	all, err := m.l.exchange(m.rank, slices.Clone(mine), 0)
@@ -173,7 +174,7 @@ func (m *loopMember) AllgatherBlocks(mine, recv []byte) error {
 // exchangeBlocks checks the lengths of a block collective (one block of n, and total) and
 // hands in mine; on an error it returns no values.
 func (m *loopMember) exchangeBlocks(op string, n int, mine []float32, total int) ([]any, error) {
-	if err := checkBlocks(op, n, total, m.l.n); err != nil {
+	if err := collective.CheckBlocks(op, n, total, m.l.n); err != nil {
 		return nil, err
 	}
 	return m.l.exchange(m.rank, slices.Clone(mine), 0)
@@ -219,14 +220,14 @@ func runProcesses[T any](t *testing.T, nproc, devices int, fn func(a *Accelerato
 
 // runProcessesWrapped is runProcesses with each rank's group wrapped by wrap (when not nil),
 // e.g. to count what the collectives carry.
-func runProcessesWrapped[T any](t *testing.T, nproc, devices int, wrap func(rank int, g group) group, fn func(a *Accelerator) (T, error)) []T {
+func runProcessesWrapped[T any](t *testing.T, nproc, devices int, wrap func(rank int, g collective.Group) collective.Group, fn func(a *Accelerator) (T, error)) []T {
 	t.Helper()
 	return runProcessesConfig(t, nproc, devices, nil, wrap, fn)
 }
 
 // runProcessesConfig is runProcessesWrapped with each rank's Config changed by cfg (when not
 // nil), e.g. to set Sharding.
-func runProcessesConfig[T any](t testing.TB, nproc, devices int, cfg func(*Config), wrap func(rank int, g group) group, fn func(a *Accelerator) (T, error)) []T {
+func runProcessesConfig[T any](t testing.TB, nproc, devices int, cfg func(*Config), wrap func(rank int, g collective.Group) collective.Group, fn func(a *Accelerator) (T, error)) []T {
 	t.Helper()
 	plugin := cpuPlugin(t)
 	lb := newLoopback(nproc)

@@ -3,6 +3,7 @@ package accelerator
 import (
 	"errors"
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -152,7 +153,7 @@ func (r scaleRun) skipProblems() []error {
 // lossScaleWorker is a rank of TestLossScaleSkipOverMPI: rank 1's gradients of update 3 are
 // made Inf; every rank must skip that update.
 func lossScaleWorker(a *Accelerator) error {
-	if _, ok := a.grp.(*mpiGroup); !ok {
+	if _, ok := a.grp.(*collective.MPI); !ok {
 		return fmt.Errorf("rank %d is not in an MPI group but in a %T", a.ProcessIndex(), a.grp)
 	}
 	lossScaleFault.rank, lossScaleFault.update = 2, 3

@@ -2,6 +2,7 @@ package accelerator
 
 import (
 	"errors"
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"strings"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 
 // closeRecorder is a one-process group that records whether it was closed.
 type closeRecorder struct {
-	soloGroup
+	collective.Solo
 	closed bool
 }
 

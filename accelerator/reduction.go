@@ -2,7 +2,7 @@ package accelerator
 
 import (
 	"fmt"
-	"time"
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -32,25 +32,11 @@ type reduction interface {
 	apply(gb *data.GlobalBatch, total float64) error
 }
 
-// collective runs one collective of a step, timing it into the step's stats (Sync) and, with
-// a name, into the timeline as a span with its bytes (and variables, when > 0); the bytes
-// count in SyncedBytes when it succeeds. Every collective of the strategies goes through it.
-func (t *TrainStep) collective(name string, bytes int64, variables int, fn func() error) error {
-	start := time.Now()
-	err := fn()
-	end := time.Now()
-	t.stats.Sync += end.Sub(start)
-	if tl := t.job.acc.tl; tl != nil && name != "" {
-		if variables > 0 {
-			tl.Add(name, "collective", start, end, "bytes", bytes, "variables", variables)
-		} else {
-			tl.Add(name, "collective", start, end, "bytes", bytes)
-		}
-	}
-	if err == nil {
-		t.stats.SyncedBytes += bytes
-	}
-	return err
+// timed is the account of the step's collectives (collective.Timed): their time in the
+// step's stats (Sync), their bytes in SyncedBytes, and, for a named one, a span of the
+// timeline. Every collective of the strategies goes through it.
+func (t *TrainStep) timed() collective.Timed {
+	return collective.Timed{Sync: &t.stats.Sync, Bytes: &t.stats.SyncedBytes, TL: t.job.acc.tl}
 }
 
 // hostGradients are the host buffers of an update's gradients, one per variable, then {w x
@@ -134,7 +120,7 @@ type exactReduction struct{ hostGradients }
 
 func (r *exactReduction) reduce(gb *data.GlobalBatch, _ float64) (float64, float64, error) {
 	p := r.p
-	err := p.t.collective("all-reduce gradients", r.gradBytes+8, len(p.vars), func() error { return p.grp.AllreduceSum(r.bufs) })
+	err := p.t.timed().Do("all-reduce gradients", r.gradBytes+8, len(p.vars), func() error { return p.grp.AllreduceSum(r.bufs) })
 	if err != nil {
 		return 0, 0, fmt.Errorf("accelerator: all-reducing the gradients (%s): %w", batchPlace(gb), err)
 	}

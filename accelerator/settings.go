@@ -3,6 +3,7 @@ package accelerator
 import (
 	"errors"
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,13 +18,13 @@ import (
 // feature reads its setting here and nowhere else. A setting given in Config wins over its
 // environment variable; a bad value in either is an error naming it as the user wrote it.
 type settings struct {
-	precision string        // Config.MixedPrecision: "no", "bf16" or "fp16"
-	shard     sharding      // Config.Sharding
-	verify    int           // Config.Verify: check every verify-th update (0: off)
-	codec     *gradCodec    // Config.GradientCompression (nil: exact float32)
-	budget    int64         // Config.DeviceMemory: bytes per device (0: none)
-	timeout   time.Duration // Config.Timeout: bound on waits for other processes
-	timeline  setting       // Config.Timeline: the folder of the Chrome trace ("": off)
+	precision string            // Config.MixedPrecision: "no", "bf16" or "fp16"
+	shard     sharding          // Config.Sharding
+	verify    int               // Config.Verify: check every verify-th update (0: off)
+	codec     *collective.Codec // Config.GradientCompression (nil: exact float32)
+	budget    int64             // Config.DeviceMemory: bytes per device (0: none)
+	timeout   time.Duration     // Config.Timeout: bound on waits for other processes
+	timeline  setting           // Config.Timeline: the folder of the Chrome trace ("": off)
 	// from names where each setting that the refused combinations name came from, as the
 	// user wrote it: the Config field ("Config.Verify") or the variable ("$GOACCEL_VERIFY").
 	from map[string]string
@@ -129,7 +130,7 @@ func (c combination) describe(name string) string {
 	case "Verify":
 		return fmt.Sprintf("%s %d", c.from[name], c.verify)
 	case "GradientCompression":
-		return fmt.Sprintf("%s %q", c.from[name], c.codec.name)
+		return fmt.Sprintf("%s %q", c.from[name], c.codec.Name())
 	case "Sharding":
 		return fmt.Sprintf("%s %q", c.from[name], c.shard)
 	case "WithAutoBatch":
@@ -203,15 +204,13 @@ func resolveSharding(cfg string) (sharding, error) {
 
 // gradientCompression resolves Config.GradientCompression: cfg, else
 // $GOACCEL_GRADIENT_COMPRESSION, else "no" (nil: the exact float32 all-reduce).
-func gradientCompression(cfg string) (*gradCodec, error) {
+func gradientCompression(cfg string) (*collective.Codec, error) {
 	s := resolveSetting("GradientCompression", cfg, envvar.GradientCompression.Var)
 	switch strings.ToLower(s.value) {
 	case "", "no":
 		return nil, nil
-	case "bf16":
-		return &gradCodec{name: "bf16"}, nil
-	case "fp16":
-		return &gradCodec{name: "fp16", fp16: true}, nil
+	case "bf16", "fp16":
+		return collective.CodecNamed(strings.ToLower(s.value)), nil
 	}
 	return nil, s.refuse(`unknown gradient compression: valid values are "no", "bf16" and "fp16"`)
 }

@@ -1,6 +1,7 @@
 package accelerator
 
 import (
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"strings"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 // variable), and the same settings one at a time, or on a strategy the row does not name,
 // run.
 func TestRefusedCombinations(t *testing.T) {
-	bf16 := &gradCodec{name: "bf16"}
+	bf16 := collective.CodecNamed("bf16")
 	fromConfig := map[string]string{"Verify": "Config.Verify", "Sharding": "Config.Sharding", "GradientCompression": "Config.GradientCompression"}
 	fromEnv := map[string]string{"Verify": "$" + envvar.Verify.Name, "Sharding": "$" + envvar.Sharding.Name,
 		"GradientCompression": "$" + envvar.GradientCompression.Name}
@@ -73,7 +74,7 @@ func TestSettingsFrom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.verify != 2 || s.codec == nil || s.codec.name != "fp16" {
+	if s.verify != 2 || s.codec == nil || s.codec.Name() != "fp16" {
 		t.Fatalf("settings %+v", s)
 	}
 	if s.from["Verify"] != "$GOACCEL_VERIFY" || s.from["GradientCompression"] != "Config.GradientCompression" || s.from["Sharding"] != "$GOACCEL_SHARDING" {

@@ -2,6 +2,7 @@ package accelerator
 
 import (
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -57,7 +58,7 @@ type stepRunner interface {
 // steps run: in the graph for one process, reduced on the host for several (with the
 // reduction Config.GradientCompression picks), and with the optimizer state sharded over
 // several processes (zero1) under any ZeRO stage.
-func chooseStrategy(grp group, set *settings) strategy {
+func chooseStrategy(grp collective.Group, set *settings) strategy {
 	if grp.Size() > 1 {
 		if set.shard != shardNo {
 			return zero1{hostReduced{grp: grp}}

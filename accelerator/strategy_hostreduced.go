@@ -2,6 +2,7 @@ package accelerator
 
 import (
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"math"
 
 	"github.com/goaccel/goaccel/data"
@@ -40,8 +41,8 @@ import (
 // syncVariables at Prepare and after the first execution) and the variables stay equal on all
 // processes. Evaluation rows are all-gathered (gatherRanks).
 type hostReduced struct {
-	grp   group
-	codec *gradCodec // Config.GradientCompression (nil: the exact float32 all-reduce)
+	grp   collective.Group
+	codec *collective.Codec // Config.GradientCompression (nil: the exact float32 all-reduce)
 }
 
 // newStep hands the step the reduction the settings chose: 16-bit compressed or exact.
@@ -56,7 +57,7 @@ func (h hostReduced) newStep(t *TrainStep) stepRunner {
 }
 
 func (h hostReduced) syncVariables(j *Job) (bool, error) {
-	return syncVariables(h.grp, j.store)
+	return collective.SyncVariables(h.grp, j.store, isAccumulator)
 }
 func (h hostReduced) gather(local *Gathered) (*Gathered, error) { return gatherRanks(h.grp, local) }
 func (hostReduced) planSharding(*Job) (string, int)             { return "no", 1 }
@@ -64,7 +65,7 @@ func (hostReduced) planSharding(*Job) (string, int)             { return "no", 1
 // hostReducedStep holds a TrainStep's graphs and host buffers under hostReduced (and zero1).
 type hostReducedStep struct {
 	t         *TrainStep
-	grp       group
+	grp       collective.Group
 	red       reduction   // how the update's gradients cross processes and become the update
 	grads     *model.Exec // the update's batch: loss, weight, then the weighted gradient sum of each variable
 	accum     *model.Exec // a batch before the update (accumulation): loss and weight; the sums stay on the devices
@@ -134,7 +135,7 @@ func (p *hostReducedStep) gradients(gb *data.GlobalBatch, args []any, accumulate
 // accumulateLoss is a batch before the update: only its {w x loss, w} crosses processes (the
 // gradients stay in the accumulators), so that its loss is the global batch's everywhere.
 func (p *hostReducedStep) accumulateLoss(gb *data.GlobalBatch) (Loss, error) {
-	err := p.t.collective("all-reduce loss", int64(8*len(p.pair)), 0, func() error { return p.grp.AllreduceFloat64(p.pair, OpSum) })
+	err := p.t.timed().Do("all-reduce loss", int64(8*len(p.pair)), 0, func() error { return p.grp.AllreduceFloat64(p.pair, collective.Sum) })
 	if err != nil {
 		return Loss{}, fmt.Errorf("accelerator: all-reducing the loss (%s): %w", batchPlace(gb), err)
 	}

@@ -3,6 +3,7 @@ package accelerator
 import (
 	"errors"
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"math"
 	"slices"
 	"strings"
@@ -89,7 +90,7 @@ func (z *zero1Sync) place(i int, flat []float32) {
 // reduce is the update's reduce-scatter: it returns the global batch's w x loss and weight.
 func (z *zero1Sync) reduce(gb *data.GlobalBatch, _ float64) (lossSum, weight float64, err error) {
 	st := z.st
-	err = z.p.t.collective("reduce-scatter gradients", int64(4*len(st.send)), len(st.vars), func() error {
+	err = z.p.t.timed().Do("reduce-scatter gradients", int64(4*len(st.send)), len(st.vars), func() error {
 		return st.grp.ReduceScatterSum(st.send, st.recv)
 	})
 	if err != nil {
@@ -124,7 +125,7 @@ func (z *zero1Sync) apply(gb *data.GlobalBatch, total float64) error {
 			sq += float64(x) * float64(x)
 		}
 		buf := []float64{sq}
-		if err := t.collective("", 8, 0, func() error { return st.grp.AllreduceFloat64(buf, OpSum) }); err != nil {
+		if err := t.timed().Do("", 8, 0, func() error { return st.grp.AllreduceFloat64(buf, collective.Sum) }); err != nil {
 			return fmt.Errorf("accelerator: all-reducing the gradient norm (%s): %w", batchPlace(gb), err)
 		}
 		finite = !math.IsInf(buf[0], 0) && !math.IsNaN(buf[0]) // the same on every rank
@@ -142,7 +143,7 @@ func (z *zero1Sync) apply(gb *data.GlobalBatch, total float64) error {
 	if err != nil {
 		return fmt.Errorf("accelerator: applying the gradients to this rank's slices (%s): %w", batchPlace(gb), err)
 	}
-	err = t.collective("all-gather weights", int64(4*len(st.all)), len(st.vars), func() error { return st.grp.AllgatherFloat32(updated, st.all) })
+	err = t.timed().Do("all-gather weights", int64(4*len(st.all)), len(st.vars), func() error { return st.grp.AllgatherFloat32(updated, st.all) })
 	if err != nil {
 		return fmt.Errorf("accelerator: all-gathering the updated weights (%s): %w", batchPlace(gb), err)
 	}
@@ -163,7 +164,7 @@ type sliceLayout struct{ n, c, off int }
 // the Store of this rank's slices (sliceStore) and the apply graph that updates them.
 type zero1State struct {
 	job        *Job
-	grp        group
+	grp        collective.Group
 	size, rank int
 	lossDType  dtypes.DType
 	vars       []*model.Variable // the job Store's trainable variables, in its order
@@ -189,7 +190,7 @@ type zero1State struct {
 
 // zero1For returns the job's sharded state for the trainable variables vars, making it on the
 // first update.
-func (j *Job) zero1For(vars []*model.Variable, lossDType dtypes.DType, grp group) (*zero1State, error) {
+func (j *Job) zero1For(vars []*model.Variable, lossDType dtypes.DType, grp collective.Group) (*zero1State, error) {
 	if st := j.acc.shardedState[j.store]; st != nil {
 		if !slices.Equal(st.vars, vars) {
 			return nil, errors.New("accelerator: with Config.Sharding over several processes every TrainStep of a job " +

@@ -1,6 +1,7 @@
 package accelerator
 
 import (
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"strings"
 	"testing"
 
@@ -42,12 +43,12 @@ func TestVerifyCatchesAWrongReduction(t *testing.T) {
 		wantVariableOfSkip bool
 	}{{"one bucket not reduced", 1, 0, true}, {"one process not weighted", 0, 2, false}} {
 		t.Run(c.name, func(t *testing.T) {
-			wrap := func(rank int, g group) group {
+			wrap := func(rank int, g collective.Group) collective.Group {
 				switch {
 				case c.skipBucket > 0:
-					return skipVariable{group: g, i: c.skipBucket - 1}
+					return skipVariable{Group: g, i: c.skipBucket - 1}
 				case c.rank == rank+1:
-					return &unweighted{group: g}
+					return &unweighted{Group: g}
 				}
 				return g
 			}

@@ -1,4 +1,4 @@
-package accelerator
+package collective
 
 import (
 	"bytes"
@@ -11,19 +11,18 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 )
 
-// syncVariables makes the variables of every process equal to rank 0's, as DDP's constructor
+// SyncVariables makes the variables of every process equal to rank 0's, as DDP's constructor
 // broadcasts the module's parameters: each process describes its variables (path, shape,
 // dtype and a checksum of the value), the descriptions are gathered, and
 //   - different variables (a missing one, another shape) are an error naming the first
 //     difference, returned on every process, so that none is left waiting in a collective;
 //   - equal variables with different values are broadcast from rank 0.
 //
-// The random-number state (dropout) and the gradient accumulators are left alone: each process
-// keeps its own seed and its own part of the update's gradient sums. It
-// returns whether any value changed. Strategies over several processes call it
-// (strategy.syncVariables).
-func syncVariables(grp group, store *model.Store) (changed bool, err error) {
-	vars := syncedVariables(store)
+// The random-number state (dropout) and the variables for which own(path) is true (the
+// gradient accumulators: each process keeps its own part of the update's gradient sums) are
+// left alone. It returns whether any value changed. Strategies over several processes call it.
+func SyncVariables(grp Group, store *model.Store, own func(path string) bool) (changed bool, err error) {
+	vars := syncedVariables(store, own)
 	var desc strings.Builder
 	values := make([]*tensors.Tensor, len(vars))
 	for i, v := range vars {
@@ -113,12 +112,13 @@ func syncVariables(grp group, store *model.Store) (changed bool, err error) {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// syncedVariables are the store's variables that every process must hold equal, by path.
-func syncedVariables(store *model.Store) []*model.Variable {
+// syncedVariables are the store's variables that every process must hold equal (all but the
+// random state and those own claims for the process), by path.
+func syncedVariables(store *model.Store, own func(path string) bool) []*model.Variable {
 	rng := model.JoinPath("/", model.RNGStateVariableName)
 	var vars []*model.Variable
 	for v := range store.IterVariables() {
-		if v.Path() != rng && !isAccumulator(v.Path()) {
+		if v.Path() != rng && !own(v.Path()) {
 			vars = append(vars, v)
 		}
 	}
