@@ -57,8 +57,8 @@ type flagError struct{ error }
 // flagValues holds the parsed flags.
 type flagValues struct {
 	nproc, nnodes, masterAddr, logDir, timeout, joinTimeout, hosts, hostfile, secretFile, rdzvConf *string
-	nodeRank, masterPort, maxRestarts, tee, np                                           *int
-	standalone, noMPICheck, noCPUBind, selfTest, help                                    *bool
+	nodeRank, masterPort, maxRestarts, tee, np                                                     *int
+	standalone, noMPICheck, noCPUBind, selfTest, help                                              *bool
 }
 
 // newFlags defines the launcher's flags; "_" and "-" are the same in their names.

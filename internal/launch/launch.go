@@ -487,9 +487,9 @@ type launcher struct {
 	// node, nnodes and restarts are this node's rank, the number of nodes and the restarts
 	// so far, as the master gave them for the current attempt (in an elastic job they change).
 	node, nnodes, restarts int
-	out       *terminal
-	errOut    *terminal
-	mu        sync.Mutex // guards l.cfg.Stderr writes from several goroutines through sayf
+	out                    *terminal
+	errOut                 *terminal
+	mu                     sync.Mutex // guards l.cfg.Stderr writes from several goroutines through sayf
 	// masterAddr is the master's host:port; ackBy is when the master must have answered the
 	// first join ("joined"), ackLimit the wait that ends then (a program on the port that is
 	// not goaccel's master never answers).

@@ -30,7 +30,7 @@ type server struct {
 	ln          net.Listener
 	secret      string // the job secret every connection proves first
 	storePort   int    // the ranks' MASTER_PORT, sent to every launcher with "go"
-	nnodes      int // the job's nodes; in an elastic job the most (MAX of --nnodes MIN:MAX)
+	nnodes      int    // the job's nodes; in an elastic job the most (MAX of --nnodes MIN:MAX)
 	maxRestarts int
 	joinTimeout time.Duration
 	// minNodes > 0 makes the job elastic (elastic.go): it runs on minNodes to nnodes nodes,
