@@ -28,6 +28,8 @@ kebab case (--nproc_per_node, --nproc-per-node), or horovodrun's (-np 4 -H host1
 examples:
   goaccel launch --nproc_per_node 2 ./train --epochs 3
   goaccel launch --nnodes 2 --node_rank 0 --master_addr 10.0.0.1 --master_port 29500 --nproc_per_node 4 ./train
+  goaccel launch --nnodes 2:4 --max_restarts 3 --node_rank 0 --master_addr 10.0.0.1 ./train   (elastic: the master;
+          the other nodes run the same line without --node_rank, and may come and go while the job runs)
   goaccel launch -np 4 -H localhost:2,otherhost:2 ./train
   goaccel launch --hostfile hosts.txt ./train         (lines "host slots=N", "host:N" or "host")
   goaccel launch --selftest --nnodes 2 --node_rank 1 --master_addr 10.0.0.1 --nproc_per_node 4
@@ -54,9 +56,9 @@ type flagError struct{ error }
 
 // flagValues holds the parsed flags.
 type flagValues struct {
-	nproc, nnodes, masterAddr, logDir, timeout, joinTimeout, hosts, hostfile, secretFile *string
-	nodeRank, masterPort, maxRestarts, tee, np                                           *int
-	standalone, noMPICheck, noCPUBind, selfTest, help                                    *bool
+	nproc, nnodes, masterAddr, logDir, timeout, joinTimeout, hosts, hostfile, secretFile, rdzvConf *string
+	nodeRank, masterPort, maxRestarts, tee, np                                                     *int
+	standalone, noMPICheck, noCPUBind, selfTest, help                                              *bool
 }
 
 // newFlags defines the launcher's flags; "_" and "-" are the same in their names.
@@ -70,17 +72,21 @@ func newFlags() (*flag.FlagSet, *flagValues) {
 	fs.Usage = func() {}
 	v := &flagValues{}
 	v.nproc = fs.String("nproc-per-node", "auto", "ranks on this node: a number, gpu (one per visible GPU) or auto (GPUs, else 1)")
-	v.nnodes = fs.String("nnodes", "1", "number of nodes (launchers) in the job")
-	v.nodeRank = fs.Int("node-rank", 0, "this node's index, 0 to nnodes-1; node 0 is the master")
+	v.nnodes = fs.String("nnodes", "1", "number of nodes (launchers) in the job, or MIN:MAX for an elastic job (torchrun's): "+
+		"it starts on MAX nodes, or on MIN once --rdzv_conf last_call_timeout has passed, and goes on while nodes leave or come")
+	v.nodeRank = fs.Int("node-rank", 0, "this node's index, 0 to nnodes-1; node 0 is the master. Elastic (--nnodes MIN:MAX): "+
+		"give --node_rank 0 to the master only; the master numbers the other nodes")
 	v.masterAddr = fs.String("master-addr", "127.0.0.1", "address of the node_rank 0 machine, which the other nodes and every rank connect to")
 	v.masterPort = fs.Int("master-port", 0, fmt.Sprintf("port of the master launcher (default: a free port on one node, %d on several); "+
 		"the ranks' MASTER_PORT is this+1 (open both)", DefaultMasterPort))
 	v.standalone = fs.Bool("standalone", false, "one node, on a free local port (the default already)")
-	v.maxRestarts = fs.Int("max-restarts", 0, "restart the whole group this many times after a worker failure")
+	v.maxRestarts = fs.Int("max-restarts", 0, "restart the whole group this many times after a worker failure (elastic: or the loss of a node)")
 	v.logDir = fs.String("log-dir", "", "write DIR/attempt_A/rank_R/{stdout,stderr}.log (default: a new temporary folder, removed when the job succeeds)")
 	v.tee = fs.Int("tee", -1, "show on the terminal: 0 nothing, 1 every local rank's stdout, 2 stderr, 3 both (default: rank 0's output)")
 	v.timeout = fs.String("timeout", "0", "stop the whole job after this long (seconds or a duration such as 30m; 0: never)")
 	v.joinTimeout = fs.String("join-timeout", "300", "how long to wait for every node's launcher (seconds or a duration); every 10 s the launchers say what they wait for")
+	v.rdzvConf = fs.String("rdzv-conf", "", fmt.Sprintf("elastic jobs, torchrun's KEY=VALUE,...: last_call_timeout=SECONDS, how long the master "+
+		"waits for more nodes once MIN have joined (default %g), and join_timeout=SECONDS (--join_timeout)", DefaultLastCallTimeout.Seconds()))
 	v.secretFile = fs.String("job-secret-file", "", "read the job secret from this file's first line (mode 0600; - for standard input); "+
 		"default $GOACCEL_JOB_SECRET; a job of one node, or of -H hosts, makes its own")
 	v.np = fs.Int("np", 0, "horovodrun: total number of ranks")
@@ -123,10 +129,13 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 		c.Program, c.Args = fs.Arg(0), fs.Args()[1:]
 	}
 	var err error
-	if c.NNodes, err = strconv.Atoi(*nnodes); err != nil || c.NNodes < 1 {
-		return nil, flagError{fmt.Errorf("--nnodes %q: want a positive number (elastic ranges such as 1:4 are not supported)", *nnodes)}
+	if c.MinNodes, c.NNodes, err = parseNNodes(*nnodes); err != nil {
+		return nil, flagError{err}
 	}
 	c.NodeRank, c.MasterAddr, c.MasterPort = *nodeRank, *masterAddr, *masterPort
+	if c.MinNodes > 0 && !fs.Changed("node-rank") {
+		c.NodeRank = -1 // elastic: a launcher that joins the master, which numbers it
+	}
 	c.MaxRestarts, c.LogDir = *maxRestarts, *logDir
 	switch {
 	case !fs.Changed("tee"):
@@ -142,6 +151,21 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 	}
 	if c.JoinTimeout, err = parseSeconds("join_timeout", *joinTimeout); err != nil {
 		return nil, flagError{err}
+	}
+	if fs.Changed("rdzv-conf") {
+		lastCall, join, err := parseRdzvConf(*v.rdzvConf)
+		switch {
+		case err != nil:
+			return nil, flagError{err}
+		case c.MinNodes == 0:
+			return nil, flagError{fmt.Errorf("--rdzv_conf %q: only an elastic job (--nnodes MIN:MAX) has a rendezvous to configure", *v.rdzvConf)}
+		case join > 0 && fs.Changed("join-timeout"):
+			return nil, flagError{fmt.Errorf("--rdzv_conf join_timeout and --join_timeout both set the wait for the nodes: give one")}
+		}
+		c.LastCallTimeout = lastCall
+		if join > 0 {
+			c.JoinTimeout = join
+		}
 	}
 	if *standalone {
 		if c.NNodes != 1 || fs.Changed("node-rank") {

@@ -38,6 +38,19 @@ func TestParseArgs(t *testing.T) {
 			return i.cfg.MasterPort == 0 && i.cfg.MasterAddr == "127.0.0.1"
 		}},
 		{[]string{"--timeout", "30m", "--", "x"}, func(i *invocation) bool { return i.cfg.Timeout.Minutes() == 30 && i.cfg.Program == "x" }},
+		// Elastic: the master is --node_rank 0; the others give none (-1), or any other value.
+		{[]string{"--nnodes", "2:4", "--node_rank", "0", "--max_restarts", "3", "x"}, func(i *invocation) bool {
+			c := i.cfg
+			return c.MinNodes == 2 && c.NNodes == 4 && c.NodeRank == 0 && c.MaxRestarts == 3 && c.LastCallTimeout == 0
+		}},
+		{[]string{"--nnodes=1:3", "--rdzv_conf", "last_call_timeout=2.5,join_timeout=1m", "x"}, func(i *invocation) bool {
+			c := i.cfg
+			return c.MinNodes == 1 && c.NNodes == 3 && c.NodeRank == -1 && c.LastCallTimeout.Seconds() == 2.5 && c.JoinTimeout.Minutes() == 1
+		}},
+		{[]string{"--nnodes", "3:3", "--node-rank", "2", "x"}, func(i *invocation) bool {
+			return i.cfg.MinNodes == 3 && i.cfg.NNodes == 3 && i.cfg.NodeRank == 2
+		}},
+		{[]string{"--nnodes", "4", "x"}, func(i *invocation) bool { return i.cfg.MinNodes == 0 && i.cfg.NNodes == 4 && i.cfg.NodeRank == 0 }},
 	}
 	for _, c := range cases {
 		inv, err := parseArgs(c.args, env)
@@ -68,7 +81,19 @@ func TestBadInput(t *testing.T) {
 		{"missing program", nil, []string{"./no-such-trainer", "--epochs", "1"}, []string{`program "./no-such-trainer" not found`}},
 		{"MPI not installed", map[string]string{"GOACCEL_MPI_LIB": "/nonexistent/libmpi.so.12"}, []string{"--nproc_per_node", "2", "true"},
 			[]string{"GOACCEL_MPI_LIB=/nonexistent/libmpi.so.12", "goaccel setup", "pip install", "mpich==5.0.2", "--no_mpi_check"}},
-		{"elastic nnodes", nil, []string{"--nnodes", "1:4", "true"}, []string{"elastic ranges"}},
+		{"nnodes MIN above MAX", nil, []string{"--nnodes", "3:2", "true"}, []string{`--nnodes "3:2": MIN 3 is more than MAX 2`}},
+		{"nnodes MIN 0", nil, []string{"--nnodes", "0:2", "true"}, []string{`--nnodes "0:2": MIN is 0: an elastic job needs at least 1 node`}},
+		{"nnodes not numbers", nil, []string{"--nnodes=a:b", "true"}, []string{`--nnodes "a:b": want MIN:MAX with two whole numbers`}},
+		{"nnodes not a number", nil, []string{"--nnodes", "two", "true"}, []string{`--nnodes "two": want a positive number of nodes, or MIN:MAX`}},
+		{"nnodes half a range", nil, []string{"--nnodes", "2:", "true"}, []string{`--nnodes "2:": want MIN:MAX`}},
+		{"rdzv_conf unknown key", nil, []string{"--nnodes", "1:2", "--rdzv_conf", "timeout=5", "true"},
+			[]string{`--rdzv_conf "timeout=5": unknown key "timeout": goaccel reads last_call_timeout and join_timeout`}},
+		{"rdzv_conf bad seconds", nil, []string{"--nnodes", "1:2", "--rdzv-conf", "last_call_timeout=soon", "true"},
+			[]string{`--rdzv_conf last_call_timeout "soon": want seconds`}},
+		{"rdzv_conf static job", nil, []string{"--nnodes", "2", "--rdzv_conf", "last_call_timeout=5", "true"},
+			[]string{"only an elastic job (--nnodes MIN:MAX)"}},
+		{"rdzv_conf and join_timeout", nil, []string{"--nnodes", "1:2", "--rdzv_conf", "join_timeout=5", "--join_timeout", "9", "true"},
+			[]string{"--rdzv_conf join_timeout and --join_timeout both"}},
 		{"node_rank out of range", nil, []string{"--nnodes", "2", "--node_rank", "2", "--no_mpi_check", "true"}, []string{"--node_rank 2 is out of range"}},
 		{"standalone with nodes", nil, []string{"--standalone", "--nnodes", "2", "true"}, []string{"--standalone runs one node"}},
 		{"bad tee", nil, []string{"--tee", "5", "true"}, []string{"--tee 5"}},

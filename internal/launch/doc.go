@@ -13,8 +13,9 @@
 // node or -H), and anything else is refused and logged. On that port it serves
 //
 //   - the rendezvous of the launchers: every launcher (the master's own included) connects,
-//     says how many ranks it runs, and once all --nnodes have joined gets its first global
-//     rank and the world size (ranks are numbered node after node, in node_rank order);
+//     says how many ranks it runs, and once all --nnodes have joined (an elastic job: see
+//     below) gets its node rank, its first global rank and the world size (ranks are numbered
+//     node after node, in node_rank order);
 //   - MPICH's simple PMI-1 key-value store and barrier, which MPI_Init uses to find the other
 //     ranks: each rank talks PMI to its own launcher over an inherited socket (PMI_FD, with
 //     PMI_RANK and PMI_SIZE, as under Hydra), which answers what it knows and relays puts, gets,
@@ -84,9 +85,9 @@
 //     also prints the last lines of its stderr.
 //   - MPI_Abort in a rank is that rank's failure ("MPI_Abort with error code 5"), handled as
 //     above: MPICH only tells the PMI server and carries on, leaving the kill to the launcher.
-//   - With --max_restarts N the whole group (every node) restarts, up to N times; the attempt
-//     number is in TORCHELASTIC_RESTART_COUNT, and resuming from the latest checkpoint is the
-//     program's part.
+//   - With --max_restarts N the whole group (every node) restarts, up to N times; the number
+//     of restarts so far is in TORCHELASTIC_RESTART_COUNT, and resuming from the latest
+//     checkpoint is the program's part.
 //   - Success is every rank of every node exiting 0, whether or not it finalized MPI.
 //   - Ctrl-C, SIGTERM, SIGHUP (a closed terminal or ssh session) or SIGQUIT (no goroutine
 //     dump) on any launcher stops every rank of the job (exit status 130); a second one kills
@@ -102,6 +103,21 @@
 //     --timeout is the launcher's backstop.
 //   - When an attempt's ranks are gone, the launcher removes the /dev/shm files they left
 //     (the files they mapped, and new mpich_shm_* files that no live process uses).
+//
+// # Elastic jobs
+//
+// --nnodes MIN:MAX (Config.MinNodes) makes a job of MIN to MAX nodes, as torchrun's elastic
+// agent runs: the launcher started with --node_rank 0 is the master; the others are started
+// without --node_rank, join it with an id (host and launcher pid) and get their node rank, the
+// number of nodes (GROUP_WORLD_SIZE) and their first rank from it at every start. The job
+// starts when MAX joined, or MIN and then --rdzv_conf last_call_timeout (default 30 s) passed.
+// A node that leaves (its launcher's connection closes) or whose rank fails stops the attempt:
+// the launchers still there join again and the job is formed anew without it, a restart that
+// counts against --max_restarts. A launcher that joins while the job runs on fewer than MAX
+// nodes stops the attempt at once and is in the next, without counting a restart. Fewer than
+// MIN within --join_timeout ends the job naming the nodes missing; the master's failure ends
+// it (the c10d rendezvous of torchrun has the same limit). Every formation is logged, with the
+// nodes that left or came and the old and new world size. See elastic.go.
 //
 // $GOACCEL_LAUNCH_DEBUG=1 makes the master log every line it receives from the launchers, and
 // every launcher every PMI line of its ranks.

@@ -32,15 +32,25 @@ type Config struct {
 	// NprocPerNode is the number of ranks this launcher starts (default 1); see ResolveNproc.
 	NprocPerNode int
 	// NNodes is the number of launchers (nodes) of the job (default 1); NodeRank is this one's
-	// index, 0 for the master.
+	// index, 0 for the master. In an elastic job NNodes is the most nodes, and NodeRank only
+	// says whether this launcher is the master (0) or joins it (any other value; the command
+	// line gives -1 without --node_rank): the master numbers the nodes at every start.
 	NNodes, NodeRank int
+	// MinNodes, when positive, makes the job elastic (torchrun's --nnodes MIN:MAX): it runs on
+	// MinNodes to NNodes nodes, re-formed when a node goes away or comes (see elastic.go).
+	MinNodes int
+	// LastCallTimeout is how long an elastic job's master, once MinNodes (but fewer than
+	// NNodes) launchers joined, waits for more before it starts (torchrun's --rdzv_conf
+	// last_call_timeout; default 30 s).
+	LastCallTimeout time.Duration
 	// MasterAddr and MasterPort are where the master listens (for the launchers of the nodes).
 	// Defaults: 127.0.0.1; with one node a free port, with several DefaultMasterPort. The
 	// ranks' MASTER_PORT, where rank 0 may bind a store of its own (PyTorch's), is
 	// MasterPort+1, or a free port when MasterPort is 0.
 	MasterAddr string
 	MasterPort int
-	// MaxRestarts is how many times the whole group restarts after a worker failure.
+	// MaxRestarts is how many times the whole group restarts after a worker failure (in an
+	// elastic job, also after the loss of a node).
 	MaxRestarts int
 	// LogDir receives LogDir/attempt_A/rank_R/{stdout,stderr}.log; "" makes a temporary folder
 	// (goaccel-launch-*), removed when the job succeeds and kept when it fails.
@@ -84,6 +94,17 @@ var defaultStopGrace = 5 * time.Second
 
 // TeeNone is Config.Tee's value for "no worker output on the terminal" (torchrun's --tee 0).
 const TeeNone = -1
+
+// nnodesSpec writes the job's nodes as --nnodes takes them: "4", or "2:4" for an elastic job.
+func (c *Config) nnodesSpec() string {
+	if c.MinNodes > 0 {
+		return fmt.Sprintf("%d:%d", c.MinNodes, c.NNodes)
+	}
+	return strconv.Itoa(c.NNodes)
+}
+
+// DefaultLastCallTimeout is Config.LastCallTimeout's default (torchrun's last_call_timeout).
+const DefaultLastCallTimeout = 30 * time.Second
 
 // DefaultMasterPort is the master's port for a job of several nodes without --master_port (torchrun's).
 const DefaultMasterPort = 29500
@@ -138,6 +159,9 @@ func failureFrom(m message) *Failure {
 	f.Node, _ = strconv.Atoi(m.args["node"])
 	f.PID, _ = strconv.Atoi(m.args["pid"])
 	f.Attempt, _ = strconv.Atoi(m.args["attempt"])
+	if r, err := strconv.Atoi(m.args["restarts"]); err == nil {
+		f.Attempt = r // an elastic job's attempts also count its re-formations
+	}
 	f.Host, f.What, f.Log, f.Why = m.args["host"], m.args["what"], m.args["log"], m.args["why"]
 	if a := m.args["abort"]; a != "" {
 		f.Why = "MPI_Abort: " + a
@@ -161,6 +185,9 @@ func (c *Config) defaults() error {
 	if c.JoinTimeout <= 0 {
 		c.JoinTimeout = 5 * time.Minute
 	}
+	if c.LastCallTimeout <= 0 {
+		c.LastCallTimeout = DefaultLastCallTimeout
+	}
 	if c.StopGrace <= 0 {
 		c.StopGrace = defaultStopGrace
 	}
@@ -178,6 +205,9 @@ func (c *Config) defaults() error {
 		return errors.New("no program to run: usage: goaccel launch [flags] PROGRAM [ARGS...]")
 	case c.NprocPerNode < 0:
 		return fmt.Errorf("--nproc_per_node %d: want a positive number", c.NprocPerNode)
+	case c.MinNodes < 0 || c.MinNodes > c.NNodes:
+		return fmt.Errorf("--nnodes %d:%d: want 1 <= MIN <= MAX", c.MinNodes, c.NNodes)
+	case c.MinNodes > 0:
 	case c.NNodes < 0 || c.NodeRank < 0 || c.NodeRank >= c.NNodes:
 		return fmt.Errorf("--node_rank %d is out of range for --nnodes %d (0 to %d)", c.NodeRank, c.NNodes, c.NNodes-1)
 	case c.MaxRestarts < 0:
@@ -282,7 +312,7 @@ func run(ctx context.Context, cfg Config, shares []share, note string, tempLogs 
 		if err != nil {
 			return err
 		}
-		srv, err := newServer(bind, cfg.Secret, store, cfg.NNodes, cfg.MaxRestarts, cfg.JoinTimeout, l.sayf)
+		srv, err := newServer(bind, cfg.Secret, store, &cfg, l.sayf)
 		if err != nil {
 			return err
 		}
@@ -302,7 +332,7 @@ func run(ctx context.Context, cfg Config, shares []share, note string, tempLogs 
 		}
 	}
 	wait := cfg.JoinTimeout
-	if cfg.SelfTest && cfg.NodeRank > 0 {
+	if cfg.SelfTest && cfg.NodeRank != 0 {
 		wait = min(wait, selfTestDial)
 	}
 	dialStart := time.Now()
@@ -454,9 +484,12 @@ type launcher struct {
 	guard  *guardian // nil: none
 	// storePort is the ranks' MASTER_PORT, as the master chose it (storePort).
 	storePort int
-	out       *terminal
-	errOut    *terminal
-	mu        sync.Mutex // guards l.cfg.Stderr writes from several goroutines through sayf
+	// node, nnodes and restarts are this node's rank, the number of nodes and the restarts
+	// so far, as the master gave them for the current attempt (in an elastic job they change).
+	node, nnodes, restarts int
+	out                    *terminal
+	errOut                 *terminal
+	mu                     sync.Mutex // guards l.cfg.Stderr writes from several goroutines through sayf
 	// masterAddr is the master's host:port; ackBy is when the master must have answered the
 	// first join ("joined"), ackLimit the wait that ends then (a program on the port that is
 	// not goaccel's master never answers).
@@ -480,20 +513,32 @@ func (l *launcher) loop(ctx context.Context) error {
 	if err := l.authenticate(ctx); err != nil {
 		return err
 	}
-	for attempt := 0; ; attempt++ {
-		if err := l.ctl.send(msg("join", "node", l.cfg.NodeRank, "nproc", l.cfg.NprocPerNode, "attempt", attempt,
-			"host", l.host)); err != nil {
+	for next := 0; ; {
+		if err := l.ctl.send(msg("join", "node", l.cfg.NodeRank, "nproc", l.cfg.NprocPerNode, "attempt", next,
+			"host", l.host, "id", fmt.Sprintf("%s (launcher pid %d)", l.host, os.Getpid()),
+			"master", btoi(l.cfg.NodeRank == 0), "nnodes", l.cfg.nnodesSpec())); err != nil {
 			return l.lost(err)
 		}
-		start, err := l.awaitStart(ctx, attempt == 0)
+		start, err := l.awaitStart(ctx, next == 0)
 		if err != nil {
 			return err
 		}
-		if start.cmd == "stop" {
+		switch start.cmd {
+		case "stop":
 			return failureFrom(start)
-		}
-		if start.cmd != "go" {
+		case "finished": // an elastic job's spare: the job ended without it
+			l.sayf("the job finished before this node was needed")
+			return nil
+		case "go":
+		default:
 			return l.notMaster(answered(start))
+		}
+		attempt, _ := strconv.Atoi(start.args["attempt"])
+		l.node, _ = strconv.Atoi(start.args["node"])
+		l.nnodes, _ = strconv.Atoi(start.args["nnodes"])
+		l.restarts, _ = strconv.Atoi(start.args["restarts"])
+		if note := start.args["note"]; note != "" {
+			l.sayf("%s", note)
 		}
 		end, err := l.attempt(ctx, attempt, start)
 		if err != nil {
@@ -507,8 +552,17 @@ func (l *launcher) loop(ctx context.Context) error {
 		if end.args["restart"] != "1" {
 			return f
 		}
-		l.sayf("%s; restarting the group (restart %d of %d)", strings.TrimSuffix(f.Error(), "; the other ranks were stopped"),
-			attempt+1, l.cfg.MaxRestarts)
+		maxRestarts, _ := strconv.Atoi(end.args["max_restarts"])
+		switch end.args["kind"] {
+		case "membership":
+			l.sayf("%s: re-forming the job (not counted as a restart)", end.args["why"])
+		case "node":
+			l.sayf("%s; re-forming the job with the nodes left (restart %d of %d)", f.Why, f.Attempt+1, maxRestarts)
+		default:
+			l.sayf("%s; restarting the group (restart %d of %d)", strings.TrimSuffix(f.Error(), "; the other ranks were stopped"),
+				f.Attempt+1, maxRestarts)
+		}
+		next = attempt + 1
 	}
 }
 
@@ -521,16 +575,16 @@ func (l *launcher) mergeTimeline(start message) {
 		return
 	}
 	base, _ := strconv.Atoi(start.args["base"])
-	out, err := timeline.Merge(dir, l.cfg.NodeRank, base, l.cfg.NprocPerNode)
+	out, err := timeline.Merge(dir, l.node, base, l.cfg.NprocPerNode)
 	if err != nil {
-		l.sayf("the timeline of node_rank %d is incomplete: %v", l.cfg.NodeRank, err)
+		l.sayf("the timeline of node_rank %d is incomplete: %v", l.node, err)
 	}
 	if abs, err := filepath.Abs(out); err == nil {
 		out = abs
 	}
 	what := "the timeline of ranks"
-	if l.cfg.NNodes > 1 {
-		what = fmt.Sprintf("node_rank %d's timeline (each node writes its own) of ranks", l.cfg.NodeRank)
+	if l.nnodes > 1 {
+		what = fmt.Sprintf("node_rank %d's timeline (each node writes its own) of ranks", l.node)
 	}
 	l.sayf("%s %d-%d: %s (open it in chrome://tracing or ui.perfetto.dev)", what, base, base+l.cfg.NprocPerNode-1, out)
 }
@@ -567,7 +621,11 @@ func (l *launcher) awaitStart(ctx context.Context, first bool) (message, error) 
 				"but did not answer as goaccel launch's node_rank 0 launcher within %s: check --master_addr and --master_port",
 				l.masterAddr, l.ackLimit.Round(time.Millisecond))}
 		case <-tick.C:
-			if l.cfg.NodeRank > 0 {
+			switch {
+			case l.cfg.MinNodes > 0 && l.cfg.NodeRank != 0:
+				l.sayf("joined the elastic job's master at %s; waiting for it to start this node (%s)",
+					l.ctl.conn.RemoteAddr(), seconds(time.Since(begin)))
+			case l.cfg.NodeRank > 0:
 				l.sayf("joined node_rank 0's launcher at %s; waiting for the other nodes to join (%s of %s)",
 					l.ctl.conn.RemoteAddr(), seconds(time.Since(begin)), seconds(l.cfg.JoinTimeout))
 			}
@@ -598,6 +656,10 @@ func answered(m message) string {
 
 func (l *launcher) lost(err error) error {
 	why := "lost the connection to the node_rank 0 launcher (it stopped or its machine went away)"
+	if l.cfg.MinNodes > 0 {
+		why = "lost the connection to the elastic job's master, the launcher started with --node_rank 0 at " + l.masterAddr +
+			" (it stopped or its machine went away): an elastic job ends with its master, as torchrun's c10d rendezvous does"
+	}
 	if err != nil {
 		why += ": " + err.Error()
 	}
@@ -644,7 +706,7 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 			shown += "; the folder is removed if the job succeeds: --log_dir keeps it"
 		}
 		l.sayf("node_rank %d runs ranks %d-%d of %d; every rank's output is in %s/attempt_%d/rank_N/ (%s)",
-			l.cfg.NodeRank, base, base+n-1, world, l.cfg.LogDir, attempt, shown)
+			l.node, base, base+n-1, world, l.cfg.LogDir, attempt, shown)
 	}
 	exits := make(chan exit, n)
 	var workers []*worker
@@ -672,7 +734,7 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 	for i := 0; i < n; i++ {
 		w, err := l.startWorker(attempt, base+i, i, world, relay)
 		if err != nil {
-			startErr = &Failure{Kind: "start", Rank: base + i, Node: l.cfg.NodeRank, Host: l.host, What: err.Error()}
+			startErr = &Failure{Kind: "start", Rank: base + i, Node: l.node, Host: l.host, What: err.Error()}
 			break
 		}
 		pmu.Lock()
@@ -741,7 +803,7 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 		}
 	}
 	fail := func(f *Failure) {
-		m := msg("fail", "attempt", attempt, "kind", f.Kind, "node", l.cfg.NodeRank, "host", l.host)
+		m := msg("fail", "attempt", attempt, "kind", f.Kind, "node", l.node, "host", l.host)
 		if f.Rank >= 0 {
 			m.args["rank"], m.args["pid"] = strconv.Itoa(f.Rank), strconv.Itoa(f.PID)
 			m.args["what"], m.args["log"] = f.What, f.Log
@@ -788,7 +850,7 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 				if e.w.cmd.Process != nil {
 					pid = e.w.cmd.Process.Pid
 				}
-				f := &Failure{Kind: "worker", Rank: e.w.rank, Node: l.cfg.NodeRank, Host: l.host, PID: pid, What: what,
+				f := &Failure{Kind: "worker", Rank: e.w.rank, Node: l.node, Host: l.host, PID: pid, What: what,
 					Log: e.w.logDir}
 				if t := tail(filepath.Join(e.w.logDir, "stderr.log"), 10); t != "" {
 					l.sayf("rank %d ended with %s; the end of its stderr:\n%s", e.w.rank, what, t)
@@ -813,7 +875,7 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 				for _, w := range workers {
 					if w.rank == r {
 						failed = true
-						fail(&Failure{Kind: "worker", Rank: r, Node: l.cfg.NodeRank, Host: l.host, PID: w.cmd.Process.Pid,
+						fail(&Failure{Kind: "worker", Rank: r, Node: l.node, Host: l.host, PID: w.cmd.Process.Pid,
 							What: "MPI_Abort with error code " + m.args["exitcode"], Log: w.logDir})
 					}
 				}
@@ -838,7 +900,7 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 				}
 				fail(&Failure{Kind: "interrupt", Rank: -1,
 					Why: fmt.Sprintf("interrupted (%s on the launcher of node_rank %d on %s): every rank was stopped",
-						what, l.cfg.NodeRank, l.host)})
+						what, l.node, l.host)})
 			}
 		case <-hangTick.C:
 			if lookForHang() {
@@ -905,8 +967,8 @@ func (l *launcher) startWorker(attempt, rank, local, world int, relay *pmiRelay)
 	if err := os.MkdirAll(w.logDir, 0o755); err != nil {
 		return nil, err
 	}
-	env := rankEnv{rank: rank, local: local, nlocal: l.cfg.NprocPerNode, world: world, node: l.cfg.NodeRank,
-		nnodes: l.cfg.NNodes, restart: attempt, masterAddr: l.cfg.MasterAddr, masterPort: l.cfg.MasterPort,
+	env := rankEnv{rank: rank, local: local, nlocal: l.cfg.NprocPerNode, world: world, node: l.node,
+		nnodes: l.nnodes, restart: l.restarts, masterAddr: l.cfg.MasterAddr, masterPort: l.cfg.MasterPort,
 		storePort: l.storePort,
 		share:     l.shares[local], mpiLib: l.cfg.MPILib, logDir: w.logDir}
 	cmd := exec.Command(l.cfg.Program, l.cfg.Args...)

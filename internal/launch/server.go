@@ -30,12 +30,18 @@ type server struct {
 	ln          net.Listener
 	secret      string // the job secret every connection proves first
 	storePort   int    // the ranks' MASTER_PORT, sent to every launcher with "go"
-	nnodes      int
+	nnodes      int    // the job's nodes; in an elastic job the most (MAX of --nnodes MIN:MAX)
 	maxRestarts int
 	joinTimeout time.Duration
+	// minNodes > 0 makes the job elastic (elastic.go): it runs on minNodes to nnodes nodes,
+	// which join with an id and get their node rank from the master at every start;
+	// lastCall is how long a formation of at least minNodes waits for more.
+	minNodes int
+	lastCall time.Duration
 
 	mu        sync.Mutex
 	attempt   int               // the attempt being formed or run
+	restarts  int               // restarts used (--max_restarts): failed ranks, lost nodes
 	joined    map[int]*peerConn // node rank -> its launcher, for this attempt
 	running   bool              // every node joined and got its "go"
 	stopped   bool              // a stop was sent for this attempt
@@ -50,6 +56,7 @@ type server struct {
 	joinTimer *time.Timer
 	joinStart time.Time // when the wait for the current attempt's launchers began
 	closed    chan struct{}
+	elastic   elasticState
 	// sayf prints a line of the master launcher (nil: none).
 	sayf func(format string, args ...any)
 }
@@ -61,6 +68,13 @@ type peerConn struct {
 	wmu  sync.Mutex
 	node int // launchers: node rank
 	rank int // launchers: their number of ranks; ranks: the rank
+	// Launchers of an elastic job: name is how messages call it ("HOST (launcher pid N)"),
+	// seq its order of arrival (0: it has not joined yet), master whether it is the master's
+	// own, gone whether its connection closed.
+	name   string
+	seq    int
+	master bool
+	gone   bool
 }
 
 // pmiDebug ($GOACCEL_LAUNCH_DEBUG=1 or true) logs every line the master receives to its stderr.
@@ -74,13 +88,15 @@ func (p *peerConn) send(m message, escaped bool) {
 }
 
 // newServer listens on addr ("host:port"; port 0 picks a free one). storePort is the ranks'
-// MASTER_PORT, which the server sends to every launcher.
-func newServer(addr, secret string, storePort, nnodes, maxRestarts int, joinTimeout time.Duration, sayf func(string, ...any)) (*server, error) {
+// MASTER_PORT, which the server sends to every launcher. cfg gives the nodes (NNodes, and
+// MinNodes for an elastic job), MaxRestarts, JoinTimeout and LastCallTimeout.
+func newServer(addr, secret string, storePort int, cfg *Config, sayf func(string, ...any)) (*server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on %s for the other ranks (--master_addr/--master_port): %w", addr, err)
 	}
-	s := &server{ln: ln, secret: secret, storePort: storePort, nnodes: nnodes, maxRestarts: maxRestarts, joinTimeout: joinTimeout,
+	s := &server{ln: ln, secret: secret, storePort: storePort, nnodes: cfg.NNodes, maxRestarts: cfg.MaxRestarts,
+		joinTimeout: cfg.JoinTimeout, minNodes: cfg.MinNodes, lastCall: cfg.LastCallTimeout,
 		joined: map[int]*peerConn{}, closed: make(chan struct{}), sayf: sayf}
 	s.armJoinTimer()
 	go s.serve()
@@ -100,7 +116,9 @@ func (s *server) sayWhileJoining() {
 		case <-t.C:
 		}
 		s.mu.Lock()
-		if !s.running && !s.final && len(s.joined) < s.nnodes && s.sayf != nil {
+		if s.minNodes > 0 {
+			s.sayWhileForming()
+		} else if !s.running && !s.final && len(s.joined) < s.nnodes && s.sayf != nil {
 			var missing []string
 			for n := 0; n < s.nnodes; n++ {
 				if s.joined[n] == nil {
@@ -185,6 +203,10 @@ func (s *server) armJoinTimer() {
 		if s.attempt != attempt || s.running || s.final {
 			return
 		}
+		if s.minNodes > 0 {
+			s.joinTimeUp()
+			return
+		}
 		var missing []string
 		for n := 0; n < s.nnodes; n++ {
 			if s.joined[n] == nil {
@@ -199,10 +221,16 @@ func (s *server) armJoinTimer() {
 	})
 }
 
-// broadcast sends m to every launcher of the attempt. s.mu is held.
+// broadcast sends m to every launcher of the attempt, and, when the job ends (final), to
+// the launchers of an elastic job that wait to join it. s.mu is held.
 func (s *server) broadcast(m message) {
 	for _, p := range s.joined {
 		p.send(m, true)
+	}
+	if s.final {
+		for _, p := range s.elastic.waiting {
+			p.send(m, true)
+		}
 	}
 }
 
@@ -212,6 +240,16 @@ func (s *server) onLauncher(p *peerConn, m message) {
 	attempt, _ := strconv.Atoi(m.args["attempt"])
 	switch m.cmd {
 	case "join":
+		if spec := m.args["nnodes"]; spec != "" && spec != s.nnodesSpec() {
+			p.send(msg("stop", "attempt", attempt, "restart", 0, "kind", "join", "why", fmt.Sprintf(
+				"this launcher has --nnodes %s but the master's (node_rank 0) has --nnodes %s: give every node the same",
+				spec, s.nnodesSpec())), true)
+			return
+		}
+		if s.minNodes > 0 {
+			s.elasticJoin(p, m)
+			return
+		}
 		node, err1 := strconv.Atoi(m.args["node"])
 		nproc, err2 := strconv.Atoi(m.args["nproc"])
 		refuse := func(why string) {
@@ -248,8 +286,9 @@ func (s *server) onLauncher(p *peerConn, m message) {
 		}
 		s.stopped = true
 		kind := m.args["kind"]
-		restart := kind == "worker" && s.attempt < s.maxRestarts
-		stop := msg("stop", "attempt", attempt, "kind", kind, "restart", btoi(restart))
+		restart := kind == "worker" && s.restarts < s.maxRestarts
+		stop := msg("stop", "attempt", attempt, "kind", kind, "restart", btoi(restart), "restarts", s.restarts,
+			"max_restarts", s.maxRestarts)
 		for _, k := range []string{"rank", "node", "host", "pid", "what", "log", "why", "hang"} {
 			if v, ok := m.args[k]; ok {
 				stop.args[k] = v
@@ -258,6 +297,11 @@ func (s *server) onLauncher(p *peerConn, m message) {
 		if r, err := strconv.Atoi(m.args["rank"]); err == nil && s.aborts[r] != "" {
 			stop.args["abort"] = s.aborts[r]
 		}
+		if restart {
+			s.restarts++
+		} else {
+			s.final = true // its waiting launchers hear it too
+		}
 		s.broadcast(stop)
 		s.endAttempt(restart)
 	case "done":
@@ -265,23 +309,39 @@ func (s *server) onLauncher(p *peerConn, m message) {
 			return
 		}
 		s.done[p.node] = true
-		if len(s.done) == s.nnodes {
+		if len(s.done) == len(s.joined) {
+			s.final = true
 			s.broadcast(msg("finished", "attempt", attempt))
 			s.endAttempt(false)
 		}
 	}
 }
 
-// startAttempt gives every node its first rank and starts the attempt. s.mu is held.
+// startAttempt gives every node its first rank and starts the attempt: the nodes of a static
+// job in node_rank order. s.mu is held.
 func (s *server) startAttempt() {
 	nodes := make([]int, 0, len(s.joined))
 	for n := range s.joined {
 		nodes = append(nodes, n)
 	}
 	sort.Ints(nodes)
-	nprocs := make([]int, len(nodes))
+	peers := make([]*peerConn, len(nodes))
 	for i, n := range nodes {
-		nprocs[i] = s.joined[n].rank
+		peers[i] = s.joined[n]
+	}
+	s.startNodes(peers, "")
+}
+
+// startNodes starts the attempt on peers, whose index is their node rank (every launcher's
+// node field is set to it), and sends each its "go", with note, when not "", for every
+// launcher to say. s.mu is held.
+func (s *server) startNodes(peers []*peerConn, note string) {
+	nprocs := make([]int, len(peers))
+	s.joined = map[int]*peerConn{}
+	for i, p := range peers {
+		p.node = i
+		s.joined[i] = p
+		nprocs[i] = p.rank
 	}
 	s.world = 0
 	for _, n := range nprocs {
@@ -298,10 +358,10 @@ func (s *server) startAttempt() {
 	}
 	base := 0
 	s.bases = map[int]int{}
-	for i, n := range nodes {
-		s.bases[n] = base
-		s.joined[n].send(msg("go", "attempt", s.attempt, "world", s.world, "base", base, "nnodes", s.nnodes,
-			"kvs", s.kvsName, "store", s.storePort), true)
+	for i, p := range peers {
+		s.bases[i] = base
+		p.send(msg("go", "attempt", s.attempt, "world", s.world, "base", base, "node", i, "nnodes", len(peers),
+			"restarts", s.restarts, "kvs", s.kvsName, "store", s.storePort, "note", note), true)
 		base += nprocs[i]
 	}
 }
@@ -315,6 +375,7 @@ func (s *server) endAttempt(restart bool) {
 	}
 	s.attempt++
 	s.joined = map[int]*peerConn{}
+	s.elastic.newAttempt()
 	s.armJoinTimer()
 }
 
@@ -326,7 +387,7 @@ func (s *server) stopAll(kind, why string) {
 	if s.final || s.stopped {
 		return
 	}
-	s.stopped = true
+	s.stopped, s.final = true, true
 	s.broadcast(msg("stop", "attempt", s.attempt, "restart", 0, "kind", kind, "why", why))
 	s.endAttempt(false)
 }
@@ -335,6 +396,10 @@ func (s *server) stopAll(kind, why string) {
 func (s *server) launcherGone(p *peerConn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.minNodes > 0 {
+		s.elasticGone(p)
+		return
+	}
 	if p.node < 0 || s.joined[p.node] != p {
 		return
 	}
@@ -348,7 +413,7 @@ func (s *server) launcherGone(p *peerConn) {
 	if s.stopped || s.done[p.node] && len(s.done) == s.nnodes {
 		return
 	}
-	s.stopped = true
+	s.stopped, s.final = true, true
 	s.broadcast(msg("stop", "attempt", s.attempt, "restart", 0, "kind", "node", "node", p.node,
 		"why", fmt.Sprintf("the launcher of node_rank %d went away (its machine or its connection to port %d failed)",
 			p.node, s.port())))
