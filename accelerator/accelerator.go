@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goaccel/goaccel/accelerator/internal/precision"
 	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/hostmem"
 	"github.com/goaccel/goaccel/internal/plugins"
@@ -158,7 +159,7 @@ type Accelerator struct {
 	left     bool             // Close left grp
 	settings                  // Config and the environment resolved (settings.go)
 	// growthInterval is the finite fp16 updates in a row after which the loss scale grows
-	// (lossScaleGrowthInterval; tests shorten it).
+	// (precision.GrowthInterval; tests shorten it).
 	growthInterval int64
 	tl             *timeline.Recorder // Config.Timeline's recorder (nil: off)
 	out            io.Writer
@@ -204,7 +205,6 @@ func newAccelerator(cfg Config, proc processInfo, grp collective.Group) (*Accele
 	if err := checkCombination(combination{settings: &set}); err != nil {
 		return nil, err
 	}
-	cfg.MixedPrecision = set.precision
 	if cfg.Devices < 0 {
 		return nil, setting{"Devices", "Config.Devices", fmt.Sprint(cfg.Devices)}.refuse("must be 0 (all) or a positive count")
 	}
@@ -216,8 +216,8 @@ func newAccelerator(cfg Config, proc processInfo, grp collective.Group) (*Accele
 	if _, _, err := cpuDeviceLimit(); err != nil {
 		return nil, err
 	}
-	a := &Accelerator{cfg: cfg, settings: set, proc: proc, out: cfg.Output, seed: cfg.Seed, grp: collective.Solo{}, growthInterval: lossScaleGrowthInterval}
-	a.info.Precision = precisionName(cfg.MixedPrecision)
+	a := &Accelerator{cfg: cfg, settings: set, proc: proc, out: cfg.Output, seed: cfg.Seed, grp: collective.Solo{}, growthInterval: precision.GrowthInterval}
+	a.info.Precision = set.precision.String()
 	if a.out == nil {
 		a.out = os.Stdout
 	}
@@ -462,7 +462,7 @@ func (a *Accelerator) Plan() string {
 		}
 	}
 	return fmt.Sprintf("goaccel: backend %s; devices %d of %d; processes %d; precision %s; %s%s",
-		backend, a.info.Devices, a.info.Available, a.grp.Size(), precisionName(a.cfg.MixedPrecision)+a.precisionCaveat(),
+		backend, a.info.Devices, a.info.Available, a.grp.Size(), a.precision.String()+a.precision.Caveat(a.info.Backend, a.info.Plugin.Kind),
 		a.info.Reason, hostMemoryNote(a.info, runtime.GOOS, hostmem.OptedIn()))
 }
 
@@ -476,13 +476,6 @@ func hostMemoryNote(info Info, goos string, optedIn bool) string {
 	return "; host memory: the C library's malloc (import _ \"github.com/goaccel/goaccel/hostmalloc\" keeps the " +
 		"temporaries XLA frees for the next step instead of faulting them in again every step: less CPU time per " +
 		"step, measured in docs/hostmalloc.md)"
-}
-
-func precisionName(p string) string {
-	if p == "no" {
-		return "fp32"
-	}
-	return p
 }
 
 // Info returns what New found and chose.

@@ -3,6 +3,7 @@ package accelerator
 import (
 	"strings"
 
+	"github.com/goaccel/goaccel/accelerator/internal/precision"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -36,8 +37,8 @@ type backwardState struct {
 	gradsOnly bool
 	vars      []*model.Variable
 	grads     []*Node
-	weight    *Node          // the batch's weight (a float32 scalar): its real examples, or BackwardWeighted's
-	autocast  *autocastState // mixed precision's casts of the variables (nil without autocast)
+	weight    *Node               // the batch's weight (a float32 scalar): its real examples, or BackwardWeighted's
+	autocast  *precision.Autocast // mixed precision's casts of the variables (nil without autocast)
 }
 
 // Backward computes the gradients of loss with respect to every trainable variable, takes
@@ -104,7 +105,7 @@ func (a *Accelerator) backward(op string, s *model.Scope, loss, weight *Node) {
 		return // autocast's dry trace only creates the variables
 	}
 	j := st.job
-	st.autocast.restore() // the update reads and writes the float32 variables
+	st.autocast.Restore() // the update reads and writes the float32 variables
 	if j.acc.ComputeDType() != dtypes.Float32 && loss.DType().IsFloat() {
 		loss = ConvertDType(loss, dtypes.Float32) // mixed precision: the update runs in float32
 	}
@@ -130,7 +131,7 @@ func (a *Accelerator) backward(op string, s *model.Scope, loss, weight *Node) {
 		return
 	}
 	if _, ok := j.opt.(gradientOptimizer); !ok {
-		if j.accumulating() || j.opts.clipNorm > 0 || j.lossScaling() {
+		if j.accumulating() || j.opts.clipNorm > 0 || j.acc.precision.ScalesLoss() {
 			exceptions.Panicf("accelerator: optimizer %T does not accept gradients (UpdateGraphWithGradients), "+
 				"so it cannot be used with gradient accumulation, clipping or fp16's loss scaling", j.opt)
 		}
@@ -184,7 +185,7 @@ func accumulateWeighted(root *model.Scope, g *Graph, vars []*model.Variable, gra
 // setting the learning rate of the schedule.
 func (j *Job) applyGradients(root *model.Scope, g *Graph, grads []*Node, lossDType dtypes.DType) {
 	grads, scaled := j.unscaleGradients(root, g, grads) // fp16: unscaled, the update kept only if finite
-	defer scaled.finish()
+	defer scaled.Finish()
 	if j.opts.clipNorm > 0 {
 		grads = clipByGlobalNorm(root, g, grads, j.opts.clipNorm)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goaccel/goaccel/accelerator/internal/precision"
 	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/internal/testutil"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -136,11 +137,11 @@ func fp16Run(a *Accelerator, steps, saveAt int, save, load string, opts ...Prepa
 // and no variable but the loss scaler's changed by that update.
 func (r scaleRun) skipProblems() []error {
 	var errs []error
-	if r.scales[1] != lossScaleInit || r.scales[2] != lossScaleInit*lossScaleBackoff || r.skipped[1] != 0 || r.skipped[2] != 1 || r.skipped[len(r.skipped)-1] != 1 {
+	if r.scales[1] != precision.InitScale || r.scales[2] != precision.InitScale*precision.BackoffFactor || r.skipped[1] != 0 || r.skipped[2] != 1 || r.skipped[len(r.skipped)-1] != 1 {
 		errs = append(errs, fmt.Errorf("scales %v, skipped %v: want the scale halved and 1 skip at update 3 only", r.scales, r.skipped))
 	}
 	for path, v := range r.after {
-		if !isLossScaler(path) && r.before[path] != v {
+		if !precision.FP16.Scaler(internalScope, 1).Holds(path) && r.before[path] != v {
 			errs = append(errs, fmt.Errorf("the skipped update changed %s: %s -> %s", path, r.before[path], v))
 		}
 	}
@@ -275,7 +276,7 @@ func TestLossScaleBacksOffOnOverflow(t *testing.T) {
 	})
 	t.Logf("loss scale after each batch %v; skipped updates %v", scales, skips)
 	last := len(skips) - 1
-	if skips[0] != 0 || skips[1] == 0 || skips[last] != skips[last-2] || scales[last] >= lossScaleInit {
+	if skips[0] != 0 || skips[1] == 0 || skips[last] != skips[last-2] || scales[last] >= precision.InitScale {
 		t.Errorf("scales %v, skips %v: want skips at the first updates only (counted at the 2nd batch of each), the scale lowered", scales, skips)
 	}
 	for i := 2; i <= last; i += 2 { // batches 3, 5, ... only accumulate
@@ -306,53 +307,8 @@ func TestLossScaleGrows(t *testing.T) {
 	t.Logf("scale after each update %v, skipped %v", r.scales, r.skipped)
 	want := []float64{1, 1, 2, 2, 2, 4, 4}
 	for i, w := range want {
-		if r.scales[i] != w*lossScaleInit || r.skipped[i] != 0 {
+		if r.scales[i] != w*precision.InitScale || r.skipped[i] != 0 {
 			t.Fatalf("scales %v, skipped %v: want %v x 2^16 and no skip", r.scales, r.skipped, want)
 		}
-	}
-}
-
-// TestLossScaleRulesAgree holds the two halves of fp16's loss scaling equal: the rule the
-// update graph builds (scaledUpdate.finish, every run but zero1 over processes) and the rule
-// applied on the host (lossScaler.next, zero1 over processes), over a sequence of finite and
-// non-finite updates that backs off, grows and restarts the growth count (interval 3).
-func TestLossScaleRulesAgree(t *testing.T) {
-	a, err := New(Config{Backend: "go", Quiet: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	const interval = 3
-	store := model.NewStore()
-	e, err := model.NewExec(a.Backend(), store, func(s *model.Scope, inputs []*Node) []*Node {
-		root := s.Store().RootScope()
-		u := &scaledUpdate{interval: interval, root: root, g: inputs[0].Graph(), finite: inputs[0], before: map[string]*Node{}}
-		u.finish()
-		return []*Node{lossScaleVar(root).NodeValue(inputs[0].Graph())}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, err := readLossScaler(store, interval)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, finite := range []bool{true, true, true, false, true, true, false, true, true, true, true} {
-		outs, err := e.Exec(finite)
-		if err != nil {
-			t.Fatal(err)
-		}
-		finalizeAll(outs)
-		host = host.next(finite)
-		graph, err := readLossScaler(store, interval)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if graph != host {
-			t.Fatalf("update %d (finite %v): the graph's rule gives %+v, the host's %+v", i+1, finite, graph, host)
-		}
-	}
-	if host.scale != lossScaleInit*lossScaleGrowth*lossScaleBackoff*lossScaleBackoff*lossScaleGrowth || host.skipped != 2 {
-		t.Errorf("after the sequence: %+v", host)
 	}
 }

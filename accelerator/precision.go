@@ -3,7 +3,6 @@ package accelerator
 import (
 	"fmt"
 
-	"github.com/goaccel/goaccel/internal/plugins"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/ml/model"
 )
@@ -18,18 +17,7 @@ type ComputeDTypeSetter interface {
 
 // ComputeDType is the dtype models compute activations in: Float32, BFloat16 with
 // MixedPrecision "bf16", or Float16 with "fp16".
-func (a *Accelerator) ComputeDType() dtypes.DType {
-	switch a.cfg.MixedPrecision {
-	case "bf16":
-		return dtypes.BFloat16
-	case "fp16":
-		return dtypes.Float16
-	}
-	return dtypes.Float32
-}
-
-// mixedPrecisions are Config.MixedPrecision's valid values, as errors list them.
-const mixedPrecisions = `"no" (or "fp32"), "bf16" and "fp16"`
+func (a *Accelerator) ComputeDType() dtypes.DType { return a.precision.ComputeDType() }
 
 // applyPrecision hands the compute dtype to the model being prepared when it has its own
 // casting (ComputeDTypeSetter); else it returns the dtype the job's graphs cast the model to
@@ -47,15 +35,4 @@ func (a *Accelerator) applyPrecision(m model.StoreProvider) (dtypes.DType, error
 		return dtypes.InvalidDType, fmt.Errorf("accelerator: Prepare: switching the model to %s: %w", dt, err)
 	}
 	return dtypes.InvalidDType, nil
-}
-
-// precisionCaveat is what the plan line adds to the precision when it costs more than it
-// saves on the chosen backend: bf16 on XLA's CPU plugin, measured slower than fp32 (the
-// figures in docs/performance.md).
-func (a *Accelerator) precisionCaveat() string {
-	if a.cfg.MixedPrecision != "bf16" || a.info.Backend != "xla" || a.info.Plugin.Kind != plugins.CPU {
-		return ""
-	}
-	return " (slower than fp32 on XLA's CPU plugin: its matrix products still run in float32; " +
-		"measured in docs/performance.md)"
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goaccel/goaccel/accelerator/internal/precision"
 	"github.com/goaccel/goaccel/internal/bytesize"
 	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/mpi"
@@ -18,7 +19,8 @@ import (
 // feature reads its setting here and nowhere else. A setting given in Config wins over its
 // environment variable; a bad value in either is an error naming it as the user wrote it.
 type settings struct {
-	precision string            // Config.MixedPrecision: "no", "bf16" or "fp16"
+	// precision is Config.MixedPrecision.
+	precision precision.Precision
 	shard     sharding          // Config.Sharding
 	verify    int               // Config.Verify: check every verify-th update (0: off)
 	codec     *collective.Codec // Config.GradientCompression (nil: exact float32)
@@ -139,17 +141,14 @@ func (c combination) describe(name string) string {
 	return name
 }
 
-// mixedPrecision is Config.MixedPrecision (or, when empty, $GOACCEL_MIXED_PRECISION) as
-// "no", "bf16" or "fp16".
-func mixedPrecision(cfg string) (string, error) {
+// mixedPrecision resolves Config.MixedPrecision (or, when empty, $GOACCEL_MIXED_PRECISION).
+func mixedPrecision(cfg string) (precision.Precision, error) {
 	s := resolveSetting("MixedPrecision", cfg, envvar.MixedPrecision.Var)
-	switch p := strings.ToLower(s.value); p {
-	case "", "no", "fp32":
-		return "no", nil
-	case "bf16", "fp16":
-		return p, nil
+	p, err := precision.Parse(s.value)
+	if err != nil {
+		return p, s.refuse("%v", err)
 	}
-	return "", s.refuse("unknown precision: valid values are %s", mixedPrecisions)
+	return p, nil
 }
 
 // collectiveTimeout resolves Config.Timeout: cfg, else $GOACCEL_TIMEOUT, else 30 minutes. The

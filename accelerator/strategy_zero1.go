@@ -111,7 +111,7 @@ func (z *zero1Sync) apply(gb *data.GlobalBatch, total float64) error {
 		return err
 	}
 	if scaler != nil {
-		inv /= scaler.scale // a power of 2: the same rounding as dividing after
+		inv /= scaler.Scale // a power of 2: the same rounding as dividing after
 	}
 	grads := st.recv[:st.block]
 	for k := range grads {
@@ -137,7 +137,7 @@ func (z *zero1Sync) apply(gb *data.GlobalBatch, total float64) error {
 		}
 	}
 	if !finite { // fp16: skipped on every rank
-		return st.putLossScaler(scaler.next(false))
+		return st.putLossScaler(scaler.Next(false))
 	}
 	updated, err := st.update(grads, norm)
 	if err != nil {
@@ -151,7 +151,7 @@ func (z *zero1Sync) apply(gb *data.GlobalBatch, total float64) error {
 		return err
 	}
 	if scaler != nil {
-		return st.putLossScaler(scaler.next(true))
+		return st.putLossScaler(scaler.Next(true))
 	}
 	return nil
 }

@@ -1,0 +1,60 @@
+package precision
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/goaccel/goaccel/internal/plugins"
+	"github.com/gomlx/compute/dtypes"
+)
+
+// TestParse: Config.MixedPrecision's values, in any case, and the error for another one.
+func TestParse(t *testing.T) {
+	for _, c := range []struct {
+		in         string
+		want       Precision
+		name       string
+		dt         dtypes.DType
+		scalesLoss bool
+	}{
+		{"", FP32, "fp32", dtypes.Float32, false},
+		{"no", FP32, "fp32", dtypes.Float32, false},
+		{"FP32", FP32, "fp32", dtypes.Float32, false},
+		{"bf16", BF16, "bf16", dtypes.BFloat16, false},
+		{"BF16", BF16, "bf16", dtypes.BFloat16, false},
+		{"fp16", FP16, "fp16", dtypes.Float16, true},
+	} {
+		p, err := Parse(c.in)
+		if err != nil || p != c.want || p.String() != c.name || p.ComputeDType() != c.dt || p.ScalesLoss() != c.scalesLoss {
+			t.Errorf("Parse(%q) = %v (%s, scales loss %v), %v; want %s (%s, %v)",
+				c.in, p, p.ComputeDType(), p.ScalesLoss(), err, c.name, c.dt, c.scalesLoss)
+		}
+	}
+	for _, bad := range []string{"fp8", " bf16", "yes"} {
+		_, err := Parse(bad)
+		if err == nil || err.Error() != `unknown precision: valid values are "no" (or "fp32"), "bf16" and "fp16"` {
+			t.Errorf("Parse(%q): error %v", bad, err)
+		}
+	}
+}
+
+// TestCaveat: only bf16 on XLA's CPU plugin has a caveat on the plan line.
+func TestCaveat(t *testing.T) {
+	for _, c := range []struct {
+		p       Precision
+		backend string
+		plugin  plugins.Kind
+		want    bool
+	}{
+		{BF16, "xla", plugins.CPU, true},
+		{BF16, "xla", plugins.CUDA, false},
+		{BF16, "go", "", false},
+		{FP32, "xla", plugins.CPU, false},
+		{FP16, "xla", plugins.CPU, false},
+	} {
+		got := c.p.Caveat(c.backend, c.plugin)
+		if (got != "") != c.want || (c.want && !strings.Contains(got, "docs/performance.md")) {
+			t.Errorf("%s on %s:%s: caveat %q", c.p, c.backend, c.plugin, got)
+		}
+	}
+}
