@@ -60,7 +60,7 @@ func (t *TrainStep) chooseMicro(gb *data.GlobalBatch) error {
 	}
 	if chosen == nil {
 		j.keepPlan(*last)
-		return budgetError(*last)
+		return last.plan().BudgetError()
 	}
 	if err := checkCombination(combination{settings: &j.acc.settings, strategy: j.strategy, microBatches: k}); err != nil {
 		return err

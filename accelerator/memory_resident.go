@@ -2,12 +2,8 @@ package accelerator
 
 import (
 	"fmt"
-	"reflect"
 
-	"github.com/gomlx/compute"
-	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/gomlx/gomlx/core/tensors/dtensor"
-	"github.com/gomlx/gomlx/ml/model"
+	"github.com/goaccel/goaccel/accelerator/internal/memplan"
 )
 
 // ResidentBytes is what one device holds for a Job's Store variables: the sizes of the backend
@@ -26,17 +22,18 @@ type ResidentBytes struct {
 }
 
 // Total is the sum of the three kinds.
-func (r ResidentBytes) Total() int64 { return r.Weights + r.Gradients + r.OptimizerState }
+func (r ResidentBytes) Total() int64 { return memplan.Resident(r).Total() }
 
-func (r *ResidentBytes) add(k varKind, n int64) {
+// residentKind is the part of ResidentBytes that a variable of kind k counts in (kindFixed:
+// the optimizer state's).
+func residentKind(k varKind) memplan.Kind {
 	switch k {
 	case kindWeights:
-		r.Weights += n
+		return memplan.KindWeights
 	case kindGradients:
-		r.Gradients += n
-	default:
-		r.OptimizerState += n
+		return memplan.KindGradients
 	}
+	return memplan.KindOptimizer
 }
 
 // ResidentBytes returns, for each of this process's devices (index d for device d), the bytes
@@ -47,15 +44,15 @@ func (r *ResidentBytes) add(k varKind, n int64) {
 // state, kept outside the Store, as OptimizerState on the device they live on. Reading it
 // moves nothing between host and devices.
 func (j *Job) ResidentBytes() ([]ResidentBytes, error) {
-	out := make([]ResidentBytes, max(1, j.acc.NumDevices()))
+	out := make([]memplan.Resident, max(1, j.acc.NumDevices()))
 	for v := range j.store.IterVariables() {
-		held, err := heldTensors(v)
+		held, err := memplan.HeldTensors(v)
 		if err != nil {
 			return nil, wrapOp("Job.ResidentBytes", err)
 		}
-		k := variableKind(v)
+		k := residentKind(variableKind(v))
 		for _, t := range held {
-			if err := addOnDevice(out, j.acc.backend, t, k); err != nil {
+			if err := memplan.AddOnDevice(out, j.acc.backend, t, k); err != nil {
 				return nil, wrapOp("Job.ResidentBytes", fmt.Errorf("accelerator: %s: %w", v.Path(), err))
 			}
 		}
@@ -65,51 +62,9 @@ func (j *Job) ResidentBytes() ([]ResidentBytes, error) {
 			return nil, wrapOp("Job.ResidentBytes", err)
 		}
 	}
-	return out, nil
-}
-
-// addOnDevice adds the size of t's on-device buffer, if it has one, to its device's count.
-func addOnDevice(out []ResidentBytes, backend compute.Backend, t *tensors.Tensor, k varKind) error {
-	if t == nil || !t.Ok() || !t.IsOnAnyDevice() {
-		return nil
+	res := make([]ResidentBytes, len(out))
+	for d, r := range out {
+		res[d] = ResidentBytes(r)
 	}
-	dev, err := t.Device()
-	if err != nil {
-		return err
-	}
-	buf, err := t.Buffer(backend, dev) // on that device already: no transfer
-	if err != nil {
-		return err
-	}
-	shape, err := buf.Shape()
-	if err != nil {
-		return err
-	}
-	if int(dev) < 0 || int(dev) >= len(out) {
-		return fmt.Errorf("a buffer on device %d, outside the job's %d device(s)", dev, len(out))
-	}
-	out[dev].add(k, shape.ByteSize())
-	return nil
-}
-
-// heldTensors returns the tensors a variable holds now: its full value and, when it is
-// distributed, each device's shard. GoMLX v0.28.3 keeps them in the unexported fields value
-// and distValue, and its accessors create what is missing (Value merges the shards on the
-// host, DistributedValue splits the value), which would change what is measured; so they are
-// read as they are. A GoMLX that renames them makes this an error, not a wrong count.
-func heldTensors(v *model.Variable) ([]*tensors.Tensor, error) {
-	rv := reflect.ValueOf(v).Elem()
-	value, dist := rv.FieldByName("value"), rv.FieldByName("distValue")
-	if !value.IsValid() || !dist.IsValid() || value.Type() != reflect.TypeFor[*tensors.Tensor]() || dist.Type() != reflect.TypeFor[*dtensor.Tensor]() {
-		return nil, fmt.Errorf("accelerator: model.Variable no longer holds value *tensors.Tensor and distValue "+
-			"*dtensor.Tensor (GoMLX changed): cannot count %s's device buffers", v.Path())
-	}
-	var out []*tensors.Tensor
-	if p := value.UnsafePointer(); p != nil {
-		out = append(out, (*tensors.Tensor)(p))
-	}
-	if p := dist.UnsafePointer(); p != nil {
-		out = append(out, (*dtensor.Tensor)(p).Shards()...)
-	}
-	return out, nil
+	return res, nil
 }

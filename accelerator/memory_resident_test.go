@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/goaccel/goaccel/accelerator/internal/memplan"
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/models/bert"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -28,14 +29,15 @@ func TestResidentBytesExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		job := res.job
-		var want ResidentBytes
+		var counted memplan.Resident
 		for v := range job.Store().IterVariables() {
 			n := v.Shape().ByteSize()
 			if level.sharded(variableKind(v)) && slices.ContainsFunc(v.Shape().Dimensions, func(d int) bool { return d%4 == 0 }) {
 				n /= 4 // sharded on an axis that 4 divides
 			}
-			want.add(variableKind(v), n)
+			counted.Add(residentKind(variableKind(v)), n)
 		}
+		want := ResidentBytes(counted)
 		got, err := job.ResidentBytes()
 		if err != nil {
 			t.Fatal(err)

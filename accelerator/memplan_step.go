@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/goaccel/goaccel/accelerator/internal/memplan"
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -38,11 +39,11 @@ func (s *inGraphStep) compile(gb *data.GlobalBatch, args []any, accumulate bool)
 // (zero1's slices of the optimizer state), which the memory plan counts too.
 type stateOutsideStore interface {
 	// planState returns that state as the plan counts it (nil: none).
-	planState() ([]planVar, error)
+	planState() ([]memplan.Var, error)
 }
 
 // planState is the state the step's reduction keeps outside the Store, if it keeps any.
-func (p *hostReducedStep) planState() ([]planVar, error) {
+func (p *hostReducedStep) planState() ([]memplan.Var, error) {
 	if o, ok := p.red.(stateOutsideStore); ok {
 		return o.planState()
 	}
@@ -177,9 +178,9 @@ func (t *TrainStep) planAt(gb *data.GlobalBatch, args []any, accumulating bool) 
 		return MemoryPlan{}, err
 	}
 	kind, n := j.planSharding()
-	stats := xlaStats(g)
+	stats := memplan.XLAStats(g)
 	if stats != nil && j.shardsVariables() { // the program takes the shards of the sharded variables
-		stats.shardedAs, stats.shards = kind, n
+		stats.ShardedAs, stats.Shards = kind, n
 	}
 	var applyG *Graph // a host strategy's apply graph, which creates the optimizer's state
 	if c, ok := t.runner.(applyCompiler); ok {
@@ -187,10 +188,10 @@ func (t *TrainStep) planAt(gb *data.GlobalBatch, args []any, accumulating bool) 
 			return MemoryPlan{}, err
 		}
 		if applyG != nil && stats != nil {
-			stats.apply = xlaStats(applyG)
+			stats.Apply = memplan.XLAStats(applyG)
 		}
 	}
-	vars := planVars(j.store, g, applyG)
+	vars := memplan.Vars(j.store, g, applyG, isAccumulator)
 	if o, ok := t.runner.(stateOutsideStore); ok { // zero1's optimizer state
 		state, err := o.planState()
 		if err != nil {
@@ -198,7 +199,8 @@ func (t *TrainStep) planAt(gb *data.GlobalBatch, args []any, accumulating bool) 
 		}
 		vars = append(vars, state...)
 	}
-	return makePlan(vars, stats, kind, n, gb.Shards[0].Size(), j.acc.budget)
+	p, err := memplan.Make(vars, stats, kind, n, gb.Shards[0].Size(), j.acc.budget)
+	return memoryPlan(p), err
 }
 
 // checkPlan runs before a batch executes. The first time, it makes the memory plan and prints it

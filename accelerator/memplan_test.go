@@ -5,63 +5,56 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/goaccel/goaccel/accelerator/internal/memplan"
 	"github.com/goaccel/goaccel/data"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
-// TestMemoryPlanSharding: the per-device bytes of each sharding kind over 4 and 3 shards, for
-// a [8, 4] weight (axis 0 divides by 4 and 2, no axis by 3), a [3] bias (divides by 3 only) and Adam's
-// state (two moments each and a scalar step count).
-func TestMemoryPlanSharding(t *testing.T) {
-	w := planVar{bytes: 8 * 4 * 4, dims: []int{8, 4}, trainable: true}
-	b := planVar{bytes: 3 * 4, dims: []int{3}, trainable: true}
-	mw, mb := planVar{bytes: w.bytes, dims: []int{8, 4}}, planVar{bytes: b.bytes, dims: []int{3}}
-	step := planVar{bytes: 8}
-	vars := []planVar{w, b, mw, mw, mb, mb, step}
-	type parts struct{ weights, grads, state int64 }
-	for _, tc := range []struct {
-		kind string
-		n    int
-		want parts
-	}{
-		{"no", 4, parts{128 + 12, 128 + 12, 2*128 + 2*12 + 8}},
-		{"", 4, parts{128 + 12, 128 + 12, 2*128 + 2*12 + 8}},
-		{"zero1", 4, parts{128 + 12, 128 + 12, 2*32 + 2*12 + 8}},
-		{"zero2", 4, parts{128 + 12, 32 + 12, 2*32 + 2*12 + 8}},
-		{"zero3", 4, parts{32 + 12, 32 + 12, 2*32 + 2*12 + 8}},
-		{"zero3", 3, parts{128 + 4, 128 + 4, 2*128 + 2*4 + 8}}, // only the bias divides by 3
-		{"zero3", 2, parts{64 + 12, 64 + 12, 2*64 + 2*12 + 8}},
-	} {
-		t.Run(fmt.Sprintf("%q over %d", tc.kind, tc.n), func(t *testing.T) {
-			p, err := makePlan(vars, nil, tc.kind, tc.n, 16, 0)
-			if err != nil {
-				t.Fatalf("%s/%d: %v", tc.kind, tc.n, err)
-			}
-			got := parts{p.Weights, p.Gradients, p.OptimizerState}
-			if got != tc.want {
-				t.Errorf("%q over %d: weights, gradients, state = %v, want %v", tc.kind, tc.n, got, tc.want)
-			}
-		})
+// TestMemoryPlanMatchesMemplan: MemoryPlan's exported fields are memplan.Plan's (names,
+// types, order), and a plan crosses to package memplan and back with every field kept, what it
+// was made from included (WithSharding still works on it).
+func TestMemoryPlanMatchesMemplan(t *testing.T) {
+	pub, in := reflect.TypeFor[MemoryPlan](), reflect.TypeFor[memplan.Plan]()
+	for i := range pub.NumField() {
+		f := pub.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if i >= in.NumField() || in.Field(i).Name != f.Name || in.Field(i).Type != f.Type {
+			t.Errorf("MemoryPlan's field %d is %s %s; memplan.Plan's is not the same", i, f.Name, f.Type)
+		}
 	}
-	// As Config.Sharding does, a variable whose axis 0 the shards do not divide is split on
-	// the first axis they do (BERT's word embeddings, 30522 rows, on 4 devices).
-	emb := planVar{bytes: 6 * 8 * 4, dims: []int{6, 8}, trainable: true}
-	if p, err := makePlan([]planVar{emb}, nil, "zero3", 4, 16, 0); err != nil || p.Weights != 6*8*4/4 {
-		t.Errorf("zero3 over 4 of a [6, 8] weight: %d bytes (%v), want %d", p.Weights, err, 6*8*4/4)
+	mp, err := memplan.Make([]memplan.Var{{Bytes: 64, Dims: []int{16}, Trainable: true}}, nil, "no", 1, 8, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := makePlan(vars, nil, "zero4", 2, 16, 0); err == nil || !strings.Contains(err.Error(), `"zero3"`) {
-		t.Errorf("unknown kind: err = %v, want one naming the valid kinds", err)
+	p := memoryPlan(mp)
+	v := reflect.ValueOf(&p).Elem()
+	for i := range v.NumField() { // a distinct value in every exported field
+		switch f := v.Field(i); {
+		case !pub.Field(i).IsExported():
+		case f.CanInt():
+			f.SetInt(int64(100 + i))
+		case f.Kind() == reflect.String:
+			f.SetString(fmt.Sprint("field ", i))
+		default:
+			t.Fatalf("MemoryPlan's field %s: a type this test does not fill (%s)", pub.Field(i).Name, f.Type())
+		}
 	}
-	// Temporaries: what the program needs beyond the variables it takes and the gradients.
-	vars[0].inGraph, vars[1].inGraph = true, true
-	p, _ := makePlan(vars, &compiledStats{inputs: 140 + 1000, outputs: 140 + 4, temporary: 140 + 500}, "no", 1, 16, 0)
-	if p.Temporaries != 1000+144+500 || p.Source != "XLA compiled memory statistics" {
-		t.Errorf("temporaries %d (%s), want %d from XLA", p.Temporaries, p.Source, 1000+144+500)
+	if back := memoryPlan(p.plan()); !reflect.DeepEqual(back, p) {
+		t.Errorf("through memplan and back: %+v, want %+v", back, p)
+	}
+	if z3, err := p.WithSharding("zero3", 4); err != nil || z3.Weights != 16 {
+		t.Errorf("WithSharding on the plan back from memplan: weights %d (%v), want 16", z3.Weights, err)
+	}
+	if _, err := (MemoryPlan{}).WithSharding("zero1", 2); err == nil || err.Error() != "accelerator: MemoryPlan.WithSharding: the plan was not made by a TrainStep" {
+		t.Errorf("WithSharding on a plan no step made: err = %v", err)
 	}
 }
 

@@ -1,10 +1,12 @@
 package accelerator
 
+import "github.com/goaccel/goaccel/accelerator/internal/memplan"
+
 // planState gives the memory plan, before the first update, the optimizer state that zero1
 // keeps outside the job's Store: it makes this job's zero1State and compiles its apply graph
 // ahead (which creates the optimizer's variables of the slices; the first update then reuses
 // both) and returns that state as the plan counts it: whole, split over the processes.
-func (z *zero1Sync) planState() ([]planVar, error) {
+func (z *zero1Sync) planState() ([]memplan.Var, error) {
 	p := z.p
 	st, err := p.t.job.zero1For(p.vars, p.lossDType, p.grp)
 	if err != nil {
@@ -15,10 +17,10 @@ func (z *zero1Sync) planState() ([]planVar, error) {
 			return nil, err
 		}
 	}
-	out := make([]planVar, 0, len(st.state))
+	out := make([]memplan.Var, 0, len(st.state))
 	for _, v := range st.state {
 		n := v.Shape().Size() * st.size
-		out = append(out, planVar{bytes: int64(n) * int64(v.DType().Size()), dims: []int{n}})
+		out = append(out, memplan.Var{Bytes: int64(n) * int64(v.DType().Size()), Dims: []int{n}})
 	}
 	return out, nil
 }

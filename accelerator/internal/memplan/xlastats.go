@@ -1,4 +1,4 @@
-package accelerator
+package memplan
 
 import (
 	"reflect"
@@ -9,8 +9,9 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 )
 
-// xlaStats returns the compiled memory statistics of g's program on one device, as PJRT's
-// GetCompiledMemoryStats reports them, or nil when the backend reports none.
+// XLAStats returns the compiled memory statistics of g's program on one device, as PJRT's
+// GetCompiledMemoryStats reports them, or nil when the backend reports none (g nil, not
+// compiled, or not on XLA).
 //
 // go-xla v0.4.1 asks PJRT for them at every compilation and keeps them in the public fields
 // of its pjrt.LoadedExecutable, but its compute/xla Executable holds that LoadedExecutable in
@@ -18,7 +19,7 @@ import (
 // reflection, without a fork and without calling C: read-only, checked by name and type, and
 // pinned by TestXLAStatsReachable, which fails the day go-xla moves it. If the field is gone
 // the plan says "variables only" instead of failing.
-func xlaStats(g *Graph) *compiledStats {
+func XLAStats(g *Graph) *Stats {
 	if g == nil {
 		return nil
 	}
@@ -32,5 +33,5 @@ func xlaStats(g *Graph) *compiledStats {
 	}
 	le := (*pjrt.LoadedExecutable)(unsafe.Pointer(f.Pointer()))
 	s := le.OnDeviceMemoryUsageStats
-	return &compiledStats{inputs: s.Inputs, outputs: s.Outputs, aliases: s.Aliases, temporary: s.Temporary}
+	return &Stats{Inputs: s.Inputs, Outputs: s.Outputs, Aliases: s.Aliases, Temporary: s.Temporary}
 }
