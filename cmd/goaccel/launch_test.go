@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,12 +45,7 @@ func goaccelCmd(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.
 // passes the barrier and the 64 MiB all-reduce, and node_rank 0 prints one table of the four.
 func TestLaunchSelfTestTwoLaunchers(t *testing.T) {
 	testutil.NeedMPI(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
+	port := strconv.Itoa(freePort(t))
 	type result struct {
 		out, errOut *bytes.Buffer
 		err         error

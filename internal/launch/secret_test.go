@@ -135,17 +135,36 @@ func TestRogueClientsRefused(t *testing.T) {
 	proxy := newRecordingProxy(t, master)
 	c0.NNodes, c0.NodeRank, c0.MasterAddr, c0.MasterPort = 2, 0, "127.0.0.1", port
 	c1.NNodes, c1.NodeRank, c1.MasterAddr, c1.MasterPort = 2, 1, "127.0.0.1", proxy.port()
+	// node_rank 1's launcher starts once the master listens: before, the proxy would accept its
+	// connection and close it (the master's port refusing the proxy's), and a launcher whose
+	// connection is closed unanswered gives up (it retries only a refused one).
+	listening := make(chan struct{})
+	c0.OnListen = func(int) error { close(listening); return nil }
 	errs := make([]error, 2)
+	ended := make(chan int, 2) // a node whose Run returned
 	var wg sync.WaitGroup
-	for i, c := range []Config{c0, c1} {
+	start := func(i int, c Config) {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = Run(context.Background(), c) }()
+		go func() { defer wg.Done(); errs[i] = Run(context.Background(), c); ended <- i }()
 	}
+	start(0, c0)
+	select {
+	case <-listening:
+	case <-ended:
+		t.Fatalf("the master ended before it listened: %v\n%s", errs[0], out)
+	}
+	start(1, c1)
 	// The ranks of both nodes started (node_rank 1 joined through the proxy): its proof is captured.
 	deadline := time.Now().Add(time.Minute)
 	for proxy.authLine() == "" || strings.Count(out.String(), "starting (gompi)") < 4 {
+		select {
+		case i := <-ended:
+			wg.Wait()
+			t.Fatalf("node_rank %d ended before the job started: %v (node_rank 0: %v, node_rank 1: %v)\n%s", i, errs[i], errs[0], errs[1], out)
+		default:
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the job did not start:\n%s", out)
+			t.Fatalf("the job did not start within a minute:\n%s", out)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -67,7 +67,6 @@ var envKeys = []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "
 //	          second barrier for $GOACCEL_TIMEOUT, which rank 0 never calls: with $HANG_OTHER=busy
 //	          it sleeps outside any collective, else it waits in an all-reduce 1 s later
 //	failonce  rank 1 exits 7 unless DIR/marker exists (it creates it); then all exit 0
-//	fit       a trainer.Fit with a global batch (fitWorker, elastic_test.go)
 //	store     rank 0 listens on MASTER_ADDR:MASTER_PORT (as PyTorch's TCPStore does) and reads
 //	          one line from every other rank, which connects there; DIR/store_0 lists them
 func testWorker(mode string) int {
@@ -179,8 +178,6 @@ func testWorker(mode string) int {
 		return 0
 	case "store":
 		return storeWorker(dir, rank)
-	case "fit":
-		fitWorker(dir) // ends the process
 	}
 	fmt.Fprintln(os.Stderr, "unknown worker mode", mode)
 	return 10
