@@ -69,6 +69,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	sweepDevices := fs.IntSlice("sweep_devices", []int{1, 2, 4}, "the sweep's device counts, at --sweep_global_batch examples of the smallest --sweep_seq")
 	sweepGlobal := fs.Int("sweep_global_batch", 32, "the global batch of the device sweep")
 	sweepMaxTokens := fs.Int("sweep_max_tokens", 0, "drop the sweep's points with more tokens per step than this (0: keep all)")
+	sweepRedraw := fs.String("sweep_redraw", "", "with --sweep: measure nothing, write sweep.md and sweep.png again from this finished sweep's run directory (the other --sweep flags as in its run)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, benchUsage)
 		fs.PrintDefaults()
@@ -134,6 +135,23 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		o.Sweep, o.Command = true, "goaccel bench "+strings.Join(args, " ")
+		if *sweepRedraw != "" {
+			var kept []string
+			for i := 0; i < len(args); i++ {
+				switch {
+				case args[i] == "--sweep_redraw":
+					i++
+				case strings.HasPrefix(args[i], "--sweep_redraw="):
+				default:
+					kept = append(kept, args[i])
+				}
+			}
+			if err := bench.RedrawSweep(*sweepRedraw, "goaccel bench "+strings.Join(kept, " "), o.SweepDropped, stdout); err != nil {
+				fmt.Fprintln(stderr, "goaccel bench: --sweep_redraw:", err)
+				return 1
+			}
+			return 0
+		}
 		fmt.Fprintf(stderr, "goaccel bench: the sweep: %d points of %s\n", len(o.Specs), o.Specs[0].Work)
 		for _, d := range o.SweepDropped {
 			fmt.Fprintln(stderr, "goaccel bench: dropped", d)

@@ -1,9 +1,12 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"image/color"
+	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -128,8 +131,8 @@ func ok(m *Measurement) bool { return m != nil && m.Error == "" && m.StepsPerS >
 // same global batch (marked "1-dev"): the PyTorch side drives one device, with all the cores.
 func SweepTable(ms []*Measurement, dropped []string) string {
 	var b strings.Builder
-	b.WriteString("| seq | batch/dev | devices | tokens/step | goaccel steps/s | PyTorch steps/s | goaccel/PyTorch (rounds) | goaccel tokens/s | goaccel peak RSS MB | PyTorch peak RSS MB |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n")
+	b.WriteString("| seq | batch/dev | devices | tokens/step | goaccel steps/s | PyTorch steps/s | goaccel/PyTorch (rounds) | goaccel tokens/s | goaccel peak RSS MB | PyTorch peak RSS MB | CPU s/step goaccel / PyTorch |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|\n")
 	var notes []string
 	f3 := func(m *Measurement) string {
 		if !ok(m) {
@@ -156,8 +159,14 @@ func SweepTable(ms []*Measurement, dropped []string) string {
 			ratio = fmt.Sprintf("%.2fx 1-dev", r.g.StepsPerS/r.tRef.StepsPerS)
 			tcol = f3(r.tRef) + " (1-dev)"
 		}
-		fmt.Fprintf(&b, "| %d | %d | %d | %d | %s | %s | %s | %s | %s | %s |\n", s.Seq, s.Batch/s.Devices, s.Devices,
-			s.Tokens(), f3(r.g), tcol, ratio, ts, rss(r.g), rss(r.t))
+		cpu := func(m *Measurement) string {
+			if !ok(m) || m.StepCPUS == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", m.StepCPUS)
+		}
+		fmt.Fprintf(&b, "| %d | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s / %s |\n", s.Seq, s.Batch/s.Devices, s.Devices,
+			s.Tokens(), f3(r.g), tcol, ratio, ts, rss(r.g), rss(r.t), cpu(r.g), cpu(r.t))
 		for _, m := range []*Measurement{r.g, r.t} {
 			if m != nil && m.Error != "" {
 				notes = append(notes, fmt.Sprintf("%s %s failed: %s", m.Label, m.Impl, m.Error))
@@ -174,6 +183,43 @@ func SweepTable(ms []*Measurement, dropped []string) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// RedrawSweep writes sweep.md and sweep.png again in a sweep's run directory from its
+// results.jsonl, with the header (the first line of its table.txt) and command given:
+// the tables and chart of a finished run with today's SweepTable and SweepChart.
+func RedrawSweep(dir, command string, dropped []string, out io.Writer) error {
+	raw, err := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+	if err != nil {
+		return err
+	}
+	var ms []*Measurement
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		m := &Measurement{}
+		if err := json.Unmarshal([]byte(line), m); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(dir, "results.jsonl"), err)
+		}
+		ms = append(ms, m)
+	}
+	table, err := os.ReadFile(filepath.Join(dir, "table.txt"))
+	if err != nil {
+		return err
+	}
+	header, _, _ := strings.Cut(string(table), "\n")
+	md := header + "\n"
+	if command != "" {
+		md += "\n`" + command + "`\n"
+	}
+	md += "\n" + SweepTable(ms, dropped)
+	if err := os.WriteFile(filepath.Join(dir, "sweep.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprint(out, md)
+	title := "goaccel bench --sweep"
+	if f := strings.Fields(header); len(f) > 3 {
+		title += ", " + strings.TrimPrefix(header, "goaccel bench ")
+	}
+	return SweepChart(ms, filepath.Join(dir, "sweep.png"), title)
 }
 
 // sweepColors are the lines' colours, one per sequence length.
