@@ -175,6 +175,15 @@ func SweepTable(ms []*Measurement, dropped []string) string {
 			}
 		}
 	}
+	var backends []string
+	for _, m := range ms {
+		if be, _ := m.Info["backend"].(string); m.Impl == "goaccel" && be != "" && !slices.Contains(backends, be) {
+			backends = append(backends, be)
+		}
+	}
+	if len(backends) > 0 {
+		fmt.Fprintf(&b, "\ngoaccel's backend: %s", strings.Join(backends, ", "))
+	}
 	for _, d := range dropped {
 		fmt.Fprintf(&b, "\ndropped: %s", d)
 	}
@@ -229,8 +238,9 @@ var sweepColors = []color.Color{
 	color.RGBA{R: 255, G: 127, B: 14, A: 255},
 }
 
-// SweepChart draws the sweep as a PNG of three panels against tokens per step (log scale):
-// steps/s, peak RSS, and the goaccel/PyTorch ratio, one line per framework and sequence length
+// SweepChart draws the sweep as a PNG of four panels against tokens per step (log scale):
+// steps/s, peak RSS, CPU seconds per step (what a loaded machine's waiting for a core does not
+// change) and the goaccel/PyTorch ratio, one line per framework and sequence length
 // on one device (goaccel solid, PyTorch dashed), the device counts as labelled points.
 func SweepChart(ms []*Measurement, path, title string) error {
 	rows := sweepRows(ms)
@@ -284,9 +294,27 @@ func SweepChart(ms []*Measurement, path, title string) error {
 	memory.Y.Min = 0
 	ratio := panel("goaccel / PyTorch steps/s", "ratio (>1: goaccel faster)")
 	ratio.Y.Min, ratio.Y.Max = 0, rmax
+	cpu := panel("CPU seconds per step (all threads)", "CPU s/step (log)")
+	cpu.Y.Scale, cpu.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	cmin, cmax := 0.0, 0.0
+	for _, m := range ms {
+		if ok(m) && m.StepCPUS > 0 {
+			if cmin == 0 || m.StepCPUS < cmin {
+				cmin = m.StepCPUS
+			}
+			cmax = max(cmax, m.StepCPUS)
+		}
+	}
+	if cmin > 0 {
+		cpu.Y.Min, cpu.Y.Max = cmin/1.5, cmax*1.5
+	} else {
+		cpu.Y.Scale, cpu.Y.Tick.Marker = plot.LinearScale{}, plot.DefaultTicks{}
+	}
+	memory.Legend.Left, cpu.Legend.Left = true, true
 	value := map[string]func(*Measurement) float64{
 		"speed":  func(m *Measurement) float64 { return m.StepsPerS },
 		"memory": func(m *Measurement) float64 { return m.PeakRSSMB },
+		"cpu":    func(m *Measurement) float64 { return m.StepCPUS },
 	}
 	for i, seq := range seqs {
 		c := sweepColors[i%len(sweepColors)]
@@ -309,12 +337,15 @@ func SweepChart(ms []*Measurement, path, title string) error {
 				if m.PeakRSSMB > 0 {
 					pts["memory"] = append(pts["memory"], plotter.XY{X: x, Y: value["memory"](m)})
 				}
+				if m.StepCPUS > 0 {
+					pts["cpu"] = append(pts["cpu"], plotter.XY{X: x, Y: value["cpu"](m)})
+				}
 				if impl == "goaccel" && ok(r.t) {
 					rxy = append(rxy, plotter.XY{X: x, Y: r.g.StepsPerS / r.t.StepsPerS})
 				}
 			}
 			name := fmt.Sprintf("%s L%d", impl, seq)
-			for key, p := range map[string]*plot.Plot{"speed": speed, "memory": memory} {
+			for key, p := range map[string]*plot.Plot{"speed": speed, "memory": memory, "cpu": cpu} {
 				if len(pts[key]) == 0 {
 					continue
 				}
@@ -343,7 +374,7 @@ func SweepChart(ms []*Measurement, path, title string) error {
 		for _, pv := range []struct {
 			p *plot.Plot
 			y float64
-		}{{speed, r.g.StepsPerS}, {memory, r.g.PeakRSSMB}} {
+		}{{speed, r.g.StepsPerS}, {memory, r.g.PeakRSSMB}, {cpu, r.g.StepCPUS}} {
 			if pv.y <= 0 {
 				continue
 			}
@@ -369,19 +400,21 @@ func SweepChart(ms []*Measurement, path, title string) error {
 	one.Color = color.Gray{Y: 120}
 	one.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
 	ratio.Add(one)
-	const w, h = 15 * vg.Inch, 5 * vg.Inch
+	const w, h = 13 * vg.Inch, 9 * vg.Inch
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(96))
 	dc := draw.New(img)
 	top := dc
 	top.Max.Y -= vg.Points(20)
 	dc.FillText(draw.TextStyle{Color: color.Black, Font: speed.Title.TextStyle.Font, XAlign: draw.XCenter, YAlign: draw.YTop,
 		Handler: speed.Title.TextStyle.Handler}, vg.Point{X: w / 2, Y: h - vg.Points(2)}, title)
-	tiles := draw.Tiles{Rows: 1, Cols: 3, PadX: vg.Points(14), PadY: vg.Points(6), PadTop: vg.Points(4), PadBottom: vg.Points(4),
+	tiles := draw.Tiles{Rows: 2, Cols: 2, PadX: vg.Points(14), PadY: vg.Points(6), PadTop: vg.Points(4), PadBottom: vg.Points(4),
 		PadLeft: vg.Points(6), PadRight: vg.Points(10)}
-	plots := [][]*plot.Plot{{speed, memory, ratio}}
+	plots := [][]*plot.Plot{{speed, memory}, {cpu, ratio}}
 	canvases := plot.Align(plots, tiles, top)
-	for j, p := range plots[0] {
-		p.Draw(canvases[0][j])
+	for i, row := range plots {
+		for j, p := range row {
+			p.Draw(canvases[i][j])
+		}
 	}
 	f, err := os.Create(path)
 	if err != nil {
