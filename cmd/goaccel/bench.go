@@ -32,6 +32,14 @@ goaccel bench ... measures it with glibc's defaults, =keep with glibc's keep set
 glibc's defaults unless --torch_goaccel_malloc). The compute table gives each work's GFLOP/s
 against the fp32 peak an FMA loop measures in this binary.
 
+--sweep measures how the cost grows with the work: the first --work (default minilm) at the
+first --precision, at every --sweep_seq x --sweep_batch on one device, then over --sweep_devices
+XLA devices in one process at --sweep_global_batch examples of the smallest --sweep_seq; writes sweep.md (a Markdown
+table: steps/s, tokens/s, peak RSS and the ratio to PyTorch per point) and sweep.png (steps/s,
+peak RSS and the ratio against tokens per step) to the run directory, e.g.
+  goaccel bench --sweep --rounds 2 --round_s 3 --warmup 1
+Points above --sweep_max_tokens tokens per step are dropped, and named in sweep.md.
+
 Flags:
 `
 
@@ -55,6 +63,13 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	torchMalloc := fs.Bool("torch_goaccel_malloc", false, "run PyTorch with goaccel's glibc malloc settings too (default: glibc's defaults, as PyTorch users run it; see the hostmalloc package)")
 	baseline := fs.String("baseline", "", "another goaccel binary whose bench-worker is measured alongside as goaccel-baseline (A/B of a change)")
 	runDir := fs.String("run_dir", "", "run directory (default: runs/bench-YYYYMMDD-HHMMSS)")
+	sweep := fs.Bool("sweep", false, "sweep the first --work (default minilm) over --sweep_seq x --sweep_batch and --sweep_devices (writes sweep.md and sweep.png)")
+	sweepSeqs := fs.IntSlice("sweep_seq", []int{64, 128, 256}, "the sweep's sequence lengths")
+	sweepBatches := fs.IntSlice("sweep_batch", []int{8, 32, 64}, "the sweep's per-device batches (on one device)")
+	sweepDevices := fs.IntSlice("sweep_devices", []int{1, 2, 4}, "the sweep's device counts, at --sweep_global_batch examples of the smallest --sweep_seq")
+	sweepGlobal := fs.Int("sweep_global_batch", 32, "the global batch of the device sweep")
+	sweepMaxTokens := fs.Int("sweep_max_tokens", 0, "drop the sweep's points with more tokens per step than this (0: keep all)")
+	sweepRedraw := fs.String("sweep_redraw", "", "with --sweep: measure nothing, write sweep.md and sweep.png again from this finished sweep's run directory (the other --sweep flags as in its run)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, benchUsage)
 		fs.PrintDefaults()
@@ -63,6 +78,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	gpus := gpuCount(*backend)
+	if *sweep && len(*works) == 0 {
+		*works = []string{"minilm"}
+	}
 	if len(*works) == 0 {
 		*works = bench.WorkOrder
 	}
@@ -109,6 +127,36 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o.Specs = specs
+	if *sweep {
+		sw := bench.Sweep{Seqs: *sweepSeqs, Batches: *sweepBatches, Devices: *sweepDevices, GlobalBatch: *sweepGlobal,
+			MaxTokens: *sweepMaxTokens}
+		if o.Specs, o.SweepDropped, err = sw.Specs(o.Specs[0]); err != nil {
+			fmt.Fprintln(stderr, "goaccel bench: --sweep:", strings.TrimPrefix(err.Error(), "bench: "))
+			return 2
+		}
+		o.Sweep, o.Command = true, "goaccel bench "+strings.Join(args, " ")
+		if *sweepRedraw != "" {
+			var kept []string
+			for i := 0; i < len(args); i++ {
+				switch {
+				case args[i] == "--sweep_redraw":
+					i++
+				case strings.HasPrefix(args[i], "--sweep_redraw="):
+				default:
+					kept = append(kept, args[i])
+				}
+			}
+			if err := bench.RedrawSweep(*sweepRedraw, "goaccel bench "+strings.Join(kept, " "), o.SweepDropped, stdout); err != nil {
+				fmt.Fprintln(stderr, "goaccel bench: --sweep_redraw:", err)
+				return 1
+			}
+			return 0
+		}
+		fmt.Fprintf(stderr, "goaccel bench: the sweep: %d points of %s\n", len(o.Specs), o.Specs[0].Work)
+		for _, d := range o.SweepDropped {
+			fmt.Fprintln(stderr, "goaccel bench: dropped", d)
+		}
+	}
 	if *rounds < 1 || *steps < 0 || *warmup < 0 {
 		fmt.Fprintln(stderr, "goaccel bench: --rounds must be >= 1, --steps and --warmup >= 0")
 		return 2

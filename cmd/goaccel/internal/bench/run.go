@@ -62,6 +62,12 @@ type Options struct {
 	Machine string
 	// Out receives the JSON lines and the table; Log receives progress lines.
 	Out, Log io.Writer
+	// Sweep adds the sweep's outputs (SweepTable, SweepChart) to the run directory as
+	// sweep.md and sweep.png, and its table to Out; SweepDropped are the points Sweep.Specs
+	// dropped, and Command the command line, both named in sweep.md.
+	Sweep        bool
+	SweepDropped []string
+	Command      string
 }
 
 // Measurement is one framework's figures for one spec.
@@ -400,6 +406,22 @@ func Run(o Options) ([]*Measurement, error) {
 		return all, fmt.Errorf("bench: chart: %w", err)
 	}
 	fmt.Fprintln(o.Log, "bench: wrote", filepath.Join(o.RunDir, "results.jsonl"), "table.txt", "ratios.png")
+	if o.Sweep {
+		md := Header(o.Machine, began, loadStart, loadAverage())
+		if o.Command != "" {
+			md += "\n`" + o.Command + "`\n"
+		}
+		md += "\n" + SweepTable(all, o.SweepDropped)
+		fmt.Fprint(o.Out, md)
+		if err := os.WriteFile(filepath.Join(o.RunDir, "sweep.md"), []byte(md), 0o644); err != nil {
+			return all, err
+		}
+		title := fmt.Sprintf("goaccel bench --sweep, %s, %s (load %s)", began.UTC().Format("2006-01-02"), o.Machine, loadStart)
+		if err := SweepChart(all, filepath.Join(o.RunDir, "sweep.png"), title); err != nil {
+			return all, fmt.Errorf("bench: sweep chart: %w", err)
+		}
+		fmt.Fprintln(o.Log, "bench: wrote", filepath.Join(o.RunDir, "sweep.md"), "sweep.png")
+	}
 	return all, nil
 }
 
