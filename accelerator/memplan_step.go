@@ -3,125 +3,14 @@ package accelerator
 import (
 	"errors"
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 
 	"github.com/goaccel/goaccel/accelerator/internal/memplan"
 	"github.com/goaccel/goaccel/data"
-	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/gomlx/gomlx/ml/model"
 )
-
-// planCompiler is a step runner that can compile its step for a batch without running it, so
-// that the memory plan is made before the first execution.
-type planCompiler interface {
-	// compile compiles (or finds compiled) the graph that runs gb (args are its executor
-	// arguments); accumulate picks the graph of a batch before the update.
-	compile(gb *data.GlobalBatch, args []any, accumulate bool) (*Graph, error)
-}
-
-func (s *inGraphStep) compile(gb *data.GlobalBatch, args []any, accumulate bool) (*Graph, error) {
-	slot, pin := &s.apply, &s.applyPin
-	if accumulate {
-		slot, pin = &s.accum, &s.accumPin
-	}
-	if *slot == nil { // as run creates it: with Config.Sharding's layout and pinned outputs
-		var err error
-		if *slot, *pin, err = s.t.newStepExec(s.t.graphFn(accumulate), gb, args); err != nil {
-			return nil, err
-		}
-	}
-	return s.t.compileSlot(slot, s.t.graphFn(accumulate), gb, args)
-}
-
-// stateOutsideStore is a step runner whose strategy keeps state outside the job's Store
-// (zero1's slices of the optimizer state), which the memory plan counts too.
-type stateOutsideStore interface {
-	// planState returns that state as the plan counts it (nil: none).
-	planState() ([]memplan.Var, error)
-}
-
-// planState is the state the step's reduction keeps outside the Store, if it keeps any.
-func (p *hostReducedStep) planState() ([]memplan.Var, error) {
-	if o, ok := p.red.(stateOutsideStore); ok {
-		return o.planState()
-	}
-	return nil, nil
-}
-
-func (p *hostReducedStep) compile(gb *data.GlobalBatch, args []any, accumulate bool) (*Graph, error) {
-	slot := &p.grads
-	if accumulate {
-		slot = &p.accum
-	}
-	return p.t.compileSlot(slot, p.gradsGraphFn(accumulate), gb, args)
-}
-
-// applyCompiler is a step runner that can compile its update's apply graph ahead, so that the
-// memory plan counts the optimizer's state that graph creates, and its temporaries.
-type applyCompiler interface {
-	// compileApply compiles it (nil: the runner has no apply graph on the job's Store).
-	compileApply() (*Graph, error)
-}
-
-// compileApply is the reduction's apply graph compiled ahead, when its update is the apply
-// graph on every device (exact and compressed; zero1's runs on the slices' Store).
-func (p *hostReducedStep) compileApply() (*Graph, error) {
-	if c, ok := p.red.(applyCompiler); ok {
-		return c.compileApply()
-	}
-	return nil, nil
-}
-
-// compileApply compiles the apply graph ahead, for the shapes applyMean gives it (the
-// all-reduced float32 mean gradients, a copy per device): the memory plan then counts the
-// optimizer's state, which that graph creates, and its temporaries. The first update reuses
-// it. The gradients graph must have been traced first (it finds the variables).
-func (h *hostGradients) compileApply() (*Graph, error) {
-	p := h.p
-	j := p.t.job
-	if err := p.newApply(); err != nil {
-		return nil, err
-	}
-	in := make([]shapes.Shape, 0, j.numDevices()*len(p.vars))
-	for range j.numDevices() {
-		for _, v := range p.vars {
-			in = append(in, shapes.Make(dtypes.Float32, v.Shape().Dimensions...))
-		}
-	}
-	span := j.acc.tl.Start("compile", "execute")
-	g, err := p.apply.Compile(in...)
-	span.End()
-	if err != nil {
-		return nil, fmt.Errorf("accelerator: compiling the apply graph for the memory plan: %w", err)
-	}
-	return g, nil
-}
-
-// compileSlot creates the executor in *slot if needed (as the runners do) and compiles it for
-// args' shapes.
-func (t *TrainStep) compileSlot(slot **model.Exec, fn func(s *model.Scope, inputs []*Node) []*Node, gb *data.GlobalBatch, args []any) (*Graph, error) {
-	if *slot == nil {
-		var err error
-		if *slot, err = t.job.newExec(fn, layoutTrain); err != nil {
-			return nil, err
-		}
-	}
-	argShapes := make([]shapes.Shape, len(args))
-	for i, a := range args {
-		argShapes[i] = a.(*tensors.Tensor).Shape()
-	}
-	t.tracing = gb
-	span := t.job.acc.tl.Start("compile", "execute")
-	g, err := (*slot).Compile(argShapes...)
-	span.End()
-	t.tracing = nil
-	if err != nil {
-		return nil, fmt.Errorf("accelerator: compiling the step for its memory plan (%s): %w", batchPlace(gb), err)
-	}
-	return g, nil
-}
 
 // planSharding is the sharding kind and shard count the memory plan assumes for this job: its
 // strategy's (within one process Config.Sharding over its devices; over several processes
@@ -164,16 +53,16 @@ func (j *Job) accumulating() bool { return j.opts.accumulate > 1 || j.micro > 1 
 // there is one, the order the runs trace them in) and makes its plan.
 func (t *TrainStep) planAt(gb *data.GlobalBatch, args []any, accumulating bool) (MemoryPlan, error) {
 	j := t.job
-	c, ok := t.runner.(planCompiler)
+	c, ok := t.runner.(strategy.PlanCompiler)
 	if !ok {
 		return MemoryPlan{}, fmt.Errorf("accelerator: the %T strategy cannot compile a step ahead for its memory plan", j.strategy)
 	}
 	if accumulating {
-		if _, err := c.compile(gb, args, true); err != nil {
+		if _, err := c.Compile(gb, args, true); err != nil {
 			return MemoryPlan{}, err
 		}
 	}
-	g, err := c.compile(gb, args, false)
+	g, err := c.Compile(gb, args, false)
 	if err != nil {
 		return MemoryPlan{}, err
 	}
@@ -183,8 +72,8 @@ func (t *TrainStep) planAt(gb *data.GlobalBatch, args []any, accumulating bool) 
 		stats.ShardedAs, stats.Shards = kind, n
 	}
 	var applyG *Graph // a host strategy's apply graph, which creates the optimizer's state
-	if c, ok := t.runner.(applyCompiler); ok {
-		if applyG, err = c.compileApply(); err != nil {
+	if c, ok := t.runner.(strategy.ApplyCompiler); ok {
+		if applyG, err = c.CompileApply(); err != nil {
 			return MemoryPlan{}, err
 		}
 		if applyG != nil && stats != nil {
@@ -192,8 +81,8 @@ func (t *TrainStep) planAt(gb *data.GlobalBatch, args []any, accumulating bool) 
 		}
 	}
 	vars := memplan.Vars(j.store, g, applyG, isAccumulator)
-	if o, ok := t.runner.(stateOutsideStore); ok { // zero1's optimizer state
-		state, err := o.planState()
+	if o, ok := t.runner.(strategy.StateOutsideStore); ok { // zero1's optimizer state
+		state, err := o.PlanState()
 		if err != nil {
 			return MemoryPlan{}, err
 		}
@@ -209,7 +98,7 @@ func (t *TrainStep) planAt(gb *data.GlobalBatch, args []any, accumulating bool) 
 // again, silently. A plan over the budget is an error, and the next Run tries again.
 func (t *TrainStep) checkPlan(gb *data.GlobalBatch, args []any, accumulate bool) error {
 	j := t.job
-	if _, ok := t.runner.(planCompiler); !ok {
+	if _, ok := t.runner.(strategy.PlanCompiler); !ok {
 		if j.opts.autoBatch {
 			return fmt.Errorf("accelerator: WithAutoBatch: the %T strategy cannot compile a step ahead for its memory plan", j.strategy)
 		}

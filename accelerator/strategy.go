@@ -3,8 +3,8 @@ package accelerator
 import (
 	"fmt"
 	"github.com/goaccel/goaccel/accelerator/internal/collective"
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 
-	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
@@ -30,10 +30,10 @@ import (
 // Strategies talk to other processes only through the group and never test the number of
 // processes: chooseStrategy is the one place that does.
 
-// strategy is how a Job's steps run over its replicas.
-type strategy interface {
+// stepStrategy is how a Job's steps run over its replicas.
+type stepStrategy interface {
 	// newStep returns what runs the batches of one TrainStep (its compiled graphs and buffers).
-	newStep(t *TrainStep) stepRunner
+	newStep(t *TrainStep) strategy.Runner
 	// syncVariables makes every replica's variables equal to rank 0's, after variables were
 	// created or loaded on each process, and reports whether a value changed.
 	syncVariables(j *Job) (changed bool, err error)
@@ -45,20 +45,11 @@ type strategy interface {
 	planSharding(j *Job) (kind string, shards int)
 }
 
-// stepRunner runs the batches of one TrainStep under a strategy.
-type stepRunner interface {
-	// run runs one global batch, whose executor arguments are args. With accumulate, the batch
-	// only adds its gradients to the accumulators (no optimizer update): a strategy that
-	// accumulates without syncing may skip the all-reduce then. It adds what it measures
-	// (Sync, SyncBytes) to the step's stats; TrainStep.Run counts the batch and its time.
-	run(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error)
-}
-
 // chooseStrategy is the one place that decides, from the process group and the settings, how
 // steps run: in the graph for one process, reduced on the host for several (with the
 // reduction Config.GradientCompression picks), and with the optimizer state sharded over
 // several processes (zero1) under any ZeRO stage.
-func chooseStrategy(grp collective.Group, set *settings) strategy {
+func chooseStrategy(grp collective.Group, set *settings) stepStrategy {
 	if grp.Size() > 1 {
 		if set.shard != shardNo {
 			return zero1{hostReduced{grp: grp}}
@@ -106,10 +97,4 @@ func (j *Job) resetAccumulators() error {
 	return nil
 }
 
-func finalizeAll(ts []*tensors.Tensor) {
-	for _, t := range ts {
-		if t != nil {
-			_ = t.FinalizeAll()
-		}
-	}
-}
+func finalizeAll(ts []*tensors.Tensor) { strategy.FinalizeAll(ts) }

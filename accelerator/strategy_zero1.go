@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/goaccel/goaccel/accelerator/internal/collective"
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"math"
 	"slices"
 	"strings"
@@ -20,8 +21,8 @@ import (
 
 // zero1 is hostReduced with the optimizer state sharded over the processes (ZeRO stage 1,
 // Config.Sharding over several processes). The gradients graph, the accumulation and the
-// loss and weight bookkeeping are hostReduced's (the same hostReducedStep runs them); only
-// the update's reduction differs (zero1Sync, a reduction):
+// loss and weight bookkeeping are hostReduced's (the same strategy.Host runs them); only
+// the update's reduction differs (zero1Sync, a strategy.Reduction):
 //
 //  1. each variable's weighted gradient sum, flattened and padded, is cut into P contiguous
 //     slices, slice r for rank r; one reduce-scatter sums them, leaving rank r the sum of its
@@ -43,10 +44,10 @@ import (
 // in the slices' Store, and the Accelerator's CompleteStore gives it whole to a checkpoint.
 type zero1 struct{ hostReduced }
 
-func (z zero1) newStep(t *TrainStep) stepRunner {
-	p := &hostReducedStep{t: t, grp: z.grp}
-	p.red = &zero1Sync{p: p}
-	return p
+func (z zero1) newStep(t *TrainStep) strategy.Runner {
+	return strategy.NewHost(t.job.env(), runnerStep{t}, func(h *strategy.Host) strategy.Reduction {
+		return &zero1Sync{h: h, t: t, grp: z.grp}
+	})
 }
 
 // planSharding: the optimizer state over the processes, whatever the stage.
@@ -55,20 +56,22 @@ func (z zero1) planSharding(*Job) (string, int) { return shardZero1.String(), z.
 // zero1Sync is a TrainStep's part of zero1: it hands the update's gradients to the job's
 // zero1State and runs the update's collectives and apply graph.
 type zero1Sync struct {
-	p  *hostReducedStep
-	st *zero1State
+	h   *strategy.Host
+	t   *TrainStep
+	grp collective.Group
+	st  *zero1State
 }
 
 // begin starts an update's gradients: the batch's {w x loss, w}, then place for each variable.
-func (z *zero1Sync) begin(lossSum64, weight64 float64) error {
+func (z *zero1Sync) Begin(lossSum64, weight64 float64) error {
 	lossSum, weight := float32(lossSum64), float32(weight64)
 	if z.st == nil {
-		st, err := z.p.t.job.zero1For(z.p.vars, z.p.lossDType, z.p.grp)
+		st, err := z.t.job.zero1For(z.h.Vars(), z.h.LossDType(), z.grp)
 		if err != nil {
 			return err
 		}
 		z.st = st
-		z.p.t.stats.SyncBytes = int64(4 * len(st.send))
+		z.t.stats.SyncBytes = int64(4 * len(st.send))
 	}
 	stride := z.st.block + 2
 	for r := range z.st.size {
@@ -78,7 +81,7 @@ func (z *zero1Sync) begin(lossSum64, weight64 float64) error {
 }
 
 // place puts variable i's weighted gradient sum (flat) into the reduce-scatter's blocks.
-func (z *zero1Sync) place(i int, flat []float32) {
+func (z *zero1Sync) Place(i int, flat []float32) {
 	st, l := z.st, z.st.layout[i]
 	stride := st.block + 2
 	for r := range st.size {
@@ -88,9 +91,9 @@ func (z *zero1Sync) place(i int, flat []float32) {
 }
 
 // reduce is the update's reduce-scatter: it returns the global batch's w x loss and weight.
-func (z *zero1Sync) reduce(gb *data.GlobalBatch, _ float64) (lossSum, weight float64, err error) {
+func (z *zero1Sync) Reduce(gb *data.GlobalBatch, _ float64) (lossSum, weight float64, err error) {
 	st := z.st
-	err = z.p.t.timed().Do("reduce-scatter gradients", int64(4*len(st.send)), len(st.vars), func() error {
+	err = z.t.timed().Do("reduce-scatter gradients", int64(4*len(st.send)), len(st.vars), func() error {
 		return st.grp.ReduceScatterSum(st.send, st.recv)
 	})
 	if err != nil {
@@ -103,8 +106,8 @@ func (z *zero1Sync) reduce(gb *data.GlobalBatch, _ float64) (lossSum, weight flo
 // all-gathers the updated variables into the job's Store. Under fp16 the slices are also
 // divided by the loss scale, and an update whose gradients are not all finite, on any rank, is
 // skipped on every rank (zero1_lossscale.go).
-func (z *zero1Sync) apply(gb *data.GlobalBatch, total float64) error {
-	st, t := z.st, z.p.t
+func (z *zero1Sync) Apply(gb *data.GlobalBatch, total float64) error {
+	st, t := z.st, z.t
 	inv := float32(1 / total)
 	scaler, err := st.lossScaler()
 	if err != nil {
@@ -306,7 +309,7 @@ func (st *zero1State) compile(clip bool) error {
 	if err != nil {
 		return fmt.Errorf("accelerator: creating the sharded apply executor: %w", err)
 	}
-	e.WithName(layoutApply.String())
+	e.WithName(strategy.Apply.String())
 	in := make([]shapes.Shape, 0, len(st.slices)+1)
 	for _, v := range st.slices {
 		in = append(in, v.Shape())

@@ -3,6 +3,7 @@ package accelerator
 import (
 	"errors"
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"math"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 type TrainStep struct {
 	job    *Job
 	fn     StepFn
-	runner stepRunner // the job's strategy's graphs and buffers for this step
+	runner strategy.Runner // the job's strategy's graphs and buffers for this step
 	// stage runs a global batch: the runner inside the wrappers that Job.TrainStep composes
 	// (the memory plan's check, Verify, micro-batches).
 	stage batchStage
@@ -95,7 +96,10 @@ func (j *Job) TrainStep(fn StepFn) *TrainStep {
 func (j *Job) bareTrainStep(fn StepFn) *TrainStep {
 	t := &TrainStep{job: j, fn: fn}
 	t.runner = j.strategy.newStep(t)
-	t.stage = t.runner.run
+	t.stage = func(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
+		l, err := t.runner.Run(gb, args, accumulate)
+		return Loss{t: l}, err
+	}
 	return t
 }
 
@@ -262,22 +266,4 @@ func (l Loss) Value() (float64, error) {
 }
 
 // scalarFloat reads a one-element tensor of any numeric dtype as a float64.
-func scalarFloat(t *tensors.Tensor) (float64, error) {
-	if t.Shape().Size() != 1 {
-		return math.NaN(), fmt.Errorf("want a scalar, got shape %s", t.Shape())
-	}
-	var out float64
-	var ok bool
-	if err := t.ConstFlatData(func(flat any) {
-		var vals []float64
-		if vals, ok = asFloat64s(flat); ok {
-			out = vals[0]
-		}
-	}); err != nil {
-		return math.NaN(), err
-	}
-	if !ok {
-		return math.NaN(), fmt.Errorf("a %s value cannot be read as a number", t.DType())
-	}
-	return out, nil
-}
+func scalarFloat(t *tensors.Tensor) (float64, error) { return strategy.ScalarFloat(t) }

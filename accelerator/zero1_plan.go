@@ -6,14 +6,13 @@ import "github.com/goaccel/goaccel/accelerator/internal/memplan"
 // keeps outside the job's Store: it makes this job's zero1State and compiles its apply graph
 // ahead (which creates the optimizer's variables of the slices; the first update then reuses
 // both) and returns that state as the plan counts it: whole, split over the processes.
-func (z *zero1Sync) planState() ([]memplan.Var, error) {
-	p := z.p
-	st, err := p.t.job.zero1For(p.vars, p.lossDType, p.grp)
+func (z *zero1Sync) PlanState() ([]memplan.Var, error) {
+	st, err := z.t.job.zero1For(z.h.Vars(), z.h.LossDType(), z.grp)
 	if err != nil {
 		return nil, err
 	}
 	if st.apply == nil {
-		if err := st.compile(p.t.job.opts.clipNorm > 0); err != nil {
+		if err := st.compile(z.t.job.opts.clipNorm > 0); err != nil {
 			return nil, err
 		}
 	}
