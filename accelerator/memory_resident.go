@@ -58,7 +58,7 @@ func (j *Job) ResidentBytes() ([]ResidentBytes, error) {
 		}
 	}
 	if st := j.acc.shardedState[j.store]; st != nil {
-		if err := st.addResident(out, j.acc.backend); err != nil {
+		if err := st.AddResident(out, j.acc.backend); err != nil {
 			return nil, wrapOp("Job.ResidentBytes", err)
 		}
 	}

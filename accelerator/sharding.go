@@ -66,7 +66,7 @@ func variableKind(v *model.Variable) varKind {
 		return kindGradients
 	case v.Trainable:
 		return kindWeights
-	case p == model.JoinPath("/", model.RNGStateVariableName), p == "/"+internalScope+"/"+gradNormName:
+	case p == model.JoinPath("/", model.RNGStateVariableName), p == strategy.NormPath:
 		return kindFixed
 	}
 	return kindOptimizer

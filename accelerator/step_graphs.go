@@ -36,7 +36,7 @@ func (r runnerStep) GradientsGraph(accumulate bool, traced func([]*model.Variabl
 		st := &backwardState{job: j, gradsOnly: true}
 		g.AttachState(backwardKey{}, st)
 		loss := t.traceUser(s, inputs, st)
-		if _, ok := j.opt.(gradientOptimizer); !ok {
+		if _, ok := j.opt.(strategy.GradientOptimizer); !ok {
 			exceptions.Panicf("accelerator: optimizer %T does not accept gradients (UpdateGraphWithGradients), so it cannot "+
 				"be used over several processes; use one of GoMLX's optimizers (Adam, AdamW, SGD, RMSProp)", j.opt)
 		}
