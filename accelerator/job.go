@@ -91,9 +91,9 @@ type Job struct {
 	// alone (one device, or Config.Verify's reference job).
 	mesh *distributed.DeviceMesh
 	// autocast is the dtype the job's graphs cast the model to (mixed precision on a model
-	// without SetComputeDType, see autocast.go); InvalidDType when they do not.
+	// without SetComputeDType, see precision.go); InvalidDType when they do not.
 	autocast dtypes.DType
-	memPlan  *MemoryPlan // the largest memory plan made (memplan_step.go)
+	memPlan  *MemoryPlan // the largest memory plan made (memplan.go)
 	micro    int         // WithAutoBatch's micro-batches per global batch (0: not chosen yet)
 	// busy records this rank's busy time for the straggler report (straggler.go); nil until
 	// the first step, and in a single process. busyOff: $GOACCEL_STRAGGLER_EVERY=0.
