@@ -3,6 +3,7 @@ package accelerator
 import (
 	"fmt"
 	"github.com/goaccel/goaccel/accelerator/internal/collective"
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"io"
 	"os"
 	"regexp"
@@ -172,7 +173,7 @@ type Accelerator struct {
 
 	// shardedState holds, by Store, the state that a sharded job keeps outside its Store
 	// (CompleteStore gives it to checkpoints).
-	shardedState map[*model.Store]*zero1State
+	shardedState map[*model.Store]*strategy.Zero1
 }
 
 var xlaForceCount = regexp.MustCompile(`--xla_force_host_platform_device_count=(\d+)`)

@@ -1,23 +1,14 @@
 package accelerator
 
 import (
-	"strings"
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 
 	"github.com/goaccel/goaccel/accelerator/internal/precision"
 	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/model/initializer"
-	"github.com/gomlx/gomlx/ml/train/optimizer"
 	"github.com/gomlx/gomlx/support/exceptions"
 )
-
-// gradientOptimizer is implemented by GoMLX's optimizers (Adam, AdamW, SGD, RMSProp): it
-// applies given gradients, which lets goaccel sync, accumulate and clip them first.
-type gradientOptimizer interface {
-	UpdateGraphWithGradients(scope *model.Scope, grads []*Node, lossDType dtypes.DType)
-}
 
 // backwardKey attaches a *backwardState to the graph of a training step.
 type backwardKey struct{}
@@ -130,7 +121,7 @@ func (a *Accelerator) backward(op string, s *model.Scope, loss, weight *Node) {
 		st.vars, st.grads, st.weight = vars, grads, weight
 		return
 	}
-	if _, ok := j.opt.(gradientOptimizer); !ok {
+	if _, ok := j.opt.(strategy.GradientOptimizer); !ok {
 		if j.accumulating() || j.opts.clipNorm > 0 || j.acc.precision.ScalesLoss() {
 			exceptions.Panicf("accelerator: optimizer %T does not accept gradients (UpdateGraphWithGradients), "+
 				"so it cannot be used with gradient accumulation, clipping or fp16's loss scaling", j.opt)
@@ -152,108 +143,31 @@ func (a *Accelerator) backward(op string, s *model.Scope, loss, weight *Node) {
 	j.applyGradients(root, g, grads, loss.DType())
 }
 
-// accumulateWeighted adds weight x grads (one per variable of vars) to the gradient
-// accumulators (goaccel/grad_accum/*, on the devices) and weight to their total
-// (goaccel/grad_weight). With accumulate it stores the sums and returns nothing; else it
-// returns the sums including this batch's and their total weight and resets the accumulators
-// to zero for the next update.
+// accumulateWeighted is strategy.Accumulate: the gradient accumulators of the job's Store.
 func accumulateWeighted(root *model.Scope, g *Graph, vars []*model.Variable, grads []*Node, weight *Node, accumulate bool) (sums []*Node, total *Node) {
-	accScope := root.At(internalScope).At(gradAccumScope).WithInitializer(initializer.Zero)
-	for i, v := range vars {
-		accVar := accScope.VariableWithShape(accumName(v), v.Shape()).SetTrainable(false)
-		sum := Add(accVar.NodeValue(g), Mul(grads[i], ConvertDType(weight, grads[i].DType())))
-		if accumulate {
-			accVar.SetNodeValue(sum)
-			continue
-		}
-		sums = append(sums, sum)
-		accVar.SetNodeValue(ZerosLike(sum))
-	}
-	wVar := root.At(internalScope).WithInitializer(initializer.Zero).
-		VariableWithShape(gradWeightName, shapes.Make(dtypes.Float32)).SetTrainable(false)
-	total = Add(wVar.NodeValue(g), weight)
-	if accumulate {
-		wVar.SetNodeValue(total)
-		return nil, nil
-	}
-	wVar.SetNodeValue(ZerosLike(total))
-	return sums, total
+	return strategy.Accumulate(root, g, vars, grads, weight, accumulate)
+}
+
+// update is the job's optimizer update (strategy.Update): its optimizer, WithClipGradNorm,
+// WithLearningRateSchedule, and fp16's unscaling, which keeps the update only where the
+// gradients are finite.
+func (j *Job) update() *strategy.Update {
+	opt, _ := j.opt.(strategy.GradientOptimizer) // the callers checked it accepts gradients
+	return &strategy.Update{Optimizer: opt, ClipNorm: j.opts.clipNorm, Schedule: j.opts.schedule,
+		Guard: func(root *model.Scope, g *Graph, grads []*Node) ([]*Node, func()) {
+			grads, scaled := j.unscaleGradients(root, g, grads) // fp16: unscaled, the update kept only if finite
+			return grads, scaled.Finish
+		}}
 }
 
 // applyGradients clips and applies grads (one per trainable variable of the graph, in the
-// Store's order: the mean gradient of the update) with the job's optimizer, in graph g, after
-// setting the learning rate of the schedule.
+// Store's order: the mean gradient of the update) with the job's update.
 func (j *Job) applyGradients(root *model.Scope, g *Graph, grads []*Node, lossDType dtypes.DType) {
-	grads, scaled := j.unscaleGradients(root, g, grads) // fp16: unscaled, the update kept only if finite
-	defer scaled.Finish()
-	if j.opts.clipNorm > 0 {
-		grads = clipByGlobalNorm(root, g, grads, j.opts.clipNorm)
-	}
-	j.updateWithGradients(root, g, grads, lossDType)
-}
-
-// updateWithGradients is applyGradients after the clipping: the learning rate of the schedule,
-// then the optimizer's update with grads.
-func (j *Job) updateWithGradients(root *model.Scope, g *Graph, grads []*Node, lossDType dtypes.DType) {
-	if j.opts.schedule != nil {
-		stepVar := optimizer.GetGlobalStepVar(root)
-		updatesDone := ConvertDType(stepVar.NodeValue(g), lossDType)
-		lr := j.opts.schedule(updatesDone)
-		if !lr.Shape().IsScalar() {
-			exceptions.Panicf("accelerator: the learning-rate schedule must return a scalar, got %s", lr.Shape())
-		}
-		lr = ConvertDType(lr, lossDType)
-		optimizer.LearningRateVar(root, lossDType, 0).SetNodeValue(lr)
-	}
-	j.opt.(gradientOptimizer).UpdateGraphWithGradients(root, grads, lossDType)
+	j.update().Apply(root, g, grads, lossDType)
 }
 
 // internalScope holds goaccel's own variables (gradient accumulators, last gradient norm).
-const internalScope = "goaccel"
-
-// gradAccumScope (in internalScope) holds the accumulated weighted gradients, one per trainable
-// variable, and gradWeightName their accumulated weight. They are each process's own (not
-// synced between processes: syncedVariables leaves them out) and zero between updates.
-const (
-	gradAccumScope = "grad_accum"
-	gradWeightName = "grad_weight"
-)
+const internalScope = strategy.InternalScope
 
 // isAccumulator reports whether path is one of the gradient accumulators.
-func isAccumulator(path string) bool {
-	return strings.HasPrefix(path, "/"+internalScope+"/"+gradAccumScope+"/") || path == "/"+internalScope+"/"+gradWeightName
-}
-
-func accumName(v *model.Variable) string {
-	return strings.ReplaceAll(strings.TrimPrefix(v.Path(), "/"), "/", ".")
-}
-
-// clipByGlobalNorm scales all gradients by min(1, maxNorm/(norm+1e-6)), norm being the L2
-// norm of all gradients together (as torch.nn.utils.clip_grad_norm_). The norm before
-// clipping is stored in the variable goaccel/grad_norm for logging.
-func clipByGlobalNorm(root *model.Scope, g *Graph, grads []*Node, maxNorm float64) []*Node {
-	var total *Node
-	for _, gr := range grads {
-		sq := ReduceAllSum(Square(ConvertDType(gr, dtypes.Float32)))
-		if total == nil {
-			total = sq
-		} else {
-			total = Add(total, sq)
-		}
-	}
-	norm := Sqrt(total)
-	normVar := root.At(internalScope).VariableWithValue(gradNormName, shapes.CastAsDType(0, dtypes.Float32)).SetTrainable(false)
-	normVar.SetNodeValue(norm)
-	return clipToNorm(g, grads, norm, maxNorm)
-}
-
-// clipToNorm scales grads by min(1, maxNorm/(norm+1e-6)), norm (a float32 scalar) being their
-// global L2 norm.
-func clipToNorm(g *Graph, grads []*Node, norm *Node, maxNorm float64) []*Node {
-	factor := Min(OnesLike(norm), Div(Scalar(g, dtypes.Float32, maxNorm), AddScalar(norm, 1e-6)))
-	out := make([]*Node, len(grads))
-	for i, gr := range grads {
-		out[i] = Mul(gr, ConvertDType(factor, gr.DType()))
-	}
-	return out
-}
+func isAccumulator(path string) bool { return strategy.IsAccumulator(path) }

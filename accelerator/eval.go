@@ -3,12 +3,10 @@ package accelerator
 import (
 	"errors"
 	"fmt"
-	"slices"
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"sort"
 
 	"github.com/goaccel/goaccel/data"
-	"github.com/gomlx/compute/dtypes/bfloat16"
-	"github.com/gomlx/compute/dtypes/float16"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -95,7 +93,7 @@ func (e *EvalStep) run(gb *data.GlobalBatch) (*Gathered, error) {
 		return nil, err
 	}
 	if e.exec == nil {
-		e.exec, err = j.newExec(e.graphFn, layoutEval)
+		e.exec, err = j.newExec(e.graphFn, strategy.Eval)
 		if err != nil {
 			return nil, err
 		}
@@ -272,7 +270,7 @@ func (g *Gathered) Argmax(k int) ([]int, error) {
 	preds := make([]int, n)
 	var err error
 	cerr := t.ConstFlatData(func(flat any) {
-		vals, ok := asFloat64s(flat)
+		vals, ok := strategy.AsFloat64s(flat)
 		if !ok {
 			err = fmt.Errorf("accelerator: Gathered.Argmax: a %s output is not supported", t.DType())
 			return
@@ -301,7 +299,7 @@ func (g *Gathered) IntLabels() ([]int, error) {
 	var out []int
 	var err error
 	cerr := g.Labels.ConstFlatData(func(flat any) {
-		vals, ok := asFloat64s(flat)
+		vals, ok := strategy.AsFloat64s(flat)
 		if !ok {
 			err = fmt.Errorf("accelerator: Gathered.IntLabels: labels of dtype %s are not numbers", g.Labels.DType())
 			return
@@ -324,40 +322,11 @@ func (g *Gathered) Floats(k int) ([]float64, error) {
 	}
 	var out []float64
 	var ok bool
-	if err := g.Outputs[k].ConstFlatData(func(flat any) { out, ok = asFloat64s(flat) }); err != nil {
+	if err := g.Outputs[k].ConstFlatData(func(flat any) { out, ok = strategy.AsFloat64s(flat) }); err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, fmt.Errorf("accelerator: Gathered.Floats: output %d of dtype %s is not numeric", k, g.Outputs[k].DType())
 	}
 	return out, nil
-}
-
-func asFloat64s(flat any) ([]float64, bool) {
-	conv := func(n int, at func(i int) float64) []float64 {
-		out := make([]float64, n)
-		for i := range out {
-			out[i] = at(i)
-		}
-		return out
-	}
-	switch v := flat.(type) {
-	case []float32:
-		return conv(len(v), func(i int) float64 { return float64(v[i]) }), true
-	case []float64:
-		return slices.Clone(v), true
-	case []int32:
-		return conv(len(v), func(i int) float64 { return float64(v[i]) }), true
-	case []int64:
-		return conv(len(v), func(i int) float64 { return float64(v[i]) }), true
-	case []int:
-		return conv(len(v), func(i int) float64 { return float64(v[i]) }), true
-	case []uint8:
-		return conv(len(v), func(i int) float64 { return float64(v[i]) }), true
-	case []bfloat16.BFloat16:
-		return conv(len(v), func(i int) float64 { return float64(v[i].Float32()) }), true
-	case []float16.Float16:
-		return conv(len(v), func(i int) float64 { return float64(v[i].Float32()) }), true
-	}
-	return nil, false
 }

@@ -1,6 +1,7 @@
 package accelerator
 
 import (
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"reflect"
 	"testing"
 	"time"
@@ -89,7 +90,7 @@ func tokenEval(a *Accelerator) (tokenResult, error) {
 	if res.IDs, err = g.Floats(1); err != nil {
 		return res, err
 	}
-	err = g.Labels.ConstFlatData(func(flat any) { res.Labels, _ = asFloat64s(flat) })
+	err = g.Labels.ConstFlatData(func(flat any) { res.Labels, _ = strategy.AsFloat64s(flat) })
 	return res, err
 }
 

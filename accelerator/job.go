@@ -3,6 +3,7 @@ package accelerator
 import (
 	"errors"
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"iter"
 	"slices"
 	"time"
@@ -83,14 +84,16 @@ type Job struct {
 	// batches, every k-th one applies the update.
 	batchesRun int64
 	inputRanks []int
-	strategy   strategy // how steps run over the replicas: chosen in Prepare
+	strategy   stepStrategy // how steps run over the replicas: chosen in Prepare
+	// strategyEnv is what the strategy's runners are built from (env makes it).
+	strategyEnv *strategy.Env
 	// mesh is the devices the job's graphs run over: the Accelerator's, or nil for device 0
 	// alone (one device, or Config.Verify's reference job).
 	mesh *distributed.DeviceMesh
 	// autocast is the dtype the job's graphs cast the model to (mixed precision on a model
-	// without SetComputeDType, see autocast.go); InvalidDType when they do not.
+	// without SetComputeDType, see precision.go); InvalidDType when they do not.
 	autocast dtypes.DType
-	memPlan  *MemoryPlan // the largest memory plan made (memplan_step.go)
+	memPlan  *MemoryPlan // the largest memory plan made (memplan.go)
 	micro    int         // WithAutoBatch's micro-batches per global batch (0: not chosen yet)
 	// busy records this rank's busy time for the straggler report (straggler.go); nil until
 	// the first step, and in a single process. busyOff: $GOACCEL_STRAGGLER_EVERY=0.
@@ -304,63 +307,19 @@ func (j *Job) args(gb *data.GlobalBatch) ([]any, error) {
 	return args, nil
 }
 
-// layout says how a compiled graph's inputs and outputs are laid out over the devices.
-type layout int
-
-const (
-	layoutTrain layout = iota // batch-sharded inputs; replicated outputs (the loss, gradients)
-	layoutEval                // batch-sharded inputs and per-example outputs
-	layoutApply               // replicated inputs (all-reduced gradients) and outputs
-)
-
-// String is the compiled graph's name, as XLA's dumps and profiles show it.
-func (l layout) String() string {
-	switch l {
-	case layoutTrain:
-		return "goaccel_train_step"
-	case layoutEval:
-		return "goaccel_eval_step"
-	default:
-		return "goaccel_apply_update"
-	}
+// newExec builds the executor of a graph function, laid out over the job's devices.
+func (j *Job) newExec(graphFn strategy.GraphFn, lay strategy.Layout) (*model.Exec, error) {
+	return j.env().NewExec(graphFn, lay)
 }
 
-// newExec builds the executor of a graph function, laid out over the devices.
-func (j *Job) newExec(graphFn func(s *model.Scope, inputs []*Node) []*Node, lay layout) (*model.Exec, error) {
-	e, err := model.NewExec(j.acc.backend, j.store, graphFn)
-	if err != nil {
-		return nil, fmt.Errorf("accelerator: creating the step executor: %w", err)
+// env is what the job's runners are built from.
+func (j *Job) env() *strategy.Env {
+	if j.strategyEnv == nil {
+		j.strategyEnv = &strategy.Env{Backend: j.acc.backend, Store: j.store, Mesh: j.mesh, Group: j.acc.grp, TL: j.acc.tl}
 	}
-	// A short, fixed name: XLA names its dumps (XLA_FLAGS=--xla_dump_to) and profiles after
-	// it, and the default (the Go closure's full name) is too long for a file name.
-	e.WithName(lay.String())
-	if mesh := j.mesh; mesh != nil {
-		// Every input, the labels and the mask have the batch on axis 0: shard that axis over
-		// the mesh and replicate the rest (a spec shorter than the rank replicates the
-		// remaining axes; the last spec is reused for all inputs).
-		batchSharded, err := distributed.BuildSpec(mesh).S(meshAxis).Done()
-		if err != nil {
-			return nil, fmt.Errorf("accelerator: building the batch sharding spec: %w", err)
-		}
-		replicated := distributed.NewReplicatedShardingSpec(mesh)
-		e.AutoSharding(mesh)
-		switch lay {
-		case layoutTrain:
-			e.WithInputShardingSpecs(batchSharded)
-			e.WithOutputShardingSpecs(replicated)
-		case layoutEval:
-			e.WithInputShardingSpecs(batchSharded)
-			e.WithOutputShardingSpecs(batchSharded) // per-example outputs stay on their device
-		case layoutApply:
-			e.WithInputShardingSpecs(replicated)
-			e.WithOutputShardingSpecs(replicated)
-		}
-	}
-	return e, nil
+	return j.strategyEnv
 }
 
 // batchPlace names a global batch for people: "epoch E, batch B", both counted from 1 (data
 // counts them from 0).
-func batchPlace(gb *data.GlobalBatch) string {
-	return fmt.Sprintf("epoch %d, batch %d", gb.Epoch+1, gb.Index+1)
-}
+func batchPlace(gb *data.GlobalBatch) string { return strategy.Place(gb) }

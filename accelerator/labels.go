@@ -2,6 +2,7 @@ package accelerator
 
 import (
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"github.com/goaccel/goaccel/data"
 	. "github.com/gomlx/gomlx/core/graph"
 )
@@ -49,7 +50,7 @@ func checkLabels(gb *data.GlobalBatch, numClasses int) error {
 		}
 		var vals []float64
 		var ok bool
-		if err := sh.Labels.ConstFlatData(func(flat any) { vals, ok = asFloat64s(flat) }); err != nil {
+		if err := sh.Labels.ConstFlatData(func(flat any) { vals, ok = strategy.AsFloat64s(flat) }); err != nil {
 			return fmt.Errorf("accelerator: reading the labels: %w", err)
 		}
 		if !ok {

@@ -3,15 +3,11 @@ package accelerator
 import (
 	"errors"
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"math"
 
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
-
-// gradNormName is the variable, in goaccel's own scope, that holds the last gradient norm.
-const gradNormName = "grad_norm"
-
-var gradNormPath = "/" + internalScope + "/" + gradNormName
 
 // GradNorm returns the global L2 norm of the gradients of the last optimizer update, before
 // clipping (what torch.nn.utils.clip_grad_norm_ returns). It is computed only when the job
@@ -20,7 +16,7 @@ func (j *Job) GradNorm() (float64, error) {
 	if j.opts.clipNorm <= 0 {
 		return math.NaN(), errors.New("accelerator: GradNorm: the gradient norm is computed only with WithClipGradNorm")
 	}
-	return j.readScalar(gradNormPath, "GradNorm")
+	return j.readScalar(strategy.NormPath, "GradNorm")
 }
 
 // LearningRate returns the learning rate of the last optimizer update (the schedule's value

@@ -86,7 +86,7 @@ func source(inConfig bool, field, variable string) string {
 // batch (by a TrainStep's first Run; 0 before).
 type combination struct {
 	*settings
-	strategy     strategy
+	strategy     stepStrategy
 	microBatches int
 }
 
@@ -110,7 +110,7 @@ var refusals = []refusal{
 		"the auto batch splits each global batch into micro-batches, whose update Verify does not recompute"},
 }
 
-func isZero1(s strategy) bool {
+func isZero1(s stepStrategy) bool {
 	_, ok := s.(zero1)
 	return ok
 }

@@ -3,6 +3,7 @@ package accelerator
 import (
 	"errors"
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"slices"
 
 	"github.com/goaccel/goaccel/data"
@@ -65,7 +66,7 @@ func variableKind(v *model.Variable) varKind {
 		return kindGradients
 	case v.Trainable:
 		return kindWeights
-	case p == model.JoinPath("/", model.RNGStateVariableName), p == "/"+internalScope+"/"+gradNormName:
+	case p == model.JoinPath("/", model.RNGStateVariableName), p == strategy.NormPath:
 		return kindFixed
 	}
 	return kindOptimizer
@@ -181,7 +182,7 @@ func changedVariables(store *model.Store, g *Graph) []*model.Variable {
 func (t *TrainStep) newStepExec(graphFn func(*model.Scope, []*Node) []*Node, gb *data.GlobalBatch, args []any) (*model.Exec, *pinnedOutputs, error) {
 	j := t.job
 	if !j.shardsVariables() {
-		e, err := j.newExec(graphFn, layoutTrain)
+		e, err := j.newExec(graphFn, strategy.Train)
 		return e, nil, err
 	}
 	pin := &pinnedOutputs{}
@@ -191,7 +192,7 @@ func (t *TrainStep) newStepExec(graphFn func(*model.Scope, []*Node) []*Node, gb 
 		pin.vars = changedVariables(s.Store(), inputs[0].Graph())
 		traced = true
 		panic(errTraceOnly)
-	}, layoutTrain)
+	}, strategy.Train)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -218,7 +219,7 @@ func (t *TrainStep) newStepExec(graphFn func(*model.Scope, []*Node) []*Node, gb 
 				"time: the step function must build the same computation every time", len(now), len(pin.vars))
 		}
 		return outs
-	}, layoutTrain)
+	}, strategy.Train)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -55,7 +55,7 @@ type RankBusy struct {
 func (r RankBusy) Busy() time.Duration { return r.Compute + r.Data }
 
 // RankBusy returns every rank's busy time, indexed by rank, over the latest window of
-// StragglerEvery updates: nil in a single process, before the first window, and with
+// StragglerEvery updates (in a single process, its one rank): nil before the first window and with
 // $GOACCEL_STRAGGLER_EVERY=0.
 func (j *Job) RankBusy() []RankBusy {
 	if j.busy == nil {
@@ -73,9 +73,10 @@ type busyRecorder struct {
 	last             []RankBusy
 }
 
-// busyRecorder returns the job's recorder, nil in a single process or when switched off.
+// busyRecorder returns the job's recorder, nil when switched off. In a single process the
+// exchange is the identity and names no rank: the figures still say where the time goes.
 func (j *Job) busyRecorder() *busyRecorder {
-	if j.busy != nil || j.acc.NumProcesses() < 2 || j.busyOff {
+	if j.busy != nil || j.busyOff {
 		return j.busy
 	}
 	every, err := stragglerEvery()

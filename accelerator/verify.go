@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"math"
 	"slices"
 	"strings"
@@ -204,7 +205,7 @@ func flatValues(v *model.Variable) ([]float64, error) {
 	}
 	var out []float64
 	ok := true
-	if err := val.ConstFlatData(func(flat any) { out, ok = asFloat64s(flat) }); err != nil {
+	if err := val.ConstFlatData(func(flat any) { out, ok = strategy.AsFloat64s(flat) }); err != nil {
 		return nil, err
 	}
 	if !ok {

@@ -113,7 +113,7 @@ func jobValues(a *Accelerator, store *model.Store) (map[string]string, error) {
 	out, err := storeValues(store)
 	if st := a.shardedState[store]; st != nil && err == nil {
 		var shard map[string]string
-		if shard, err = storeValues(st.sliceStore); err == nil {
+		if shard, err = storeValues(st.Slices()); err == nil {
 			for path, v := range shard {
 				out["shard:"+path] = v
 			}

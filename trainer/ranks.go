@@ -6,7 +6,7 @@ import (
 )
 
 // KindRanks is the kind of the records that say where each rank's time goes (the straggler
-// report, accelerator's Job.RankBusy): in a run of several processes, every
+// report, accelerator's Job.RankBusy): in every run (one process: its one rank), every
 // $GOACCEL_STRAGGLER_EVERY updates (default 100), Fit gives Config.Loggers one record whose
 // Eval holds, per rank R, "rankR_compute_ms" and "rankR_data_ms" (per update, over the
 // window) and "slow_rank", the rank named as slow (-1: none). They are not written to

@@ -117,7 +117,7 @@ var (
 	// Timeline is GOACCEL_TIMELINE.
 	Timeline = str("GOACCEL_TIMELINE", "a folder: each process writes its Chrome trace (chrome://tracing, Perfetto) of steps, graph executions, collectives and loader waits to rank_R.json there when it closes, and goaccel launch merges its node's ranks into timeline-node<N>.json (Config.Timeline wins)", User)
 	// StragglerEvery is GOACCEL_STRAGGLER_EVERY.
-	StragglerEvery = integer("GOACCEL_STRAGGLER_EVERY", "in a run of several processes, how often (in optimizer updates; default 100, 0: never) the ranks compare their busy time (step time less the time blocked in collectives, plus the time waiting for data) in one small all-gather; the main process names a rank busier than 1.2x the median of the others", User)
+	StragglerEvery = integer("GOACCEL_STRAGGLER_EVERY", "how often (in optimizer updates; default 100, 0: never) the ranks compare their busy time (step time less the time blocked in collectives, plus the time waiting for data) in one small all-gather; the main process names a rank busier than 1.2x the median of the others", User)
 	// DeviceMemory is GOACCEL_DEVICE_MEMORY.
 	DeviceMemory = str("GOACCEL_DEVICE_MEMORY", "the memory budget of each device, such as 2GiB, 512MiB or plain bytes: a training step whose memory plan does not fit fails before it runs (Config.DeviceMemory wins; unset: no budget)", User)
 	// LogDir is GOACCEL_LOG_DIR.

@@ -38,7 +38,9 @@ type MPI struct{ c *mpi.Comm }
 
 // OnBuckets has fn called after each bucket of an all-reduce (the buckets it fused, their
 // bytes, and when it ran), for the timeline.
-func (g *MPI) OnBuckets(fn func(buckets string, bytes int64, start, end time.Time)) { g.c.OnBuckets(fn) }
+func (g *MPI) OnBuckets(fn func(buckets string, bytes int64, start, end time.Time)) {
+	g.c.OnBuckets(fn)
+}
 
 // Rank is this process's MPI rank.
 func (g *MPI) Rank() int { return g.c.Rank() }

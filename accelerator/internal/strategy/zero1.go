@@ -1,14 +1,15 @@
-package accelerator
+package strategy
 
 import (
-	"errors"
 	"fmt"
-	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"math"
 	"slices"
 	"strings"
 
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
+	"github.com/goaccel/goaccel/accelerator/internal/memplan"
 	"github.com/goaccel/goaccel/data"
+	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -18,57 +19,45 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
-// zero1 is hostReduced with the optimizer state sharded over the processes (ZeRO stage 1,
-// Config.Sharding over several processes). The gradients graph, the accumulation and the
-// loss and weight bookkeeping are hostReduced's (the same hostReducedStep runs them); only
-// the update's reduction differs (zero1Sync, a reduction):
+// Zero1Reduction is the Reduction of a step whose job keeps its optimizer state sharded over
+// the processes (ZeRO stage 1): the update's gradients go to the job's Zero1 (made or found
+// by state for the step's trainable variables and loss dtype), one reduce-scatter sums them,
+// this rank updates its slices, and one all-gather rebuilds the weights whole:
 //
 //  1. each variable's weighted gradient sum, flattened and padded, is cut into P contiguous
 //     slices, slice r for rank r; one reduce-scatter sums them, leaving rank r the sum of its
 //     slices (and, in every block, the {w x loss, w} of the global batch);
-//  2. with clipping or fp16's loss scaling, one all-reduce of a scalar (the sum of squares of
-//     every rank's slices, divided by the loss scale under fp16) gives the global norm and
-//     whether every slice is finite, the same on every rank (a non-finite update is skipped
-//     on every rank: zero1_lossscale.go);
+//  2. with clipping or a guard, one all-reduce of a scalar (the sum of squares of every
+//     rank's slices, divided by the guard's scale) gives the global norm and whether every
+//     slice is finite, the same on every rank (a non-finite update is skipped on every rank
+//     under a guard);
 //  3. the apply graph runs the job's optimizer on a Store of this rank's slices (same paths
 //     as the model's variables, so per-variable choices by path still hold), whose optimizer
 //     state is therefore 1/P of the whole, with the learning-rate schedule at the same global
 //     step and the clipping factor of the global norm;
 //  4. one all-gather of the updated slices rebuilds every variable whole, identical on every
 //     process, in the job's Store.
-//
-// The bytes crossing processes are those of hostReduced's all-reduce (a reduce-scatter and an
-// all-gather are its two halves). The job's Store keeps the whole weights (on every device, for
-// the gradients graph), the counters and the learning rate; the sharded optimizer state stays
-// in the slices' Store, and the Accelerator's CompleteStore gives it whole to a checkpoint.
-type zero1 struct{ hostReduced }
-
-func (z zero1) newStep(t *TrainStep) stepRunner {
-	p := &hostReducedStep{t: t, grp: z.grp}
-	p.red = &zero1Sync{p: p}
-	return p
+func Zero1Reduction(state func(vars []*model.Variable, lossDType dtypes.DType) (*Zero1, error)) func(h *Host) Reduction {
+	return func(h *Host) Reduction { return &zero1Reduction{h: h, state: state} }
 }
 
-// planSharding: the optimizer state over the processes, whatever the stage.
-func (z zero1) planSharding(*Job) (string, int) { return shardZero1.String(), z.grp.Size() }
-
-// zero1Sync is a TrainStep's part of zero1: it hands the update's gradients to the job's
-// zero1State and runs the update's collectives and apply graph.
-type zero1Sync struct {
-	p  *hostReducedStep
-	st *zero1State
+// zero1Reduction is a step's part of Zero1Reduction.
+type zero1Reduction struct {
+	h     *Host
+	state func(vars []*model.Variable, lossDType dtypes.DType) (*Zero1, error)
+	st    *Zero1
 }
 
-// begin starts an update's gradients: the batch's {w x loss, w}, then place for each variable.
-func (z *zero1Sync) begin(lossSum64, weight64 float64) error {
+// Begin starts an update's gradients: the batch's {w x loss, w}, then place for each variable.
+func (z *zero1Reduction) Begin(lossSum64, weight64 float64) error {
 	lossSum, weight := float32(lossSum64), float32(weight64)
 	if z.st == nil {
-		st, err := z.p.t.job.zero1For(z.p.vars, z.p.lossDType, z.p.grp)
+		st, err := z.state(z.h.Vars(), z.h.LossDType())
 		if err != nil {
 			return err
 		}
 		z.st = st
-		z.p.t.stats.SyncBytes = int64(4 * len(st.send))
+		z.h.step.SetSyncBytes(int64(4 * len(st.send)))
 	}
 	stride := z.st.block + 2
 	for r := range z.st.size {
@@ -77,8 +66,8 @@ func (z *zero1Sync) begin(lossSum64, weight64 float64) error {
 	return nil
 }
 
-// place puts variable i's weighted gradient sum (flat) into the reduce-scatter's blocks.
-func (z *zero1Sync) place(i int, flat []float32) {
+// Place puts variable i's weighted gradient sum (flat) into the reduce-scatter's blocks.
+func (z *zero1Reduction) Place(i int, flat []float32) {
 	st, l := z.st, z.st.layout[i]
 	stride := st.block + 2
 	for r := range st.size {
@@ -87,71 +76,74 @@ func (z *zero1Sync) place(i int, flat []float32) {
 	}
 }
 
-// reduce is the update's reduce-scatter: it returns the global batch's w x loss and weight.
-func (z *zero1Sync) reduce(gb *data.GlobalBatch, _ float64) (lossSum, weight float64, err error) {
+// Reduce is the update's reduce-scatter: it returns the global batch's w x loss and weight.
+func (z *zero1Reduction) Reduce(gb *data.GlobalBatch, _ float64) (lossSum, weight float64, err error) {
 	st := z.st
-	err = z.p.t.timed().Do("reduce-scatter gradients", int64(4*len(st.send)), len(st.vars), func() error {
+	err = z.h.step.Timed().Do("reduce-scatter gradients", int64(4*len(st.send)), len(st.vars), func() error {
 		return st.grp.ReduceScatterSum(st.send, st.recv)
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("accelerator: reduce-scattering the gradients (%s): %w", batchPlace(gb), err)
+		return 0, 0, errorAt("reduce-scattering the gradients", gb, err)
 	}
 	return float64(st.recv[st.block]), float64(st.recv[st.block+1]), nil
 }
 
-// apply updates this rank's slices with their mean gradient (the reduced sums times inv) and
-// all-gathers the updated variables into the job's Store. Under fp16 the slices are also
-// divided by the loss scale, and an update whose gradients are not all finite, on any rank, is
-// skipped on every rank (zero1_lossscale.go).
-func (z *zero1Sync) apply(gb *data.GlobalBatch, total float64) error {
-	st, t := z.st, z.p.t
+// Apply updates this rank's slices with their mean gradient (the reduced sums times inv) and
+// all-gathers the updated variables into the job's Store. Under a guard the slices are also
+// divided by its scale, and an update whose gradients are not all finite, on any rank, is
+// skipped on every rank.
+func (z *zero1Reduction) Apply(gb *data.GlobalBatch, total float64) error {
+	st, timed := z.st, z.h.step.Timed()
 	inv := float32(1 / total)
-	scaler, err := st.lossScaler()
-	if err != nil {
-		return err
+	var scale float32
+	var done func(finite bool) error
+	if st.guard != nil {
+		var err error
+		if scale, done, err = st.guard(st); err != nil {
+			return err
+		}
+		inv /= scale // a power of 2: the same rounding as dividing after
 	}
-	if scaler != nil {
-		inv /= scaler.Scale // a power of 2: the same rounding as dividing after
-	}
+	clip := st.upd.ClipNorm > 0
 	grads := st.recv[:st.block]
 	for k := range grads {
 		grads[k] *= inv
 	}
 	var norm float32
 	finite := true
-	if t.job.opts.clipNorm > 0 || scaler != nil {
+	if clip || done != nil {
 		var sq float64
 		for _, x := range grads {
 			sq += float64(x) * float64(x)
 		}
 		buf := []float64{sq}
-		if err := t.timed().Do("", 8, 0, func() error { return st.grp.AllreduceFloat64(buf, collective.Sum) }); err != nil {
-			return fmt.Errorf("accelerator: all-reducing the gradient norm (%s): %w", batchPlace(gb), err)
+		if err := timed.Do("", 8, 0, func() error { return st.grp.AllreduceFloat64(buf, collective.Sum) }); err != nil {
+			return errorAt("all-reducing the gradient norm", gb, err)
 		}
 		finite = !math.IsInf(buf[0], 0) && !math.IsNaN(buf[0]) // the same on every rank
 		norm = float32(math.Sqrt(buf[0]))
-		if t.job.opts.clipNorm > 0 && finite {
-			if err := st.putMain(gradNormPath, tensors.FromScalar(norm)); err != nil {
+		if clip && finite {
+			if err := st.PutMain(NormPath, tensors.FromScalar(norm)); err != nil {
 				return err
 			}
 		}
 	}
-	if !finite { // fp16: skipped on every rank
-		return st.putLossScaler(scaler.Next(false))
+	if !finite { // under a guard: skipped on every rank
+		return done(false)
 	}
 	updated, err := st.update(grads, norm)
 	if err != nil {
-		return fmt.Errorf("accelerator: applying the gradients to this rank's slices (%s): %w", batchPlace(gb), err)
+		return errorAt("applying the gradients to this rank's slices", gb, err)
 	}
-	err = t.timed().Do("all-gather weights", int64(4*len(st.all)), len(st.vars), func() error { return st.grp.AllgatherFloat32(updated, st.all) })
+	err = timed.Do("all-gather weights", int64(4*len(st.all)), len(st.vars), func() error { return st.grp.AllgatherFloat32(updated, st.all) })
 	if err != nil {
-		return fmt.Errorf("accelerator: all-gathering the updated weights (%s): %w", batchPlace(gb), err)
+		return errorAt("all-gathering the updated weights", gb, err)
 	}
 	if err := st.unshard(); err != nil {
 		return err
 	}
-	if scaler != nil {
-		return st.putLossScaler(scaler.Next(true))
+	if done != nil {
+		return done(true)
 	}
 	return nil
 }
@@ -160,10 +152,15 @@ func (z *zero1Sync) apply(gb *data.GlobalBatch, total float64) error {
 // slice padded with zeros), at offset off of every rank's block.
 type sliceLayout struct{ n, c, off int }
 
-// zero1State is a job's sharded optimizer state over the processes, shared by its TrainSteps:
-// the Store of this rank's slices (sliceStore) and the apply graph that updates them.
-type zero1State struct {
-	job        *Job
+// Zero1 is a job's optimizer state sharded over the processes, shared by its training steps:
+// the Store of this rank's slices (sliceStore) and the apply graph that updates them. The job's
+// Store keeps the whole weights (on every device, for the gradients graph), the counters and
+// the learning rate; the optimizer state stays in the slices' Store, and Complete gives it
+// whole to a checkpoint.
+type Zero1 struct {
+	env        *Env
+	upd        *Update
+	guard      Guard
 	grp        collective.Group
 	size, rank int
 	lossDType  dtypes.DType
@@ -188,19 +185,18 @@ type zero1State struct {
 	all  []float32 // size x block: every rank's updated slices
 }
 
-// zero1For returns the job's sharded state for the trainable variables vars, making it on the
-// first update.
-func (j *Job) zero1For(vars []*model.Variable, lossDType dtypes.DType, grp collective.Group) (*zero1State, error) {
-	if st := j.acc.shardedState[j.store]; st != nil {
-		if !slices.Equal(st.vars, vars) {
-			return nil, errors.New("accelerator: with Config.Sharding over several processes every TrainStep of a job " +
-				"must train the same variables (its optimizer state is sharded once)")
-		}
-		return st, nil
-	}
-	st := &zero1State{job: j, grp: grp, size: grp.Size(), rank: grp.Rank(), lossDType: lossDType, vars: vars,
+// Guard is the host half of a guard that may skip an update (nil: none): given the state, it
+// returns the scale the update's gradients were multiplied by, to divide them by, and done,
+// to call with whether the update's gradients were all finite (the update made or skipped).
+type Guard func(st *Zero1) (scale float32, done func(finite bool) error, err error)
+
+// NewZero1 returns the sharded state of the trainable variables vars of env's Store, whose
+// update (clipping, schedule, optimizer) is update, with the host guard guard (nil: none).
+func NewZero1(env *Env, update *Update, guard Guard, vars []*model.Variable, lossDType dtypes.DType) (*Zero1, error) {
+	grp := env.Group
+	st := &Zero1{env: env, upd: update, guard: guard, grp: grp, size: grp.Size(), rank: grp.Rank(), lossDType: lossDType, vars: vars,
 		sliceStore: model.NewStore(), put: map[string]*tensors.Tensor{}, stateOf: map[*model.Variable]int{}}
-	for path, val := range j.store.IterParams() { // the optimizer's hyperparameters, if set there
+	for path, val := range env.Store.IterParams() { // the optimizer's hyperparameters, if set there
 		st.sliceStore.SetParam(path, val)
 	}
 	used := map[int]bool{}
@@ -230,12 +226,12 @@ func (j *Job) zero1For(vars []*model.Variable, lossDType dtypes.DType, grp colle
 
 // update runs the apply graph on this rank's mean gradient slices (grads, laid out as a
 // block) and returns the updated slices, laid out the same way.
-func (st *zero1State) update(grads []float32, norm float32) ([]float32, error) {
-	clip := st.job.opts.clipNorm > 0
+func (st *Zero1) update(grads []float32, norm float32) ([]float32, error) {
+	clip := st.upd.ClipNorm > 0
 	name := "apply"
 	if st.apply == nil {
 		name = "compile+apply"
-		span := st.job.acc.tl.Start(name, "execute")
+		span := st.env.TL.Start(name, "execute")
 		err := st.compile(clip)
 		span.End()
 		if err != nil {
@@ -263,13 +259,13 @@ func (st *zero1State) update(grads []float32, norm float32) ([]float32, error) {
 	if clip {
 		args = append(args, tensors.FromScalar(norm))
 	}
-	span := st.job.acc.tl.Start(name, "execute")
+	span := st.env.TL.Start(name, "execute")
 	outs, err := st.apply.Exec(args...)
 	span.End()
 	if err != nil {
 		return nil, err
 	}
-	finalizeAll(outs) // the global step: the slices are read from their variables
+	FinalizeAll(outs) // the global step: the slices are read from their variables
 	for i, l := range st.layout {
 		dst := st.mine[l.off : l.off+l.c]
 		t, err := st.slices[i].Value()
@@ -289,7 +285,7 @@ func (st *zero1State) update(grads []float32, norm float32) ([]float32, error) {
 			t, err = t.LocalClone()
 		}
 		if err == nil {
-			err = st.putMain(m.Path(), t)
+			err = st.PutMain(m.Path(), t)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("accelerator: copying %s to the job's Store: %w", m.Path(), err)
@@ -301,12 +297,12 @@ func (st *zero1State) update(grads []float32, norm float32) ([]float32, error) {
 // compile builds the apply graph, which creates the optimizer's variables in the shard
 // Store, and sorts them into sliced state and mirrored values; then it registers the state
 // with the Accelerator for checkpoints.
-func (st *zero1State) compile(clip bool) error {
-	e, err := model.NewExec(st.job.acc.backend, st.sliceStore, st.applyGraphFn)
+func (st *Zero1) compile(clip bool) error {
+	e, err := model.NewExec(st.env.Backend, st.sliceStore, st.applyGraphFn)
 	if err != nil {
 		return fmt.Errorf("accelerator: creating the sharded apply executor: %w", err)
 	}
-	e.WithName(layoutApply.String())
+	e.WithName(Apply.String())
 	in := make([]shapes.Shape, 0, len(st.slices)+1)
 	for _, v := range st.slices {
 		in = append(in, v.Shape())
@@ -342,36 +338,31 @@ func (st *zero1State) compile(clip bool) error {
 	}
 	slices.SortFunc(st.state, func(a, b *model.Variable) int { return strings.Compare(a.Path(), b.Path()) })
 	st.apply = e
-	if st.job.acc.shardedState == nil {
-		st.job.acc.shardedState = map[*model.Store]*zero1State{}
-	}
-	st.job.acc.shardedState[st.job.store] = st
 	return nil
 }
 
 // applyGraphFn is the apply graph over the slices' Store: the mean gradient slices (inputs, one
-// per variable, then the global norm with clipping) applied as applyGradients does, with the
+// per variable, then the global norm with clipping) applied as the job's update (strategy.Update) does, with the
 // clipping factor of the global norm. It returns the global step (the updated slices are the
 // variables' new values).
-func (st *zero1State) applyGraphFn(s *model.Scope, inputs []*Node) []*Node {
-	j := st.job
+func (st *Zero1) applyGraphFn(s *model.Scope, inputs []*Node) []*Node {
 	g := inputs[0].Graph()
 	for _, v := range st.slices {
 		_ = v.NodeValue(g) // the optimizer updates the variables the graph uses, in Store order
 	}
 	grads := inputs[:len(st.slices)]
-	if j.opts.clipNorm > 0 {
-		grads = clipToNorm(g, grads, inputs[len(st.slices)], j.opts.clipNorm)
+	if st.upd.ClipNorm > 0 {
+		grads = ClipToNorm(g, grads, inputs[len(st.slices)], st.upd.ClipNorm)
 	}
 	root := s.Store().RootScope()
-	j.updateWithGradients(root, g, grads, st.lossDType)
+	st.upd.WithGradients(root, g, grads, st.lossDType)
 	return []*Node{optimizer.GetGlobalStepVar(root).NodeValue(g)}
 }
 
 // pull takes into the slices' Store what was set in the job's Store since this state last wrote
 // there (a checkpoint loaded): a whole optimizer-state tensor is sliced and removed from the
 // job's Store, a mirrored value copied. (The weights are sliced at every update.)
-func (st *zero1State) pull() error {
+func (st *Zero1) pull() error {
 	slot := map[string]func(*tensors.Tensor) error{}
 	for _, v := range st.state {
 		slot[v.Path()] = func(t *tensors.Tensor) error { return st.setSlice(v, st.stateOf[v], t) }
@@ -386,7 +377,7 @@ func (st *zero1State) pull() error {
 		}
 	}
 	var moved []string
-	for v := range st.job.store.IterVariables() {
+	for v := range st.env.Store.IterVariables() {
 		set := slot[v.Path()]
 		if set == nil || !v.HasValue() {
 			continue
@@ -408,14 +399,14 @@ func (st *zero1State) pull() error {
 	}
 	for _, path := range moved { // whole optimizer state lives only in slices
 		delete(st.put, path)
-		if err := st.job.store.DeleteVariable(path); err != nil {
+		if err := st.env.Store.DeleteVariable(path); err != nil {
 			return fmt.Errorf("accelerator: removing the whole %s from the job's Store: %w", path, err)
 		}
 	}
 	return nil
 }
 
-func (st *zero1State) isState(path string) bool {
+func (st *Zero1) isState(path string) bool {
 	for _, v := range st.state {
 		if v.Path() == path {
 			return true
@@ -426,7 +417,7 @@ func (st *zero1State) isState(path string) bool {
 
 // setSlice sets dst (in the slices' Store) to this rank's slice of whole, a value of variable
 // i's shape.
-func (st *zero1State) setSlice(dst *model.Variable, i int, whole *tensors.Tensor) error {
+func (st *Zero1) setSlice(dst *model.Variable, i int, whole *tensors.Tensor) error {
 	l := st.layout[i]
 	if whole.DType() != dtypes.Float32 || whole.Shape().Size() != l.n {
 		return fmt.Errorf("it is %s, want %d float32 values (the shape of %s)", whole.Shape(), l.n, st.vars[i].Path())
@@ -441,11 +432,11 @@ func (st *zero1State) setSlice(dst *model.Variable, i int, whole *tensors.Tensor
 
 // unshard rebuilds every variable whole from the all-gathered slices and sets it in the job's
 // Store: the same values on every process.
-func (st *zero1State) unshard() error {
+func (st *Zero1) unshard() error {
 	for i, v := range st.vars {
 		t := tensors.FromShape(v.Shape())
 		st.whole(t, i, st.all, st.block, st.layout[i].off)
-		if err := st.putMain(v.Path(), t); err != nil {
+		if err := st.PutMain(v.Path(), t); err != nil {
 			return err
 		}
 	}
@@ -454,7 +445,7 @@ func (st *zero1State) unshard() error {
 
 // whole writes into t (variable i's shape) the slices of all ranks, found at offset off of
 // each rank's block of length block in all.
-func (st *zero1State) whole(t *tensors.Tensor, i int, all []float32, block, off int) {
+func (st *Zero1) whole(t *tensors.Tensor, i int, all []float32, block, off int) {
 	l := st.layout[i]
 	t.MustMutableFlatData(func(flat any) {
 		dst := flat.([]float32)
@@ -465,13 +456,13 @@ func (st *zero1State) whole(t *tensors.Tensor, i int, all []float32, block, off 
 	})
 }
 
-// putMain sets path in the job's Store to t (creating a non-trainable variable if needed) and
+// PutMain sets path in the job's Store to t (creating a non-trainable variable if needed) and
 // remembers that this state set it.
-func (st *zero1State) putMain(path string, t *tensors.Tensor) error {
-	v := st.job.store.GetVariable(path)
+func (st *Zero1) PutMain(path string, t *tensors.Tensor) error {
+	v := st.env.Store.GetVariable(path)
 	var err error
 	if v == nil {
-		if v, err = st.job.store.CreateVariable(path, t); err == nil {
+		if v, err = st.env.Store.CreateVariable(path, t); err == nil {
 			v.SetTrainable(false)
 		}
 	} else {
@@ -483,3 +474,118 @@ func (st *zero1State) putMain(path string, t *tensors.Tensor) error {
 	st.put[path] = t
 	return nil
 }
+
+// AddResident adds to out the on-device buffers of the state a job sharded over processes
+// keeps outside its Store, on
+// the device each lives on: this rank's slices of the optimizer state and the values
+// mirrored from the job's Store (step counters, learning rate) as OptimizerState, and the
+// weights' slices, which hold a value during an update only, as Weights.
+func (st *Zero1) AddResident(out []memplan.Resident, backend compute.Backend) error {
+	if st.apply == nil { // before the first update (or plan) the slices hold nothing
+		return nil
+	}
+	weight := map[string]bool{}
+	for _, v := range st.slices {
+		weight[v.Path()] = true
+	}
+	for v := range st.sliceStore.IterVariables() {
+		held, err := memplan.HeldTensors(v)
+		if err != nil {
+			return err
+		}
+		k := memplan.KindOptimizer
+		if weight[v.Path()] {
+			k = memplan.KindWeights
+		}
+		for _, t := range held {
+			if err := memplan.AddOnDevice(out, backend, t, k); err != nil {
+				return fmt.Errorf("accelerator: the sharded optimizer state's %s: %w", v.Path(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// PlanState gives the memory plan, before the first update, the optimizer state that zero1
+// keeps outside the job's Store: it makes this job's Zero1 and compiles its apply graph
+// ahead (which creates the optimizer's variables of the slices; the first update then reuses
+// both) and returns that state as the plan counts it: whole, split over the processes.
+func (z *zero1Reduction) PlanState() ([]memplan.Var, error) {
+	st, err := z.state(z.h.Vars(), z.h.LossDType())
+	if err != nil {
+		return nil, err
+	}
+	if st.apply == nil {
+		if err := st.compile(st.upd.ClipNorm > 0); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]memplan.Var, 0, len(st.state))
+	for _, v := range st.state {
+		n := v.Shape().Size() * st.size
+		out = append(out, memplan.Var{Bytes: int64(n) * int64(v.DType().Size()), Dims: []int{n}})
+	}
+	return out, nil
+}
+
+// Complete gives a checkpoint the whole optimizer state: every process calls it (a
+// collective), the slices are all-gathered, and on the main process the whole tensors are
+// added to store under their usual paths; release removes them again after the write. Before
+// the first update (no apply graph compiled, so no optimizer state yet) it adds nothing.
+func (st *Zero1) Complete(store *model.Store) (release func(), err error) {
+	if st.apply == nil {
+		return func() {}, nil
+	}
+	if err := st.pull(); err != nil { // a Load since the last update
+		return nil, err
+	}
+	var n int
+	offs := make([]int, len(st.state))
+	for k, v := range st.state {
+		offs[k] = n
+		n += st.layout[st.stateOf[v]].c
+	}
+	mine, all := make([]float32, n), make([]float32, st.size*n)
+	for k, v := range st.state {
+		t, err := v.Value()
+		if err == nil {
+			err = t.ConstFlatData(func(flat any) { copy(mine[offs[k]:], flat.([]float32)) })
+		}
+		if err != nil {
+			return nil, fmt.Errorf("accelerator: reading this rank's slice of %s: %w", v.Path(), err)
+		}
+	}
+	if err := st.grp.AllgatherFloat32(mine, all); err != nil {
+		return nil, fmt.Errorf("accelerator: gathering the sharded optimizer state for a checkpoint: %w", err)
+	}
+	if st.rank != 0 {
+		return func() {}, nil
+	}
+	var added []string
+	release = func() {
+		for _, path := range added {
+			_ = store.DeleteVariable(path)
+			delete(st.put, path)
+		}
+	}
+	for k, v := range st.state {
+		i := st.stateOf[v]
+		t := tensors.FromShape(shapes.Make(dtypes.Float32, st.vars[i].Shape().Dimensions...))
+		st.whole(t, i, all, n, offs[k])
+		nv, err := store.CreateVariable(v.Path(), t)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("accelerator: adding the whole %s for a checkpoint: %w", v.Path(), err)
+		}
+		nv.SetTrainable(false)
+		added = append(added, v.Path())
+		st.put[v.Path()] = t // not to be pulled back in
+	}
+	return release, nil
+}
+
+// Slices is the Store of this rank's slices of the weights and their optimizer state.
+func (st *Zero1) Slices() *model.Store { return st.sliceStore }
+
+// Vars are the trainable variables whose optimizer state is sharded, in the Store's order.
+func (st *Zero1) Vars() []*model.Variable { return st.vars }
