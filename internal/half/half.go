@@ -12,6 +12,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // BF16 is the bfloat16 nearest to f (ties to even): float32's upper 16 bits, rounded.
@@ -84,7 +85,8 @@ func fp16Decode(h uint16) float32 {
 }
 
 // fp16Table maps every binary16 code to its float32 (256 KiB), built by the first bulk
-// decode: a subnormal's decoding loops, and gradients hold many subnormals.
+// decode that runs the Go kernels (not the vector ones): a subnormal's decoding loops, and
+// gradients hold many subnormals.
 var (
 	fp16Table atomic.Pointer[[1 << 16]float32]
 	fp16Once  sync.Once
@@ -101,36 +103,141 @@ func fp16TableReady() *[1 << 16]float32 {
 	return fp16Table.Load()
 }
 
+// The bulk passes below are the compressed all-reduce's: four of them per update over every
+// gradient. Each runs a kernel on 16-bit words: on amd64 with AVX2 and F16C, vector code 8
+// values at a time (kernels_amd64.s), else Go loops with no per-element calls, bounds checks
+// or branches on the data (gradients mix normal, subnormal and zero values, which branches
+// would mispredict). Both give the scalar functions' bits (TestBulkMatchesScalar and
+// TestKernelsMatchScalar check them against each other). On a little-endian machine the
+// wire's bytes are the words' own memory; elsewhere, or on an odd address, they go through a
+// small buffer of words in blocks.
+
 // EncodeBF16 writes BF16(x[i] * scale) for every i into dst as little-endian pairs of bytes
 // (len(dst) >= 2*len(x)).
-func EncodeBF16(dst []byte, x []float32, scale float32) {
-	dst = dst[:2*len(x)]
-	for i, v := range x {
-		binary.LittleEndian.PutUint16(dst[2*i:], BF16(v*scale))
-	}
-}
+func EncodeBF16(dst []byte, x []float32, scale float32) { encode(dst, x, scale, encodeBF16) }
 
 // EncodeFP16 is EncodeBF16 for binary16.
-func EncodeFP16(dst []byte, x []float32, scale float32) {
-	dst = dst[:2*len(x)]
-	for i, v := range x {
-		binary.LittleEndian.PutUint16(dst[2*i:], FP16(v*scale))
-	}
-}
+func EncodeFP16(dst []byte, x []float32, scale float32) { encode(dst, x, scale, encodeFP16) }
 
 // DecodeBF16 is EncodeBF16's inverse for len(x) values (exact).
-func DecodeBF16(x []float32, src []byte) {
-	src = src[:2*len(x)]
-	for i := range x {
-		x[i] = BF16ToFloat32(binary.LittleEndian.Uint16(src[2*i:]))
+func DecodeBF16(x []float32, src []byte) { decode(x, src, decodeBF16) }
+
+// DecodeFP16 is EncodeFP16's inverse for len(x) values (exact).
+func DecodeFP16(x []float32, src []byte) { decode(x, src, decodeFP16) }
+
+// DecodeAddBF16 adds the len(sum) values that src holds, as EncodeBF16 wrote them, to sum:
+// sum[i] += BF16ToFloat32(code i), in one pass rather than a decode and a sum.
+func DecodeAddBF16(sum []float32, src []byte) { decode(sum, src, decodeAddBF16) }
+
+// DecodeAddFP16 is DecodeAddBF16 for binary16.
+func DecodeAddFP16(sum []float32, src []byte) { decode(sum, src, decodeAddFP16) }
+
+// block is how many values a pass converts at a time through its buffer of words where it
+// cannot use the bytes' own memory.
+const block = 512
+
+// words is b's memory as 16-bit words when those words hold b's little-endian pairs of bytes:
+// on a little-endian machine, with b starting on an even address (a plain, unaligned access
+// faults on some machines). Otherwise it is nil.
+func words(b []byte) []uint16 {
+	p := unsafe.SliceData(b)
+	if len(b) < 2 || binary.NativeEndian.Uint16([]byte{1, 0}) != 1 || uintptr(unsafe.Pointer(p))%2 != 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(p)), len(b)/2)
+}
+
+// encode runs the kernel enc over x into dst (len(dst) >= 2*len(x)).
+func encode(dst []byte, x []float32, scale float32, enc func([]uint16, []float32, float32)) {
+	dst = dst[:2*len(x)]
+	if w := words(dst); w != nil {
+		enc(w, x, scale)
+		return
+	}
+	var buf [block]uint16
+	for lo := 0; lo < len(x); lo += block {
+		n := min(block, len(x)-lo)
+		enc(buf[:n], x[lo:lo+n], scale)
+		for i, h := range buf[:n] {
+			binary.LittleEndian.PutUint16(dst[2*(lo+i):], h)
+		}
 	}
 }
 
-// DecodeFP16 is EncodeFP16's inverse for len(x) values (exact), by table.
-func DecodeFP16(x []float32, src []byte) {
-	t := fp16TableReady()
+// decode runs the kernel dec over the len(x) codes of src into x (len(src) >= 2*len(x)).
+func decode(x []float32, src []byte, dec func([]float32, []uint16)) {
 	src = src[:2*len(x)]
+	if w := words(src); w != nil {
+		dec(x, w)
+		return
+	}
+	var buf [block]uint16
+	for lo := 0; lo < len(x); lo += block {
+		n := min(block, len(x)-lo)
+		for i := range buf[:n] {
+			buf[i] = binary.LittleEndian.Uint16(src[2*(lo+i):])
+		}
+		dec(x[lo:lo+n], buf[:n])
+	}
+}
+
+// encodeBF16Go is EncodeBF16's kernel in Go: BF16 without its branch, the NaN's code picked
+// by a mask.
+func encodeBF16Go(w []uint16, x []float32, scale float32) {
+	w = w[:len(x)]
+	for i, v := range x {
+		b := math.Float32bits(v * scale)
+		h := (b + 0x7fff + (b>>16)&1) >> 16
+		nan := uint32(int32(0x7f800000-b&0x7fffffff) >> 31) // all ones for a NaN
+		w[i] = uint16(h ^ (h^(b>>16|0x0040))&nan)
+	}
+}
+
+// encodeFP16Go is EncodeFP16's kernel in Go: FP16 with its two special cases (beyond 65504,
+// NaN) picked by masks too.
+func encodeFP16Go(w []uint16, x []float32, scale float32) {
+	w = w[:len(x)]
+	for i, v := range x {
+		b := math.Float32bits(v * scale)
+		a := b & 0x7fffffff
+		n := a - (127-15)<<23
+		n = (n + 0xfff + (n>>13)&1) >> 13
+		sub := math.Float32bits(math.Float32frombits(a)+0.5) - 0x3f000000
+		h := n ^ (n^sub)&uint32(int32(a-0x38800000)>>31)                    // subnormal: a < 2^-14
+		h ^= (h ^ 0x7c00) & uint32(int32(0x477fefff-a)>>31)                 // Inf: a >= 65520
+		h ^= (h ^ (0x7e00 | a>>13&0x3ff)) & uint32(int32(0x7f800000-a)>>31) // NaN
+		w[i] = uint16(b>>16&0x8000 | h)
+	}
+}
+
+// decodeBF16Go, decodeAddBF16Go, decodeFP16Go and decodeAddFP16Go are the decoding kernels in
+// Go (fp16's by table).
+func decodeBF16Go(x []float32, w []uint16) {
+	w = w[:len(x)]
 	for i := range x {
-		x[i] = t[binary.LittleEndian.Uint16(src[2*i:])]
+		x[i] = math.Float32frombits(uint32(w[i]) << 16)
+	}
+}
+
+func decodeAddBF16Go(sum []float32, w []uint16) {
+	w = w[:len(sum)]
+	for i := range sum {
+		sum[i] += math.Float32frombits(uint32(w[i]) << 16)
+	}
+}
+
+func decodeFP16Go(x []float32, w []uint16) {
+	t := fp16TableReady()
+	w = w[:len(x)]
+	for i := range x {
+		x[i] = t[w[i]]
+	}
+}
+
+func decodeAddFP16Go(sum []float32, w []uint16) {
+	t := fp16TableReady()
+	w = w[:len(sum)]
+	for i := range sum {
+		sum[i] += t[w[i]]
 	}
 }

@@ -47,6 +47,15 @@ func (c *Codec) decode(x []float32, src []byte) {
 	}
 }
 
+// decodeAdd adds the len(sum) values that src holds, as encode wrote them, to sum.
+func (c *Codec) decodeAdd(sum []float32, src []byte) {
+	if c.fp16 {
+		half.DecodeAddFP16(sum, src)
+	} else {
+		half.DecodeAddBF16(sum, src)
+	}
+}
+
 // Compressor holds the buffers of the compressed all-reduce of one step's gradients: n
 // elements in all, padded to size chunks of chunk elements, chunk r owned by rank r.
 type Compressor struct {
@@ -56,7 +65,6 @@ type Compressor struct {
 	wire  []byte    // this rank's 16-bit gradients, then every rank's 16-bit sums
 	recv  []byte    // every rank's 16-bit values of the chunk this rank owns
 	sum   []float32 // the float32 sums of this rank's chunk
-	part  []float32 // one rank's decoded values of that chunk
 	mine  []byte    // the sums in 16 bit
 }
 
@@ -65,7 +73,7 @@ func NewCompressor(c *Codec, n, size int) *Compressor {
 	chunk := (n + size - 1) / size
 	return &Compressor{c: c, size: size, chunk: chunk,
 		wire: make([]byte, 2*chunk*size), recv: make([]byte, 2*chunk*size),
-		sum: make([]float32, chunk), part: make([]float32, chunk), mine: make([]byte, 2*chunk)}
+		sum: make([]float32, chunk), mine: make([]byte, 2*chunk)}
 }
 
 // Bytes is the size of the 16-bit buffer each process contributes per update (padding
@@ -92,13 +100,10 @@ func (k *Compressor) Reduce(g Group, bufs [][]float32, scale float32) error {
 		return err
 	}
 	inPieces(k.chunk, func(lo, hi int) {
-		sum, part := k.sum[lo:hi], k.part[lo:hi]
-		clear(sum)
+		sum := k.sum[lo:hi]
+		clear(sum) // from +0, so that the sum of -0s is +0 as in a plain loop
 		for r := range k.size {
-			k.c.decode(part, k.recv[2*(r*k.chunk+lo):])
-			for i, v := range part {
-				sum[i] += v
-			}
+			k.c.decodeAdd(sum, k.recv[2*(r*k.chunk+lo):])
 		}
 		k.c.encode(k.mine[2*lo:], sum, 1)
 	})
