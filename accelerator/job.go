@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"iter"
-	"slices"
 	"time"
 
 	"github.com/goaccel/goaccel/data"
@@ -274,16 +273,12 @@ func (j *Job) args(gb *data.GlobalBatch) ([]any, error) {
 	if len(first.Inputs) == 0 {
 		return nil, errors.New("accelerator: the batch has no inputs")
 	}
-	ranks := make([]int, len(first.Inputs))
-	for i, t := range first.Inputs {
-		ranks[i] = t.Shape().Rank()
-	}
 	if j.inputRanks == nil {
-		j.inputRanks = ranks
-	} else if !slices.Equal(ranks, j.inputRanks) {
-		return nil, fmt.Errorf("accelerator: batch inputs changed from ranks %v to %v", j.inputRanks, ranks)
+		j.inputRanks = inputRanks(first)
+	} else if !sameRanks(first, j.inputRanks) {
+		return nil, fmt.Errorf("accelerator: batch inputs changed from ranks %v to %v", j.inputRanks, inputRanks(first))
 	}
-	var args []any
+	args := make([]any, 0, len(gb.Shards)*(len(first.Inputs)+2))
 	for d, sh := range gb.Shards {
 		if len(sh.Inputs) != len(first.Inputs) || (sh.Labels == nil) != (first.Labels == nil) || sh.Mask == nil {
 			return nil, fmt.Errorf("accelerator: shard %d of batch %d is not shaped like shard 0 (inputs, labels, mask)", d, gb.Index+1)
@@ -305,6 +300,29 @@ func (j *Job) args(gb *data.GlobalBatch) ([]any, error) {
 		args = append(args, sh.Mask)
 	}
 	return args, nil
+}
+
+// inputRanks are the ranks of a batch's inputs.
+func inputRanks(b *data.Batch) []int {
+	ranks := make([]int, len(b.Inputs))
+	for i, t := range b.Inputs {
+		ranks[i] = t.Shape().Rank()
+	}
+	return ranks
+}
+
+// sameRanks reports whether b's inputs have the ranks ranks, without allocating (Job.args
+// checks every batch).
+func sameRanks(b *data.Batch, ranks []int) bool {
+	if len(b.Inputs) != len(ranks) {
+		return false
+	}
+	for i, t := range b.Inputs {
+		if t.Shape().Rank() != ranks[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // newExec builds the executor of a graph function, laid out over the job's devices.

@@ -48,25 +48,62 @@ func checkLabels(gb *data.GlobalBatch, numClasses int) error {
 		if sh.Labels == nil {
 			continue
 		}
-		var vals []float64
-		var ok bool
-		if err := sh.Labels.ConstFlatData(func(flat any) { vals, ok = strategy.AsFloat64s(flat) }); err != nil {
+		bad, v, ok := -1, 0.0, false
+		if err := sh.Labels.ConstFlatData(func(flat any) { bad, v, ok = firstBadLabel(flat, numClasses) }); err != nil {
 			return fmt.Errorf("accelerator: reading the labels: %w", err)
 		}
 		if !ok {
 			return fmt.Errorf("accelerator: labels of dtype %s cannot be class indices", sh.Labels.DType())
 		}
-		for i, v := range vals {
-			if v < 0 || v >= float64(numClasses) || v != float64(int64(v)) {
-				idx := -1
-				if i < len(sh.Indices) {
-					idx = sh.Indices[i]
-				}
-				return fmt.Errorf("accelerator: label %v of example %d (dataset index; batch %d of epoch %d, "+
-					"device %d, row %d) is out of bounds: the loss has %d classes, so labels must be in [0, %d)",
-					v, idx, gb.Index+1, gb.Epoch+1, d, i, numClasses, numClasses)
+		if bad >= 0 {
+			idx := -1
+			if bad < len(sh.Indices) {
+				idx = sh.Indices[bad]
 			}
+			return fmt.Errorf("accelerator: label %v of example %d (dataset index; batch %d of epoch %d, "+
+				"device %d, row %d) is out of bounds: the loss has %d classes, so labels must be in [0, %d)",
+				v, idx, gb.Index+1, gb.Epoch+1, d, bad, numClasses, numClasses)
 		}
 	}
 	return nil
+}
+
+// firstBadLabel scans a labels tensor's flat data, without copying it, for the first value that
+// is not a class index in [0, numClasses): its row and value (row -1: none). ok is false for
+// a dtype that cannot hold class indices. It runs before every step, so it reads the labels'
+// own dtype rather than a float64 copy of them.
+func firstBadLabel(flat any, numClasses int) (row int, v float64, ok bool) {
+	switch f := flat.(type) {
+	case []int32:
+		row, v = firstBadInt(f, numClasses)
+	case []int64:
+		row, v = firstBadInt(f, numClasses)
+	case []int:
+		row, v = firstBadInt(f, numClasses)
+	case []uint8:
+		row, v = firstBadInt(f, numClasses)
+	default:
+		vals, isNum := strategy.AsFloat64s(flat) // float labels: also checked to be whole numbers
+		if !isNum {
+			return -1, 0, false
+		}
+		for i, x := range vals {
+			if x < 0 || x >= float64(numClasses) || x != float64(int64(x)) {
+				return i, x, true
+			}
+		}
+		return -1, 0, true
+	}
+	return row, v, true
+}
+
+// firstBadInt is firstBadLabel's scan of integer labels.
+func firstBadInt[T int32 | int64 | int | uint8](vals []T, numClasses int) (int, float64) {
+	n := int64(numClasses)
+	for i, x := range vals {
+		if int64(x) < 0 || int64(x) >= n {
+			return i, float64(x)
+		}
+	}
+	return -1, 0
 }

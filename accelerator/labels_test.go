@@ -89,3 +89,33 @@ func TestPerExampleCrossEntropyMisuse(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstBadLabel checks the host scan of the labels in each dtype a loader may give them:
+// the first value outside [0, classes) (or, for float labels, not a whole number) and its row,
+// none for good labels, and a refusal of a dtype that cannot hold class indices.
+func TestFirstBadLabel(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		flat    any
+		row     int
+		value   float64
+		refused bool
+	}{
+		{"int32 good", []int32{0, 2, 1}, -1, 0, false},
+		{"int32 too big", []int32{0, 3, 5}, 1, 3, false},
+		{"int32 negative", []int32{0, 1, -1}, 2, -1, false},
+		{"int64 too big", []int64{2, 1 << 40}, 1, 1 << 40, false},
+		{"int too big", []int{0, 0, 0, 7}, 3, 7, false},
+		{"uint8 too big", []uint8{1, 255}, 1, 255, false},
+		{"float32 good", []float32{0, 1, 2}, -1, 0, false},
+		{"float32 fraction", []float32{0, 1.5}, 1, 1.5, false},
+		{"float64 too big", []float64{3}, 0, 3, false},
+		{"bool refused", []bool{true}, -1, 0, true},
+	} {
+		row, v, ok := firstBadLabel(c.flat, 3)
+		if ok == c.refused || row != c.row || v != c.value {
+			t.Errorf("%s: firstBadLabel = (row %d, value %v, ok %v), want (row %d, value %v, ok %v)",
+				c.name, row, v, ok, c.row, c.value, !c.refused)
+		}
+	}
+}

@@ -112,3 +112,27 @@ func TestLossValueDTypes(t *testing.T) {
 		})
 	}
 }
+
+// TestArgsInputRanksChanged: a batch whose inputs change rank after the first is refused with
+// both ranks named (Job.args checks every batch without allocating).
+func TestArgsInputRanksChanged(t *testing.T) {
+	a := newXLA(t, 1)
+	x, y := toyData(4)
+	job, err := a.Prepare(model.NewStore(), optimizer.Adam().Done(), &fixedSource{x: x, y: y, batch: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gb := firstBatch(t, job)
+	if _, err := job.args(gb); err != nil {
+		t.Fatal(err)
+	}
+	sh := *gb.Shards[0]
+	sh.Inputs = []*tensors.Tensor{tensors.FromValue([][][]float32{{{1}}, {{2}}, {{3}}, {{4}}})}
+	_, err = job.args(&data.GlobalBatch{Shards: []*data.Batch{&sh}})
+	if err == nil || !strings.Contains(err.Error(), "changed from ranks [2] to [3]") {
+		t.Fatalf("got %v, want the ranks [2] and [3] named", err)
+	}
+	if _, err := job.args(gb); err != nil {
+		t.Errorf("the first batch again: %v", err)
+	}
+}
