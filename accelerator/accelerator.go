@@ -2,8 +2,6 @@ package accelerator
 
 import (
 	"fmt"
-	"github.com/goaccel/goaccel/accelerator/internal/collective"
-	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"io"
 	"os"
 	"regexp"
@@ -13,7 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"github.com/goaccel/goaccel/accelerator/internal/precision"
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/hostmem"
 	"github.com/goaccel/goaccel/internal/plugins"
@@ -24,117 +24,6 @@ import (
 	"github.com/gomlx/go-xla/compute/xla"
 	"github.com/gomlx/gomlx/ml/model"
 )
-
-// Config chooses where an Accelerator runs. The zero value discovers everything:
-//
-//	acc, err := accelerator.New(accelerator.Config{})                    // best backend found
-//	acc, err := accelerator.New(accelerator.Config{Backend: "xla:cpu", Devices: 4}) // 4 CPU devices
-type Config struct {
-	// Backend forces a backend: "go" (pure Go, one device), "xla" (best XLA plugin found),
-	// "xla:cuda", "xla:cpu", or the path of a PJRT plugin (".so", optionally after "xla:").
-	// Empty means $GOMLX_BACKEND, else discovery (CUDA plugin when a GPU is present, then
-	// the CPU plugin, then pure Go). XLA's options may follow after commas, as go-xla reads
-	// them: "xla:cuda,tf32=off,memory_fraction=0.45,preallocate=on" (see TF32, MemoryFraction
-	// and Preallocate).
-	Backend string
-	// Devices is how many devices to use; 0 means all that were found. On the XLA CPU
-	// plugin it is also how many host devices are created (default 4 there, or
-	// $GOACCEL_DEVICES, or --xla_force_host_platform_device_count in $XLA_FLAGS), at most
-	// max(8, CPU cores) unless $GOACCEL_MAX_CPU_DEVICES sets another cap.
-	Devices int
-	// MixedPrecision is "no" (the default, also "fp32"), "bf16" or "fp16"; empty means
-	// $GOACCEL_MIXED_PRECISION, else "no". With "bf16" or "fp16" the model computes its
-	// activations and matrix products in bfloat16 or float16 while the variables (master
-	// weights), the optimizer state and the update stay float32. A model that implements
-	// ComputeDTypeSetter (bert.Classifier) does the casting itself; any other model, built
-	// from GoMLX layers with nothing to implement, is cast by goaccel: the step and eval
-	// functions see their float32 variables and float inputs in the 16-bit dtype (gradients
-	// flow back to the float32 variables), CrossEntropy's softmax and the loss run in
-	// float32, and a float32 constant mixed with 16-bit activations is an error naming the
-	// op. "fp16" adds dynamic loss scaling with PyTorch GradScaler's defaults (Job.LossScale):
-	// an update whose gradient is not finite is skipped on every process. docs/semantics.md
-	// says what runs in which dtype.
-	MixedPrecision string
-	// Sharding shards the training state, as DeepSpeed's ZeRO stages and FSDP do: "no" (the
-	// default, also "") keeps a full copy of everything on every device; "zero1" shards the
-	// optimizer state, "zero2" also the gradient accumulators, "zero3" also the weights
-	// (FSDP's FULL_SHARD). The update is the same as unsharded. Within one process the state
-	// is sharded over its devices (docs/sharding.md): a variable on its first axis the device
-	// count divides; scalars and variables it divides on no axis stay replicated. Over several
-	// processes every stage shards the optimizer state over the processes (ZeRO-1 over MPI:
-	// reduce-scatter of the gradients, each process updates its 1/P slice, all-gather of the
-	// weights; docs/sharding-processes.md) and the weights and accumulators stay whole on each
-	// device; the optimizer state's slices then live outside Job.Store (a checkpoint Save with
-	// the Accelerator as its Processes still writes them whole). Empty means $GOACCEL_SHARDING,
-	// else "no"; an unknown value is an error.
-	Sharding string
-	// Seed seeds variable initialisation and in-graph randomness (dropout) of prepared models.
-	Seed int64
-	// AllowDownload lets go-xla download a missing plugin. Off by default: offline machines
-	// start in seconds instead of failing on the network.
-	AllowDownload bool
-	// Output receives Print's output; nil means os.Stdout.
-	Output io.Writer
-	// Quiet suppresses the one-line plan printed by New on the main process.
-	Quiet bool
-	// Timeout bounds every wait on other processes (barriers, gradient all-reduces, gathers)
-	// in a run over several processes: a process that does not arrive in time makes the
-	// waiting ones fail with an error naming it, instead of hanging. 0 means
-	// $GOACCEL_TIMEOUT (a Go duration such as "90s" or "30m", or a number of seconds) or
-	// else 30 minutes. ($GOACCEL_COLLECTIVE_TIMEOUT, its former name, is an error.)
-	Timeout time.Duration
-	// Verify checks the distributed update against one device at the first optimizer update
-	// and then every Verify-th (updates 1, N, 2N, ...): before the update, rank 0 keeps a copy
-	// of the variables and the optimizer state, gathers the update's global batches from all
-	// processes, recomputes the update on its device 0 alone and compares every variable with
-	// the distributed result; a difference beyond 1e-5 + 1e-3 x the variable's largest value
-	// fails TrainStep.Run on every process with an error naming the step, the variable and the
-	// difference. It costs a copy of the model and its optimizer state on rank 0 (twice the
-	// memory) and the gather, only on the updates it checks; off, the step does nothing more.
-	// It needs the step to be deterministic (no dropout) and the model to fit on one device.
-	// 0 (the default) means $GOACCEL_VERIFY, else off; a negative value is an error.
-	Verify int
-	// GradientCompression is "no" (the default), "bf16" or "fp16": in a run over several
-	// processes each update's gradients cross processes as 16-bit floats, half the bytes of
-	// float32, by a reduce-scatter of the 16-bit values, a float32 sum on the process that owns
-	// each chunk and an all-gather of the sums in 16 bit, so every process applies the same
-	// update (docs/semantics.md gives its error bound). The loss and its weight stay exact. It
-	// changes nothing in a single process, whose devices average in the compiled step. Empty
-	// means $GOACCEL_GRADIENT_COMPRESSION, else "no". It cannot be combined with Verify, which
-	// checks the exact update, nor with Sharding over several processes.
-	GradientCompression string
-	// Timeline is a folder where this process writes its Chrome trace (chrome://tracing,
-	// Perfetto) as rank_<rank>.json when the Accelerator closes: each training step with,
-	// inside it, its graph executions (the first one includes the compilation), all-reduces
-	// (with their bytes) and the apply graph; the waits for the next global batch, gathers and
-	// barriers. goaccel launch merges its node's ranks into timeline-node<N>.json. Empty means
-	// $GOACCEL_TIMELINE, else off (off, recording costs one nil check).
-	Timeline string
-	// TF32 is "on" or "off" (also "true"/"false", "1"/"0"): whether XLA's CUDA plugin computes
-	// float32 matrix products in TF32 (10-bit mantissa inputs, float32 accumulation; XLA's
-	// default, on) or in full float32 (off, precision HIGHEST), as PyTorch's
-	// torch.backends.cuda.matmul.allow_tf32. Empty means the backend string's "tf32=" option
-	// ("xla:cuda,tf32=off"), else $GOACCEL_TF32, else XLA's default. Setting it for any other
-	// backend is an error. docs/gpu.md.
-	TF32 string
-	// MemoryFraction is the share of each GPU's memory this process may use on XLA's CUDA
-	// plugin, above 0 and at most 1 (the plugin's default is 0.75), as JAX's
-	// XLA_PYTHON_CLIENT_MEM_FRACTION: processes sharing a GPU each get a part. 0 means the
-	// backend string's "memory_fraction=" option, else $GOACCEL_MEMORY_FRACTION, else the
-	// plugin's default. Setting it for any other backend is an error.
-	MemoryFraction float64
-	// Preallocate is "on" or "off": whether XLA's CUDA plugin reserves its memory share at
-	// start (JAX's default) or grows into it as needed (go-xla's default, off). Empty means the
-	// backend string's "preallocate=" option, else $GOACCEL_PREALLOCATE, else off. Setting it
-	// for any other backend is an error.
-	Preallocate string
-	// DeviceMemory is the memory budget of each device, in bytes: a training step whose memory
-	// plan (see MemoryPlan) needs more fails before its first execution, naming its largest
-	// part and the ways out; with WithAutoBatch it picks a smaller per-device batch instead.
-	// On the XLA CPU plugin it is the only limit. 0 means $GOACCEL_DEVICE_MEMORY ("2GiB",
-	// "512MiB" or plain bytes), else no budget.
-	DeviceMemory int64
-}
 
 // Info describes what New found and chose.
 type Info struct {

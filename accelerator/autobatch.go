@@ -2,78 +2,12 @@ package accelerator
 
 import (
 	"fmt"
-	"github.com/goaccel/goaccel/accelerator/internal/collective"
 
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
 )
-
-// chooseMicro is WithAutoBatch's choice: the largest per-device batch b dividing the
-// global batch's per-device slots S whose plan fits the budget, the rest made up by
-// accumulating S/b micro-batches. Every process computes it from the same shapes and
-// statistics; with several, they check they agree.
-func (t *TrainStep) chooseMicro(gb *data.GlobalBatch) error {
-	j := t.job
-	slots := gb.Shards[0].Size()
-	var first, chosen, last *MemoryPlan
-	k := 0 // 0: no per-device batch fits
-	for cand := 1; cand <= slots; cand++ {
-		if slots%cand != 0 {
-			continue
-		}
-		b := slots / cand
-		if first != nil && first.Budget > 0 && b > 1 {
-			// The activations scale with the batch: skip a candidate whose prediction,
-			// an underestimate, already exceeds the budget.
-			fixed := first.Total() - first.Temporaries
-			if fixed+first.Temporaries*int64(b)/int64(slots) > first.Budget {
-				continue
-			}
-		}
-		micro, err := microBatch(gb, 0, b)
-		if err != nil {
-			return err
-		}
-		args, err := j.args(micro)
-		if err != nil {
-			return err
-		}
-		j.micro = cand // traces the accumulating graphs when cand > 1
-		p, err := t.planAt(micro, args, j.accumulating())
-		j.micro = 0
-		if err != nil {
-			return err
-		}
-		if first == nil {
-			first = &p
-		}
-		last = &p
-		if p.Fits() {
-			chosen, k = &p, cand
-			break
-		}
-	}
-	// Agree before failing too: a process that fails alone would leave the others waiting.
-	if err := j.agreeOn("the auto batch's micro-batch count (0: none fits)", k); err != nil {
-		return err
-	}
-	if chosen == nil {
-		j.keepPlan(*last)
-		return last.plan().BudgetError()
-	}
-	if err := checkCombination(combination{settings: &j.acc.settings, strategy: j.strategy, microBatches: k}); err != nil {
-		return err
-	}
-	j.keepPlan(*chosen)
-	t.micro, j.micro = k, k
-	j.acc.plan("goaccel: auto batch: per-device batch %d x %d micro-batch(es) = %d slots per device, global batch kept; %s",
-		slots/k, k, slots, chosen)
-	return nil
-}
-
-// agreeOn checks that every process computed the same value (collective.Agree).
-func (j *Job) agreeOn(what string, v int) error { return collective.Agree(j.acc.grp, what, v) }
 
 // microBatched wraps next (the strategy's runner): with WithAutoBatch, once the first Run
 // chose t.micro > 1, a global batch runs as t.micro micro-batches whose gradients accumulate

@@ -1,9 +1,8 @@
 package accelerator
 
 import (
-	"github.com/goaccel/goaccel/accelerator/internal/strategy"
-
 	"github.com/goaccel/goaccel/accelerator/internal/precision"
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
@@ -165,9 +164,3 @@ func (j *Job) update() *strategy.Update {
 func (j *Job) applyGradients(root *model.Scope, g *Graph, grads []*Node, lossDType dtypes.DType) {
 	j.update().Apply(root, g, grads, lossDType)
 }
-
-// internalScope holds goaccel's own variables (gradient accumulators, last gradient norm).
-const internalScope = strategy.InternalScope
-
-// isAccumulator reports whether path is one of the gradient accumulators.
-func isAccumulator(path string) bool { return strategy.IsAccumulator(path) }

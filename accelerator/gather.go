@@ -5,11 +5,13 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
-	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"math"
 	"reflect"
 	"slices"
+	"sort"
 
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/dtypes/bfloat16"
 	"github.com/gomlx/compute/dtypes/float16"
@@ -332,4 +334,158 @@ func padBytes(dtype dtypes.DType, v float64) ([]byte, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// Gathered holds per-example results collected from every device. Row i of every output
+// and of Labels belongs to the same example, whose dataset index is Indices[i].
+//
+// Rows whose outputs differ in shape beyond axis 0 — per-token logits [B, L, C] of batches
+// padded to different lengths (data.BucketLength), in different batches or processes — are
+// gathered into one tensor padded with Pad to the largest size along each axis, and Lengths
+// says which part of each row is real:
+//
+//	res, err := job.Evaluate(testLoader, eval) // output 0: logits [B, L, C], L = 16 or 32
+//	// res.Outputs[0] is [N, 32, C]; a row of a 16-token batch has res.Lengths[0][i] = [16 C]
+//	// and holds eval.Pad at tokens 16..31.
+type Gathered struct {
+	// Outputs are the eval function's outputs, each [N, ...].
+	Outputs []*tensors.Tensor
+	// Lengths[k][i] is the real shape of row i of output k: its dimensions after axis 0 as the
+	// eval function returned them. Where it is smaller than Outputs[k]'s, the rest of the row
+	// holds Pad. Rows may share these slices.
+	Lengths [][][]int
+	// Pad is the value of the positions that gathering added to rows shorter than others:
+	// EvalStep.Pad (0 unless set). Labels of different shapes are padded with it too.
+	Pad float64
+	// Labels are the examples' labels [N], or nil when the data has none.
+	Labels *tensors.Tensor
+	// Real flags real examples (false: padding added by the sampler or the loader).
+	Real []bool
+	// Indices are the examples' dataset indices; Positions their positions in the epoch order
+	// (-1 for padding).
+	Indices, Positions []int
+
+	labelLengths [][]int // the labels' real shapes, as Lengths (nil: the shape of Labels)
+}
+
+// Len is the number of rows.
+func (g *Gathered) Len() int { return len(g.Indices) }
+
+// GatherForMetrics concatenates gathered results, drops padding rows and sorts the rest by
+// their position in the epoch order (dataset order for an unshuffled loader). Outputs of
+// different shapes beyond axis 0 are padded to the largest among the rows kept, with the
+// parts' Pad, which must be the same in all; Lengths keeps each row's real shape.
+func GatherForMetrics(parts ...*Gathered) (*Gathered, error) {
+	for p, g := range parts {
+		if !samePad(g.Pad, parts[0].Pad) {
+			return nil, fmt.Errorf("accelerator: GatherForMetrics: part %d pads with %g, part 0 with %g", p, g.Pad, parts[0].Pad)
+		}
+	}
+	type keyed struct {
+		pos int
+		ref rowRef
+	}
+	var rows []keyed
+	for p, g := range parts {
+		for i := range g.Indices {
+			if g.Real[i] {
+				rows = append(rows, keyed{pos: g.Positions[i], ref: rowRef{part: p, row: i}})
+			}
+		}
+	}
+	sort.SliceStable(rows, func(a, b int) bool { return rows[a].pos < rows[b].pos })
+	refs := make([]rowRef, len(rows))
+	out := &Gathered{}
+	if len(parts) > 0 {
+		out.Pad = parts[0].Pad
+	}
+	for i, r := range rows {
+		refs[i] = r.ref
+		g := parts[r.ref.part]
+		out.Real = append(out.Real, true)
+		out.Indices = append(out.Indices, g.Indices[r.ref.row])
+		out.Positions = append(out.Positions, g.Positions[r.ref.row])
+	}
+	if len(parts) == 0 {
+		return out, nil
+	}
+	if err := pickRows(parts, refs, out, "part"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Argmax returns, for output k of shape [N, C], the index of the largest value of each row:
+// the predicted class for logits.
+func (g *Gathered) Argmax(k int) ([]int, error) {
+	if k < 0 || k >= len(g.Outputs) {
+		return nil, fmt.Errorf("accelerator: Gathered.Argmax: output %d requested, but there are %d outputs", k, len(g.Outputs))
+	}
+	t := g.Outputs[k]
+	if t.Shape().Rank() != 2 {
+		return nil, fmt.Errorf("accelerator: Gathered.Argmax: needs a [N, C] output, output %d is %s", k, t.Shape())
+	}
+	n, c := t.Shape().Dimensions[0], t.Shape().Dimensions[1]
+	preds := make([]int, n)
+	var err error
+	cerr := t.ConstFlatData(func(flat any) {
+		vals, ok := strategy.AsFloat64s(flat)
+		if !ok {
+			err = fmt.Errorf("accelerator: Gathered.Argmax: a %s output is not supported", t.DType())
+			return
+		}
+		for i := range n {
+			best := 0
+			for j := 1; j < c; j++ {
+				if vals[i*c+j] > vals[i*c+best] {
+					best = j
+				}
+			}
+			preds[i] = best
+		}
+	})
+	if cerr != nil {
+		return nil, cerr
+	}
+	return preds, err
+}
+
+// IntLabels returns the labels as ints.
+func (g *Gathered) IntLabels() ([]int, error) {
+	if g.Labels == nil {
+		return nil, errors.New("accelerator: Gathered.IntLabels: the gathered results have no labels")
+	}
+	var out []int
+	var err error
+	cerr := g.Labels.ConstFlatData(func(flat any) {
+		vals, ok := strategy.AsFloat64s(flat)
+		if !ok {
+			err = fmt.Errorf("accelerator: Gathered.IntLabels: labels of dtype %s are not numbers", g.Labels.DType())
+			return
+		}
+		out = make([]int, len(vals))
+		for i, v := range vals {
+			out[i] = int(v)
+		}
+	})
+	if cerr != nil {
+		return nil, cerr
+	}
+	return out, err
+}
+
+// Floats returns output k flattened as float64 values (for per-example losses or scores).
+func (g *Gathered) Floats(k int) ([]float64, error) {
+	if k < 0 || k >= len(g.Outputs) {
+		return nil, fmt.Errorf("accelerator: Gathered.Floats: output %d requested, but there are %d outputs", k, len(g.Outputs))
+	}
+	var out []float64
+	var ok bool
+	if err := g.Outputs[k].ConstFlatData(func(flat any) { out, ok = strategy.AsFloat64s(flat) }); err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("accelerator: Gathered.Floats: output %d of dtype %s is not numeric", k, g.Outputs[k].DType())
+	}
+	return out, nil
 }

@@ -3,16 +3,17 @@ package accelerator
 import (
 	"errors"
 	"fmt"
-	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"iter"
 	"time"
 
+	"github.com/goaccel/goaccel/accelerator/internal/collective"
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/distributed"
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
@@ -106,70 +107,6 @@ func (j *Job) numDevices() int {
 		return 1
 	}
 	return j.acc.NumDevices()
-}
-
-// Prepare binds a model's variables (anything with a model.Store, such as a *model.Store or
-// a model object exposing Store()), an optimizer and a data source for data-parallel
-// training: the source is split over all replicas (devices x processes), the variables are
-// replicated on every device, and each step's batch is sharded along its batch axis.
-// On the main process it prints the batch plan:
-//
-//	goaccel: per-device batch 64 x 4 device(s) x 1 process(es) = global batch 256; 150 batches/epoch
-//
-// and, for a data.LoaderConfig.GlobalBatchSize of 16 on 3 devices (shares 6 + 6 + 4):
-//
-//	goaccel: per-device batch 6 x 3 device(s) x 1 process(es) = 18 slots: global batch 16 + 2 masked; 7 batches/epoch
-func (a *Accelerator) Prepare(m model.StoreProvider, opt optimizer.Interface, src data.Source, opts ...PrepareOption) (*Job, error) {
-	j, err := a.prepare(m, opt, src, opts)
-	if err != nil {
-		return nil, wrapOp("Prepare", err)
-	}
-	return j, nil
-}
-
-func (a *Accelerator) prepare(m model.StoreProvider, opt optimizer.Interface, src data.Source, opts []PrepareOption) (*Job, error) {
-	if m == nil || m.Store() == nil {
-		return nil, errors.New("accelerator: Prepare: the model has no model.Store")
-	}
-	if opt == nil {
-		return nil, errors.New("accelerator: Prepare: the optimizer is nil (e.g. optimizer.Adam().LearningRate(2e-5).Done())")
-	}
-	j := &Job{acc: a, store: m.Store(), opt: opt, src: src, mesh: a.mesh}
-	j.opts.accumulate = 1
-	for _, o := range opts {
-		o(&j.opts)
-	}
-	if j.opts.accumulate < 1 {
-		return nil, fmt.Errorf("accelerator: Prepare: gradient accumulation must be over >= 1 batch, got %d", j.opts.accumulate)
-	}
-	if j.opts.clipNorm < 0 {
-		return nil, fmt.Errorf("accelerator: Prepare: clip norm must be >= 0, got %g", j.opts.clipNorm)
-	}
-	var err error
-	if j.autocast, err = a.applyPrecision(m); err != nil {
-		return nil, err
-	}
-	j.strategy = chooseStrategy(a.grp, &a.settings)
-	if err := checkCombination(combination{settings: &a.settings, strategy: j.strategy}); err != nil {
-		return nil, err
-	}
-	if _, err := j.strategy.syncVariables(j); err != nil { // e.g. pretrained weights loaded before Prepare
-		return nil, err
-	}
-	root := j.store.RootScope()
-	if _, found := j.store.GetParam(initializer.ParamInitialSeed); !found {
-		root.SetParam(initializer.ParamInitialSeed, a.seed)
-	}
-	if err := seedRNG(j.store, a.seed+int64(a.ProcessIndex())); err != nil { // dropout differs per process, as in DDP
-		return nil, fmt.Errorf("accelerator: Prepare: seeding the model's random state: %w", err)
-	}
-	if src != nil {
-		if err := a.distribute(src); err != nil {
-			return nil, err
-		}
-		a.plan("%s", a.batchPlan(src, j.opts.accumulate))
-	}
-	return j, nil
 }
 
 // batchPlan is the batch plan line Prepare prints: both batch sizes, and with a fixed global
@@ -341,3 +278,56 @@ func (j *Job) env() *strategy.Env {
 // batchPlace names a global batch for people: "epoch E, batch B", both counted from 1 (data
 // counts them from 0).
 func batchPlace(gb *data.GlobalBatch) string { return strategy.Place(gb) }
+
+// accumulating reports whether the job's steps accumulate gradients over several batches
+// (WithGradientAccumulation) or micro-batches (WithAutoBatch).
+func (j *Job) accumulating() bool { return j.opts.accumulate > 1 || j.micro > 1 }
+
+// execCreatingVariables executes a compiled graph with exec. The first execution of a graph
+// may create and initialise variables (on each process from its own seed); then, once per
+// graph (*synced records it), the job's strategy makes them equal on all replicas and, if a
+// value changed, the graph runs again on the same batch with the synced values.
+func (j *Job) execCreatingVariables(synced *bool, exec func() ([]*tensors.Tensor, error)) ([]*tensors.Tensor, error) {
+	outs, err := exec()
+	if err != nil || *synced {
+		return outs, err
+	}
+	changed, err := j.strategy.syncVariables(j)
+	if err != nil {
+		finalizeAll(outs)
+		return nil, err
+	}
+	*synced = true
+	if !changed {
+		return outs, nil
+	}
+	finalizeAll(outs)
+	if err := j.resetAccumulators(); err != nil { // the first execution added to them already
+		return nil, err
+	}
+	return exec()
+}
+
+// resetAccumulators sets the gradient accumulators (goaccel/grad_accum, goaccel/grad_weight)
+// to zero.
+func (j *Job) resetAccumulators() error {
+	for v := range j.store.IterVariables() {
+		if isAccumulator(v.Path()) && v.HasValue() {
+			if err := v.SetValue(tensors.FromShape(v.Shape())); err != nil {
+				return fmt.Errorf("accelerator: resetting %s: %w", v.Path(), err)
+			}
+		}
+	}
+	return nil
+}
+
+func finalizeAll(ts []*tensors.Tensor) { strategy.FinalizeAll(ts) }
+
+// agreeOn checks that every process computed the same value (collective.Agree).
+func (j *Job) agreeOn(what string, v int) error { return collective.Agree(j.acc.grp, what, v) }
+
+// internalScope holds goaccel's own variables (gradient accumulators, last gradient norm).
+const internalScope = strategy.InternalScope
+
+// isAccumulator reports whether path is one of the gradient accumulators.
+func isAccumulator(path string) bool { return strategy.IsAccumulator(path) }

@@ -3,9 +3,9 @@ package accelerator
 import (
 	"errors"
 	"fmt"
-	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"slices"
 
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/distributed"
 	"github.com/gomlx/compute/shapes"
@@ -35,20 +35,6 @@ import (
 //     trace: the first trace is a probe that builds the graph and stops before compiling
 //     (errTraceOnly), the specs are set, then the real graph is traced and compiled;
 //   - full-rank specs: with the short form ShardShape reports the full shape before step 1.
-
-// sharding is Config.Sharding resolved.
-type sharding int
-
-const (
-	shardNo sharding = iota
-	shardZero1
-	shardZero2
-	shardZero3
-)
-
-var shardingNames = []string{"no", "zero1", "zero2", "zero3"}
-
-func (s sharding) String() string { return shardingNames[s] }
 
 // varKind is what a Store variable holds, for sharding and for ResidentBytes.
 type varKind int
@@ -254,4 +240,15 @@ func (p *pinnedOutputs) check() error {
 		}
 	}
 	return nil
+}
+
+// NewStepExec is the in-graph step's executor, with Config.Sharding's layout (sharding.go)
+// and the check of its pinned outputs.
+func (r runnerStep) NewStepExec(graphFn strategy.GraphFn, gb *data.GlobalBatch, args []any) (*model.Exec, func() error, error) {
+	t := r.t
+	e, pin, err := t.newStepExec(graphFn, gb, args)
+	if err != nil || pin == nil {
+		return e, nil, err
+	}
+	return e, pin.check, nil
 }

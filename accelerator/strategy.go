@@ -7,8 +7,8 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator/internal/collective"
 	"github.com/goaccel/goaccel/accelerator/internal/strategy"
+	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -29,7 +29,7 @@ import (
 //     reduce-scatter, the update of this rank's slices of the optimizer state, all-gather.
 //
 // The wrappers a batch passes through (the memory plan's check, Verify, micro-batches) are
-// composed once, in Job.TrainStep, around the strategy's runner; which settings cannot run
+// composed once, in Job.TrainStep (compose.go), around the strategy's runner; which settings cannot run
 // together is decided by one table (settings.go). A new way to run a step is a new runner or
 // reduction in internal/strategy and its case here, with what it needs from other processes
 // added to collective.Group. Runners talk to other processes only through the group and
@@ -37,6 +37,7 @@ import (
 
 // stepStrategy is how a Job's steps run over its replicas.
 type stepStrategy interface {
+	strategyTraits // what the table of refused combinations asks of it (settings.go)
 	// newStep returns what runs the batches of one TrainStep (its compiled graphs and buffers).
 	newStep(t *TrainStep) strategy.Runner
 	// syncVariables makes every replica's variables equal to rank 0's, after variables were
@@ -64,46 +65,6 @@ func chooseStrategy(grp collective.Group, set *settings) stepStrategy {
 	return inGraph{}
 }
 
-// execCreatingVariables executes a compiled graph with exec. The first execution of a graph
-// may create and initialise variables (on each process from its own seed); then, once per
-// graph (*synced records it), the job's strategy makes them equal on all replicas and, if a
-// value changed, the graph runs again on the same batch with the synced values.
-func (j *Job) execCreatingVariables(synced *bool, exec func() ([]*tensors.Tensor, error)) ([]*tensors.Tensor, error) {
-	outs, err := exec()
-	if err != nil || *synced {
-		return outs, err
-	}
-	changed, err := j.strategy.syncVariables(j)
-	if err != nil {
-		finalizeAll(outs)
-		return nil, err
-	}
-	*synced = true
-	if !changed {
-		return outs, nil
-	}
-	finalizeAll(outs)
-	if err := j.resetAccumulators(); err != nil { // the first execution added to them already
-		return nil, err
-	}
-	return exec()
-}
-
-// resetAccumulators sets the gradient accumulators (goaccel/grad_accum, goaccel/grad_weight)
-// to zero.
-func (j *Job) resetAccumulators() error {
-	for v := range j.store.IterVariables() {
-		if isAccumulator(v.Path()) && v.HasValue() {
-			if err := v.SetValue(tensors.FromShape(v.Shape())); err != nil {
-				return fmt.Errorf("accelerator: resetting %s: %w", v.Path(), err)
-			}
-		}
-	}
-	return nil
-}
-
-func finalizeAll(ts []*tensors.Tensor) { strategy.FinalizeAll(ts) }
-
 // inGraph is the strategy of a run whose replicas are all devices of this process: the step
 // function, Backward's gradients, their mean over the devices (XLA's sharding inserts the
 // all-reduce), accumulation, clipping and the optimizer update are one compiled graph
@@ -115,6 +76,7 @@ type inGraph struct{}
 func (inGraph) newStep(t *TrainStep) strategy.Runner {
 	return strategy.NewInGraph(t.job.env(), runnerStep{t})
 }
+func (inGraph) shardsOverProcesses() bool                 { return false }
 func (inGraph) syncVariables(*Job) (bool, error)          { return false, nil }
 func (inGraph) gather(local *Gathered) (*Gathered, error) { return local, nil }
 
@@ -152,6 +114,7 @@ func (h hostReduced) syncVariables(j *Job) (bool, error) {
 	return collective.SyncVariables(h.grp, j.store, isAccumulator)
 }
 func (h hostReduced) gather(local *Gathered) (*Gathered, error) { return gatherRanks(h.grp, local) }
+func (hostReduced) shardsOverProcesses() bool                   { return false }
 func (hostReduced) planSharding(*Job) (string, int)             { return "no", 1 }
 
 // zero1 is hostReduced with the optimizer state sharded over the processes (ZeRO stage 1,
@@ -167,6 +130,8 @@ type zero1 struct{ hostReduced }
 func (z zero1) newStep(t *TrainStep) strategy.Runner {
 	return strategy.NewHost(t.job.env(), runnerStep{t}, strategy.Zero1Reduction(t.job.zero1For))
 }
+
+func (zero1) shardsOverProcesses() bool { return true }
 
 // planSharding: the optimizer state over the processes, whatever the stage.
 func (z zero1) planSharding(*Job) (string, int) { return shardZero1.String(), z.grp.Size() }
@@ -226,4 +191,16 @@ func (a *Accelerator) CompleteStore(store *model.Store) (release func(), err err
 		return func() {}, nil
 	}
 	return st.Complete(store)
+}
+
+// bareTrainStep is fn as a step that only runs the job's strategy: no memory plan, Verify
+// nor micro-batches (Verify's one-device reference update runs in one).
+func (j *Job) bareTrainStep(fn StepFn) *TrainStep {
+	t := &TrainStep{job: j, fn: fn}
+	t.runner = j.strategy.newStep(t)
+	t.stage = func(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
+		l, err := t.runner.Run(gb, args, accumulate)
+		return Loss{t: l}, err
+	}
+	return t
 }

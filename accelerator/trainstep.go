@@ -34,7 +34,6 @@ type TrainStep struct {
 	classes int
 	tracing *data.GlobalBatch
 	stats   StepStats
-	verify  *verifier        // Config.Verify's state (nil until a checked update)
 	micro   int              // micro-batches per global batch, set by the first Run (autobatch.go)
 	planned [][]shapes.Shape // the argument shapes whose memory plan was checked
 }
@@ -71,40 +70,6 @@ type StepStats struct {
 // the devices finish (batches queue up), so Total is meaningful only when the loss is read
 // after each batch.
 func (t *TrainStep) Stats() StepStats { return t.stats }
-
-// TrainStep returns fn compiled as a training step of this Job, the way GoMLX's
-// model.NewExec compiles a graph function: build it once, outside the training loop, then
-// call Run for every global batch.
-//
-//	train := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *graph.Node {
-//	    l := accelerator.CrossEntropy(logits(s, b.Inputs[0]), b.Labels, b.Mask)
-//	    acc.Backward(s, l)
-//	    return l
-//	})
-//	for gb, err := range job.Batches() {
-//	    loss, err := train.Run(gb)
-//	}
-func (j *Job) TrainStep(fn StepFn) *TrainStep {
-	t := j.bareTrainStep(fn)
-	t.stage = t.microBatched(t.stage)
-	if j.acc.verify > 0 {
-		t.stage = t.verified(t.stage)
-	}
-	t.stage = t.planChecked(t.stage)
-	return t
-}
-
-// bareTrainStep is fn as a step that only runs the job's strategy: no memory plan, Verify
-// nor micro-batches (Verify's one-device reference update runs in one).
-func (j *Job) bareTrainStep(fn StepFn) *TrainStep {
-	t := &TrainStep{job: j, fn: fn}
-	t.runner = j.strategy.newStep(t)
-	t.stage = func(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
-		l, err := t.runner.Run(gb, args, accumulate)
-		return Loss{t: l}, err
-	}
-	return t
-}
 
 // batchStage runs one global batch, whose executor arguments are args; with accumulate it
 // only accumulates its gradients (no update). The strategy's runner is the innermost stage,
@@ -170,39 +135,6 @@ func (t *TrainStep) count(start time.Time, syncBefore time.Duration, accumulate 
 		return b.afterStep(j, end.Sub(start), t.stats.Sync-syncBefore, !accumulate)
 	}
 	return nil
-}
-
-// planChecked wraps next with the memory plan of a batch shape not run yet, made before the
-// batch executes (memplan.go).
-func (t *TrainStep) planChecked(next batchStage) batchStage {
-	return func(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
-		if err := t.checkPlan(gb, args, accumulate); err != nil {
-			return Loss{}, err
-		}
-		return next(gb, args, accumulate)
-	}
-}
-
-// verified wraps next with Config.Verify's check of the first update and every verify-th
-// (verify.go).
-func (t *TrainStep) verified(next batchStage) batchStage {
-	every := int64(t.job.acc.verify)
-	return func(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
-		j := t.job
-		update := j.batchesRun/int64(j.opts.accumulate) + 1
-		if update != 1 && update%every != 0 {
-			return next(gb, args, accumulate)
-		}
-		check, err := t.verifyBefore(gb, accumulate, update)
-		if err != nil {
-			return Loss{}, err
-		}
-		loss, err := next(gb, args, accumulate)
-		if err == nil && check != nil {
-			err = t.verifyAfter(check)
-		}
-		return loss, err
-	}
 }
 
 // graphFn wraps the user's step function into the graph function compiled by model.Exec.
@@ -323,17 +255,6 @@ func (r runnerStep) ApplyGraph(vars []*model.Variable, lossDType dtypes.DType) s
 		t.job.applyGradients(root, g, inputs, lossDType)
 		return []*Node{optimizer.GetGlobalStepVar(root).NodeValue(g)}
 	}
-}
-
-// NewStepExec is the in-graph step's executor, with Config.Sharding's layout (sharding.go)
-// and the check of its pinned outputs.
-func (r runnerStep) NewStepExec(graphFn strategy.GraphFn, gb *data.GlobalBatch, args []any) (*model.Exec, func() error, error) {
-	t := r.t
-	e, pin, err := t.newStepExec(graphFn, gb, args)
-	if err != nil || pin == nil {
-		return e, nil, err
-	}
-	return e, pin.check, nil
 }
 
 // Exec executes e on gb (execTracing), with the variables made equal on all replicas after a

@@ -4,11 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"math"
 	"slices"
 	"strings"
 
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -41,6 +41,7 @@ type verifier struct {
 
 // verifyCheck is one update being checked, between the distributed step and the comparison.
 type verifyCheck struct {
+	v        *verifier // the step's Verify state
 	update   int64
 	snapshot map[string]*tensors.Tensor // rank 0: the variables before the update, on the host
 	windows  [][]byte                   // rank 0: every process's batches of the update
@@ -49,12 +50,8 @@ type verifyCheck struct {
 // verifyBefore runs before a batch of a checked update: it keeps this process's batch and, on
 // the update's batch, gathers every process's and (rank 0) copies the variables. It returns
 // nil on the batches before the update.
-func (t *TrainStep) verifyBefore(gb *data.GlobalBatch, accumulate bool, update int64) (*verifyCheck, error) {
+func (t *TrainStep) verifyBefore(v *verifier, gb *data.GlobalBatch, accumulate bool, update int64) (*verifyCheck, error) {
 	j := t.job
-	if t.verify == nil {
-		t.verify = &verifier{}
-	}
-	v := t.verify
 	var err error
 	if v.window, err = appendBatch(v.window, gb); err != nil {
 		return nil, fmt.Errorf("accelerator: Verify: %s: %w", batchPlace(gb), err)
@@ -67,7 +64,7 @@ func (t *TrainStep) verifyBefore(gb *data.GlobalBatch, accumulate bool, update i
 	if err != nil {
 		return nil, fmt.Errorf("accelerator: Verify: gathering the global batch (%s): %w", batchPlace(gb), err)
 	}
-	c := &verifyCheck{update: update}
+	c := &verifyCheck{v: v, update: update}
 	if j.acc.grp.Rank() != 0 {
 		return c, nil
 	}
@@ -110,7 +107,7 @@ func (t *TrainStep) verifyAfter(c *verifyCheck) error {
 
 // verifyReference (rank 0) runs the update from the snapshot on one device and compares.
 func (t *TrainStep) verifyReference(c *verifyCheck) error {
-	j, v := t.job, t.verify
+	j, v := t.job, c.v
 	batches, err := mergeWindows(c.windows)
 	if err != nil {
 		return fmt.Errorf("accelerator: Verify: step %d: decoding the gathered batches: %w", c.update, err)
@@ -389,4 +386,27 @@ func concatShards(shards []*data.Batch) (*data.Batch, error) {
 	m.Indices = make([]int, len(real))
 	m.Positions = make([]int, len(real))
 	return m, nil
+}
+
+// verified wraps next with Config.Verify's check of the first update and every verify-th; the
+// wrapper holds the step's Verify state.
+func (t *TrainStep) verified(next batchStage) batchStage {
+	every := int64(t.job.acc.verify)
+	v := &verifier{} // the step's Verify state
+	return func(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, error) {
+		j := t.job
+		update := j.batchesRun/int64(j.opts.accumulate) + 1
+		if update != 1 && update%every != 0 {
+			return next(gb, args, accumulate)
+		}
+		check, err := t.verifyBefore(v, gb, accumulate, update)
+		if err != nil {
+			return Loss{}, err
+		}
+		loss, err := next(gb, args, accumulate)
+		if err == nil && check != nil {
+			err = t.verifyAfter(check)
+		}
+		return loss, err
+	}
 }
