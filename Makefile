@@ -34,7 +34,7 @@ run: deps
 	$(GO) run ./examples/bert_classify $(RUN_ARGS) $(ARGS)
 
 test: deps vet deps-status
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -timeout 45m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
 vet:
