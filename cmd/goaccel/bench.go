@@ -127,6 +127,14 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o.Specs = specs
+	if *sweepRedraw != "" && !*sweep {
+		fmt.Fprintln(stderr, "goaccel bench: --sweep_redraw redraws a sweep: give it with --sweep (and the sweep's other flags as in its run)")
+		return 2
+	}
+	if *sweepMaxTokens < 0 {
+		fmt.Fprintf(stderr, "goaccel bench: --sweep_max_tokens %d: want a number of tokens per step >= 0 (0: keep every point)\n", *sweepMaxTokens)
+		return 2
+	}
 	if *sweep {
 		sw := bench.Sweep{Seqs: *sweepSeqs, Batches: *sweepBatches, Devices: *sweepDevices, GlobalBatch: *sweepGlobal,
 			MaxTokens: *sweepMaxTokens}

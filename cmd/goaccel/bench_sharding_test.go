@@ -21,7 +21,8 @@ func TestBenchShardingFlag(t *testing.T) {
 // worker starts. (--backend is checked by each worker's accelerator.New, whose error the
 // table shows against the work, naming Config.Backend.)
 func TestBenchBadFlagsNameTheFlag(t *testing.T) {
-	for flag, value := range map[string]string{"precision": "fp8", "devices": "0", "sharding": "zero9"} {
+	for flag, value := range map[string]string{"precision": "fp8", "devices": "0", "sharding": "zero9",
+		"sweep_max_tokens": "-5", "sweep_redraw": "/no/such/run"} {
 		t.Run(flag, func(t *testing.T) {
 			var out, errOut bytes.Buffer
 			code := benchCmd([]string{"--work", "mlp", "--python", "none", "--" + flag, value}, &out, &errOut)
