@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/goaccel/goaccel/accelerator/internal/precision"
+	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
@@ -180,4 +181,24 @@ func (j *Job) LossScale() (scale float64, skipped int64, err error) {
 		return math.NaN(), 0, fmt.Errorf("accelerator: Job.LossScale: %w", err)
 	}
 	return float64(s.Scale), s.Skipped, nil
+}
+
+// hostGuard is the host half of fp16's loss scaling for an update made on the host (zero1's
+// slices): the scaler's variables, in the job's Store as in any run, read before the update
+// and set after it by the rule of the graph's half. Nil when the precision scales no loss.
+func (j *Job) hostGuard() strategy.Guard {
+	sc := j.scaler()
+	if sc == nil {
+		return nil
+	}
+	return func(st *strategy.Zero1) (float32, func(bool) error, error) {
+		s, err := sc.Read(j.store)
+		if err != nil {
+			return 0, nil, fmt.Errorf("accelerator: reading the loss scale for the sharded update: %w", err)
+		}
+		if s.Scale <= 0 {
+			return 0, nil, fmt.Errorf("accelerator: the loss scale %s is %g; it must be > 0", sc.ScalePath(), s.Scale)
+		}
+		return s.Scale, func(finite bool) error { return sc.Put(s.Next(finite), st.PutMain) }, nil
+	}
 }

@@ -2,7 +2,6 @@ package accelerator
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/goaccel/goaccel/accelerator/internal/collective"
@@ -146,22 +145,7 @@ func (j *Job) zero1For(vars []*model.Variable, lossDType dtypes.DType) (*strateg
 		}
 		return st, nil
 	}
-	var guard strategy.Guard
-	if sc := j.scaler(); sc != nil {
-		// fp16's loss scaling on the host: the scaler's variables, in the job's Store as in
-		// any run, read before the update and set after it by the rule of the graph's half.
-		guard = func(st *strategy.Zero1) (float32, func(bool) error, error) {
-			s, err := sc.Read(j.store)
-			if err != nil {
-				return 0, nil, fmt.Errorf("accelerator: reading the loss scale for the sharded update: %w", err)
-			}
-			if s.Scale <= 0 {
-				return 0, nil, fmt.Errorf("accelerator: the loss scale %s is %g; it must be > 0", sc.ScalePath(), s.Scale)
-			}
-			return s.Scale, func(finite bool) error { return sc.Put(s.Next(finite), st.PutMain) }, nil
-		}
-	}
-	st, err := strategy.NewZero1(j.env(), j.update(), guard, vars, lossDType)
+	st, err := strategy.NewZero1(j.env(), j.update(), j.hostGuard(), vars, lossDType)
 	if err != nil {
 		return nil, err
 	}
