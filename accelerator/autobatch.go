@@ -127,19 +127,3 @@ func sliceRows(t *tensors.Tensor, lo, hi int) (*tensors.Tensor, error) {
 	}
 	return out, nil
 }
-
-// WithAutoBatch keeps the global batch and fits the per-device batch to the device memory
-// budget (Config.DeviceMemory): before the first execution, the first TrainStep.Run picks
-// the largest per-device batch b that divides the global batch's per-device slots S and
-// whose memory plan fits, and from then on runs every global batch as S/b micro-batches of
-// b per device whose gradients accumulate, weighted by their real examples, into the one
-// update of the global batch (the same update as the whole batch, up to rounding). Batches,
-// steps and the learning-rate schedule are unchanged; only the memory and the time of a
-// step are. Every process makes the same choice from the same shapes, and they check it.
-// Without a budget, or when the whole batch fits, nothing changes. It combines with
-// WithGradientAccumulation (micro-batches inside each of its batches). With Config.Verify, a
-// step that needs micro-batches is an error at its first Run: Verify does not recompute
-// their update.
-func WithAutoBatch() PrepareOption {
-	return func(o *prepareOptions) { o.autoBatch = true }
-}

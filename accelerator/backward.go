@@ -1,35 +1,12 @@
 package accelerator
 
 import (
-	"github.com/goaccel/goaccel/accelerator/internal/precision"
 	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/support/exceptions"
 )
-
-// backwardKey attaches a *backwardState to the graph of a training step.
-type backwardKey struct{}
-
-// backwardState is what Backward needs to know about the step being built.
-type backwardState struct {
-	job *Job
-	// accumulate: the batch only adds its weighted gradients to the accumulators (no
-	// optimizer update).
-	accumulate bool
-	called     bool
-	// mask is the batch's mask ([B] bool): its count of true rows is the default weight.
-	mask *Node
-	// gradsOnly (a strategy that combines the gradients outside the graph, such as
-	// hostReduced): Backward only computes the gradients and the batch's weight and leaves
-	// them in vars/grads/weight; the strategy combines and applies them.
-	gradsOnly bool
-	vars      []*model.Variable
-	grads     []*Node
-	weight    *Node               // the batch's weight (a float32 scalar): its real examples, or BackwardWeighted's
-	autocast  *precision.Autocast // mixed precision's casts of the variables (nil without autocast)
-}
 
 // Backward computes the gradients of loss with respect to every trainable variable, takes
 // their mean over the global batch (all devices and processes), optionally accumulates them

@@ -13,7 +13,7 @@ import (
 // Where the facade puts a job together, once: Prepare chooses the strategy from the process
 // group and the settings, hands the precision to the model and checks the table of refused
 // combinations; Job.TrainStep composes the wrappers a global batch passes through around the
-// strategy's runner. Each plug lives in its own file (strategy.go, precision.go, memplan.go,
+// strategy's runner. Each plug lives in its own file (strategy.go, precision.go, memcheck.go,
 // autobatch.go, verify.go) and none of them refers back here.
 
 // TrainStep returns fn compiled as a training step of this Job, the way GoMLX's

@@ -150,12 +150,12 @@ func refuseCUDAKnobs(knobs []cudaKnob, backend string) error {
 		"unset it, or choose the CUDA plugin (Backend \"xla:cuda\")", k.name, k.from, backend)
 }
 
-// xlaClientOptions builds what openXLA passes to go-xla's NewWithOptions for plugin p: the
+// xlaClientOptions builds what go-xla's NewWithOptions is given for plugin p: the
 // config string (the plugin's path, then tf32 and preallocate after commas) and the client
-// options map (cpu_device_count when cpuDevices > 0, memory_fraction). The knobs are refused on
+// options map (cpu_device_count when cpuCount > 0, memory_fraction). The knobs are refused on
 // any plugin but CUDA's: on the CPU plugin tf32=on would make go-xla ask for a TF32 dot
 // algorithm, and the others mean nothing there.
-func xlaClientOptions(p Plugin, cpuDevices int, knobs []cudaKnob) (string, pjrt.NamedValuesMap, error) {
+func xlaClientOptions(p Plugin, cpuCount int, knobs []cudaKnob) (string, pjrt.NamedValuesMap, error) {
 	if strings.Contains(p.Path, ",") {
 		return "", nil, fmt.Errorf("accelerator: the plugin path %q (from %s) contains a comma, which go-xla "+
 			"reads as the start of its options; move or link the plugin to a path without one", p.Path, p.From)
@@ -165,8 +165,8 @@ func xlaClientOptions(p Plugin, cpuDevices int, knobs []cudaKnob) (string, pjrt.
 		if err := refuseCUDAKnobs(knobs, fmt.Sprintf("xla:%s (%s)", p.Kind, p.Path)); err != nil {
 			return "", nil, err
 		}
-		if cpuDevices > 0 {
-			opts["cpu_device_count"] = int64(cpuDevices)
+		if cpuCount > 0 {
+			opts["cpu_device_count"] = int64(cpuCount)
 		}
 		return p.Path, opts, nil
 	}

@@ -39,30 +39,3 @@ func describePlugins(found []Plugin) string {
 	}
 	return "found: " + strings.Join(parts, ", ")
 }
-
-// slowModelParams is the size above which SlowBackendWarning speaks up: the tiny test models
-// train in seconds on the pure-Go backend, MiniLM (22.7M parameters) takes minutes per step.
-const slowModelParams = 1_000_000
-
-// SlowBackendWarning returns a warning of a few lines when this Accelerator runs on the
-// pure-Go backend and a model of params trainable parameters (more than a tiny test model)
-// is about to train on it; "" otherwise. It names XLA's CPU plugin, how to install it and the
-// expected slowdown. Programs print it before their first step, on the main process.
-//
-// Kept exported: example programs (examples/bert_classify) call it, and they may import only
-// the module's public packages, since users copy them out of the module.
-func (a *Accelerator) SlowBackendWarning(params int) string {
-	if a.info.Backend != "go" || params <= slowModelParams {
-		return ""
-	}
-	return fmt.Sprintf("WARNING: training a %.1fM-parameter model on the pure-Go backend (%s).\n"+
-		"WARNING: expect it to be about %s than on XLA's CPU plugin (pjrt_c_api_cpu_plugin.so, "+
-		"pip package lammps-jax-pjrt-cpu) on the same cores.\n"+
-		"WARNING: to install the plugin: %s.",
-		float64(params)/1e6, a.info.Reason, pureGoSlowdown, plugins.InstallHint)
-}
-
-// pureGoSlowdown is the measured slowdown of the pure-Go backend against XLA's CPU plugin:
-// 4 steps of MiniLM (per-device batch 16, max_len 64, one device, 2 shared cores) took 240 s
-// on pure Go and 37 s on XLA, compilation and loading included.
-const pureGoSlowdown = "7 times (4 MiniLM steps: 240 s against 37 s)"

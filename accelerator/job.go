@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"os"
+	"slices"
 	"time"
 
 	"github.com/goaccel/goaccel/accelerator/internal/collective"
+	"github.com/goaccel/goaccel/accelerator/internal/precision"
 	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/distributed"
@@ -16,60 +19,6 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
-
-// GraphBatch is what a step function sees: the whole global batch as graph nodes. Each input has
-// the batch on axis 0; under the hood that axis is sharded over the devices, each device
-// holding the per-device batch that the loader assigned to it.
-type GraphBatch struct {
-	// Inputs are the collated model inputs, in the loader's order.
-	Inputs []*Node
-	// Labels are the labels ([B]), or nil when the loader has none.
-	Labels *Node
-	// Mask is a [B] bool node: true for real examples, false for padding. Pass it to GoMLX
-	// losses as an extra label (loss.SparseCategoricalCrossEntropyLogits([]*Node{b.Labels,
-	// b.Mask}, ...)) so padding never counts.
-	Mask *Node
-}
-
-// StepFn builds one training step: it computes the loss of the global batch, calls
-// Accelerator.Backward on it, and returns it. Job.TrainStep turns it into a TrainStep, which
-// traces and compiles it once per input shape, so it must build the same computation every
-// time it is called. Values captured by a closure are baked into the compiled graph: a new
-// value needs a new TrainStep.
-type StepFn func(s *model.Scope, b GraphBatch) *Node
-
-// EvalFn builds one evaluation step: it returns per-example outputs, each with the batch on
-// axis 0 (for example the logits [B, C], or per-example losses [B]).
-type EvalFn func(s *model.Scope, b GraphBatch) []*Node
-
-// PrepareOption configures Prepare.
-type PrepareOption func(*prepareOptions)
-
-type prepareOptions struct {
-	accumulate int
-	clipNorm   float64
-	schedule   func(updatesDone *Node) *Node
-	autoBatch  bool // WithAutoBatch
-}
-
-// WithGradientAccumulation accumulates gradients over k consecutive global batches and applies
-// one optimizer update (one step) with their mean on every k-th batch (k >= 1).
-func WithGradientAccumulation(k int) PrepareOption {
-	return func(o *prepareOptions) { o.accumulate = k }
-}
-
-// WithClipGradNorm clips the (global-batch) gradients by their global L2 norm before the
-// update, as torch.nn.utils.clip_grad_norm_. 0 disables clipping.
-func WithClipGradNorm(maxNorm float64) PrepareOption {
-	return func(o *prepareOptions) { o.clipNorm = maxNorm }
-}
-
-// WithLearningRateSchedule sets the learning rate of each update in the graph:
-// schedule(updatesDone) gets the number of optimizer updates already applied (a float
-// scalar, 0 for the first update) and returns the learning rate to use.
-func WithLearningRateSchedule(schedule func(updatesDone *Node) *Node) PrepareOption {
-	return func(o *prepareOptions) { o.schedule = schedule }
-}
 
 // Job is a model, an optimizer and a data source prepared for data-parallel training on the
 // Accelerator's devices.
@@ -93,12 +42,61 @@ type Job struct {
 	// autocast is the dtype the job's graphs cast the model to (mixed precision on a model
 	// without SetComputeDType, see precision.go); InvalidDType when they do not.
 	autocast dtypes.DType
-	memPlan  *MemoryPlan // the largest memory plan made (memplan.go)
+	memPlan  *MemoryPlan // the largest memory plan made (memcheck.go)
 	micro    int         // WithAutoBatch's micro-batches per global batch (0: not chosen yet)
 	// busy records this rank's busy time for the straggler report (straggler.go); nil until
 	// the first step, and in a single process. busyOff: $GOACCEL_STRAGGLER_EVERY=0.
 	busy    *busyRecorder
 	busyOff bool
+}
+
+// RankBusy returns every rank's busy time, indexed by rank, over the latest window of
+// StragglerEvery updates (in a single process, its one rank): nil before the first window and with
+// $GOACCEL_STRAGGLER_EVERY=0.
+func (j *Job) RankBusy() []RankBusy {
+	if j.busy == nil {
+		return nil
+	}
+	return slices.Clone(j.busy.last)
+}
+
+// busyRecorder returns the job's recorder, nil when switched off. In a single process the
+// exchange is the identity and names no rank: the figures still say where the time goes.
+func (j *Job) busyRecorder() *busyRecorder {
+	if j.busy != nil || j.busyOff {
+		return j.busy
+	}
+	if j.acc.stragglerEvery == 0 {
+		j.busyOff = true
+		return nil
+	}
+	host, _ := os.Hostname()
+	j.busy = &busyRecorder{every: j.acc.stragglerEvery, host: host}
+	return j.busy
+}
+
+// backwardKey attaches a *backwardState to the graph of a training step.
+type backwardKey struct{}
+
+// backwardState is what Backward needs to know about the step being built: the TrainStep
+// attaches it to the step's graph (trainstep.go), autocast adds its casts (precision.go) and
+// Backward reads and fills it (backward.go).
+type backwardState struct {
+	job *Job
+	// accumulate: the batch only adds its weighted gradients to the accumulators (no
+	// optimizer update).
+	accumulate bool
+	called     bool
+	// mask is the batch's mask ([B] bool): its count of true rows is the default weight.
+	mask *Node
+	// gradsOnly (a strategy that combines the gradients outside the graph, such as
+	// hostReduced): Backward only computes the gradients and the batch's weight and leaves
+	// them in vars/grads/weight; the strategy combines and applies them.
+	gradsOnly bool
+	vars      []*model.Variable
+	grads     []*Node
+	weight    *Node               // the batch's weight (a float32 scalar): its real examples, or BackwardWeighted's
+	autocast  *precision.Autocast // mixed precision's casts of the variables (nil without autocast)
 }
 
 // numDevices is the number of devices the job's graphs run on.

@@ -28,6 +28,9 @@ type settings struct {
 	budget    int64             // Config.DeviceMemory: bytes per device (0: none)
 	timeout   time.Duration     // Config.Timeout: bound on waits for other processes
 	timeline  setting           // Config.Timeline: the folder of the Chrome trace ("": off)
+	// stragglerEvery is $GOACCEL_STRAGGLER_EVERY: updates between the ranks' comparisons of
+	// their busy time (0: off).
+	stragglerEvery int
 	// from names where each setting that the refused combinations name came from, as the
 	// user wrote it: the Config field ("Config.Verify") or the variable ("$GOACCEL_VERIFY").
 	from map[string]string
@@ -63,7 +66,7 @@ func resolveSettings(cfg Config) (settings, error) {
 	if _, err := envvar.HostMalloc.Choice(); err != nil {
 		return s, fmt.Errorf("accelerator: %w", err)
 	}
-	if _, err := stragglerEvery(); err != nil { // read by the straggler report, checked in every run
+	if s.stragglerEvery, err = stragglerEvery(); err != nil { // read by the straggler report (straggler.go)
 		return s, err
 	}
 	s.timeline = resolveSetting("Timeline", cfg.Timeline, envvar.Timeline.Var)
@@ -450,4 +453,22 @@ func (c combination) describe(name string) string {
 		return fmt.Sprintf("WithAutoBatch (%d micro-batches)", c.microBatches)
 	}
 	return name
+}
+
+// DefaultStragglerEvery is how often, in optimizer updates, the ranks compare their busy
+// time when $GOACCEL_STRAGGLER_EVERY is unset.
+const DefaultStragglerEvery = 100
+
+// stragglerEvery is $GOACCEL_STRAGGLER_EVERY, checked: DefaultStragglerEvery when unset, 0 to
+// switch the comparison off, and an error naming the variable for anything else.
+func stragglerEvery() (int, error) {
+	every, set, err := envvar.StragglerEvery.Int()
+	switch {
+	case err != nil || set && every < 0:
+		return 0, fmt.Errorf("accelerator: $%s=%q: want a number of updates >= 0 (0 switches the comparison of the ranks off; unset: every %d)",
+			envvar.StragglerEvery.Name, envvar.StragglerEvery.Value(), DefaultStragglerEvery)
+	case !set:
+		return DefaultStragglerEvery, nil
+	}
+	return every, nil
 }

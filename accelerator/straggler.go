@@ -3,11 +3,8 @@ package accelerator
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"time"
-
-	"github.com/goaccel/goaccel/internal/envvar"
 )
 
 // Who is slow. In synchronous data parallelism every rank's wall time per step is the same
@@ -20,10 +17,6 @@ import (
 // figures in one small all-gather; when one rank's busy time is more than StragglerFactor x
 // the median of the other ranks', the main process prints one line naming it, its host and
 // where its time goes. Job.RankBusy returns the latest figures; trainer.Fit logs them.
-
-// DefaultStragglerEvery is how often, in optimizer updates, the ranks compare their busy
-// time when $GOACCEL_STRAGGLER_EVERY is unset.
-const DefaultStragglerEvery = 100
 
 // StragglerFactor is how much busier than the median of the others a rank must be to be
 // reported, and StragglerMinGap by how much at least: below a millisecond per update the
@@ -54,16 +47,6 @@ type RankBusy struct {
 // Busy is the rank's busy time per update: compute and data wait.
 func (r RankBusy) Busy() time.Duration { return r.Compute + r.Data }
 
-// RankBusy returns every rank's busy time, indexed by rank, over the latest window of
-// StragglerEvery updates (in a single process, its one rank): nil before the first window and with
-// $GOACCEL_STRAGGLER_EVERY=0.
-func (j *Job) RankBusy() []RankBusy {
-	if j.busy == nil {
-		return nil
-	}
-	return slices.Clone(j.busy.last)
-}
-
 // busyRecorder accumulates this rank's compute and data wait since the last exchange.
 type busyRecorder struct {
 	every            int
@@ -73,26 +56,10 @@ type busyRecorder struct {
 	last             []RankBusy
 }
 
-// busyRecorder returns the job's recorder, nil when switched off. In a single process the
-// exchange is the identity and names no rank: the figures still say where the time goes.
-func (j *Job) busyRecorder() *busyRecorder {
-	if j.busy != nil || j.busyOff {
-		return j.busy
-	}
-	every, err := stragglerEvery()
-	if err != nil || every == 0 { // New refused a bad value already
-		j.busyOff = true
-		return nil
-	}
-	host, _ := os.Hostname()
-	j.busy = &busyRecorder{every: every, host: host}
-	return j.busy
-}
-
 // afterStep adds one batch's step time, of which sync was blocked in collectives, and on the
 // update that ends a window exchanges the figures. Every rank runs the same updates, so every
 // rank reaches the exchange together.
-func (b *busyRecorder) afterStep(j *Job, step, sync time.Duration, update bool) error {
+func (b *busyRecorder) afterStep(a *Accelerator, step, sync time.Duration, update bool) error {
 	b.compute += max(0, step-sync)
 	if !update {
 		return nil
@@ -103,12 +70,12 @@ func (b *busyRecorder) afterStep(j *Job, step, sync time.Duration, update bool) 
 		return nil
 	}
 	n := time.Duration(b.updates)
-	mine := RankBusy{Rank: j.acc.ProcessIndex(), Host: b.host, Updates: b.updates, Through: b.through,
+	mine := RankBusy{Rank: a.ProcessIndex(), Host: b.host, Updates: b.updates, Through: b.through,
 		Compute: b.compute / n, Data: b.data / n}
 	b.updates, b.compute, b.data = 0, 0, 0
 	raw, _ := json.Marshal(mine)
-	end := j.acc.TimelineSpan("all-gather busy time", "collective")
-	all, err := j.acc.AllGather(raw)
+	end := a.TimelineSpan("all-gather busy time", "collective")
+	all, err := a.AllGather(raw)
 	end()
 	if err != nil {
 		return fmt.Errorf("exchanging the ranks' busy time: %w", err)
@@ -122,7 +89,7 @@ func (b *busyRecorder) afterStep(j *Job, step, sync time.Duration, update bool) 
 	if slow := straggler(ranks); slow >= 0 {
 		ranks[slow].Slow = true
 		r := ranks[slow]
-		j.acc.Printf("goaccel: rank %d (host %s) is slow: busy %s per update over updates %d-%d, %.1fx the median of "+
+		a.Printf("goaccel: rank %d (host %s) is slow: busy %s per update over updates %d-%d, %.1fx the median of "+
 			"the other ranks (%s); its time goes to compute %s, waiting for data %s",
 			r.Rank, r.Host, ms(r.Busy()), r.Through-r.Updates+1, r.Through, float64(r.Busy())/float64(othersMedian(ranks, slow)),
 			ms(othersMedian(ranks, slow)), ms(r.Compute), ms(r.Data))
@@ -165,17 +132,3 @@ func othersMedian(ranks []RankBusy, skip int) time.Duration {
 
 // ms writes d in milliseconds, "12.3 ms".
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
-
-// stragglerEvery is $GOACCEL_STRAGGLER_EVERY, checked: DefaultStragglerEvery when unset, 0 to
-// switch the comparison off, and an error naming the variable for anything else.
-func stragglerEvery() (int, error) {
-	every, set, err := envvar.StragglerEvery.Int()
-	switch {
-	case err != nil || set && every < 0:
-		return 0, fmt.Errorf("accelerator: $%s=%q: want a number of updates >= 0 (0 switches the comparison of the ranks off; unset: every %d)",
-			envvar.StragglerEvery.Name, envvar.StragglerEvery.Value(), DefaultStragglerEvery)
-	case !set:
-		return DefaultStragglerEvery, nil
-	}
-	return every, nil
-}

@@ -132,7 +132,7 @@ func (t *TrainStep) count(start time.Time, syncBefore time.Duration, accumulate 
 		tl.Add("step", "step", start, end, "batch", j.batchesRun, "accumulate", accumulate)
 	}
 	if b := j.busyRecorder(); b != nil { // who is slow (straggler.go)
-		return b.afterStep(j, end.Sub(start), t.stats.Sync-syncBefore, !accumulate)
+		return b.afterStep(j.acc, end.Sub(start), t.stats.Sync-syncBefore, !accumulate)
 	}
 	return nil
 }
