@@ -24,20 +24,46 @@ func (Exact) Mean(t Timed, g Group, grads [][]float32, lossSum, weight, window f
 	}
 	lossSum, weight = float64(pair[0]), float64(pair[1])
 	if total := window + weight; total > 0 {
-		scale(grads, float32(1/total))
+		if s := float32(1 / total); s != 1 {
+			for _, b := range grads {
+				Scale(b, s)
+			}
+		}
 	}
 	return lossSum, weight, nil
 }
 
-// scale multiplies every element of bufs by s (none when s is 1).
-func scale(bufs [][]float32, s float32) {
-	if s == 1 {
-		return
+// Scale multiplies every element of b by s, in place: each element rounded once, as b[k] *= s.
+// It runs four elements an iteration, which keeps a pass over MiniLM's 91 MB of gradients near
+// the speed of copying them (the one-element loop took about twice as long: docs/performance.md).
+func Scale(b []float32, s float32) {
+	k := 0
+	for ; k+4 <= len(b); k += 4 {
+		c := b[k : k+4 : k+4]
+		c[0] *= s
+		c[1] *= s
+		c[2] *= s
+		c[3] *= s
 	}
-	for _, b := range bufs {
-		for k := range b {
-			b[k] *= s
-		}
+	for ; k < len(b); k++ {
+		b[k] *= s
+	}
+}
+
+// ScaleTo writes src[k] * s into dst[k] (len(dst) == len(src)), four elements an iteration,
+// as Scale: the same bits as Scale on a copy, in one pass.
+func ScaleTo(dst, src []float32, s float32) {
+	dst = dst[:len(src)]
+	k := 0
+	for ; k+4 <= len(src); k += 4 {
+		d, x := dst[k:k+4:k+4], src[k:k+4:k+4]
+		d[0] = x[0] * s
+		d[1] = x[1] * s
+		d[2] = x[2] * s
+		d[3] = x[3] * s
+	}
+	for ; k < len(src); k++ {
+		dst[k] = src[k] * s
 	}
 }
 

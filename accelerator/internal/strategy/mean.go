@@ -33,24 +33,43 @@ func Mean(r Reducer) func(h *Host) Reduction {
 	return func(h *Host) Reduction { return &mean{h: h, r: r} }
 }
 
-// mean holds the host buffers of an update's gradients, one per variable, and the apply graph.
+// mean holds the apply graph and its inputs: the mean gradients, one float32 tensor per
+// variable per device, made once and rewritten in place every update.
 type mean struct {
 	h     *Host
 	r     Reducer
-	bufs  [][]float32
-	pair  [2]float64 // this process's {w x loss, w} of the update's batch
+	ins   []*tensors.Tensor // the apply graph's inputs, device-major (as Apply passes them)
+	bufs  [][]float32       // the flat data of device 0's inputs, this update's (see Begin)
+	pair  [2]float64        // this process's {w x loss, w} of the update's batch
 	apply *model.Exec
 }
 
+// Begin makes the apply's input tensors on the first update and, on every update, points bufs
+// at device 0's: Place writes the gradients there and the Reducer makes them the mean in
+// place, so that no update allocates or copies the gradients again for the apply graph.
+// MutableFlatData is what makes that safe: it drops the tensor's copy on the device, if the
+// last Exec made one, so that the next Exec takes the new values there (with the CPU plugin's
+// shared buffers the flat data is the device's buffer itself, and that copy is none).
 func (m *mean) Begin(lossSum, weight float64) error {
-	if m.bufs == nil {
+	nv := len(m.h.vars)
+	if m.ins == nil {
 		n := 0
-		m.bufs = make([][]float32, len(m.h.vars))
-		for i, v := range m.h.vars {
-			m.bufs[i] = make([]float32, v.Shape().Size())
+		m.bufs = make([][]float32, nv)
+		m.ins = make([]*tensors.Tensor, 0, m.h.env.Devices()*nv)
+		for range m.h.env.Devices() {
+			for _, v := range m.h.vars {
+				m.ins = append(m.ins, tensors.FromShape(shapes.Make(dtypes.Float32, v.Shape().Dimensions...)))
+			}
+		}
+		for _, v := range m.h.vars {
 			n += v.Shape().Size()
 		}
 		m.h.step.SetSyncBytes(m.r.Bytes(n, m.h.env.Group.Size()))
+	}
+	for i := range nv {
+		if err := tensors.MutableFlatData(m.ins[i], func(flat []float32) { m.bufs[i] = flat }); err != nil {
+			return fmt.Errorf("accelerator: the apply graph's input for %s: %w", m.h.vars[i].Path(), err)
+		}
 	}
 	m.pair = [2]float64{lossSum, weight}
 	return nil
@@ -76,11 +95,17 @@ func (m *mean) Apply(gb *data.GlobalBatch, _ float64) error {
 	if err := m.newApply(); err != nil {
 		return err
 	}
-	nd := h.env.Devices()
-	args := make([]any, 0, nd*len(h.vars))
-	for range nd { // every device gets its own copy (replicated inputs, device-major)
-		for i, v := range h.vars {
-			args = append(args, tensors.FromFlatDataAndDimensions(m.bufs[i], v.Shape().Dimensions...))
+	// Every device gets its own copy (replicated inputs, device-major): device 0's tensors
+	// hold the mean already (bufs), the others' are copied from them.
+	nv := len(h.vars)
+	args := make([]any, len(m.ins))
+	for k, t := range m.ins {
+		args[k] = t
+		if k < nv {
+			continue
+		}
+		if err := tensors.MutableFlatData(t, func(flat []float32) { copy(flat, m.bufs[k%nv]) }); err != nil {
+			return errorAt("copying the mean gradients for another device", gb, err)
 		}
 	}
 	span := h.env.TL.Start(name, "execute")
@@ -90,6 +115,15 @@ func (m *mean) Apply(gb *data.GlobalBatch, _ float64) error {
 		return errorAt("applying the all-reduced gradients", gb, err)
 	}
 	FinalizeAll(applied)
+	for _, t := range m.ins {
+		// A device's own copy of the inputs (a GPU's; with the CPU plugin's shared buffers
+		// this does nothing) is not held through the next gradients graph: PJRT frees it once
+		// the apply graph is done with it, as it did when these tensors were made afresh every
+		// update and dropped right after Exec.
+		if err := t.InvalidateOnDevice(); err != nil {
+			return errorAt("releasing the apply graph's inputs on the device", gb, err)
+		}
+	}
 	return nil
 }
 

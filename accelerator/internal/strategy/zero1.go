@@ -105,16 +105,18 @@ func (z *zero1Reduction) Apply(gb *data.GlobalBatch, total float64) error {
 		inv /= scale // a power of 2: the same rounding as dividing after
 	}
 	clip := st.upd.ClipNorm > 0
-	grads := st.recv[:st.block]
-	for k := range grads {
-		grads[k] *= inv
+	grads, err := st.meanInputs(inv)
+	if err != nil {
+		return errorAt("writing the mean gradients into the apply graph's inputs", gb, err)
 	}
 	var norm float32
 	finite := true
 	if clip || done != nil {
 		var sq float64
-		for _, x := range grads {
-			sq += float64(x) * float64(x)
+		for _, g := range grads { // the slices in layout order: the block's order
+			for _, x := range g {
+				sq += float64(x) * float64(x)
+			}
 		}
 		buf := []float64{sq}
 		if err := timed.Do("", 8, 0, func() error { return st.grp.AllreduceFloat64(buf, collective.Sum) }); err != nil {
@@ -131,7 +133,7 @@ func (z *zero1Reduction) Apply(gb *data.GlobalBatch, total float64) error {
 	if !finite { // under a guard: skipped on every rank
 		return done(false)
 	}
-	updated, err := st.update(grads, norm)
+	updated, err := st.update(norm)
 	if err != nil {
 		return errorAt("applying the gradients to this rank's slices", gb, err)
 	}
@@ -179,10 +181,11 @@ type Zero1 struct {
 	// put is the value this state last set in the job's Store, by path: a different value
 	// there was set by someone else (a checkpoint's Load) and is taken in before the update.
 	put  map[string]*tensors.Tensor
-	send []float32 // size blocks of block+2: rank r's slices of every variable, then {w x loss, w}
-	recv []float32 // block+2: this rank's reduced slices, then the global {w x loss, w}
-	mine []float32 // block: this rank's updated slices
-	all  []float32 // size x block: every rank's updated slices
+	send []float32         // size blocks of block+2: rank r's slices of every variable, then {w x loss, w}
+	recv []float32         // block+2: this rank's reduced slices, then the global {w x loss, w}
+	gin  []*tensors.Tensor // the apply graph's gradient inputs, one per variable: the mean of recv's slices
+	mine []float32         // block: this rank's updated slices
+	all  []float32         // size x block: every rank's updated slices
 }
 
 // Guard is the host half of a guard that may skip an update (nil: none): given the state, it
@@ -224,9 +227,31 @@ func NewZero1(env *Env, update *Update, guard Guard, vars []*model.Variable, los
 	return st, nil
 }
 
-// update runs the apply graph on this rank's mean gradient slices (grads, laid out as a
-// block) and returns the updated slices, laid out the same way.
-func (st *Zero1) update(grads []float32, norm float32) ([]float32, error) {
+// meanInputs writes this rank's mean gradient slices, the reduced sums (recv) times inv, into
+// the apply graph's inputs (gin, one tensor per variable, made on the first update and
+// rewritten in place, as mean's are: see mean.Begin) and returns their flat data.
+func (st *Zero1) meanInputs(inv float32) ([][]float32, error) {
+	if st.gin == nil {
+		for _, l := range st.layout {
+			st.gin = append(st.gin, tensors.FromShape(shapes.Make(dtypes.Float32, l.c)))
+		}
+	}
+	flats := make([][]float32, len(st.layout))
+	for i, l := range st.layout {
+		err := tensors.MutableFlatData(st.gin[i], func(flat []float32) {
+			collective.ScaleTo(flat, st.recv[l.off:l.off+l.c], inv)
+			flats[i] = flat
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return flats, nil
+}
+
+// update runs the apply graph on this rank's mean gradient slices (gin, written by
+// meanInputs) and returns the updated slices, laid out as a block.
+func (st *Zero1) update(norm float32) ([]float32, error) {
 	clip := st.upd.ClipNorm > 0
 	name := "apply"
 	if st.apply == nil {
@@ -253,8 +278,8 @@ func (st *Zero1) update(grads []float32, norm float32) ([]float32, error) {
 		}
 	}
 	args := make([]any, 0, len(st.slices)+1)
-	for _, l := range st.layout {
-		args = append(args, tensors.FromFlatDataAndDimensions(grads[l.off:l.off+l.c], l.c))
+	for _, t := range st.gin {
+		args = append(args, t)
 	}
 	if clip {
 		args = append(args, tensors.FromScalar(norm))
@@ -264,6 +289,11 @@ func (st *Zero1) update(grads []float32, norm float32) ([]float32, error) {
 	span.End()
 	if err != nil {
 		return nil, err
+	}
+	for _, t := range st.gin { // a device's own copy is not held until the next update (mean.Apply)
+		if err := t.InvalidateOnDevice(); err != nil {
+			return nil, err
+		}
 	}
 	FinalizeAll(outs) // the global step: the slices are read from their variables
 	for i, l := range st.layout {
