@@ -92,23 +92,19 @@ func (t *TrainStep) run(gb *data.GlobalBatch) (Loss, error) {
 	if t.fn == nil {
 		return Loss{}, errors.New("accelerator: TrainStep.Run: the step function is nil")
 	}
-	accumulate := t.job.accumulatesBatch()
 	args, err := t.job.args(gb)
+	if err == nil {
+		err = checkLabels(gb, t.classes)
+	}
 	if err != nil {
 		return Loss{}, err
 	}
-	if err := checkLabels(gb, t.classes); err != nil {
-		return Loss{}, err
-	}
-	start, syncBefore := time.Now(), t.stats.Sync
+	accumulate, start, syncBefore := t.job.accumulatesBatch(), time.Now(), t.stats.Sync
 	loss, err := t.stage(gb, args, accumulate)
 	if err == nil {
 		err = t.count(start, syncBefore, accumulate)
 	}
-	if err != nil {
-		return Loss{}, err
-	}
-	return loss, nil
+	return loss, err // Run drops the loss of a failed step
 }
 
 // accumulatesBatch reports whether the job's next batch only accumulates its gradients: with
