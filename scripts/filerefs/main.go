@@ -1,8 +1,9 @@
 // Command filerefs counts the references between the files of one Go package: which file uses
 // a package-level name, a method or a field that another file of the package declares. It
 // prints every file-to-file reference with the names behind it, the groups of files that refer
-// to each other around a loop, and the fewest references it found whose removal leaves no loop:
-// in a drawing of the files in layers, those are the references that must run back up.
+// to each other around a loop, and references whose removal leaves no loop (the fewest, when
+// three or fewer do it): in a drawing of the files in layers, those are the references that
+// must run back up.
 //
 //	go run ./scripts/filerefs ./accelerator
 //
@@ -167,13 +168,14 @@ func loops(refs []ref) [][]string {
 }
 
 // backRefs returns a small set of references whose removal leaves no loop: for each size k
-// from 1 up to 3 it tries every set of k references inside the loops and returns the first
-// that works; past that (or when nothing that small works) it falls back to the back edges of
-// a depth-first walk, which also leave no loop but may be more than needed.
-func backRefs(refs []ref) []ref {
+// from 1 up to 3 (while there are at most maxTries such sets) it tries every set of k
+// references inside the loops and returns the first that works (fewest is true: no smaller set
+// exists); past that it returns the back edges of a depth-first walk, which also leave no loop
+// but may be more than needed.
+func backRefs(refs []ref) (back []ref, fewest bool) {
 	groups := loops(refs)
 	if len(groups) == 0 {
-		return nil
+		return nil, true
 	}
 	in := map[string]int{}
 	for g, files := range groups {
@@ -196,7 +198,7 @@ func backRefs(refs []ref) []ref {
 		}
 		return rest
 	}
-	for k := 1; k <= 3 && k <= len(inner); k++ {
+	for k := 1; k <= 3 && k <= len(inner) && choose(len(inner), k) <= maxTries; k++ {
 		var found []int
 		var try func(start int, picked []int) bool
 		try = func(start int, picked []int) bool {
@@ -219,10 +221,22 @@ func backRefs(refs []ref) []ref {
 			for i, p := range found {
 				out[i] = refs[inner[p]]
 			}
-			return out
+			return out, true
 		}
 	}
-	return dfsBackEdges(refs)
+	return dfsBackEdges(refs), false
+}
+
+// maxTries bounds the sets of references backRefs tries.
+const maxTries = 50_000
+
+// choose is n choose k.
+func choose(n, k int) int {
+	c := 1
+	for i := range k {
+		c = c * (n - i) / (i + 1)
+	}
+	return c
 }
 
 // dfsBackEdges returns the references that close a loop in a depth-first walk in file order.
@@ -275,8 +289,13 @@ func report(w io.Writer, refs []ref) {
 	for _, g := range groups {
 		fmt.Fprintf(w, "loop: %s\n", strings.Join(g, ", "))
 	}
-	back := backRefs(refs)
-	fmt.Fprintf(w, "references that must run back up (removing them leaves no loop): %d\n", len(back))
+	back, fewest := backRefs(refs)
+	if fewest {
+		fmt.Fprintf(w, "references that must run back up (the fewest whose removal leaves no loop): %d\n", len(back))
+	} else {
+		fmt.Fprintf(w, "references running back up in a depth-first walk (their removal leaves no loop; "+
+			"the fewest that do may be less): %d\n", len(back))
+	}
 	for _, r := range back {
 		fmt.Fprintf(w, "  %s -> %s: %s\n", r.from, r.to, strings.Join(r.names, " "))
 	}
