@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/internal/timeline"
 	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/model"
@@ -54,18 +52,7 @@ func BenchmarkHostApply(b *testing.B) {
 		per := 16 / a.NumReplicas()
 		rng := rand.New(rand.NewPCG(uint64(a.ProcessIndex()), 3))
 		for range steps + 2 {
-			x, y := make([]float32, per*1536), make([]int32, per)
-			for i := range x {
-				x[i] = rng.Float32() - 0.5
-			}
-			for i := range y {
-				y[i] = int32(rng.IntN(10))
-			}
-			real := slices.Repeat([]bool{true}, per)
-			gb := &data.GlobalBatch{Shards: []*data.Batch{{
-				Inputs: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(x, per, 1536)},
-				Labels: tensors.FromValue(y), Mask: tensors.FromValue(real), Real: real,
-				Indices: make([]int, per), Positions: make([]int, per)}}}
+			gb := &data.GlobalBatch{Shards: []*data.Batch{randomShard(rng, per, 1536)}}
 			l, err := train.Run(gb)
 			if err != nil {
 				return struct{}{}, err

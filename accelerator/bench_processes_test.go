@@ -122,18 +122,7 @@ func benchMLP(a *Accelerator, steps, accum int) (benchFigures, error) {
 	batch := func() *data.GlobalBatch {
 		gb := &data.GlobalBatch{}
 		for range a.NumDevices() {
-			x, y := make([]float32, per*512), make([]int32, per)
-			for i := range x {
-				x[i] = rng.Float32() - 0.5
-			}
-			for i := range y {
-				y[i] = int32(rng.IntN(10))
-			}
-			real := slices.Repeat([]bool{true}, per)
-			gb.Shards = append(gb.Shards, &data.Batch{
-				Inputs: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(x, per, 512)},
-				Labels: tensors.FromValue(y), Mask: tensors.FromValue(real), Real: real,
-				Indices: make([]int, per), Positions: make([]int, per)})
+			gb.Shards = append(gb.Shards, randomShard(rng, per, 512))
 		}
 		return gb
 	}
@@ -224,4 +213,21 @@ func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// randomShard is a benchmark's shard of per examples: inputs [per, width] uniform in
+// [-0.5, 0.5), labels among 10 classes, every example real.
+func randomShard(rng *rand.Rand, per, width int) *data.Batch {
+	x, y := make([]float32, per*width), make([]int32, per)
+	for i := range x {
+		x[i] = rng.Float32() - 0.5
+	}
+	for i := range y {
+		y[i] = int32(rng.IntN(10))
+	}
+	real := slices.Repeat([]bool{true}, per)
+	return &data.Batch{
+		Inputs: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(x, per, width)},
+		Labels: tensors.FromValue(y), Mask: tensors.FromValue(real), Real: real,
+		Indices: make([]int, per), Positions: make([]int, per)}
 }

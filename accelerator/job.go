@@ -45,9 +45,8 @@ type Job struct {
 	memPlan  *MemoryPlan // the largest memory plan made (memcheck.go)
 	micro    int         // WithAutoBatch's micro-batches per global batch (0: not chosen yet)
 	// busy records this rank's busy time for the straggler report (straggler.go); nil until
-	// the first step, and in a single process. busyOff: $GOACCEL_STRAGGLER_EVERY=0.
-	busy    *busyRecorder
-	busyOff bool
+	// the first step, and always with $GOACCEL_STRAGGLER_EVERY=0.
+	busy *busyRecorder
 }
 
 // RankBusy returns every rank's busy time, indexed by rank, over the latest window of
@@ -63,12 +62,8 @@ func (j *Job) RankBusy() []RankBusy {
 // busyRecorder returns the job's recorder, nil when switched off. In a single process the
 // exchange is the identity and names no rank: the figures still say where the time goes.
 func (j *Job) busyRecorder() *busyRecorder {
-	if j.busy != nil || j.busyOff {
+	if j.busy != nil || j.acc.stragglerEvery == 0 {
 		return j.busy
-	}
-	if j.acc.stragglerEvery == 0 {
-		j.busyOff = true
-		return nil
 	}
 	host, _ := os.Hostname()
 	j.busy = &busyRecorder{every: j.acc.stragglerEvery, host: host}

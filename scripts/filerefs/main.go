@@ -48,6 +48,11 @@ type ref struct {
 // fileRefs type-checks the package in dir (its non-test files) and returns its file-to-file
 // references, sorted.
 func fileRefs(dir string) ([]ref, error) {
+	if st, err := os.Stat(dir); err != nil {
+		return nil, err // names dir as given
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("%s is not a folder: give the folder of a Go package", dir)
+	}
 	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		return nil, err

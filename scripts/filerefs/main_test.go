@@ -45,9 +45,11 @@ func TestNoLoop(t *testing.T) {
 	}
 }
 
-// TestBadDir names the folder.
+// TestBadDir names the folder as given: missing, a file, or a folder without Go files.
 func TestBadDir(t *testing.T) {
-	if _, err := fileRefs("testdata/none"); err == nil || !strings.Contains(err.Error(), "testdata/none") {
-		t.Errorf("err %v, want one naming testdata/none", err)
+	for dir, want := range map[string]string{"testdata/none": "no such file", "main.go": "not a folder", "testdata": "no Go files"} {
+		if _, err := fileRefs(dir); err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), want) {
+			t.Errorf("fileRefs(%q): err %v, want one naming %s and saying %q", dir, err, dir, want)
+		}
 	}
 }
