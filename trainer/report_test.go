@@ -379,6 +379,9 @@ func serveScalars(t *testing.T, py, dir, fast string, want map[string][][2]float
 	cmd := exec.CommandContext(ctx, py, "-m", "tensorboard.main", "--logdir", dir, "--host", "127.0.0.1",
 		"--port", fmt.Sprint(port), "--load_fast", fast)
 	cmd.Stdout, cmd.Stderr = &log, &log
+	// TensorBoard writes its server's record under $TMPDIR/.tensorboard-info and removes it on a
+	// clean exit, which the kill below is not: the record goes to the test's own folder.
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

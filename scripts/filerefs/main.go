@@ -72,6 +72,21 @@ func fileRefs(dir string) ([]ref, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%s: no Go files", dir)
 	}
+	// Type-checking from source runs `go tool cgo` for the dependencies that use cgo, and its C
+	// compiler leaves object files in $TMPDIR: they go to a folder of this run, removed after.
+	tmp, err := os.MkdirTemp("", "filerefs-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if old, had := os.LookupEnv("TMPDIR"); had {
+		defer os.Setenv("TMPDIR", old)
+	} else {
+		defer os.Unsetenv("TMPDIR")
+	}
+	if err := os.Setenv("TMPDIR", tmp); err != nil {
+		return nil, err
+	}
 	var firstErr error
 	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil), Error: func(err error) {
 		if firstErr == nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -51,5 +52,25 @@ func TestBadDir(t *testing.T) {
 		if _, err := fileRefs(dir); err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), want) {
 			t.Errorf("fileRefs(%q): err %v, want one naming %s and saying %q", dir, err, dir, want)
 		}
+	}
+}
+
+// TestNothingLeftInTMPDIR: type-checking a package whose dependencies use cgo (os/user) leaves
+// nothing in $TMPDIR.
+func TestNothingLeftInTMPDIR(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	if _, err := fileRefs("testdata/cgouser"); err != nil {
+		t.Fatal(err)
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		t.Errorf("left in $TMPDIR: %s", e.Name())
+	}
+	if os.Getenv("TMPDIR") != dir {
+		t.Errorf("$TMPDIR is %q after fileRefs, want %q back", os.Getenv("TMPDIR"), dir)
 	}
 }
