@@ -73,20 +73,9 @@ func fileRefs(dir string) ([]ref, error) {
 		return nil, fmt.Errorf("%s: no Go files", dir)
 	}
 	// Type-checking from source runs `go tool cgo` for the dependencies that use cgo, and its C
-	// compiler leaves object files in $TMPDIR: they go to a folder of this run, removed after.
-	tmp, err := os.MkdirTemp("", "filerefs-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	if old, had := os.LookupEnv("TMPDIR"); had {
-		defer os.Setenv("TMPDIR", old)
-	} else {
-		defer os.Unsetenv("TMPDIR")
-	}
-	if err := os.Setenv("TMPDIR", tmp); err != nil {
-		return nil, err
-	}
+	// compiler leaves object files named srcimporter*_cgo_* in the temporary folder: the ones
+	// this run made are removed after it.
+	defer removeNew(cgoLeftovers())
 	var firstErr error
 	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil), Error: func(err error) {
 		if firstErr == nil {
@@ -127,6 +116,26 @@ func fileRefs(dir string) ([]ref, error) {
 		return refs[i].from < refs[j].from || refs[i].from == refs[j].from && refs[i].to < refs[j].to
 	})
 	return refs, nil
+}
+
+// cgoLeftovers returns the names of the cgo object files of a source type-check now in the
+// temporary folder.
+func cgoLeftovers() map[string]bool {
+	names, _ := filepath.Glob(filepath.Join(os.TempDir(), "srcimporter*_cgo_*"))
+	set := map[string]bool{}
+	for _, n := range names {
+		set[n] = true
+	}
+	return set
+}
+
+// removeNew removes the cgo object files that were not there before (cgoLeftovers).
+func removeNew(before map[string]bool) {
+	for n := range cgoLeftovers() {
+		if !before[n] {
+			_ = os.Remove(n)
+		}
+	}
 }
 
 // loops returns the groups of two or more files that reach each other (strongly connected
