@@ -6,7 +6,6 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
-	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/support/exceptions"
@@ -120,20 +119,20 @@ func (c *Classifier) Head(s *model.Scope, pooled *Node) *Node {
 	switch f := cfg.family(); f.head {
 	case headPreClassify:
 		x = activation.Relu(linear(s.At("pre_classifier"), cfg, x, cfg.HiddenSize))
-		x = layers.DropoutStatic(cs, x, rate)
+		x = dropout(cs, x, rate)
 		x = linear(cs, cfg, x, cfg.NumLabels)
 	case headDenseOut:
-		x = layers.DropoutStatic(cs, x, rate)
+		x = dropout(cs, x, rate)
 		x = linear(cs.At("dense"), cfg, x, cfg.HiddenSize)
 		if f.modelType == "electra" {
 			x = gelu(x)
 		} else {
 			x = Tanh(x)
 		}
-		x = layers.DropoutStatic(cs.At("out_proj"), x, rate)
+		x = dropout(cs.At("out_proj"), x, rate)
 		x = linear(cs.At("out_proj"), cfg, x, cfg.NumLabels)
 	default:
-		x = layers.DropoutStatic(cs, x, rate)
+		x = dropout(cs, x, rate)
 		x = linear(cs, cfg, x, cfg.NumLabels)
 	}
 	return ConvertDType(x, variableDType)

@@ -11,7 +11,8 @@
 // logits: word + position + token-type embeddings and LayerNorm, num_hidden_layers post-LN
 // encoder layers (multi-head self-attention over the unmasked tokens, exact GELU
 // feed-forward), the pooler (tanh dense on [CLS]) and a dense classification head, with
-// dropout wherever HF has it, active only while the Store marks the graph as training.
+// dropout wherever HF has it, active only while the Store marks the graph as training (its
+// rate rounded to a multiple of 2^-16: 16 random bits decide each element).
 // Classifier.Encoder returns the last hidden states and the pooled output (BertModel). The
 // other families differ from this description where transformers' do: RoBERTa counts
 // positions from pad_token_id+1 and has one token type, DistilBERT has no token types and

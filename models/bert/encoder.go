@@ -9,7 +9,6 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
-	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/layers/attention"
 	"github.com/gomlx/gomlx/ml/model"
@@ -21,9 +20,10 @@ import (
 // checked against a plain-ops reference in the tests: nn.Dense (fused dense), nn.LayerNorm
 // (fused layer norm; eps inside the square root, biased variance, as torch.nn.LayerNorm),
 // activation.Gelu (exact erf GELU), attention.Core (fused scaled-dot-product attention where
-// the backend has it) and layers.DropoutStatic (active only when the Store marks the graph
-// as training). Variables are created here, under HF names (see names.go), instead of
-// through layers.Dense / norm.LayerNorm, whose variable names ("dense/weights",
+// the backend has it; in training with attention dropout it is written out, see dropout.go)
+// and this package's dropout (active only when the Store marks the graph as training).
+// Variables are created here, under HF names (see names.go), instead of through
+// layers.Dense / norm.LayerNorm, whose variable names ("dense/weights",
 // "layer_normalization/gain") and weight layout ([in, out]) differ from HF's.
 
 // variableDType is the dtype of every variable (the master weights, also under mixed
@@ -148,7 +148,7 @@ func embeddings(s *model.Scope, cfg Config, inputIDs, tokenTypeIDs *Node, dt dty
 		x = Add(x, lookup("token_type_embeddings", cfg.TypeVocabSize, tokenTypeIDs))
 	}
 	x = ConvertDType(layerNorm(es.At("LayerNorm"), cfg, x), dt)
-	x = layers.DropoutStatic(es, x, cfg.HiddenDropoutProb)
+	x = dropout(es, x, cfg.HiddenDropoutProb)
 	if cfg.projectsEmbeddings() {
 		x = linear(s.At("embeddings_project"), cfg, x, cfg.HiddenSize)
 	}
@@ -162,12 +162,12 @@ func encoderLayer(s *model.Scope, cfg Config, x, mask *Node) *Node {
 	n := cfg.family().layer
 	a := selfAttention(s, n, cfg, x, mask)
 	a = linear(at(s, n.attnOut), cfg, a, cfg.HiddenSize)
-	a = layers.DropoutStatic(at(s, n.attnOut), a, cfg.HiddenDropoutProb)
+	a = dropout(at(s, n.attnOut), a, cfg.HiddenDropoutProb)
 	x = layerNorm(at(s, n.attnNorm), cfg, Add(a, x))
 
 	h := gelu(linear(at(s, n.ffnIn), cfg, x, cfg.IntermediateSize))
 	h = linear(at(s, n.ffnOut), cfg, h, cfg.HiddenSize)
-	h = layers.DropoutStatic(at(s, n.ffnOut), h, cfg.HiddenDropoutProb)
+	h = dropout(at(s, n.ffnOut), h, cfg.HiddenDropoutProb)
 	return layerNorm(at(s, n.outNorm), cfg, Add(h, x))
 }
 
@@ -190,12 +190,16 @@ func selfAttention(s *model.Scope, n layerNames, cfg Config, x, mask *Node) *Nod
 		// Fused attention kernels may only take float32: reduced precision goes decomposed.
 		DisableFusion: x.DType() != variableDType,
 	}
+	var out *Node
 	if rate := cfg.AttentionProbsDropoutProb; rate > 0 && s.IsTraining(x.Graph()) {
-		attn, _, _ := cutLast(n.query) // the attention module: "attention.self" in BERT
-		opts.Scope = at(s, attn)
-		opts.DropoutRate = Scalar(x.Graph(), x.DType(), rate)
+		// attention.Core's own dropout would draw 32 bits per probability; with dropout
+		// it computes the attention decomposed anyway, as here.
+		scores := MulScalar(Einsum("bhqd,bhkd->bhqk", q, k), opts.Scale)
+		probs := MaskedSoftmax(scores, BroadcastToShape(mask, scores.Shape()), -1)
+		out = Einsum("bhqk,bhkd->bhqd", dropout(s, probs, rate), v)
+	} else {
+		out, _ = attention.Core(q, k, v, attention.LayoutBHSD, opts)
 	}
-	out, _ := attention.Core(q, k, v, attention.LayoutBHSD, opts)
 	return Reshape(TransposeAllAxes(out, 0, 2, 1, 3), batch, seqLen, cfg.HiddenSize)
 }
 

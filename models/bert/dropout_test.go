@@ -1,0 +1,186 @@
+package bert
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// runDropout applies dropout at rate to ones of the given shape, in a graph marked training
+// (or not), on a Store seeded with seed, calls times times (each call draws new bits from the
+// Store's state) and returns each call's values.
+func runDropout(t *testing.T, backend compute.Backend, seed int64, rate float64, training bool, times int, dims ...int) [][]float32 {
+	t.Helper()
+	store := model.NewStore()
+	if err := store.SetRNGStateFromSeed(seed); err != nil {
+		t.Fatal(err)
+	}
+	exec, err := model.NewExec(backend, store, func(s *model.Scope, x *Node) *Node {
+		s.Store().SetTraining(x.Graph(), training)
+		return dropout(s, x, rate)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ones := tensors.FromShape(shapes.Make(dtypes.Float32, dims...))
+	tensors.MutableFlatData(ones, func(v []float32) {
+		for i := range v {
+			v[i] = 1
+		}
+	})
+	var out [][]float32
+	for range times {
+		res, err := exec.Call(ones)
+		if err != nil {
+			t.Fatalf("dropout %v: %v", dims, err)
+		}
+		out = append(out, tensors.MustCopyFlatData[float32](res[0]))
+	}
+	return out
+}
+
+// TestDropoutStatistics checks the dropout the encoder uses: every value is 0 or exactly
+// 1/keep (keep = 1 - the rate rounded to 2^-16), the dropped fraction is the rate within five
+// standard deviations overall, at each of the four positions a 64-bit word decides and for
+// pairs of neighbours (independence), on the row layout (last axis a multiple of 4) and the
+// flat one; each call draws new bits; the same seed draws the same bits. On the pure-Go
+// backend and on XLA's CPU plugin (their generators differ).
+func TestDropoutStatistics(t *testing.T) {
+	t.Run("go", func(t *testing.T) { checkDropoutStatistics(t, mustGoBackend(t)) })
+	t.Run("xla", func(t *testing.T) {
+		backend, err := xlaBackend()
+		if err != nil {
+			t.Skipf("SKIPPED: no XLA CPU plugin (make deps installs it): %v", err)
+		}
+		checkDropoutStatistics(t, backend)
+	})
+}
+
+func checkDropoutStatistics(t *testing.T, backend compute.Backend) {
+	const rate = 0.1
+	p := float64(dropoutThreshold(rate)) / (1 << dropoutBits)
+	if math.Abs(p-rate) > 1.0/(1<<dropoutBits) {
+		t.Fatalf("rate %g rounded to %g", rate, p)
+	}
+	scale := float32(1 / (1 - p))
+	within := func(what string, count, n int, prob float64) {
+		t.Helper()
+		sd := math.Sqrt(float64(n) * prob * (1 - prob))
+		if d := math.Abs(float64(count) - float64(n)*prob); d > 5*sd {
+			t.Errorf("%s: %d of %d, want %.0f ± %.0f (5 sd)", what, count, n, float64(n)*prob, 5*sd)
+		}
+	}
+	for _, dims := range [][]int{{96, 256}, {151, 163}} {
+		runs := runDropout(t, backend, 7, rate, true, 2, dims...)
+		v := runs[0]
+		n := len(v)
+		dropped := 0
+		var byLane [dropoutLanes]int
+		pairs := 0
+		for i, x := range v {
+			switch x {
+			case 0:
+				dropped++
+				byLane[i%dropoutLanes]++
+				if i+1 < n && v[i+1] == 0 {
+					pairs++
+				}
+			case scale:
+			default:
+				t.Fatalf("%v: value %d is %g, want 0 or %g", dims, i, x, scale)
+			}
+		}
+		within("dropped", dropped, n, p)
+		for k, c := range byLane {
+			within("dropped at word position "+string(rune('0'+k)), c, (n-k+dropoutLanes-1)/dropoutLanes, p)
+		}
+		within("neighbours both dropped", pairs, n-1, p*p)
+		same := 0
+		for i := range v {
+			if v[i] == runs[1][i] {
+				same++
+			}
+		}
+		if same == n {
+			t.Errorf("%v: two calls drew the same mask", dims)
+		}
+		again := runDropout(t, backend, 7, rate, true, 1, dims...)[0]
+		for i := range v {
+			if v[i] != again[i] {
+				t.Fatalf("%v: the same seed gave another mask at %d", dims, i)
+			}
+		}
+	}
+}
+
+// TestDropoutEdges checks evaluation (no dropout), rate 0 and rate 1.
+func TestDropoutEdges(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		rate     float64
+		training bool
+		want     float32
+	}{
+		{"evaluation", 0.5, false, 1},
+		{"rate 0", 0, true, 1},
+		{"rate 1", 1, true, 0},
+	} {
+		for i, x := range runDropout(t, mustGoBackend(t), 3, c.rate, c.training, 1, 5, 7)[0] {
+			if x != c.want {
+				t.Fatalf("%s: value %d is %g, want %g", c.name, i, x, c.want)
+			}
+		}
+	}
+}
+
+// TestGoMLXRandomIntNClampBug pins a GoMLX v0.28.3 bug dropoutKeepMask works around:
+// RandomIntN given N = 2^64-1 as a Go integer clamps its values to N-1 made a scalar through
+// float64, 2^63, so every draw at or above 2^63 comes back as 2^63; given N as a constant node
+// the draws keep their top bit. If this test fails, GoMLX has fixed the bug.
+func TestGoMLXRandomIntNClampBug(t *testing.T) {
+	draw := func(byNode bool) []uint64 {
+		exec := MustNewExec(mustGoBackend(t), func(g *Graph) *Node {
+			state := Const(g, must(RNGStateFromSeed(7)))
+			shape := shapes.Make(dtypes.Uint64, 256)
+			var words *Node
+			if byNode {
+				_, words = RandomIntN(state, Const(g, uint64(math.MaxUint64)), shape)
+			} else {
+				_, words = RandomIntN(state, uint64(math.MaxUint64), shape)
+			}
+			return words
+		})
+		return tensors.MustCopyFlatData[uint64](exec.MustExec()[0])
+	}
+	count := func(words []uint64) (top, clamped int) {
+		for _, w := range words {
+			if w >= 1<<63 {
+				top++
+			}
+			if w == 1<<63 {
+				clamped++
+			}
+		}
+		return top, clamped
+	}
+	if top, clamped := count(draw(false)); top == 0 || clamped != top {
+		t.Errorf("N as a Go integer: %d of 256 draws have the top bit, %d of them equal 2^63; the bug is that all of them do (and about half the draws)", top, clamped)
+	}
+	if top, clamped := count(draw(true)); top < 64 || clamped != 0 {
+		t.Errorf("N as a constant node: %d of 256 draws have the top bit, %d equal 2^63; want about 128 and none", top, clamped)
+	}
+}
+
+// must returns v or panics with err.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
