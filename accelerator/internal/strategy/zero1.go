@@ -185,6 +185,7 @@ type Zero1 struct {
 	recv []float32         // block+2: this rank's reduced slices, then the global {w x loss, w}
 	gin  []*tensors.Tensor // the apply graph's gradient inputs, one per variable: the mean of recv's slices
 	mine []float32         // block: this rank's updated slices
+	pad  []float32         // a slice running past its variable's end, zero-padded (setSlice)
 	all  []float32         // size x block: every rank's updated slices
 }
 
@@ -446,18 +447,54 @@ func (st *Zero1) isState(path string) bool {
 }
 
 // setSlice sets dst (in the slices' Store) to this rank's slice of whole, a value of variable
-// i's shape.
+// i's shape: a buffer on the apply graph's device made straight from whole's data (through
+// pad, zero-padded, where the slice runs past the variable's end).
+//
+// It cannot be one tensor kept from update to update and rewritten in place, as gin is: the
+// apply Exec donates the buffer of every slice variable (the optimizer updates them all, and
+// their state) and then finalizes its tensor (model.Exec resets the variable), so every update
+// needs a new value. What this saves is the host copies: a host tensor set here was copied
+// into a backend buffer by Exec's donation, with this same BufferFromFlatData call; now that
+// buffer is made here from whole's data, and Exec donates it as it is. The buffer is thus the
+// same kind as before on every backend: the backend's own, never a shared one (shared buffers,
+// the CPU plugin's, are host memory and cannot be donated), on a GPU's device. The call
+// copies during the call (PJRT's immutable-only-during-call; the pure-Go backend copies too),
+// so whole and pad are free again on return.
 func (st *Zero1) setSlice(dst *model.Variable, i int, whole *tensors.Tensor) error {
 	l := st.layout[i]
 	if whole.DType() != dtypes.Float32 || whole.Shape().Size() != l.n {
 		return fmt.Errorf("it is %s, want %d float32 values (the shape of %s)", whole.Shape(), l.n, st.vars[i].Path())
 	}
-	part := make([]float32, l.c)
+	dev := compute.DeviceNum(0) // the device the apply Exec donates its variables' buffers on
+	if d := st.apply.DeviceAssignment(); len(d) > 0 {
+		dev = d[0]
+	}
 	lo, hi := min(st.rank*l.c, l.n), min((st.rank+1)*l.c, l.n)
-	if err := whole.ConstFlatData(func(flat any) { copy(part, flat.([]float32)[lo:hi]) }); err != nil {
+	var buf compute.Buffer
+	var err error
+	if cerr := whole.ConstFlatData(func(flat any) {
+		src := flat.([]float32)[lo:hi]
+		if len(src) < l.c {
+			if len(st.pad) < l.c {
+				st.pad = make([]float32, l.c)
+			}
+			copy(st.pad, src)
+			clear(st.pad[len(src):l.c])
+			src = st.pad[:l.c]
+		}
+		buf, err = st.env.Backend.BufferFromFlatData(dev, src, shapes.Make(dtypes.Float32, l.c))
+	}); cerr != nil {
+		return cerr
+	}
+	if err != nil {
 		return err
 	}
-	return dst.SetValue(tensors.FromFlatDataAndDimensions(part, l.c))
+	t, err := tensors.FromBuffer(buf)
+	if err != nil {
+		_ = buf.Finalize()
+		return err
+	}
+	return dst.SetValue(t)
 }
 
 // unshard rebuilds every variable whole from the all-gathered slices and sets it in the job's
