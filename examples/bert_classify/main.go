@@ -426,7 +426,9 @@ func loadModel(o options, store *model.Store) (clf *bert.Classifier, tok *bert.T
 		return nil, nil, fmt.Errorf("--model_dir %s: %w", o.ModelDir, err)
 	}
 	clf.Config.GradientCheckpointing = o.GradientCheckpointing
-	if o.Dropout >= 1 {
+	if math.IsNaN(o.Dropout) {
+		return nil, nil, fmt.Errorf("--dropout %g: not a number (a rate below 1, or negative for the model's own rates)", o.Dropout)
+	} else if o.Dropout >= 1 {
 		return nil, nil, fmt.Errorf("--dropout %g: must be below 1 (negative: the model's own rates)", o.Dropout)
 	} else if o.Dropout >= 0 {
 		clf.Config.HiddenDropoutProb, clf.Config.AttentionProbsDropoutProb = o.Dropout, o.Dropout

@@ -103,6 +103,7 @@ func TestBadFlagsStopBeforeTraining(t *testing.T) {
 		{"unknown precision", func(o *options) { o.MixedPrecision = "fp8" }, `"bf16" and "fp16"`},
 		{"sharding", func(o *options) { o.Sharding = "fsdp" }, `--sharding "fsdp": unknown sharding: valid values are "no", "zero1"`},
 		{"dropout 1", func(o *options) { o.Dropout = 1 }, "--dropout 1: must be below 1"},
+		{"dropout NaN", func(o *options) { o.Dropout = math.NaN() }, "--dropout NaN: not a number"},
 		{"data dir and train file", func(o *options) { o.DataDir, o.TrainFile = "d", "t.csv" }, "--data_dir d and --train_file t.csv are both given"},
 		{"validation file alone", func(o *options) { o.ValidationFile = "v.csv" }, `--validation_file "v.csv" needs --train_file`},
 		{"empty column name", func(o *options) { o.TrainFile, o.TextColumnNames = "t.csv", "a,,b" }, `--text_column_names "a,,b", --label_column_name "label": a column name is empty`},

@@ -12,6 +12,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -155,7 +156,9 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 		return nil, 0, fmt.Errorf("--model_dir %q, --max_len %d: %w", o.ModelDir, o.MaxLen, err)
 	}
 	clf.Config.GradientCheckpointing = o.GradientCheckpointing
-	if o.Dropout >= 1 {
+	if math.IsNaN(o.Dropout) {
+		return nil, 0, fmt.Errorf("--dropout %g: not a number (a rate below 1, or negative for the model's own rates)", o.Dropout)
+	} else if o.Dropout >= 1 {
 		return nil, 0, fmt.Errorf("--dropout %g: must be below 1 (negative: the model's own rates)", o.Dropout)
 	} else if o.Dropout >= 0 {
 		clf.Config.HiddenDropoutProb, clf.Config.AttentionProbsDropoutProb = o.Dropout, o.Dropout

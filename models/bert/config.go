@@ -279,7 +279,7 @@ func (c Config) Validate() error {
 		{"classifier_dropout", c.classifierDropout()},
 	}
 	for _, r := range rates {
-		if r.value < 0 || r.value >= 1 {
+		if !(r.value >= 0 && r.value < 1) { // NaN too
 			return fmt.Errorf("%s must be in [0, 1), got %g", r.key, r.value)
 		}
 	}

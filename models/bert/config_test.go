@@ -1,6 +1,7 @@
 package bert
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -96,5 +97,15 @@ func TestCheckMaxLen(t *testing.T) {
 		if err != nil && c.maxLen > 2 && !strings.Contains(err.Error(), "max_position_embeddings (128)") {
 			t.Errorf("CheckMaxLen(%d) error %q does not name the limit", c.maxLen, err)
 		}
+	}
+}
+
+// TestValidateRefusesNaNRate checks that a NaN dropout rate (possible from Go, not from JSON)
+// is refused, naming the key.
+func TestValidateRefusesNaNRate(t *testing.T) {
+	cfg := TinyConfig(100)
+	cfg.AttentionProbsDropoutProb = math.NaN()
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "attention_probs_dropout_prob must be in [0, 1), got NaN") {
+		t.Fatalf("Validate with a NaN attention dropout: got %v", err)
 	}
 }

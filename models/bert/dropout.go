@@ -26,7 +26,9 @@ func dropoutThreshold(rate float64) uint64 {
 
 // dropout is torch.nn.Dropout in training: each element of x is zeroed with probability rate
 // and the others are scaled by 1/(1-rate), so the expectation is x. It is a no-op when rate
-// <= 0 or the Store does not mark x's graph as training (evaluation, inference).
+// <= 0 or the Store does not mark x's graph as training (evaluation, inference); a rate that
+// rounds to 1 drops every element, and a NaN rate panics (graph building turns the panic into
+// an error).
 //
 // It draws 16 random bits per element from the Store's random state (the variable
 // model.RNGStateVariableName, the one GoMLX's own dropout and the checkpoints use), four
@@ -36,13 +38,16 @@ func dropoutThreshold(rate float64) uint64 {
 // inverse of the kept fraction at that probability, so the expectation stays exactly x.
 func dropout(s *model.Scope, x *Node, rate float64) *Node {
 	g := x.Graph()
+	if math.IsNaN(rate) {
+		exceptions.Panicf("bert: dropout rate is NaN (Config.Validate refuses it; was the Config changed after?)")
+	}
 	if rate <= 0 || !s.IsTraining(g) {
 		return x
 	}
-	if rate >= 1 {
+	t := dropoutThreshold(min(rate, 1))
+	if t >= 1<<dropoutBits { // rate 1, or within 2^-17 of it: every element is dropped
 		return ZerosLike(x)
 	}
-	t := dropoutThreshold(rate)
 	if t == 0 {
 		return x
 	}

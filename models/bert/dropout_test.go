@@ -2,6 +2,7 @@ package bert
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/compute"
@@ -234,5 +235,50 @@ func BenchmarkDropout(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(dims[0]*dims[1]), "ns/elem")
 		})
+	}
+}
+
+// TestDropoutNaNRate checks that a NaN rate (a Config changed after Validate) is an error of
+// graph building naming it, not masks from an undefined threshold.
+func TestDropoutNaNRate(t *testing.T) {
+	store := model.NewStore()
+	exec, err := model.NewExec(mustGoBackend(t), store, func(s *model.Scope, x *Node) *Node {
+		s.Store().SetTraining(x.Graph(), true)
+		return dropout(s, x, math.NaN())
+	})
+	if err == nil {
+		_, err = exec.Call(tensors.FromShape(shapes.Make(dtypes.Float32, 2, 4)))
+	}
+	if err == nil || !strings.Contains(err.Error(), "dropout rate is NaN") {
+		t.Fatalf("dropout at rate NaN: got error %v, want one saying the rate is NaN", err)
+	}
+}
+
+// TestDropoutRateNearOne checks a rate within 2^-17 of 1, which rounds to 65536/65536: every
+// element is dropped and the gradient is 0, not the NaN of 0 x an infinite scale.
+func TestDropoutRateNearOne(t *testing.T) {
+	store := model.NewStore()
+	if err := store.SetRNGStateFromSeed(3); err != nil {
+		t.Fatal(err)
+	}
+	exec, err := model.NewExec(mustGoBackend(t), store, func(s *model.Scope, x *Node) []*Node {
+		s.Store().SetTraining(x.Graph(), true)
+		y := dropout(s, x, 1-1.0/(1<<18))
+		return []*Node{y, Gradient(ReduceAllSum(y), x)[0]}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := tensors.FromShape(shapes.Make(dtypes.Float32, 3, 8))
+	out, err := exec.Call(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, name := range []string{"value", "gradient"} {
+		for i, v := range tensors.MustCopyFlatData[float32](out[k]) {
+			if v != 0 {
+				t.Fatalf("%s %d is %g, want 0", name, i, v)
+			}
+		}
 	}
 }
