@@ -54,6 +54,12 @@ func rngState(store *model.Store, cfg Config) *model.Variable {
 	if cfg.HiddenDropoutProb <= 0 && cfg.AttentionProbsDropoutProb <= 0 {
 		return nil
 	}
+	return storeRNGState(store)
+}
+
+// storeRNGState is the Store's random state variable (model.RNGStateVariableName) when it
+// has a value, else nil.
+func storeRNGState(store *model.Store) *model.Variable {
 	if v := store.GetVariable(model.JoinPath("/", model.RNGStateVariableName)); v != nil && v.HasValue() {
 		return v
 	}

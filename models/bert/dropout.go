@@ -104,12 +104,11 @@ func dropoutKeepMask(store *model.Store, g *Graph, dims []int, threshold uint64)
 // rngStateVariable is the Store's random state variable, created from the Store's seed the
 // way GoMLX's own random functions create it when the Store has none yet.
 func rngStateVariable(store *model.Store) *model.Variable {
-	path := model.JoinPath("/", model.RNGStateVariableName)
-	if v := store.GetVariable(path); v != nil && v.HasValue() {
+	if v := storeRNGState(store); v != nil {
 		return v
 	}
 	if err := store.ResetRNGState(); err != nil {
 		exceptions.Panicf("bert: dropout needs the Store's random state: %v", err)
 	}
-	return store.GetVariable(path)
+	return storeRNGState(store)
 }

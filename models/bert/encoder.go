@@ -20,7 +20,7 @@ import (
 // checked against a plain-ops reference in the tests: nn.Dense (fused dense), nn.LayerNorm
 // (fused layer norm; eps inside the square root, biased variance, as torch.nn.LayerNorm),
 // activation.Gelu (exact erf GELU), attention.Core (fused scaled-dot-product attention where
-// the backend has it; in training with attention dropout it is written out, see dropout.go)
+// the backend has it; in training with attention dropout selfAttention writes it out)
 // and this package's dropout (active only when the Store marks the graph as training).
 // Variables are created here, under HF names (see names.go), instead of through
 // layers.Dense / norm.LayerNorm, whose variable names ("dense/weights",
