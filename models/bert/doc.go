@@ -12,7 +12,7 @@
 // encoder layers (multi-head self-attention over the unmasked tokens, exact GELU
 // feed-forward), the pooler (tanh dense on [CLS]) and a dense classification head, with
 // dropout wherever HF has it, active only while the Store marks the graph as training (its
-// rate rounded to a multiple of 2^-16: 16 random bits decide each element).
+// rate rounded to a multiple of 2^-32: a 32-bit keyed hash of each element's index decides it).
 // Classifier.Encoder returns the last hidden states and the pooled output (BertModel). The
 // other families differ from this description where transformers' do: RoBERTa counts
 // positions from pad_token_id+1 and has one token type, DistilBERT has no token types and

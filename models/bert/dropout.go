@@ -2,7 +2,6 @@ package bert
 
 import (
 	"math"
-	"slices"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -11,15 +10,12 @@ import (
 	"github.com/gomlx/gomlx/support/exceptions"
 )
 
-// dropoutBits is how many random bits decide one element's dropout: a 64-bit draw of the
-// Store's generator decides dropoutLanes elements.
-const (
-	dropoutBits  = 16
-	dropoutLanes = 64 / dropoutBits
-)
+// dropoutBits is how many random bits decide one element's dropout: a 32-bit hash of the
+// element's index, compared with the rate in units of 2^-32.
+const dropoutBits = 32
 
-// dropoutThreshold is rate rounded to a multiple of 2^-16, in those units: an element is
-// dropped when its 16 random bits, read as an integer, are below it.
+// dropoutThreshold is rate rounded to a multiple of 2^-32, in those units: an element is
+// dropped when its 32 random bits, read as an integer, are below it.
 func dropoutThreshold(rate float64) uint64 {
 	return uint64(math.Round(rate * (1 << dropoutBits)))
 }
@@ -30,12 +26,14 @@ func dropoutThreshold(rate float64) uint64 {
 // rounds to 1 drops every element, and a NaN rate panics (graph building turns the panic into
 // an error).
 //
-// It draws 16 random bits per element from the Store's random state (the variable
-// model.RNGStateVariableName, the one GoMLX's own dropout and the checkpoints use), four
-// elements from each 64-bit word, where layers.Dropout draws a 32-bit word per element and
-// turns it into a float: half the generator's work and no conversion. The probability used is
-// rate rounded to a multiple of 2^-16 (0.1 becomes 6554/65536 = 0.100006) and the scale is the
-// inverse of the kept fraction at that probability, so the expectation stays exactly x.
+// Each call draws one 64-bit key from the Store's random state (the variable
+// model.RNGStateVariableName, the one GoMLX's own dropout and the checkpoints use); an
+// element's 32 random bits are a keyed hash of its index (dropoutHash). XLA computes the hash
+// inside the loop that scales x, so no array of random bits is generated or stored, where
+// layers.Dropout has the generator write a 32-bit word per element and turns it into a float
+// (about 4x the time, BenchmarkDropout). The probability used is rate rounded to a multiple
+// of 2^-32 and the scale is the inverse of the kept fraction at that probability, so the
+// expectation stays exactly x.
 func dropout(s *model.Scope, x *Node, rate float64) *Node {
 	g := x.Graph()
 	if math.IsNaN(rate) {
@@ -45,7 +43,7 @@ func dropout(s *model.Scope, x *Node, rate float64) *Node {
 		return x
 	}
 	t := dropoutThreshold(min(rate, 1))
-	if t >= 1<<dropoutBits { // rate 1, or within 2^-17 of it: every element is dropped
+	if t >= 1<<dropoutBits { // rate 1, or within 2^-33 of it: every element is dropped
 		return ZerosLike(x)
 	}
 	if t == 0 {
@@ -56,49 +54,67 @@ func dropout(s *model.Scope, x *Node, rate float64) *Node {
 	return Where(keep, MulScalar(x, 1/keepFraction), ScalarZero(g, x.DType()))
 }
 
-// dropoutKeepMask draws the Bool mask [dims] of the elements dropout keeps: those whose 16
-// random bits are at least threshold. The 64-bit words are laid along the last axis when its
-// length is a multiple of dropoutLanes (element i of a row takes bits 16·(i mod 4) up of word
-// i/4), else over the flattened shape, the tail of the last word unused.
+// dropoutKeepMask draws the Bool mask [dims] of the elements dropout keeps: those whose 32
+// random bits are at least threshold. It advances the Store's random state by one 64-bit draw,
+// the key of this call's hash.
 func dropoutKeepMask(store *model.Store, g *Graph, dims []int, threshold uint64) *Node {
-	n := 1
-	for _, d := range dims {
-		n *= d
-	}
-	last := 1
-	if len(dims) > 0 {
-		last = dims[len(dims)-1]
-	}
-	byRow := len(dims) > 0 && last%dropoutLanes == 0
-	wordDims := []int{(n + dropoutLanes - 1) / dropoutLanes}
-	if byRow {
-		wordDims = append(slices.Clone(dims[:len(dims)-1]), last/dropoutLanes)
-	}
 	state := rngStateVariable(store)
 	// RandomIntN with N = 2^64-1 returns the generator's 64 bits as they are (it divides
 	// them by 1), but for the one value 2^64-1, which becomes 2^64-2. N is given as a
 	// constant node: given as a Go integer, GoMLX v0.28.3 makes the clamp N-1 a scalar
 	// through float64, which turns 2^64-2 into 2^63 and every word at or above it into
 	// 2^63 (TestGoMLXRandomIntNClampBug).
-	n64 := Const(g, uint64(math.MaxUint64))
-	next, words := RandomIntN(state.NodeValue(g), n64, shapes.Make(dtypes.Uint64, wordDims...))
+	next, key := RandomIntN(state.NodeValue(g), Const(g, uint64(math.MaxUint64)), shapes.Make(dtypes.Uint64))
 	state.SetNodeValue(next)
-	low := Scalar(g, dtypes.Uint64, uint64(1<<dropoutBits-1))
-	th := Scalar(g, dtypes.Uint64, threshold)
-	lanes := make([]*Node, dropoutLanes)
-	for k := range lanes {
-		lane := words
-		if k > 0 {
-			lane = BitwiseShiftRightLogicalScalar(words, dropoutBits*k)
-		}
-		lanes[k] = GreaterOrEqual(BitwiseAnd(lane, low), th)
+	n := 1
+	for _, d := range dims {
+		n *= d
 	}
-	keep := Stack(lanes, -1)
-	if byRow {
-		return Reshape(keep, dims...)
+	var lo, hi *Node
+	if n <= 1<<32 {
+		lo = Iota(g, shapes.Make(dtypes.Uint32, n), 0)
+	} else {
+		i := Iota(g, shapes.Make(dtypes.Uint64, n), 0)
+		lo, hi = splitUint64(i)
 	}
-	keep = Slice(Reshape(keep, -1), AxisRange(0, n))
-	return Reshape(keep, dims...)
+	bits := dropoutHash(lo, hi, key)
+	return Reshape(GreaterOrEqual(bits, Scalar(g, dtypes.Uint32, uint32(threshold))), dims...)
+}
+
+// dropoutHash is the 32 random bits of the elements whose row-major indices are lo + 2^32·hi
+// (hi nil: 0) under the 64-bit key: two rounds of an integer mixer, the key's low word folded
+// in before the first and its high word (with hi) before the second. For a fixed key it maps
+// the indices below 2^32 one to one onto 32-bit values; between keys it is not a shift or any
+// other simple relation of the same values (a one-round hash of index + key would be: two
+// calls' masks would be the same bits at an offset).
+func dropoutHash(lo, hi, key *Node) *Node {
+	k0, k1 := splitUint64(key)
+	h := mix32(BitwiseXor(lo, k0))
+	h = Add(h, k1)
+	if hi != nil {
+		h = Add(h, Mul(hi, Scalar(hi.Graph(), dtypes.Uint32, uint32(0x9e3779b9))))
+	}
+	return mix32(h)
+}
+
+// mix32 is a bijective mixer of 32-bit words (xor-shift, multiply, xor-shift, multiply,
+// xor-shift); the shifts and multipliers are the "lowbias32" ones found by Chris Wellons's
+// hash-prospector search, whose outputs change each bit with probability close to 1/2 for
+// a change of any input bit.
+func mix32(x *Node) *Node {
+	g := x.Graph()
+	x = BitwiseXor(x, BitwiseShiftRightLogicalScalar(x, 16))
+	x = Mul(x, Scalar(g, dtypes.Uint32, uint32(0x7feb352d)))
+	x = BitwiseXor(x, BitwiseShiftRightLogicalScalar(x, 15))
+	x = Mul(x, Scalar(g, dtypes.Uint32, uint32(0x846ca68b)))
+	return BitwiseXor(x, BitwiseShiftRightLogicalScalar(x, 16))
+}
+
+// splitUint64 is the low and high 32-bit words of a Uint64 node.
+func splitUint64(w *Node) (lo, hi *Node) {
+	lo = ConvertDType(BitwiseAnd(w, Scalar(w.Graph(), dtypes.Uint64, uint64(math.MaxUint32))), dtypes.Uint32)
+	hi = ConvertDType(BitwiseShiftRightLogicalScalar(w, 32), dtypes.Uint32)
+	return lo, hi
 }
 
 // rngStateVariable is the Store's random state variable, created from the Store's seed the

@@ -1,7 +1,9 @@
 package bert
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,11 +50,11 @@ func runDropout(t *testing.T, backend compute.Backend, seed int64, rate float64,
 }
 
 // TestDropoutStatistics checks the dropout the encoder uses: every value is 0 or exactly
-// 1/keep (keep = 1 - the rate rounded to 2^-16), the dropped fraction is the rate within five
-// standard deviations overall, at each of the four positions a 64-bit word decides and for
-// pairs of neighbours (independence), on the row layout (last axis a multiple of 4) and the
-// flat one; each call draws new bits; the same seed draws the same bits. On the pure-Go
-// backend and on XLA's CPU plugin (their generators differ).
+// 1/keep (keep = 1 - the rate rounded to 2^-32), the dropped fraction is the rate within five
+// standard deviations overall, at each position modulo 4 and 7, for pairs of neighbours along
+// a row and down a column, and for the same element in two calls (independence); each call
+// draws new bits; the same seed draws the same bits. On the pure-Go backend and on XLA's CPU
+// plugin (their generators differ).
 func TestDropoutStatistics(t *testing.T) {
 	t.Run("go", func(t *testing.T) { checkDropoutStatistics(t, mustGoBackend(t)) })
 	t.Run("xla", func(t *testing.T) {
@@ -80,18 +82,25 @@ func checkDropoutStatistics(t *testing.T, backend compute.Backend) {
 	}
 	for _, dims := range [][]int{{96, 256}, {151, 163}} {
 		runs := runDropout(t, backend, 7, rate, true, 2, dims...)
-		v := runs[0]
-		n := len(v)
-		dropped := 0
-		var byLane [dropoutLanes]int
-		pairs := 0
+		v, w := runs[0], runs[1]
+		n, cols := len(v), dims[1]
+		dropped, rowPairs, colPairs, callPairs := 0, 0, 0, 0
+		var mod4 [4]int
+		var mod7 [7]int
 		for i, x := range v {
 			switch x {
 			case 0:
 				dropped++
-				byLane[i%dropoutLanes]++
-				if i+1 < n && v[i+1] == 0 {
-					pairs++
+				mod4[i%4]++
+				mod7[i%7]++
+				if i%cols+1 < cols && v[i+1] == 0 {
+					rowPairs++
+				}
+				if i+cols < n && v[i+cols] == 0 {
+					colPairs++
+				}
+				if w[i] == 0 {
+					callPairs++
 				}
 			case scale:
 			default:
@@ -99,17 +108,16 @@ func checkDropoutStatistics(t *testing.T, backend compute.Backend) {
 			}
 		}
 		within("dropped", dropped, n, p)
-		for k, c := range byLane {
-			within("dropped at word position "+string(rune('0'+k)), c, (n-k+dropoutLanes-1)/dropoutLanes, p)
+		for k, c := range mod4 {
+			within(fmt.Sprintf("dropped at index %d mod 4", k), c, (n-k+3)/4, p)
 		}
-		within("neighbours both dropped", pairs, n-1, p*p)
-		same := 0
-		for i := range v {
-			if v[i] == runs[1][i] {
-				same++
-			}
+		for k, c := range mod7 {
+			within(fmt.Sprintf("dropped at index %d mod 7", k), c, (n-k+6)/7, p)
 		}
-		if same == n {
+		within("row neighbours both dropped", rowPairs, n-n/cols, p*p)
+		within("column neighbours both dropped", colPairs, n-cols, p*p)
+		within("dropped in both calls", callPairs, n, p*p)
+		if slices.Equal(v, w) {
 			t.Errorf("%v: two calls drew the same mask", dims)
 		}
 		again := runDropout(t, backend, 7, rate, true, 1, dims...)[0]
@@ -118,6 +126,54 @@ func checkDropoutStatistics(t *testing.T, backend compute.Backend) {
 				t.Fatalf("%v: the same seed gave another mask at %d", dims, i)
 			}
 		}
+	}
+}
+
+// TestDropoutHash checks the keyed hash under the masks: for one key the indices 0..2^16-1
+// get distinct values, each of the 32 bits is set about half the time and flips about half
+// the time between neighbouring indices and between two keys; the high index word (tensors of
+// 2^32 elements or more) changes the values.
+func TestDropoutHash(t *testing.T) {
+	const n = 1 << 16
+	exec := MustNewExec(mustGoBackend(t), func(g *Graph) []*Node {
+		lo := Iota(g, shapes.Make(dtypes.Uint32, n), 0)
+		key1 := Const(g, uint64(0x0123456789abcdef))
+		key2 := Const(g, uint64(0x0123456789abcdee))
+		hi := Scalar(g, dtypes.Uint32, uint32(1))
+		return []*Node{dropoutHash(lo, nil, key1), dropoutHash(lo, nil, key2), dropoutHash(lo, hi, key1)}
+	})
+	out := exec.MustExec()
+	a := tensors.MustCopyFlatData[uint32](out[0])
+	b := tensors.MustCopyFlatData[uint32](out[1])
+	c := tensors.MustCopyFlatData[uint32](out[2])
+	seen := make(map[uint32]bool, n)
+	for _, h := range a {
+		seen[h] = true
+	}
+	if len(seen) != n {
+		t.Errorf("%d indices gave %d distinct values", n, len(seen))
+	}
+	half := func(what string, count, trials int) {
+		t.Helper()
+		sd := math.Sqrt(float64(trials) / 4)
+		if d := math.Abs(float64(count) - float64(trials)/2); d > 5*sd {
+			t.Errorf("%s: %d of %d, want %d ± %.0f (5 sd)", what, count, trials, trials/2, 5*sd)
+		}
+	}
+	for bit := range 32 {
+		var set, nextFlips, keyFlips, hiFlips int
+		for i := range a {
+			set += int(a[i] >> bit & 1)
+			if i+1 < n {
+				nextFlips += int((a[i] ^ a[i+1]) >> bit & 1)
+			}
+			keyFlips += int((a[i] ^ b[i]) >> bit & 1)
+			hiFlips += int((a[i] ^ c[i]) >> bit & 1)
+		}
+		half(fmt.Sprintf("bit %d set", bit), set, n)
+		half(fmt.Sprintf("bit %d flips to the next index", bit), nextFlips, n-1)
+		half(fmt.Sprintf("bit %d flips with the key's lowest bit", bit), keyFlips, n)
+		half(fmt.Sprintf("bit %d flips with the high index word", bit), hiFlips, n)
 	}
 }
 
@@ -190,7 +246,7 @@ func must[T any](v T, err error) T {
 // BenchmarkDropout times one dropout at rate 0.1 over MiniLM's attention probabilities of one
 // layer (B64, 12 heads, L64: 3.1M values) on XLA's CPU plugin, forward only, in nanoseconds an
 // element: GoMLX's layers.DropoutStatic (a 32-bit word per element turned into a float) against
-// this package's dropout (16 bits per element), with a plain scaling of the values (no random
+// this package's dropout (a keyed hash of each element's index), with a plain scaling of the values (no random
 // bits) as the floor.
 //
 //	go test ./models/bert -run '^$' -bench Dropout
@@ -254,7 +310,7 @@ func TestDropoutNaNRate(t *testing.T) {
 	}
 }
 
-// TestDropoutRateNearOne checks a rate within 2^-17 of 1, which rounds to 65536/65536: every
+// TestDropoutRateNearOne checks a rate within 2^-33 of 1, which rounds to 2^32/2^32: every
 // element is dropped and the gradient is 0, not the NaN of 0 x an infinite scale.
 func TestDropoutRateNearOne(t *testing.T) {
 	store := model.NewStore()
@@ -263,7 +319,7 @@ func TestDropoutRateNearOne(t *testing.T) {
 	}
 	exec, err := model.NewExec(mustGoBackend(t), store, func(s *model.Scope, x *Node) []*Node {
 		s.Store().SetTraining(x.Graph(), true)
-		y := dropout(s, x, 1-1.0/(1<<18))
+		y := dropout(s, x, 1-1.0/(1<<34))
 		return []*Node{y, Gradient(ReduceAllSum(y), x)[0]}
 	})
 	if err != nil {
