@@ -290,3 +290,130 @@ func TestHeadInitialisedAsHF(t *testing.T) {
 	}
 	t.Logf("head weight: mean %.5f, std %.5f, %.1f%% beyond 2 sigma", mean, std, 100*float64(beyond2)/n)
 }
+
+// TestAttentionProbs checks the training path's softmax with an additive mask against
+// MaskedSoftmax: the same bits on XLA (1e-7 on the pure-Go backend) for examples with a kept
+// key, the same gradient to 1e-6, and finite rows that sum to 1 for an example whose keys are
+// all masked.
+func TestAttentionProbs(t *testing.T) {
+	const b, h, l = 3, 2, 5
+	keep := [b][l]bool{{true, true, true, false, false}, {true, true, true, true, true}, {}}
+	for name, backend := range testBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			exec := MustNewExec(backend, func(scores, mask, w *Node) []*Node {
+				m := BroadcastToShape(mask, scores.Shape())
+				got := attentionProbs(scores, mask)
+				want := MaskedSoftmax(scores, m, -1)
+				grads := func(p *Node) *Node { return Gradient(ReduceAllSum(Mul(p, w)), scores)[0] }
+				return []*Node{got, want, grads(got), grads(want)}
+			})
+			scores := tensors.FromShape(shapes.Make(dtypes.Float32, b, h, l, l))
+			w := tensors.FromShape(shapes.Make(dtypes.Float32, b, h, l, l))
+			tensors.MutableFlatData(scores, func(v []float32) {
+				for i := range v {
+					v[i] = float32(math.Sin(float64(i)*1.7)) * 4
+				}
+			})
+			tensors.MutableFlatData(w, func(v []float32) {
+				for i := range v {
+					v[i] = float32(math.Cos(float64(i) * 0.9))
+				}
+			})
+			mask := tensors.FromShape(shapes.Make(dtypes.Bool, b, 1, l, l))
+			tensors.MutableFlatData(mask, func(v []bool) {
+				for i := range v {
+					v[i] = keep[i/(l*l)][i%l]
+				}
+			})
+			out := exec.MustExec(scores, mask, w)
+			got, want := tensors.MustCopyFlatData[float32](out[0]), tensors.MustCopyFlatData[float32](out[1])
+			gotGrad, wantGrad := tensors.MustCopyFlatData[float32](out[2]), tensors.MustCopyFlatData[float32](out[3])
+			per := h * l * l
+			for i := range 2 * per { // the examples with kept keys
+				// On XLA the same bits; the pure-Go backend's fused softmax rounds differently.
+				if (name == "xla-cpu" && got[i] != want[i]) || math.Abs(float64(got[i]-want[i])) > 1e-7 {
+					t.Fatalf("probability %d: %g, MaskedSoftmax %g", i, got[i], want[i])
+				}
+				if math.Abs(float64(gotGrad[i]-wantGrad[i])) > 1e-6 {
+					t.Fatalf("gradient %d: %g, MaskedSoftmax's %g", i, gotGrad[i], wantGrad[i])
+				}
+			}
+			for row := 2 * per / l; row < 3*per/l; row++ { // every key masked: finite, sums to 1
+				sum := 0.0
+				for _, p := range got[row*l : (row+1)*l] {
+					if math.IsNaN(float64(p)) || p < 0 || p > 1 {
+						t.Fatalf("row %d of the all-masked example: probability %g", row, p)
+					}
+					sum += float64(p)
+				}
+				if math.Abs(sum-1) > 1e-6 {
+					t.Fatalf("row %d of the all-masked example sums to %g", row, sum)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAttentionProbs times the attention softmax of one MiniLM layer in training (B64, 12
+// heads, L64, a quarter of the keys masked), forward and gradient, on XLA's CPU plugin, in
+// nanoseconds an element: MaskedSoftmax against attentionProbs (the additive mask).
+//
+//	go test ./models/bert -run '^$' -bench AttentionProbs
+func BenchmarkAttentionProbs(b *testing.B) {
+	backend, err := xlaBackend()
+	if err != nil {
+		b.Skipf("SKIPPED: no XLA CPU plugin (make deps installs it): %v", err)
+	}
+	const batch, heads, l = 64, 12, 64
+	for _, c := range []struct {
+		name  string
+		probs func(scores, mask *Node) *Node
+	}{
+		{"MaskedSoftmax", func(scores, mask *Node) *Node {
+			return MaskedSoftmax(scores, BroadcastToShape(mask, scores.Shape()), -1)
+		}},
+		{"attentionProbs", attentionProbs},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			exec := MustNewExec(backend, func(scores, w *Node) []*Node {
+				g := scores.Graph()
+				keys := Iota(g, shapes.Make(dtypes.Int32, batch, 1, l, l), 3)
+				mask := LessThan(keys, Scalar(g, dtypes.Int32, 3*l/4))
+				p := c.probs(scores, mask)
+				return []*Node{p, Gradient(ReduceAllSum(Mul(p, w)), scores)[0]}
+			})
+			x := tensors.FromShape(shapes.Make(dtypes.Float32, batch, heads, l, l))
+			tensors.MutableFlatData(x, func(v []float32) {
+				for i := range v {
+					v[i] = float32(i%97)/48 - 1
+				}
+			})
+			run := func() {
+				for _, t := range exec.MustExec(x, x) {
+					t.MustFinalizeAll()
+				}
+			}
+			run() // compiles
+			b.ResetTimer()
+			for range b.N {
+				run()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(batch*heads*l*l), "ns/elem")
+		})
+	}
+}
+
+// TestGoBackendFusedSoftmaxBF16 pins a limit of the pure-Go backend (compute v0.1.3) that
+// attentionProbs works around: GoMLX's Softmax picks the backend's fused softmax for a
+// bfloat16 input, the graph builds, and running it fails with "op not implemented". If this
+// test fails, the backend has gained bfloat16 softmax and the workaround can go.
+func TestGoBackendFusedSoftmaxBF16(t *testing.T) {
+	exec, err := NewExec(mustGoBackend(t), func(x *Node) *Node { return Softmax(x, -1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = exec.Exec(tensors.FromShape(shapes.Make(dtypes.BFloat16, 2, 3)))
+	if err == nil || !strings.Contains(err.Error(), "not implemented") {
+		t.Errorf("Softmax of a bfloat16 input on the pure-Go backend: error %v, want the fused op's `not implemented`", err)
+	}
+}
