@@ -50,14 +50,14 @@ func dropout(s *model.Scope, x *Node, rate float64) *Node {
 		return x
 	}
 	keepFraction := float64(1<<dropoutBits-t) / (1 << dropoutBits)
-	keep := dropoutKeepMask(s.Store(), g, x.Shape().Dimensions, t)
+	keep := dropoutKeepMask(s.Store(), g, x.Shape(), t)
 	return Where(keep, MulScalar(x, 1/keepFraction), ScalarZero(g, x.DType()))
 }
 
-// dropoutKeepMask draws the Bool mask [dims] of the elements dropout keeps: those whose 32
-// random bits are at least threshold. It advances the Store's random state by one 64-bit draw,
-// the key of this call's hash.
-func dropoutKeepMask(store *model.Store, g *Graph, dims []int, threshold uint64) *Node {
+// dropoutKeepMask draws the Bool mask, of shape's dimensions, of the elements dropout keeps:
+// those whose 32 random bits are at least threshold. It advances the Store's random state by
+// one 64-bit draw, the key of this call's hash.
+func dropoutKeepMask(store *model.Store, g *Graph, shape shapes.Shape, threshold uint64) *Node {
 	state := rngStateVariable(store)
 	// RandomIntN with N = 2^64-1 returns the generator's 64 bits as they are (it divides
 	// them by 1), but for the one value 2^64-1, which becomes 2^64-2. N is given as a
@@ -66,10 +66,7 @@ func dropoutKeepMask(store *model.Store, g *Graph, dims []int, threshold uint64)
 	// 2^63 (TestGoMLXRandomIntNClampBug).
 	next, key := RandomIntN(state.NodeValue(g), Const(g, uint64(math.MaxUint64)), shapes.Make(dtypes.Uint64))
 	state.SetNodeValue(next)
-	n := 1
-	for _, d := range dims {
-		n *= d
-	}
+	n := shape.Size()
 	var lo, hi *Node
 	if n <= 1<<32 {
 		lo = Iota(g, shapes.Make(dtypes.Uint32, n), 0)
@@ -78,7 +75,7 @@ func dropoutKeepMask(store *model.Store, g *Graph, dims []int, threshold uint64)
 		lo, hi = splitUint64(i)
 	}
 	bits := dropoutHash(lo, hi, key)
-	return Reshape(GreaterOrEqual(bits, Scalar(g, dtypes.Uint32, uint32(threshold))), dims...)
+	return Reshape(GreaterOrEqual(bits, Scalar(g, dtypes.Uint32, uint32(threshold))), shape.Dimensions...)
 }
 
 // dropoutHash is the 32 random bits of the elements whose row-major indices are lo + 2^32·hi
