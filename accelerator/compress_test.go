@@ -143,7 +143,9 @@ func TestGradientCompressionValues(t *testing.T) {
 }
 
 // TestCompressorReduce runs the compressed all-reduce alone on 3 loopback processes (1000
-// elements in 2 buffers: 3 chunks of 334, 2 elements of padding): every process ends with the
+// elements in 2 buffers: in one bucket, 3 chunks of 334, 2 elements of padding; in buckets of
+// 7 and of 128 elements, each padded, buckets across the buffers' boundary, and the pipeline's
+// collectives interleaved across buckets): every process ends with the
 // same bits; each sum is within the error bound of docs/semantics.md of the exact (float64)
 // sum; an Inf on one process, a NaN on another and an fp16 sum beyond 65504 come out
 // non-finite on every process.
@@ -161,8 +163,12 @@ func TestCompressorReduce(t *testing.T) {
 	inputs[0][10] = float32(math.Inf(1))
 	inputs[1][11] = float32(math.NaN())
 	inputs[0][12], inputs[1][12], inputs[2][12] = 3e4, 3e4, 3e4 // fp16: 9e4 > 65504
-	for _, codec := range []*collective.Codec{collective.CodecNamed("bf16"), collective.CodecNamed("fp16")} {
-		t.Run(codec.Name(), func(t *testing.T) {
+	for _, run := range []struct {
+		codec  *collective.Codec
+		bucket int
+	}{{collective.CodecNamed("bf16"), 0}, {collective.CodecNamed("fp16"), 0}, {collective.CodecNamed("bf16"), 7}, {collective.CodecNamed("fp16"), 128}} {
+		codec := run.codec
+		t.Run(fmt.Sprintf("%s/bucket%d", codec.Name(), run.bucket), func(t *testing.T) {
 			u := math.Ldexp(1, -8) // unit roundoff: 8 significant bits
 			tiny := 0.0            // absolute error of values below the least normal
 			if codec.Name() == "fp16" {
@@ -174,7 +180,7 @@ func TestCompressorReduce(t *testing.T) {
 			for r := range procs {
 				go func() {
 					bufs := [][]float32{append([]float32(nil), inputs[r][:300]...), append([]float32(nil), inputs[r][300:]...)}
-					k := collective.NewCompressor(codec, n, procs)
+					k := collective.NewCompressor(codec, n, procs, run.bucket)
 					err := k.Reduce(lb.member(r), bufs, 1)
 					out[r] = append(bufs[0], bufs[1]...)
 					errs <- err
@@ -222,9 +228,10 @@ func TestCompressorReduce(t *testing.T) {
 	}
 }
 
-// TestCompressorRoundsOnceEachWay: on 3 loopback processes and 400003 elements (chunks large
-// enough for the host passes to run on several goroutines), every element is exactly
-// round16(sum in rank order of float32(round16(x_p x scale))), on every process.
+// TestCompressorRoundsOnceEachWay: on 3 loopback processes and 400003 elements in 3 buffers,
+// in one bucket (chunks large enough for the host passes to run on several goroutines) and in
+// 3 buckets of at most 150001 (the pipeline), every element is exactly round16(sum in rank
+// order of float32(round16(x_p x scale))), on every process: the buckets do not change a bit.
 func TestCompressorRoundsOnceEachWay(t *testing.T) {
 	const procs, n = 3, 400003
 	const scale = 0.125
@@ -242,29 +249,32 @@ func TestCompressorRoundsOnceEachWay(t *testing.T) {
 		dec   func(uint16) float32
 	}{{collective.CodecNamed("bf16"), half.BF16, half.BF16ToFloat32}, {collective.CodecNamed("fp16"), half.FP16, half.FP16ToFloat32}} {
 		t.Run(c.codec.Name(), func(t *testing.T) {
-			lb := newLoopback(procs)
-			out := make([][]float32, procs)
-			errs := make(chan error, procs)
-			for r := range procs {
-				go func() {
-					out[r] = append([]float32(nil), inputs[r]...)
-					errs <- collective.NewCompressor(c.codec, n, procs).Reduce(lb.member(r), [][]float32{out[r]}, scale)
-				}()
-			}
-			for range procs {
-				if err := <-errs; err != nil {
-					t.Fatal(err)
-				}
-			}
-			for i := range n {
-				var s float32
+			for _, bucket := range []int{0, 150001} {
+				lb := newLoopback(procs)
+				out := make([][]float32, procs)
+				errs := make(chan error, procs)
 				for r := range procs {
-					s += c.dec(c.enc(inputs[r][i] * scale))
+					go func() {
+						out[r] = append([]float32(nil), inputs[r]...)
+						bufs := [][]float32{out[r][:1000], out[r][1000:250000], out[r][250000:]}
+						errs <- collective.NewCompressor(c.codec, n, procs, bucket).Reduce(lb.member(r), bufs, scale)
+					}()
 				}
-				want := math.Float32bits(c.dec(c.enc(s)))
-				for r := range procs {
-					if got := math.Float32bits(out[r][i]); got != want {
-						t.Fatalf("%s: element %d on rank %d is %g, want %g", c.codec.Name(), i, r, out[r][i], math.Float32frombits(want))
+				for range procs {
+					if err := <-errs; err != nil {
+						t.Fatal(err)
+					}
+				}
+				for i := range n {
+					var s float32
+					for r := range procs {
+						s += c.dec(c.enc(inputs[r][i] * scale))
+					}
+					want := math.Float32bits(c.dec(c.enc(s)))
+					for r := range procs {
+						if got := math.Float32bits(out[r][i]); got != want {
+							t.Fatalf("%s, buckets of %d: element %d on rank %d is %g, want %g", c.codec.Name(), bucket, i, r, out[r][i], math.Float32frombits(want))
+						}
 					}
 				}
 			}

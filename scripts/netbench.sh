@@ -17,8 +17,10 @@
 # without and with GOACCEL_GRADIENT_COMPRESSION=bf16; and per link a raw MPI all-reduce
 # (scripts/netbench_mpi.py) for the bandwidth and latency. Each process is pinned to one core
 # (taskset), as goaccel launch pins the two ranks of one node. The veth's byte counters show
-# what crossed it. NETBENCH_ONLY=mpi measures the links alone (a quick check). OUT_DIR (default runs/netbench-<time>) gets results.jsonl, table.md
-# (scripts/netbench report) and every run's logs and timelines.
+# what crossed it. NETBENCH_ONLY=mpi measures the links alone (a quick check), NETBENCH_ONLY=hosts
+# leaves out the 1-process and 1-node runs; NETBENCH_LINKS picks links (default "none 10gbit
+# 1gbit"; a tc rate such as 2gbit is a link too). OUT_DIR (default runs/netbench-<time>) gets
+# results.jsonl, table.md (scripts/netbench report) and every run's logs and timelines.
 set -euo pipefail
 
 cannot() { echo "netbench: cannot run: $*" >&2; exit 2; }
@@ -31,6 +33,8 @@ DATA=${NETBENCH_DATA:-../shared/data/rt-polarity}
 [ -f "$MODEL/model.safetensors" ] || cannot "no MiniLM in $MODEL (make fetch-model, or NETBENCH_MODEL=DIR)"
 [ -d "$DATA" ] || cannot "no rt-polarity data in $DATA (NETBENCH_DATA=DIR)"
 [ "$(nproc)" -ge 2 ] || cannot "needs 2 cores (one per process)"
+ONLY=${NETBENCH_ONLY:-}
+case $ONLY in ""|mpi|hosts) ;; *) cannot "NETBENCH_ONLY=$ONLY: want mpi or hosts" ;; esac
 
 OUT=$(realpath -m "${1:-runs/netbench-$(date -u +%Y%m%d-%H%M%S)}")
 mkdir -p "$OUT/bin"
@@ -145,14 +149,14 @@ mpiLink() {
       $((after - before)) | tee -a "$RESULTS"
 }
 
-# NETBENCH_ONLY=mpi measures the links alone (raw MPI, no training: a quick check of the set-up).
-ONLY=${NETBENCH_ONLY:-}
-if [ "$ONLY" != mpi ]; then
+# NETBENCH_ONLY=mpi measures the links alone (raw MPI, no training: a quick check of the set-up);
+# NETBENCH_ONLY=hosts runs only the two hosts.
+if [ -z "$ONLY" ]; then
   run 1proc "1 process" - no
   run 1node "1 node" - no
   run 1node-bf16 "1 node" - bf16
 fi
-for link in none 10gbit 1gbit; do
+for link in ${NETBENCH_LINKS:-none 10gbit 1gbit}; do
   shape "$link"
   label=$link; [ "$link" = none ] && label=unshaped
   mpiLink "$label"

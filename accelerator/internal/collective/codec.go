@@ -1,8 +1,10 @@
 package collective
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/goaccel/goaccel/internal/half"
 )
@@ -56,24 +58,62 @@ func (c *Codec) decodeAdd(sum []float32, src []byte) {
 	}
 }
 
+// CompressBucket is the number of gradient elements in one bucket of the compressed
+// all-reduce's pipeline: 2M, 8 MiB of float32 gradients and 4 MiB of 16-bit values per
+// process. Compressor.Reduce encodes the next bucket and decodes the last one while a bucket's
+// collectives are on the wire.
+const CompressBucket = 1 << 21
+
 // Compressor holds the buffers of the compressed all-reduce of one step's gradients: n
-// elements in all, padded to size chunks of chunk elements, chunk r owned by rank r.
+// elements in all, in buckets of at most bucket elements; each bucket is padded to size
+// chunks of equal length, and chunk r of every bucket is owned by rank r.
 type Compressor struct {
-	c     *Codec
-	size  int
-	chunk int
-	wire  []byte    // this rank's 16-bit gradients, then every rank's 16-bit sums
-	recv  []byte    // every rank's 16-bit values of the chunk this rank owns
-	sum   []float32 // the float32 sums of this rank's chunk
-	mine  []byte    // the sums in 16 bit
+	c       *Codec
+	size    int
+	n       int
+	buckets []span    // the buckets, in elements of the gradients laid end to end
+	wire    []byte    // this rank's 16-bit gradients, then every rank's 16-bit sums, bucket after bucket
+	recv    []byte    // every rank's 16-bit values of the chunks this rank owns, bucket after bucket
+	sum     []float32 // the float32 sums of this rank's chunk of one bucket
+	mine    []byte    // the sums of this rank's chunks in 16 bit, bucket after bucket
 }
 
-// NewCompressor returns the compressor of n elements with codec c over size processes.
-func NewCompressor(c *Codec, n, size int) *Compressor {
-	chunk := (n + size - 1) / size
-	return &Compressor{c: c, size: size, chunk: chunk,
-		wire: make([]byte, 2*chunk*size), recv: make([]byte, 2*chunk*size),
-		sum: make([]float32, chunk), mine: make([]byte, 2*chunk)}
+// span is one bucket: elements [lo, hi) of the gradients, chunks of chunk elements; its
+// 16-bit values start at byte at of wire and recv, its sums at byte at/size of mine.
+type span struct{ lo, hi, chunk, at int }
+
+// NewCompressor returns the compressor of n elements with codec c over size processes, in
+// buckets of bucket elements (CompressBucket when bucket <= 0).
+func NewCompressor(c *Codec, n, size, bucket int) *Compressor {
+	if bucket <= 0 {
+		bucket = CompressBucket
+	}
+	k := &Compressor{c: c, size: size, n: n}
+	at, most := 0, 0
+	for lo := 0; lo < n; lo += bucket {
+		hi := min(lo+bucket, n)
+		chunk := (hi - lo + size - 1) / size
+		k.buckets = append(k.buckets, span{lo: lo, hi: hi, chunk: chunk, at: at})
+		at += 2 * chunk * size
+		most = max(most, chunk)
+	}
+	k.wire, k.recv = make([]byte, at), make([]byte, at)
+	k.sum, k.mine = make([]float32, most), make([]byte, at/size)
+	return k
+}
+
+// CompressedBytes is what a Compressor of n elements over size processes in buckets of
+// bucket elements (CompressBucket when bucket <= 0) sends per update: 2 bytes an element,
+// each bucket padded to a multiple of size elements.
+func CompressedBytes(n, size, bucket int) int64 {
+	if bucket <= 0 {
+		bucket = CompressBucket
+	}
+	var total int64
+	for lo := 0; lo < n; lo += bucket {
+		total += 2 * int64(size) * int64((min(lo+bucket, n)-lo+size-1)/size)
+	}
+	return total
 }
 
 // Bytes is the size of the 16-bit buffer each process contributes per update (padding
@@ -85,38 +125,128 @@ func (k *Compressor) Bytes() int64 { return int64(len(k.wire)) }
 // all-to-all hands each chunk's values to the rank that owns it, which adds them in float32 in
 // rank order and rounds the sum to 16 bit, and an all-gather of those 16-bit sums gives every
 // process, the owners included, the same bits. Inf and NaN stay non-finite; an fp16 sum beyond
-// 65504 becomes Inf. Every process passes the same lengths and the same scale. The host
-// passes run on several goroutines for large buffers; each element's sum is in rank order
-// whatever the split.
+// 65504 becomes Inf. Every process passes the same lengths, n elements in all, and the same
+// scale.
+//
+// It runs bucket by bucket as a pipeline: while bucket b's all-to-all is on the wire, another
+// goroutine encodes bucket b+1 and sums bucket b-1's chunk; while b's all-gather is, it decodes
+// b-1. So the host's passes overlap the collectives, and the update takes about the longer of
+// the two rather than their sum. The collectives run on the calling goroutine, in the same
+// order on every process: all-to-all of bucket b, then all-gather of bucket b-1. The bits do
+// not depend on the buckets: each element's sum is in rank order whatever the split, and the
+// host passes run on several goroutines for large buckets. When a collective fails, Reduce
+// returns its error once no pass is running; bufs then hold the sums for some buckets and this
+// process's values for others, and must not be used.
 func (k *Compressor) Reduce(g Group, bufs [][]float32, scale float32) error {
-	off := 0
+	total := 0
 	for _, b := range bufs {
-		w := k.wire[2*off:]
-		inPieces(len(b), func(lo, hi int) { k.c.encode(w[2*lo:], b[lo:hi], scale) })
-		off += len(b)
+		total += len(b)
 	}
-	clear(k.wire[2*off:]) // the padding of the last chunk: zeros
-	if err := g.AlltoallBytes(k.wire, k.recv); err != nil {
-		return err
+	if total != k.n {
+		return fmt.Errorf("accelerator: the compressed all-reduce was given %d gradient elements, made for %d", total, k.n)
 	}
-	inPieces(k.chunk, func(lo, hi int) {
-		sum := k.sum[lo:hi]
-		clear(sum) // from +0, so that the sum of -0s is +0 as in a plain loop
-		for r := range k.size {
-			k.c.decodeAdd(sum, k.recv[2*(r*k.chunk+lo):])
+	nb := len(k.buckets)
+	if nb == 0 {
+		return nil
+	}
+	var stop atomic.Bool
+	tasks := make(chan func(), 3*nb)
+	idle := make(chan struct{})
+	go func() {
+		defer close(idle)
+		for f := range tasks {
+			if !stop.Load() {
+				f()
+			}
+			runtime.Gosched() // the collectives' goroutine is ready to post the next one
 		}
-		k.c.encode(k.mine[2*lo:], sum, 1)
-	})
-	if err := g.AllgatherBlocks(k.mine, k.wire); err != nil {
+	}()
+	defer func() {
+		close(tasks)
+		<-idle
+	}()
+	encoded, summed := make([]chan struct{}, nb), make([]chan struct{}, nb)
+	for b := range nb {
+		encoded[b], summed[b] = make(chan struct{}), make(chan struct{})
+	}
+	encode := func(b int) func() {
+		return func() {
+			s := k.buckets[b]
+			w := k.wire[s.at : s.at+2*s.chunk*k.size]
+			pad := 2 * (s.hi - s.lo)
+			k.each(bufs, s, func(x []float32, off int) {
+				inPieces(len(x), func(lo, hi int) { k.c.encode(w[2*(off+lo):], x[lo:hi], scale) })
+			})
+			clear(w[pad:]) // the padding of the last chunk: zeros
+			close(encoded[b])
+		}
+	}
+	sum := func(b int) func() {
+		return func() {
+			s := k.buckets[b]
+			recv, mine := k.recv[s.at:], k.mine[s.at/k.size:]
+			inPieces(s.chunk, func(lo, hi int) {
+				sum := k.sum[lo:hi]
+				clear(sum) // from +0, so that the sum of -0s is +0 as in a plain loop
+				for r := range k.size {
+					k.c.decodeAdd(sum, recv[2*(r*s.chunk+lo):])
+				}
+				k.c.encode(mine[2*lo:], sum, 1)
+			})
+			close(summed[b])
+		}
+	}
+	decode := func(b int) func() {
+		return func() {
+			s := k.buckets[b]
+			w := k.wire[s.at:]
+			k.each(bufs, s, func(x []float32, off int) {
+				inPieces(len(x), func(lo, hi int) { k.c.decode(x[lo:hi], w[2*(off+lo):]) })
+			})
+		}
+	}
+	fail := func(err error) error {
+		stop.Store(true)
 		return err
 	}
-	off = 0
-	for _, b := range bufs {
-		w := k.wire[2*off:]
-		inPieces(len(b), func(lo, hi int) { k.c.decode(b[lo:hi], w[2*lo:]) })
-		off += len(b)
+	tasks <- encode(0)
+	for b := 0; b <= nb; b++ {
+		if b < nb {
+			if b+1 < nb {
+				tasks <- encode(b + 1)
+			}
+			<-encoded[b]
+			s := k.buckets[b]
+			size := 2 * s.chunk * k.size
+			if err := g.AlltoallBytes(k.wire[s.at:s.at+size], k.recv[s.at:s.at+size]); err != nil {
+				return fail(err)
+			}
+			tasks <- sum(b)
+		}
+		if b > 0 {
+			<-summed[b-1]
+			s := k.buckets[b-1]
+			size := 2 * s.chunk * k.size
+			if err := g.AllgatherBlocks(k.mine[s.at/k.size:(s.at+size)/k.size], k.wire[s.at:s.at+size]); err != nil {
+				return fail(err)
+			}
+			tasks <- decode(b - 1)
+		}
 	}
 	return nil
+}
+
+// each calls fn for every part of bufs (laid end to end) that falls in bucket s: the part,
+// and its offset from the bucket's start.
+func (k *Compressor) each(bufs [][]float32, s span, fn func(x []float32, off int)) {
+	start := 0
+	for _, b := range bufs {
+		end := start + len(b)
+		if lo, hi := max(start, s.lo), min(end, s.hi); lo < hi {
+			fn(b[lo-start:hi-start], lo-s.lo)
+		}
+		start = end
+	}
 }
 
 // inPieces calls fn on [0, n) split into pieces, on GOMAXPROCS goroutines when n is large

@@ -72,8 +72,12 @@ func TestReducersMean(t *testing.T) {
 		if grads[0][0] != 1.5 || grads[0][1] != -0.75 || grads[1][0] != 0.375 { // exact in 16 bits
 			t.Errorf("%s: Compressed.Mean left %v", name, grads)
 		}
-		if got, want := c.Bytes(3, 2), NewCompressor(CodecNamed(name), 3, 2).Bytes(); got != want {
-			t.Errorf("%s: Bytes(3, 2) = %d, the compressor sends %d", name, got, want)
+		if got, want := c.Bytes(3, 2), NewCompressor(CodecNamed(name), 3, 2, 0).Bytes(); got != want || got != 8 {
+			t.Errorf("%s: Bytes(3, 2) = %d, the compressor sends %d, want 8", name, got, want)
+		}
+		// Buckets of 4, 4 and 2 elements over 3 processes: chunks of 2, 2 and 1, 30 bytes.
+		if got, want := CompressedBytes(10, 3, 4), NewCompressor(CodecNamed(name), 10, 3, 4).Bytes(); got != want || got != 30 {
+			t.Errorf("%s: CompressedBytes(10, 3, 4) = %d, the compressor sends %d, want 30", name, got, want)
 		}
 	}
 	if CodecNamed("int8") != nil {

@@ -80,12 +80,9 @@ type CompressedMean struct {
 	pair  []float64 // this process's {w x loss, w}, then the global batch's
 }
 
-// Bytes is the 16-bit buffer each process sends: 2 bytes per element, padded to a multiple of
-// size elements.
-func (c *CompressedMean) Bytes(n, size int) int64 {
-	chunk := (n + size - 1) / size
-	return int64(2 * chunk * size)
-}
+// Bytes is the 16-bit buffer each process sends: 2 bytes per element, each of the
+// Compressor's buckets padded to a multiple of size elements.
+func (c *CompressedMean) Bytes(n, size int) int64 { return CompressedBytes(n, size, 0) }
 
 // Mean all-reduces {lossSum, weight} exactly, then the gradients divided by the total weight
 // as 16-bit floats (Compressor.Reduce).
@@ -95,7 +92,7 @@ func (c *CompressedMean) Mean(t Timed, g Group, grads [][]float32, lossSum, weig
 		for _, b := range grads {
 			n += len(b)
 		}
-		c.comp = NewCompressor(c.codec, n, g.Size())
+		c.comp = NewCompressor(c.codec, n, g.Size(), 0)
 		c.pair = make([]float64, 2)
 	}
 	c.pair[0], c.pair[1] = lossSum, weight
