@@ -71,6 +71,16 @@ for i in 0 1; do
   ip -n "${NS[$i]}" link set "${VETH[$i]}" up
   ip -n "${NS[$i]}" link set lo up
 done
+# The veth's carrier comes up a moment after `link set up` on some kernels (6.18 here); an MPI
+# started before that finds no network interface but lo ("Destination is unreachable").
+for i in 0 1; do
+  for _ in $(seq 100); do
+    [ "$(ip netns exec "${NS[$i]}" cat "/sys/class/net/${VETH[$i]}/operstate")" = up ] && break
+    sleep 0.1
+  done
+  [ "$(ip netns exec "${NS[$i]}" cat "/sys/class/net/${VETH[$i]}/operstate")" = up ] ||
+    cannot "the veth ${VETH[$i]} in ${NS[$i]} did not come up within 10 s"
+done
 
 # vethBytes prints node 0's veth transmitted + received bytes.
 vethBytes() {
@@ -108,7 +118,7 @@ twoHosts() {
   done
   local rc=0
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
-  [ $rc = 0 ] || { echo "netbench: $name failed; see $OUT/$name/node*.out" >&2; tail -20 "$OUT/$name"/node*.out >&2; return 1; }
+  [ $rc = 0 ] || { echo "netbench: $name failed; see $OUT/$name/node*.out" >&2; tail -n 20 "$OUT/$name"/node*.out >&2; return 1; }
 }
 
 # run NAME SETUP LINK COMPRESSION: one training run and its summary line.
@@ -123,11 +133,11 @@ run() {
   case $setup in
     "1 process")
       env "${envs[@]}" taskset -c 0 "$OUT/bin/bert_classify" "${TRAIN[@]}" --output_dir "$OUT/$name/run" \
-        >"$OUT/$name/node0.out" 2>&1 || { tail -20 "$OUT/$name/node0.out" >&2; return 1; } ;;
+        >"$OUT/$name/node0.out" 2>&1 || { tail -n 20 "$OUT/$name/node0.out" >&2; return 1; } ;;
     "1 node")
       env "${envs[@]}" GOACCEL_DEVICES=2 "$GOACCEL" launch --nproc_per_node 2 --log_dir "$OUT/$name/logs" \
         "$OUT/bin/bert_classify" "${TRAIN[@]}" --output_dir "$OUT/$name/run" \
-        >"$OUT/$name/node0.out" 2>&1 || { tail -20 "$OUT/$name/node0.out" >&2; return 1; } ;;
+        >"$OUT/$name/node0.out" 2>&1 || { tail -n 20 "$OUT/$name/node0.out" >&2; return 1; } ;;
     "2 hosts")
       twoHosts "$name" env "${envs[@]}" "$OUT/bin/bert_classify" "${TRAIN[@]}" --output_dir "$OUT/$name/run" ;;
   esac
