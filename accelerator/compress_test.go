@@ -29,14 +29,10 @@ func (c *wireCounter) AllreduceSum(bufs [][]float32) error {
 	return c.Group.AllreduceSum(bufs)
 }
 
-func (c *wireCounter) AlltoallBytes(send, recv []byte) error {
+func (c *wireCounter) AlltoallAllgatherBlocks(send, recv, mine, gathered []byte) error {
 	c.alltoall += int64(len(send))
-	return c.Group.AlltoallBytes(send, recv)
-}
-
-func (c *wireCounter) AllgatherBlocks(mine, recv []byte) error {
-	c.allgather += int64(len(recv))
-	return c.Group.AllgatherBlocks(mine, recv)
+	c.allgather += int64(len(gathered))
+	return c.Group.AlltoallAllgatherBlocks(send, recv, mine, gathered)
 }
 
 // compressedRanks runs the topology tests' program (30 Adam updates, accumulation 2,

@@ -8,8 +8,9 @@ import (
 )
 
 // byteBlockContract is blockContract for the byte collectives of the compressed all-reduce,
-// AlltoallBytes and AllgatherBlocks (TestBlockCollectives and TestBlockCollectivesOverMPI run
-// it on one process, 3 loopback processes and 2 and 3 MPI processes).
+// AlltoallAllgatherBlocks: both halves together, each alone, nothing, and bad lengths
+// (TestBlockCollectives and TestBlockCollectivesOverMPI run it on one process, 3 loopback
+// processes and 2 and 3 MPI processes).
 func byteBlockContract(g collective.Group) error {
 	n, rank := g.Size(), g.Rank()
 	const blk = 3 // block r of rank s's send: {s, r, 9}
@@ -17,33 +18,45 @@ func byteBlockContract(g collective.Group) error {
 	for r := range n {
 		copy(send[r*blk:], []byte{byte(rank), byte(r), 9})
 	}
-	recv := make([]byte, n*blk)
-	if err := g.AlltoallBytes(send, recv); err != nil {
-		return err
-	}
-	for s := range n {
-		if got, want := recv[s*blk:(s+1)*blk], []byte{byte(s), byte(rank), 9}; !slices.Equal(got, want) {
-			return fmt.Errorf("AlltoallBytes: the block from rank %d is %v, want %v", s, got, want)
-		}
-	}
 	mine := []byte{byte(rank), 0xAB}
-	all := make([]byte, 2*n)
-	if err := g.AllgatherBlocks(mine, all); err != nil {
+	check := func(what string, recv, all []byte) error {
+		for s := range len(recv) / blk {
+			if got, want := recv[s*blk:(s+1)*blk], []byte{byte(s), byte(rank), 9}; !slices.Equal(got, want) {
+				return fmt.Errorf("%s: the all-to-all's block from rank %d is %v, want %v", what, s, got, want)
+			}
+		}
+		for r := range len(all) / 2 {
+			if got := all[2*r : 2*r+2]; !slices.Equal(got, []byte{byte(r), 0xAB}) {
+				return fmt.Errorf("%s: the all-gather's block %d is %v", what, r, got)
+			}
+		}
+		return nil
+	}
+	recv, all := make([]byte, n*blk), make([]byte, 2*n)
+	if err := g.AlltoallAllgatherBlocks(send, recv, mine, all); err != nil {
 		return err
 	}
-	for r := range n {
-		if got := all[2*r : 2*r+2]; !slices.Equal(got, []byte{byte(r), 0xAB}) {
-			return fmt.Errorf("AllgatherBlocks: block %d is %v", r, got)
-		}
+	if err := check("both", recv, all); err != nil {
+		return err
 	}
-	if err := g.AlltoallBytes(send, recv[1:]); err == nil || !strings.HasPrefix(err.Error(), "accelerator: AlltoallBytes: ") {
-		return fmt.Errorf("AlltoallBytes into a buffer one short: %v, want an error naming it", err)
+	recv, all = make([]byte, n*blk), make([]byte, 2*n)
+	if err := g.AlltoallAllgatherBlocks(send, recv, nil, nil); err != nil {
+		return err
 	}
-	if err := g.AllgatherBlocks(mine, all[1:]); err == nil || !strings.HasPrefix(err.Error(), "accelerator: AllgatherBlocks: ") {
-		return fmt.Errorf("AllgatherBlocks into a buffer one short: %v, want an error naming it", err)
+	if err := g.AlltoallAllgatherBlocks(nil, nil, mine, all); err != nil {
+		return err
 	}
-	if err := g.AlltoallBytes(nil, nil); err != nil {
-		return fmt.Errorf("AlltoallBytes of nothing: %w", err)
+	if err := check("one at a time", recv, all); err != nil {
+		return err
+	}
+	if err := g.AlltoallAllgatherBlocks(send, recv[1:], mine, all); err == nil || !strings.HasPrefix(err.Error(), "accelerator: AlltoallAllgatherBlocks: ") {
+		return fmt.Errorf("an all-to-all into a buffer one short: %v, want an error naming it", err)
+	}
+	if err := g.AlltoallAllgatherBlocks(send, recv, mine, all[1:]); err == nil || !strings.HasPrefix(err.Error(), "accelerator: AlltoallAllgatherBlocks: ") {
+		return fmt.Errorf("an all-gather into a buffer one short: %v, want an error naming it", err)
+	}
+	if err := g.AlltoallAllgatherBlocks(nil, nil, nil, nil); err != nil {
+		return fmt.Errorf("nothing: %w", err)
 	}
 	return nil
 }

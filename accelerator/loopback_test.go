@@ -141,32 +141,25 @@ func (m *loopMember) AllgatherFloat32(mine, recv []float32) error {
 	return err
 }
 
-func (m *loopMember) AlltoallBytes(send, recv []byte) error {
+// AlltoallAllgatherBlocks is one round, as over MPI: every process hands in both its all-to-all
+// blocks and its all-gather block.
+func (m *loopMember) AlltoallAllgatherBlocks(send, recv, mine, gathered []byte) error {
 	n := m.l.n
 	if err := collective.CheckAlltoall(len(send), len(recv), n); err != nil {
 		return err
 	}
-	all, err := m.l.exchange(m.rank, slices.Clone(send), 0)
+	if err := collective.CheckBlocks("AlltoallAllgatherBlocks", len(mine), len(gathered), n); err != nil {
+		return err
+	}
+	all, err := m.l.exchange(m.rank, [2][]byte{slices.Clone(send), slices.Clone(mine)}, 0)
 	if err != nil {
 		return err
 	}
 	b := len(send) / n
 	for r, other := range all {
-		copy(recv[r*b:(r+1)*b], other.([]byte)[m.rank*b:])
-	}
-	return nil
-}
-
-func (m *loopMember) AllgatherBlocks(mine, recv []byte) error {
-	if err := collective.CheckBlocks("AllgatherBlocks", len(mine), len(recv), m.l.n); err != nil {
-		return err
-	}
-	all, err := m.l.exchange(m.rank, slices.Clone(mine), 0)
-	if err != nil {
-		return err
-	}
-	for r, other := range all {
-		copy(recv[r*len(mine):], other.([]byte))
+		pair := other.([2][]byte)
+		copy(recv[r*b:(r+1)*b], pair[0][m.rank*b:])
+		copy(gathered[r*len(mine):], pair[1])
 	}
 	return nil
 }

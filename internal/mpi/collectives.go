@@ -171,7 +171,7 @@ func (c *Comm) collective(e *call, timeout time.Duration, body func(r *round) er
 }
 
 // opCodes numbers the collectives for arrivalTag.
-var opCodes = []string{"barrier", "broadcast", "allgather", "allreduce", "allreduce-fused", "reduce-scatter", "alltoall"}
+var opCodes = []string{"barrier", "broadcast", "allgather", "allreduce", "allreduce-fused", "reduce-scatter", "alltoall+allgather"}
 
 // arrivalTag is the tag of collective seq's arrival messages: it encodes the sequence number
 // and the operation, so that ranks that call different collectives at the same sequence
@@ -186,7 +186,7 @@ func arrivalTag(seq uint32, e *call) int {
 		}
 	}
 	if e.op == "allgather" && !e.varies {
-		code = len(opCodes) // AllgatherFloat32 or AllgatherBlocks, not AllgatherBytes
+		code = len(opCodes) // AllgatherFloat32, not AllgatherBytes
 	}
 	return int(seq%4000)*8 + code + 1
 }
@@ -276,7 +276,7 @@ func (r *round) wait(what string, data []C.gs_handle, call ...string) error {
 	}
 	name := "MPI_Test"
 	if int(failed) < nd && len(call) > 0 {
-		name = "MPI_Test of " + call[0]
+		name = "MPI_Test of " + call[min(int(failed), len(call)-1)]
 	} else if int(failed) >= nd {
 		name = "MPI_Test of an arrival message"
 	}

@@ -128,12 +128,12 @@ func (k *Compressor) Bytes() int64 { return int64(len(k.wire)) }
 // 65504 becomes Inf. Every process passes the same lengths, n elements in all, and the same
 // scale.
 //
-// It runs bucket by bucket as a pipeline: while bucket b's all-to-all is on the wire, another
-// goroutine encodes bucket b+1 and sums bucket b-1's chunk; while b's all-gather is, it decodes
-// b-1. So the host's passes overlap the collectives, and the update takes about the longer of
-// the two rather than their sum. The collectives run on the calling goroutine, in the same
-// order on every process: all-to-all of bucket b, then all-gather of bucket b-1. The bits do
-// not depend on the buckets: each element's sum is in rank order whatever the split, and the
+// It runs bucket by bucket as a pipeline. The collectives run on the calling goroutine in
+// rounds, the same on every process: round r is bucket r's all-to-all and bucket r-2's
+// all-gather, in flight together (Group.AlltoallAllgatherBlocks). Meanwhile another goroutine
+// sums bucket r-1's chunk, encodes bucket r+1 and decodes bucket r-3. So the host's passes
+// overlap the wire, and the update takes about the longer of the two rather than their sum.
+// The bits do not depend on the buckets: each element's sum is in rank order whatever the split, and the
 // host passes run on several goroutines for large buckets. When a collective fails, Reduce
 // returns its error once no pass is running; bufs then hold the sums for some buckets and this
 // process's values for others, and must not be used.
@@ -209,28 +209,36 @@ func (k *Compressor) Reduce(g Group, bufs [][]float32, scale float32) error {
 		stop.Store(true)
 		return err
 	}
+	// Round r posts bucket r's all-to-all and bucket r-2's all-gather together; the other
+	// goroutine sums bucket r-1's chunk and encodes bucket r+1 meanwhile.
 	tasks <- encode(0)
-	for b := 0; b <= nb; b++ {
-		if b < nb {
-			if b+1 < nb {
-				tasks <- encode(b + 1)
-			}
-			<-encoded[b]
-			s := k.buckets[b]
-			size := 2 * s.chunk * k.size
-			if err := g.AlltoallBytes(k.wire[s.at:s.at+size], k.recv[s.at:s.at+size]); err != nil {
-				return fail(err)
-			}
-			tasks <- sum(b)
+	for r := 0; r < nb+2; r++ {
+		a, ag := r < nb, r >= 2 && r-2 < nb
+		if !a && !ag {
+			continue // one bucket: nothing to overlap in round 1
 		}
-		if b > 0 {
-			<-summed[b-1]
-			s := k.buckets[b-1]
-			size := 2 * s.chunk * k.size
-			if err := g.AllgatherBlocks(k.mine[s.at/k.size:(s.at+size)/k.size], k.wire[s.at:s.at+size]); err != nil {
-				return fail(err)
-			}
-			tasks <- decode(b - 1)
+		if r+1 < nb {
+			tasks <- encode(r + 1)
+		}
+		var send, recv, mine, gathered []byte
+		if a {
+			<-encoded[r]
+			s := k.buckets[r]
+			send, recv = k.wire[s.at:s.at+2*s.chunk*k.size], k.recv[s.at:s.at+2*s.chunk*k.size]
+		}
+		if ag {
+			<-summed[r-2]
+			s := k.buckets[r-2]
+			mine, gathered = k.mine[s.at/k.size:s.at/k.size+2*s.chunk], k.wire[s.at:s.at+2*s.chunk*k.size]
+		}
+		if err := g.AlltoallAllgatherBlocks(send, recv, mine, gathered); err != nil {
+			return fail(err)
+		}
+		if a {
+			tasks <- sum(r)
+		}
+		if ag {
+			tasks <- decode(r - 2)
 		}
 	}
 	return nil

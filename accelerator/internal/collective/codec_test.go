@@ -33,8 +33,8 @@ func BenchmarkCompressorReduce(b *testing.B) {
 	}
 }
 
-// orderGroup is Solo that records the compressed all-reduce's collectives, by kind and bytes,
-// and fails the one numbered failAt (from 1; 0: none).
+// orderGroup is Solo that records the compressed all-reduce's rounds (the all-to-all's and the
+// all-gather's bytes) and fails the one numbered failAt (from 1; 0: none).
 type orderGroup struct {
 	Solo
 	calls  []string
@@ -43,33 +43,19 @@ type orderGroup struct {
 
 var errInjected = errors.New("injected failure")
 
-func (o *orderGroup) record(kind string, n int) error {
-	o.calls = append(o.calls, fmt.Sprintf("%s %d", kind, n))
+func (o *orderGroup) AlltoallAllgatherBlocks(send, recv, mine, gathered []byte) error {
+	o.calls = append(o.calls, fmt.Sprintf("%d+%d", len(send), len(gathered)))
 	if len(o.calls) == o.failAt {
 		return errInjected
 	}
-	return nil
+	return o.Solo.AlltoallAllgatherBlocks(send, recv, mine, gathered)
 }
 
-func (o *orderGroup) AlltoallBytes(send, recv []byte) error {
-	if err := o.record("alltoall", len(send)); err != nil {
-		return err
-	}
-	return o.Solo.AlltoallBytes(send, recv)
-}
-
-func (o *orderGroup) AllgatherBlocks(mine, recv []byte) error {
-	if err := o.record("allgather", len(recv)); err != nil {
-		return err
-	}
-	return o.Solo.AllgatherBlocks(mine, recv)
-}
-
-// TestCompressorPipelineOrder: 10 elements in buckets of 4 run the pipeline's collectives in
-// the order every process must share (all-to-all of bucket b, then all-gather of bucket b-1)
-// with each bucket's bytes, and give every element back exactly (one process, values exact in
-// 16 bits); a collective that fails makes Reduce return its error; a length other than the
-// compressor's is an error naming both.
+// TestCompressorPipelineOrder: 10 elements in buckets of 4, 4 and 2 run the pipeline's rounds in
+// the order every process must share (round r: bucket r's all-to-all with bucket r-2's
+// all-gather) with each bucket's bytes, and give every element back exactly (one process,
+// values exact in 16 bits); one bucket takes two rounds; a round that fails makes Reduce return
+// its error; a length other than the compressor's is an error naming both.
 func TestCompressorPipelineOrder(t *testing.T) {
 	in := []float32{1, -2, 0.5, 3, 0.25, -8, 16, 1.5, -0.75, 6}
 	for _, name := range []string{"bf16", "fp16"} {
@@ -79,22 +65,29 @@ func TestCompressorPipelineOrder(t *testing.T) {
 		if err := k.Reduce(g, bufs, 2); err != nil {
 			t.Fatal(err)
 		}
-		want := "alltoall 8, alltoall 8, allgather 8, alltoall 4, allgather 8, allgather 4"
+		want := "8+0, 8+0, 4+8, 0+8, 0+4"
 		if got := strings.Join(g.calls, ", "); got != want {
-			t.Errorf("%s: collectives %s, want %s", name, got, want)
+			t.Errorf("%s: rounds (all-to-all + all-gather bytes) %s, want %s", name, got, want)
 		}
 		for i, x := range append(bufs[0], bufs[1]...) {
 			if x != 2*in[i] {
 				t.Errorf("%s: element %d is %g, want %g", name, i, x, 2*in[i])
 			}
 		}
-		for failAt := 1; failAt <= 6; failAt++ {
+		one := &orderGroup{}
+		if err := NewCompressor(CodecNamed(name), 3, 1, 4).Reduce(one, [][]float32{{1, 2, 3}}, 1); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(one.calls, ", "); got != "6+0, 0+6" {
+			t.Errorf("%s: one bucket: rounds %s, want 6+0, 0+6", name, got)
+		}
+		for failAt := 1; failAt <= 5; failAt++ {
 			g := &orderGroup{failAt: failAt}
 			if err := k.Reduce(g, bufs, 1); !errors.Is(err, errInjected) {
-				t.Errorf("%s: collective %d failing: Reduce returned %v", name, failAt, err)
+				t.Errorf("%s: round %d failing: Reduce returned %v", name, failAt, err)
 			}
 			if len(g.calls) != failAt {
-				t.Errorf("%s: collective %d failing: %d collectives ran (%v)", name, failAt, len(g.calls), g.calls)
+				t.Errorf("%s: round %d failing: %d rounds ran (%v)", name, failAt, len(g.calls), g.calls)
 			}
 		}
 		err := k.Reduce(g, [][]float32{bufs[1]}, 1)

@@ -55,13 +55,14 @@ type Group interface {
 	// AllgatherFloat32 writes every process's mine into recv, rank after rank
 	// (len(recv) == Size()*len(mine), the same lengths everywhere).
 	AllgatherFloat32(mine, recv []float32) error
-	// AlltoallBytes sends block r of send to process r and receives in block r of recv what
-	// process r sent to this one: both hold Size() blocks of len(send)/Size() bytes, the same
-	// lengths everywhere. It moves what MPI cannot reduce (16-bit floats, Compressor).
-	AlltoallBytes(send, recv []byte) error
-	// AllgatherBlocks writes every process's mine into recv, rank after rank
-	// (len(recv) == Size()*len(mine), the same lengths everywhere).
-	AllgatherBlocks(mine, recv []byte) error
+	// AlltoallAllgatherBlocks runs two collectives of bytes, in flight together: an
+	// all-to-all, which sends block r of send to process r and receives in block r of recv
+	// what process r sent to this one (both hold Size() blocks of len(send)/Size() bytes), and
+	// an all-gather, which writes every process's mine into gathered, rank after rank
+	// (len(gathered) == Size()*len(mine)); the same lengths everywhere, and a pair of no bytes
+	// is left out. They move what MPI cannot reduce: the Compressor's 16-bit floats, one
+	// bucket's all-to-all with an earlier bucket's all-gather.
+	AlltoallAllgatherBlocks(send, recv, mine, gathered []byte) error
 	// Broadcast copies root's buf into every other process's buf (same length everywhere).
 	Broadcast(buf []byte, root int) error
 	// Allgather returns every process's bytes, indexed by rank; lengths may differ.
@@ -76,7 +77,7 @@ type Group interface {
 }
 
 // CheckBlocks checks the lengths of a block collective (ReduceScatterSum, AllgatherFloat32,
-// AllgatherBlocks) named op: one buffer of one elements, the other of size*one.
+// AlltoallAllgatherBlocks's all-gather) named op: one buffer of one elements, the other of size*one.
 func CheckBlocks(op string, one, all, size int) error {
 	if all != size*one {
 		return fmt.Errorf("accelerator: %s: %d elements for %d processes x %d: want %d", op, all, size, one, size*one)
@@ -84,10 +85,11 @@ func CheckBlocks(op string, one, all, size int) error {
 	return nil
 }
 
-// CheckAlltoall checks the lengths of AlltoallBytes: equal, and a multiple of size.
+// CheckAlltoall checks the lengths of AlltoallAllgatherBlocks's all-to-all: equal, and a
+// multiple of size.
 func CheckAlltoall(send, recv, size int) error {
 	if send != recv || send%size != 0 {
-		return fmt.Errorf("accelerator: AlltoallBytes: %d bytes sent and %d received for %d processes: want equal lengths, a multiple of %d", send, recv, size, size)
+		return fmt.Errorf("accelerator: AlltoallAllgatherBlocks: %d bytes sent and %d received for %d processes: want equal lengths, a multiple of %d", send, recv, size, size)
 	}
 	return nil
 }
@@ -137,21 +139,16 @@ func (Solo) AllgatherFloat32(mine, recv []float32) error {
 	return nil
 }
 
-// AlltoallBytes copies send into recv.
-func (Solo) AlltoallBytes(send, recv []byte) error {
+// AlltoallAllgatherBlocks copies send into recv and mine into gathered.
+func (Solo) AlltoallAllgatherBlocks(send, recv, mine, gathered []byte) error {
 	if err := CheckAlltoall(len(send), len(recv), 1); err != nil {
 		return err
 	}
-	copy(recv, send)
-	return nil
-}
-
-// AllgatherBlocks copies mine into recv.
-func (Solo) AllgatherBlocks(mine, recv []byte) error {
-	if err := CheckBlocks("AllgatherBlocks", len(mine), len(recv), 1); err != nil {
+	if err := CheckBlocks("AlltoallAllgatherBlocks", len(mine), len(gathered), 1); err != nil {
 		return err
 	}
-	copy(recv, mine)
+	copy(recv, send)
+	copy(gathered, mine)
 	return nil
 }
 

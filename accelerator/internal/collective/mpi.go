@@ -78,20 +78,15 @@ func (g *MPI) AllgatherFloat32(mine, recv []float32) error {
 	return timedOut(g.c.AllgatherFloat32(mine, recv))
 }
 
-// AlltoallBytes is MPI_Alltoall of byte blocks.
-func (g *MPI) AlltoallBytes(send, recv []byte) error {
+// AlltoallAllgatherBlocks is MPI_Ialltoall and MPI_Iallgather of byte blocks, in flight together.
+func (g *MPI) AlltoallAllgatherBlocks(send, recv, mine, gathered []byte) error {
 	if err := CheckAlltoall(len(send), len(recv), g.c.Size()); err != nil {
 		return err
 	}
-	return timedOut(g.c.AlltoallBytes(send, recv))
-}
-
-// AllgatherBlocks is MPI_Allgather of byte blocks.
-func (g *MPI) AllgatherBlocks(mine, recv []byte) error {
-	if err := CheckBlocks("AllgatherBlocks", len(mine), len(recv), g.c.Size()); err != nil {
+	if err := CheckBlocks("AlltoallAllgatherBlocks", len(mine), len(gathered), g.c.Size()); err != nil {
 		return err
 	}
-	return timedOut(g.c.AllgatherBlocks(mine, recv))
+	return timedOut(g.c.AlltoallAllgatherBlocks(send, recv, mine, gathered))
 }
 
 // Exit is mpi.Exit: MPI_Finalize (MPI_Abort after a failed collective), then the C exit.
