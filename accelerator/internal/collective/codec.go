@@ -60,8 +60,8 @@ func (c *Codec) decodeAdd(sum []float32, src []byte) {
 
 // CompressBucket is the number of gradient elements in one bucket of the compressed
 // all-reduce's pipeline: 2M, 8 MiB of float32 gradients and 4 MiB of 16-bit values per
-// process. Compressor.Reduce encodes the next bucket and decodes the last one while a bucket's
-// collectives are on the wire.
+// process. Compressor.Reduce encodes, sums and decodes some buckets while others' collectives
+// are on the wire.
 const CompressBucket = 1 << 21
 
 // Compressor holds the buffers of the compressed all-reduce of one step's gradients: n
@@ -133,8 +133,8 @@ func (k *Compressor) Bytes() int64 { return int64(len(k.wire)) }
 // all-gather, in flight together (Group.AlltoallAllgatherBlocks). Meanwhile another goroutine
 // sums bucket r-1's chunk, encodes bucket r+1 and decodes bucket r-3. So the host's passes
 // overlap the wire, and the update takes about the longer of the two rather than their sum.
-// The bits do not depend on the buckets: each element's sum is in rank order whatever the split, and the
-// host passes run on several goroutines for large buckets. When a collective fails, Reduce
+// The bits do not depend on the buckets: each element's sum is in rank order whatever the
+// split; the host passes run on several goroutines for large buckets. When a collective fails, Reduce
 // returns its error once no pass is running; bufs then hold the sums for some buckets and this
 // process's values for others, and must not be used.
 func (k *Compressor) Reduce(g Group, bufs [][]float32, scale float32) error {
