@@ -10,21 +10,30 @@ import (
 	"time"
 )
 
-// BenchmarkCompressorReduce times the compressed all-reduce of MiniLM's 22.7M gradients on
-// Solo, whose collectives are copies: what is left is the host's encoding, summing and
-// decoding, the part of the compressed all-reduce that the wire does not account for.
-func BenchmarkCompressorReduce(b *testing.B) {
-	const n = 22_700_000
-	rng := rand.New(rand.NewPCG(11, 12))
+// benchGradients is the benchmarks' number of gradients: about MiniLM's 22.7M.
+const benchGradients = 22_700_000
+
+// miniLMGradients returns benchGradients random gradients (magnitudes 1e-8 to 1, both signs) from seeds s1
+// and s2, in three buffers.
+func miniLMGradients(s1, s2 uint64) [][]float32 {
+	rng := rand.New(rand.NewPCG(s1, s2))
+	const n = benchGradients
 	grads := make([]float32, n)
 	for i := range grads {
 		grads[i] = float32(rng.NormFloat64() * math.Pow(10, -8*rng.Float64()))
 	}
-	bufs := [][]float32{grads[:n/3], grads[n/3 : 2*n/3], grads[2*n/3:]}
+	return [][]float32{grads[:n/3], grads[n/3 : 2*n/3], grads[2*n/3:]}
+}
+
+// BenchmarkCompressorReduce times the compressed all-reduce of MiniLM's 22.7M gradients on
+// Solo, whose collectives are copies: what is left is the host's encoding, summing and
+// decoding, the part of the compressed all-reduce that the wire does not account for.
+func BenchmarkCompressorReduce(b *testing.B) {
+	bufs := miniLMGradients(11, 12)
 	for _, name := range []string{"bf16", "fp16"} {
 		b.Run(name, func(b *testing.B) {
-			k := NewCompressor(CodecNamed(name), n, 1, 0)
-			b.SetBytes(4 * n)
+			k := NewCompressor(CodecNamed(name), benchGradients, 1, 0)
+			b.SetBytes(4 * benchGradients)
 			for b.Loop() {
 				if err := k.Reduce(Solo{}, bufs, 1); err != nil {
 					b.Fatal(err)
@@ -118,21 +127,15 @@ func (l slowLink) AlltoallAllgatherBlocks(send, recv, mine, gathered []byte) err
 // buckets, where they overlap: the second should approach max(host, wire), the first their
 // sum. Run it at -cpu 1,2 to see what one core a process does to the overlap.
 func BenchmarkCompressorPipeline(b *testing.B) {
-	const n = 22_700_000
-	rng := rand.New(rand.NewPCG(13, 14))
-	grads := make([]float32, n)
-	for i := range grads {
-		grads[i] = float32(rng.NormFloat64() * math.Pow(10, -8*rng.Float64()))
-	}
-	bufs := [][]float32{grads[:n/3], grads[n/3 : 2*n/3], grads[2*n/3:]}
+	bufs := miniLMGradients(13, 14)
 	for _, gbits := range []float64{1, 10} {
-		for _, bucket := range []int{n, 0} {
+		for _, bucket := range []int{benchGradients, 0} {
 			name := "one-bucket"
 			if bucket == 0 {
 				name = "pipelined"
 			}
 			b.Run(fmt.Sprintf("%gGbit/%s", gbits, name), func(b *testing.B) {
-				k := NewCompressor(CodecNamed("bf16"), n, 1, bucket)
+				k := NewCompressor(CodecNamed("bf16"), benchGradients, 1, bucket)
 				for b.Loop() {
 					if err := k.Reduce(slowLink{bitsPerSecond: gbits * 1e9}, bufs, 1); err != nil {
 						b.Fatal(err)
