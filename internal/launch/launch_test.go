@@ -228,14 +228,27 @@ func TestMaxRestarts(t *testing.T) {
 	}
 }
 
+// freePort returns a --master_port for a test's job: a port p of 127.0.0.1 that is free, and
+// p+1 with it, which the launcher gives the ranks as MASTER_PORT (a rank 0 binds a store
+// there). Taking any free port and hoping p+1 is free too made TestMasterPortPlusOne fail
+// once in CI when another process held p+1.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		next, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+1)))
+		l.Close()
+		if err == nil {
+			next.Close()
+			return p
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free pair of ports p, p+1 on 127.0.0.1 in 100 tries")
+	return 0
 }
 
 // testSecret is the job secret of the tests' jobs of several nodes.
