@@ -35,6 +35,11 @@ DATA=${NETBENCH_DATA:-../shared/data/rt-polarity}
 [ "$(nproc)" -ge 2 ] || cannot "needs 2 cores (one per process)"
 ONLY=${NETBENCH_ONLY:-}
 case $ONLY in ""|mpi|hosts) ;; *) cannot "NETBENCH_ONLY=$ONLY: want mpi or hosts" ;; esac
+LINKS=${NETBENCH_LINKS:-none 10gbit 1gbit}
+for link in $LINKS; do
+  [ "$link" = none ] || [[ $link =~ ^[0-9]+(\.[0-9]+)?[kmg]?bit$ ]] ||
+    cannot "NETBENCH_LINKS: \"$link\" is not a link: want none or a tc rate such as 10gbit or 500mbit"
+done
 
 OUT=$(realpath -m "${1:-runs/netbench-$(date -u +%Y%m%d-%H%M%S)}")
 mkdir -p "$OUT/bin"
@@ -166,7 +171,7 @@ if [ -z "$ONLY" ]; then
   run 1node "1 node" - no
   run 1node-bf16 "1 node" - bf16
 fi
-for link in ${NETBENCH_LINKS:-none 10gbit 1gbit}; do
+for link in $LINKS; do
   shape "$link"
   label=$link; [ "$link" = none ] && label=unshaped
   mpiLink "$label"
