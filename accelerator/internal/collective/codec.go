@@ -85,33 +85,42 @@ type span struct{ lo, hi, chunk, at int }
 // NewCompressor returns the compressor of n elements with codec c over size processes, in
 // buckets of bucket elements (CompressBucket when bucket <= 0).
 func NewCompressor(c *Codec, n, size, bucket int) *Compressor {
-	if bucket <= 0 {
-		bucket = CompressBucket
-	}
-	k := &Compressor{c: c, size: size, n: n}
+	k := &Compressor{c: c, size: size, n: n, buckets: bucketsOf(n, size, bucket)}
 	at, most := 0, 0
-	for lo := 0; lo < n; lo += bucket {
-		hi := min(lo+bucket, n)
-		chunk := (hi - lo + size - 1) / size
-		k.buckets = append(k.buckets, span{lo: lo, hi: hi, chunk: chunk, at: at})
-		at += 2 * chunk * size
-		most = max(most, chunk)
+	if nb := len(k.buckets); nb > 0 {
+		last := k.buckets[nb-1]
+		at = last.at + 2*last.chunk*size
+		most = k.buckets[0].chunk // the first bucket is the largest
 	}
 	k.wire, k.recv = make([]byte, at), make([]byte, at)
 	k.sum, k.mine = make([]float32, most), make([]byte, at/size)
 	return k
 }
 
+// bucketsOf lays n elements out in buckets of bucket elements (CompressBucket when bucket <=
+// 0), each padded to size chunks.
+func bucketsOf(n, size, bucket int) []span {
+	if bucket <= 0 {
+		bucket = CompressBucket
+	}
+	var spans []span
+	at := 0
+	for lo := 0; lo < n; lo += bucket {
+		hi := min(lo+bucket, n)
+		chunk := (hi - lo + size - 1) / size
+		spans = append(spans, span{lo: lo, hi: hi, chunk: chunk, at: at})
+		at += 2 * chunk * size
+	}
+	return spans
+}
+
 // CompressedBytes is what a Compressor of n elements over size processes in buckets of
 // bucket elements (CompressBucket when bucket <= 0) sends per update: 2 bytes an element,
 // each bucket padded to a multiple of size elements.
 func CompressedBytes(n, size, bucket int) int64 {
-	if bucket <= 0 {
-		bucket = CompressBucket
-	}
 	var total int64
-	for lo := 0; lo < n; lo += bucket {
-		total += 2 * int64(size) * int64((min(lo+bucket, n)-lo+size-1)/size)
+	for _, s := range bucketsOf(n, size, bucket) {
+		total += 2 * int64(s.chunk) * int64(size)
 	}
 	return total
 }
