@@ -23,7 +23,7 @@ func TestSelfTestFailsFastNamingTheMaster(t *testing.T) {
 	cases := []struct {
 		name, port, why string
 	}{
-		{"closed port", strconv.Itoa(freePort(t)), "connection refused"},
+		{"closed port", strconv.Itoa(closedPort(t)), "connection refused"},
 		{"unreachable master", blackHole(t), "i/o timeout"},
 		{"another program answers", otherService(t, "HTTP/1.1 400 Bad Request\r\n", true), `it answered "HTTP/1.1 400 Bad Request"`},
 		{"another program says nothing", otherService(t, "", true), "did not answer as goaccel launch's node_rank 0 launcher"},
@@ -56,10 +56,9 @@ func TestSelfTestFailsFastNamingTheMaster(t *testing.T) {
 	}
 }
 
-// blackHole returns the port of a listener on 127.0.0.1 that never accepts, with its accept
-// queue full: Linux drops the SYNs of further connections, so they time out as they do to a
-// machine that is down or behind a firewall that drops packets.
-func blackHole(t *testing.T) string {
+// boundSocket returns a TCP socket bound to a port of 127.0.0.1 the kernel picked, closed when
+// the test ends, and that port.
+func boundSocket(t *testing.T) (int, int) {
 	t.Helper()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
@@ -69,14 +68,36 @@ func blackHole(t *testing.T) string {
 	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
 	sa, err := syscall.Getsockname(fd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := strconv.Itoa(sa.(*syscall.SockaddrInet4).Port)
+	return fd, sa.(*syscall.SockaddrInet4).Port
+}
+
+// closedPort returns a port on 127.0.0.1 that refuses connections: a socket bound to it that
+// never listens, held until the test ends, so that no other listener (this test's own among
+// them) can take the port in the meantime, as one could a port found free and released.
+func closedPort(t *testing.T) int {
+	t.Helper()
+	_, port := boundSocket(t)
+	if c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second); err == nil {
+		c.Close()
+		t.Fatalf("port %d accepted a connection though nothing listens on it", port)
+	}
+	return port
+}
+
+// blackHole returns the port of a listener on 127.0.0.1 that never accepts, with its accept
+// queue full: Linux drops the SYNs of further connections, so they time out as they do to a
+// machine that is down or behind a firewall that drops packets.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	fd, p := boundSocket(t)
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(p)
 	for i := 0; ; i++ { // fill the queue until a connection hangs
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, 300*time.Millisecond)
 		if err != nil {
@@ -150,7 +171,7 @@ func TestJoinWaitSaysWhatItWaitsFor(t *testing.T) {
 
 	for _, selfTest := range []bool{false, true} {
 		node, _, out := testJob(t, "env", 1)
-		node.NNodes, node.NodeRank, node.MasterPort, node.JoinTimeout = 2, 1, freePort(t), 1500*time.Millisecond
+		node.NNodes, node.NodeRank, node.MasterPort, node.JoinTimeout = 2, 1, closedPort(t), 1500*time.Millisecond
 		if selfTest {
 			node.JoinTimeout = time.Minute // far beyond selfTestDial, which ends the wait
 		}
