@@ -23,7 +23,8 @@ import (
 // MPICH, and `goaccel launch --nproc_per_node 2 ./prog` trains over MPI; a second setup
 // installs nothing. GOMODCACHE, GOCACHE and pip's cache are the caller's, so nothing is
 // downloaded or rebuilt that is already there; Go runs with GOPROXY=off (the module's go.sum is
-// the checkout's), pip as the environment configures it.
+// the checkout's) once `go mod graph` in the checkout has the module graph's go.mod files in
+// the cache, pip as the environment configures it.
 func TestFreshModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SKIPPING the fresh-module test under -short (it builds a new module and runs pip)")
@@ -90,6 +91,13 @@ func TestFreshModule(t *testing.T) {
 		}
 	}
 
+	// The module graph's go.mod files, which `go get` reads and a build of the checkout does
+	// not (a fresh machine's module cache lacks some), fetched as the caller's Go would.
+	graph := exec.CommandContext(ctx, "go", "mod", "graph")
+	graph.Dir = checkout
+	if out, err := graph.CombinedOutput(); err != nil {
+		t.Fatalf("go mod graph in %s: %v\n%s", checkout, err, out)
+	}
 	run("go", "get", "-tool", "github.com/goaccel/goaccel/cmd/goaccel")
 	out := run("go", "run", ".")
 	if strings.Contains(out, "backend xla") {
