@@ -23,12 +23,13 @@ func newPrecision(t *testing.T, precision string) *Accelerator {
 	return a
 }
 
-// matmulDTypes counts the matrix products (DotGeneral, FusedDense) of g by output dtype.
+// matmulDTypes counts the matrix products (DotGeneral, FusedDense) of g by the dtype of their
+// operands (what they multiply in; the result may be wider, as bert's float32 results).
 func matmulDTypes(g *Graph) map[dtypes.DType]int {
 	n := map[dtypes.DType]int{}
 	for _, node := range g.Nodes() {
 		if tp := node.Type(); tp == NodeTypeDotGeneral || tp == NodeTypeFusedDense {
-			n[node.DType()]++
+			n[node.Inputs()[0].DType()]++
 		}
 	}
 	return n
@@ -84,7 +85,7 @@ func runBatches(t *testing.T, job *Job, train *TrainStep, n int, after func(loss
 func checkLowPrecision(t *testing.T, precision string, dt dtypes.DType, losses, ref []float64, mm map[dtypes.DType]int) {
 	t.Helper()
 	rel := math.Abs(losses[29]-ref[29]) / ref[29]
-	t.Logf("%s: loss after 30 steps %.5f, fp32 %.5f (relative %.2g; step 1: %.7f, fp32 %.7f); forward matmuls by dtype %v",
+	t.Logf("%s: loss after 30 steps %.5f, fp32 %.5f (relative %.2g; step 1: %.7f, fp32 %.7f); forward matmuls by operand dtype %v",
 		precision, losses[29], ref[29], rel, losses[0], ref[0], mm)
 	if rel > 2e-2 {
 		t.Errorf("%s: loss after 30 steps %g, fp32 %g: relative difference %g > 2e-2", precision, losses[29], ref[29], rel)
@@ -93,7 +94,7 @@ func checkLowPrecision(t *testing.T, precision string, dt dtypes.DType, losses, 
 		t.Errorf("%s: the first loss is float32's to the bit (%g): the low precision was not used", precision, ref[0])
 	}
 	if mm[dt] == 0 {
-		t.Errorf("%s: forward matmuls by dtype %v: none in %s", precision, mm, dt)
+		t.Errorf("%s: forward matmuls by operand dtype %v: none in %s", precision, mm, dt)
 	}
 }
 

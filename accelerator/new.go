@@ -310,7 +310,7 @@ func (a *Accelerator) Plan() string {
 		}
 	}
 	return fmt.Sprintf("goaccel: backend %s; devices %d of %d; processes %d; precision %s; %s%s",
-		backend, a.info.Devices, a.info.Available, a.grp.Size(), a.precision.String()+a.precision.Caveat(a.info.Backend, a.info.Plugin.Kind),
+		backend, a.info.Devices, a.info.Available, a.grp.Size(), a.precision.String()+a.precision.Caveat(a.info.Backend, a.info.Plugin.Kind, precision.CPUHasBF16Dots()),
 		a.info.Reason, hostMemoryNote(a.info, runtime.GOOS, hostmem.OptedIn()))
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/internal/testutil"
+	"github.com/gomlx/compute/dtypes"
 
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -22,19 +23,30 @@ const rematChildEnv = "GOACCEL_TEST_REMAT_CHILD"
 
 // TestGradientCheckpointingSurvivesXLA checks that XLA's optimisation passes keep the
 // recompute and that it lowers XLA's own memory plan: a training step of a small BERT (3
-// layers, batch 16 x 64 tokens) is compiled in two child processes, without and with
-// GradientCheckpointing, each dumping its optimised HLO and buffer assignment
-// (XLA_FLAGS=--xla_dump_to). With checkpointing the optimised module must still hold more
-// matrix products and random draws (CSE did not merge the copies with the forward pass: the
-// dropout bits are recomputed, not kept) and its temporary buffer must be smaller.
+// layers, batch 16 x 64 tokens) is compiled in child processes, without and with
+// GradientCheckpointing, in float32 and in bfloat16 (where halfDot's backward products must
+// read the recomputed activations, not keep the forward pass's), each dumping its optimised
+// HLO and buffer assignment (XLA_FLAGS=--xla_dump_to). With checkpointing the optimised module
+// must still hold more matrix products and random draws (CSE did not merge the copies with
+// the forward pass: the dropout bits are recomputed, not kept) and its temporary buffer must
+// be smaller.
 func TestGradientCheckpointingSurvivesXLA(t *testing.T) {
 	if mode := os.Getenv(rematChildEnv); mode != "" {
-		compileSmallStep(t, mode == "remat")
+		compileSmallStep(t, strings.HasPrefix(mode, "remat"), strings.HasSuffix(mode, "-bf16"))
 		return
 	}
 	testutil.CPUPlugin(t) // skips loudly without the plugin, fails under CI
+	for _, suffix := range []string{"", "-bf16"} {
+		checkRematInXLA(t, "plain"+suffix, "remat"+suffix)
+	}
+}
+
+// checkRematInXLA compiles the training step in the child modes plain and remat and compares
+// their optimised modules (see TestGradientCheckpointingSurvivesXLA).
+func checkRematInXLA(t *testing.T, plain, remat string) {
+	t.Helper()
 	dots, draws, temp := map[string]int{}, map[string]int{}, map[string]int64{}
-	for _, mode := range []string{"plain", "remat"} {
+	for _, mode := range []string{plain, remat} {
 		dump := t.TempDir()
 		cmd := exec.Command(os.Args[0], "-test.run=^TestGradientCheckpointingSurvivesXLA$", "-test.count=1")
 		cmd.Env = append(os.Environ(), rematChildEnv+"="+mode, "XLA_FLAGS=--xla_dump_to="+dump)
@@ -43,24 +55,25 @@ func TestGradientCheckpointingSurvivesXLA(t *testing.T) {
 		}
 		dots[mode], draws[mode], temp[mode] = readXLADump(t, dump)
 	}
-	t.Logf("optimised training step: %d matrix products, %d random draws and %d bytes of temporaries without "+
-		"checkpointing, %d, %d and %d with", dots["plain"], draws["plain"], temp["plain"], dots["remat"], draws["remat"], temp["remat"])
-	if dots["remat"] <= dots["plain"] {
-		t.Errorf("XLA's optimised module has %d matrix products with checkpointing, %d without: the recompute was merged away",
-			dots["remat"], dots["plain"])
+	t.Logf("%s: optimised training step: %d matrix products, %d random draws and %d bytes of temporaries without "+
+		"checkpointing, %d, %d and %d with", remat, dots[plain], draws[plain], temp[plain], dots[remat], draws[remat], temp[remat])
+	if dots[remat] <= dots[plain] {
+		t.Errorf("%s: XLA's optimised module has %d matrix products with checkpointing, %d without: the recompute was merged away",
+			remat, dots[remat], dots[plain])
 	}
-	if draws["remat"] <= draws["plain"] {
-		t.Errorf("XLA's optimised module has %d random draws with checkpointing, %d without: dropout's bits are kept, not recomputed",
-			draws["remat"], draws["plain"])
+	if draws[remat] <= draws[plain] {
+		t.Errorf("%s: XLA's optimised module has %d random draws with checkpointing, %d without: dropout's bits are kept, not recomputed",
+			remat, draws[remat], draws[plain])
 	}
-	if temp["remat"] >= temp["plain"] {
-		t.Errorf("XLA's temporaries: %d bytes with checkpointing, %d without: no memory saved", temp["remat"], temp["plain"])
+	if temp[remat] >= temp[plain] {
+		t.Errorf("%s: XLA's temporaries: %d bytes with checkpointing, %d without: no memory saved", remat, temp[remat], temp[plain])
 	}
 }
 
 // compileSmallStep builds, compiles and runs once the SGD training step of a 3-layer BERT
-// (hidden 64, 4 heads, feed-forward 256) on 16 random sequences of 64 tokens.
-func compileSmallStep(t *testing.T, remat bool) {
+// (hidden 64, 4 heads, feed-forward 256) on 16 random sequences of 64 tokens, computed in
+// bfloat16 when bf16.
+func compileSmallStep(t *testing.T, remat, bf16 bool) {
 	backend, err := xlaBackend()
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +88,11 @@ func compileSmallStep(t *testing.T, remat bool) {
 	clf, err := NewClassifier(cfg, store)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if bf16 {
+		if err := clf.SetComputeDType(dtypes.BFloat16); err != nil {
+			t.Fatal(err)
+		}
 	}
 	const batch, seq = 16, 64
 	rng := rand.New(rand.NewPCG(1, 2))

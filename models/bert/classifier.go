@@ -113,29 +113,30 @@ func (c *Classifier) Head(s *model.Scope, pooled *Node) *Node {
 	if pooled.Rank() != 2 || pooled.Shape().Dimensions[1] != cfg.HiddenSize {
 		exceptions.Panicf("bert: Classifier.Head wants a pooled output [batch, %d], got %s", cfg.HiddenSize, pooled.Shape())
 	}
-	x := ConvertDType(pooled, c.dtype())
+	dt := c.dtype()
+	x := ConvertDType(pooled, dt)
 	rate := cfg.classifierDropout()
 	cs := s.At("classifier")
 	switch f := cfg.family(); f.head {
 	case headPreClassify:
 		x = activation.Relu(linear(s.At("pre_classifier"), cfg, x, cfg.HiddenSize))
 		x = dropout(cs, x, rate)
-		x = linear(cs, cfg, x, cfg.NumLabels)
+		x = linear(cs, cfg, ConvertDType(x, dt), cfg.NumLabels)
 	case headDenseOut:
 		x = dropout(cs, x, rate)
 		x = linear(cs.At("dense"), cfg, x, cfg.HiddenSize)
 		if f.modelType == "electra" {
-			x = gelu(x)
+			x = activation.Gelu(x)
 		} else {
 			x = Tanh(x)
 		}
 		x = dropout(cs.At("out_proj"), x, rate)
-		x = linear(cs.At("out_proj"), cfg, x, cfg.NumLabels)
+		x = linear(cs.At("out_proj"), cfg, ConvertDType(x, dt), cfg.NumLabels)
 	default:
 		x = dropout(cs, x, rate)
 		x = linear(cs, cfg, x, cfg.NumLabels)
 	}
-	return ConvertDType(x, variableDType)
+	return x
 }
 
 // NumParameters is the number of scalar weights of the classifier (encoder and head).

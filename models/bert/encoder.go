@@ -62,7 +62,7 @@ func (c *Classifier) Encoder(s *model.Scope, inputIDs, attentionMask, tokenTypeI
 	}
 	hidden = checkpointOutput(s.Store(), cfg, x, remat)
 	if f.pooler {
-		pooled = ConvertDType(Tanh(linear(s.At("pooler").At("dense"), cfg, firstToken(hidden), cfg.HiddenSize)), variableDType)
+		pooled = Tanh(linear(s.At("pooler").At("dense"), cfg, firstToken(hidden), cfg.HiddenSize))
 	}
 	return ConvertDType(hidden, variableDType), pooled
 }
@@ -150,7 +150,7 @@ func embeddings(s *model.Scope, cfg Config, inputIDs, tokenTypeIDs *Node, dt dty
 	x = ConvertDType(layerNorm(es.At("LayerNorm"), cfg, x), dt)
 	x = dropout(es, x, cfg.HiddenDropoutProb)
 	if cfg.projectsEmbeddings() {
-		x = linear(s.At("embeddings_project"), cfg, x, cfg.HiddenSize)
+		x = ConvertDType(linear(s.At("embeddings_project"), cfg, x, cfg.HiddenSize), dt)
 	}
 	return x
 }
@@ -158,17 +158,27 @@ func embeddings(s *model.Scope, cfg Config, inputIDs, tokenTypeIDs *Node, dt dty
 // encoderLayer is one layer (BertLayer, DistilBERT's TransformerBlock): self-attention and
 // feed-forward blocks, each followed by dropout, a residual connection and LayerNorm
 // (post-LN), with the family's module names.
+//
+// Under mixed precision what the layer keeps for the backward pass is in the compute dtype
+// (its input, the attention's projections, the residual sums LayerNorm reads, the
+// feed-forward's inner activation before and after GELU, its output), and the arithmetic
+// between the products is float32: dropout and the residual sums on the products' float32
+// results, LayerNorm and GELU on their inputs widened to float32.
 func encoderLayer(s *model.Scope, cfg Config, x, mask *Node) *Node {
 	n := cfg.family().layer
+	dt := x.DType()
+	keep := func(x *Node) *Node { return ConvertDType(x, dt) }
+	wide := func(x *Node) *Node { return ConvertDType(x, variableDType) }
 	a := selfAttention(s, n, cfg, x, mask)
 	a = linear(at(s, n.attnOut), cfg, a, cfg.HiddenSize)
 	a = dropout(at(s, n.attnOut), a, cfg.HiddenDropoutProb)
-	x = layerNorm(at(s, n.attnNorm), cfg, Add(a, x))
+	x = keep(layerNorm(at(s, n.attnNorm), cfg, keep(Add(a, wide(x)))))
 
-	h := gelu(linear(at(s, n.ffnIn), cfg, x, cfg.IntermediateSize))
+	h := keep(linear(at(s, n.ffnIn), cfg, x, cfg.IntermediateSize))
+	h = keep(activation.Gelu(wide(h)))
 	h = linear(at(s, n.ffnOut), cfg, h, cfg.HiddenSize)
 	h = dropout(at(s, n.ffnOut), h, cfg.HiddenDropoutProb)
-	return layerNorm(at(s, n.outNorm), cfg, Add(h, x))
+	return keep(layerNorm(at(s, n.outNorm), cfg, keep(Add(h, wide(x)))))
 }
 
 // selfAttention is BertSelfAttention (DistilBERT's MultiHeadSelfAttention computes the
@@ -180,47 +190,48 @@ func selfAttention(s *model.Scope, n layerNames, cfg Config, x, mask *Node) *Nod
 	batch, seqLen := dims[0], dims[1]
 	heads, headDim := cfg.NumAttentionHeads, cfg.HeadDim()
 	project := func(name string) *Node {
-		p := linear(at(s, name), cfg, x, cfg.HiddenSize)
+		p := ConvertDType(linear(at(s, name), cfg, x, cfg.HiddenSize), x.DType())
 		return TransposeAllAxes(Reshape(p, batch, seqLen, heads, headDim), 0, 2, 1, 3) // [B, heads, L, D]
 	}
 	q, k, v := project(n.query), project(n.key), project(n.value)
 	opts := attention.CoreOptions{
 		Scale:         1 / math.Sqrt(float64(headDim)),
 		AttentionMask: mask,
-		// Fused attention kernels may only take float32: reduced precision goes decomposed.
-		DisableFusion: x.DType() != variableDType,
 	}
 	var out *Node
-	if rate := cfg.AttentionProbsDropoutProb; rate > 0 && s.IsTraining(x.Graph()) {
+	rate := cfg.AttentionProbsDropoutProb
+	if !s.IsTraining(x.Graph()) {
+		rate = 0
+	}
+	switch {
+	case x.DType() != variableDType:
+		// Reduced precision: both products on x's dtype (halfDot), the softmax and dropout
+		// on their float32 results (as torch.autocast keeps softmax in float32).
+		scores := MulScalar(halfDot(q, k, x.DType(), scoreAxes), opts.Scale)
+		out = ConvertDType(halfDot(dropout(s, attentionProbs(scores, mask), rate), v, x.DType(), mixAxes), x.DType())
+	case rate > 0:
 		// attention.Core's own dropout would draw 32 bits per probability; with dropout
 		// it computes the attention decomposed anyway, as here.
 		scores := MulScalar(Einsum("bhqd,bhkd->bhqk", q, k), opts.Scale)
 		out = Einsum("bhqk,bhkd->bhqd", dropout(s, attentionProbs(scores, mask), rate), v)
-	} else {
+	default:
 		out, _ = attention.Core(q, k, v, attention.LayoutBHSD, opts)
 	}
 	return Reshape(TransposeAllAxes(out, 0, 2, 1, 3), batch, seqLen, cfg.HiddenSize)
 }
 
-// attentionProbs is the softmax of scores [B, H, L, L] over the keys that mask (broadcast to
-// scores) keeps, as HF's BERT computes it: maskBias added to the scores, then a plain softmax.
-// exp underflows to exactly 0 for a masked key, so a row with at least one kept key is
-// MaskedSoftmax's bit for bit, in under half its time on XLA's CPU plugin (MaskedSoftmax
-// selects with the mask in the maximum, the exponentials and the gradient); a row with no
-// kept key (an example of padding only) gets the softmax of all its scores, where HF (whose
-// bias is the dtype's lowest value) gives equal weights and MaskedSoftmax zeros: finite
-// either way, and such an example has no weight in a loss.
+// attentionProbs is the softmax of float32 scores [B, H, L, L] over the keys that mask
+// (broadcast to scores) keeps, as HF's BERT computes it: maskBias added to the scores, then a
+// plain softmax. exp underflows to exactly 0 for a masked key, so a row with at least one kept
+// key is MaskedSoftmax's bit for bit, in under half its time on XLA's CPU plugin
+// (MaskedSoftmax selects with the mask in the maximum, the exponentials and the gradient); a
+// row with no kept key (an example of padding only) gets the softmax of all its scores, where
+// HF (whose bias is the dtype's lowest value) gives equal weights and MaskedSoftmax zeros:
+// finite either way, and such an example has no weight in a loss.
 func attentionProbs(scores, mask *Node) *Node {
 	g := scores.Graph()
 	bias := Where(mask, ScalarZero(g, scores.DType()), Scalar(g, scores.DType(), maskBias))
-	x := Add(scores, BroadcastToShape(bias, scores.Shape()))
-	if x.DType() == variableDType {
-		return Softmax(x, -1)
-	}
-	// Reduced precision written out: the pure-Go backend's fused softmax is float32-only and
-	// says so only when the graph runs (TestGoBackendFusedSoftmaxBF16).
-	e := Exp(Sub(x, StopGradient(ReduceAndKeep(x, ReduceMax, -1))))
-	return Div(e, ReduceAndKeep(e, ReduceSum, -1))
+	return Softmax(Add(scores, BroadcastToShape(bias, scores.Shape())), -1)
 }
 
 // maskBias is what attentionProbs adds to a masked key's score: far below any score a
@@ -228,8 +239,10 @@ func attentionProbs(scores, mask *Node) *Node {
 // floating-point type.
 const maskBias = -30000
 
-// linear is torch.nn.Linear with HF variable names: weight [out, in], bias [out]; it computes
-// in x's dtype.
+// linear is torch.nn.Linear with HF variable names: weight [out, in], bias [out]. The product
+// runs on x's dtype (the compute dtype); the result is float32 whatever x's dtype: under mixed
+// precision the product's float32 result plus the bias, for the caller to round to the compute
+// dtype where it keeps an activation.
 func linear(s *model.Scope, cfg Config, x *Node, outDim int) *Node {
 	g := x.Graph()
 	inDim := x.Shape().Dimensions[x.Rank()-1]
@@ -241,29 +254,18 @@ func linear(s *model.Scope, cfg Config, x *Node, outDim int) *Node {
 	}
 	// Reduced precision: plain ops, as some backends' fused kernels only take float32.
 	dims := x.Shape().Dimensions
-	y := DotProduct(Reshape(x, -1, inDim), Transpose(ConvertDType(w, x.DType()), 0, 1))
-	y = Add(y, InsertAxes(ConvertDType(b, x.DType()), 0))
+	y := Add(halfDot(Reshape(x, -1, inDim), w, x.DType(), linearAxes), InsertAxes(b, 0))
 	return Reshape(y, append(slices.Clone(dims[:len(dims)-1]), outDim)...)
 }
 
-// gelu is the exact GELU, x·Φ(x): GoMLX's fused version in float32, written out otherwise
-// (some backends' fused kernels only take float32).
-func gelu(x *Node) *Node {
-	if x.DType() == variableDType {
-		return activation.Gelu(x)
-	}
-	return Mul(x, MulScalar(OnePlus(Erf(DivScalar(x, math.Sqrt2))), 0.5))
-}
-
 // layerNorm is torch.nn.LayerNorm over the last axis with HF variable names weight/bias,
-// computed in float32 whatever x's dtype (the result has x's dtype).
+// computed and returned in float32 whatever x's dtype.
 func layerNorm(s *model.Scope, cfg Config, x *Node) *Node {
 	g := x.Graph()
 	width := x.Shape().Dimensions[x.Rank()-1]
 	gamma := s.WithInitializer(Ones).VariableWithShape("weight", shapes.Make(variableDType, width)).NodeValue(g)
 	beta := s.WithInitializer(Zeros).VariableWithShape("bias", shapes.Make(variableDType, width)).NodeValue(g)
-	y := nn.LayerNorm(ConvertDType(x, variableDType), []int{x.Rank() - 1}, cfg.LayerNormEps, gamma, beta, nil)
-	return ConvertDType(y, x.DType())
+	return nn.LayerNorm(ConvertDType(x, variableDType), []int{x.Rank() - 1}, cfg.LayerNormEps, gamma, beta, nil)
 }
 
 // normalInitializer draws N(0, stddev²) values from the Store's random state (HF's

@@ -402,18 +402,3 @@ func BenchmarkAttentionProbs(b *testing.B) {
 		})
 	}
 }
-
-// TestGoBackendFusedSoftmaxBF16 pins a limit of the pure-Go backend (compute v0.1.3) that
-// attentionProbs works around: GoMLX's Softmax picks the backend's fused softmax for a
-// bfloat16 input, the graph builds, and running it fails with "op not implemented". If this
-// test fails, the backend has gained bfloat16 softmax and the workaround can go.
-func TestGoBackendFusedSoftmaxBF16(t *testing.T) {
-	exec, err := NewExec(mustGoBackend(t), func(x *Node) *Node { return Softmax(x, -1) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = exec.Exec(tensors.FromShape(shapes.Make(dtypes.BFloat16, 2, 3)))
-	if err == nil || !strings.Contains(err.Error(), "not implemented") {
-		t.Errorf("Softmax of a bfloat16 input on the pure-Go backend: error %v, want the fused op's `not implemented`", err)
-	}
-}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/goaccel/goaccel/internal/plugins"
 	"github.com/gomlx/compute/dtypes"
+	"golang.org/x/sys/cpu"
 )
 
 // Precision is what a model computes its activations in (Config.MixedPrecision). The zero
@@ -86,13 +87,18 @@ func (p Precision) Scaler(scope string, growthInterval int64) *Scaler {
 }
 
 // Caveat is what the plan line adds to the precision's name when the precision costs more
-// than it saves on the chosen backend (backend "go" or "xla", plugin the kind of XLA plugin):
-// bf16 on XLA's CPU plugin, measured slower than fp32 (the figures in docs/performance.md).
-// It is "" otherwise.
-func (p Precision) Caveat(backend string, plugin plugins.Kind) string {
-	if p != BF16 || backend != "xla" || plugin != plugins.CPU {
+// than it saves on the chosen backend (backend "go" or "xla", plugin the kind of XLA plugin,
+// bf16Dots whether the CPU has bfloat16 dot-product instructions, CPUHasBF16Dots): bf16 on
+// XLA's CPU plugin on a CPU without them, measured slower than fp32 (the figures in
+// docs/performance.md). It is "" otherwise.
+func (p Precision) Caveat(backend string, plugin plugins.Kind, bf16Dots bool) string {
+	if p != BF16 || backend != "xla" || plugin != plugins.CPU || bf16Dots {
 		return ""
 	}
-	return " (slower than fp32 on XLA's CPU plugin: its matrix products still run in float32; " +
-		"measured in docs/performance.md)"
+	return " (slower than fp32 on XLA's CPU plugin on this CPU, which has no bfloat16 dot " +
+		"instructions (avx512_bf16, amx_bf16); measured in docs/performance.md)"
 }
+
+// CPUHasBF16Dots reports whether this machine's CPU has bfloat16 dot-product instructions
+// (x86's AVX512_BF16 or AMX_BF16), which XLA's CPU plugin runs bf16 matrix products on.
+func CPUHasBF16Dots() bool { return cpu.X86.HasAVX512BF16 || cpu.X86.HasAMXBF16 }

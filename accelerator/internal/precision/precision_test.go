@@ -38,23 +38,26 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// TestCaveat: only bf16 on XLA's CPU plugin has a caveat on the plan line.
+// TestCaveat: only bf16 on XLA's CPU plugin, on a CPU without bfloat16 dot instructions, has a
+// caveat on the plan line.
 func TestCaveat(t *testing.T) {
 	for _, c := range []struct {
-		p       Precision
-		backend string
-		plugin  plugins.Kind
-		want    bool
+		p        Precision
+		backend  string
+		plugin   plugins.Kind
+		bf16Dots bool
+		want     bool
 	}{
-		{BF16, "xla", plugins.CPU, true},
-		{BF16, "xla", plugins.CUDA, false},
-		{BF16, "go", "", false},
-		{FP32, "xla", plugins.CPU, false},
-		{FP16, "xla", plugins.CPU, false},
+		{BF16, "xla", plugins.CPU, false, true},
+		{BF16, "xla", plugins.CPU, true, false},
+		{BF16, "xla", plugins.CUDA, false, false},
+		{BF16, "go", "", false, false},
+		{FP32, "xla", plugins.CPU, false, false},
+		{FP16, "xla", plugins.CPU, false, false},
 	} {
-		got := c.p.Caveat(c.backend, c.plugin)
+		got := c.p.Caveat(c.backend, c.plugin, c.bf16Dots)
 		if (got != "") != c.want || (c.want && !strings.Contains(got, "docs/performance.md")) {
-			t.Errorf("%s on %s:%s: caveat %q", c.p, c.backend, c.plugin, got)
+			t.Errorf("%s on %s:%s, bf16 dots %v: caveat %q", c.p, c.backend, c.plugin, c.bf16Dots, got)
 		}
 	}
 }

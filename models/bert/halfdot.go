@@ -1,0 +1,178 @@
+package bert
+
+import (
+	"slices"
+
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// Matrix products under mixed precision (bf16, fp16).
+//
+// GoMLX's Dot gives half-precision operands a float32 accumulator, which go-xla v0.4.1 turns
+// into a dot algorithm of float32 operand precision: XLA's CPU plugin then converts both
+// operands to float32 and multiplies there. GoMLX's gradient of a dot does the same for the
+// two backward products (docs/performance.md, "bf16 on XLA's CPU plugin"). So under bf16 not
+// one product ran on bf16 operands, and bf16 was slower than fp32.
+//
+// halfDot multiplies the operands in their own half-precision dtype with a float32 result (a
+// plain dot_general of bf16 operands and an f32 result type, which XLA's CPU plugin runs on
+// the CPU's bf16 dot instructions where it has them, and GPUs on their tensor cores), and
+// gives it a gradient of the same kind: the two backward products take the incoming gradient
+// rounded to the operands' dtype and the other operand, and return float32, rounded to the
+// operand's dtype only where the operand is one (an activation); a float32 operand (a master
+// weight, converted inside) gets its gradient in float32, never rounded to 16 bits.
+//
+// The gradient goes in with GoMLX's IdentityWithCustomGradient, which takes one input: an
+// identity on each operand and one on the product. Autodiff reaches the product's identity
+// before the operands' (they come before it in the graph), so its function records the
+// incoming gradient and the product's operands, and theirs compute their gradients from
+// that record. The operands are read from the product node autodiff hands over, which under
+// activation checkpointing is the recomputed one, so the backward products read the
+// recomputed activations, not the forward pass's. GoMLX's own gradient of the dot between
+// the identities is built too, and never used: XLA drops it as dead code.
+
+// halfDotAxes describes one product for halfDot: the contracting and batch axes of the
+// forward dot_general (the batch axes lead both operands, as many of them in each), and how
+// each operand's gradient is one dot_general of the result's gradient and the other operand.
+type halfDotAxes struct {
+	lhsContract, rhsContract []int
+	batch                    int // the number of leading batch axes
+	gradLHS, gradRHS         backProduct
+}
+
+// backProduct is a backward product: the result's gradient contracted on gradContract with
+// the other operand on otherContract (batch axes as the forward product's), the other operand
+// the left one when otherFirst, so that the product comes out in the operand's layout.
+type backProduct struct {
+	gradContract, otherContract []int
+	otherFirst                  bool
+}
+
+var (
+	// linearAxes: x [rows, in] by weight [out, in] (torch.nn.Linear's layout) is [rows, out];
+	// dx = dy·w, dw = dyᵀ·x.
+	linearAxes = halfDotAxes{
+		lhsContract: []int{1}, rhsContract: []int{1},
+		gradLHS: backProduct{gradContract: []int{1}, otherContract: []int{0}},
+		gradRHS: backProduct{gradContract: []int{0}, otherContract: []int{0}},
+	}
+	// scoreAxes: queries [B, H, Lq, D] by keys [B, H, Lk, D] is the scores [B, H, Lq, Lk];
+	// dq = ds·k, dk = dsᵀ·q.
+	scoreAxes = halfDotAxes{
+		lhsContract: []int{3}, rhsContract: []int{3}, batch: 2,
+		gradLHS: backProduct{gradContract: []int{3}, otherContract: []int{2}},
+		gradRHS: backProduct{gradContract: []int{2}, otherContract: []int{2}},
+	}
+	// mixAxes: probabilities [B, H, Lq, Lk] by values [B, H, Lk, D] is [B, H, Lq, D];
+	// dp = do·vᵀ, dv = pᵀ·do.
+	mixAxes = halfDotAxes{
+		lhsContract: []int{3}, rhsContract: []int{2}, batch: 2,
+		gradLHS: backProduct{gradContract: []int{3}, otherContract: []int{3}},
+		gradRHS: backProduct{gradContract: []int{2}, otherContract: []int{2}, otherFirst: true},
+	}
+)
+
+// mixedProduct is the dot_general of half-precision lhs and rhs with a float32 result (the
+// operands' dtype, no accumulator dtype: see above); batch leading batch axes. The result's
+// axes are dot_general's: batch, lhs's free axes, rhs's free axes, each in their order.
+//
+// It hands XLA's CPU plugin the forms of product it multiplies in 16 bits (YNNPACK's; XLA
+// converts the operands of any other form to float32 first): lhs laid out [batch, free,
+// contracted], rhs [batch, contracted, free] or [batch, free, contracted], both row-major in
+// memory. So the operands are transposed to such an order where they are not in one, and each
+// is flattened to one axis and shaped back across an optimisation barrier: XLA would otherwise
+// fold a transpose into the product's dimension numbers or into the operand's memory layout
+// (a weight's gradient contracts the rows of both operands; attention's operands are
+// transposes of the projections), and either form makes it multiply in float32. Where an
+// operand is already in such an order and row-major, the flattening is a bitcast and costs
+// nothing; else it is the one copy XLA would make anyway. The forward products of linearAxes,
+// scoreAxes and mixAxes need no transpose, so halfDot's record holds the operands as given.
+func mixedProduct(lhs, rhs *Node, lhsContract, rhsContract []int, batch int) *Node {
+	nc := len(lhsContract)
+	if !slices.Equal(lhsContract, axisRange(lhs.Rank()-nc, nc)) {
+		lhs = TransposeAllAxes(lhs, axesOrder(lhs.Rank(), batch, lhsContract, false)...)
+		lhsContract = axisRange(lhs.Rank()-nc, nc)
+	}
+	if !slices.Equal(rhsContract, axisRange(rhs.Rank()-nc, nc)) && !slices.Equal(rhsContract, axisRange(batch, nc)) {
+		rhs = TransposeAllAxes(rhs, axesOrder(rhs.Rank(), batch, rhsContract, true)...)
+		rhsContract = axisRange(batch, nc)
+	}
+	ops := rowMajor(lhs, rhs)
+	batchAxes := axisRange(0, batch)
+	return Dot(ops[0], ops[1]).WithAccumulatorDType(dtypes.InvalidDType).WithOutputDType(dtypes.Float32).
+		General(lhsContract, batchAxes, rhsContract, batchAxes)
+}
+
+// axesOrder is the permutation of a rank-axis operand (batch leading batch axes) to [batch,
+// free, contract] or, when contractFirst, [batch, contract, free]: free axes in their order,
+// contract in contract's.
+func axesOrder(rank, batch int, contract []int, contractFirst bool) []int {
+	perm := axisRange(0, batch)
+	var free []int
+	for i := batch; i < rank; i++ {
+		if !slices.Contains(contract, i) {
+			free = append(free, i)
+		}
+	}
+	if contractFirst {
+		return append(append(perm, contract...), free...)
+	}
+	return append(append(perm, free...), contract...)
+}
+
+// rowMajor returns a and b with their values, made row-major in memory: each flattened to one
+// axis and shaped back across one optimisation barrier (XLA's CPU plugin ignores a barrier of
+// a single value, so the two share one).
+func rowMajor(a, b *Node) []*Node {
+	ops := OptimizationBarriers(Reshape(a, -1), Reshape(b, -1))
+	return []*Node{Reshape(ops[0], a.Shape().Dimensions...), Reshape(ops[1], b.Shape().Dimensions...)}
+}
+
+// axisRange is [start, start+n).
+func axisRange(start, n int) []int {
+	r := make([]int, n)
+	for i := range r {
+		r[i] = start + i
+	}
+	return r
+}
+
+// halfDot is the product of lhs and rhs (by axes) computed on operands of the half-precision
+// dtype dt, lhs and rhs converted to it where they are not; the result is float32. See above.
+func halfDot(lhs, rhs *Node, dt dtypes.DType, axes halfDotAxes) *Node {
+	if !dt.IsHalfPrecision() {
+		exceptions.Panicf("bert: halfDot wants a half-precision dtype, got %s", dt)
+	}
+	var rec struct {
+		grad, lhs, rhs *Node // the gradient of the product and its operands, in dt
+	}
+	operand := func(x *Node, other func() *Node, p backProduct) *Node {
+		srcDType := x.DType()
+		x = IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
+			if rec.grad == nil {
+				exceptions.Panicf("bert: halfDot's operand gradient came before its product's (GoMLX's autodiff order changed)")
+			}
+			var g *Node
+			if p.otherFirst {
+				g = mixedProduct(other(), rec.grad, p.otherContract, p.gradContract, axes.batch)
+			} else {
+				g = mixedProduct(rec.grad, other(), p.gradContract, p.otherContract, axes.batch)
+			}
+			return ConvertDType(g, srcDType)
+		})
+		return ConvertDType(x, dt)
+	}
+	l := operand(lhs, func() *Node { return rec.rhs }, axes.gradLHS)
+	r := operand(rhs, func() *Node { return rec.lhs }, axes.gradRHS)
+	y := mixedProduct(l, r, axes.lhsContract, axes.rhsContract, axes.batch)
+	return IdentityWithCustomGradient(y, func(node, v *Node) *Node {
+		dot := node.Inputs()[0]
+		if dot.Type() != NodeTypeDotGeneral || len(dot.Inputs()) != 2 {
+			exceptions.Panicf("bert: halfDot's product is a %s node with %d inputs, want a DotGeneral of 2", dot.Type(), len(dot.Inputs()))
+		}
+		rec.grad, rec.lhs, rec.rhs = ConvertDType(v, dt), dot.Inputs()[0], dot.Inputs()[1]
+		return v
+	})
+}

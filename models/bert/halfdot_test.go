@@ -1,0 +1,97 @@
+package bert
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/dtypes/bfloat16"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
+	"github.com/gomlx/gomlx/core/tensors"
+)
+
+// TestHalfDot checks halfDot's product and both gradients against GoMLX's own float32 Einsum
+// and its autodiff, on operands and an incoming gradient that bfloat16 holds exactly (so the
+// only differences are float32 summation order and, for a bfloat16 operand, its gradient's
+// final rounding), for the three products the encoder uses, on every available backend: a
+// bfloat16 operand's gradient is bfloat16, a float32 operand's (a master weight, a softmax's
+// probabilities) float32 and as exact as float32 summation.
+func TestHalfDot(t *testing.T) {
+	cases := []struct {
+		name           string
+		axes           halfDotAxes
+		eq             string
+		lhs, rhs       []int
+		lhsF32, rhsF32 bool // the operand enters as float32 (else bfloat16)
+	}{
+		{"linear", linearAxes, "mi,oi->mo", []int{64, 384}, []int{96, 384}, false, true},
+		{"scores", scoreAxes, "bhqd,bhkd->bhqk", []int{2, 4, 64, 32}, []int{2, 4, 48, 32}, false, false},
+		{"mix", mixAxes, "bhqk,bhkd->bhqd", []int{2, 4, 64, 48}, []int{2, 4, 48, 32}, true, false},
+	}
+	for name, backend := range testBackends(t) {
+		for _, c := range cases {
+			t.Run(name+"/"+c.name, func(t *testing.T) {
+				lhs := bf16Exact(c.lhs, 1)
+				rhs := bf16Exact(c.rhs, 2)
+				yShape := MustNewExec(backend, func(a, b *Node) *Node { return Einsum(c.eq, a, b) }).MustExec(lhs, rhs)[0].Shape()
+				gy := bf16Exact(yShape.Dimensions, 3)
+				run := func(half bool) []*tensors.Tensor {
+					return MustNewExec(backend, func(a, b, g *Node) []*Node {
+						var y *Node
+						if half {
+							aa, bb := a, b
+							if !c.lhsF32 {
+								aa = ConvertDType(a, dtypes.BFloat16)
+							}
+							if !c.rhsF32 {
+								bb = ConvertDType(b, dtypes.BFloat16)
+							}
+							y = halfDot(aa, bb, dtypes.BFloat16, c.axes)
+							grads := Gradient(ReduceAllSum(Mul(y, g)), aa, bb)
+							if y.DType() != dtypes.Float32 {
+								t.Errorf("halfDot's result is %s, want float32", y.DType())
+							}
+							for i, want := range []bool{c.lhsF32, c.rhsF32} {
+								if wantDT := map[bool]dtypes.DType{true: dtypes.Float32, false: dtypes.BFloat16}[want]; grads[i].DType() != wantDT {
+									t.Errorf("operand %d's gradient is %s, want %s", i, grads[i].DType(), wantDT)
+								}
+							}
+							return []*Node{y, ConvertDType(grads[0], dtypes.Float32), ConvertDType(grads[1], dtypes.Float32)}
+						}
+						y = Einsum(c.eq, a, b)
+						grads := Gradient(ReduceAllSum(Mul(y, g)), a, b)
+						return []*Node{y, grads[0], grads[1]}
+					}).MustExec(lhs, rhs, gy)
+				}
+				got, want := run(true), run(false)
+				for i, what := range []string{"product", "lhs gradient", "rhs gradient"} {
+					g, w := tensors.MustCopyFlatData[float32](got[i]), tensors.MustCopyFlatData[float32](want[i])
+					if !got[i].Shape().Equal(want[i].Shape()) {
+						t.Fatalf("%s: shape %s, want %s", what, got[i].Shape(), want[i].Shape())
+					}
+					tol := 1e-5 * maxAbs(w)
+					if (i == 1 && !c.lhsF32) || (i == 2 && !c.rhsF32) {
+						tol = math.Ldexp(maxAbs(w), -8) // one bfloat16 rounding
+					}
+					if d := maxAbsDiff(t, what, g, w); d > tol {
+						t.Errorf("%s differs from float32's by %g (tolerance %g)", what, d, tol)
+					}
+				}
+			})
+		}
+	}
+}
+
+// bf16Exact is a float32 tensor of the given dimensions whose values bfloat16 holds exactly,
+// varied by seed.
+func bf16Exact(dims []int, seed int) *tensors.Tensor {
+	t := tensors.FromShape(shapes.Make(dtypes.Float32, dims...))
+	tensors.MutableFlatData(t, func(flat []float32) {
+		for i := range flat {
+			v := float32(math.Sin(float64(i*(seed+3)+seed)) * 2)
+			flat[i] = bfloat16.FromFloat32(v).Float32()
+		}
+	})
+	return t
+}
