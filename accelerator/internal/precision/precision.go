@@ -89,14 +89,15 @@ func (p Precision) Scaler(scope string, growthInterval int64) *Scaler {
 // Caveat is what the plan line adds to the precision's name when the precision costs more
 // than it saves on the chosen backend (backend "go" or "xla", plugin the kind of XLA plugin,
 // bf16Dots whether the CPU has bfloat16 dot-product instructions, CPUHasBF16Dots): bf16 on
-// XLA's CPU plugin on a CPU without them, measured slower than fp32 (the figures in
-// docs/performance.md). It is "" otherwise.
+// XLA's CPU plugin on a CPU without them, where it was measured slower than fp32 (the figures
+// in docs/performance.md). It is "" otherwise.
 func (p Precision) Caveat(backend string, plugin plugins.Kind, bf16Dots bool) string {
 	if p != BF16 || backend != "xla" || plugin != plugins.CPU || bf16Dots {
 		return ""
 	}
-	return " (slower than fp32 on XLA's CPU plugin on this CPU, which has no bfloat16 dot " +
-		"instructions (avx512_bf16, amx_bf16); measured in docs/performance.md)"
+	return " (may be slower than fp32 here: XLA's CPU plugin multiplies bf16 fast only on CPUs " +
+		"with bfloat16 dot instructions, avx512_bf16 or amx_bf16, which this one lacks; " +
+		"`goaccel bench --precision fp32,bf16` measures it; figures in docs/performance.md)"
 }
 
 // CPUHasBF16Dots reports whether this machine's CPU has bfloat16 dot-product instructions
