@@ -91,8 +91,10 @@ func (ac *Autocast) Restore() {
 }
 
 // ExplainDTypeMix turns GoMLX's panic r on an op mixing dtypes, during an autocast trace under
-// p, into an error that says why the dtypes differ and names the op; other panics pass
-// unchanged.
+// p, into an error that says why the dtypes differ and names the op, and its panic on a model
+// that asks for a float32 variable the trace has cast (a model that handles its precision
+// itself, handed to Prepare as its Store) into one that says what to pass instead; other
+// panics pass unchanged.
 func ExplainDTypeMix(r any, p Precision) any {
 	msg := fmt.Sprint(r)
 	if err, ok := r.(error); ok {
@@ -100,6 +102,13 @@ func ExplainDTypeMix(r any, p Precision) any {
 	}
 	dt := p.ComputeDType()
 	low := strings.ToLower(msg)
+	if strings.Contains(low, "requested to reuse variable") && strings.Contains(msg, "("+dt.String()+")") &&
+		strings.Contains(msg, "(Float32)") {
+		return fmt.Errorf("accelerator: MixedPrecision %q casts the variables of a model without SetComputeDType to %s "+
+			"for the step, but the model asks for one as float32, as a model that handles its own precision does "+
+			"(bert.Classifier): pass the model itself to Prepare, not its Store, so that its SetComputeDType is used: %s",
+			p, dt, msg)
+	}
 	if !strings.Contains(low, "dtype") || !strings.Contains(low, strings.ToLower(dt.String())) {
 		return r
 	}
