@@ -95,3 +95,25 @@ func bf16Exact(dims []int, seed int) *tensors.Tensor {
 	})
 	return t
 }
+
+// TestGoMLXEinsumIgnoresDotConfig pins a GoMLX v0.28.3 behaviour that mixedProduct works
+// around: DotBuilder.Einsum builds its product with the package's DotGeneral, which starts a
+// new DotBuilder, so the output dtype (and accumulator) set on the builder are dropped: bf16
+// operands give a bf16 result, not the float32 asked for; General keeps them. If this test
+// fails, Einsum honours the builder's configuration.
+func TestGoMLXEinsumIgnoresDotConfig(t *testing.T) {
+	exec := MustNewExec(mustGoBackend(t), func(a, b *Node) []*Node {
+		a, b = ConvertDType(a, dtypes.BFloat16), ConvertDType(b, dtypes.BFloat16)
+		cfg := func() *DotBuilder {
+			return Dot(a, b).WithAccumulatorDType(dtypes.InvalidDType).WithOutputDType(dtypes.Float32)
+		}
+		return []*Node{cfg().Einsum("ij,kj->ik"), cfg().General([]int{1}, nil, []int{1}, nil)}
+	})
+	out := exec.MustExec(bf16Exact([]int{3, 4}, 1), bf16Exact([]int{5, 4}, 2))
+	if got := out[0].DType(); got != dtypes.BFloat16 {
+		t.Errorf("Einsum with WithOutputDType(Float32) gives %s: GoMLX now honours the builder's config", got)
+	}
+	if got := out[1].DType(); got != dtypes.Float32 {
+		t.Errorf("General with WithOutputDType(Float32) gives %s, want Float32", got)
+	}
+}
