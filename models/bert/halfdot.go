@@ -18,7 +18,8 @@ import (
 //
 // halfDot multiplies the operands in their own half-precision dtype with a float32 result (a
 // plain dot_general of bf16 operands and an f32 result type, which XLA's CPU plugin runs on
-// the CPU's bf16 dot instructions where it has them, and GPUs on their tensor cores), and
+// YNNPACK's bf16 kernels, the CPU's bf16 dot instructions where it has them, when the product
+// comes in the form mixedProduct gives it; GPUs run it on their tensor cores), and
 // gives it a gradient of the same kind: the two backward products take the incoming gradient
 // rounded to the operands' dtype and the other operand, and return float32, rounded to the
 // operand's dtype only where the operand is one (an activation); a float32 operand (a master
