@@ -146,6 +146,14 @@ func halfDot(lhs, rhs *Node, dt dtypes.DType, axes halfDotAxes) *Node {
 	if !dt.IsHalfPrecision() {
 		exceptions.Panicf("bert: halfDot wants a half-precision dtype, got %s", dt)
 	}
+	// The record holds the forward product's operands as the backward products' axes describe
+	// them: mixedProduct must not transpose them.
+	nc := len(axes.lhsContract)
+	if !slices.Equal(axes.lhsContract, axisRange(lhs.Rank()-nc, nc)) ||
+		(!slices.Equal(axes.rhsContract, axisRange(rhs.Rank()-nc, nc)) && !slices.Equal(axes.rhsContract, axisRange(axes.batch, nc))) {
+		exceptions.Panicf("bert: halfDot's forward product contracts lhs axes %v and rhs axes %v of %s and %s: "+
+			"it must take them in a form mixedProduct leaves as it is", axes.lhsContract, axes.rhsContract, lhs.Shape(), rhs.Shape())
+	}
 	var rec struct {
 		grad, lhs, rhs *Node // the gradient of the product and its operands, in dt
 	}

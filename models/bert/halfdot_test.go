@@ -2,6 +2,7 @@ package bert
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
@@ -115,5 +116,20 @@ func TestGoMLXEinsumIgnoresDotConfig(t *testing.T) {
 	}
 	if got := out[1].DType(); got != dtypes.Float32 {
 		t.Errorf("General with WithOutputDType(Float32) gives %s, want Float32", got)
+	}
+}
+
+// TestHalfDotRefusesATransposedForwardProduct: halfDot's gradients read the forward product's
+// operands as given, so a forward product that mixedProduct would transpose is refused when
+// the graph is built, not computed with the gradients of the wrong axes.
+func TestHalfDotRefusesATransposedForwardProduct(t *testing.T) {
+	weightGrad := halfDotAxes{lhsContract: []int{0}, rhsContract: []int{0}, gradLHS: linearAxes.gradLHS, gradRHS: linearAxes.gradRHS}
+	exec, err := NewExec(mustGoBackend(t), func(a, b *Node) *Node { return halfDot(a, b, dtypes.BFloat16, weightGrad) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = exec.Exec(bf16Exact([]int{6, 4}, 1), bf16Exact([]int{6, 5}, 2)) // the graph is built here
+	if err == nil || !strings.Contains(err.Error(), "form mixedProduct leaves as it is") {
+		t.Errorf("a forward product contracting the rows of both operands: got %v, want halfDot's refusal", err)
 	}
 }
