@@ -143,18 +143,14 @@ func readXLADump(t *testing.T, dir string) (dots, draws int, temp int64, module 
 			t.Fatal(err)
 		}
 		if n := strings.Count(string(b), " dot("); n > dots {
-			dots, best = n, m
+			dots, best, module = n, m, string(b)
 		}
 	}
 	if best == "" {
 		t.Fatalf("no optimised module with a dot in the XLA dump %s (%d modules)", dir, len(modules))
 	}
-	b, err := os.ReadFile(best)
-	if err != nil {
-		t.Fatal(err)
-	}
-	draws = strings.Count(string(b), "to_apply=%rng")
-	b, err = os.ReadFile(strings.TrimSuffix(best, ".txt") + "-buffer-assignment.txt")
+	draws = strings.Count(module, "to_apply=%rng")
+	b, err := os.ReadFile(strings.TrimSuffix(best, ".txt") + "-buffer-assignment.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,11 +159,7 @@ func readXLADump(t *testing.T, dir string) (dots, draws int, temp int64, module 
 		t.Fatalf("no preallocated-temp allocation in the buffer assignment of %s", best)
 	}
 	temp, _ = strconv.ParseInt(string(m[1]), 10, 64)
-	text, err := os.ReadFile(best)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dots, draws, temp, string(text)
+	return dots, draws, temp, module
 }
 
 // dotOperandDTypes counts the dots of an XLA HLO module's text by their operands' element

@@ -6,6 +6,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
 	"github.com/gomlx/gomlx/support/exceptions"
+	"github.com/gomlx/gomlx/support/xslices"
 )
 
 // Matrix products under mixed precision (bf16, fp16).
@@ -92,16 +93,16 @@ var (
 // scoreAxes and mixAxes need no transpose, so halfDot's record holds the operands as given.
 func mixedProduct(lhs, rhs *Node, lhsContract, rhsContract []int, batch int) *Node {
 	nc := len(lhsContract)
-	if !slices.Equal(lhsContract, axisRange(lhs.Rank()-nc, nc)) {
+	if !slices.Equal(lhsContract, xslices.Iota(lhs.Rank()-nc, nc)) {
 		lhs = TransposeAllAxes(lhs, axesOrder(lhs.Rank(), batch, lhsContract, false)...)
-		lhsContract = axisRange(lhs.Rank()-nc, nc)
+		lhsContract = xslices.Iota(lhs.Rank()-nc, nc)
 	}
-	if !slices.Equal(rhsContract, axisRange(rhs.Rank()-nc, nc)) && !slices.Equal(rhsContract, axisRange(batch, nc)) {
+	if !slices.Equal(rhsContract, xslices.Iota(rhs.Rank()-nc, nc)) && !slices.Equal(rhsContract, xslices.Iota(batch, nc)) {
 		rhs = TransposeAllAxes(rhs, axesOrder(rhs.Rank(), batch, rhsContract, true)...)
-		rhsContract = axisRange(batch, nc)
+		rhsContract = xslices.Iota(batch, nc)
 	}
 	ops := rowMajor(lhs, rhs)
-	batchAxes := axisRange(0, batch)
+	batchAxes := xslices.Iota(0, batch)
 	return Dot(ops[0], ops[1]).WithAccumulatorDType(dtypes.InvalidDType).WithOutputDType(dtypes.Float32).
 		General(lhsContract, batchAxes, rhsContract, batchAxes)
 }
@@ -110,7 +111,7 @@ func mixedProduct(lhs, rhs *Node, lhsContract, rhsContract []int, batch int) *No
 // free, contract] or, when contractFirst, [batch, contract, free]: free axes in their order,
 // contract in contract's.
 func axesOrder(rank, batch int, contract []int, contractFirst bool) []int {
-	perm := axisRange(0, batch)
+	perm := xslices.Iota(0, batch)
 	var free []int
 	for i := batch; i < rank; i++ {
 		if !slices.Contains(contract, i) {
@@ -131,15 +132,6 @@ func rowMajor(a, b *Node) []*Node {
 	return []*Node{Reshape(ops[0], a.Shape().Dimensions...), Reshape(ops[1], b.Shape().Dimensions...)}
 }
 
-// axisRange is [start, start+n).
-func axisRange(start, n int) []int {
-	r := make([]int, n)
-	for i := range r {
-		r[i] = start + i
-	}
-	return r
-}
-
 // halfDot is the product of lhs and rhs (by axes) computed on operands of the half-precision
 // dtype dt, lhs and rhs converted to it where they are not; the result is float32. See above.
 func halfDot(lhs, rhs *Node, dt dtypes.DType, axes halfDotAxes) *Node {
@@ -149,8 +141,8 @@ func halfDot(lhs, rhs *Node, dt dtypes.DType, axes halfDotAxes) *Node {
 	// The record holds the forward product's operands as the backward products' axes describe
 	// them: mixedProduct must not transpose them.
 	nc := len(axes.lhsContract)
-	if !slices.Equal(axes.lhsContract, axisRange(lhs.Rank()-nc, nc)) ||
-		(!slices.Equal(axes.rhsContract, axisRange(rhs.Rank()-nc, nc)) && !slices.Equal(axes.rhsContract, axisRange(axes.batch, nc))) {
+	if !slices.Equal(axes.lhsContract, xslices.Iota(lhs.Rank()-nc, nc)) ||
+		(!slices.Equal(axes.rhsContract, xslices.Iota(rhs.Rank()-nc, nc)) && !slices.Equal(axes.rhsContract, xslices.Iota(axes.batch, nc))) {
 		exceptions.Panicf("bert: halfDot's forward product contracts lhs axes %v and rhs axes %v of %s and %s: "+
 			"it must take them in a form mixedProduct leaves as it is", axes.lhsContract, axes.rhsContract, lhs.Shape(), rhs.Shape())
 	}
