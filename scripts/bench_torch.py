@@ -87,7 +87,7 @@ def main():
     p.add_argument("--bert_layers", type=int, default=6)
     p.add_argument("--bert_heads", type=int, default=12)
     p.add_argument("--bert_ff", type=int, default=1536)
-    p.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default="fp32")
+    p.add_argument("--precision", choices=["fp32", "tf32", "bf16", "fp16"], default="fp32")
     p.add_argument("--devices", type=int, default=1)
     p.add_argument("--device", default="", help="cpu or cuda (default: cuda when available)")
     p.add_argument("--threads", type=int, default=0, help="intra-op threads on CPU (0: leave torch's default)")
@@ -115,14 +115,18 @@ def main():
     sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
     t_setup = time.perf_counter()
     model, loss_of, opt = build(args, torch, dev)
-    autocast = args.precision == "bf16"
+    autocast = args.precision in ("bf16", "fp16")
+    half = torch.float16 if args.precision == "fp16" else torch.bfloat16
+    # fp16 scales the loss, as goaccel's fp16 does (torch.amp.GradScaler, its default settings).
+    scaler = torch.amp.GradScaler(dev, enabled=args.precision == "fp16")
 
     def step():
         opt.zero_grad(set_to_none=True)
-        with torch.autocast(dev, dtype=torch.bfloat16, enabled=autocast):
+        with torch.autocast(dev, dtype=half, enabled=autocast):
             loss = loss_of(model)
-        loss.backward()
-        opt.step()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
         return loss
 
     loss = step()

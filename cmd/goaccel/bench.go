@@ -48,7 +48,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("goaccel bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	works := fs.StringArray("work", nil, "work to measure, NAME[:key=value]... (repeatable; default: mlp, tiny, minilm, base)")
-	precisions := fs.StringSlice("precision", nil, "precisions: fp32, tf32 (GPU), bf16 (default: fp32 on CPU, tf32,bf16 on a GPU)")
+	precisions := fs.StringSlice("precision", nil, "precisions: fp32, tf32 (GPU), bf16, fp16 (default: fp32 on CPU, tf32,bf16 on a GPU)")
 	shardings := fs.StringSlice("sharding", nil, "goaccel's Config.Sharding values to run each work under: no, zero1, zero2, zero3 (default: the accelerator's)")
 	devices := fs.IntSlice("devices", nil, "device counts to run goaccel on (default: 1, plus all GPUs when there are several; with --sharding: 4 CPU devices, or all GPUs)")
 	backend := fs.String("backend", "", "goaccel's backend (see accelerator.Config.Backend); empty: discover")

@@ -30,6 +30,15 @@ func TestParseWork(t *testing.T) {
 			t.Errorf("ParseWork(%q) error = %v, want it to contain %q", arg, err, want)
 		}
 	}
+	half := Works["tiny"].CPU
+	half.Precision, half.Devices = "fp16", 1
+	if err := half.Validate(); err != nil {
+		t.Errorf("Validate of fp16: %v", err)
+	}
+	half.Precision = "fp8"
+	if err := half.Validate(); err == nil || !strings.Contains(err.Error(), `precision "fp8": valid values are fp32, tf32, bf16, fp16`) {
+		t.Errorf("Validate of fp8: %v", err)
+	}
 	bad := Works["tiny"].CPU
 	bad.Precision, bad.Devices, bad.Batch = "fp32", 3, 64
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "does not split evenly over 3 devices") {
@@ -69,7 +78,15 @@ func TestFinishRatiosAndTable(t *testing.T) {
 // TestWorkerProtocol drives goaccel's worker on the pure-Go backend with a small MLP, as
 // the benchmark does.
 func TestWorkerProtocol(t *testing.T) {
-	spec := Spec{Work: "mlp", Batch: 8, Hidden: 16, Layers: 2, Precision: "fp32", Devices: 1, Backend: "go", Warmup: 1}
+	for _, p := range []string{"fp32", "bf16", "fp16"} {
+		t.Run(p, func(t *testing.T) { checkWorkerProtocol(t, p) })
+	}
+}
+
+// checkWorkerProtocol runs goaccel's bench worker on a small MLP at the precision on the pure-Go
+// backend and checks its events.
+func checkWorkerProtocol(t *testing.T, precision string) {
+	spec := Spec{Work: "mlp", Batch: 8, Hidden: 16, Layers: 2, Precision: precision, Devices: 1, Backend: "go", Warmup: 1}
 	raw, _ := json.Marshal(spec)
 	var out bytes.Buffer
 	if err := WorkerMain(string(raw), strings.NewReader("run 3\nquit\n"), &out); err != nil {

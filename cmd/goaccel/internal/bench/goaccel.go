@@ -48,8 +48,8 @@ func tf32Setting(spec Spec) string {
 // host-to-device copies.
 func newGoaccelRun(spec Spec) (*goaccelRun, error) {
 	mp := "no"
-	if spec.Precision == "bf16" {
-		mp = "bf16"
+	if spec.Precision == "bf16" || spec.Precision == "fp16" {
+		mp = spec.Precision
 	}
 	acc, err := accelerator.New(accelerator.Config{Backend: spec.Backend, Devices: spec.Devices, MixedPrecision: mp,
 		Sharding: spec.Sharding, Seed: 1, Quiet: true, TF32: tf32Setting(spec)})
@@ -170,8 +170,8 @@ func (r *goaccelRun) close() { r.acc.Close() }
 
 // MLP is the benchmark's multilayer perceptron: 512 inputs -> Layers x Hidden (ReLU) -> 10
 // logits, the model of PyTorch's torch.nn.Sequential of Linear and ReLU layers. Its variables
-// are float32; with SetComputeDType(BFloat16) (mixed precision) the activations and products
-// are bfloat16 and the logits float32.
+// are float32; with SetComputeDType(BFloat16) or (Float16) (mixed precision) the activations and
+// products are 16-bit and the logits float32.
 type MLP struct {
 	// Hidden and Layers are the width and the number of hidden layers.
 	Hidden, Layers int
@@ -183,10 +183,10 @@ type MLP struct {
 // Store returns the variables' Store, making the MLP a model.StoreProvider.
 func (m *MLP) Store() *model.Store { return m.store }
 
-// SetComputeDType selects the activations' dtype (Float32 or BFloat16).
+// SetComputeDType selects the activations' dtype (Float32, BFloat16 or Float16).
 func (m *MLP) SetComputeDType(dt dtypes.DType) error {
-	if dt != dtypes.Float32 && dt != dtypes.BFloat16 {
-		return fmt.Errorf("bench: MLP computes in float32 or bfloat16, not %s", dt)
+	if dt != dtypes.Float32 && dt != dtypes.BFloat16 && dt != dtypes.Float16 {
+		return fmt.Errorf("bench: MLP computes in float32, bfloat16 or float16, not %s", dt)
 	}
 	m.dtype = dt
 	return nil

@@ -24,7 +24,8 @@ type Spec struct {
 	Heads int `json:"heads,omitempty"`
 	FF    int `json:"ff,omitempty"`
 	Vocab int `json:"vocab,omitempty"`
-	// Precision is "fp32", "tf32" or "bf16" (mixed precision: bfloat16 compute, float32 weights).
+	// Precision is "fp32", "tf32", "bf16" or "fp16" (mixed precision: 16-bit compute, float32
+	// weights; fp16 with a scaled loss).
 	Precision string `json:"precision"`
 	// Devices is the number of devices the global batch is split over (goaccel only).
 	Devices int `json:"devices"`
@@ -75,9 +76,9 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("bench: %s: needs seq >= 2, heads dividing hidden, ff > 0, vocab > 0", s.Work)
 	}
 	switch s.Precision {
-	case "fp32", "tf32", "bf16":
+	case "fp32", "tf32", "bf16", "fp16":
 	default:
-		return fmt.Errorf("bench: precision %q: valid values are fp32, tf32, bf16", s.Precision)
+		return fmt.Errorf("bench: precision %q: valid values are fp32, tf32, bf16, fp16", s.Precision)
 	}
 	return validSharding(s.Sharding)
 }
