@@ -45,18 +45,20 @@ func TestMixedPrecisionIsHandedToTheModel(t *testing.T) {
 	}
 }
 
-// TestPlanLineSaysBF16IsSlowerOnXLACPU: the plan line a user of XLA's CPU plugin sees with
+// TestPlanLineSaysHalfPrecisionIsSlowerOnXLACPU: the plan line a user of XLA's CPU plugin sees with
 // MixedPrecision "bf16" says that bf16 is slower than fp32 there and where the figures are
 // when the CPU has no bfloat16 dot instructions, and nothing of the kind when it has them;
-// fp32 on that plugin, and bf16 on the pure-Go backend, say nothing of the kind.
-func TestPlanLineSaysBF16IsSlowerOnXLACPU(t *testing.T) {
+// with "fp16" it says so on every CPU; fp32 on that plugin, and bf16 and fp16 on the pure-Go
+// backend, say nothing of the kind.
+func TestPlanLineSaysHalfPrecisionIsSlowerOnXLACPU(t *testing.T) {
 	plugin := cpuPlugin(t)
 	slow := !precision.CPUHasBF16Dots()
 	t.Logf("this CPU has bfloat16 dot instructions: %v", !slow)
 	for _, c := range []struct {
 		backend, precision string
 		warned             bool
-	}{{plugin, "bf16", slow}, {plugin, "BF16", slow}, {plugin, "no", false}, {"go", "bf16", false}} {
+	}{{plugin, "bf16", slow}, {plugin, "BF16", slow}, {plugin, "fp16", true}, {plugin, "no", false},
+		{"go", "bf16", false}, {"go", "fp16", false}} {
 		var out bytes.Buffer
 		a, err := New(Config{Backend: c.backend, MixedPrecision: c.precision, Output: &out})
 		if err != nil {
@@ -66,7 +68,7 @@ func TestPlanLineSaysBF16IsSlowerOnXLACPU(t *testing.T) {
 		plan := lastLineWith(out.String(), "; precision ")
 		warned := strings.Contains(plan, "slower than fp32") && strings.Contains(plan, "docs/performance.md")
 		if plan == "" || warned != c.warned {
-			t.Errorf("backend %q, MixedPrecision %q: plan line %q; want the bf16 caveat: %v\n(output %q)",
+			t.Errorf("backend %q, MixedPrecision %q: plan line %q; want the caveat: %v\n(output %q)",
 				c.backend, c.precision, plan, c.warned, out.String())
 		}
 	}

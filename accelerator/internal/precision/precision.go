@@ -89,15 +89,24 @@ func (p Precision) Scaler(scope string, growthInterval int64) *Scaler {
 // Caveat is what the plan line adds to the precision's name when the precision costs more
 // than it saves on the chosen backend (backend "go" or "xla", plugin the kind of XLA plugin,
 // bf16Dots whether the CPU has bfloat16 dot-product instructions, CPUHasBF16Dots): bf16 on
-// XLA's CPU plugin on a CPU without them, where it was measured slower than fp32 (the figures
-// in docs/performance.md). It is "" otherwise.
+// XLA's CPU plugin on a CPU without them, and fp16 on XLA's CPU plugin on any CPU (it has no
+// float16 matrix products), where each was measured slower than fp32 (the figures in
+// docs/performance.md). It is "" otherwise.
 func (p Precision) Caveat(backend string, plugin plugins.Kind, bf16Dots bool) string {
-	if p != BF16 || backend != "xla" || plugin != plugins.CPU || bf16Dots {
+	if backend != "xla" || plugin != plugins.CPU {
 		return ""
 	}
-	return " (may be slower than fp32 here: XLA's CPU plugin multiplies bf16 fast only on CPUs " +
-		"with bfloat16 dot instructions, avx512_bf16 or amx_bf16, which this one lacks; " +
-		"`goaccel bench --precision fp32,bf16` measures it; figures in docs/performance.md)"
+	switch {
+	case p == BF16 && !bf16Dots:
+		return " (may be slower than fp32 here: XLA's CPU plugin multiplies bf16 fast only on CPUs " +
+			"with bfloat16 dot instructions, avx512_bf16 or amx_bf16, which this one lacks; " +
+			"`goaccel bench --precision fp32,bf16` measures it; figures in docs/performance.md)"
+	case p == FP16:
+		return " (slower than fp32 on a CPU: XLA's CPU plugin converts float16 operands to float32 " +
+			"for every matrix product, so fp16 adds conversions and loss scaling and saves no " +
+			"arithmetic; bf16 is the 16-bit precision for CPUs; figures in docs/performance.md)"
+	}
+	return ""
 }
 
 // CPUHasBF16Dots reports whether this machine's CPU has bfloat16 dot-product instructions

@@ -38,8 +38,8 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// TestCaveat: only bf16 on XLA's CPU plugin, on a CPU without bfloat16 dot instructions, has a
-// caveat on the plan line.
+// TestCaveat: bf16 on XLA's CPU plugin on a CPU without bfloat16 dot instructions, and fp16 on
+// XLA's CPU plugin, have a caveat on the plan line; nothing else has.
 func TestCaveat(t *testing.T) {
 	for _, c := range []struct {
 		p        Precision
@@ -53,7 +53,10 @@ func TestCaveat(t *testing.T) {
 		{BF16, "xla", plugins.CUDA, false, false},
 		{BF16, "go", "", false, false},
 		{FP32, "xla", plugins.CPU, false, false},
-		{FP16, "xla", plugins.CPU, false, false},
+		{FP16, "xla", plugins.CPU, false, true},
+		{FP16, "xla", plugins.CPU, true, true},
+		{FP16, "xla", plugins.CUDA, false, false},
+		{FP16, "go", "", false, false},
 	} {
 		got := c.p.Caveat(c.backend, c.plugin, c.bf16Dots)
 		if (got != "") != c.want || (c.want && !strings.Contains(got, "docs/performance.md")) {
