@@ -37,7 +37,7 @@ func estimateCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.devices, "devices", 1, "XLA CPU devices the batch is sharded over (and the state, with --sharding)")
 	fs.IntVar(&o.numLabels, "num_labels", 0, "classes of the fresh classification head (0: the config's)")
 	fs.StringVar(&o.sharding, "sharding", "no", `"no", "zero1" (optimizer state sharded over the devices), "zero2" (and gradients), "zero3" (and weights)`)
-	fs.StringVar(&o.mixedPrecision, "mixed_precision", "no", `"no" (fp32) or "bf16" activations`)
+	fs.StringVar(&o.mixedPrecision, "mixed_precision", "no", `"no" (fp32), "bf16" or "fp16" activations`)
 	fs.StringVar(&o.deviceMemory, "device_memory", "", `a budget per device to check the plan against ("2GiB"; default $GOACCEL_DEVICE_MEMORY)`)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: goaccel estimate [flags] MODEL_DIR\n\n"+
