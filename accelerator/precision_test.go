@@ -48,8 +48,8 @@ func TestMixedPrecisionIsHandedToTheModel(t *testing.T) {
 // TestPlanLineSaysHalfPrecisionIsSlowerOnXLACPU: the plan line a user of XLA's CPU plugin sees with
 // MixedPrecision "bf16" says that bf16 is slower than fp32 there and where the figures are
 // when the CPU has no bfloat16 dot instructions, and nothing of the kind when it has them;
-// with "fp16" it says so on every CPU; fp32 on that plugin, and bf16 and fp16 on the pure-Go
-// backend, say nothing of the kind.
+// with "fp16" it says so on every CPU; on the pure-Go backend bf16 and fp16 say so too; fp32
+// says nothing of the kind on either.
 func TestPlanLineSaysHalfPrecisionIsSlowerOnXLACPU(t *testing.T) {
 	plugin := cpuPlugin(t)
 	slow := !precision.CPUHasBF16Dots()
@@ -58,7 +58,7 @@ func TestPlanLineSaysHalfPrecisionIsSlowerOnXLACPU(t *testing.T) {
 		backend, precision string
 		warned             bool
 	}{{plugin, "bf16", slow}, {plugin, "BF16", slow}, {plugin, "fp16", true}, {plugin, "no", false},
-		{"go", "bf16", false}, {"go", "fp16", false}} {
+		{"go", "bf16", true}, {"go", "fp16", true}, {"go", "no", false}} {
 		var out bytes.Buffer
 		a, err := New(Config{Backend: c.backend, MixedPrecision: c.precision, Output: &out})
 		if err != nil {

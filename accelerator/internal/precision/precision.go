@@ -89,14 +89,20 @@ func (p Precision) Scaler(scope string, growthInterval int64) *Scaler {
 // Caveat is what the plan line adds to the precision's name when the precision costs more
 // than it saves on the chosen backend (backend "go" or "xla", plugin the kind of XLA plugin,
 // bf16Dots whether the CPU has bfloat16 dot-product instructions, CPUHasBF16Dots): bf16 on
-// XLA's CPU plugin on a CPU without them, and fp16 on XLA's CPU plugin on any CPU (it has no
-// float16 matrix products), where each was measured slower than fp32 (the figures in
-// docs/performance.md). It is "" otherwise.
+// XLA's CPU plugin on a CPU without them; fp16 on XLA's CPU plugin on any CPU (it has no
+// float16 matrix products); bf16 and fp16 on the pure-Go backend. Each was measured slower
+// than fp32 there (the figures in docs/performance.md). It is "" otherwise.
 func (p Precision) Caveat(backend string, plugin plugins.Kind, bf16Dots bool) string {
-	if backend != "xla" || plugin != plugins.CPU {
+	if p != BF16 && p != FP16 {
 		return ""
 	}
 	switch {
+	case backend == "go":
+		return " (slower than fp32 on the pure-Go backend, whose 16-bit work is slower than its " +
+			"float32 work; `goaccel bench --backend go --precision fp32,bf16,fp16` measures it; " +
+			"figures in docs/performance.md)"
+	case backend != "xla" || plugin != plugins.CPU:
+		return ""
 	case p == BF16 && !bf16Dots:
 		return " (may be slower than fp32 here: XLA's CPU plugin multiplies bf16 fast only on CPUs " +
 			"with bfloat16 dot instructions, avx512_bf16 or amx_bf16, which this one lacks; " +

@@ -38,8 +38,9 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// TestCaveat: bf16 on XLA's CPU plugin on a CPU without bfloat16 dot instructions, and fp16 on
-// XLA's CPU plugin, have a caveat on the plan line; nothing else has.
+// TestCaveat: bf16 on XLA's CPU plugin on a CPU without bfloat16 dot instructions, fp16 on
+// XLA's CPU plugin, and both on the pure-Go backend have a caveat on the plan line; nothing
+// else has.
 func TestCaveat(t *testing.T) {
 	for _, c := range []struct {
 		p        Precision
@@ -51,12 +52,14 @@ func TestCaveat(t *testing.T) {
 		{BF16, "xla", plugins.CPU, false, true},
 		{BF16, "xla", plugins.CPU, true, false},
 		{BF16, "xla", plugins.CUDA, false, false},
-		{BF16, "go", "", false, false},
+		{BF16, "go", "", false, true},
+		{BF16, "go", "", true, true},
+		{FP32, "go", "", false, false},
 		{FP32, "xla", plugins.CPU, false, false},
 		{FP16, "xla", plugins.CPU, false, true},
 		{FP16, "xla", plugins.CPU, true, true},
 		{FP16, "xla", plugins.CUDA, false, false},
-		{FP16, "go", "", false, false},
+		{FP16, "go", "", false, true},
 	} {
 		got := c.p.Caveat(c.backend, c.plugin, c.bf16Dots)
 		if (got != "") != c.want || (c.want && !strings.Contains(got, "docs/performance.md")) {
