@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/goaccel/goaccel/accelerator/internal/precision"
 	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"github.com/goaccel/goaccel/data"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -39,6 +40,7 @@ func (j *Job) EvalStep(fn EvalFn) *EvalStep { return &EvalStep{job: j, fn: fn} }
 func (e *EvalStep) Run(gb *data.GlobalBatch) (*Gathered, error) {
 	g, err := e.run(gb)
 	if err != nil {
+		err = precision.ExplainGoBackendDense(err, e.job.acc.precision, e.job.acc.info.Backend)
 		return nil, wrapOp("EvalStep.Run", err)
 	}
 	return g, nil
@@ -79,7 +81,7 @@ func (e *EvalStep) run(gb *data.GlobalBatch) (*Gathered, error) {
 // execTracing executes the compiled eval graph on args, telling the tracer which batch it traces.
 func (e *EvalStep) execTracing(gb *data.GlobalBatch, args []any) ([]*tensors.Tensor, error) {
 	e.tracing = gb
-	outs, err := e.exec.Exec(args...)
+	outs, err := execCatching(e.exec, args)
 	e.tracing = nil
 	if err != nil {
 		return nil, fmt.Errorf("accelerator: batch %d: %w", gb.Index+1, err)

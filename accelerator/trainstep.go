@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goaccel/goaccel/accelerator/internal/collective"
+	"github.com/goaccel/goaccel/accelerator/internal/precision"
 	"github.com/goaccel/goaccel/accelerator/internal/strategy"
 	"github.com/goaccel/goaccel/data"
 	"github.com/gomlx/compute/dtypes"
@@ -83,6 +84,7 @@ type batchStage func(gb *data.GlobalBatch, args []any, accumulate bool) (Loss, e
 func (t *TrainStep) Run(gb *data.GlobalBatch) (Loss, error) {
 	l, err := t.run(gb)
 	if err != nil {
+		err = precision.ExplainGoBackendDense(err, t.job.acc.precision, t.job.acc.info.Backend)
 		return Loss{}, wrapOp("TrainStep.Run", err)
 	}
 	return l, nil
@@ -171,12 +173,22 @@ func (t *TrainStep) traceUser(s *model.Scope, inputs []*Node, st *backwardState)
 // execTracing executes a compiled step on args, telling the tracer which batch it traces.
 func (t *TrainStep) execTracing(e *model.Exec, gb *data.GlobalBatch, args []any) ([]*tensors.Tensor, error) {
 	t.tracing = gb
-	outs, err := e.Exec(args...)
+	outs, err := execCatching(e, args)
 	t.tracing = nil
 	if err != nil {
 		return nil, fmt.Errorf("accelerator: %s: %w", batchPlace(gb), err)
 	}
 	return outs, nil
+}
+
+// execCatching runs e on args and returns GoMLX's panics while it feeds the variables to the
+// graph (a variable whose initialisation failed in an earlier step) as errors, as the rest of
+// Exec's failures are.
+func execCatching(e *model.Exec, args []any) (outs []*tensors.Tensor, err error) {
+	if caught := exceptions.TryCatch[error](func() { outs, err = e.Exec(args...) }); caught != nil {
+		return nil, caught
+	}
+	return outs, err
 }
 
 // Loss is the scalar loss of a training step. Reading it waits for the step to finish on

@@ -117,3 +117,23 @@ func ExplainDTypeMix(r any, p Precision) any {
 		"in the dtype of the activations (graph.Scalar(g, x.DType(), v), graph.ConstAs(x, v)): %s",
 		p, dt, dt, msg)
 }
+
+// ExplainGoBackendDense turns the pure-Go backend's failure to run GoMLX's fused dense layer in
+// 16 bits (err, from running a step under p on the backend named backend) into an error that
+// says what failed and names the ways out: GoMLX's compute v0.1.3 builds that op
+// (layers.Dense, nn.Dense) for any dtype, but its Go executor runs it only in float32 and
+// float64, so the failure comes when the step first runs, too late for GoMLX's own fallback
+// to the unfused layer. Other errors pass unchanged.
+func ExplainGoBackendDense(err error, p Precision, backend string) error {
+	if err == nil || backend != "go" || p.ComputeDType() == dtypes.Float32 {
+		return err
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "FusedDense") || !strings.Contains(msg, "not implemented") {
+		return err
+	}
+	return fmt.Errorf("accelerator: MixedPrecision %q on the pure-Go backend: GoMLX's fused dense layer (layers.Dense, "+
+		"nn.Dense) is built in %s, but this backend runs it only in float32 or float64: use XLA's CPU plugin (goaccel setup), "+
+		"train this model in fp32 on the pure-Go backend, or set GOMLX_FUSION=0 (GoMLX's switch to the unfused "+
+		"layer, for the whole process): %w", p, p.ComputeDType(), err)
+}
