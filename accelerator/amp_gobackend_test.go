@@ -94,11 +94,7 @@ func goBackendMLPSteps(t *testing.T, precision string) (*data.GlobalBatch, *Trai
 	if err != nil {
 		t.Fatal(err)
 	}
-	train := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
-		l := CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
-		a.Backward(s, l)
-		return l
-	})
+	train := toyTrainStep(a, job)
 	eval := job.EvalStep(func(s *model.Scope, b GraphBatch) []*Node {
 		return []*Node{ConvertDType(mlpLogits(s, b.Inputs[0]), dtypes.Float32)}
 	})
