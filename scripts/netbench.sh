@@ -19,7 +19,8 @@
 # (taskset), as goaccel launch pins the two ranks of one node. The veth's byte counters show
 # what crossed it. NETBENCH_ONLY=mpi measures the links alone (a quick check), NETBENCH_ONLY=hosts
 # leaves out the 1-process and 1-node runs; NETBENCH_LINKS picks links (default "none 10gbit
-# 1gbit"; a tc rate such as 2gbit is a link too). OUT_DIR (default runs/netbench-<time>) gets
+# 1gbit"; a tc rate such as 2gbit is a link too); NETBENCH_MTU sets the veth's MTU (default 1500,
+# Ethernet's; 9000 is the jumbo frame of 10 Gb/s cluster networks). OUT_DIR (default runs/netbench-<time>) gets
 # results.jsonl, table.md (scripts/netbench report) and every run's logs and timelines.
 set -euo pipefail
 
@@ -36,6 +37,9 @@ DATA=${NETBENCH_DATA:-../shared/data/rt-polarity}
 ONLY=${NETBENCH_ONLY:-}
 case $ONLY in ""|mpi|hosts) ;; *) cannot "NETBENCH_ONLY=$ONLY: want mpi or hosts" ;; esac
 LINKS=${NETBENCH_LINKS:-none 10gbit 1gbit}
+MTU=${NETBENCH_MTU:-1500}
+[[ $MTU =~ ^[0-9]+$ ]] && [ "$MTU" -ge 1280 ] && [ "$MTU" -le 65535 ] ||
+  cannot "NETBENCH_MTU=$MTU: want a number of bytes from 1280 to 65535"
 for link in $LINKS; do
   [ "$link" = none ] || [[ $link =~ ^[0-9]+(\.[0-9]+)?[kmg]?bit$ ]] ||
     cannot "NETBENCH_LINKS: \"$link\" is not a link: want none or a tc rate such as 10gbit or 500mbit"
@@ -55,6 +59,7 @@ RESULTS="$OUT/results.jsonl"
   echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "cpu: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores"
   echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "veth MTU: $MTU"
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 } | tee "$OUT/machine.txt"
 
@@ -73,7 +78,7 @@ for i in 0 1; do ip netns add "${NS[$i]}" || cannot "ip netns add refused"; done
 ip link add "${VETH[0]}" netns "${NS[0]}" type veth peer name "${VETH[1]}" netns "${NS[1]}"
 for i in 0 1; do
   ip -n "${NS[$i]}" addr add "${ADDR[$i]}/24" dev "${VETH[$i]}"
-  ip -n "${NS[$i]}" link set "${VETH[$i]}" up
+  ip -n "${NS[$i]}" link set "${VETH[$i]}" mtu "$MTU" up
   ip -n "${NS[$i]}" link set lo up
 done
 # The veth's carrier comes up a moment after `link set up` on some kernels (6.18 here); an MPI
