@@ -11,7 +11,7 @@ generated code that is in no dumped object (other code generators inside the plu
     # once it runs its steady steps (after the compile):
     sudo scripts/xlaprof.py --pid $(pgrep -f bench-worker) --dump /tmp/dump --seconds 10
 
-Needs perf, objcopy, nm and readelf (binutils), and the right to read the process's memory
+Needs perf, objcopy and readelf (binutils), and the right to read the process's memory
 (root, or the same user with ptrace allowed). The dump must come from the same run (the same
 compiled kernels). Kernels that are found nowhere (not run, or compiled twice with different
 code) are listed at the end.
@@ -115,19 +115,26 @@ def main():
     for tool in ("perf", "objcopy", "readelf"):
         if not shutil.which(tool):
             fail(f"needs {tool} on PATH")
+    if a.seconds <= 0:
+        fail(f"--seconds {a.seconds:g}: want a positive number of seconds")
+    if a.freq <= 0:
+        fail(f"--freq {a.freq}: want a positive sampling frequency")
+    if a.top < 0:
+        fail(f"--top {a.top}: want 0 or more kernels")
     if not os.path.isdir(a.dump):
         fail(f"--dump {a.dump}: no such folder")
     if not os.path.exists(f"/proc/{a.pid}"):
         fail(f"--pid {a.pid}: no such process")
     work = tempfile.mkdtemp(prefix="xlaprof-")
     try:
+        dumped = kernels(a.dump, work)  # before sampling: an empty or wrong --dump fails at once
         regions = executable_anonymous_regions(a.pid)
         data = os.path.join(work, "perf.data")
         rec = subprocess.run(["perf", "record", "-F", str(a.freq), "-p", str(a.pid), "-o", data, "--", "sleep", str(a.seconds)],
                              capture_output=True, text=True)
         if rec.returncode != 0 or not os.path.exists(data):
             fail(f"perf record failed (exit status {rec.returncode}): {rec.stderr.strip()}")
-        found, missing = locate(kernels(a.dump, work), regions)
+        found, missing = locate(dumped, regions)
         samples = subprocess.run(["perf", "script", "-i", data, "-F", "ip,dso"], capture_output=True, text=True).stdout.splitlines()
     finally:
         shutil.rmtree(work, ignore_errors=True)
