@@ -104,9 +104,10 @@ func (p Precision) Caveat(backend string, plugin plugins.Kind, bf16Dots bool) st
 	case backend != "xla" || plugin != plugins.CPU:
 		return ""
 	case p == BF16 && !bf16Dots:
-		return " (may be slower than fp32 here: XLA's CPU plugin multiplies bf16 fast only on CPUs " +
-			"with bfloat16 dot instructions, avx512_bf16 or amx_bf16, which this one lacks; " +
-			"`goaccel bench --precision fp32,bf16` measures it; figures in docs/performance.md)"
+		return " (expect about 0.6x fp32's speed here: this CPU lacks bfloat16 dot instructions " +
+			"(avx512_bf16, amx_bf16), so XLA's CPU plugin adds conversions to every matrix product and " +
+			"saves no arithmetic; --mixed_precision no trains faster; `goaccel bench --precision fp32,bf16` " +
+			"measures it; figures in docs/performance.md)"
 	case p == FP16:
 		return " (slower than fp32 on a CPU: XLA's CPU plugin converts float16 operands to float32 " +
 			"for every matrix product, so fp16 adds conversions and loss scaling and saves no " +
