@@ -24,6 +24,8 @@ const usage = `usage: goaccel launch [flags] PROGRAM [ARGS...]
 Starts PROGRAM as several processes (ranks) on this node, and with --nnodes on several nodes,
 as torchrun does, and stops them all when one fails. Flags take torchrun's names, in snake or
 kebab case (--nproc_per_node, --nproc-per-node), or horovodrun's (-np 4 -H host1:2,host2:2).
+PROGRAM is an executable, or Go source as go run takes it (main.go, or a package's folder):
+that is built once with go build, and every rank runs the result.
 
 examples:
   goaccel launch --nproc_per_node 2 ./train --epochs 3

@@ -25,6 +25,8 @@ import (
 // node_rank 0 launcher (the master) listens. The zero value of every optional field works.
 type Config struct {
 	// Program is the worker program (a path, or a name looked up in $PATH); Args its arguments.
+	// Go source, a main.go or a package's folder as `go run` takes them, is built once with
+	// `go build` before the ranks start (and the executable removed when Run returns).
 	Program string
 	Args    []string
 	// Arg0, when set, is what the ranks see as their os.Args[0] (default Program).
@@ -257,6 +259,14 @@ func unwrapExec(err error) error {
 // ctx stops the job (every rank of every node gets SIGTERM, then SIGKILL after StopGrace) and
 // Run returns a Failure of kind "interrupt".
 func Run(ctx context.Context, cfg Config) error {
+	if goSource(cfg.Program) {
+		exe, cleanup, err := buildGo(ctx, cfg.Program, sayTo(cfg.Stderr))
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		cfg.Program = exe
+	}
 	if err := cfg.defaults(); err != nil {
 		return err
 	}
