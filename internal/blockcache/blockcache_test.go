@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/goaccel/goaccel/internal/testutil"
 )
 
 const mib = 1 << 20
@@ -225,7 +227,7 @@ func TestOffInSharedLibrary(t *testing.T) {
 	}
 	cc, err := exec.LookPath("gcc")
 	if err != nil {
-		t.Skip("SKIPPED: no gcc to build the C loader")
+		testutil.Missing(t, "no gcc to build the C loader", "apt-get install gcc")
 	}
 	dir := t.TempDir()
 	lib := dir + "/libcshared.so"

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/goaccel/goaccel/internal/envvar"
 )
 
 // mpiWorker is a real MPI program: Python's ctypes over MPICH's libmpi.so.12 (MPICH's ABI:
@@ -52,7 +54,7 @@ func needMPI(t *testing.T) (lib, python string) {
 		python, err = exec.LookPath("python3")
 	}
 	if err != nil {
-		if os.Getenv("CI") == "true" {
+		if envvar.CI.Value() != "" {
 			t.Fatalf("MPI test needs MPICH and python3 (CI=true): %v", err)
 		}
 		t.Skipf("SKIPPED: real MPI test needs MPICH's libmpi.so.12 and python3: %v", err)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goaccel/goaccel/internal/testutil"
+
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -60,7 +62,7 @@ func TestDropoutStatistics(t *testing.T) {
 	t.Run("xla", func(t *testing.T) {
 		backend, err := xlaBackend()
 		if err != nil {
-			t.Skipf("SKIPPED: no XLA CPU plugin (make deps installs it): %v", err)
+			testutil.Missing(t, "no XLA CPU plugin: "+err.Error(), "make deps installs it")
 		}
 		checkDropoutStatistics(t, backend)
 	})
