@@ -1,6 +1,7 @@
 # goaccel — the two commands a new user needs:
 #   make run    trains the example BERT classifier on the built-in sample data
-#   make test   installs the test dependencies (XLA CPU plugin, Python safetensors) and runs all tests
+#   make test   installs the test dependencies (XLA CPU plugin, MPICH, Python packages) and runs the
+#               first tier of tests (go test -short); make test-all runs every test (CI)
 SHELL := /bin/bash
 DEPS := $(CURDIR)/.deps
 PLUGIN_DIR := $(DEPS)/pjrt-cpu/lammps_jax_pjrt_cpu
@@ -25,7 +26,7 @@ export GOMLX_NO_AUTO_INSTALL := 1
 export GOACCEL_HOME := $(DEPS)
 export PYTHONPATH := $(PYDEPS)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: run test deps deps-status vet fuzz bench test-openmpi fetch-model gpu-bundle env clean
+.PHONY: run test test-all deps deps-status vet fuzz bench test-openmpi fetch-model gpu-bundle env clean
 
 # The built-in sample (800 sentences) and a tiny random BERT; per-device batch 16 so that the
 # default 4 CPU devices still take several steps per epoch. ARGS adds or overrides flags.
@@ -33,8 +34,16 @@ RUN_ARGS ?= --epochs 5 --batch_size 16
 run: deps
 	$(GO) run ./examples/bert_classify $(RUN_ARGS) $(ARGS)
 
+# Two tiers. make test is the first: every test in -short mode, where the genuinely long ones
+# (soaks, BERT-base memory, the large streaming files, builds of other programs, TensorBoard's
+# own reader...) skip with a line that starts with "TIER 2" (internal/testutil.Long) or run a
+# small version of themselves. make test-all runs every test in full and the fuzz targets;
+# .ci/run runs make test-all. Timings of both: docs/testing.md.
 test: deps vet deps-status
-	$(GO) test -count=1 -timeout 45m ./...
+	$(GO) test -short -count=1 -timeout 30m ./...
+
+test-all: deps vet deps-status
+	$(GO) test -count=1 -timeout 60m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=3000x
 
 vet:

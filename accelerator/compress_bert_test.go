@@ -7,6 +7,7 @@ import (
 
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/bert"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -82,6 +83,7 @@ func bertRun(a *Accelerator) (toyResult, error) {
 // and fp16 compression: losses within 1e-3 of the exact run's, every rank's variables
 // bit-identical.
 func TestCompressedTinyBERT(t *testing.T) {
+	testutil.Long(t, "the tiny BERT over 2 processes, 30 updates, 3 codecs (TestCompressedAllreduce checks both codecs on the toy model in tier 1)")
 	run := func(codec string) []toyResult {
 		t.Setenv(envvar.GradientCompression.Name, codec)
 		return runProcesses(t, 2, 1, bertRun)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator/internal/memplan"
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/bert"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
@@ -103,9 +104,7 @@ func residentBERT(t *testing.T, cfg bert.Config, devices int, level sharding) (d
 // BERT-base widths (Adam, gradient accumulation 2, clipping) on 1, 2 and 4 XLA CPU devices, and
 // checks the bounds (residentBounds).
 func TestResidentBytesBERTBase2Layers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("LOUD SKIP: -short: the 2-layer BERT-base memory test trains a 38.7M-parameter model 7 times")
-	}
+	testutil.Long(t, "the 2-layer BERT-base memory test trains a 38.7M-parameter model 7 times")
 	residentBounds(t, bertBase2Layers())
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator/internal/memplan"
 	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/testutil"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
@@ -232,6 +233,7 @@ func worstDiff(gotLoss, wantLoss []float64, gotParams, wantParams map[string][]f
 // TestAutoBatchOverProcesses: WithAutoBatch over 2 processes x 1 device (the gradients reduced
 // on the host) makes the same choice on both and trains as the whole batch does.
 func TestAutoBatchOverProcesses(t *testing.T) {
+	testutil.Long(t, "auto batch over 2 processes, 3 runs (TestAutoBatchKeepsTheGlobalBatch checks the same equality in one process in tier 1)")
 	run := func() []autoResult {
 		return runProcesses(t, 2, 1, func(a *Accelerator) (autoResult, error) { return autoTrain(a, 5, WithAutoBatch()) })
 	}

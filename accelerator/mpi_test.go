@@ -232,7 +232,11 @@ func TestEquivalenceOverMPI(t *testing.T) {
 	ref := newXLA(t, 1)
 	refAdam, refAdamParams := trainToy(t, ref, optimizer.Adam().LearningRate(0.01).Done(), 30)
 	refSGD, refSGDParams := trainToy(t, ref, sgd(0.5), 5)
-	for _, layout := range []struct{ nodes, procs, devices int }{{1, 2, 2}, {1, 4, 1}, {2, 1, 1}} {
+	layouts := []struct{ nodes, procs, devices int }{{1, 2, 2}, {1, 4, 1}, {2, 1, 1}}
+	if testing.Short() { // tier 1: processes and devices together; 4 ranks and 2 launchers in make test-all
+		layouts = layouts[:1]
+	}
+	for _, layout := range layouts {
 		name := fmt.Sprintf("%dx%d", layout.procs, layout.devices)
 		if layout.nodes > 1 {
 			name = fmt.Sprintf("%d nodes x %s", layout.nodes, name)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/gomlx/compute/distributed"
 	"github.com/gomlx/compute/dtypes"
@@ -257,6 +258,7 @@ func tinyBERTConfig() bert.Config {
 
 // TestShardedEquivalenceTinyBERT is TestShardedEquivalenceMLP on a tiny BERT classifier.
 func TestShardedEquivalenceTinyBERT(t *testing.T) {
+	testutil.Long(t, "the tiny BERT at four sharding levels, 30 updates each (TestShardedEquivalenceMLP checks the same levels on the MLP in tier 1)")
 	cfg := tinyBERTConfig()
 	run := func(sharding string) shardedResult {
 		loader, err := data.NewLoader(tinyBERTData(64, cfg.VocabSize), data.LoaderConfig[tinyBERTExample]{

@@ -38,7 +38,10 @@ func asyncCrashHelper(dir string) error {
 // LoadLatest must load a complete checkpoint without falling back, holding the values of its
 // own step, and every checkpoint directory must verify.
 func TestAsyncSaveCrashSafety(t *testing.T) {
-	const kills = 12
+	kills := 12
+	if testing.Short() { // tier 1: fewer kills, the same checks; 12 in make test-all
+		kills = 4
+	}
 	// Two lines: the second save of a run has started, so the first one is complete
 	// (SaveAsync waits for the previous save), and the kill lands in the loop.
 	midSave := killLoop(t, asyncCrashDirEnv, kills, 2, 150*time.Millisecond, func(kill int, st *State, path string) {

@@ -128,7 +128,10 @@ func helperLoop(dir, word string, save func(m *Manager, step int64) error) error
 // each kill, LoadLatest must load a complete checkpoint without falling back (after a kill
 // in the middle of a save, the one before it), and every checkpoint directory must verify.
 func TestCrashSafety(t *testing.T) {
-	const kills = 20
+	kills := 20
+	if testing.Short() { // tier 1: fewer kills, the same checks; 20 in make test-all
+		kills = 8
+	}
 	midSave := killLoop(t, crashDirEnv, kills, 1, 60*time.Millisecond, func(kill int, st *State, path string) {
 		want, _ := crashStore(st.Progress.Step)
 		for _, cv := range crashVars {

@@ -17,6 +17,7 @@ import (
 // row per point measured with its steps/s and peak RSS, names the dropped point, and
 // sweep.png is a PNG.
 func TestBenchSweep(t *testing.T) {
+	testutil.Long(t, "goaccel bench --sweep starts a bench worker for every point (its table, ratios and worker protocol are checked in tier 1 by cmd/goaccel/internal/bench)")
 	testutil.CPUPlugin(t)
 	t.Setenv(asGoaccel, "1") // the workers, started from this binary, run as goaccel
 	dir := t.TempDir()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/goaccel/goaccel/internal/home"
+	"github.com/goaccel/goaccel/internal/testutil"
 )
 
 // TestFreshModule is SLOW (it builds a new module and runs pip; timings in docs/setup.md;
@@ -26,9 +27,7 @@ import (
 // the checkout's) once `go mod graph` in the checkout has the module graph's go.mod files in
 // the cache, pip as the environment configures it.
 func TestFreshModule(t *testing.T) {
-	if testing.Short() {
-		t.Skip("SKIPPING the fresh-module test under -short (it builds a new module and runs pip)")
-	}
+	testutil.Long(t, "the fresh-module test builds a new module and runs pip")
 	if _, err := home.FindPip(); err != nil {
 		msg := "SKIPPING the fresh-module test: " + err.Error()
 		if os.Getenv("CI") != "" {

@@ -222,9 +222,7 @@ func TestOffByEnvironment(t *testing.T) {
 // (-buildmode=c-shared), the cache's malloc is not the process's, and libraries bound to
 // glibc's free would be handed its blocks: it stays off.
 func TestOffInSharedLibrary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("SKIPPED under -short: builds a c-shared library and a C loader (about a minute)")
-	}
+	testutil.Long(t, "builds a c-shared library and a C loader (about a minute)")
 	cc, err := exec.LookPath("gcc")
 	if err != nil {
 		testutil.Missing(t, "no gcc to build the C loader", "apt-get install gcc")

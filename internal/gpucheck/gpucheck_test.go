@@ -16,9 +16,7 @@ import (
 // losses, goaccel bench, two processes under goaccel launch with the bundle's MPICH, the
 // first-step runs) must pass, and the results must be at most 8 files.
 func TestGPUCheckDryRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds three binaries and runs each of them: not in -short")
-	}
+	testutil.Long(t, "builds three binaries and runs each of them")
 	plugin := testutil.CPUPlugin(t)
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
