@@ -27,9 +27,9 @@ var alarmPoll = 500 * time.Millisecond
 var alarmWait = 2 * alarmPoll
 
 // armAlarms posts, once, a receive for an alarm from every other rank (in jobs of at most
-// trackAllLimit ranks). MPI thread only.
+// c.trackAll ranks). MPI thread only.
 func (c *Comm) armAlarms() {
-	if c.alarmsArmed || c.size == 1 || c.size > trackAllLimit {
+	if c.alarmsArmed || c.size == 1 || c.size > c.trackAll {
 		return
 	}
 	c.alarmsArmed = true
