@@ -6,6 +6,9 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/goaccel/goaccel/accelerator"
+	. "github.com/gomlx/gomlx/core/graph"
 )
 
 // Config holds the hyperparameters of a Fit run and how it reports. The JSON fields are
@@ -38,8 +41,9 @@ type Config struct {
 	//	linear:           η · max(0, (T-u)/(T-W))   (η at u = W, η/(T-W) for the last update)
 	//	cosine:           η · ½(1 + cos(π · min(1, (u-W)/(T-W))))
 	//
-	// computed in the training graph; the rate of the last update is the Store variable
-	// /optimizers/learning_rate, and metrics.jsonl records it.
+	// computed in the training graph, which the accelerator runs once per update (Fit passes
+	// the schedule as accelerator.WithLearningRateSchedule); the rate of the last update is the
+	// Store variable /optimizers/learning_rate, and metrics.jsonl records it.
 	Schedule string `json:"schedule"`
 	// WarmupSteps is the number of updates over which the rate rises linearly to LearningRate.
 	WarmupSteps int64 `json:"warmup_steps"`
@@ -47,9 +51,11 @@ type Config struct {
 	// as Hugging Face's warmup_ratio; in [0, 1).
 	WarmupRatio float64 `json:"warmup_ratio,omitempty"`
 	// ClipGradNorm clips the gradients by their global L2 norm before each update; 0 disables.
+	// The accelerator does it: Fit passes it as accelerator.WithClipGradNorm.
 	ClipGradNorm float64 `json:"clip_grad_norm"`
 	// GradientAccumulation is the number of batches whose gradients are averaged into one
-	// update; 0 or 1 updates after every batch.
+	// update; 0 or 1 updates after every batch. The accelerator does it: Fit passes it as
+	// accelerator.WithGradientAccumulation.
 	GradientAccumulation int `json:"gradient_accumulation"`
 	// AutoBatch keeps the global batch when it does not fit the device memory budget
 	// (accelerator.Config.DeviceMemory): the first step picks the largest per-device batch whose
@@ -161,6 +167,24 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	return c
+}
+
+// prepareOptions is the one place where Config's training mechanics become the
+// accelerator's Prepare options, which implement them: ClipGradNorm is
+// accelerator.WithClipGradNorm, GradientAccumulation accelerator.WithGradientAccumulation,
+// AutoBatch accelerator.WithAutoBatch, and Schedule, LearningRate and the warm-up are the
+// graph function (lrSchedule.Graph) given to accelerator.WithLearningRateSchedule. sched is
+// called when the step graph is built, once the run's length is known. c is defaulted.
+func (c Config) prepareOptions(sched func() lrSchedule) []accelerator.PrepareOption {
+	opts := []accelerator.PrepareOption{
+		accelerator.WithGradientAccumulation(c.GradientAccumulation),
+		accelerator.WithClipGradNorm(c.ClipGradNorm),
+		accelerator.WithLearningRateSchedule(func(u *Node) *Node { return sched().Graph()(u) }),
+	}
+	if c.AutoBatch {
+		opts = append(opts, accelerator.WithAutoBatch())
+	}
+	return opts
 }
 
 // validate checks the numbers of a defaulted Config. Names that depend on the task or the

@@ -280,16 +280,8 @@ func (t *Trainer) Fit(train, eval data.Source, cfg Config) (res *Result, err err
 // schedule, clipping, accumulation).
 func (f *fit) prepare() error {
 	cfg := f.cfg
-	opts := []accelerator.PrepareOption{
-		accelerator.WithGradientAccumulation(cfg.GradientAccumulation),
-		accelerator.WithClipGradNorm(cfg.ClipGradNorm),
-		// The schedule is read when the step graph is built, after its length is known.
-		accelerator.WithLearningRateSchedule(func(u *Node) *Node { return f.sched.Graph()(u) }),
-	}
-	if cfg.AutoBatch {
-		opts = append(opts, accelerator.WithAutoBatch())
-	}
-	job, err := f.t.acc.Prepare(f.t.model, f.t.opt, f.train, opts...)
+	// The schedule is read when the step graph is built, after its length is known.
+	job, err := f.t.acc.Prepare(f.t.model, f.t.opt, f.train, cfg.prepareOptions(func() lrSchedule { return f.sched })...)
 	if err != nil {
 		return wrapf(err, "preparing the job")
 	}
