@@ -99,13 +99,6 @@ type Config struct {
 	// examples/s) to metrics.jsonl every this many updates; 0 means 10.
 	LogEvery int64 `json:"log_every"`
 
-	// GlobalBatchSize is the fixed global batch the training data was made with
-	// (data.LoaderConfig.GlobalBatchSize, a --global_batch_size flag): Fit fails unless the
-	// training source's global batch has that size, and with it the run computes the same
-	// updates on any devices x processes and resumes on another topology. 0: not checked
-	// (per-device batches, whose global batch grows with the devices).
-	GlobalBatchSize int `json:"global_batch_size,omitempty"`
-
 	// Extra holds the program's own hyperparameters (model size, batch size, data files...):
 	// they are written to config.json and must match when a run is resumed.
 	Extra map[string]any `json:"extra,omitempty"`
@@ -214,8 +207,6 @@ func (c Config) validate() error {
 		return bad("SaveEvery", "= %d: must be >= 0", c.SaveEvery)
 	case c.KeepLast < 0:
 		return bad("KeepLast", "= %d: must be >= 0", c.KeepLast)
-	case c.GlobalBatchSize < 0:
-		return bad("GlobalBatchSize", "= %d: must be > 0, or 0 for per-device batches", c.GlobalBatchSize)
 	case c.LogEvery < 0:
 		return bad("LogEvery", "= %d: must be >= 0", c.LogEvery)
 	case c.Patience < 0:

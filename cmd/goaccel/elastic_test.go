@@ -116,8 +116,7 @@ func fitRank(dir string) error {
 		pauses[p] = p != ""
 	}
 	world, restarts := os.Getenv("WORLD_SIZE"), os.Getenv("TORCHELASTIC_RESTART_COUNT")
-	cfg := trainer.Config{OutputDir: filepath.Join(dir, "run"), Epochs: 2, SaveEvery: 2, LearningRate: 0.01, Quiet: true,
-		GlobalBatchSize: fitGlobal}
+	cfg := trainer.Config{OutputDir: filepath.Join(dir, "run"), Epochs: 2, SaveEvery: 2, LearningRate: 0.01, Quiet: true}
 	cfg.Callbacks.OnStep = func(ev trainer.StepEvent) error {
 		if acc.IsMainProcess() {
 			f, err := os.OpenFile(filepath.Join(dir, "steps.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
