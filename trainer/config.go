@@ -70,7 +70,7 @@ type Config struct {
 	SkipEpochEval bool `json:"skip_epoch_eval"`
 	// BestMetric is the evaluation metric that picks the best model, saved under best/ in the
 	// run directory, and that early stopping watches. It must be one of Task.MetricNames
-	// ("accuracy", "f1", "loss" for Classification). Empty: no best-model tracking.
+	// ("accuracy", "f1", "loss" for SingleLabelClassification). Empty: no best-model tracking.
 	BestMetric string `json:"best_metric"`
 	// BestMode is "max" or "min": whether a larger or a smaller BestMetric is better. Empty
 	// means "min" for metrics whose name contains "loss" and "max" for the others.

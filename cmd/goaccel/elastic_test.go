@@ -107,7 +107,7 @@ func fitRank(dir string) error {
 		return layers.Dense(s.In("out"), h, true, 3)
 	}
 	store := model.NewStore()
-	tr, err := trainer.New(acc, store, optimizer.Adam().LearningRate(0.01).Done(), trainer.Classification(3, logits))
+	tr, err := trainer.New(acc, store, optimizer.Adam().LearningRate(0.01).Done(), trainer.SingleLabelClassification(3, logits))
 	if err != nil {
 		return err
 	}

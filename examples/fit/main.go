@@ -183,7 +183,7 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	if err != nil {
 		return nil, 0, nameFlags(err)
 	}
-	tr, err := trainer.New(acc, clf, opt, trainer.Classification(2, clf.Logits))
+	tr, err := trainer.New(acc, clf, opt, trainer.SingleLabelClassification(2, clf.Logits))
 	if err != nil {
 		return nil, 0, err
 	}
