@@ -265,7 +265,7 @@ func loadAfterKill(t *testing.T, dir string, kill int) (*State, string) {
 		t.Fatal(err)
 	}
 	for _, p := range paths {
-		if err := Verify(p); err != nil {
+		if err := VerifyManifest(p); err != nil {
 			t.Errorf("kill %d: a checkpoint directory is not complete: %v", kill, err)
 		}
 	}

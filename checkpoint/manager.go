@@ -362,7 +362,7 @@ func (m *Manager) prune(keep string) error {
 }
 
 // List returns the paths of the checkpoint directories, lowest step first. A directory is listed
-// by name only; use Verify to check one.
+// by name only; use VerifyManifest to check one.
 func (m *Manager) List() ([]string, error) {
 	names, err := m.list()
 	if err != nil {
