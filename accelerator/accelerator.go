@@ -47,10 +47,13 @@ type Accelerator struct {
 	// growthInterval is the finite fp16 updates in a row after which the loss scale grows
 	// (precision.GrowthInterval; tests shorten it).
 	growthInterval int64
-	tl             *timeline.Recorder // Config.Timeline's recorder (nil: off)
-	out            io.Writer
-	muOut          sync.Mutex
-	seed           int64
+	// newMesh, when not nil, replaces distributed.NewDeviceMesh in New (set by a newOption
+	// of a test, which makes it fail).
+	newMesh func(a *Accelerator) (*distributed.DeviceMesh, error)
+	tl      *timeline.Recorder // Config.Timeline's recorder (nil: off)
+	out     io.Writer
+	muOut   sync.Mutex
+	seed    int64
 	// goConfig is an explicit pure-Go backend configuration ("go:..."), if one was given.
 	goConfig string
 	// knobs are the CUDA plugin's settings given (TF32, MemoryFraction, Preallocate).

@@ -51,7 +51,8 @@ func (s *fixedSource) Distribute(n int, ranks []int) error {
 	s.replicas, s.ownReplicas = n, ranks
 	return nil
 }
-func (s *fixedSource) BatchSize() int { return s.batch }
+func (s *fixedSource) BatchSize() int            { return s.batch }
+func (s *fixedSource) FixedGlobalBatchSize() int { return 0 } // per-device batches
 func (s *fixedSource) perReplica() int {
 	return (len(s.x) + s.replicas - 1) / s.replicas
 }

@@ -46,9 +46,13 @@ func New(cfg Config) (*Accelerator, error) {
 	return a, nil
 }
 
+// newOption changes the Accelerator newAccelerator builds before it opens anything (tests
+// define them, in _test.go files).
+type newOption func(a *Accelerator)
+
 // newAccelerator is New for the process proc; grp, when not nil, is its process group
 // (tests run several "processes" in one), else it is opened from the environment.
-func newAccelerator(cfg Config, proc processInfo, grp collective.Group) (*Accelerator, error) {
+func newAccelerator(cfg Config, proc processInfo, grp collective.Group, opts ...newOption) (*Accelerator, error) {
 	set, err := resolveSettings(cfg)
 	if err != nil {
 		return nil, err
@@ -72,6 +76,9 @@ func newAccelerator(cfg Config, proc processInfo, grp collective.Group) (*Accele
 	if a.out == nil {
 		a.out = os.Stdout
 	}
+	for _, o := range opts {
+		o(a)
+	}
 	if grp != nil {
 		a.grp = grp
 	} else if a.grp, err = joinGroup(proc, a.timeout); err != nil {
@@ -93,7 +100,7 @@ func newAccelerator(cfg Config, proc processInfo, grp collective.Group) (*Accele
 		return nil, err
 	}
 	if a.info.Devices > 1 {
-		a.mesh, err = newMesh(a)
+		a.mesh, err = a.makeMesh()
 		if err != nil {
 			a.Close() // the backend and the process group opened above
 			return nil, fmt.Errorf("accelerator: creating the device mesh: %w", err)
@@ -105,8 +112,11 @@ func newAccelerator(cfg Config, proc processInfo, grp collective.Group) (*Accele
 	return a, nil
 }
 
-// newMesh makes the device mesh over a's devices (a variable: tests make it fail).
-var newMesh = func(a *Accelerator) (*distributed.DeviceMesh, error) {
+// makeMesh makes the device mesh over a's devices (with a.newMesh when a test set it).
+func (a *Accelerator) makeMesh() (*distributed.DeviceMesh, error) {
+	if a.newMesh != nil {
+		return a.newMesh(a)
+	}
 	return distributed.NewDeviceMesh([]int{a.info.Devices}, []string{meshAxis})
 }
 

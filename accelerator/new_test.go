@@ -18,19 +18,23 @@ type closeRecorder struct {
 
 func (g *closeRecorder) Close() error { g.closed = true; return nil }
 
+// withNewMesh makes newAccelerator create its device mesh with f.
+func withNewMesh(f func(a *Accelerator) (*distributed.DeviceMesh, error)) newOption {
+	return func(a *Accelerator) { a.newMesh = f }
+}
+
 // TestNewReleasesAllWhenTheMeshFails: when the device mesh cannot be created, New returns the
 // error having finalised the backend it opened and closed the process group it joined.
 func TestNewReleasesAllWhenTheMeshFails(t *testing.T) {
 	plugin := cpuPlugin(t)
 	var backend compute.Backend
-	saved := newMesh
-	t.Cleanup(func() { newMesh = saved })
-	newMesh = func(a *Accelerator) (*distributed.DeviceMesh, error) {
+	failingMesh := func(a *Accelerator) (*distributed.DeviceMesh, error) {
 		backend = a.backend
 		return nil, errors.New("no mesh today")
 	}
 	grp := &closeRecorder{}
-	a, err := newAccelerator(Config{Backend: plugin, Devices: 2, Quiet: true}, processInfo{worldSize: 1, source: "test"}, grp)
+	a, err := newAccelerator(Config{Backend: plugin, Devices: 2, Quiet: true}, processInfo{worldSize: 1, source: "test"}, grp,
+		withNewMesh(failingMesh))
 	if err == nil {
 		a.Close()
 		t.Fatal("New succeeded; want the mesh's error")

@@ -14,19 +14,22 @@ type prepareOptions struct {
 
 // WithGradientAccumulation accumulates gradients over k consecutive global batches and applies
 // one optimizer update (one step) with their mean on every k-th batch (k >= 1).
+// trainer.Config.GradientAccumulation is this option in a Fit run.
 func WithGradientAccumulation(k int) PrepareOption {
 	return func(o *prepareOptions) { o.accumulate = k }
 }
 
 // WithClipGradNorm clips the (global-batch) gradients by their global L2 norm before the
-// update, as torch.nn.utils.clip_grad_norm_. 0 disables clipping.
+// update, as torch.nn.utils.clip_grad_norm_. 0 disables clipping. trainer.Config.ClipGradNorm
+// is this option in a Fit run.
 func WithClipGradNorm(maxNorm float64) PrepareOption {
 	return func(o *prepareOptions) { o.clipNorm = maxNorm }
 }
 
 // WithLearningRateSchedule sets the learning rate of each update in the graph:
 // schedule(updatesDone) gets the number of optimizer updates already applied (a float
-// scalar, 0 for the first update) and returns the learning rate to use.
+// scalar, 0 for the first update) and returns the learning rate to use. In a Fit run,
+// trainer.Config.Schedule, LearningRate and WarmupSteps name the schedule this option gets.
 func WithLearningRateSchedule(schedule func(updatesDone *Node) *Node) PrepareOption {
 	return func(o *prepareOptions) { o.schedule = schedule }
 }
@@ -42,7 +45,7 @@ func WithLearningRateSchedule(schedule func(updatesDone *Node) *Node) PrepareOpt
 // Without a budget, or when the whole batch fits, nothing changes. It combines with
 // WithGradientAccumulation (micro-batches inside each of its batches). With Config.Verify, a
 // step that needs micro-batches is an error at its first Run: Verify does not recompute
-// their update.
+// their update. trainer.Config.AutoBatch is this option in a Fit run.
 func WithAutoBatch() PrepareOption {
 	return func(o *prepareOptions) { o.autoBatch = true }
 }

@@ -119,7 +119,7 @@ func TestSaveAsyncHoldsTheStepValues(t *testing.T) {
 		t.Errorf("metrics.json holds loss %v, want 1.5 (the value at the call)", l)
 	}
 	checkBig(t, loaded.Store, 1, path)
-	if err := Verify(path); err != nil {
+	if err := VerifyManifest(path); err != nil {
 		t.Error(err)
 	}
 	if logs := rec.all(); len(logs) > 0 {
@@ -202,7 +202,7 @@ func TestSaveAsyncRanks(t *testing.T) {
 			if errs[r] = m.Wait(); errs[r] == nil && r == 1 {
 				raw, _ := os.ReadFile(filepath.Join(dir, LatestFile))
 				latestSeen = strings.TrimSpace(string(raw))
-				errs[r] = Verify(filepath.Join(dir, latestSeen))
+				errs[r] = VerifyManifest(filepath.Join(dir, latestSeen))
 			}
 		})
 	}

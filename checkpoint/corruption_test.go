@@ -92,10 +92,10 @@ func TestCorruption(t *testing.T) {
 			latest := saveAt(t, m, 3)
 			tc.damage(t, latest)
 
-			// Verify and Load report the damage and leave the Store alone.
+			// VerifyManifest and Load report the damage and leave the Store alone.
 			for what, err := range map[string]error{
-				"Verify": Verify(latest),
-				"Load":   m.Load(latest, &State{Store: newTestStore(t, 50)}),
+				"VerifyManifest": VerifyManifest(latest),
+				"Load":           m.Load(latest, &State{Store: newTestStore(t, 50)}),
 			} {
 				if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("%s error = %v\nwant ErrCorrupt mentioning %q", what, err, tc.want)

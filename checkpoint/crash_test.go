@@ -20,7 +20,7 @@ import (
 )
 
 // stopMidSaveEnv, set in a crash-test helper, stops its second save of the run in the middle
-// (beforeCommit: the files are in the temporary directory, not yet renamed into place) and
+// (Manager.beforeCommit: the files are in the temporary directory, not yet renamed into place) and
 // prints "mid-save N", so that a kill lands there for certain.
 const stopMidSaveEnv = "GOACCEL_CHECKPOINT_CRASH_STOP_MID_SAVE"
 
@@ -105,7 +105,7 @@ func helperLoop(dir, word string, save func(m *Manager, step int64) error) error
 	st.Store.Finalize()
 	if os.Getenv(stopMidSaveEnv) != "" {
 		saves := 0
-		beforeCommit = func(step int64) {
+		m.beforeCommit = func(step int64) {
 			if saves++; saves == 2 {
 				fmt.Printf("mid-save %d\n", step)
 				time.Sleep(time.Hour) // until killed
@@ -268,7 +268,7 @@ func loadAfterKill(t *testing.T, dir string, kill int) (*State, string) {
 		t.Fatal(err)
 	}
 	for _, p := range paths {
-		if err := Verify(p); err != nil {
+		if err := VerifyManifest(p); err != nil {
 			t.Errorf("kill %d: a checkpoint directory is not complete: %v", kill, err)
 		}
 	}

@@ -86,6 +86,12 @@ type Manager struct {
 	dir   string
 	opts  Options
 	async asyncSave // The asynchronous save in flight, if any (SaveAsync).
+
+	// beforeCommit, when not nil, is called by a save once every file of the checkpoint of
+	// step is written and synced in its temporary directory, before that is renamed into
+	// place: the crash tests set it on their Manager to stop their helper there and kill it
+	// in the middle of a save.
+	beforeCommit func(step int64)
 }
 
 // NewManager returns a Manager for the checkpoints under dir, creating dir if needed.
@@ -286,8 +292,8 @@ func (m *Manager) write(job *saveJob) error {
 	if err := syncDir(tmp); err != nil {
 		return err
 	}
-	if beforeCommit != nil {
-		beforeCommit(job.step)
+	if m.beforeCommit != nil {
+		m.beforeCommit(job.step)
 	}
 
 	old, err := replaceDir(tmp, path)
@@ -308,11 +314,6 @@ func (m *Manager) write(job *saveJob) error {
 	}
 	return m.prune(filepath.Base(path))
 }
-
-// beforeCommit, when not nil, is called by a save once every file of the checkpoint of step
-// is written and synced in its temporary directory, before that is renamed into place: the
-// crash tests stop their helper there to kill it in the middle of a save.
-var beforeCommit func(step int64)
 
 // entryFor returns the manifest entry of in-memory content.
 func entryFor(raw []byte) fileEntry {
@@ -361,7 +362,7 @@ func (m *Manager) prune(keep string) error {
 }
 
 // List returns the paths of the checkpoint directories, lowest step first. A directory is listed
-// by name only; use Verify to check one.
+// by name only; use VerifyManifest to check one.
 func (m *Manager) List() ([]string, error) {
 	names, err := m.list()
 	if err != nil {

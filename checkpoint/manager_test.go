@@ -68,8 +68,8 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	if raw, _ := os.ReadFile(filepath.Join(dir, LatestFile)); strings.TrimSpace(string(raw)) != "ckpt-000001234" {
 		t.Errorf("latest = %q", raw)
 	}
-	if err := Verify(path); err != nil {
-		t.Errorf("Verify: %v", err)
+	if err := VerifyManifest(path); err != nil {
+		t.Errorf("VerifyManifest: %v", err)
 	}
 	// The weights file holds exactly the trainable variables, the optimizer file the others.
 	for file, trainable := range map[string]bool{WeightsFile: true, OptimizerFile: false} {
@@ -309,7 +309,7 @@ func TestProcesses(t *testing.T) {
 	if main.waits != 1 {
 		t.Errorf("main waited %d times, want 1", main.waits)
 	}
-	if err := Verify(path); err != nil {
+	if err := VerifyManifest(path); err != nil {
 		t.Error(err)
 	}
 	// The barrier is reached even when the write fails, and its error is reported.

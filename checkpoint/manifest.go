@@ -128,10 +128,10 @@ func (m *manifest) readVerified(dir, name string) ([]byte, error) {
 	return raw, nil
 }
 
-// Verify checks the checkpoint directory at path against its manifest: every listed file must
+// VerifyManifest checks the checkpoint directory at path against its manifest: every listed file must
 // exist with the listed size and SHA-256. It reads every byte. Errors wrap ErrCorrupt when the
 // checkpoint is damaged.
-func Verify(path string) error {
+func VerifyManifest(path string) error {
 	m, err := readManifest(path)
 	if err != nil {
 		return err

@@ -153,8 +153,8 @@ func TestEachRankGetsItsOwnRandomState(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(path, RandomStateFile)); err != nil {
 		t.Fatalf("a 2-process save wrote no %s: %v", RandomStateFile, err)
 	}
-	if err := Verify(path); err != nil {
-		t.Fatalf("Verify: %v", err)
+	if err := VerifyManifest(path); err != nil {
+		t.Fatalf("VerifyManifest: %v", err)
 	}
 	// Three ranks load it: ranks 0 and 1 get their own state, rank 2 (not in the saved run)
 	// keeps the one its Store has.

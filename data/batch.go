@@ -75,6 +75,11 @@ type Source interface {
 	Distribute(numReplicas int, replicas []int) error
 	// BatchSize is the per-replica (per-device) batch size: the first axis of every input.
 	BatchSize() int
+	// FixedGlobalBatchSize is the global batch the source shares out over the replicas
+	// whatever their count (LoaderConfig.GlobalBatchSize): a run on it computes the same
+	// updates on any topology. 0 when the global batch is BatchSize x replicas (per-device
+	// batches, growing with the replicas).
+	FixedGlobalBatchSize() int
 	// BatchesPerEpoch is the number of global batches in one pass over the data, for the
 	// current split (each replica gets that many batches).
 	BatchesPerEpoch() int

@@ -123,6 +123,10 @@ func (l *loaderBase[T]) BatchSize() int {
 	return l.pos.lay.share(r)
 }
 
+// FixedGlobalBatchSize is LoaderConfig.GlobalBatchSize: the global batch shared out over the
+// replicas whatever their count, or 0 with per-device batches (LoaderConfig.BatchSize).
+func (l *loaderBase[T]) FixedGlobalBatchSize() int { return l.pos.lay.global }
+
 // GlobalBatchSize is the number of examples of the epoch's order in one global batch of the
 // current split: LoaderConfig.GlobalBatchSize, or BatchSize x replicas without it.
 func (l *loaderBase[T]) GlobalBatchSize() int {

@@ -666,3 +666,34 @@ func TestLoaderStateJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestFixedGlobalBatchSize: both loaders report LoaderConfig.GlobalBatchSize, whatever the
+// replica count, and 0 with per-device batches.
+func TestFixedGlobalBatchSize(t *testing.T) {
+	for _, c := range []struct {
+		cfg  LoaderConfig[int]
+		want int
+	}{
+		{LoaderConfig[int]{GlobalBatchSize: 6, Collate: intCollate}, 6},
+		{LoaderConfig[int]{BatchSize: 2, Collate: intCollate}, 0},
+	} {
+		l, err := NewLoader[int](values(12), c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := NewStreamLoader[int](values(12), c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, src := range []Source{l, s} {
+			for _, replicas := range []int{1, 3} {
+				if err := src.Distribute(replicas, []int{0}); err != nil {
+					t.Fatal(err)
+				}
+				if got := src.FixedGlobalBatchSize(); got != c.want {
+					t.Errorf("%T over %d replicas, config %+v: FixedGlobalBatchSize %d, want %d", src, replicas, c.cfg, got, c.want)
+				}
+			}
+		}
+	}
+}

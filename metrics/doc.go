@@ -8,7 +8,7 @@
 // every device gets the same number of examples, or the fillers that complete a short last batch.
 // They are skipped, so each real example counts exactly once, whatever the number of devices.
 //
-//	clf := metrics.NewClassification(2)
+//	clf := metrics.NewConfusion(2)
 //	loss := &metrics.Mean{}
 //	for each evaluation batch {
 //		clf.Add(preds, labels, real)

@@ -7,8 +7,8 @@ import (
 )
 
 // Two evaluation steps gathered from the devices; the last one is padded.
-func ExampleClassification() {
-	clf := metrics.NewClassification(2)
+func ExampleConfusion() {
+	clf := metrics.NewConfusion(2)
 	loss := &metrics.Mean{}
 	steps := []struct {
 		preds, labels []int
@@ -28,7 +28,7 @@ func ExampleClassification() {
 	}
 	fmt.Println(clf)
 	fmt.Println("loss", loss)
-	fmt.Println(clf.Confusion())
+	fmt.Println(clf.Matrix())
 	// Output:
 	// n=6 accuracy=0.8333 precision=0.7500 recall=1.0000 f1=0.8571 macro_f1=0.8286
 	// loss 0.4500

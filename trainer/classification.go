@@ -10,8 +10,9 @@ import (
 	"github.com/gomlx/gomlx/support/exceptions"
 )
 
-// Classification returns the Task of single-label classification into numClasses classes,
-// for a model whose logits function maps the batch inputs to logits [B, numClasses]:
+// SingleLabelClassification returns the Task of single-label classification (Hugging Face's
+// problem_type "single_label_classification": one class per example) into numClasses
+// classes, for a model whose logits function maps the batch inputs to logits [B, numClasses]:
 //
 //   - training loss: softmax cross-entropy averaged over the real examples
 //     (accelerator.CrossEntropy);
@@ -19,14 +20,14 @@ import (
 //   - metrics (package metrics, each real example counted once): "accuracy",
 //     "macro_precision", "macro_recall", "macro_f1", "loss" (the mean cross-entropy), and with
 //     2 classes also "precision", "recall" and "f1" of class 1 (the positive class).
-func Classification(numClasses int, logits func(s *model.Scope, inputs []*Node) *Node) Task {
+func SingleLabelClassification(numClasses int, logits func(s *model.Scope, inputs []*Node) *Node) Task {
 	checked := func(s *model.Scope, inputs []*Node) *Node {
 		if numClasses < 2 {
-			exceptions.Panicf("trainer: Classification: numClasses = %d, want at least 2", numClasses)
+			exceptions.Panicf("trainer: SingleLabelClassification: numClasses = %d, want at least 2", numClasses)
 		}
 		l := logits(s, inputs)
 		if l.Rank() != 2 || l.Shape().Dimensions[1] != numClasses {
-			exceptions.Panicf("trainer: Classification: the logits function returned shape %s, want [batch, %d]",
+			exceptions.Panicf("trainer: SingleLabelClassification: the logits function returned shape %s, want [batch, %d]",
 				l.Shape(), numClasses)
 		}
 		return l
@@ -56,13 +57,13 @@ func Classification(numClasses int, logits func(s *model.Scope, inputs []*Node) 
 			if err != nil {
 				return nil, err
 			}
-			clf := metrics.NewClassification(numClasses)
+			clf := metrics.NewConfusion(numClasses)
 			if err := clf.Add(preds, labels, g.Real); err != nil {
-				return nil, fmt.Errorf("trainer: Classification: %w", err)
+				return nil, fmt.Errorf("trainer: SingleLabelClassification: %w", err)
 			}
 			var loss metrics.Mean
 			if err := loss.AddMasked(losses, g.Real); err != nil {
-				return nil, fmt.Errorf("trainer: Classification: %w", err)
+				return nil, fmt.Errorf("trainer: SingleLabelClassification: %w", err)
 			}
 			out := clf.Values()
 			delete(out, "count")

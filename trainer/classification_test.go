@@ -17,12 +17,13 @@ func toyLogits(_ int) func(s *model.Scope, inputs []*Node) *Node {
 	return func(s *model.Scope, inputs []*Node) *Node { return mlp(8)(s, inputs[0]) }
 }
 
-// TestClassificationTask fits with the Classification task on 4 devices, with an evaluation
-// set that does not divide evenly (21 examples, 4 devices, batch 2), and checks its metrics
-// against the same numbers computed here from a fresh gathered evaluation.
-func TestClassificationTask(t *testing.T) {
+// TestSingleLabelClassificationTask fits with the SingleLabelClassification task on 4
+// devices, with an evaluation set that does not divide evenly (21 examples, 4 devices, batch
+// 2), and checks its metrics against the same numbers computed here from a fresh gathered
+// evaluation.
+func TestSingleLabelClassificationTask(t *testing.T) {
 	acc := accOn(t, 4)
-	task := Classification(3, toyLogits(3))
+	task := SingleLabelClassification(3, toyLogits(3))
 	tr, err := New(acc, model.NewStore(), optimizer.Adam().Done(), task)
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +67,7 @@ func TestClassificationTask(t *testing.T) {
 	if loss := sum / 21; math.Abs(res.LastEval["loss"]-loss) > 1e-6 {
 		t.Errorf("loss %g, computed here %g", res.LastEval["loss"], loss)
 	}
-	if binary := Classification(2, toyLogits(2)); !slices.Contains(binary.MetricNames, "f1") {
+	if binary := SingleLabelClassification(2, toyLogits(2)); !slices.Contains(binary.MetricNames, "f1") {
 		t.Errorf("binary classification does not offer f1: %v", binary.MetricNames)
 	}
 }
@@ -79,8 +80,8 @@ func TestClassificationErrors(t *testing.T) {
 		best string
 		want string
 	}{
-		{"f1 is binary only", Classification(3, toyLogits(3)), "f1", `"f1" is not a metric of this task; its evaluation produces: accuracy, macro_precision`},
-		{"logits of the wrong width", Classification(4, toyLogits(3)), "", "the logits function returned shape (Float32)[4, 3], want [batch, 4]"},
+		{"f1 is binary only", SingleLabelClassification(3, toyLogits(3)), "f1", `"f1" is not a metric of this task; its evaluation produces: accuracy, macro_precision`},
+		{"logits of the wrong width", SingleLabelClassification(4, toyLogits(3)), "", "the logits function returned shape (Float32)[4, 3], want [batch, 4]"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -6,6 +6,9 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/goaccel/goaccel/accelerator"
+	. "github.com/gomlx/gomlx/core/graph"
 )
 
 // Config holds the hyperparameters of a Fit run and how it reports. The JSON fields are
@@ -38,8 +41,9 @@ type Config struct {
 	//	linear:           η · max(0, (T-u)/(T-W))   (η at u = W, η/(T-W) for the last update)
 	//	cosine:           η · ½(1 + cos(π · min(1, (u-W)/(T-W))))
 	//
-	// computed in the training graph; the rate of the last update is the Store variable
-	// /optimizers/learning_rate, and metrics.jsonl records it.
+	// computed in the training graph, which the accelerator runs once per update (Fit passes
+	// the schedule as accelerator.WithLearningRateSchedule); the rate of the last update is the
+	// Store variable /optimizers/learning_rate, and metrics.jsonl records it.
 	Schedule string `json:"schedule"`
 	// WarmupSteps is the number of updates over which the rate rises linearly to LearningRate.
 	WarmupSteps int64 `json:"warmup_steps"`
@@ -47,9 +51,11 @@ type Config struct {
 	// as Hugging Face's warmup_ratio; in [0, 1).
 	WarmupRatio float64 `json:"warmup_ratio,omitempty"`
 	// ClipGradNorm clips the gradients by their global L2 norm before each update; 0 disables.
+	// The accelerator does it: Fit passes it as accelerator.WithClipGradNorm.
 	ClipGradNorm float64 `json:"clip_grad_norm"`
 	// GradientAccumulation is the number of batches whose gradients are averaged into one
-	// update; 0 or 1 updates after every batch.
+	// update; 0 or 1 updates after every batch. The accelerator does it: Fit passes it as
+	// accelerator.WithGradientAccumulation.
 	GradientAccumulation int `json:"gradient_accumulation"`
 	// AutoBatch keeps the global batch when it does not fit the device memory budget
 	// (accelerator.Config.DeviceMemory): the first step picks the largest per-device batch whose
@@ -64,7 +70,7 @@ type Config struct {
 	SkipEpochEval bool `json:"skip_epoch_eval"`
 	// BestMetric is the evaluation metric that picks the best model, saved under best/ in the
 	// run directory, and that early stopping watches. It must be one of Task.MetricNames
-	// ("accuracy", "f1", "loss" for Classification). Empty: no best-model tracking.
+	// ("accuracy", "f1", "loss" for SingleLabelClassification). Empty: no best-model tracking.
 	BestMetric string `json:"best_metric"`
 	// BestMode is "max" or "min": whether a larger or a smaller BestMetric is better. Empty
 	// means "min" for metrics whose name contains "loss" and "max" for the others.
@@ -92,13 +98,6 @@ type Config struct {
 	// LogEvery writes a training record (mean loss since the last record, learning rate,
 	// examples/s) to metrics.jsonl every this many updates; 0 means 10.
 	LogEvery int64 `json:"log_every"`
-
-	// GlobalBatchSize is the fixed global batch the training data was made with
-	// (data.LoaderConfig.GlobalBatchSize, a --global_batch_size flag): Fit fails unless the
-	// training source's global batch has that size, and with it the run computes the same
-	// updates on any devices x processes and resumes on another topology. 0: not checked
-	// (per-device batches, whose global batch grows with the devices).
-	GlobalBatchSize int `json:"global_batch_size,omitempty"`
 
 	// Extra holds the program's own hyperparameters (model size, batch size, data files...):
 	// they are written to config.json and must match when a run is resumed.
@@ -163,6 +162,24 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// prepareOptions is the one place where Config's training mechanics become the
+// accelerator's Prepare options, which implement them: ClipGradNorm is
+// accelerator.WithClipGradNorm, GradientAccumulation accelerator.WithGradientAccumulation,
+// AutoBatch accelerator.WithAutoBatch, and Schedule, LearningRate and the warm-up are the
+// graph function (lrSchedule.Graph) given to accelerator.WithLearningRateSchedule. sched is
+// called when the step graph is built, once the run's length is known. c is defaulted.
+func (c Config) prepareOptions(sched func() lrSchedule) []accelerator.PrepareOption {
+	opts := []accelerator.PrepareOption{
+		accelerator.WithGradientAccumulation(c.GradientAccumulation),
+		accelerator.WithClipGradNorm(c.ClipGradNorm),
+		accelerator.WithLearningRateSchedule(func(u *Node) *Node { return sched().Graph()(u) }),
+	}
+	if c.AutoBatch {
+		opts = append(opts, accelerator.WithAutoBatch())
+	}
+	return opts
+}
+
 // validate checks the numbers of a defaulted Config. Names that depend on the task or the
 // data (metrics, total steps) are checked by Fit.
 func (c Config) validate() error {
@@ -190,8 +207,6 @@ func (c Config) validate() error {
 		return bad("SaveEvery", "= %d: must be >= 0", c.SaveEvery)
 	case c.KeepLast < 0:
 		return bad("KeepLast", "= %d: must be >= 0", c.KeepLast)
-	case c.GlobalBatchSize < 0:
-		return bad("GlobalBatchSize", "= %d: must be > 0, or 0 for per-device batches", c.GlobalBatchSize)
 	case c.LogEvery < 0:
 		return bad("LogEvery", "= %d: must be >= 0", c.LogEvery)
 	case c.Patience < 0:

@@ -5,7 +5,7 @@
 //
 //	acc, err := accelerator.New(accelerator.Config{Seed: 42})
 //	opt, err := optim.Adam(optim.AdamConfig{LearningRate: 2e-5}) // torch.optim.Adam's defaults
-//	tr, err := trainer.New(acc, store, opt, trainer.Classification(2, clf.Logits))
+//	tr, err := trainer.New(acc, store, opt, trainer.SingleLabelClassification(2, clf.Logits))
 //	res, err := tr.Fit(trainLoader, testLoader, trainer.Config{
 //	    OutputDir:    "runs/sst",
 //	    Epochs:       3,

@@ -122,14 +122,14 @@ func mlpDropout(hidden int, rate float64) func(s *model.Scope, x *Node) *Node {
 	}
 }
 
-// toyTask trains the toy MLP as a Classification task (3 classes): cross-entropy, and
-// accuracy, loss and the other classification metrics from the gathered outputs.
+// toyTask trains the toy MLP as a SingleLabelClassification task (3 classes): cross-entropy,
+// and accuracy, loss and the other classification metrics from the gathered outputs.
 func toyTask(hidden int) Task { return toyDropoutTask(hidden, 0) }
 
 // toyDropoutTask is toyTask with dropout at the given rate on the hidden layer.
 func toyDropoutTask(hidden int, dropout float64) Task {
 	logits := mlpDropout(hidden, dropout)
-	return Classification(3, func(s *model.Scope, inputs []*Node) *Node { return logits(s, inputs[0]) })
+	return SingleLabelClassification(3, func(s *model.Scope, inputs []*Node) *Node { return logits(s, inputs[0]) })
 }
 
 // weights returns the trainable variables of a store as flat float32 slices.

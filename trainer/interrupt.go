@@ -24,12 +24,13 @@ import (
 // A hand-written loop asks between steps: Requested with one process, RequestedAnywhere with
 // several (so that all stop after the same step). Fit does that after every step.
 type Interrupt struct {
-	mu   sync.Mutex
-	sig  os.Signal
-	ch   chan os.Signal
-	done chan struct{}
-	out  io.Writer
-	exit func(code int)
+	mu       sync.Mutex
+	sig      os.Signal
+	ch       chan os.Signal
+	done     chan struct{}
+	stopOnce sync.Once // Stop closes done once, however many goroutines call it
+	out      io.Writer
+	exit     func(code int)
 }
 
 // NotifyInterrupt starts catching SIGINT and SIGTERM; messages go to out (nil: os.Stderr).
@@ -120,17 +121,15 @@ func (i *Interrupt) Signal() os.Signal {
 	return i.sig
 }
 
-// Stop stops catching the signals.
+// Stop stops catching the signals. It may be called more than once, from any goroutine.
 func (i *Interrupt) Stop() {
 	if i == nil {
 		return
 	}
-	signal.Stop(i.ch)
-	select {
-	case <-i.done:
-	default:
+	i.stopOnce.Do(func() {
+		signal.Stop(i.ch)
 		close(i.done)
-	}
+	})
 }
 
 // ExitCode is the exit status a program stopped by the signal should end with, as a shell

@@ -53,10 +53,14 @@ type runFile struct {
 	Plan      string `json:"plan"`
 	Seed      int64  `json:"seed"`
 	// PerDeviceBatch x Devices x Processes = GlobalBatch examples per batch (with a fixed
-	// Config.GlobalBatchSize, GlobalBatch is it and the product is larger by the masked
+	// global batch, GlobalBatch is GlobalBatchSize and the product is larger by the masked
 	// slots); BatchesPerEpoch batches per epoch (an update takes GradientAccumulation batches).
-	PerDeviceBatch  int    `json:"per_device_batch"`
-	GlobalBatch     int    `json:"global_batch"`
+	PerDeviceBatch int `json:"per_device_batch"`
+	GlobalBatch    int `json:"global_batch"`
+	// GlobalBatchSize is the training source's fixed global batch (data.Source's
+	// FixedGlobalBatchSize, set by data.LoaderConfig.GlobalBatchSize), 0 for per-device
+	// batches; a resume must have the same. -1 when the saved file did not record it.
+	GlobalBatchSize int    `json:"global_batch_size"`
 	BatchesPerEpoch int    `json:"batches_per_epoch"`
 	Optimizer       string `json:"optimizer"`
 	// Parameters is the number of trainable parameters of the model.
@@ -123,7 +127,29 @@ func readRunDir(dir string) (*runFile, error) {
 		return nil, fmt.Errorf("trainer: %s has version %d; this goaccel reads up to version %d",
 			filepath.Join(dir, configFile), info.Version, runVersion)
 	}
+	info.GlobalBatchSize = savedGlobalBatchSize(raw)
 	return &info, nil
+}
+
+// savedGlobalBatchSize reads the fixed global batch from a config.json: its global_batch_size,
+// or in a file written before that existed, trainer.global_batch_size (Config.GlobalBatchSize
+// then, 0 when not given); -1 (not recorded, not compared) when neither is there.
+func savedGlobalBatchSize(raw []byte) int {
+	var probe struct {
+		Global  *int `json:"global_batch_size"`
+		Trainer struct {
+			Global *int `json:"global_batch_size"`
+		} `json:"trainer"`
+	}
+	switch {
+	case json.Unmarshal(raw, &probe) != nil:
+		return -1
+	case probe.Global != nil:
+		return *probe.Global
+	case probe.Trainer.Global != nil:
+		return *probe.Trainer.Global
+	}
+	return -1
 }
 
 // compareRuns lists how the run about to start differs from the one saved in a run directory:
@@ -159,12 +185,17 @@ func compareRuns(saved, now *runFile) (problems, changes []string) {
 			"on it (only a constant schedule lets a run be lengthened)", configFile, saved.TotalSteps, now.TotalSteps,
 			now.Trainer.Schedule))
 	}
+	savedGlobal := saved.GlobalBatchSize
+	if savedGlobal < 0 { // not recorded (a config.json of a run without Config.GlobalBatchSize then): not compared
+		savedGlobal = now.GlobalBatchSize
+	}
 	for _, c := range []struct {
 		name     string
 		old, new any
 	}{
 		{"seed", saved.Seed, now.Seed},
 		{"global_batch", saved.GlobalBatch, now.GlobalBatch},
+		{"global_batch_size", savedGlobal, now.GlobalBatchSize},
 		{"optimizer", saved.Optimizer, now.Optimizer},
 	} {
 		if !reflect.DeepEqual(c.old, c.new) {

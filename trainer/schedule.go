@@ -23,7 +23,9 @@ var scheduleNames = []string{scheduleConstant, scheduleLinear, scheduleCosine}
 
 // lrSchedule is the learning-rate schedule of Config.Schedule (its doc has the formulas):
 // the rate of each optimizer update as a function of the updates already applied, computed in
-// the training graph (accelerator.WithLearningRateSchedule); At is the same on the host.
+// the training graph only (Graph, which Config.prepareOptions hands to
+// accelerator.WithLearningRateSchedule; the accelerator counts the updates and sets the rate).
+// The trainer reads the rate back from the job (Job.LearningRate), never recomputes it.
 type lrSchedule struct {
 	Name   string  // one of scheduleNames
 	Peak   float64 // η
@@ -56,24 +58,6 @@ func newSchedule(name string, peak float64, warmup, total int64) (lrSchedule, er
 			"update(s) and Config.WarmupSteps = %d; lower WarmupSteps or train longer", s.Name, total, warmup)
 	}
 	return s, nil
-}
-
-// At returns the learning rate of the update made after u updates (u = 0: the first).
-func (s lrSchedule) At(u int64) float64 {
-	uf := float64(u)
-	if s.Warmup > 0 && u < s.Warmup {
-		return s.Peak * (uf + 1) / float64(s.Warmup)
-	}
-	span := float64(s.Total - s.Warmup)
-	switch s.Name {
-	case scheduleLinear:
-		return s.Peak * math.Max(0, (float64(s.Total)-uf)/span)
-	case scheduleCosine:
-		frac := math.Min(1, (uf-float64(s.Warmup))/span)
-		return s.Peak * 0.5 * (1 + math.Cos(math.Pi*frac))
-	default:
-		return s.Peak
-	}
 }
 
 // Graph returns the schedule as a graph function for accelerator.WithLearningRateSchedule.

@@ -12,7 +12,7 @@ import (
 
 // Task says what to learn and how to judge it: the training loss of a batch, the
 // per-example outputs of evaluation, and the metrics computed from the gathered outputs.
-// Classification builds one for the usual case.
+// SingleLabelClassification builds one for the usual case.
 type Task struct {
 	// Loss returns the scalar training loss of a global batch, a mean over its real examples
 	// (accelerator.CrossEntropy or accelerator.MaskedMean honour b.Mask). Fit calls

@@ -280,22 +280,10 @@ func (t *Trainer) Fit(train, eval data.Source, cfg Config) (res *Result, err err
 // schedule, clipping, accumulation).
 func (f *fit) prepare() error {
 	cfg := f.cfg
-	opts := []accelerator.PrepareOption{
-		accelerator.WithGradientAccumulation(cfg.GradientAccumulation),
-		accelerator.WithClipGradNorm(cfg.ClipGradNorm),
-		// The schedule is read when the step graph is built, after its length is known.
-		accelerator.WithLearningRateSchedule(func(u *Node) *Node { return f.sched.Graph()(u) }),
-	}
-	if cfg.AutoBatch {
-		opts = append(opts, accelerator.WithAutoBatch())
-	}
-	job, err := f.t.acc.Prepare(f.t.model, f.t.opt, f.train, opts...)
+	// The schedule is read when the step graph is built, after its length is known.
+	job, err := f.t.acc.Prepare(f.t.model, f.t.opt, f.train, cfg.prepareOptions(func() lrSchedule { return f.sched })...)
 	if err != nil {
 		return wrapf(err, "preparing the job")
-	}
-	if g := cfg.GlobalBatchSize; g > 0 && globalBatch(f.train, f.t.acc.NumReplicas()) != g {
-		return fmt.Errorf("trainer: Config.GlobalBatchSize = %d but the training data's global batch is %d; make the "+
-			"loader with data.LoaderConfig.GlobalBatchSize = %d", g, globalBatch(f.train, f.t.acc.NumReplicas()), g)
 	}
 	f.job, f.t.job = job, job
 	acc, loss := f.t.acc, f.t.task.Loss
@@ -343,12 +331,11 @@ func (f *fit) prepare() error {
 	return nil
 }
 
-// globalBatch is the number of examples of a global batch of src over replicas: its
-// GlobalBatchSize (data.Loader has it: a fixed one, or BatchSize x replicas), else BatchSize x
-// replicas.
+// globalBatch is the number of examples of a global batch of src over replicas: its fixed
+// global batch, or BatchSize x replicas with per-device batches.
 func globalBatch(src data.Source, replicas int) int {
-	if g, ok := src.(interface{ GlobalBatchSize() int }); ok {
-		return g.GlobalBatchSize()
+	if g := src.FixedGlobalBatchSize(); g > 0 {
+		return g
 	}
 	return src.BatchSize() * replicas
 }
@@ -365,6 +352,7 @@ func (f *fit) runInfo() *runFile {
 		Backend: info.Backend, Plugin: info.Plugin.Path, Devices: acc.NumDevices(), Processes: acc.NumProcesses(),
 		Plan: acc.Plan(), Seed: acc.Seed(),
 		PerDeviceBatch: f.train.BatchSize(), GlobalBatch: globalBatch(f.train, acc.NumReplicas()),
+		GlobalBatchSize: f.train.FixedGlobalBatchSize(),
 		Topologies:      []checkpoint.Topology{{Step: 0, Devices: acc.NumDevices(), Processes: acc.NumProcesses()}},
 		BatchesPerEpoch: f.spe, Optimizer: fmt.Sprintf("%T", f.t.opt), Versions: BuildVersions(),
 	}

@@ -99,7 +99,7 @@ func run(params int64, dir string, keep bool, repeat int) error {
 		"cp -r + sync of the copy (fsync)",
 		"dd bs=8M conv=fsync of the same files",
 		"Load (read + SHA-256 verify + set Store)",
-		"Verify (read + SHA-256 only)",
+		"VerifyManifest (read + SHA-256 only)",
 		"cat of the same files > /dev/null",
 		"SaveAsync: caller blocked (host copy)",
 		"SaveAsync + Wait (copy + background save)",
@@ -196,7 +196,7 @@ func measure(m *checkpoint.Manager, store *model.Store, step int64, work string)
 	fresh.Store.Finalize()
 
 	start = time.Now()
-	if err := checkpoint.Verify(path); err != nil {
+	if err := checkpoint.VerifyManifest(path); err != nil {
 		return nil, 0, err
 	}
 	d = append(d, time.Since(start))

@@ -107,7 +107,7 @@ func fitRank(dir string) error {
 		return layers.Dense(s.In("out"), h, true, 3)
 	}
 	store := model.NewStore()
-	tr, err := trainer.New(acc, store, optimizer.Adam().LearningRate(0.01).Done(), trainer.Classification(3, logits))
+	tr, err := trainer.New(acc, store, optimizer.Adam().LearningRate(0.01).Done(), trainer.SingleLabelClassification(3, logits))
 	if err != nil {
 		return err
 	}
@@ -116,8 +116,7 @@ func fitRank(dir string) error {
 		pauses[p] = p != ""
 	}
 	world, restarts := os.Getenv("WORLD_SIZE"), os.Getenv("TORCHELASTIC_RESTART_COUNT")
-	cfg := trainer.Config{OutputDir: filepath.Join(dir, "run"), Epochs: 2, SaveEvery: 2, LearningRate: 0.01, Quiet: true,
-		GlobalBatchSize: fitGlobal}
+	cfg := trainer.Config{OutputDir: filepath.Join(dir, "run"), Epochs: 2, SaveEvery: 2, LearningRate: 0.01, Quiet: true}
 	cfg.Callbacks.OnStep = func(ev trainer.StepEvent) error {
 		if acc.IsMainProcess() {
 			f, err := os.OpenFile(filepath.Join(dir, "steps.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)

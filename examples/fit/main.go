@@ -183,7 +183,7 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	if err != nil {
 		return nil, 0, nameFlags(err)
 	}
-	tr, err := trainer.New(acc, clf, opt, trainer.Classification(2, clf.Logits))
+	tr, err := trainer.New(acc, clf, opt, trainer.SingleLabelClassification(2, clf.Logits))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -191,7 +191,7 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 		OutputDir: dir, Epochs: o.Epochs, MaxSteps: int64(o.MaxSteps), LearningRate: lr, Schedule: o.Schedule,
 		WarmupSteps: o.WarmupSteps, WarmupRatio: o.WarmupRatio, ClipGradNorm: o.MaxGradNorm,
 		GradientAccumulation: o.GradAccum, SaveEvery: o.SaveSteps, KeepLast: o.SaveTotalLimit, AsyncSave: o.AsyncSave, BestMetric: "accuracy",
-		Patience: o.Patience, GlobalBatchSize: o.GlobalBatchSize, Output: out, Interrupt: intr, Loggers: loggers,
+		Patience: o.Patience, Output: out, Interrupt: intr, Loggers: loggers,
 		SaveBest: func(dir string) error { return bert.SavePretrained(dir, clf, tok) }, // best/: a Hugging Face folder
 		Extra: map[string]any{"data_dir": o.DataDir, "model_dir": o.ModelDir, "batch_size": o.BatchSize,
 			"max_len": o.MaxLen, "seed": o.Seed, "test_size": o.TestSize, "dropout": o.Dropout, "weight_decay": o.WeightDecay},

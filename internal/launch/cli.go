@@ -305,7 +305,13 @@ func unknownFlagHint(fs *flag.FlagSet, err error) error {
 // first, how it ended and where its log is); 2 for a bad command line; 130 when interrupted.
 // SIGINT, SIGTERM, SIGHUP or SIGQUIT stops every rank (SIGTERM, then SIGKILL after 5 s); a
 // second one kills them.
-func Main(args []string, stdout, stderr io.Writer) int {
+func Main(args []string, stdout, stderr io.Writer) int { return mainWith(args, stdout, stderr) }
+
+// configOption changes the Config a command line gave (tests define them, in _test.go files).
+type configOption func(cfg *Config)
+
+// mainWith is Main with opts applied to the job's Config after the command line.
+func mainWith(args []string, stdout, stderr io.Writer, opts ...configOption) int {
 	inv, err := parseArgs(args, envvar.Environ())
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, usage+flagHelp())
@@ -322,6 +328,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := inv.cfg
 	cfg.Stdout, cfg.Stderr = stdout, stderr
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if inv.replaced != "" {
 		fmt.Fprintf(stderr, "goaccel launch: --selftest: running the self-test on every rank instead of %s\n", inv.replaced)
 	}

@@ -37,9 +37,6 @@ func init() {
 	}
 }
 
-// noGuardian, set by tests, starts no guardian: the parent-death signal alone stops the ranks.
-var noGuardian bool
-
 // guardian is the launcher's end of its guardian process; a nil *guardian does nothing.
 type guardian struct {
 	cmd *exec.Cmd
@@ -53,9 +50,11 @@ type guardian struct {
 const guardianReady = "ready"
 
 // startGuardian starts the guardian, in its own process group so that the terminal's signals
-// (Ctrl-C, a hang-up) reach the launcher only, and waits until it is ready.
-func startGuardian() (*guardian, error) {
-	if noGuardian {
+// (Ctrl-C, a hang-up) reach the launcher only, and waits until it is ready. With none (set
+// by tests through Config.noGuardian) it starts nothing: the parent-death signal alone stops
+// the ranks.
+func startGuardian(none bool) (*guardian, error) {
+	if none {
 		return nil, nil
 	}
 	exe, err := os.Executable()

@@ -15,10 +15,10 @@ import (
 // appeared (a rank timed out in a collective), before it stops them: the others write theirs
 // within internal/mpi's alarm poll (half a second) of that rank's alarm, or when their own collective
 // times out.
-var hangWait = time.Second
+const hangWait = time.Second
 
 // hangPoll is how often the launcher looks for its ranks' first hang report.
-var hangPoll = 50 * time.Millisecond
+const hangPoll = 50 * time.Millisecond
 
 // hasHangReport says whether the rank whose log folder is dir wrote a hang report.
 func hasHangReport(dir string) bool {

@@ -89,10 +89,23 @@ type Config struct {
 	// reach the master gives up after 8 s instead of JoinTimeout, and rank 0's output (the
 	// report) is shown without its "[rank 0] " prefix.
 	SelfTest bool
+
+	// What only this package's tests change (their options set it; zero: the defaults).
+	noGuardian    bool          // start no guardian: the parent-death signal alone stops the ranks
+	selfTestDial  time.Duration // a self-test node's limit for reaching the master (0: selfTestDial)
+	progressEvery time.Duration // how often a wait is reported (0: progressEvery)
 }
 
-// defaultStopGrace is Config.StopGrace's default (a variable for the tests).
-var defaultStopGrace = 5 * time.Second
+// defaultStopGrace is Config.StopGrace's default.
+const defaultStopGrace = 5 * time.Second
+
+// sayEvery is how often a launcher of c that waits for another says what it waits for.
+func (c *Config) sayEvery() time.Duration {
+	if c.progressEvery > 0 {
+		return c.progressEvery
+	}
+	return progressEvery
+}
 
 // TeeNone is Config.Tee's value for "no worker output on the terminal" (torchrun's --tee 0).
 const TeeNone = -1
@@ -302,7 +315,7 @@ func run(ctx context.Context, cfg Config, shares []share, note string, tempLogs 
 		return err
 	}
 	l := &launcher{cfg: cfg, shares: shares, host: hostname(), tempLogs: tempLogs}
-	if l.guard, err = startGuardian(); err != nil {
+	if l.guard, err = startGuardian(cfg.noGuardian); err != nil {
 		l.sayf("cannot start the guardian that stops the ranks should this launcher be killed: %v", err)
 	}
 	defer l.guard.finish()
@@ -343,10 +356,14 @@ func run(ctx context.Context, cfg Config, shares []share, note string, tempLogs 
 	}
 	wait := cfg.JoinTimeout
 	if cfg.SelfTest && cfg.NodeRank != 0 {
-		wait = min(wait, selfTestDial)
+		dial := selfTestDial
+		if cfg.selfTestDial > 0 {
+			dial = cfg.selfTestDial
+		}
+		wait = min(wait, dial)
 	}
 	dialStart := time.Now()
-	ctl, err := dialMaster(ctx, masterAddr, wait, cfg.JoinTimeout, l.sayf)
+	ctl, err := dialMaster(ctx, masterAddr, wait, cfg.JoinTimeout, cfg.sayEvery(), l.sayf)
 	if err != nil {
 		return err
 	}
@@ -421,16 +438,17 @@ func (c *control) send(m message) error {
 	return err
 }
 
-// progressEvery is how often a launcher that waits for another says what it waits for.
-var progressEvery = 10 * time.Second
+// progressEvery is how often a launcher that waits for another says what it waits for
+// (Config.sayEvery).
+const progressEvery = 10 * time.Second
 
 // dialMaster connects to the master, retrying while it is not up yet (other nodes' launchers
-// may start first), for at most wait, saying every progressEvery what it waits for; joinTimeout
-// is the --join_timeout that wait comes from (shorter under --selftest).
-func dialMaster(ctx context.Context, addr string, wait, joinTimeout time.Duration, sayf func(string, ...any)) (*control, error) {
+// may start first), for at most wait, saying every `every` what it waits for; joinTimeout is
+// the --join_timeout that wait comes from (shorter under --selftest).
+func dialMaster(ctx context.Context, addr string, wait, joinTimeout, every time.Duration, sayf func(string, ...any)) (*control, error) {
 	start := time.Now()
 	deadline := start.Add(wait)
-	nextSay := start.Add(progressEvery)
+	nextSay := start.Add(every)
 	for {
 		d := net.Dialer{Timeout: min(5*time.Second, max(time.Until(deadline), 100*time.Millisecond))}
 		conn, err := d.DialContext(ctx, "tcp", addr)
@@ -475,7 +493,7 @@ func dialMaster(ctx context.Context, addr string, wait, joinTimeout time.Duratio
 		}
 		if now := time.Now(); now.After(nextSay) {
 			sayf("waiting for node_rank 0's launcher at %s (%s of %s): %v", addr, seconds(now.Sub(start)), seconds(joinTimeout), err)
-			nextSay = nextSay.Add(progressEvery)
+			nextSay = nextSay.Add(every)
 		}
 		select {
 		case <-ctx.Done():
@@ -601,10 +619,10 @@ func (l *launcher) mergeTimeline(start message) {
 
 // awaitStart waits for the master's answer to a join: "go" once every node joined, or "stop",
 // after its "joined", which the first join (first) must get by l.ackBy. A node_rank > 0 says
-// every progressEvery that it waits (the master says for whom).
+// every Config.sayEvery that it waits (the master says for whom).
 func (l *launcher) awaitStart(ctx context.Context, first bool) (message, error) {
 	begin := time.Now()
-	tick := time.NewTicker(progressEvery)
+	tick := time.NewTicker(l.cfg.sayEvery())
 	defer tick.Stop()
 	var ackTimeout <-chan time.Time
 	if first {

@@ -36,7 +36,7 @@ import (
 const secretMinBytes = 16
 
 // authWait bounds how long the master waits for a connection's proof.
-var authWait = 10 * time.Second
+const authWait = 10 * time.Second
 
 // newSecret makes a random secret, for a job whose launchers this one starts itself (one node,
 // or -H).

@@ -29,9 +29,9 @@ const SelfTestCommand = "__goaccel_launch_selftest__"
 const selfTestBytes = 64 << 20
 
 // selfTestDial is how long a node_rank > 0 launcher of a self-test tries to reach the master
-// before it fails naming host:port (a normal launch keeps trying for --join_timeout); a
-// variable for the tests.
-var selfTestDial = 8 * time.Second
+// before it fails naming host:port (a normal launch keeps trying for --join_timeout); tests
+// shorten it with Config.selfTestDial.
+const selfTestDial = 8 * time.Second
 
 // selfTestProgram makes c run the self-test ranks: this executable with SelfTestCommand.
 func (c *Config) selfTestProgram() error {

@@ -150,14 +150,11 @@ func otherService(t *testing.T, reply string, keep bool) string {
 }
 
 // TestJoinWaitSaysWhatItWaitsFor: a master without its other node, and a node without its
-// master, say every progressEvery what they wait for, and a normal launch waits the whole
-// --join_timeout where a self-test's node gives up after selfTestDial.
+// master, say every Config.progressEvery what they wait for, and a normal launch waits the
+// whole --join_timeout where a self-test's node gives up after Config.selfTestDial.
 func TestJoinWaitSaysWhatItWaitsFor(t *testing.T) {
-	oldEvery, oldDial := progressEvery, selfTestDial
-	progressEvery, selfTestDial = 300*time.Millisecond, 600*time.Millisecond
-	defer func() { progressEvery, selfTestDial = oldEvery, oldDial }()
-
 	master, _, out := testJob(t, "env", 1)
+	master.progressEvery = 300 * time.Millisecond
 	master.NNodes, master.MasterPort, master.JoinTimeout = 2, freePort(t), 1500*time.Millisecond
 	err := Run(context.Background(), master)
 	want := "waiting for node_rank 1 of 2 to join on port " + strconv.Itoa(master.MasterPort) + " ("
@@ -171,6 +168,7 @@ func TestJoinWaitSaysWhatItWaitsFor(t *testing.T) {
 
 	for _, selfTest := range []bool{false, true} {
 		node, _, out := testJob(t, "env", 1)
+		node.progressEvery, node.selfTestDial = 300*time.Millisecond, 600*time.Millisecond
 		node.NNodes, node.NodeRank, node.MasterPort, node.JoinTimeout = 2, 1, closedPort(t), 1500*time.Millisecond
 		if selfTest {
 			node.JoinTimeout = time.Minute // far beyond selfTestDial, which ends the wait
@@ -190,7 +188,7 @@ func TestJoinWaitSaysWhatItWaitsFor(t *testing.T) {
 			t.Errorf("a normal launch gave up after %s (%v), want the whole --join_timeout of %s", took, err, node.JoinTimeout)
 		}
 		if selfTest && (took > node.JoinTimeout/2 || !strings.Contains(err.Error(), "within 600ms (--selftest's limit")) {
-			t.Errorf("a self-test's node gave up after %s (%v), want %s", took, err, selfTestDial)
+			t.Errorf("a self-test's node gave up after %s (%v), want %s", took, err, node.selfTestDial)
 		}
 	}
 }

@@ -33,6 +33,7 @@ type server struct {
 	nnodes      int    // the job's nodes; in an elastic job the most (MAX of --nnodes MIN:MAX)
 	maxRestarts int
 	joinTimeout time.Duration
+	sayEvery    time.Duration // how often the wait for the nodes is reported (Config.sayEvery)
 	// minNodes > 0 makes the job elastic (elastic.go): it runs on minNodes to nnodes nodes,
 	// which join with an id and get their node rank from the master at every start;
 	// lastCall is how long a formation of at least minNodes waits for more.
@@ -89,14 +90,14 @@ func (p *peerConn) send(m message, escaped bool) {
 
 // newServer listens on addr ("host:port"; port 0 picks a free one). storePort is the ranks'
 // MASTER_PORT, which the server sends to every launcher. cfg gives the nodes (NNodes, and
-// MinNodes for an elastic job), MaxRestarts, JoinTimeout and LastCallTimeout.
+// MinNodes for an elastic job), MaxRestarts, JoinTimeout, LastCallTimeout and how often to report a wait.
 func newServer(addr, secret string, storePort int, cfg *Config, sayf func(string, ...any)) (*server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on %s for the other ranks (--master_addr/--master_port): %w", addr, err)
 	}
 	s := &server{ln: ln, secret: secret, storePort: storePort, nnodes: cfg.NNodes, maxRestarts: cfg.MaxRestarts,
-		joinTimeout: cfg.JoinTimeout, minNodes: cfg.MinNodes, lastCall: cfg.LastCallTimeout,
+		joinTimeout: cfg.JoinTimeout, sayEvery: cfg.sayEvery(), minNodes: cfg.MinNodes, lastCall: cfg.LastCallTimeout,
 		joined: map[int]*peerConn{}, closed: make(chan struct{}), sayf: sayf}
 	s.armJoinTimer()
 	go s.serve()
@@ -104,10 +105,10 @@ func newServer(addr, secret string, storePort int, cfg *Config, sayf func(string
 	return s, nil
 }
 
-// sayWhileJoining says every progressEvery, until the server closes, which node_ranks the
+// sayWhileJoining says every s.sayEvery, until the server closes, which node_ranks the
 // current attempt still waits for.
 func (s *server) sayWhileJoining() {
-	t := time.NewTicker(progressEvery)
+	t := time.NewTicker(s.sayEvery)
 	defer t.Stop()
 	for {
 		select {

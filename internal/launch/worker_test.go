@@ -35,11 +35,12 @@ const (
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "launch" && os.Getenv(launcherSwitch) != "" {
-		noGuardian = os.Getenv(noGuardianSwitch) == "1"
-		if d, err := time.ParseDuration(os.Getenv(graceSwitch)); err == nil {
-			defaultStopGrace = d
-		}
-		os.Exit(Main(os.Args[2:], os.Stdout, os.Stderr))
+		os.Exit(mainWith(os.Args[2:], os.Stdout, os.Stderr, func(cfg *Config) {
+			cfg.noGuardian = os.Getenv(noGuardianSwitch) == "1"
+			if d, err := time.ParseDuration(os.Getenv(graceSwitch)); err == nil && cfg.StopGrace == 0 {
+				cfg.StopGrace = d
+			}
+		}))
 	}
 	if mode := os.Getenv(workerSwitch); mode != "" {
 		os.Exit(testWorker(mode))

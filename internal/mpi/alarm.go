@@ -20,16 +20,16 @@ const (
 
 // alarmPoll is how often a rank waiting in a collective looks for an alarm: a collective waits
 // in slices of this length.
-var alarmPoll = 500 * time.Millisecond
+const alarmPoll = 500 * time.Millisecond
 
 // alarmWait is how long a rank that timed out waits for the others' acknowledgements (each
 // wrote its report) before its error returns and the job is aborted.
-var alarmWait = 2 * alarmPoll
+const alarmWait = 2 * alarmPoll
 
 // armAlarms posts, once, a receive for an alarm from every other rank (in jobs of at most
-// trackAllLimit ranks). MPI thread only.
+// c.trackAll ranks). MPI thread only.
 func (c *Comm) armAlarms() {
-	if c.alarmsArmed || c.size == 1 || c.size > trackAllLimit {
+	if c.alarmsArmed || c.size == 1 || c.size > c.trackAll {
 		return
 	}
 	c.alarmsArmed = true

@@ -55,7 +55,8 @@ const maxCount = 1 << 30
 // trackAllLimit is the largest job in which every rank tells every other one that it arrived
 // at a collective, so that any rank's timeout names the missing ranks. In larger jobs the ranks
 // tell rank 0 only (2(n-1) messages per collective instead of n(n-1)), and only rank 0 can name them.
-var trackAllLimit = 64 // a variable for the tests
+// A Comm holds it as trackAll, which tests lower.
+const trackAllLimit = 64
 
 // ErrTimeout is wrapped by every error of a collective that ran out of time (see TimeoutError).
 var ErrTimeout = errors.New("collective timed out")
@@ -198,7 +199,7 @@ func (r *round) postArrivals(tag int) error {
 		r.tracked = true
 		return nil
 	}
-	all := c.size <= trackAllLimit
+	all := c.size <= c.trackAll
 	r.tracked = all || c.rank == 0
 	for p := 0; p < c.size; p++ {
 		if p == c.rank {

@@ -95,6 +95,7 @@ type Comm struct {
 	ring      [ringSize]*call
 	ringN     int  // collectives recorded in ring so far
 	debug     bool // $GOACCEL_DEBUG: verify every collective with the other ranks first
+	trackAll  int  // trackAllLimit (tests lower it)
 
 	// The alarm (alarm.go), MPI thread only.
 	alarmsArmed bool
@@ -137,7 +138,7 @@ func Init(lib Library) (*Comm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mpi: init: %w", err)
 	}
-	c := &Comm{lib: lib, timeout: timeout, calls: make(chan func()), debug: debug}
+	c := &Comm{lib: lib, timeout: timeout, calls: make(chan func()), debug: debug, trackAll: trackAllLimit}
 	ready := make(chan error, 1)
 	go c.serve(ready)
 	if err := <-ready; err != nil {

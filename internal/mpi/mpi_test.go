@@ -61,7 +61,7 @@ func runChild(name string) int {
 		return 2
 	}
 	if v, err := strconv.Atoi(os.Getenv("GOACCEL_MPI_TEST_TRACK_LIMIT")); err == nil {
-		trackAllLimit = v
+		c.trackAll = v
 	}
 	if want, _ := strconv.Atoi(os.Getenv("GOACCEL_MPI_TEST_SIZE")); want != 0 && c.Size() != want {
 		fmt.Printf("rank %d: FAIL: Size() = %d, want %d\n", c.Rank(), c.Size(), want)
@@ -279,7 +279,7 @@ func TestBarrierTimeoutNamesMissingRank(t *testing.T) {
 		t.Errorf("the job took %v to end after the timeout", d)
 	}
 
-	// In jobs larger than trackAllLimit only rank 0 hears from everyone.
+	// In jobs larger than Comm.trackAll only rank 0 hears from everyone.
 	out, _ = mpirun(t, lib, 3, "barrier-timeout", "GOACCEL_MPI_TEST_TRACK_LIMIT=2")
 	for _, want := range []string{
 		"rank 0: ok: mpi: barrier #1: timed out after 1s on rank 0 of 3: rank 2 never arrived",
@@ -534,7 +534,7 @@ func childBarrierTimeout(c *Comm) int {
 	err := c.Barrier(time.Second)
 	var te *TimeoutError
 	wantMissing := []int{2}
-	if c.Rank() != 0 && c.Size() > trackAllLimit {
+	if c.Rank() != 0 && c.Size() > c.trackAll {
 		wantMissing = nil // rank 1 tracks nobody
 	}
 	if !errors.As(err, &te) || !errors.Is(err, ErrTimeout) || !slices.Equal(te.Missing, wantMissing) {

@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// Classification accumulates the confusion matrix of a single-label classifier with a fixed
+// Confusion accumulates the confusion matrix of a single-label classifier with a fixed
 // number of classes, and derives accuracy, precision, recall and F1 from it. The zero value is
-// not usable; create one with NewClassification.
+// not usable; create one with NewConfusion.
 //
 // Conventions (those of scikit-learn with zero_division=0):
 //   - Precision(k) = TP/(TP+FP), and 0 when class k is never predicted (TP+FP = 0).
@@ -25,17 +25,17 @@ import (
 // Example with 3 classes, labels [0 0 1 1] and predictions [0 1 1 1]: class 0 has P=1, R=0.5,
 // F1=2/3; class 1 has P=2/3, R=1, F1=0.8; class 2 never appears, so F1(2)=0 and
 // MacroF1 = (2/3+0.8)/2 ≈ 0.7333; accuracy = 3/4.
-type Classification struct {
+type Confusion struct {
 	numClasses int
 	confusion  [][]int // confusion[label][prediction]
 	count      int
 }
 
-// NewClassification returns an empty Classification for classes 0 .. numClasses-1.
-// numClasses must be at least 2; NewClassification(1) and below are treated as 2.
-func NewClassification(numClasses int) *Classification {
+// NewConfusion returns an empty Confusion for classes 0 .. numClasses-1.
+// numClasses must be at least 2; NewConfusion(1) and below are treated as 2.
+func NewConfusion(numClasses int) *Confusion {
 	numClasses = max(numClasses, 2)
-	c := &Classification{numClasses: numClasses, confusion: make([][]int, numClasses)}
+	c := &Confusion{numClasses: numClasses, confusion: make([][]int, numClasses)}
 	for i := range c.confusion {
 		c.confusion[i] = make([]int, numClasses)
 	}
@@ -45,8 +45,8 @@ func NewClassification(numClasses int) *Classification {
 // Add accumulates a batch of predictions and labels. real marks the real examples (true) and
 // the padding (false); nil means every example is real. Nothing is added if any real example
 // has a class out of range, or if the lengths differ; the error names the position.
-func (c *Classification) Add(preds, labels []int, real []bool) error {
-	if err := checkLengths("Classification.Add", preds, labels, real); err != nil {
+func (c *Confusion) Add(preds, labels []int, real []bool) error {
+	if err := checkLengths("Confusion.Add", preds, labels, real); err != nil {
 		return err
 	}
 	for i := range preds {
@@ -54,12 +54,12 @@ func (c *Classification) Add(preds, labels []int, real []bool) error {
 			continue
 		}
 		if labels[i] < 0 || labels[i] >= c.numClasses {
-			return fmt.Errorf("metrics: Classification.Add: example %d: label %d out of range [0, %d); labels are class "+
-				"indices below NewClassification's numClasses", i, labels[i], c.numClasses)
+			return fmt.Errorf("metrics: Confusion.Add: example %d: label %d out of range [0, %d); labels are class "+
+				"indices below NewConfusion's numClasses", i, labels[i], c.numClasses)
 		}
 		if preds[i] < 0 || preds[i] >= c.numClasses {
-			return fmt.Errorf("metrics: Classification.Add: example %d: prediction %d out of range [0, %d); predictions are "+
-				"class indices below NewClassification's numClasses (is the model's head that wide?)", i, preds[i], c.numClasses)
+			return fmt.Errorf("metrics: Confusion.Add: example %d: prediction %d out of range [0, %d); predictions are "+
+				"class indices below NewConfusion's numClasses (is the model's head that wide?)", i, preds[i], c.numClasses)
 		}
 	}
 	for i := range preds {
@@ -73,10 +73,10 @@ func (c *Classification) Add(preds, labels []int, real []bool) error {
 }
 
 // Merge adds the counts of other (for example, computed by another process) to c.
-func (c *Classification) Merge(other *Classification) error {
+func (c *Confusion) Merge(other *Confusion) error {
 	if other.numClasses != c.numClasses {
-		return fmt.Errorf("metrics: Classification.Merge: cannot merge %d-class and %d-class results; make both with "+
-			"the same NewClassification(numClasses)", other.numClasses, c.numClasses)
+		return fmt.Errorf("metrics: Confusion.Merge: cannot merge %d-class and %d-class results; make both with "+
+			"the same NewConfusion(numClasses)", other.numClasses, c.numClasses)
 	}
 	for i := range c.confusion {
 		for j := range c.confusion[i] {
@@ -88,7 +88,7 @@ func (c *Classification) Merge(other *Classification) error {
 }
 
 // Reset forgets every example added.
-func (c *Classification) Reset() {
+func (c *Confusion) Reset() {
 	for _, row := range c.confusion {
 		clear(row)
 	}
@@ -96,13 +96,13 @@ func (c *Classification) Reset() {
 }
 
 // NumClasses returns the number of classes.
-func (c *Classification) NumClasses() int { return c.numClasses }
+func (c *Confusion) NumClasses() int { return c.numClasses }
 
 // Count returns the number of (real) examples added.
-func (c *Classification) Count() int { return c.count }
+func (c *Confusion) Count() int { return c.count }
 
 // Correct returns the number of examples whose prediction equals the label.
-func (c *Classification) Correct() int {
+func (c *Confusion) Correct() int {
 	n := 0
 	for k := range c.numClasses {
 		n += c.confusion[k][k]
@@ -111,13 +111,13 @@ func (c *Classification) Correct() int {
 }
 
 // Accuracy returns Correct()/Count(), or 0 with no example.
-func (c *Classification) Accuracy() float64 {
+func (c *Confusion) Accuracy() float64 {
 	return ratio(c.Correct(), c.count)
 }
 
-// Confusion returns a copy of the confusion matrix: Confusion()[label][prediction] counts the
+// Matrix returns a copy of the confusion matrix: Matrix()[label][prediction] counts the
 // examples of that label given that prediction.
-func (c *Classification) Confusion() [][]int {
+func (c *Confusion) Matrix() [][]int {
 	out := make([][]int, c.numClasses)
 	for i, row := range c.confusion {
 		out[i] = append([]int(nil), row...)
@@ -126,7 +126,7 @@ func (c *Classification) Confusion() [][]int {
 }
 
 // Support returns the number of examples whose label is class (0 for a class out of range).
-func (c *Classification) Support(class int) int {
+func (c *Confusion) Support(class int) int {
 	if class < 0 || class >= c.numClasses {
 		return 0
 	}
@@ -138,7 +138,7 @@ func (c *Classification) Support(class int) int {
 }
 
 // predicted returns how many examples were predicted as class.
-func (c *Classification) predicted(class int) int {
+func (c *Confusion) predicted(class int) int {
 	n := 0
 	for _, row := range c.confusion {
 		n += row[class]
@@ -147,7 +147,7 @@ func (c *Classification) predicted(class int) int {
 }
 
 // Precision returns the precision of class (0 if never predicted; NaN for a class out of range).
-func (c *Classification) Precision(class int) float64 {
+func (c *Confusion) Precision(class int) float64 {
 	if class < 0 || class >= c.numClasses {
 		return math.NaN()
 	}
@@ -155,7 +155,7 @@ func (c *Classification) Precision(class int) float64 {
 }
 
 // Recall returns the recall of class (0 if it never occurs; NaN for a class out of range).
-func (c *Classification) Recall(class int) float64 {
+func (c *Confusion) Recall(class int) float64 {
 	if class < 0 || class >= c.numClasses {
 		return math.NaN()
 	}
@@ -164,7 +164,7 @@ func (c *Classification) Recall(class int) float64 {
 
 // F1 returns the F1 score of class: the harmonic mean of its precision and recall, 0 when both
 // are 0 (NaN for a class out of range).
-func (c *Classification) F1(class int) float64 {
+func (c *Confusion) F1(class int) float64 {
 	p, r := c.Precision(class), c.Recall(class)
 	if math.IsNaN(p) {
 		return p
@@ -176,7 +176,7 @@ func (c *Classification) F1(class int) float64 {
 }
 
 // present returns the classes that occur among the labels or the predictions.
-func (c *Classification) present() []int {
+func (c *Confusion) present() []int {
 	var out []int
 	for k := range c.numClasses {
 		if c.Support(k) > 0 || c.predicted(k) > 0 {
@@ -187,7 +187,7 @@ func (c *Classification) present() []int {
 }
 
 // macro averages score over the classes present.
-func (c *Classification) macro(score func(int) float64) float64 {
+func (c *Confusion) macro(score func(int) float64) float64 {
 	classes := c.present()
 	if len(classes) == 0 {
 		return 0
@@ -200,18 +200,18 @@ func (c *Classification) macro(score func(int) float64) float64 {
 }
 
 // MacroPrecision returns the unweighted mean of the precision of the classes present.
-func (c *Classification) MacroPrecision() float64 { return c.macro(c.Precision) }
+func (c *Confusion) MacroPrecision() float64 { return c.macro(c.Precision) }
 
 // MacroRecall returns the unweighted mean of the recall of the classes present.
-func (c *Classification) MacroRecall() float64 { return c.macro(c.Recall) }
+func (c *Confusion) MacroRecall() float64 { return c.macro(c.Recall) }
 
-// MacroF1 returns the unweighted mean of the F1 of the classes present (see Classification).
-func (c *Classification) MacroF1() float64 { return c.macro(c.F1) }
+// MacroF1 returns the unweighted mean of the F1 of the classes present (see Confusion).
+func (c *Confusion) MacroF1() float64 { return c.macro(c.F1) }
 
 // Values returns the scores by name, for logging: "count", "accuracy", "macro_precision",
 // "macro_recall", "macro_f1", and with 2 classes also "precision", "recall" and "f1" of the
 // positive class 1.
-func (c *Classification) Values() map[string]float64 {
+func (c *Confusion) Values() map[string]float64 {
 	v := map[string]float64{
 		"count":           float64(c.count),
 		"accuracy":        c.Accuracy(),
@@ -227,7 +227,7 @@ func (c *Classification) Values() map[string]float64 {
 
 // String returns a one-line summary, such as
 // "n=1066 accuracy=0.8124 precision=0.8051 recall=0.8217 f1=0.8133 macro_f1=0.8124".
-func (c *Classification) String() string {
+func (c *Confusion) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "n=%d accuracy=%.4f", c.count, c.Accuracy())
 	if c.numClasses == 2 {

@@ -70,7 +70,7 @@ func TestHandComputed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := NewClassification(tc.numClasses)
+			c := NewConfusion(tc.numClasses)
 			if err := c.Add(tc.preds, tc.labels, tc.real); err != nil {
 				t.Fatal(err)
 			}
@@ -86,13 +86,13 @@ func TestHandComputed(t *testing.T) {
 			if p, r, f := c.MacroPrecision(), c.MacroRecall(), c.MacroF1(); !near(p, tc.macroP) || !near(r, tc.macroR) || !near(f, tc.mF1) {
 				t.Errorf("macro P=%g R=%g F1=%g, want %g %g %g", p, r, f, tc.macroP, tc.macroR, tc.mF1)
 			}
-			got := c.Confusion()
+			got := c.Matrix()
 			if !slices.EqualFunc(got, tc.confusion, slices.Equal[[]int]) {
 				t.Errorf("confusion %v, want %v", got, tc.confusion)
 			}
 			got[0][0] = 1000 // A copy: changing it changes nothing.
-			if c.Confusion()[0][0] == 1000 {
-				t.Error("Confusion returned the internal matrix")
+			if c.Matrix()[0][0] == 1000 {
+				t.Error("Matrix returned the internal matrix")
 			}
 			sum := 0
 			for k := range tc.numClasses {
@@ -119,7 +119,7 @@ func TestAddErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := NewClassification(2)
+			c := NewConfusion(2)
 			err := c.Add(tc.preds, tc.labels, tc.real)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want %q", err, tc.want)
@@ -129,13 +129,13 @@ func TestAddErrors(t *testing.T) {
 			}
 		})
 	}
-	if !math.IsNaN(NewClassification(2).F1(2)) {
+	if !math.IsNaN(NewConfusion(2).F1(2)) {
 		t.Error("F1 of a class out of range should be NaN")
 	}
 }
 
 func TestValuesStringMergeReset(t *testing.T) {
-	c := NewClassification(2)
+	c := NewConfusion(2)
 	if err := c.Add([]int{1, 1, 0, 0, 1, 0}, []int{1, 1, 1, 1, 0, 0}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -149,19 +149,19 @@ func TestValuesStringMergeReset(t *testing.T) {
 	if s := c.String(); s != "n=6 accuracy=0.5000 precision=0.6667 recall=0.5000 f1=0.5714 macro_f1=0.4857" {
 		t.Errorf("String() = %q", s)
 	}
-	if _, ok := NewClassification(3).Values()["f1"]; ok {
+	if _, ok := NewConfusion(3).Values()["f1"]; ok {
 		t.Error("a 3-class Values has no binary f1")
 	}
-	other := NewClassification(2)
+	other := NewConfusion(2)
 	_ = other.Add([]int{1}, []int{1}, nil)
 	if err := c.Merge(other); err != nil || c.Count() != 7 || c.Correct() != 4 {
 		t.Errorf("Merge: %v, count %d correct %d", err, c.Count(), c.Correct())
 	}
-	if err := c.Merge(NewClassification(3)); err == nil {
+	if err := c.Merge(NewConfusion(3)); err == nil {
 		t.Error("merging different class counts should fail")
 	}
 	c.Reset()
-	if c.Count() != 0 || c.Accuracy() != 0 || c.Confusion()[1][1] != 0 {
+	if c.Count() != 0 || c.Accuracy() != 0 || c.Matrix()[1][1] != 0 {
 		t.Error("Reset left counts")
 	}
 }
@@ -220,14 +220,14 @@ func TestUnevenLastBatchCountsEachExampleOnce(t *testing.T) {
 			}
 			losses[i] = rng.Float64()
 		}
-		want := NewClassification(classes)
+		want := NewConfusion(classes)
 		if err := want.Add(preds, labels, nil); err != nil {
 			t.Fatal(err)
 		}
 		wantLoss := Mean{}
 		_ = wantLoss.AddMasked(losses, nil)
 
-		got := NewClassification(classes)
+		got := NewConfusion(classes)
 		gotLoss := Mean{}
 		steps, real := shardedEval(n, replicas, batch, rng.Perm(n))
 		slots := 0
@@ -247,8 +247,8 @@ func TestUnevenLastBatchCountsEachExampleOnce(t *testing.T) {
 		if got.Count() != n || gotLoss.Weight() != float64(n) {
 			t.Errorf("N=%d: counted %d examples (loss weight %g) in %d slots, want %d", n, got.Count(), gotLoss.Weight(), slots, n)
 		}
-		if !slices.EqualFunc(got.Confusion(), want.Confusion(), slices.Equal[[]int]) {
-			t.Errorf("N=%d: confusion %v, want %v", n, got.Confusion(), want.Confusion())
+		if !slices.EqualFunc(got.Matrix(), want.Matrix(), slices.Equal[[]int]) {
+			t.Errorf("N=%d: confusion %v, want %v", n, got.Matrix(), want.Matrix())
 		}
 		if !near(got.Accuracy(), want.Accuracy()) || !near(got.MacroF1(), want.MacroF1()) ||
 			math.Abs(gotLoss.Value()-wantLoss.Value()) > 1e-12 {
@@ -277,16 +277,16 @@ func TestAccuracyFunc(t *testing.T) {
 // TestErrorsNameOperationAndFix: each error says which function refused what, and how to
 // give it what it wants.
 func TestErrorsNameOperationAndFix(t *testing.T) {
-	c := NewClassification(2)
+	c := NewConfusion(2)
 	var m Mean
 	_, accErr := Accuracy([]int{1}, []int{1}, []bool{true, false})
 	for _, tc := range []struct {
 		err  error
 		want []string
 	}{
-		{c.Add([]int{1}, []int{1, 0}, nil), []string{"metrics: Classification.Add: 1 predictions but 2 labels", "one label per prediction"}},
-		{c.Add([]int{0}, []int{2}, nil), []string{"Classification.Add: example 0: label 2 out of range [0, 2)", "numClasses"}},
-		{c.Merge(NewClassification(3)), []string{"Classification.Merge", "same NewClassification(numClasses)"}},
+		{c.Add([]int{1}, []int{1, 0}, nil), []string{"metrics: Confusion.Add: 1 predictions but 2 labels", "one label per prediction"}},
+		{c.Add([]int{0}, []int{2}, nil), []string{"Confusion.Add: example 0: label 2 out of range [0, 2)", "numClasses"}},
+		{c.Merge(NewConfusion(3)), []string{"Confusion.Merge", "same NewConfusion(numClasses)"}},
 		{accErr, []string{"metrics: Accuracy: 1 predictions but 2 mask values", "or nil"}},
 		{m.AddWeighted(1, -1), []string{"Mean.AddWeighted: invalid weight -1", "finite weight >= 0"}},
 		{m.AddMasked([]float64{1}, []bool{true, true}), []string{"Mean.AddMasked", "one mask value per value"}},
