@@ -326,6 +326,7 @@ print(json.dumps(out))
 // --logdir RUN`, started on 127.0.0.1, serves them through its HTTP scalars API, and the
 // config through its text plugin.
 func TestTensorBoardReadsTheEventFile(t *testing.T) {
+	testutil.Long(t, "starts TensorBoard's own reader and server (tier 1: TestTensorBoardAndCSVLoggers checks the event file's records)")
 	py := needTensorBoard(t)
 	dir := filepath.Join(t.TempDir(), "run")
 	fitWithReports(t, dir)
@@ -485,6 +486,7 @@ func compareSeries(t *testing.T, what string, got, want map[string][][2]float64)
 // with the same command: every tag's steps strictly increase, none is missing, and every
 // scalar but the throughput equals the uninterrupted run's.
 func TestLoggersTwoProcessesAndKill(t *testing.T) {
+	testutil.Long(t, "two 2-process runs, one killed and resumed, with the TensorBoard and CSV loggers (tier 1: TestRestartAfterKillEqualsUninterrupted resumes a killed 2-process Fit, TestTensorBoardAndCSVLoggers checks the loggers' files)")
 	testutil.NeedMPI(t)
 	report := fitReport + "=tensorboard,csv"
 	clean, killed := t.TempDir(), t.TempDir()
