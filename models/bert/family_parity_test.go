@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/checkpoint/safetensors"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
 	"github.com/gomlx/gomlx/core/tensors"
@@ -352,14 +353,112 @@ func TestFamilyFineTune(t *testing.T) {
 	}
 }
 
-// TestBPETokenizerSavedLoadsInTransformers: a RoBERTa classifier saved with its byte-level BPE
-// tokenizer (tokenizer.json and tokenizer_config.json) is read back by transformers'
-// AutoTokenizer, which gives the same ids, and AutoModelForSequenceClassification. It needs
-// GOACCEL_TORCH_PYTHON (a Python with torch and transformers) and skips without it.
-func TestBPETokenizerSavedLoadsInTransformers(t *testing.T) {
+// savedTokenizerTexts are encoded by the tokenizers saved for transformers: plain text, and
+// special and added tokens written in it.
+var savedTokenizerTexts = []string{
+	"a charming , often hilarious movie .", "  it's   DON'T <mask> café 12 ", "x",
+	"<s> </s> <pad> [CLS] [SEP] special-looking tokens in text", "the [MASK] was great[SEP]and [cls]",
+	"a <mask>  b<mask>", "the GoAccel xGoAccel goaccel HYPER   movie hyper!  [MASK]", "GoAccel!GoAccel_ hypergoaccel",
+}
+
+// savedTokenizers writes, for each family, a tokenizer saved as SavePretrained saves it
+// (writeFiles): WordPiece folders (BERT, DistilBERT, ELECTRA) with microVocab and added tokens
+// of every kind, and RoBERTa's byte-level BPE of testdata/roberta_bpe. It returns the folders
+// and the tokenizers, by family.
+func savedTokenizers(t *testing.T, maxLen int) (map[string]string, map[string]*Tokenizer) {
+	t.Helper()
+	src := t.TempDir()
+	writeTestFile(t, src, "vocab.txt", strings.Join(microVocab, "\n")+"\n")
+	writeTestFile(t, src, "tokenizer_config.json", `{"do_lower_case": true, "added_tokens_decoder": {
+		"4": {"content": "[MASK]", "lstrip": true, "normalized": false, "rstrip": false, "single_word": false, "special": true},
+		"33": {"content": "GoAccel", "lstrip": false, "normalized": false, "rstrip": false, "single_word": true, "special": false},
+		"34": {"content": "Hyper", "lstrip": false, "normalized": true, "rstrip": true, "single_word": false, "special": false}}}`)
+	dirs, toks := map[string]string{}, map[string]*Tokenizer{}
+	for _, family := range Families() {
+		from := src
+		if family == "roberta" {
+			from = filepath.Join("testdata", "roberta_bpe")
+		}
+		tok, err := LoadTokenizer(from, maxLen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := microConfig(tok.VocabSize())
+		cfg.ModelType, cfg.MaxPositionEmbeddings = family, maxLen+2
+		dir := filepath.Join(t.TempDir(), family)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := tok.writeFiles(dir, cfg); err != nil {
+			t.Fatal(err)
+		}
+		dirs[family], toks[family] = dir, tok
+	}
+	return dirs, toks
+}
+
+// TestTokenizerSavedLoadsInTransformers: the tokenizer of each family, saved as SavePretrained
+// saves it, is read back by transformers' AutoTokenizer, which gives the same ids on texts
+// with special and added tokens in them. It needs python3 with transformers and tokenizers
+// (make deps; no torch), and fails without them under CI.
+func TestTokenizerSavedLoadsInTransformers(t *testing.T) {
+	python := testutil.NeedTransformers(t)
+	const maxLen = 32
+	dirs, toks := savedTokenizers(t, maxLen)
+	textsJSON, _ := json.Marshal(savedTokenizerTexts)
+	script := fmt.Sprintf(`
+import json, sys
+from transformers import AutoTokenizer
+out = {}
+for d in sys.argv[1:]:
+    tok = AutoTokenizer.from_pretrained(d)
+    out[d] = {"class": type(tok).__name__, "ids": [tok(t, truncation=True, max_length=%d)["input_ids"] for t in %s]}
+print(json.dumps(out))
+`, maxLen, textsJSON)
+	var args []string
+	for _, family := range Families() {
+		args = append(args, dirs[family])
+	}
+	cmd := exec.Command(python, append([]string{"-c", script}, args...)...)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("transformers could not load the saved tokenizers: %v", err)
+	}
+	var res map[string]struct {
+		Class string    `json:"class"`
+		IDs   [][]int32 `json:"ids"`
+	}
+	if err := json.Unmarshal(stdout, &res); err != nil {
+		t.Fatalf("reading %q: %v", stdout, err)
+	}
+	for _, family := range Families() {
+		r, tok := res[dirs[family]], toks[family]
+		if len(r.IDs) != len(savedTokenizerTexts) {
+			t.Fatalf("%s: transformers gave %d encodings for %d texts", family, len(r.IDs), len(savedTokenizerTexts))
+		}
+		same := 0
+		for i, text := range savedTokenizerTexts {
+			if got := tok.Encode(text); !slices.Equal(got, r.IDs[i]) {
+				t.Errorf("%s: %q: ids %v here, %v in transformers (%s)", family, text, got, r.IDs[i], r.Class)
+			} else {
+				same++
+			}
+		}
+		t.Logf("%s: transformers read the saved folder as %s: %d/%d texts give the same ids", family, r.Class, same, len(savedTokenizerTexts))
+	}
+}
+
+// TestBPEClassifierSavedLoadsInTransformers: a RoBERTa classifier saved with its byte-level
+// BPE tokenizer is read back by transformers' AutoModelForSequenceClassification, whose logits
+// on the ids of the tokenizer match. It needs GOACCEL_TORCH_PYTHON (a Python with torch and
+// transformers, outside the repository) and skips loudly without it; the tokenizer half is
+// TestTokenizerSavedLoadsInTransformers, which needs no torch.
+func TestBPEClassifierSavedLoadsInTransformers(t *testing.T) {
 	python := os.Getenv("GOACCEL_TORCH_PYTHON")
 	if python == "" {
-		t.Skip("SKIPPING: GOACCEL_TORCH_PYTHON (a Python with torch and transformers, outside the repository) is not set")
+		t.Skip("SKIPPING: GOACCEL_TORCH_PYTHON (a Python with torch and transformers, outside the repository) is not set: " +
+			"the saved RoBERTa classifier is not loaded by transformers here")
 	}
 	tok, err := LoadTokenizer(filepath.Join("testdata", "roberta_bpe"), 24)
 	if err != nil {
@@ -375,21 +474,23 @@ func TestBPETokenizerSavedLoadsInTransformers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	texts := []string{"a charming , often hilarious movie .", "  it's   DON'T <mask> café 12 ", "x"}
-	logitsOnce(t, mustGoBackend(t), clf, tok.EncodeBatch(texts), false)
+	enc := tok.EncodeBatch(savedTokenizerTexts)
+	want := logitsOnce(t, mustGoBackend(t), clf, enc, false)
 	out := filepath.Join(t.TempDir(), "roberta")
 	if err := SavePretrained(out, clf, tok); err != nil {
 		t.Fatal(err)
 	}
-	textsJSON, _ := json.Marshal(texts)
+	ids, _ := json.Marshal(enc.InputIDs)
+	mask, _ := json.Marshal(enc.AttentionMask)
 	script := fmt.Sprintf(`
-import json, sys
-from transformers import AutoModelForSequenceClassification, AutoTokenizer
-tok = AutoTokenizer.from_pretrained(sys.argv[1])
-m = AutoModelForSequenceClassification.from_pretrained(sys.argv[1])
-print(json.dumps({"tokenizer": type(tok).__name__, "model": type(m).__name__,
-                  "ids": [tok(t, truncation=True, max_length=24)["input_ids"] for t in %s]}))
-`, textsJSON)
+import json, sys, torch
+from transformers import AutoModelForSequenceClassification
+m = AutoModelForSequenceClassification.from_pretrained(sys.argv[1], attn_implementation="eager").eval()
+shape = (%d, %d)
+with torch.no_grad():
+    logits = m(input_ids=torch.tensor(%s).reshape(shape), attention_mask=torch.tensor(%s).reshape(shape)).logits
+print(json.dumps({"model": type(m).__name__, "logits": logits.flatten().tolist()}))
+`, len(savedTokenizerTexts), enc.Len, ids, mask)
 	cmd := exec.Command(python, "-c", script, out)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.Output()
@@ -397,16 +498,15 @@ print(json.dumps({"tokenizer": type(tok).__name__, "model": type(m).__name__,
 		t.Fatalf("transformers could not load %s: %v", out, err)
 	}
 	var res struct {
-		Tokenizer, Model string
-		IDs              [][]int32
+		Model  string    `json:"model"`
+		Logits []float32 `json:"logits"`
 	}
 	if err := json.Unmarshal(stdout, &res); err != nil {
 		t.Fatalf("reading %q: %v", stdout, err)
 	}
-	t.Logf("transformers loaded %s and %s", res.Tokenizer, res.Model)
-	for i, text := range texts {
-		if got := tok.Encode(text); !slices.Equal(got, res.IDs[i]) {
-			t.Errorf("%q: ids %v here, %v in transformers", text, got, res.IDs[i])
-		}
+	d := maxAbsDiff(t, "logits", res.Logits, want)
+	t.Logf("transformers loaded the saved folder as %s: logits max abs diff %.3g", res.Model, d)
+	if d > familyTolerance {
+		t.Errorf("transformers' logits differ by %g, want <= %g", d, familyTolerance)
 	}
 }
