@@ -36,6 +36,17 @@ type familyFixture struct {
 	HiddenB64     string          `json:"last_hidden_state_f32_b64"`
 	LogitsShape   []int           `json:"logits_shape"`
 	LogitsB64     string          `json:"logits_f32_b64"`
+	// Texts with special and added tokens in them, as the family's transformers tokenizer
+	// encodes them (padded to a common length), and the logits of those ids.
+	Texts             []string  `json:"texts"`
+	TextInputIDs      [][]int32 `json:"text_input_ids"`
+	TextAttentionMask [][]int32 `json:"text_attention_mask"`
+	TextTokenTypeIDs  [][]int32 `json:"text_token_type_ids"`
+	TextLogitsB64     string    `json:"text_logits_f32_b64"`
+	// Tokenizer is the tokenizer.json of the family under testdata (RoBERTa's byte-level
+	// BPE), with its sha256; empty for the WordPiece families, which read fixtureVocab.
+	Tokenizer    string `json:"tokenizer"`
+	TokenizerSHA string `json:"tokenizer_sha256"`
 }
 
 // familyTolerance is the largest max-abs difference accepted between this package and
@@ -95,8 +106,9 @@ func fixtureVocab(n int) []string {
 }
 
 // writeFamilyFolder writes f's checkpoint as a Hugging Face folder: the config.json
-// transformers wrote, a vocab.txt of vocab_size tokens, and model.safetensors with the
-// formula's weights under the names and shapes of transformers' file.
+// transformers wrote, a vocab.txt of vocab_size tokens (or the fixture's tokenizer.json), and
+// model.safetensors with the formula's weights under the names and shapes of transformers'
+// file.
 func writeFamilyFolder(t *testing.T, f *familyFixture, extra ...TensorSpec) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), f.ModelType)
@@ -112,7 +124,18 @@ func writeFamilyFolder(t *testing.T, f *familyFixture, extra ...TensorSpec) stri
 	if err := json.Unmarshal(f.Config, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "vocab.txt"), []byte(strings.Join(fixtureVocab(cfg.VocabSize), "\n")+"\n"), 0o644); err != nil {
+	if f.Tokenizer != "" {
+		path := filepath.Join("testdata", filepath.FromSlash(f.Tokenizer))
+		if sum := fileSHA256(t, path); sum != f.TokenizerSHA {
+			t.Fatalf("%s has sha256 %s, family_%s.json was made from %s: rerun scripts/make_family_fixtures.py",
+				path, sum, f.ModelType, f.TokenizerSHA)
+		}
+		contents, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTestFile(t, dir, "tokenizer.json", string(contents))
+	} else if err := os.WriteFile(filepath.Join(dir, "vocab.txt"), []byte(strings.Join(fixtureVocab(cfg.VocabSize), "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var list []safetensors.Named
@@ -224,6 +247,42 @@ func TestFamilyParityWithTransformers(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFamilyTextParity: for each family, texts with special and added tokens written in them
+// ("[CLS]", "[MASK]", "<mask>", "<s>", a user's words) give transformers' ids through the
+// tokenizer LoadPretrained reads, and transformers' logits through the classifier.
+func TestFamilyTextParity(t *testing.T) {
+	backend := mustGoBackend(t)
+	for _, f := range loadFamilyFixtures(t) {
+		t.Run(f.ModelType, func(t *testing.T) {
+			if len(f.Texts) == 0 || len(f.TextInputIDs) != len(f.Texts) {
+				t.Fatalf("family_%s.json has %d texts and %d encodings", f.ModelType, len(f.Texts), len(f.TextInputIDs))
+			}
+			dir := writeFamilyFolder(t, f)
+			clf, tok, err := LoadPretrained(dir, model.NewStore(), LoadOptions{MaxLen: len(f.TextInputIDs[0]), LoadHead: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc := tok.EncodeBatch(f.Texts)
+			flat := func(rows [][]int32) []int32 { return slices.Concat(rows...) }
+			for _, c := range []struct {
+				what      string
+				got, want []int32
+			}{{"input ids", enc.InputIDs, flat(f.TextInputIDs)}, {"attention mask", enc.AttentionMask, flat(f.TextAttentionMask)},
+				{"token type ids", enc.TokenTypeIDs, flat(f.TextTokenTypeIDs)}} {
+				if !slices.Equal(c.got, c.want) {
+					t.Fatalf("%s of %q:\n got  %v\n want %v (transformers)", c.what, f.Texts, c.got, c.want)
+				}
+			}
+			_, logits := hiddenAndLogits(t, backend, clf, enc.Tensors())
+			d := maxAbsDiff(t, "logits", logits, decodeF32(t, "text logits", f.TextLogitsB64, []int{len(f.Texts), f.LogitsShape[1]}))
+			t.Logf("%s (%s): %d texts give transformers' ids; logits max abs diff %.3g", f.ModelType, tok.Kind(), len(f.Texts), d)
+			if d > familyTolerance {
+				t.Errorf("logits differ from transformers' by %g, want <= %g", d, familyTolerance)
+			}
+		})
 	}
 }
 
