@@ -9,7 +9,14 @@ save_pretrained, and records in models/bert/testdata/family_<model_type>.json:
   * the config.json transformers wrote, and the names and shapes of the tensors in the
     model.safetensors it wrote (the Go side must name and shape them the same);
   * a padded batch of inputs, and the last hidden states and logits transformers computes
-    from them (eval mode, float32, eager attention), as base64 little-endian float32.
+    from them (eval mode, float32, eager attention), as base64 little-endian float32;
+  * TEXTS, with special and added tokens written in them, as the family's transformers
+    tokenizer encodes them (padded and truncated to TEXT_LEN), and the logits of those ids.
+    BERT, DistilBERT and ELECTRA read a vocab.txt of vocab_size tokens, [PAD] [UNK] [CLS]
+    [SEP] [MASK] then "tok5", "tok6", ... (fixtureVocab in the Go test); RoBERTa reads the
+    byte-level BPE of models/bert/testdata/roberta_bpe/tokenizer.json (written by
+    scripts/make_tokenizer_fixtures.py, with added tokens), its vocab_size that tokenizer's
+    length; its sha256 is recorded, so run this script again after that one.
 
 The weight formula (weightValues in models/bert/family_parity_test.go): for a tensor named n
 with N values, x = crc32(n) (or 1 when 0), then N times the xorshift32 step
@@ -17,11 +24,14 @@ x ^= x << 13; x ^= x >> 17; x ^= x << 5 (mod 2**32) and k = x % 2001 - 1000; a L
 weight is 1 + (0.1 * k) / 1000, a bias (0.1 * k) / 1000, any other tensor (0.2 * k) / 1000,
 each computed in float64 and rounded to float32.
 
+Pinned versions (asserted): transformers 5.25.0, tokenizers 0.23.3.
+
 Usage (a venv with torch, transformers and safetensors, outside the repository):
     /work/venv-torch/bin/python scripts/make_family_fixtures.py
 """
 
 import base64
+import hashlib
 import json
 import os
 import tempfile
@@ -30,8 +40,16 @@ import zlib
 import numpy as np
 import safetensors
 import torch
+import tokenizers
 import transformers
-from transformers import AutoConfig, AutoModelForSequenceClassification
+from transformers import (AutoConfig, AutoModelForSequenceClassification, BertTokenizerFast, DistilBertTokenizerFast,
+                          ElectraTokenizerFast, RobertaTokenizerFast)
+
+TRANSFORMERS_VERSION = "5.25.0"
+TOKENIZERS_VERSION = "0.23.3"
+if transformers.__version__ != TRANSFORMERS_VERSION or tokenizers.__version__ != TOKENIZERS_VERSION:
+    raise SystemExit(f"transformers {transformers.__version__} and tokenizers {tokenizers.__version__} found; "
+                     f"this script is pinned to {TRANSFORMERS_VERSION} and {TOKENIZERS_VERSION}")
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(REPO, "models", "bert", "testdata")
@@ -48,6 +66,20 @@ CONFIGS = {
 }
 SEQ_LEN = 12
 LENGTHS = [12, 7, 3]  # real tokens of each row; the rest is padding
+
+BPE_TOKENIZER = "roberta_bpe/tokenizer.json"
+TEXT_LEN = 16  # the texts are padded and truncated to this many tokens
+WORDPIECE_TEXTS = [
+    "tok7 [MASK] tok9 [SEP] tok12 tok98",
+    "<s> </s> <pad> [CLS] [SEP] special-looking tokens in text",
+    "[cls] TOK5 tok6[PAD]tok8 [UNK] [Mask]",
+]
+BPE_TEXTS = [
+    "<s> </s> <pad> [CLS] [SEP] special-looking tokens in text",
+    "a charming <mask> movie , GoAccel hyperparam   sweep",
+    "Paramount xGoAccel </s> the end",
+]
+TOKENIZER_CLASSES = {"bert": BertTokenizerFast, "distilbert": DistilBertTokenizerFast, "electra": ElectraTokenizerFast}
 
 
 def xorshift_values(name, n):
@@ -90,7 +122,32 @@ def inputs(cfg, model_type):
     return ids, mask, types
 
 
+def fixture_vocab(n):
+    """The WordPiece vocabulary of the fixtures (fixtureVocab in the Go test)."""
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    return vocab + [f"tok{i}" for i in range(len(vocab), n)]
+
+
+def text_inputs(model_type, vocab_size, folder):
+    """The family's tokenizer (written into folder for WordPiece) and its encoding of the texts."""
+    if model_type == "roberta":
+        tok = RobertaTokenizerFast(tokenizer_file=os.path.join(OUT, BPE_TOKENIZER))
+        texts = BPE_TEXTS
+    else:
+        with open(os.path.join(folder, "vocab.txt"), "w") as f:
+            f.write("\n".join(fixture_vocab(vocab_size)) + "\n")
+        tok = TOKENIZER_CLASSES[model_type].from_pretrained(folder)
+        texts = WORDPIECE_TEXTS
+    if len(tok) != vocab_size:
+        raise SystemExit(f"{model_type}: the tokenizer has {len(tok)} tokens, the model {vocab_size}")
+    enc = tok(texts, padding="max_length", truncation=True, max_length=TEXT_LEN, return_token_type_ids=True,
+              return_tensors="np")
+    return texts, enc
+
+
 def make(model_type, kwargs):
+    if model_type == "roberta":
+        kwargs = dict(kwargs, vocab_size=len(RobertaTokenizerFast(tokenizer_file=os.path.join(OUT, BPE_TOKENIZER))))
     cfg = AutoConfig.for_model(model_type, **kwargs)
     torch.manual_seed(0)
     model = AutoModelForSequenceClassification.from_config(cfg, attn_implementation="eager")
@@ -106,6 +163,7 @@ def make(model_type, kwargs):
             tensors = [[k, list(st.get_slice(k).get_shape())] for k in sorted(st.keys())]
         # What the Go side writes back must load: the same folder read by from_pretrained.
         back = AutoModelForSequenceClassification.from_pretrained(d, attn_implementation="eager").eval()
+        texts, enc = text_inputs(model_type, cfg.vocab_size, d)
     ids, mask, types = inputs(cfg, model_type)
     feed = dict(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask))
     if model_type in ("bert", "electra"):
@@ -117,6 +175,11 @@ def make(model_type, kwargs):
         raise SystemExit(f"{model_type}: the saved folder does not give the same logits")
     hidden = out.hidden_states[-1].numpy()
     logits = out.logits.numpy()
+    text_feed = dict(input_ids=torch.tensor(enc["input_ids"]), attention_mask=torch.tensor(enc["attention_mask"]))
+    if model_type in ("bert", "electra"):
+        text_feed["token_type_ids"] = torch.tensor(enc["token_type_ids"])
+    with torch.no_grad():
+        text_logits = model(**text_feed).logits.numpy()
     fixture = {
         "generator": "scripts/make_family_fixtures.py",
         "model_type": model_type,
@@ -131,7 +194,16 @@ def make(model_type, kwargs):
         "last_hidden_state_f32_b64": f32_b64(hidden),
         "logits_shape": list(logits.shape),
         "logits_f32_b64": f32_b64(logits),
+        "texts": texts,
+        "text_input_ids": enc["input_ids"].tolist(),
+        "text_attention_mask": enc["attention_mask"].tolist(),
+        "text_token_type_ids": enc["token_type_ids"].tolist(),
+        "text_logits_f32_b64": f32_b64(text_logits),
     }
+    if model_type == "roberta":
+        with open(os.path.join(OUT, BPE_TOKENIZER), "rb") as f:
+            fixture["tokenizer"] = BPE_TOKENIZER
+            fixture["tokenizer_sha256"] = hashlib.sha256(f.read()).hexdigest()
     path = os.path.join(OUT, f"family_{model_type}.json")
     with open(path, "w") as f:
         json.dump(fixture, f, indent=1)

@@ -22,6 +22,13 @@ type basicOptions struct {
 
 // basicTokenize splits text into words and punctuation marks.
 func basicTokenize(text string, opts basicOptions) []string {
+	return preTokenizeBert(normalizeBert(text, opts), nil)
+}
+
+// normalizeBert is the first half of basic tokenization (HF's BertNormalizer): the text
+// cleaned, CJK ideographs between spaces, whitespace made spaces, lowercased and stripped of
+// its accents when opts say so.
+func normalizeBert(text string, opts basicOptions) string {
 	text = norm.NFC.String(text)
 	var cleaned strings.Builder
 	cleaned.Grow(len(text) + 8)
@@ -39,17 +46,23 @@ func basicTokenize(text string, opts basicOptions) []string {
 			cleaned.WriteRune(r)
 		}
 	}
-	var words []string
-	for _, word := range strings.Fields(cleaned.String()) {
-		if opts.lowercase {
-			word = strings.ToLower(word)
-		}
-		if opts.stripAccents {
-			word = stripAccents(word)
-		}
-		words = splitPunctuation(word, words)
+	out := cleaned.String()
+	if opts.lowercase {
+		out = strings.ToLower(out)
 	}
-	return words
+	if opts.stripAccents {
+		out = stripAccents(out)
+	}
+	return out
+}
+
+// preTokenizeBert is the second half (HF's BertPreTokenizer): the normalized text split at
+// whitespace, every punctuation mark a word of its own; the words are appended to out.
+func preTokenizeBert(normalized string, out []string) []string {
+	for _, word := range strings.Fields(normalized) {
+		out = splitPunctuation(word, out)
+	}
+	return out
 }
 
 // stripAccents decomposes s (NFD) and drops the non-spacing combining marks: "café" -> "cafe".

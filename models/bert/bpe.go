@@ -2,7 +2,6 @@ package bert
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"unicode"
 
@@ -12,8 +11,9 @@ import (
 // Byte-level BPE, RoBERTa's tokenizer (and GPT-2's), as a Hugging Face tokenizer.json
 // describes it, in four steps:
 //
-//  1. added tokens: the special tokens ("<s>", "<mask>", ...) are cut out of the raw text
-//     first and become their own ids (lstrip / rstrip swallow the spaces beside them);
+//  1. added tokens: the special tokens ("<s>", "<mask>", ...) and the words a user added
+//     are cut out of the text first and become their own ids (see added.go: lstrip / rstrip
+//     swallow the spaces beside them);
 //  2. normalizer: none for RoBERTa (NFC, NFKC, NFD, NFKD and Lowercase are also read);
 //  3. ByteLevel pre-tokenizer: a space is put in front when add_prefix_space; the text is
 //     split by GPT-2's pattern
@@ -42,20 +42,11 @@ var byteRune = func() [256]rune {
 	return m
 }()
 
-// addedToken is an entry of tokenizer.json's added_tokens that is cut out of the text.
-type addedToken struct {
-	content string
-	id      int32
-	lstrip  bool // swallow the whitespace on its left
-	rstrip  bool // and on its right
-}
-
 // byteLevelBPE is the segmenter of a byte-level BPE tokenizer.json.
 type byteLevelBPE struct {
-	ids            map[string]int32
-	ranks          map[string]int // "left right" -> merge rank
-	added          []addedToken   // longest content first
-	normalize      []func(string) string
+	ids            map[string]int32 // the model's vocabulary (no added token beyond it)
+	ranks          map[string]int   // "left right" -> merge rank
+	normalizers    []func(string) string
 	addPrefixSpace bool
 	useRegex       bool
 	unk            int32 // -1: unknown symbols are dropped, as transformers does without unk_token
@@ -64,48 +55,16 @@ type byteLevelBPE struct {
 	prefix, suffix string // continuing_subword_prefix and end_of_word_suffix (empty for RoBERTa)
 }
 
-// appendIDs appends the ids of text (no special tokens added around it).
-func (m *byteLevelBPE) appendIDs(text string, out []int32) []int32 {
-	for len(text) > 0 {
-		start, end, tok := m.nextAdded(text)
-		if tok == nil {
-			return m.appendPlain(text, out)
-		}
-		out = m.appendPlain(text[:start], out)
-		out = append(out, tok.id)
-		text = text[end:]
-	}
-	return out
-}
-
-// nextAdded finds the leftmost added token in text (the longest one at that place) and the
-// span it takes with the whitespace its lstrip / rstrip swallow.
-func (m *byteLevelBPE) nextAdded(text string) (start, end int, tok *addedToken) {
-	best := -1
-	for i := range m.added {
-		a := &m.added[i]
-		if j := strings.Index(text, a.content); j >= 0 && (best < 0 || j < best) {
-			best, tok = j, a // m.added is sorted longest first: the first at j is the longest
-		}
-	}
-	if tok == nil {
-		return 0, 0, nil
-	}
-	start, end = best, best+len(tok.content)
-	if tok.lstrip {
-		start = len(strings.TrimRightFunc(text[:start], unicode.IsSpace))
-	}
-	if tok.rstrip {
-		end = len(text) - len(strings.TrimLeftFunc(text[end:], unicode.IsSpace))
-	}
-	return start, end, tok
-}
-
-// appendPlain appends the ids of text that holds no added token.
-func (m *byteLevelBPE) appendPlain(text string, out []int32) []int32 {
-	for _, f := range m.normalize {
+// normalize applies the tokenizer.json normalizer.
+func (m *byteLevelBPE) normalize(text string) string {
+	for _, f := range m.normalizers {
 		text = f(text)
 	}
+	return text
+}
+
+// appendPlain appends the ids of a normalized text that holds no added token.
+func (m *byteLevelBPE) appendPlain(text string, out []int32) []int32 {
 	if text == "" {
 		return out
 	}
@@ -250,15 +209,7 @@ func isOtherGPT2(r rune) bool {
 
 // bpeJSON is the part of a tokenizer.json that a byte-level BPE tokenizer is read from.
 type bpeJSON struct {
-	AddedTokens []struct {
-		ID         int32  `json:"id"`
-		Content    string `json:"content"`
-		SingleWord bool   `json:"single_word"`
-		LStrip     bool   `json:"lstrip"`
-		RStrip     bool   `json:"rstrip"`
-		Normalized bool   `json:"normalized"`
-		Special    bool   `json:"special"`
-	} `json:"added_tokens"`
+	AddedTokens  []addedJSON     `json:"added_tokens"`
 	Normalizer   *normalizerJSON `json:"normalizer"`
 	PreTokenizer *struct {
 		Type           string `json:"type"`
@@ -320,16 +271,16 @@ func (n *normalizerJSON) normalizers() ([]func(string) string, error) {
 	return nil, fmt.Errorf("normalizer %q is not supported with BPE: none, Sequence, NFC, NFD, NFKC, NFKD and Lowercase are", n.Type)
 }
 
-// newByteLevelBPE builds the segmenter, the id -> token table and the post-processor's
-// special tokens of a byte-level BPE tokenizer.json (doc); errors say what is not supported,
-// without the file name (the caller adds it).
-func newByteLevelBPE(doc *bpeJSON) (*byteLevelBPE, []string, *specialTokens, error) {
+// newByteLevelBPE builds the segmenter of a byte-level BPE tokenizer.json (doc), its
+// vocabulary without the added tokens; errors say what is not supported, without the file
+// name (the caller adds it).
+func newByteLevelBPE(doc *bpeJSON) (*byteLevelBPE, error) {
 	md := doc.Model
 	if md.Dropout != nil && *md.Dropout != 0 {
-		return nil, nil, nil, fmt.Errorf("BPE dropout %g is not supported (it makes tokenization random)", *md.Dropout)
+		return nil, fmt.Errorf("BPE dropout %g is not supported (it makes tokenization random)", *md.Dropout)
 	}
 	if md.ByteFallback {
-		return nil, nil, nil, fmt.Errorf("BPE byte_fallback is not supported")
+		return nil, fmt.Errorf("BPE byte_fallback is not supported")
 	}
 	pt := doc.PreTokenizer
 	if pt == nil || pt.Type != "ByteLevel" {
@@ -337,13 +288,13 @@ func newByteLevelBPE(doc *bpeJSON) (*byteLevelBPE, []string, *specialTokens, err
 		if pt != nil {
 			kind = fmt.Sprintf("%q", pt.Type)
 		}
-		return nil, nil, nil, fmt.Errorf("pre_tokenizer %s is not supported with BPE: only ByteLevel (byte-level BPE, as RoBERTa's) is", kind)
+		return nil, fmt.Errorf("pre_tokenizer %s is not supported with BPE: only ByteLevel (byte-level BPE, as RoBERTa's) is", kind)
 	}
 	normalize, err := doc.Normalizer.normalizers()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	m := &byteLevelBPE{ids: map[string]int32{}, ranks: map[string]int{}, normalize: normalize,
+	m := &byteLevelBPE{ids: map[string]int32{}, ranks: map[string]int{}, normalizers: normalize,
 		addPrefixSpace: pt.AddPrefixSpace, useRegex: pt.UseRegex == nil || *pt.UseRegex, unk: -1,
 		fuseUnk: md.FuseUnk, ignoreMerges: md.IgnoreMerges}
 	if md.ContinuingSubwordPrefix != nil {
@@ -352,39 +303,8 @@ func newByteLevelBPE(doc *bpeJSON) (*byteLevelBPE, []string, *specialTokens, err
 	if md.EndOfWordSuffix != nil {
 		m.suffix = *md.EndOfWordSuffix
 	}
-	size := 0
 	for tok, id := range md.Vocab {
-		if id < 0 {
-			return nil, nil, nil, fmt.Errorf("token %q has negative id %d", tok, id)
-		}
-		m.ids[tok] = id
-		size = max(size, int(id)+1)
-	}
-	for _, a := range doc.AddedTokens {
-		if a.SingleWord {
-			return nil, nil, nil, fmt.Errorf("added token %q has single_word true, which is not supported", a.Content)
-		}
-		if a.Content == "" || a.ID < 0 {
-			return nil, nil, nil, fmt.Errorf("added token %q with id %d is not valid", a.Content, a.ID)
-		}
-		m.added = append(m.added, addedToken{content: a.Content, id: a.ID, lstrip: a.LStrip, rstrip: a.RStrip})
-		if _, ok := m.ids[a.Content]; !ok {
-			m.ids[a.Content] = a.ID
-		}
-		size = max(size, int(a.ID)+1)
-	}
-	slices.SortStableFunc(m.added, func(a, b addedToken) int { return len(b.content) - len(a.content) })
-	tokens := make([]string, size)
-	for tok, id := range m.ids {
-		if tokens[id] != "" && tokens[id] != tok {
-			return nil, nil, nil, fmt.Errorf("tokens %q and %q both have id %d", tokens[id], tok, id)
-		}
-		tokens[id] = tok
-	}
-	for id, tok := range tokens {
-		if tok == "" {
-			return nil, nil, nil, fmt.Errorf("vocabulary ids are not 0..%d without gaps: no token has id %d", size-1, id)
-		}
+		m.ids[tok] = id // the ids are checked with the added tokens' (idTable)
 	}
 	for rank, merge := range md.Merges {
 		var left, right string
@@ -392,17 +312,17 @@ func newByteLevelBPE(doc *bpeJSON) (*byteLevelBPE, []string, *specialTokens, err
 		case string: // "Ġ t"
 			var ok bool
 			if left, right, ok = strings.Cut(v, " "); !ok {
-				return nil, nil, nil, fmt.Errorf("merge %d %q is not two tokens separated by a space", rank, v)
+				return nil, fmt.Errorf("merge %d %q is not two tokens separated by a space", rank, v)
 			}
 		case []any: // ["Ġ", "t"], tokenizers 0.20 and later
 			l, ok1 := v[0].(string)
 			r, ok2 := v[len(v)-1].(string)
 			if len(v) != 2 || !ok1 || !ok2 {
-				return nil, nil, nil, fmt.Errorf("merge %d %v is not a pair of tokens", rank, v)
+				return nil, fmt.Errorf("merge %d %v is not a pair of tokens", rank, v)
 			}
 			left, right = l, r
 		default:
-			return nil, nil, nil, fmt.Errorf("merge %d %v is not a pair of tokens", rank, v)
+			return nil, fmt.Errorf("merge %d %v is not a pair of tokens", rank, v)
 		}
 		key := left + " " + right
 		if _, dup := m.ranks[key]; !dup {
@@ -412,15 +332,11 @@ func newByteLevelBPE(doc *bpeJSON) (*byteLevelBPE, []string, *specialTokens, err
 	if u := md.UnkToken; u != nil && *u != "" {
 		id, ok := m.ids[*u]
 		if !ok {
-			return nil, nil, nil, fmt.Errorf("unk_token %q is not in the vocabulary", *u)
+			return nil, fmt.Errorf("unk_token %q is not in the vocabulary", *u)
 		}
 		m.unk = id
 	}
-	sp, err := bpeSpecials(doc, m.ids)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return m, tokens, sp, nil
+	return m, nil
 }
 
 // bpeSpecials reads the post-processor's tokens: RobertaProcessing (<s> A </s>, pairs

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/goaccel/goaccel/checkpoint/safetensors"
@@ -80,8 +81,10 @@ func SavePretrained(dir string, c *Classifier, tok *Tokenizer) error {
 var tokenizerClass = map[string]string{"bert": "BertTokenizer", "distilbert": "DistilBertTokenizer",
 	"electra": "ElectraTokenizer", "roberta": "BertTokenizer"}
 
-// writeFiles writes the tokenizer's files into a model folder: vocab.txt for WordPiece, the
-// tokenizer.json it was read from for BPE, and tokenizer_config.json.
+// writeFiles writes the tokenizer's files into a model folder: vocab.txt for WordPiece (the
+// added tokens, with their ids and flags, in tokenizer_config.json's added_tokens_decoder,
+// which transformers reads), the tokenizer.json it was read from for BPE, and
+// tokenizer_config.json.
 func (t *Tokenizer) writeFiles(dir string, cfg Config) error {
 	maxLen := cfg.MaxPositionEmbeddings - cfg.positionOffset()
 	var tokCfg map[string]any
@@ -96,6 +99,11 @@ func (t *Tokenizer) writeFiles(dir string, cfg Config) error {
 			"strip_accents":          seg.basic.stripAccents,
 			"tokenize_chinese_chars": seg.basic.chineseChars,
 			"model_max_length":       maxLen,
+			"cls_token":              t.tokens[t.special.cls],
+			"sep_token":              t.tokens[t.special.sep],
+			"pad_token":              t.tokens[t.special.pad],
+			"unk_token":              t.tokens[seg.unk],
+			"added_tokens_decoder":   t.addedDecoder(),
 		}
 	case *byteLevelBPE:
 		if err := fsutil.WriteFileAtomic(filepath.Join(dir, "tokenizer.json"), t.json); err != nil {
@@ -123,4 +131,17 @@ func (t *Tokenizer) writeFiles(dir string, cfg Config) error {
 		return fmt.Errorf("bert: SavePretrained: %w", err)
 	}
 	return nil
+}
+
+// addedDecoder is tokenizer_config.json's added_tokens_decoder: the added tokens by id.
+func (t *Tokenizer) addedDecoder() map[string]any {
+	out := map[string]any{}
+	if t.added == nil {
+		return out
+	}
+	for _, a := range t.added.tokens {
+		out[strconv.Itoa(int(a.id))] = map[string]any{"content": a.content, "special": a.special, "normalized": a.normalized,
+			"lstrip": a.lstrip, "rstrip": a.rstrip, "single_word": a.singleWord}
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/checkpoint/safetensors"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
 	"github.com/gomlx/gomlx/core/tensors"
@@ -35,6 +36,17 @@ type familyFixture struct {
 	HiddenB64     string          `json:"last_hidden_state_f32_b64"`
 	LogitsShape   []int           `json:"logits_shape"`
 	LogitsB64     string          `json:"logits_f32_b64"`
+	// Texts with special and added tokens in them, as the family's transformers tokenizer
+	// encodes them (padded to a common length), and the logits of those ids.
+	Texts             []string  `json:"texts"`
+	TextInputIDs      [][]int32 `json:"text_input_ids"`
+	TextAttentionMask [][]int32 `json:"text_attention_mask"`
+	TextTokenTypeIDs  [][]int32 `json:"text_token_type_ids"`
+	TextLogitsB64     string    `json:"text_logits_f32_b64"`
+	// Tokenizer is the tokenizer.json of the family under testdata (RoBERTa's byte-level
+	// BPE), with its sha256; empty for the WordPiece families, which read fixtureVocab.
+	Tokenizer    string `json:"tokenizer"`
+	TokenizerSHA string `json:"tokenizer_sha256"`
 }
 
 // familyTolerance is the largest max-abs difference accepted between this package and
@@ -94,8 +106,9 @@ func fixtureVocab(n int) []string {
 }
 
 // writeFamilyFolder writes f's checkpoint as a Hugging Face folder: the config.json
-// transformers wrote, a vocab.txt of vocab_size tokens, and model.safetensors with the
-// formula's weights under the names and shapes of transformers' file.
+// transformers wrote, a vocab.txt of vocab_size tokens (or the fixture's tokenizer.json), and
+// model.safetensors with the formula's weights under the names and shapes of transformers'
+// file.
 func writeFamilyFolder(t *testing.T, f *familyFixture, extra ...TensorSpec) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), f.ModelType)
@@ -111,7 +124,18 @@ func writeFamilyFolder(t *testing.T, f *familyFixture, extra ...TensorSpec) stri
 	if err := json.Unmarshal(f.Config, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "vocab.txt"), []byte(strings.Join(fixtureVocab(cfg.VocabSize), "\n")+"\n"), 0o644); err != nil {
+	if f.Tokenizer != "" {
+		path := filepath.Join("testdata", filepath.FromSlash(f.Tokenizer))
+		if sum := fileSHA256(t, path); sum != f.TokenizerSHA {
+			t.Fatalf("%s has sha256 %s, family_%s.json was made from %s: rerun scripts/make_family_fixtures.py",
+				path, sum, f.ModelType, f.TokenizerSHA)
+		}
+		contents, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTestFile(t, dir, "tokenizer.json", string(contents))
+	} else if err := os.WriteFile(filepath.Join(dir, "vocab.txt"), []byte(strings.Join(fixtureVocab(cfg.VocabSize), "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var list []safetensors.Named
@@ -223,6 +247,42 @@ func TestFamilyParityWithTransformers(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFamilyTextParity: for each family, texts with special and added tokens written in them
+// ("[CLS]", "[MASK]", "<mask>", "<s>", a user's words) give transformers' ids through the
+// tokenizer LoadPretrained reads, and transformers' logits through the classifier.
+func TestFamilyTextParity(t *testing.T) {
+	backend := mustGoBackend(t)
+	for _, f := range loadFamilyFixtures(t) {
+		t.Run(f.ModelType, func(t *testing.T) {
+			if len(f.Texts) == 0 || len(f.TextInputIDs) != len(f.Texts) {
+				t.Fatalf("family_%s.json has %d texts and %d encodings", f.ModelType, len(f.Texts), len(f.TextInputIDs))
+			}
+			dir := writeFamilyFolder(t, f)
+			clf, tok, err := LoadPretrained(dir, model.NewStore(), LoadOptions{MaxLen: len(f.TextInputIDs[0]), LoadHead: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc := tok.EncodeBatch(f.Texts)
+			flat := func(rows [][]int32) []int32 { return slices.Concat(rows...) }
+			for _, c := range []struct {
+				what      string
+				got, want []int32
+			}{{"input ids", enc.InputIDs, flat(f.TextInputIDs)}, {"attention mask", enc.AttentionMask, flat(f.TextAttentionMask)},
+				{"token type ids", enc.TokenTypeIDs, flat(f.TextTokenTypeIDs)}} {
+				if !slices.Equal(c.got, c.want) {
+					t.Fatalf("%s of %q:\n got  %v\n want %v (transformers)", c.what, f.Texts, c.got, c.want)
+				}
+			}
+			_, logits := hiddenAndLogits(t, backend, clf, enc.Tensors())
+			d := maxAbsDiff(t, "logits", logits, decodeF32(t, "text logits", f.TextLogitsB64, []int{len(f.Texts), f.LogitsShape[1]}))
+			t.Logf("%s (%s): %d texts give transformers' ids; logits max abs diff %.3g", f.ModelType, tok.Kind(), len(f.Texts), d)
+			if d > familyTolerance {
+				t.Errorf("logits differ from transformers' by %g, want <= %g", d, familyTolerance)
+			}
+		})
 	}
 }
 
@@ -352,14 +412,112 @@ func TestFamilyFineTune(t *testing.T) {
 	}
 }
 
-// TestBPETokenizerSavedLoadsInTransformers: a RoBERTa classifier saved with its byte-level BPE
-// tokenizer (tokenizer.json and tokenizer_config.json) is read back by transformers'
-// AutoTokenizer, which gives the same ids, and AutoModelForSequenceClassification. It needs
-// GOACCEL_TORCH_PYTHON (a Python with torch and transformers) and skips without it.
-func TestBPETokenizerSavedLoadsInTransformers(t *testing.T) {
+// savedTokenizerTexts are encoded by the tokenizers saved for transformers: plain text, and
+// special and added tokens written in it.
+var savedTokenizerTexts = []string{
+	"a charming , often hilarious movie .", "  it's   DON'T <mask> café 12 ", "x",
+	"<s> </s> <pad> [CLS] [SEP] special-looking tokens in text", "the [MASK] was great[SEP]and [cls]",
+	"a <mask>  b<mask>", "the GoAccel xGoAccel goaccel HYPER   movie hyper!  [MASK]", "GoAccel!GoAccel_ hypergoaccel",
+}
+
+// savedTokenizers writes, for each family, a tokenizer saved as SavePretrained saves it
+// (writeFiles): WordPiece folders (BERT, DistilBERT, ELECTRA) with microVocab and added tokens
+// of every kind, and RoBERTa's byte-level BPE of testdata/roberta_bpe. It returns the folders
+// and the tokenizers, by family.
+func savedTokenizers(t *testing.T, maxLen int) (map[string]string, map[string]*Tokenizer) {
+	t.Helper()
+	src := t.TempDir()
+	writeTestFile(t, src, "vocab.txt", strings.Join(microVocab, "\n")+"\n")
+	writeTestFile(t, src, "tokenizer_config.json", `{"do_lower_case": true, "added_tokens_decoder": {
+		"4": {"content": "[MASK]", "lstrip": true, "normalized": false, "rstrip": false, "single_word": false, "special": true},
+		"33": {"content": "GoAccel", "lstrip": false, "normalized": false, "rstrip": false, "single_word": true, "special": false},
+		"34": {"content": "Hyper", "lstrip": false, "normalized": true, "rstrip": true, "single_word": false, "special": false}}}`)
+	dirs, toks := map[string]string{}, map[string]*Tokenizer{}
+	for _, family := range Families() {
+		from := src
+		if family == "roberta" {
+			from = filepath.Join("testdata", "roberta_bpe")
+		}
+		tok, err := LoadTokenizer(from, maxLen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := microConfig(tok.VocabSize())
+		cfg.ModelType, cfg.MaxPositionEmbeddings = family, maxLen+2
+		dir := filepath.Join(t.TempDir(), family)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := tok.writeFiles(dir, cfg); err != nil {
+			t.Fatal(err)
+		}
+		dirs[family], toks[family] = dir, tok
+	}
+	return dirs, toks
+}
+
+// TestTokenizerSavedLoadsInTransformers: the tokenizer of each family, saved as SavePretrained
+// saves it, is read back by transformers' AutoTokenizer, which gives the same ids on texts
+// with special and added tokens in them. It needs python3 with transformers and tokenizers
+// (make deps; no torch), and fails without them under CI.
+func TestTokenizerSavedLoadsInTransformers(t *testing.T) {
+	python := testutil.NeedTransformers(t)
+	const maxLen = 32
+	dirs, toks := savedTokenizers(t, maxLen)
+	textsJSON, _ := json.Marshal(savedTokenizerTexts)
+	script := fmt.Sprintf(`
+import json, sys
+from transformers import AutoTokenizer
+out = {}
+for d in sys.argv[1:]:
+    tok = AutoTokenizer.from_pretrained(d)
+    out[d] = {"class": type(tok).__name__, "ids": [tok(t, truncation=True, max_length=%d)["input_ids"] for t in %s]}
+print(json.dumps(out))
+`, maxLen, textsJSON)
+	var args []string
+	for _, family := range Families() {
+		args = append(args, dirs[family])
+	}
+	cmd := exec.Command(python, append([]string{"-c", script}, args...)...)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("transformers could not load the saved tokenizers: %v", err)
+	}
+	var res map[string]struct {
+		Class string    `json:"class"`
+		IDs   [][]int32 `json:"ids"`
+	}
+	if err := json.Unmarshal(stdout, &res); err != nil {
+		t.Fatalf("reading %q: %v", stdout, err)
+	}
+	for _, family := range Families() {
+		r, tok := res[dirs[family]], toks[family]
+		if len(r.IDs) != len(savedTokenizerTexts) {
+			t.Fatalf("%s: transformers gave %d encodings for %d texts", family, len(r.IDs), len(savedTokenizerTexts))
+		}
+		same := 0
+		for i, text := range savedTokenizerTexts {
+			if got := tok.Encode(text); !slices.Equal(got, r.IDs[i]) {
+				t.Errorf("%s: %q: ids %v here, %v in transformers (%s)", family, text, got, r.IDs[i], r.Class)
+			} else {
+				same++
+			}
+		}
+		t.Logf("%s: transformers read the saved folder as %s: %d/%d texts give the same ids", family, r.Class, same, len(savedTokenizerTexts))
+	}
+}
+
+// TestBPEClassifierSavedLoadsInTransformers: a RoBERTa classifier saved with its byte-level
+// BPE tokenizer is read back by transformers' AutoModelForSequenceClassification, whose logits
+// on the ids of the tokenizer match. It needs GOACCEL_TORCH_PYTHON (a Python with torch and
+// transformers, outside the repository) and skips loudly without it; the tokenizer half is
+// TestTokenizerSavedLoadsInTransformers, which needs no torch.
+func TestBPEClassifierSavedLoadsInTransformers(t *testing.T) {
 	python := os.Getenv("GOACCEL_TORCH_PYTHON")
 	if python == "" {
-		t.Skip("SKIPPING: GOACCEL_TORCH_PYTHON (a Python with torch and transformers, outside the repository) is not set")
+		t.Skip("SKIPPING: GOACCEL_TORCH_PYTHON (a Python with torch and transformers, outside the repository) is not set: " +
+			"the saved RoBERTa classifier is not loaded by transformers here")
 	}
 	tok, err := LoadTokenizer(filepath.Join("testdata", "roberta_bpe"), 24)
 	if err != nil {
@@ -375,21 +533,23 @@ func TestBPETokenizerSavedLoadsInTransformers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	texts := []string{"a charming , often hilarious movie .", "  it's   DON'T <mask> café 12 ", "x"}
-	logitsOnce(t, mustGoBackend(t), clf, tok.EncodeBatch(texts), false)
+	enc := tok.EncodeBatch(savedTokenizerTexts)
+	want := logitsOnce(t, mustGoBackend(t), clf, enc, false)
 	out := filepath.Join(t.TempDir(), "roberta")
 	if err := SavePretrained(out, clf, tok); err != nil {
 		t.Fatal(err)
 	}
-	textsJSON, _ := json.Marshal(texts)
+	ids, _ := json.Marshal(enc.InputIDs)
+	mask, _ := json.Marshal(enc.AttentionMask)
 	script := fmt.Sprintf(`
-import json, sys
-from transformers import AutoModelForSequenceClassification, AutoTokenizer
-tok = AutoTokenizer.from_pretrained(sys.argv[1])
-m = AutoModelForSequenceClassification.from_pretrained(sys.argv[1])
-print(json.dumps({"tokenizer": type(tok).__name__, "model": type(m).__name__,
-                  "ids": [tok(t, truncation=True, max_length=24)["input_ids"] for t in %s]}))
-`, textsJSON)
+import json, sys, torch
+from transformers import AutoModelForSequenceClassification
+m = AutoModelForSequenceClassification.from_pretrained(sys.argv[1], attn_implementation="eager").eval()
+shape = (%d, %d)
+with torch.no_grad():
+    logits = m(input_ids=torch.tensor(%s).reshape(shape), attention_mask=torch.tensor(%s).reshape(shape)).logits
+print(json.dumps({"model": type(m).__name__, "logits": logits.flatten().tolist()}))
+`, len(savedTokenizerTexts), enc.Len, ids, mask)
 	cmd := exec.Command(python, "-c", script, out)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.Output()
@@ -397,16 +557,15 @@ print(json.dumps({"tokenizer": type(tok).__name__, "model": type(m).__name__,
 		t.Fatalf("transformers could not load %s: %v", out, err)
 	}
 	var res struct {
-		Tokenizer, Model string
-		IDs              [][]int32
+		Model  string    `json:"model"`
+		Logits []float32 `json:"logits"`
 	}
 	if err := json.Unmarshal(stdout, &res); err != nil {
 		t.Fatalf("reading %q: %v", stdout, err)
 	}
-	t.Logf("transformers loaded %s and %s", res.Tokenizer, res.Model)
-	for i, text := range texts {
-		if got := tok.Encode(text); !slices.Equal(got, res.IDs[i]) {
-			t.Errorf("%q: ids %v here, %v in transformers", text, got, res.IDs[i])
-		}
+	d := maxAbsDiff(t, "logits", res.Logits, want)
+	t.Logf("transformers loaded the saved folder as %s: logits max abs diff %.3g", res.Model, d)
+	if d > familyTolerance {
+		t.Errorf("transformers' logits differ by %g, want <= %g", d, familyTolerance)
 	}
 }

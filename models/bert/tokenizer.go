@@ -41,19 +41,24 @@ const maxWordChars = 100
 //
 // A Tokenizer is immutable after construction and safe for concurrent use.
 type Tokenizer struct {
-	tokens    []string         // id -> token
+	tokens    []string         // id -> token: the model's vocabulary, then the added tokens beyond it
 	ids       map[string]int32 // token -> id
+	modelSize int              // the model's vocabulary: tokens[:modelSize] (vocab.txt)
 	maxLen    int
 	seg       segmenter
+	added     *addedVocab // matched in the text before the segmenter (see added.go)
 	special   specialTokens
 	buckets   []int // optional padding lengths, ascending, the last one == maxLen
 	vocabFrom string
 	json      []byte // a BPE tokenizer.json as read, written back by SavePretrained
 }
 
-// segmenter makes the ids of a text, without special tokens and without truncation.
+// segmenter makes the ids of a text, without special tokens and without truncation, in two
+// steps: normalize, applied to each piece of the text between the added tokens, and
+// appendPlain, which pre-tokenizes a normalized piece and appends the model's ids.
 type segmenter interface {
-	appendIDs(text string, out []int32) []int32
+	normalize(text string) string
+	appendPlain(normalized string, out []int32) []int32
 }
 
 // specialTokens are the post-processor's tokens and the shape of a pair.
@@ -65,7 +70,7 @@ type specialTokens struct {
 
 // wordPiece is BERT's segmenter: basic tokenization, then WordPiece.
 type wordPiece struct {
-	ids      map[string]int32
+	ids      map[string]int32 // the model's vocabulary (no added token beyond it)
 	basic    basicOptions
 	prefix   string // continuation prefix, "##"
 	maxChars int
@@ -75,23 +80,34 @@ type wordPiece struct {
 // NewTokenizer reads an uncased BERT vocabulary file (vocab.txt: one token per line, the
 // line number being the id) and returns a tokenizer producing sequences of at most maxLen
 // tokens, [CLS] and [SEP] included.
+//
+// [CLS], [SEP], [PAD], [UNK] and [MASK] are its special tokens: written in a text, they are
+// those tokens (see LoadTokenizer).
 func NewTokenizer(vocabPath string, maxLen int) (*Tokenizer, error) {
 	tokens, err := readVocabFile(vocabPath)
 	if err != nil {
 		return nil, err
 	}
-	return newTokenizer(tokens, maxLen, basicOptions{lowercase: true, stripAccents: true, chineseChars: true}, vocabPath)
+	return newTokenizer(tokens, maxLen, basicOptions{lowercase: true, stripAccents: true, chineseChars: true}, defaultSpecials(), vocabPath)
 }
 
 // NewTokenizerFromVocab returns an uncased tokenizer over the given vocabulary (token i has
 // id i), for instance one made by BuildVocab.
 func NewTokenizerFromVocab(tokens []string, maxLen int) (*Tokenizer, error) {
-	return newTokenizer(slices.Clone(tokens), maxLen, basicOptions{lowercase: true, stripAccents: true, chineseChars: true}, "vocabulary")
+	return newTokenizer(slices.Clone(tokens), maxLen, basicOptions{lowercase: true, stripAccents: true, chineseChars: true}, defaultSpecials(), "vocabulary")
 }
 
 // LoadTokenizer builds the tokenizer of a Hugging Face model folder: from vocab.txt (with
 // do_lower_case, strip_accents and tokenize_chinese_chars from tokenizer_config.json when
-// present), or else from a WordPiece tokenizer.json.
+// present), or else from a WordPiece or byte-level BPE tokenizer.json.
+//
+// The added tokens are matched in the text before it is normalized, as transformers' fast
+// tokenizers do (see added.go): the special tokens and the words a user added, from
+// tokenizer.json's added_tokens, or, with vocab.txt, from what transformers' BertTokenizer
+// reads: the special tokens named in tokenizer_config.json or special_tokens_map.json (else
+// [CLS], [SEP], [PAD], [UNK], [MASK]), their extra_special_tokens (or
+// additional_special_tokens), tokenizer_config.json's added_tokens_decoder (whose flags win)
+// and added_tokens.json.
 func LoadTokenizer(dir string, maxLen int) (*Tokenizer, error) {
 	vocabPath := filepath.Join(dir, "vocab.txt")
 	if _, err := os.Stat(vocabPath); err == nil {
@@ -103,7 +119,11 @@ func LoadTokenizer(dir string, maxLen int) (*Tokenizer, error) {
 		if err != nil {
 			return nil, err
 		}
-		return newTokenizer(tokens, maxLen, opts, vocabPath)
+		sp, err := readFolderSpecials(dir)
+		if err != nil {
+			return nil, err
+		}
+		return newTokenizer(tokens, maxLen, opts, sp, vocabPath)
 	}
 	jsonPath := filepath.Join(dir, "tokenizer.json")
 	if _, err := os.Stat(jsonPath); err == nil {
@@ -112,8 +132,9 @@ func LoadTokenizer(dir string, maxLen int) (*Tokenizer, error) {
 	return nil, fmt.Errorf("bert: model folder %s has neither vocab.txt nor tokenizer.json", dir)
 }
 
-// newTokenizer checks a WordPiece vocabulary and maxLen and indexes the tokens.
-func newTokenizer(tokens []string, maxLen int, opts basicOptions, source string) (*Tokenizer, error) {
+// newTokenizer checks a WordPiece vocabulary (token i has id i) and maxLen, gives ids to the
+// added tokens of sp, and indexes the tokens.
+func newTokenizer(tokens []string, maxLen int, opts basicOptions, sp *folderSpecials, source string) (*Tokenizer, error) {
 	if maxLen < 2 {
 		return nil, fmt.Errorf("bert: max_len must be at least 2 ([CLS] and [SEP]), got %d", maxLen)
 	}
@@ -124,19 +145,21 @@ func newTokenizer(tokens []string, maxLen int, opts basicOptions, source string)
 	for i, tok := range tokens {
 		ids[tok] = int32(i) // a duplicated token keeps its last id, as in HF's load_vocab
 	}
-	wp := &wordPiece{ids: ids, basic: opts, prefix: "##", maxChars: maxWordChars}
-	t := &Tokenizer{tokens: tokens, ids: ids, maxLen: maxLen, seg: wp, buckets: []int{maxLen}, vocabFrom: source,
-		special: specialTokens{pairSeps: 1, pairTypeID: 1}}
-	for _, sp := range []struct {
-		name string
-		id   *int32
-	}{{PadToken, &t.special.pad}, {UnkToken, &wp.unk}, {ClsToken, &t.special.cls}, {SepToken, &t.special.sep}} {
-		id, ok := ids[sp.name]
-		if !ok {
-			return nil, fmt.Errorf("bert: %s: vocabulary has no %s token", source, sp.name)
+	for _, name := range []struct{ key, token string }{{"pad_token", sp.pad}, {"unk_token", sp.unk}, {"cls_token", sp.cls}, {"sep_token", sp.sep}} {
+		if _, ok := ids[name.token]; !ok && !sp.explicit[name.token] {
+			return nil, fmt.Errorf("bert: %s: vocabulary has no %s token (%s)", source, name.token, name.key)
 		}
-		*sp.id = id
 	}
+	added := sp.withIDs(ids, len(tokens))
+	table, err := idTable(ids, tokens, added, source)
+	if err != nil {
+		return nil, err
+	}
+	all := tokenIDs(table, ids)
+	wp := &wordPiece{ids: ids, basic: opts, prefix: "##", maxChars: maxWordChars, unk: all[sp.unk]}
+	t := &Tokenizer{tokens: table, ids: all, modelSize: len(tokens), maxLen: maxLen, seg: wp, buckets: []int{maxLen},
+		vocabFrom: source, special: specialTokens{cls: all[sp.cls], sep: all[sp.sep], pad: all[sp.pad], pairSeps: 1, pairTypeID: 1}}
+	t.added = newAddedVocab(added, wp.normalize)
 	return t, nil
 }
 
@@ -230,19 +253,37 @@ func readBPEJSON(contents []byte, path string, maxLen int) (*Tokenizer, error) {
 	if err := json.Unmarshal(contents, &doc); err != nil {
 		return nil, fmt.Errorf("bert: parsing %s: %w", path, err)
 	}
-	seg, tokens, special, err := newByteLevelBPE(&doc)
+	seg, err := newByteLevelBPE(&doc)
 	if err != nil {
 		return nil, fmt.Errorf("bert: %s: %w", path, err)
 	}
-	return &Tokenizer{tokens: tokens, ids: seg.ids, maxLen: maxLen, seg: seg, special: *special,
-		buckets: []int{maxLen}, vocabFrom: path, json: contents}, nil
+	added := make([]addedToken, len(doc.AddedTokens))
+	for i := range doc.AddedTokens {
+		a := &doc.AddedTokens[i]
+		if a.Content == "" || a.ID == nil {
+			return nil, fmt.Errorf("bert: %s: added token %d (%q) has no content or no id", path, i, a.Content)
+		}
+		added[i] = a.token(*a.ID)
+	}
+	tokens, err := idTable(seg.ids, nil, added, path)
+	if err != nil {
+		return nil, err
+	}
+	all := tokenIDs(tokens, seg.ids)
+	special, err := bpeSpecials(&doc, all)
+	if err != nil {
+		return nil, fmt.Errorf("bert: %s: %w", path, err)
+	}
+	return &Tokenizer{tokens: tokens, ids: all, modelSize: len(tokens), maxLen: maxLen, seg: seg, special: *special,
+		added: newAddedVocab(added, seg.normalize), buckets: []int{maxLen}, vocabFrom: path, json: contents}, nil
 }
 
 // readWordPieceJSON reads a HF tokenizers file whose model is WordPiece and whose normalizer
 // is BertNormalizer.
 func readWordPieceJSON(contents []byte, path string, maxLen int) (*Tokenizer, error) {
 	var doc struct {
-		Normalizer *struct {
+		AddedTokens []addedJSON `json:"added_tokens"`
+		Normalizer  *struct {
 			Type               string `json:"type"`
 			Lowercase          *bool  `json:"lowercase"`
 			StripAccents       *bool  `json:"strip_accents"`
@@ -274,15 +315,22 @@ func readWordPieceJSON(contents []byte, path string, maxLen int) (*Tokenizer, er
 			opts.chineseChars = *n.HandleChineseChars
 		}
 	}
-	tokens := make([]string, len(doc.Model.Vocab))
-	for tok, id := range doc.Model.Vocab {
-		if id < 0 || int(id) >= len(tokens) || tokens[id] != "" {
-			return nil, fmt.Errorf("bert: %s: vocabulary ids are not 0..%d without gaps (token %q has id %d)",
-				path, len(tokens)-1, tok, id)
-		}
-		tokens[id] = tok
+	// The model's vocabulary must be 0..n-1; the added tokens may go beyond it.
+	tokens, err := idTable(doc.Model.Vocab, nil, nil, path)
+	if err != nil {
+		return nil, err
 	}
-	t, err := newTokenizer(tokens, maxLen, opts, path)
+	// transformers' BertTokenizer adds BERT's special tokens when the file does not have them.
+	sp := defaultSpecials()
+	for i := range doc.AddedTokens {
+		a := &doc.AddedTokens[i]
+		if a.Content == "" || a.ID == nil {
+			return nil, fmt.Errorf("bert: %s: added token %d (%q) has no content or no id", path, i, a.Content)
+		}
+		sp.withID = append(sp.withID, a.token(*a.ID))
+		sp.explicit[a.Content] = true
+	}
+	t, err := newTokenizer(tokens, maxLen, opts, sp, path)
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +342,7 @@ func readWordPieceJSON(contents []byte, path string, maxLen int) (*Tokenizer, er
 		wp.maxChars = doc.Model.MaxInputCharsPerWord
 	}
 	if u := doc.Model.UnkToken; u != "" {
-		id, ok := t.ids[u]
+		id, ok := wp.ids[u]
 		if !ok {
 			return nil, fmt.Errorf("bert: %s: unk_token %q is not in the vocabulary", path, u)
 		}
@@ -303,10 +351,23 @@ func readWordPieceJSON(contents []byte, path string, maxLen int) (*Tokenizer, er
 	return t, nil
 }
 
+// tokenIDs is the token -> id map of a table whose model vocabulary is vocab: a token of the
+// vocabulary keeps its id there.
+func tokenIDs(table []string, vocab map[string]int32) map[string]int32 {
+	all := make(map[string]int32, len(table))
+	for i, tok := range table {
+		if id, ok := vocab[tok]; !ok || id == int32(i) {
+			all[tok] = int32(i)
+		}
+	}
+	return all
+}
+
 // MaxLen is the length of the sequences the tokenizer produces, [CLS] and [SEP] included.
 func (t *Tokenizer) MaxLen() int { return t.maxLen }
 
-// VocabSize is the number of tokens of the vocabulary.
+// VocabSize is the number of tokens of the vocabulary, the added tokens beyond the model's
+// vocabulary included (transformers' len(tokenizer)).
 func (t *Tokenizer) VocabSize() int { return len(t.tokens) }
 
 // Vocab returns a copy of the vocabulary (token i has id i).
@@ -348,7 +409,7 @@ func (t *Tokenizer) PadID() int32 { return t.special.pad }
 // "Unaffable!" -> ["una", "##ff", "##able", "!"] with bert-base-uncased, "Hello world!" ->
 // ["Hello", "Ġworld", "!"] with roberta-base.
 func (t *Tokenizer) Tokenize(text string) []string {
-	ids := t.seg.appendIDs(text, nil)
+	ids := t.appendIDs(text, nil)
 	out := make([]string, len(ids))
 	for i, id := range ids {
 		out[i] = t.tokens[id]
@@ -362,7 +423,7 @@ func (t *Tokenizer) Tokenize(text string) []string {
 func (t *Tokenizer) Encode(text string) []int32 {
 	ids := make([]int32, 1, t.maxLen)
 	ids[0] = t.special.cls
-	ids = t.seg.appendIDs(text, ids)
+	ids = t.appendIDs(text, ids)
 	if len(ids) > t.maxLen-1 {
 		ids = ids[:t.maxLen-1]
 	}
@@ -381,7 +442,7 @@ func (t *Tokenizer) EncodePair(a, b string) (ids, typeIDs []int32) {
 		ids = t.Encode(a)
 		return ids, make([]int32, len(ids))
 	}
-	first, second := t.seg.appendIDs(a, nil), t.seg.appendIDs(b, nil)
+	first, second := t.appendIDs(a, nil), t.appendIDs(b, nil)
 	sp := t.special
 	room := t.maxLen - 2 - sp.pairSeps
 	if room < 0 {
@@ -425,9 +486,21 @@ func longestFirst(n1, n2, room int) (keep1, keep2 int) {
 	return min(short, n1), min(long, n2)
 }
 
-// appendIDs appends the WordPiece ids of text to out.
-func (w *wordPiece) appendIDs(text string, out []int32) []int32 {
-	for _, word := range basicTokenize(text, w.basic) {
+// appendIDs appends the ids of text to out: the added tokens found in it, and the
+// segmenter's ids of the pieces between them.
+func (t *Tokenizer) appendIDs(text string, out []int32) []int32 {
+	if t.added == nil {
+		return t.seg.appendPlain(t.seg.normalize(text), out)
+	}
+	return t.added.segment(text, t.seg.normalize, t.seg.appendPlain, out)
+}
+
+// normalize is BERT's normalizer (see basicOptions).
+func (w *wordPiece) normalize(text string) string { return normalizeBert(text, w.basic) }
+
+// appendPlain appends the WordPiece ids of the words of a normalized text.
+func (w *wordPiece) appendPlain(normalized string, out []int32) []int32 {
+	for _, word := range preTokenizeBert(normalized, nil) {
 		out = w.word(word, out)
 	}
 	return out

@@ -19,21 +19,35 @@ import (
 // tokenizerParity is testdata/tokenizer_parity_{wordpiece,bpe}.json, written by
 // scripts/make_tokenizer_fixtures.py with transformers' fast tokenizers.
 type tokenizerParity struct {
-	Kind         string   `json:"kind"`
-	Transformers string   `json:"transformers_version"`
-	Class        string   `json:"tokenizer_class"`
-	MaxLen       int      `json:"max_len"`
-	Sentences    int      `json:"sentences"`
-	TextsSHA256  string   `json:"texts_sha256"`
-	Truncated    int      `json:"truncated_sentences"`
-	Single       string   `json:"single_digests_b64"`
-	Pair         string   `json:"pair_digests_b64"`
-	Vocab        string   `json:"vocab"`
-	VocabSHA256  string   `json:"vocab_sha256"`
-	Tokenizer    string   `json:"tokenizer"`
-	TokenizerSHA string   `json:"tokenizer_sha256"`
-	SameIDs      []string `json:"same_ids"`
-	Cases        []struct {
+	Kind             string   `json:"kind"`
+	Transformers     string   `json:"transformers_version"`
+	Class            string   `json:"tokenizer_class"`
+	MaxLen           int      `json:"max_len"`
+	Sentences        int      `json:"sentences"`
+	TextsSHA256      string   `json:"texts_sha256"`
+	Truncated        int      `json:"truncated_sentences"`
+	Single           string   `json:"single_digests_b64"`
+	Pair             string   `json:"pair_digests_b64"`
+	Vocab            string   `json:"vocab"`
+	VocabSHA256      string   `json:"vocab_sha256"`
+	Tokenizer        string   `json:"tokenizer"`
+	TokenizerSHA     string   `json:"tokenizer_sha256"`
+	SameIDs          []string `json:"same_ids"`
+	TokenizerJSONSHA string   `json:"tokenizer_json_sha256"`
+	parityCases
+	// Variants are the WordPiece tokenizer with added tokens, on the same texts.
+	Variants []struct {
+		Name            string          `json:"name"`
+		TokenizerConfig json.RawMessage `json:"tokenizer_config"` // vocab_txt: vocab.txt and this
+		AddedTokens     json.RawMessage `json:"added_tokens"`     // tokenizer_json: MiniLM's, these added_tokens
+		VocabSize       int             `json:"vocab_size"`
+		parityCases
+	} `json:"variants"`
+}
+
+// parityCases are the ids transformers gives to tricky texts and pairs of texts.
+type parityCases struct {
+	Cases []struct {
 		Text string  `json:"text"`
 		IDs  []int32 `json:"ids"`
 	} `json:"cases"`
@@ -42,6 +56,28 @@ type tokenizerParity struct {
 		IDs     []int32 `json:"ids"`
 		TypeIDs []int32 `json:"token_type_ids"`
 	} `json:"pair_cases"`
+}
+
+// check compares tok (whose MaxLen is the fixture's) with transformers on the cases.
+func (c *parityCases) check(t *testing.T, tok *Tokenizer) {
+	t.Helper()
+	same := 0
+	for _, c := range c.Cases {
+		if got := tok.Encode(c.Text); !slices.Equal(got, c.IDs) {
+			t.Errorf("Encode(%q):\n got  %v\n want %v (transformers)", c.Text, got, c.IDs)
+		} else {
+			same++
+		}
+	}
+	for _, c := range c.PairCases {
+		ids, types := tok.EncodePair(c.A, c.B)
+		if !slices.Equal(ids, c.IDs) || !slices.Equal(types, c.TypeIDs) {
+			t.Errorf("EncodePair(%q, %q):\n got  %v %v\n want %v %v (transformers)", c.A, c.B, ids, types, c.IDs, c.TypeIDs)
+		} else {
+			same++
+		}
+	}
+	t.Logf("%s: %d/%d tricky texts and pairs identical to transformers'", tok.vocabFrom, same, len(c.Cases)+len(c.PairCases))
 }
 
 // rowDigest is the fixture's digest: 8 bytes of sha256 over the little-endian int32 ids, then
@@ -131,17 +167,7 @@ func checkTokenizerParity(t *testing.T, f *tokenizerParity, tok *Tokenizer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range f.Cases {
-		if got := long.Encode(c.Text); !slices.Equal(got, c.IDs) {
-			t.Errorf("Encode(%q):\n got  %v\n want %v (transformers)", c.Text, got, c.IDs)
-		}
-	}
-	for _, c := range f.PairCases {
-		ids, types := long.EncodePair(c.A, c.B)
-		if !slices.Equal(ids, c.IDs) || !slices.Equal(types, c.TypeIDs) {
-			t.Errorf("EncodePair(%q, %q):\n got  %v %v\n want %v %v (transformers)", c.A, c.B, ids, types, c.IDs, c.TypeIDs)
-		}
-	}
+	f.parityCases.check(t, long)
 }
 
 func loadTokenizerParity(t *testing.T, name string) *tokenizerParity {
@@ -178,6 +204,54 @@ func TestWordPieceParityRTPolarity(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTokenizerParity(t, f, tok)
+
+	// The variants with added tokens: vocab.txt with a tokenizer_config.json, and MiniLM's
+	// tokenizer.json with other added_tokens.
+	jsonPath := filepath.Join(dir, "tokenizer.json")
+	if sum := fileSHA256(t, jsonPath); sum != f.TokenizerJSONSHA {
+		t.Fatalf("%s has sha256 %s, the fixture was made from %s", jsonPath, sum, f.TokenizerJSONSHA)
+	}
+	if len(f.Variants) != 2 {
+		t.Fatalf("the fixture has %d variants, want 2 (vocab_txt, tokenizer_json)", len(f.Variants))
+	}
+	for _, v := range f.Variants {
+		t.Run(v.Name, func(t *testing.T) {
+			vdir := t.TempDir()
+			switch v.Name {
+			case "vocab_txt":
+				contents, err := os.ReadFile(vocab)
+				if err != nil {
+					t.Fatal(err)
+				}
+				writeTestFile(t, vdir, "vocab.txt", string(contents))
+				writeTestFile(t, vdir, "tokenizer_config.json", string(v.TokenizerConfig))
+			case "tokenizer_json":
+				var doc map[string]json.RawMessage
+				contents, err := os.ReadFile(jsonPath)
+				if err == nil {
+					err = json.Unmarshal(contents, &doc)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				doc["added_tokens"] = v.AddedTokens
+				if contents, err = json.Marshal(doc); err != nil {
+					t.Fatal(err)
+				}
+				writeTestFile(t, vdir, "tokenizer.json", string(contents))
+			default:
+				t.Fatalf("unknown variant %q", v.Name)
+			}
+			tok, err := LoadTokenizer(vdir, f.MaxLen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tok.VocabSize() != v.VocabSize {
+				t.Errorf("VocabSize %d, transformers' len(tokenizer) %d", tok.VocabSize(), v.VocabSize)
+			}
+			v.parityCases.check(t, tok)
+		})
+	}
 }
 
 // TestBPEParityRTPolarity: RoBERTa's byte-level BPE, on a tokenizer trained on rt-polarity

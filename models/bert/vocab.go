@@ -76,9 +76,10 @@ func BuildVocab(texts []string, maxWords int) []string {
 	return vocab
 }
 
-// WriteVocab writes the tokenizer's vocabulary as a vocab.txt file (one token per line).
+// WriteVocab writes the model's vocabulary as a vocab.txt file (one token per line); added
+// tokens beyond it are not written (SavePretrained puts them in tokenizer_config.json).
 func (t *Tokenizer) WriteVocab(path string) error {
-	if err := fsutil.WriteFileAtomic(path, []byte(strings.Join(t.tokens, "\n")+"\n")); err != nil {
+	if err := fsutil.WriteFileAtomic(path, []byte(strings.Join(t.tokens[:t.modelSize], "\n")+"\n")); err != nil {
 		return fmt.Errorf("bert: %w", err)
 	}
 	return nil
