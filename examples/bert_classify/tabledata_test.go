@@ -13,7 +13,7 @@ import (
 
 	"github.com/goaccel/goaccel/data/text"
 	"github.com/goaccel/goaccel/examples/internal/exampletest"
-	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/bert/sample"
 	"github.com/parquet-go/parquet-go"
 )
@@ -178,22 +178,5 @@ func TestPyarrowParquet(t *testing.T) {
 // CI it fails instead.
 func needPyarrow(t *testing.T) string {
 	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err == nil {
-		var out []byte
-		if out, err = exec.Command(py, "-c", "import pyarrow.parquet").CombinedOutput(); err != nil {
-			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-			err = fmt.Errorf("%s cannot import pyarrow: %s", py, lines[len(lines)-1]) // the exception's line
-		}
-	}
-	if err == nil {
-		return py
-	}
-	msg := "SKIPPING pyarrow test: needs python3 with pip's pyarrow (make deps; the test with " +
-		"PYTHONPATH=$PWD/.deps/python): " + err.Error()
-	if envvar.CI.Value() != "" {
-		t.Fatal("CI is set but " + msg)
-	}
-	t.Skip(msg)
-	return ""
+	return testutil.Python(t, "pyarrow.parquet", "pip's pyarrow (make deps)")
 }
