@@ -8,8 +8,8 @@ import (
 // TestDeprecatedOptimNames: trainer's deprecated optimizer names are optim's (a bad config gets
 // optim's error; the no-decay rule is optim's).
 func TestDeprecatedOptimNames(t *testing.T) {
-	if _, err := Adam(AdamConfig{}); err == nil || !strings.HasPrefix(err.Error(), "optim: Adam: AdamConfig.LearningRate = 0") {
-		t.Errorf("Adam(AdamConfig{}): error %v, want optim's", err)
+	if _, err := Adam(AdamConfig{LearningRate: -1}); err == nil || !strings.HasPrefix(err.Error(), "optim: Adam: AdamConfig.LearningRate = -1") {
+		t.Errorf("Adam(AdamConfig{LearningRate: -1}): error %v, want optim's", err)
 	}
 	if opt, err := Adam(AdamConfig{LearningRate: 1e-3}); err != nil || opt == nil {
 		t.Errorf("Adam: %v, %v", opt, err)
