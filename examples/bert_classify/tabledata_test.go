@@ -95,7 +95,7 @@ func TestParquetTrainFile(t *testing.T) {
 		t.Errorf("best validation accuracy %.3f after %d epochs, want >= 0.7", res.Best, o.Epochs)
 	}
 	cfg, err := os.ReadFile(filepath.Join(o.OutputDir, "config.json"))
-	if err != nil || !strings.Contains(string(cfg), `"Labels": [`) || !strings.Contains(string(cfg), `"negative",`) {
+	if err != nil || !strings.Contains(string(cfg), `"labels": [`) || !strings.Contains(string(cfg), `"negative",`) {
 		t.Errorf("config.json does not record the label map (%v):\n%s", err, cfg)
 	}
 	again, _, err := run(o, io.Discard)
@@ -104,7 +104,7 @@ func TestParquetTrainFile(t *testing.T) {
 	}
 	writeReviews(t, train, all[:700], "mixed")
 	if _, _, err := run(o, io.Discard); err == nil || !strings.Contains(err.Error(), "another configuration") ||
-		!strings.Contains(err.Error(), "Labels") {
+		!strings.Contains(err.Error(), `"labels":["mixed","negative","positive"]`) {
 		t.Errorf("training files with another label map on the same run directory: %v; want an error naming Labels", err)
 	}
 	// A validation label that the training files lack is an error naming file, row and column.
