@@ -75,6 +75,11 @@ func (a *Accelerator) prepare(m model.StoreProvider, opt optimizer.Interface, sr
 	if j.opts.clipNorm < 0 {
 		return nil, fmt.Errorf("accelerator: Prepare: clip norm must be >= 0, got %g", j.opts.clipNorm)
 	}
+	if r, ok := opt.(interface{ LearningRate() float64 }); ok && r.LearningRate() == 0 && j.opts.schedule == nil {
+		return nil, errors.New("accelerator: Prepare: the optimizer has no learning rate (optim.AdamConfig.LearningRate = 0) " +
+			"and no WithLearningRateSchedule gives one: it would not train; set the rate (trainer.Fit sets it from " +
+			"its Config.LearningRate)")
+	}
 	var err error
 	if j.autocast, err = a.applyPrecision(m); err != nil {
 		return nil, err

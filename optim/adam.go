@@ -4,6 +4,9 @@
 //
 //	opt, err := optim.Adam(optim.AdamConfig{LearningRate: 2e-5, WeightDecay: 0.01}) // HF's AdamW
 //	job, err := acc.Prepare(store, opt, loader)
+//
+// Under trainer.Fit the rate is Config.LearningRate's (with its schedule): build the optimizer
+// without one, optim.Adam(optim.AdamConfig{WeightDecay: 0.01}).
 package optim
 
 import (
@@ -27,8 +30,10 @@ const adamEpsilon = 1e-8
 // PyTorch user gets from torch.optim.Adam, and WeightDecay > 0 what Hugging Face's Trainer does
 // with torch.optim.AdamW.
 type AdamConfig struct {
-	// LearningRate is the learning rate (> 0). Fit replaces it with Config.LearningRate and its
-	// schedule; with accelerator.Prepare it is the rate unless a schedule is given.
+	// LearningRate is the learning rate (> 0), for accelerator.Prepare; 0 leaves it to
+	// whoever sets the rate of each update: trainer.Fit (its Config.LearningRate is the one
+	// place a Fit run's rate is given) or accelerator.WithLearningRateSchedule. Prepare
+	// refuses an optimizer without a rate and without a schedule.
 	LearningRate float64
 	// Beta1 and Beta2 are the decay rates of the moment estimates; 0 means PyTorch's 0.9 and
 	// 0.999.
@@ -55,8 +60,8 @@ func Adam(c AdamConfig) (optimizer.Interface, error) {
 		return fmt.Errorf("optim: Adam: AdamConfig.%s = %g, want %s", field, v, want)
 	}
 	switch {
-	case !(c.LearningRate > 0) || math.IsInf(c.LearningRate, 1):
-		return nil, bad("LearningRate", c.LearningRate, "a positive finite rate")
+	case !(c.LearningRate >= 0) || math.IsInf(c.LearningRate, 1):
+		return nil, bad("LearningRate", c.LearningRate, "a positive finite rate (0: set by trainer.Fit or a schedule)")
 	case !(c.Beta1 >= 0 && c.Beta1 < 1):
 		return nil, bad("Beta1", c.Beta1, "a value in [0, 1) (0: 0.9)")
 	case !(c.Beta2 >= 0 && c.Beta2 < 1):
@@ -151,6 +156,10 @@ func (o *adam) UpdateGraphWithGradients(scope *model.Scope, grads []*Node, lossD
 		d.v.SetNodeValue(Sub(d.v.NodeValue(g), step))
 	}
 }
+
+// LearningRate is AdamConfig.LearningRate: 0 when the optimizer was built without a rate,
+// which accelerator.Prepare accepts only with a schedule.
+func (o *adam) LearningRate() float64 { return o.cfg.LearningRate }
 
 // Clear implements optimizer.Interface: it deletes Adam's moment estimates and step count.
 func (o *adam) Clear(scope *model.Scope) error { return o.inner.Clear(scope) }

@@ -124,12 +124,18 @@ func TestNoWeightDecay(t *testing.T) {
 	}
 }
 
+// TestAdamRejectsBadConfig: bad values are refused naming the field; a rate of 0 is "unset"
+// (trainer.Fit's Config.LearningRate or a schedule sets it), not an error.
 func TestAdamRejectsBadConfig(t *testing.T) {
+	if opt, err := Adam(AdamConfig{}); err != nil || opt.(*adam).LearningRate() != 0 {
+		t.Errorf("Adam(AdamConfig{}): %v; want an optimizer whose rate is left to Fit or a schedule", err)
+	}
 	for _, c := range []struct {
 		cfg  AdamConfig
 		want string
 	}{
-		{AdamConfig{}, "AdamConfig.LearningRate = 0"},
+		{AdamConfig{LearningRate: -1e-3}, "AdamConfig.LearningRate = -0.001"},
+		{AdamConfig{LearningRate: math.Inf(1)}, "AdamConfig.LearningRate = +Inf"},
 		{AdamConfig{LearningRate: math.NaN()}, "AdamConfig.LearningRate = NaN"},
 		{AdamConfig{LearningRate: 1e-3, Beta1: 1}, "AdamConfig.Beta1 = 1"},
 		{AdamConfig{LearningRate: 1e-3, Beta2: -0.1}, "AdamConfig.Beta2 = -0.1"},

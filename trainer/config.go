@@ -29,8 +29,9 @@ type Config struct {
 	// MaxSteps stops the run after this many optimizer updates; 0 means no limit.
 	MaxSteps int64 `json:"max_steps"`
 
-	// LearningRate is the peak learning rate of the schedule. It replaces the rate the
-	// optimizer was built with. Required.
+	// LearningRate is the peak learning rate of the schedule, the one place a Fit run's rate
+	// is given: build the optimizer without one (optim.AdamConfig{}); a rate it was built
+	// with is replaced. Required.
 	LearningRate float64 `json:"learning_rate"`
 	// Schedule names the learning-rate schedule: "constant" (the default), "linear" or
 	// "cosine". With peak rate η = LearningRate, W warm-up updates and T updates in the run,
@@ -69,8 +70,10 @@ type Config struct {
 	// SkipEpochEval turns off the evaluation at the end of each epoch.
 	SkipEpochEval bool `json:"skip_epoch_eval"`
 	// BestMetric is the evaluation metric that picks the best model, saved under best/ in the
-	// run directory, and that early stopping watches. It must be one of Task.MetricNames
-	// ("accuracy", "f1", "loss" for SingleLabelClassification). Empty: no best-model tracking.
+	// run directory, and that early stopping watches. It must be one of Task.MetricNames:
+	// for SingleLabelClassification "accuracy", "macro_f1", "macro_precision", "macro_recall" and
+	// "loss", and with 2 classes only also "f1", "precision" and "recall" (of class 1). Empty:
+	// no best-model tracking.
 	BestMetric string `json:"best_metric"`
 	// BestMode is "max" or "min": whether a larger or a smaller BestMetric is better. Empty
 	// means "min" for metrics whose name contains "loss" and "max" for the others.

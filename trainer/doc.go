@@ -4,7 +4,7 @@
 // public pieces (Prepare, Job.TrainStep, Backward, Job.Evaluate, checkpoint.Manager).
 //
 //	acc, err := accelerator.New(accelerator.Config{Seed: 42})
-//	opt, err := optim.Adam(optim.AdamConfig{LearningRate: 2e-5}) // torch.optim.Adam's defaults
+//	opt, err := optim.Adam(optim.AdamConfig{}) // torch.optim.Adam's defaults; the rate is Config's
 //	tr, err := trainer.New(acc, store, opt, trainer.SingleLabelClassification(2, clf.Logits))
 //	res, err := tr.Fit(trainLoader, testLoader, trainer.Config{
 //	    OutputDir:    "runs/sst",
@@ -18,6 +18,8 @@
 // What Fit does:
 //
 //   - Steps count optimizer updates; with GradientAccumulation = k an update takes k batches.
+//   - The learning rate is given once, as Config.LearningRate, the peak of the named schedule;
+//     the optimizer is built without one (optim.AdamConfig{}), and a rate it has is replaced.
 //   - The learning rate follows the named schedule (constant, linear or cosine, with linear
 //     warm-up; see Config.Schedule), computed in the training graph; the rate actually used
 //     is read back from the Store variable /optimizers/learning_rate for the logs.
@@ -42,7 +44,7 @@
 //
 // A hand-written loop gets the same run directory from Run (OpenRun: config, resume, records,
 // best/, curves), the run directory of the same command after a Ctrl-C from ChooseRunDir, and
-// the clean stop from NotifyInterrupt; examples/bert_classify is such a loop.
+// the clean stop from NotifyInterrupt. examples/bert_classify is a program on Fit.
 //
 // Mixed precision is the Accelerator's business (accelerator.Config.MixedPrecision); the run's
 // precision is recorded in config.json with the Accelerator's plan. Under "fp16" the training

@@ -42,19 +42,24 @@ type RunLogger interface {
 // of a --report_to flag (the examples'). ReportTo's godoc lists the other names.
 const ReportJSONL = "jsonl"
 
-// ReportTo's other names.
+// ReportTo's other names: the loggers, and Hugging Face's "all" and "none".
 const (
 	reportTensorBoard = "tensorboard"
 	reportCSV         = "csv"
+	reportAll         = "all"
+	reportNone        = "none"
 )
 
 // ReportTo returns the loggers that list names, comma-separated, as the examples'
-// --report_to flag: "tensorboard" (NewTensorBoardLogger), "csv" (NewCSVLogger) and "jsonl",
-// which is metrics.jsonl: every run writes it, so it adds no logger (the list may be just
-// "jsonl"). An unknown or repeated name is an error that lists the known ones.
+// --report_to flag (Hugging Face's report_to): "tensorboard" (NewTensorBoardLogger), "csv"
+// (NewCSVLogger), "all" (every one of them), "none" (no logger) and "jsonl", which is
+// metrics.jsonl: every run writes it, whatever the list says, so it adds no logger (the list
+// may be just "jsonl"). An unknown or repeated name, or "all" or "none" with other names, is
+// an error that says so.
 func ReportTo(names string) ([]Logger, error) {
-	known := []string{ReportJSONL, reportTensorBoard, reportCSV}
-	var out []Logger
+	loggers := []string{reportTensorBoard, reportCSV}
+	known := append([]string{ReportJSONL}, append(loggers, reportAll, reportNone)...)
+	var list []string
 	seen := map[string]bool{}
 	for _, n := range strings.Split(names, ",") {
 		n = strings.ToLower(strings.TrimSpace(n))
@@ -68,6 +73,18 @@ func ReportTo(names string) ([]Logger, error) {
 			return nil, fmt.Errorf("trainer: ReportTo: %q is named twice in %q", n, names)
 		}
 		seen[n] = true
+		list = append(list, n)
+	}
+	for n, what := range map[string]string{reportAll: "every logger", reportNone: "no logger"} {
+		if seen[n] && len(list) > 1 {
+			return nil, fmt.Errorf("trainer: ReportTo: %q means %s but %q names others too: give it alone", n, what, names)
+		}
+	}
+	if seen[reportAll] {
+		list = loggers
+	}
+	var out []Logger
+	for _, n := range list {
 		switch n {
 		case reportTensorBoard:
 			out = append(out, NewTensorBoardLogger())

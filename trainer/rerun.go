@@ -157,7 +157,7 @@ func withoutOutputDir(args []string) []string {
 }
 
 // goRunPackage is, for a program started by `go run` (its binary in go-build's temporary
-// folder), its main package relative to the working directory ("./examples/fit"); "" else.
+// folder), its main package relative to the working directory ("./examples/bert_classify"); "" else.
 func goRunPackage() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok || !strings.Contains(os.Args[0], "go-build") || bi.Main.Path == "" {

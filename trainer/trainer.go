@@ -31,7 +31,8 @@ type Trainer struct {
 }
 
 // New binds an Accelerator, a model (anything with a model.Store), an optimizer and a task.
-// The optimizer's own learning rate is replaced by Config.LearningRate and its schedule.
+// Config.LearningRate, with its schedule, is the rate: build the optimizer without one
+// (optim.Adam(optim.AdamConfig{})); a rate it was built with is replaced.
 func New(acc *accelerator.Accelerator, m model.StoreProvider, opt optimizer.Interface, task Task) (*Trainer, error) {
 	switch {
 	case acc == nil:
@@ -39,7 +40,7 @@ func New(acc *accelerator.Accelerator, m model.StoreProvider, opt optimizer.Inte
 	case m == nil || m.Store() == nil:
 		return nil, errors.New("trainer: New: the model has no model.Store")
 	case opt == nil:
-		return nil, errors.New("trainer: New: the optimizer is nil (e.g. optim.Adam(optim.AdamConfig{LearningRate: 2e-5}))")
+		return nil, errors.New("trainer: New: the optimizer is nil (e.g. optim.Adam(optim.AdamConfig{}))")
 	case task.Loss == nil:
 		return nil, errors.New("trainer: New: Task.Loss is nil: Fit needs the training loss of a batch")
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/goaccel/goaccel/trainer"
 )
 
 // TestGlobalBatchSizeFlag: --global_batch_size replaces --batch_size; both given, a zero or a
@@ -44,30 +46,32 @@ func TestGlobalBatchSizeFlag(t *testing.T) {
 // XLA CPU devices (on 3, the shares are 22+22+20 with 2 masked slots).
 func TestGlobalBatchSameRunOn1To4Devices(t *testing.T) {
 	plugin := cpuPlugin(t)
-	var ref *history
+	var ref *trainer.Result
+	var refLosses []float64
 	for _, devices := range []int{1, 3, 4} {
 		o := defaultOptions()
 		o.Backend, o.Devices, o.BatchSize, o.GlobalBatchSize = plugin, devices, 0, 64
-		o.Epochs, o.Workers, o.Dropout = 2, 0, 0
+		o.Epochs, o.Workers, o.Dropout, o.LoggingSteps = 2, 0, 0, 1
 		o.OutputDir = t.TempDir()
 		res, _, err := run(o, io.Discard)
 		if err != nil {
 			t.Fatalf("%d devices: %v", devices, err)
 		}
+		losses := stepLosses(t, o.OutputDir)
 		if devices == 1 {
-			ref = res
+			ref, refLosses = res, losses
 			continue
 		}
-		if len(res.StepLoss) != len(ref.StepLoss) || res.Best != ref.Best || res.BestEpoch != ref.BestEpoch {
-			t.Errorf("%d devices: %d steps, best accuracy %.4f (epoch %d); 1 device: %d steps, %.4f (epoch %d)",
-				devices, len(res.StepLoss), res.Best, res.BestEpoch, len(ref.StepLoss), ref.Best, ref.BestEpoch)
+		if len(losses) != len(refLosses) || res.Best != ref.Best || res.BestStep != ref.BestStep {
+			t.Errorf("%d devices: %d steps, best accuracy %.4f (step %d); 1 device: %d steps, %.4f (step %d)",
+				devices, len(losses), res.Best, res.BestStep, len(refLosses), ref.Best, ref.BestStep)
 			continue
 		}
-		for i, l := range res.StepLoss {
-			if math.Abs(l-ref.StepLoss[i]) > 1e-4 {
-				t.Errorf("%d devices, step %d: loss %.6f, %.6f on 1 device", devices, i+1, l, ref.StepLoss[i])
+		for i, l := range losses {
+			if math.Abs(l-refLosses[i]) > 1e-4 {
+				t.Errorf("%d devices, step %d: loss %.6f, %.6f on 1 device", devices, i+1, l, refLosses[i])
 			}
 		}
-		t.Logf("%d devices: %d steps, best accuracy %.4f as on 1 device", devices, len(res.StepLoss), res.Best)
+		t.Logf("%d devices: %d steps, best accuracy %.4f as on 1 device", devices, len(losses), res.Best)
 	}
 }

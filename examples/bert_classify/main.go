@@ -3,7 +3,10 @@
 // flags of Hugging Face's run_classification.py (docs/data.md), data-parallel over every device goaccel finds: the
 // Go counterpart of the PyTorch DDP script that fine-tunes BertForSequenceClassification on
 // rt-polarity (90/10 split, Adam at 2e-5, per-device batch 64, DistributedSampler, train() and
-// test() with all_gather, printing and saving on rank 0, the best accuracy at the end).
+// test() with all_gather, printing and saving on rank 0, the best accuracy at the end). The
+// loop is trainer.Fit, the counterpart of Hugging Face's Trainer, with its flags: learning-rate
+// schedule and warm-up, gradient accumulation and clipping, evaluation and checkpoints every
+// so many steps, early stopping, --report_to.
 //
 //	go run ./examples/bert_classify                                   # built-in sample, tiny random BERT
 //	go run ./examples/bert_classify --data_dir ~/data/rt-polaritydata \
@@ -11,11 +14,12 @@
 //	GOACCEL_DEVICES=4 go run ./examples/bert_classify                   # the same program on 4 CPU devices
 //	go run ./examples/bert_classify --train_file 'train-*.parquet' --validation_file dev.csv \
 //	    --text_column_names premise,hypothesis --label_column_name label # your own data
+//	go run ./examples/bert_classify --lr_scheduler_type linear --warmup_ratio 0.1 --max_grad_norm 1
 //
 // The run directory (--output_dir, printed first) gets config.json, metrics.jsonl,
-// checkpoints/, best/ (a Hugging Face folder) and curves.png/svg. Ctrl-C or SIGTERM finishes
-// the step, saves a checkpoint and prints the command that resumes; the same command without
-// --output_dir resumes too. examples/fit is the same program through trainer.Fit.
+// checkpoints/, best/ (a Hugging Face folder whose config.json names the labels) and
+// curves.png/svg. Ctrl-C or SIGTERM finishes the step, saves a checkpoint and prints the
+// command that resumes; the same command without --output_dir resumes too.
 package main
 
 import (
@@ -23,84 +27,93 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/data/table"
 	"github.com/goaccel/goaccel/data/text"
 	_ "github.com/goaccel/goaccel/hostmalloc" // GOACCEL_HOST_MALLOC=keep: glibc keeps XLA's freed memory for reuse
-	"github.com/goaccel/goaccel/metrics"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/bert/sample"
 	"github.com/goaccel/goaccel/optim"
 	"github.com/goaccel/goaccel/trainer"
-	"github.com/goaccel/goaccel/trainer/progress"
-	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	flag "github.com/spf13/pflag"
 )
 
-// options are the program's flags; a resumed run must have the same ones, --output_dir,
-// --epochs, --max_steps, --workers, --logging_steps and --gradient_checkpointing aside.
+// options are the program's flags, named as run_classification.py and Hugging Face's
+// TrainingArguments name them.
 type options struct {
-	DataDir, ModelDir, OutputDir, MixedPrecision, Backend, ReportTo string
-	Epochs, MaxSteps, BatchSize, MaxLen, Devices, Workers           int
-	LoggingSteps                                                    int `json:",omitempty"` // not in config.json
-	GlobalBatchSize                                                 int // 0: BatchSize per device
-	LearningRate, TestSize, Dropout, WeightDecay                    float64
-	Seed                                                            int64
-	GradientCheckpointing                                           bool `json:",omitempty"` // not in config.json: resumable either way
+	DataDir, ModelDir, OutputDir, MixedPrecision, Backend, ReportTo, Schedule        string
+	Epochs, MaxSteps, BatchSize, MaxLen, Devices, Workers, GradAccum, Patience       int
+	GlobalBatchSize, SaveTotalLimit                                                  int // GlobalBatchSize 0: BatchSize per device
+	LoggingSteps, EvalSteps, SaveSteps, WarmupSteps, Seed                            int64
+	LearningRate, TestSize, Dropout, WeightDecay, WarmupRatio, MaxGradNorm           float64
+	GradientCheckpointing, AsyncSave                                                 bool
+	Sharding                                                                         string // --sharding: accelerator.Config.Sharding
+	TrainFile, ValidationFile, TextColumnNames, LabelColumnName, TextColumnDelimiter string
 
-	Sharding string // --sharding: accelerator.Config.Sharding
-
-	// Files with named columns (run_classification.py's flags), and their label map.
-	TrainFile, ValidationFile, TextColumnNames, LabelColumnName, TextColumnDelimiter string        `json:",omitempty"`
-	Labels                                                                           *table.Labels `json:",omitempty"`
+	// Labels is --train_file's label map (nil for the polarity data), set by loadData.
+	Labels *table.Labels
 }
 
 func defaultOptions() options {
-	return options{Epochs: 3, BatchSize: 64, MaxLen: 64, Seed: 42, TestSize: 0.1, MixedPrecision: "no", Workers: 2, Dropout: -1, LoggingSteps: 10,
-		ReportTo: trainer.ReportJSONL, TextColumnNames: "sentence", LabelColumnName: "label", TextColumnDelimiter: " "}
+	return options{Epochs: 3, BatchSize: 64, MaxLen: 64, Seed: 42, TestSize: 0.1, MixedPrecision: "no", Workers: 2, Dropout: -1,
+		LoggingSteps: 10, GradAccum: 1, SaveTotalLimit: 1, Schedule: "constant", ReportTo: trainer.ReportJSONL,
+		TextColumnNames: "sentence", LabelColumnName: "label", TextColumnDelimiter: " "}
 }
+
+// aliases are other spellings of the flags: Hugging Face's names and the earlier --lr.
+var aliases = map[string]string{"num_train_epochs": "epochs", "max_seq_length": "max_len", "lr": "learning_rate"}
 
 func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("bert_classify", flag.ContinueOnError)
 	fs.SortFlags = false
 	fs.SetNormalizeFunc(func(_ *flag.FlagSet, name string) flag.NormalizedName { // --batch-size is --batch_size
-		return flag.NormalizedName(strings.ReplaceAll(name, "-", "_"))
+		name = strings.ReplaceAll(name, "-", "_")
+		if a, ok := aliases[name]; ok {
+			name = a
+		}
+		return flag.NormalizedName(name)
 	})
 	fs.StringVar(&o.DataDir, "data_dir", "", "folder with one <name>.pos and one <name>.neg (a sentence per line); empty: the built-in sample")
 	fs.StringVar(&o.TrainFile, "train_file", "", "CSV, TSV, JSON Lines or Parquet file(s) to train on, by extension: comma-separated, globs allowed (train-*.parquet)")
 	fs.StringVar(&o.ValidationFile, "validation_file", "", "file(s) to evaluate on, as --train_file; empty: --test_size of the training files")
 	fs.StringVar(&o.TextColumnNames, "text_column_names", o.TextColumnNames, "the text column(s) of --train_file, comma-separated")
-	fs.StringVar(&o.LabelColumnName, "label_column_name", o.LabelColumnName, "the label column of --train_file: integers or strings, numbered in sorted order")
+	fs.StringVar(&o.LabelColumnName, "label_column_name", o.LabelColumnName, "the label column of --train_file: integers or strings, numbered in sorted order; best/config.json names them (id2label)")
 	fs.StringVar(&o.TextColumnDelimiter, "text_column_delimiter", o.TextColumnDelimiter, "joins the texts of several --text_column_names")
-	fs.StringVar(&o.ModelDir, "model_dir", "", "Hugging Face folder of a BERT, DistilBERT, ELECTRA or RoBERTa model (config.json, vocab.txt or tokenizer.json, model.safetensors); empty: a tiny random BERT")
+	fs.StringVar(&o.ModelDir, "model_dir", "", "Hugging Face folder of a BERT, DistilBERT, ELECTRA or RoBERTa model (config.json, vocab.txt or tokenizer.json, model.safetensors); its label names (id2label), if any, must be the data's; empty: a tiny random BERT")
 	fs.StringVar(&o.OutputDir, "output_dir", "", "run directory; empty: runs/bert_classify-<time>, or the interrupted run of the same command")
-	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "number of epochs")
+	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "number of epochs (also --num_train_epochs)")
 	fs.IntVar(&o.MaxSteps, "max_steps", 0, "optimizer steps of the whole run; overrides --epochs, as in Hugging Face (0: --epochs decides)")
 	fs.IntVar(&o.BatchSize, "batch_size", o.BatchSize, "batch size per device (global batch = batch_size x devices)")
 	fs.IntVar(&o.GlobalBatchSize, "global_batch_size", 0, "examples per global batch, split over the devices and processes (instead of --batch_size): the same run on any topology")
-	fs.Float64Var(&o.LearningRate, "learning_rate", 0, "Adam's learning rate; 0: 2e-5 with --model_dir, 1e-3 for the tiny default model")
+	fs.IntVar(&o.GradAccum, "gradient_accumulation_steps", o.GradAccum, "batches whose gradients are averaged into one optimizer step")
+	fs.Float64Var(&o.LearningRate, "learning_rate", 0, "peak learning rate of Adam; 0: 2e-5 with --model_dir, 1e-3 for the tiny default model")
+	fs.StringVar(&o.Schedule, "lr_scheduler_type", o.Schedule, `learning-rate schedule: "constant", "linear" or "cosine"`)
+	fs.Float64Var(&o.WarmupRatio, "warmup_ratio", 0, "fraction of the optimizer steps with a linear warm-up")
+	fs.Int64Var(&o.WarmupSteps, "warmup_steps", 0, "optimizer steps with a linear warm-up (overrides --warmup_ratio)")
 	fs.Float64Var(&o.WeightDecay, "weight_decay", 0, "AdamW's decoupled weight decay, not applied to biases and LayerNorm weights (0: Adam)")
-	fs.IntVar(&o.MaxLen, "max_len", o.MaxLen, "tokens per sentence, [CLS] and [SEP] included (truncated or padded)")
+	fs.Float64Var(&o.MaxGradNorm, "max_grad_norm", 0, "clip the gradients to this global L2 norm (0: no clipping)")
+	fs.IntVar(&o.MaxLen, "max_len", o.MaxLen, "tokens per sentence, [CLS] and [SEP] included (truncated or padded; also --max_seq_length)")
 	fs.Float64Var(&o.Dropout, "dropout", o.Dropout, "dropout rate of every layer; negative: the model's own (0.1 for BERT)")
 	fs.BoolVar(&o.GradientCheckpointing, "gradient_checkpointing", false, "recompute each encoder layer's activations in the backward pass: less memory, more time")
 	fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of the split, the shuffling and the initialisation")
 	fs.Float64Var(&o.TestSize, "test_size", o.TestSize, "fraction of the data held out for testing")
+	fs.Int64Var(&o.LoggingSteps, "logging_steps", o.LoggingSteps, "write the mean training loss to metrics.jsonl every this many optimizer steps (and at step 1), as Hugging Face's logging_steps")
+	fs.Int64Var(&o.EvalSteps, "eval_steps", 0, "also test every this many optimizer steps (0: at the end of each epoch only)")
+	fs.IntVar(&o.Patience, "patience", 0, "stop after this many evaluations without a better test accuracy (0: never)")
+	fs.Int64Var(&o.SaveSteps, "save_steps", 0, "also save a checkpoint every this many optimizer steps (0: at epoch ends)")
+	fs.IntVar(&o.SaveTotalLimit, "save_total_limit", o.SaveTotalLimit, "checkpoints kept in checkpoints/ (the newest)")
+	fs.BoolVar(&o.AsyncSave, "async_save", false, "write checkpoints in the background while training goes on (one more host copy of the state)")
 	fs.StringVar(&o.MixedPrecision, "mixed_precision", o.MixedPrecision, `"no" (fp32), "bf16" or "fp16" (16-bit activations, float32 master weights; fp16 with loss scaling)`)
 	fs.StringVar(&o.Sharding, "sharding", "", `"no", "zero1", "zero2" or "zero3": state sharded over the devices (empty: $GOACCEL_SHARDING, else "no")`)
 	fs.IntVar(&o.Devices, "devices", 0, "devices to use; 0: all found (on XLA's CPU plugin: how many host devices to create)")
 	fs.StringVar(&o.Backend, "backend", "", `backend: "go", "xla:cpu", "xla:cuda" or a plugin path; empty: discover`)
-	fs.IntVar(&o.LoggingSteps, "logging_steps", o.LoggingSteps, "write the mean training loss to metrics.jsonl every this many optimizer steps (and at step 1 and each epoch's end), as Hugging Face's logging_steps")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "goroutines that tokenize and collate batches ahead of training")
-	fs.StringVar(&o.ReportTo, "report_to", o.ReportTo, "where the records go besides the console, comma-separated: jsonl (metrics.jsonl, always written), tensorboard (an event file in the run directory: tensorboard --logdir RUN), csv (metrics.csv)")
-	fs.Float64Var(&o.LearningRate, "lr", 0, "") // the earlier name
-	_ = fs.MarkHidden("lr")
+	fs.StringVar(&o.ReportTo, "report_to", o.ReportTo, "loggers besides the console and metrics.jsonl (always written), comma-separated: tensorboard (an event file in the run directory: tensorboard --logdir RUN), csv (metrics.csv), all (both), none, jsonl (metrics.jsonl only)")
 	return fs
 }
 
@@ -114,19 +127,16 @@ func main() {
 	if err == nil {
 		err = o.useGlobalBatch(fs)
 	}
-	if err == nil && o.LoggingSteps <= 0 {
-		err = fmt.Errorf("--logging_steps %d: must be at least 1", o.LoggingSteps)
-	}
 	if err != nil {
 		if err != flag.ErrHelp {
-			fmt.Fprintf(os.Stderr, "bert_classify: %v (--help lists the flags)\n", err)
+			fmt.Fprintf(os.Stderr, "bert_classify: %v (--help lists the flags)\n", asTyped(err, os.Args[1:]))
 			os.Exit(2)
 		}
 		return
 	}
 	_, code, err := run(o, os.Stdout)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bert_classify:", err)
+		fmt.Fprintln(os.Stderr, "bert_classify:", asTyped(err, os.Args[1:]))
 		code = 1
 	}
 	accelerator.Exit(code) // os.Exit, or what an MPI launcher expects of one of several processes
@@ -147,31 +157,25 @@ func (o *options) useGlobalBatch(fs *flag.FlagSet) error {
 	return nil
 }
 
-// history is the loop's part of a checkpoint: what it needs to go on exactly where it stopped.
-type history struct {
-	Steps     int64     `json:"steps"`      // optimizer steps done
-	StepLoss  []float64 `json:"step_loss"`  // every step's loss
-	Window    []float64 `json:"window"`     // the losses since the last training record
-	Best      float64   `json:"best"`       // the best test accuracy, after epoch BestEpoch
-	BestEpoch int       `json:"best_epoch"` // (0: no epoch ended yet), at step BestStep
-	BestStep  int64     `json:"best_step"`
-}
-
-// run is the whole program: setup, data and sampler, model, optimizer, the epoch loop of
-// train() and test(), rank-0 printing and saving, the best accuracy. It returns the run's
-// history and the exit code.
-func run(o options, out io.Writer) (*history, int, error) {
-	if o.Epochs < 1 || o.MaxSteps < 0 {
+// run is the whole program: setup, data and sampler, model, optimizer, then trainer.Fit's
+// epochs of train() and test() with rank-0 printing and saving, and the best accuracy. It
+// returns Fit's result and the exit code.
+func run(o options, out io.Writer) (*trainer.Result, int, error) {
+	switch {
+	case o.Epochs < 1 || o.MaxSteps < 0:
 		return nil, 0, fmt.Errorf("--epochs %d, --max_steps %d: want at least 1 epoch, and 0 steps (--epochs decides) or more",
 			o.Epochs, o.MaxSteps)
+	case o.LoggingSteps <= 0:
+		return nil, 0, fmt.Errorf("--logging_steps %d: must be at least 1", o.LoggingSteps)
+	case o.GradAccum < 1:
+		return nil, 0, fmt.Errorf("--gradient_accumulation_steps %d: must be at least 1 (1: no accumulation)", o.GradAccum)
 	}
 	loggers, err := trainer.ReportTo(o.ReportTo)
 	if err != nil {
 		return nil, 0, fmt.Errorf("--report_to: %w", err)
 	}
 	acc, err := accelerator.New(accelerator.Config{Backend: o.Backend, Devices: o.Devices,
-		MixedPrecision: o.MixedPrecision, Seed: o.Seed, Output: out,
-		Sharding: o.Sharding})
+		MixedPrecision: o.MixedPrecision, Seed: o.Seed, Output: out, Sharding: o.Sharding})
 	if err != nil {
 		return nil, 0, accelerator.NameFlags(err, map[string]string{"Backend": "--backend", "Devices": "--devices",
 			"MixedPrecision": "--mixed_precision", "Sharding": "--sharding"})
@@ -201,170 +205,70 @@ func run(o options, out io.Writer) (*history, int, error) {
 	if w := acc.SlowBackendWarning(clf.NumParameters()); w != "" {
 		acc.Printf("%s", w)
 	}
-	// The loaders hold the DistributedSampler; Prepare splits the train loader over the devices.
-	trainLoader, err := data.NewLoader(trainSet, data.LoaderConfig[text.Labeled]{
-		BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize, Shuffle: true, Seed: o.Seed, Workers: o.Workers,
-		Collate: tok.Collate})
+	// The loaders hold the DistributedSampler; Fit splits them over the devices and processes.
+	loaderConfig := data.LoaderConfig[text.Labeled]{BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize,
+		Seed: o.Seed, Workers: o.Workers, Collate: tok.Collate}
+	testLoader, err := data.NewLoader(testSet, loaderConfig)
 	if err != nil {
-		return nil, 0, fmt.Errorf("--batch_size, --global_batch_size or --workers: %w", err)
+		return nil, 0, nameFlags(err)
 	}
-	testLoader, err := data.NewLoader(testSet, data.LoaderConfig[text.Labeled]{
-		BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize, Workers: o.Workers, Collate: tok.Collate})
+	loaderConfig.Shuffle = true
+	trainLoader, err := data.NewLoader(trainSet, loaderConfig)
 	if err != nil {
-		return nil, 0, fmt.Errorf("--batch_size, --global_batch_size or --workers: %w", err)
+		return nil, 0, nameFlags(err)
+	}
+	// PyTorch's Adam (AdamW with --weight_decay); its rate is Fit's Config.LearningRate.
+	opt, err := optim.Adam(optim.AdamConfig{WeightDecay: o.WeightDecay})
+	if err != nil {
+		return nil, 0, nameFlags(err)
+	}
+	tr, err := trainer.New(acc, clf, opt, trainer.SingleLabelClassification(clf.Config.NumLabels, clf.Logits))
+	if err != nil {
+		return nil, 0, err
+	}
+	acc.Printf("training on %d sentences, testing on %d", trainSet.Len(), testSet.Len())
+	res, err := tr.Fit(trainLoader, testLoader, fitConfig(o, dir, out, intr, loggers, clf, tok))
+	if err != nil {
+		return nil, 0, nameFlags(err)
+	}
+	if res.Interrupted { // Fit saved the checkpoint and printed the command that resumes
+		return res, intr.ExitCode(), nil
+	}
+	acc.Printf("best test accuracy %.4f (step %d of %d); best model (a Hugging Face folder) in %s", res.Best,
+		res.BestStep, res.Steps, res.BestCheckpoint)
+	return res, 0, nil
+}
+
+// fitConfig is the run for trainer.Fit: the Trainer's flags, the best model by test accuracy
+// written as a Hugging Face folder, and the program's other flags in config.json (a resumed
+// run must have the same).
+func fitConfig(o options, dir string, out io.Writer, intr *trainer.Interrupt, loggers []trainer.Logger,
+	clf *bert.Classifier, tok *bert.Tokenizer) trainer.Config {
+	epochs := o.Epochs
+	if o.MaxSteps > 0 { // --max_steps overrides --epochs, as in Hugging Face
+		epochs = 0
 	}
 	lr := o.LearningRate
 	if lr == 0 {
 		lr = map[bool]float64{true: 2e-5, false: 1e-3}[o.ModelDir != ""]
 	}
-	opt, err := optim.Adam(optim.AdamConfig{LearningRate: lr, WeightDecay: o.WeightDecay}) // PyTorch's Adam / HF's AdamW
-	if err != nil {
-		return nil, 0, fmt.Errorf("--learning_rate %g, --weight_decay %g: %w", lr, o.WeightDecay, err)
+	extra := map[string]any{"data_dir": o.DataDir, "model_dir": o.ModelDir, "batch_size": o.BatchSize,
+		"global_batch_size": o.GlobalBatchSize, "max_len": o.MaxLen, "test_size": o.TestSize, "dropout": o.Dropout,
+		"weight_decay": o.WeightDecay, "mixed_precision": o.MixedPrecision}
+	if o.TrainFile != "" { // the column flags mean nothing without files
+		extra["train_file"], extra["validation_file"], extra["text_column_names"] = o.TrainFile, o.ValidationFile, o.TextColumnNames
+		extra["label_column_name"], extra["text_column_delimiter"] = o.LabelColumnName, o.TextColumnDelimiter
 	}
-	job, err := acc.Prepare(clf, opt, trainLoader) // variables replicated on every device, batches sharded
-	if err != nil {
-		return nil, 0, err
+	if clf.Config.Labels != nil {
+		extra["labels"] = clf.Config.Labels
 	}
-	trainStep := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *Node {
-		loss := accelerator.CrossEntropy(clf.Logits(s, b.Inputs), b.Labels, b.Mask)
-		acc.Backward(s, loss) // gradients averaged over the global batch, then the Adam update
-		return loss
-	})
-	evalStep := job.EvalStep(func(s *model.Scope, b accelerator.GraphBatch) []*Node {
-		return []*Node{clf.Logits(s, b.Inputs)}
-	})
-	perEpoch := trainLoader.BatchesPerEpoch()
-	total, epochs := int64(o.Epochs*perEpoch), o.Epochs
-	if o.MaxSteps > 0 {
-		total, epochs = int64(o.MaxSteps), (o.MaxSteps+perEpoch-1)/perEpoch
+	return trainer.Config{OutputDir: dir, Epochs: epochs, MaxSteps: int64(o.MaxSteps), LearningRate: lr,
+		Schedule: o.Schedule, WarmupSteps: o.WarmupSteps, WarmupRatio: o.WarmupRatio, ClipGradNorm: o.MaxGradNorm,
+		GradientAccumulation: o.GradAccum, EvalEvery: o.EvalSteps, LogEvery: o.LoggingSteps, SaveEvery: o.SaveSteps,
+		KeepLast: o.SaveTotalLimit, AsyncSave: o.AsyncSave, BestMetric: "accuracy", Patience: o.Patience,
+		Output: out, Interrupt: intr, Loggers: loggers, Extra: extra,
+		SaveBest: func(dir string) error { return bert.SavePretrained(dir, clf, tok) }, // best/: a Hugging Face folder
 	}
-
-	// The run directory: config.json, metrics.jsonl, checkpoints/ (a resumed run continues
-	// from the newest), best/, the curves. A resumed run may change the run's length.
-	h := &history{}
-	cfg := o
-	cfg.OutputDir, cfg.Epochs, cfg.MaxSteps, cfg.Workers, cfg.ReportTo, cfg.GradientCheckpointing = "", 0, 0, 0, "", false
-	cfg.LoggingSteps = 0
-	if cfg.TrainFile == "" { // the column flags mean nothing without files
-		cfg.TextColumnNames, cfg.LabelColumnName, cfg.TextColumnDelimiter = "", "", ""
-	}
-	rd, err := trainer.OpenRun(acc, dir, cfg, job, h)
-	if err != nil {
-		return nil, 0, fmt.Errorf("--output_dir %s: %w", dir, err)
-	}
-	defer rd.Close()
-	if err := rd.AddLoggers(loggers...); err != nil { // --report_to's TensorBoard and CSV files, rank 0
-		return nil, 0, err
-	}
-	acc.Printf("training on %d sentences, testing on %d; %d steps per epoch, %d in all", trainSet.Len(), testSet.Len(), perEpoch, total)
-	if !acc.IsMainProcess() {
-		out = io.Discard // the progress bar shows on rank 0 only
-	}
-	bar := progress.New(out, progress.Config{Epochs: epochs, BatchesPerEpoch: perEpoch, TotalSteps: total})
-
-	for epoch := trainLoader.State().Epoch; epoch < epochs && h.Steps < total; epoch++ {
-		// A signal in the middle of an epoch: the resumed session finishes it and tests.
-		if stop, err := train(acc, job, trainStep, bar, intr, h, total, int64(o.LoggingSteps), rd); err != nil {
-			return nil, 0, err
-		} else if stop && trainLoader.State().BatchesConsumed > 0 {
-			return h, intr.ExitCode(), rd.Interrupted(intr.Signal(), h.Steps)
-		}
-		start := time.Now()
-		accuracy, err := test(job, evalStep, bar.Evaluating(testLoader))
-		if err != nil {
-			return nil, 0, err
-		}
-		improved := h.BestEpoch == 0 || accuracy > h.Best
-		if improved {
-			h.Best, h.BestEpoch, h.BestStep = accuracy, epoch+1, h.Steps
-		}
-		bar.Println("%s", progress.EvalLine(progress.EvalSummary{Step: h.Steps, Epoch: float64(epoch + 1),
-			Metrics: map[string]float64{"accuracy": accuracy}, Headline: "accuracy", Improved: improved, Best: h.Best,
-			BestStep: h.BestStep, Examples: testSet.Len(), Duration: time.Since(start)}))
-		if err := rd.Log(trainer.Record{Kind: trainer.KindEval, Step: h.Steps, Epoch: float64(epoch + 1), Loss: math.NaN(),
-			LR: math.NaN(), GradNorm: math.NaN(), ExamplesPerSec: math.NaN(), Eval: map[string]float64{"accuracy": accuracy}}); err != nil {
-			return nil, 0, err
-		}
-		if improved { // rank 0 writes best/, the others wait
-			if err := rd.SaveBest(func(d string) error { return bert.SavePretrained(d, clf, tok) }); err != nil {
-				return nil, 0, err
-			}
-		}
-		if err := rd.Save(h.Steps); err != nil {
-			return nil, 0, err
-		}
-		if stop, err := intr.RequestedAnywhere(acc); err != nil {
-			return nil, 0, err
-		} else if stop {
-			return h, intr.ExitCode(), rd.Interrupted(intr.Signal(), h.Steps)
-		}
-	}
-	acc.Printf("done after %d steps; best test accuracy %.4f (epoch %d); best model in %s", h.Steps, h.Best, h.BestEpoch,
-		filepath.Join(dir, trainer.BestDir))
-	return h, 0, rd.Finish(h.Steps)
-}
-
-// train runs one epoch (the sampler's epoch advances by itself), or what is left of it. It
-// stops early at the run's last step, or after the current step when a signal asks to stop
-// (stop: all processes stop after the same step).
-func train(acc *accelerator.Accelerator, job *accelerator.Job, step *accelerator.TrainStep, bar *progress.Bar,
-	intr *trainer.Interrupt, h *history, total, logEvery int64, log trainer.Logger) (stop bool, err error) {
-	pos := job.Source().State()
-	bar.StartEpoch(pos.Epoch, pos.BatchesConsumed, h.Steps)
-	defer bar.EndEpoch("")
-	for batch, err := range job.Batches() {
-		if err != nil {
-			return false, err
-		}
-		loss, err := step.Run(batch)
-		if err != nil {
-			return false, err
-		}
-		l, err := loss.Value()
-		if err != nil {
-			return false, err
-		}
-		h.Steps++
-		h.StepLoss, h.Window = append(h.StepLoss, l), append(h.Window, l)
-		bar.Batch(l, batch.NumReal()*acc.NumProcesses(), h.Steps)
-		epochEnd := job.Source().State().BatchesConsumed == 0
-		if h.Steps%logEvery == 0 || h.Steps == 1 || epochEnd || h.Steps == total { // the loss curve starts at step 1
-			lr, _ := job.LearningRate()
-			sum := 0.0
-			for _, x := range h.Window {
-				sum += x
-			}
-			err := log.Log(trainer.Record{Kind: trainer.KindTrain, Step: h.Steps, Epoch: float64(batch.Epoch) +
-				float64(batch.Index+1)/float64(job.Source().BatchesPerEpoch()), Loss: sum / float64(len(h.Window)), LR: lr,
-				GradNorm: math.NaN(), ExamplesPerSec: math.NaN()})
-			if err != nil {
-				return false, err
-			}
-			h.Window = nil
-		}
-		if stop, err := intr.RequestedAnywhere(acc); err != nil || stop || h.Steps >= total {
-			return stop, err
-		}
-	}
-	return false, nil
-}
-
-// test evaluates on the whole test set: predictions gathered from every device in example
-// order, the sampler's padding dropped, so that each test sentence counts exactly once.
-func test(job *accelerator.Job, eval *accelerator.EvalStep, testLoader data.Source) (float64, error) {
-	res, err := job.Evaluate(testLoader, eval)
-	if err != nil {
-		return 0, err
-	}
-	preds, err := res.Argmax(0)
-	if err != nil {
-		return 0, err
-	}
-	labels, err := res.IntLabels()
-	if err != nil {
-		return 0, err
-	}
-	return metrics.Accuracy(preds, labels, nil)
 }
 
 // loadData reads the built-in sentences, --data_dir or --train_file (recording its label map
@@ -415,15 +319,18 @@ func loadData(o *options) (train, test data.Dataset[text.Labeled], err error) {
 }
 
 // loadModel builds the classifier and its tokenizer: pretrained weights with a fresh
-// classification head, or a tiny random BERT over the built-in vocabulary.
+// classification head, or a tiny random BERT over the built-in vocabulary; the head has the
+// data's classes (useLabels).
 func loadModel(o options, store *model.Store) (clf *bert.Classifier, tok *bert.Tokenizer, err error) {
 	if o.ModelDir == "" {
 		if clf, tok, err = sample.TinyClassifier(store, o.MaxLen); err != nil {
 			return nil, nil, fmt.Errorf("--max_len %d: %w", o.MaxLen, err)
 		}
-		clf.Config.NumLabels = numLabels(o) // before any variable is made
-	} else if clf, tok, err = bert.LoadPretrained(o.ModelDir, store, bert.LoadOptions{MaxLen: o.MaxLen, NumLabels: numLabels(o)}); err != nil {
+	} else if clf, tok, err = bert.LoadPretrained(o.ModelDir, store, bert.LoadOptions{MaxLen: o.MaxLen}); err != nil {
 		return nil, nil, fmt.Errorf("--model_dir %s: %w", o.ModelDir, err)
+	}
+	if err := useLabels(o, &clf.Config); err != nil { // before any variable is made
+		return nil, nil, err
 	}
 	clf.Config.GradientCheckpointing = o.GradientCheckpointing
 	if math.IsNaN(o.Dropout) {
@@ -437,10 +344,53 @@ func loadModel(o options, store *model.Store) (clf *bert.Classifier, tok *bert.T
 	return clf, tok, nil
 }
 
-// numLabels is the classifier's number of classes: the label map's, else 2 (polarity).
-func numLabels(o options) int {
+// useLabels gives the classifier the data's classes: --train_file's label map (2 unnamed
+// classes for the polarity data), whose names best/config.json carries as id2label. A
+// --model_dir that names as many classes (a folder a run of this program wrote) lends its
+// names to unnamed data, and must have the same names as named data.
+func useLabels(o options, cfg *bert.Config) error {
+	n, folder := 2, cfg.Labels
 	if o.Labels != nil {
-		return o.Labels.Len()
+		n = o.Labels.Len()
 	}
-	return 2
+	switch {
+	case len(folder) != n: // another head's classes
+		cfg.Labels = nil
+	case o.Labels != nil && !slices.Equal(folder, o.Labels.Names()):
+		return fmt.Errorf("--model_dir %s names its %d classes %q (id2label in its config.json), but --train_file's "+
+			"labels are %q: fine-tune the model it was trained from, or use data with its labels",
+			o.ModelDir, n, folder, o.Labels.Names())
+	}
+	if o.Labels != nil {
+		cfg.Labels = o.Labels.Names()
+	}
+	cfg.NumLabels = n
+	return nil
+}
+
+// nameFlags renames the Config fields of the trainer's, the loader's and the optimizer's
+// messages to this program's flags, so that an error says what to type.
+func nameFlags(err error) error { return fmt.Errorf("%s", flagNames.Replace(err.Error())) }
+
+// flagNames renames Config fields to the flags that set them, for nameFlags.
+var flagNames = strings.NewReplacer("AdamConfig.WeightDecay", "--weight_decay",
+	"LoaderConfig.BatchSize", "--batch_size", "LoaderConfig.GlobalBatchSize", "--global_batch_size",
+	"LoaderConfig.Workers", "--workers", "Config.OutputDir", "--output_dir", "Config.LearningRate", "--learning_rate",
+	"Config.Schedule", "--lr_scheduler_type", "Config.WarmupSteps", "--warmup_steps", "Config.WarmupRatio", "--warmup_ratio",
+	"Config.ClipGradNorm", "--max_grad_norm", "Config.GradientAccumulation", "--gradient_accumulation_steps",
+	"Config.Patience", "--patience", "Config.SaveEvery", "--save_steps", "Config.KeepLast", "--save_total_limit",
+	"Config.EvalEvery", "--eval_steps", "Config.LogEvery", "--logging_steps", "Config.MaxSteps", "--max_steps",
+	"Config.Epochs", "--epochs")
+
+// asTyped names a flag in err as args spelled it, when that was one of its aliases
+// (--num_train_epochs for --epochs, say).
+func asTyped(err error, args []string) error {
+	msg := err.Error()
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.ReplaceAll(strings.TrimLeft(a, "-"), "-", "_"), "=")
+		if canonical, ok := aliases[name]; ok && strings.HasPrefix(a, "-") {
+			msg = strings.ReplaceAll(msg, "--"+canonical+" ", "--"+name+" ")
+		}
+	}
+	return fmt.Errorf("%s", msg)
 }

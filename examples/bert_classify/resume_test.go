@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/examples/internal/exampletest"
 )
 
@@ -21,22 +25,33 @@ func TestMain(m *testing.M) { exampletest.Main(m, main) }
 // weights (bit for bit, XLA CPU) and the same metrics.jsonl as a run that was never
 // interrupted. The files keep their modes before and after the resume. The uninterrupted run
 // writes to a pseudo-terminal: its progress bar moves; the interrupted one writes to a pipe:
-// plain lines. (examples/fit has the same test for SIGTERM and SIGKILL through trainer.Fit.)
+// plain lines. SIGTERM (a preempted job) does the same with exit status 143.
 func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
 	plugin := cpuPlugin(t)
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
+	args := []string{"--backend", plugin, "--devices", "2", "--batch-size", "16", "--epochs", "2", "--workers", "1"}
+	full := filepath.Join(t.TempDir(), "full")
+	uninterrupted := exampletest.Child(t, append(args, "--output_dir", full)...)
+	screen := exampletest.RunOnTerminal(t, uninterrupted)
+	// The bar moved: several counts of the first epoch were drawn, over carriage returns.
+	counts := regexp.MustCompile(`\((\d+)/23`).FindAllStringSubmatch(screen, -1)
+	seen := map[string]bool{}
+	for _, m := range counts {
+		seen[m[1]] = true
+	}
+	if !strings.Contains(screen, "\r") || len(seen) < 3 || !seen["23"] {
+		t.Errorf("the terminal shows no moving bar (counts seen %v):\n%q", seen, screen)
+	}
+	if !strings.Contains(screen, "eval step 23, epoch 1: accuracy") {
+		t.Errorf("the terminal output misses the evaluation line:\n%q", screen)
+	}
 	for _, c := range []struct {
 		sig  syscall.Signal
 		code int
-	}{{syscall.SIGINT, 130}} {
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
 		t.Run(c.sig.String(), func(t *testing.T) {
 			root := t.TempDir()
-			args := []string{"--backend", plugin, "--devices", "2", "--batch-size", "16", "--epochs", "2", "--workers", "1"}
-			full := filepath.Join(root, "full")
-			uninterrupted := exampletest.Child(t, append(args, "--output_dir", full)...)
-			screen := exampletest.RunOnTerminal(t, uninterrupted)
-
 			work := filepath.Join(root, "work")
 			if err := os.Mkdir(work, 0o755); err != nil {
 				t.Fatal(err)
@@ -61,9 +76,8 @@ func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
 			if !regexp.MustCompile(`(?m)^epoch 1/2 batch 1/23, step 1/46: loss \d\.\d{4}$`).MatchString(out) {
 				t.Errorf("no plain progress line for the first batch:\n%s", out)
 			}
-			configs, _ := filepath.Glob(filepath.Join(work, "*", "config.json"))
-			more, _ := filepath.Glob(filepath.Join(work, "*", "*", "config.json"))
-			if configs = append(configs, more...); len(configs) != 1 {
+			configs, _ := filepath.Glob(filepath.Join(work, "runs", "bert_classify-*", "config.json"))
+			if len(configs) != 1 {
 				t.Fatalf("want one run directory under %s, found %v", work, configs)
 			}
 			runDir := filepath.Dir(configs[0])
@@ -90,18 +104,61 @@ func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
 					t.Errorf("run directory lacks %s: %v", f, err)
 				}
 			}
-			// The bar moved: several counts of the first epoch were drawn, over carriage returns.
-			counts := regexp.MustCompile(`\((\d+)/23`).FindAllStringSubmatch(screen, -1)
-			seen := map[string]bool{}
-			for _, m := range counts {
-				seen[m[1]] = true
-			}
-			if !strings.Contains(screen, "\r") || len(seen) < 3 || !seen["23"] {
-				t.Errorf("the terminal shows no moving bar (counts seen %v):\n%q", seen, screen)
-			}
-			if !strings.Contains(screen, "eval step 23, epoch 1: accuracy") {
-				t.Errorf("the terminal output misses the evaluation line:\n%q", screen)
-			}
 		})
+	}
+}
+
+// TestKillAndResumeEqualsUninterrupted: the program is killed with SIGKILL in the middle of
+// its first epoch (right after the checkpoint of step 5, --save_steps 5), started again on
+// the same run directory, and ends with the same weights (bit for bit, XLA CPU) and records
+// as a run that was never interrupted: the resumed session continues the same epoch in the
+// same order.
+func TestKillAndResumeEqualsUninterrupted(t *testing.T) {
+	plugin := cpuPlugin(t)
+	root := t.TempDir()
+	args := func(dir string) []string {
+		return []string{"--backend", plugin, "--devices", "2", "--batch_size", "16", "--epochs", "2", "--workers", "1",
+			"--save_steps", "5", "--output_dir", dir}
+	}
+	full := filepath.Join(root, "full")
+	if out, err := exampletest.Child(t, args(full)...).CombinedOutput(); err != nil {
+		t.Fatalf("uninterrupted run: %v\n%s", err, out)
+	}
+	resumed := filepath.Join(root, "resumed")
+	first := exampletest.Child(t, args(resumed)...)
+	var firstOut bytes.Buffer
+	first.Stdout, first.Stderr = &firstOut, &firstOut
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	latest := filepath.Join(resumed, "checkpoints", checkpoint.LatestFile)
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(latest); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = first.Process.Kill()
+			t.Fatalf("no checkpoint after 2 minutes:\n%s", firstOut.String())
+		}
+	}
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	if strings.Contains(firstOut.String(), "done after") {
+		t.Fatalf("the first session finished before it could be killed:\n%s", firstOut.String())
+	}
+	out, err := exampletest.Child(t, args(resumed)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("resumed run: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "resuming") {
+		t.Errorf("the second session did not resume:\n%s", out)
+	}
+	if exampletest.FinalWeights(t, full) != exampletest.FinalWeights(t, resumed) {
+		t.Errorf("the final weights of the killed-and-resumed run differ from the uninterrupted run's")
+	}
+	if a, b := exampletest.MetricsLines(t, full), exampletest.MetricsLines(t, resumed); !slices.Equal(a, b) {
+		t.Errorf("metrics.jsonl differs:\nuninterrupted:\n%s\nresumed:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
 	}
 }

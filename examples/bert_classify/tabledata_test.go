@@ -13,7 +13,7 @@ import (
 
 	"github.com/goaccel/goaccel/data/text"
 	"github.com/goaccel/goaccel/examples/internal/exampletest"
-	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/bert/sample"
 	"github.com/parquet-go/parquet-go"
 )
@@ -95,7 +95,7 @@ func TestParquetTrainFile(t *testing.T) {
 		t.Errorf("best validation accuracy %.3f after %d epochs, want >= 0.7", res.Best, o.Epochs)
 	}
 	cfg, err := os.ReadFile(filepath.Join(o.OutputDir, "config.json"))
-	if err != nil || !strings.Contains(string(cfg), `"Labels": [`) || !strings.Contains(string(cfg), `"negative",`) {
+	if err != nil || !strings.Contains(string(cfg), `"labels": [`) || !strings.Contains(string(cfg), `"negative",`) {
 		t.Errorf("config.json does not record the label map (%v):\n%s", err, cfg)
 	}
 	again, _, err := run(o, io.Discard)
@@ -104,7 +104,7 @@ func TestParquetTrainFile(t *testing.T) {
 	}
 	writeReviews(t, train, all[:700], "mixed")
 	if _, _, err := run(o, io.Discard); err == nil || !strings.Contains(err.Error(), "another configuration") ||
-		!strings.Contains(err.Error(), "Labels") {
+		!strings.Contains(err.Error(), `"labels":["mixed","negative","positive"]`) {
 		t.Errorf("training files with another label map on the same run directory: %v; want an error naming Labels", err)
 	}
 	// A validation label that the training files lack is an error naming file, row and column.
@@ -178,22 +178,5 @@ func TestPyarrowParquet(t *testing.T) {
 // CI it fails instead.
 func needPyarrow(t *testing.T) string {
 	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err == nil {
-		var out []byte
-		if out, err = exec.Command(py, "-c", "import pyarrow.parquet").CombinedOutput(); err != nil {
-			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-			err = fmt.Errorf("%s cannot import pyarrow: %s", py, lines[len(lines)-1]) // the exception's line
-		}
-	}
-	if err == nil {
-		return py
-	}
-	msg := "SKIPPING pyarrow test: needs python3 with pip's pyarrow (make deps; the test with " +
-		"PYTHONPATH=$PWD/.deps/python): " + err.Error()
-	if envvar.CI.Value() != "" {
-		t.Fatal("CI is set but " + msg)
-	}
-	t.Skip(msg)
-	return ""
+	return testutil.Python(t, "pyarrow.parquet", "pip's pyarrow (make deps)")
 }

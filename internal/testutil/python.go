@@ -1,52 +1,52 @@
 package testutil
 
 import (
-	"context"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/goaccel/goaccel/internal/envvar"
 )
 
-// NeedTransformers is for a test that runs transformers' tokenizers (no torch): it returns
-// python3 from $PATH when it imports transformers and tokenizers (make deps installs them
-// under .deps/python, which PYTHONPATH must name), or skips the test with a line that starts
-// with SKIPPING and says how to get them — except when the CI environment variable is set,
-// where their absence fails the test. The versions found are logged.
-func NeedTransformers(t testing.TB) string {
+// Python returns a python3 from $PATH that imports module (for example "pyarrow.parquet" or
+// "transformers"), for a test that checks goaccel's files against a Python library. Without one
+// the test is skipped with a line that starts with SKIPPING, naming what to install (install,
+// such as "pip's pyarrow (make deps)"), except when the CI environment variable is set: there
+// the Python dependencies are installed by make deps (on the PYTHONPATH the Makefile exports),
+// and their absence fails the test.
+func Python(t testing.TB, module, install string) string {
 	t.Helper()
-	python, versions, why := importsTransformers()
-	if why == "" {
-		t.Logf("%s: %s", python, versions)
-		return python
+	py, err := exec.LookPath("python3")
+	if err == nil {
+		var out []byte
+		if out, err = exec.Command(py, "-c", "import "+module).CombinedOutput(); err != nil {
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			err = fmt.Errorf("%s cannot import %s: %s", py, module, lines[len(lines)-1]) // the exception's line
+		}
 	}
-	why = "SKIPPING transformers tokenizer test: " + why +
-		" (run make deps, which installs them under .deps/python, and set PYTHONPATH=$GOACCEL_HOME/python)"
+	if err == nil {
+		return py
+	}
+	msg := fmt.Sprintf("SKIPPING %s test: needs python3 with %s (the test with PYTHONPATH=$PWD/.deps/python): %v",
+		module, install, err)
 	if envvar.CI.Value() != "" {
-		t.Fatal("CI is set but " + why)
+		t.Fatal("CI is set but " + msg)
 	}
-	t.Skip(why)
+	t.Skip(msg)
 	return ""
 }
 
-// importsTransformers finds python3 and checks that it imports transformers and tokenizers:
-// versions is the last line it printed (transformers may first warn that torch is absent),
-// why says what is missing ("" when nothing is).
-func importsTransformers() (python, versions, why string) {
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		return "", "", "no python3 in $PATH"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+// NeedTransformers is Python for a test that runs transformers' tokenizers and configurations
+// (no torch): python3 that imports transformers and tokenizers, which make deps installs under
+// .deps/python. The versions found are logged.
+func NeedTransformers(t testing.TB) string {
+	t.Helper()
+	py := Python(t, "transformers, tokenizers", "transformers and tokenizers (make deps)")
 	probe := "import transformers, tokenizers; print('transformers', transformers.__version__, 'tokenizers', tokenizers.__version__)"
-	out, err := exec.CommandContext(ctx, python, "-c", probe).CombinedOutput()
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	versions = lines[len(lines)-1]
-	if err != nil {
-		return python, "", python + " cannot import transformers and tokenizers (" + versions + ")"
+	if out, err := exec.Command(py, "-c", probe).Output(); err == nil {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		t.Logf("%s: %s", py, lines[len(lines)-1])
 	}
-	return python, versions, ""
+	return py
 }

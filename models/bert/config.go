@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -54,6 +56,13 @@ type Config struct {
 	PadTokenID int `json:"pad_token_id"`
 	// NumLabels is the number of classes of the classification head.
 	NumLabels int `json:"num_labels"`
+	// Labels names the classes by class id, as Hugging Face's id2label (label2id is its
+	// inverse): nil leaves them unnamed, written as transformers' LABEL_0, LABEL_1, ... (and
+	// read back as nil), so that pipeline("text-classification") answers with these names.
+	// When set, it has NumLabels distinct names. JSON writes id2label, label2id and
+	// problem_type "single_label_classification" (the head's softmax and cross-entropy);
+	// ParseConfig reads id2label.
+	Labels []string `json:"-"`
 	// ModelType is HF's model_type, the family: "bert" (or empty), "roberta", "distilbert"
 	// or "electra"; other encoders are refused, naming the supported ones.
 	ModelType string `json:"model_type"`
@@ -120,12 +129,14 @@ func defaultConfig() Config {
 // ParseConfig parses the contents of a Hugging Face config.json; name is used in error
 // messages (usually the file path). model_type chooses the family; keys missing from the
 // file take that family's defaults (BertConfig's, RobertaConfig's, ...); num_labels falls
-// back to the size of id2label, then to 2. The result is validated.
+// back to the size of id2label, then to 2. id2label's names become Labels, unless num_labels
+// gives another count (transformers then drops them too). The result is validated.
 func ParseConfig(contents []byte, name string) (Config, error) {
 	var head struct {
 		ModelType string         `json:"model_type"`
 		NumLabels *int           `json:"num_labels"`
 		ID2Label  map[string]any `json:"id2label"`
+		Label2ID  map[string]any `json:"label2id"`
 	}
 	if err := json.Unmarshal(contents, &head); err != nil {
 		return Config{}, fmt.Errorf("bert: parsing %s: %w", name, err)
@@ -155,13 +166,66 @@ func ParseConfig(contents []byte, name string) (Config, error) {
 	if f.modelType != "electra" {
 		cfg.EmbeddingSize = 0 // only ELECTRA reads embedding_size
 	}
+	if cfg.Labels, err = parseLabels(head.ID2Label, head.Label2ID); err != nil {
+		return Config{}, fmt.Errorf("bert: %s: %w", name, err)
+	}
 	if head.NumLabels == nil && len(head.ID2Label) > 0 {
 		cfg.NumLabels = len(head.ID2Label)
+	}
+	if cfg.NumLabels != len(cfg.Labels) { // an explicit num_labels wins, as in transformers, and the names go
+		cfg.Labels = nil
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, fmt.Errorf("bert: %s: %w", name, err)
 	}
 	return cfg, nil
+}
+
+// parseLabels reads config.json's id2label (class ids "0" to "n-1" as keys) into
+// Config.Labels, checking it against label2id when the file has one; transformers' default
+// names LABEL_0, LABEL_1, ... are no names (nil).
+func parseLabels(id2label, label2id map[string]any) ([]string, error) {
+	if len(id2label) == 0 {
+		return nil, nil
+	}
+	labels := make([]string, len(id2label))
+	for k, v := range id2label {
+		id, err := strconv.Atoi(k)
+		if err != nil || id < 0 || id >= len(labels) {
+			return nil, fmt.Errorf("id2label has the key %q: want the class ids 0 to %d", k, len(labels)-1)
+		}
+		name, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("id2label[%q] is %v: want a string", k, v)
+		}
+		labels[id] = name
+	}
+	for name, v := range label2id {
+		id, ok := v.(float64)
+		if !ok || id != float64(int(id)) || int(id) < 0 || int(id) >= len(labels) || labels[int(id)] != name {
+			return nil, fmt.Errorf("label2id[%q] is %v, but id2label names the classes %q", name, v, labels)
+		}
+	}
+	if len(label2id) > 0 && len(label2id) != len(labels) {
+		return nil, fmt.Errorf("label2id has %d entries, id2label %d", len(label2id), len(labels))
+	}
+	for i, l := range labels {
+		if l != defaultLabel(i) {
+			return labels, nil
+		}
+	}
+	return nil, nil
+}
+
+// defaultLabel is transformers' name of class i when a config names none.
+func defaultLabel(i int) string { return "LABEL_" + strconv.Itoa(i) }
+
+// labelName is the name of class i: Labels[i], else transformers' default.
+func (c Config) labelName(i int) string {
+	if len(c.Labels) > 0 {
+		return c.Labels[i]
+	}
+	return defaultLabel(i)
 }
 
 // unsupportedFamily is the error for a model_type outside the families.
@@ -249,6 +313,14 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s must be positive, got %d", p.key, p.value)
 		}
 	}
+	if len(c.Labels) > 0 && len(c.Labels) != c.NumLabels {
+		return fmt.Errorf("id2label names %d classes (%q) but num_labels is %d", len(c.Labels), c.Labels, c.NumLabels)
+	}
+	for i, l := range c.Labels {
+		if j := slices.Index(c.Labels, l); j != i {
+			return fmt.Errorf("id2label names classes %d and %d both %q: label2id would be ambiguous", j, i, l)
+		}
+	}
 	if c.HiddenSize%c.NumAttentionHeads != 0 {
 		return fmt.Errorf("hidden_size (%d) must be a multiple of num_attention_heads (%d)",
 			c.HiddenSize, c.NumAttentionHeads)
@@ -319,26 +391,49 @@ func (c Config) classifierDropout() float64 {
 
 // JSON returns the configuration as a Hugging Face config.json document for the family's
 // sequence classifier (BertForSequenceClassification, RobertaForSequenceClassification, ...),
-// with DistilBERT's own keys for DistilBERT.
+// with DistilBERT's own keys for DistilBERT, and the head's id2label, label2id and
+// problem_type.
 func (c Config) JSON() ([]byte, error) {
 	f := c.family()
 	out := c
 	out.Architectures = []string{f.architecture}
 	out.ModelType = f.modelType
+	head := headJSON{ID2Label: map[string]string{}, Label2ID: map[string]int{}, ProblemType: singleLabel}
+	for i := range c.NumLabels {
+		head.ID2Label[strconv.Itoa(i)] = c.labelName(i)
+		head.Label2ID[c.labelName(i)] = i
+	}
 	switch f.modelType {
 	case "distilbert":
-		return json.MarshalIndent(distilBERTConfig{
+		return json.MarshalIndent(struct {
+			distilBERTConfig
+			headJSON
+		}{distilBERTConfig{
 			VocabSize: c.VocabSize, MaxPositionEmbeddings: c.MaxPositionEmbeddings, NLayers: c.NumHiddenLayers,
 			NHeads: c.NumAttentionHeads, Dim: c.HiddenSize, HiddenDim: c.IntermediateSize, Dropout: c.HiddenDropoutProb,
 			AttentionDropout: c.AttentionProbsDropoutProb, Activation: c.HiddenAct, InitializerRange: c.InitializerRange,
 			SeqClassifDropout: c.classifierDropout(), PadTokenID: c.PadTokenID, NumLabels: c.NumLabels,
 			ModelType: f.modelType, Architectures: out.Architectures,
-		}, "", "  ")
+		}, head}, "", "  ")
 	case "electra":
 		out.EmbeddingSize = c.embeddingSize()
 	}
 	if out.PositionEmbeddingType == "" {
 		out.PositionEmbeddingType = "absolute"
 	}
-	return json.MarshalIndent(out, "", "  ")
+	return json.MarshalIndent(struct {
+		Config
+		headJSON
+	}{out, head}, "", "  ")
+}
+
+// singleLabel is transformers' problem_type of a softmax classifier trained with
+// cross-entropy, the head of Classifier.
+const singleLabel = "single_label_classification"
+
+// headJSON is what config.json says of the classification head besides num_labels.
+type headJSON struct {
+	ID2Label    map[string]string `json:"id2label"`
+	Label2ID    map[string]int    `json:"label2id"`
+	ProblemType string            `json:"problem_type"`
 }

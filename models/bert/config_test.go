@@ -32,15 +32,16 @@ func TestParseConfig(t *testing.T) {
 			name: "labels from id2label, explicit classifier dropout",
 			json: `{"id2label": {"0": "neg", "1": "neutral", "2": "pos"}, "classifier_dropout": 0.3}`,
 			check: func(t *testing.T, c Config) {
-				if c.NumLabels != 3 || c.classifierDropout() != 0.3 {
-					t.Errorf("num_labels %d, classifier dropout %g; want 3 and 0.3", c.NumLabels, c.classifierDropout())
+				if c.NumLabels != 3 || c.classifierDropout() != 0.3 || strings.Join(c.Labels, ",") != "neg,neutral,pos" {
+					t.Errorf("num_labels %d, classifier dropout %g, labels %q; want 3, 0.3 and neg,neutral,pos", c.NumLabels,
+						c.classifierDropout(), c.Labels)
 				}
 			},
 		},
 		{name: "explicit num_labels wins", json: `{"num_labels": 5, "id2label": {"0": "a"}}`,
 			check: func(t *testing.T, c Config) {
-				if c.NumLabels != 5 {
-					t.Errorf("num_labels %d, want 5", c.NumLabels)
+				if c.NumLabels != 5 || c.Labels != nil {
+					t.Errorf("num_labels %d, labels %q; want 5, and the names of 1 class dropped", c.NumLabels, c.Labels)
 				}
 			}},
 		{name: "another architecture", json: `{"model_type": "albert"}`, wantErr: `model_type "albert" is not supported: the supported families are bert, distilbert, electra, roberta`},

@@ -38,12 +38,14 @@
 //	clf, tok, err := bert.LoadPretrained(modelDir, store, bert.LoadOptions{MaxLen: 128, NumLabels: 2})
 //	// or, for a tiny model trained from scratch on the built-in sentences (models/bert/sample):
 //	//   clf, tok, err := sample.TinyClassifier(store, 64)
-//	loader := data.NewLoader(train, data.LoaderConfig[text.Labeled]{BatchSize: 64, Collate: tok.Collate, ...})
-//	train := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *graph.Node {
+//	loader, err := data.NewLoader(trainSet, data.LoaderConfig[text.Labeled]{BatchSize: 64, Collate: tok.Collate, ...})
+//	job, err := acc.Prepare(clf, opt, loader)
+//	step := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *graph.Node {
 //	    logits := clf.Logits(s, b.Inputs)
 //	    ...
 //	})
-//	err = bert.SavePretrained(outDir, clf, tok) // an HF folder transformers can read
+//	clf.Config.Labels = []string{"negative", "positive"} // id2label: pipeline() answers with these names
+//	err = bert.SavePretrained(outDir, clf, tok)          // an HF folder transformers can read
 //
 // # Getting pretrained weights
 //

@@ -24,7 +24,9 @@ type LoadOptions struct {
 	// when smaller).
 	MaxLen int
 	// NumLabels overrides the config's num_labels for the fresh classification head
-	// (0 keeps the config's, which defaults to 2).
+	// (0 keeps the config's, which defaults to 2). Another count than the config's drops its
+	// label names (id2label), which named the classes of another head: set the new ones in
+	// the Classifier's Config.Labels.
 	NumLabels int
 	// LoadHead loads the classification head too (a fine-tuned sequence classifier, such as
 	// one SavePretrained wrote), instead of leaving it to be initialised fresh; the folder
@@ -41,6 +43,8 @@ const DefaultMaxLen = 128
 // variable paths of Classifier (see VarPath), and returns the classifier and its tokenizer.
 // The classification head is not loaded unless opts.LoadHead: it is initialised fresh on
 // first use.
+// The classifier's Config.Labels are the folder's class names (config.json's id2label), or
+// nil when it names none.
 //
 // Tensor names may carry the family's prefix ("bert.", "roberta.", ...: sequence classifier
 // and masked-LM checkpoints such as bert-base-uncased or roberta-base) or not (BertModel and
@@ -70,8 +74,8 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 	}
 	if opts.NumLabels < 0 {
 		return nil, nil, fmt.Errorf("bert: NumLabels must not be negative, got %d", opts.NumLabels)
-	} else if opts.NumLabels > 0 {
-		cfg.NumLabels = opts.NumLabels
+	} else if opts.NumLabels > 0 && opts.NumLabels != cfg.NumLabels {
+		cfg.NumLabels, cfg.Labels = opts.NumLabels, nil
 	}
 	maxLen := opts.MaxLen
 	if maxLen == 0 {
