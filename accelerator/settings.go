@@ -268,8 +268,8 @@ func (s setting) positiveInt() (int, error) {
 
 // Config chooses where an Accelerator runs. The zero value discovers everything:
 //
-//	acc, err := accelerator.New(accelerator.Config{})                    // best backend found
-//	acc, err := accelerator.New(accelerator.Config{Backend: "xla:cpu", Devices: 4}) // 4 CPU devices
+//	acc, err := accelerator.New(accelerator.Config{})                                 // best backend found
+//	cpu4, err := accelerator.New(accelerator.Config{Backend: "xla:cpu", Devices: 4}) // 4 CPU devices
 type Config struct {
 	// Backend forces a backend: "go" (pure Go, one device), "xla" (best XLA plugin found),
 	// "xla:cuda", "xla:cpu", or the path of a PJRT plugin (".so", optionally after "xla:").

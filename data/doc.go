@@ -36,5 +36,5 @@
 //	train, test, err := data.Split(all, 0.1, seed)
 //	loader, err := data.NewLoader(train, data.LoaderConfig[text.Labeled]{
 //		BatchSize: 32, Shuffle: true, Seed: seed, Workers: 2, Collate: tok.Collate})
-//	job, err := acc.Prepare(model, opt, loader) // calls loader.Distribute
+//	job, err := acc.Prepare(store, opt, loader) // calls loader.Distribute
 package data

@@ -10,9 +10,13 @@
 //
 //	clf := metrics.NewConfusion(2)
 //	loss := &metrics.Mean{}
-//	for each evaluation batch {
-//		clf.Add(preds, labels, real)
-//		loss.AddMasked(exampleLosses, real)
+//	for _, b := range evalBatches { // preds, labels, per-example losses and the real mask of each
+//		if err := clf.Add(b.Preds, b.Labels, b.Real); err != nil {
+//			return err
+//		}
+//		if err := loss.AddMasked(b.Losses, b.Real); err != nil {
+//			return err
+//		}
 //	}
 //	fmt.Println(clf, "loss", loss) // n=1066 accuracy=0.8124 f1=0.8133 ... loss 0.4211
 package metrics

@@ -18,7 +18,7 @@ import (
 //
 //	intr := trainer.NotifyInterrupt(os.Stderr)
 //	defer intr.Stop()
-//	res, err := tr.Fit(train, eval, trainer.Config{..., Interrupt: intr})
+//	res, err := tr.Fit(train, eval, trainer.Config{OutputDir: "runs/sst", Epochs: 3, LearningRate: 2e-5, Interrupt: intr})
 //	if res != nil && res.Interrupted { /* say how to resume */ }
 //
 // A hand-written loop asks between steps: Requested with one process, RequestedAnywhere with

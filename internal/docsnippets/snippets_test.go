@@ -7,6 +7,7 @@ import (
 	"go/ast"
 	"go/doc/comment"
 	"go/parser"
+	"go/printer"
 	"go/token"
 	"os"
 	"os/exec"
@@ -67,18 +68,19 @@ var godocContext = map[string]string{
 	"accelerator/gather.go": `var job *accelerator.Job; var testLoader data.Source; var eval *accelerator.EvalStep`,
 	"accelerator/group.go":  `var acc *accelerator.Accelerator`,
 	"accelerator/loss.go":   `var logits *graph.Node; var b accelerator.GraphBatch`,
-	"checkpoint/doc.go":     `var outDir string; var acc *accelerator.Accelerator; var job *accelerator.Job; var cfg struct{}; var loader *data.Loader[text.Labeled]`,
+	"checkpoint/doc.go":     `var outDir string; var acc *accelerator.Accelerator; var job *accelerator.Job; var cfg struct{}; var loader *data.Loader[text.Labeled]; var seed int64`,
 	"data/doc.go":           `var dir string; var seed int64; var tok *bert.Tokenizer; var acc *accelerator.Accelerator; var opt optimizer.Interface; var store *model.Store`,
 	"data/table/doc.go":     `var tok *bert.Tokenizer`,
 	"data/text/doc.go":      `var dir string; var seed int64; var tok *bert.Tokenizer`,
-	"internal/mpi/doc.go":   `var weights, grads [][]float32; var steps int`,
-	"metrics/doc.go":        `var batches [][]int; var preds, labels []int; var real []bool; var exampleLosses []float64`,
-	"models/bert/doc.go":    `var modelDir, outDir string; var train data.Dataset[text.Labeled]; var job *accelerator.Job`,
+	"internal/mpi/doc.go":   `var weightBytes []byte; var grads [][]float32; var steps int`,
+	"metrics/doc.go":        `var evalBatches []struct{ Preds, Labels []int; Real []bool; Losses []float64 }`,
+	"models/bert/doc.go":    `var modelDir, outDir string; var trainSet data.Dataset[text.Labeled]; var acc *accelerator.Accelerator; var opt optimizer.Interface`,
 	"optim/adam.go":         `var acc *accelerator.Accelerator; var store *model.Store; var loader data.Source`,
 	"trainer/doc.go":        `var store *model.Store; var clf *bert.Classifier; var trainLoader, testLoader data.Source`,
 	"trainer/interrupt.go":  `var tr *trainer.Trainer; var train, eval data.Source`,
 	"trainer/progress/progress.go": `var src data.Source; var job *accelerator.Job; var total int64; var step int64
-		var loss float64; var examples int; var testLoader data.Source; var evalStep *accelerator.EvalStep; var accuracy float64`,
+		var loss float64; var examples int; var testLoader data.Source; var evalStep *accelerator.EvalStep; var accuracy float64
+		var prog *progress.Bar`,
 }
 
 // TestSnippetsCompile compiles every Go snippet of README.md, docs/*.md and the godoc, each as
@@ -176,8 +178,11 @@ func markdownSnippets(t *testing.T, root string) []snippet {
 				code = append(code, lines[i])
 			}
 			ctx := ""
-			if m := contextComment.FindStringSubmatch(strings.Join(lines[:start], "\n")); m != nil {
-				ctx = m[1]
+			before := strings.Join(lines[:start], "\n")
+			if at := strings.LastIndex(before, "<!--"); at >= 0 {
+				if m := contextComment.FindStringSubmatch(before[at:]); m != nil {
+					ctx = m[1]
+				}
 			}
 			rel, _ := filepath.Rel(root, f)
 			out = append(out, snippet{where: fmt.Sprintf("%s:%d", rel, start+1), code: strings.Join(code, "\n"), context: ctx})
@@ -274,23 +279,34 @@ func looksLikeGo(code string) bool {
 }
 
 // wrap makes the source of a package that holds the snippet: as declarations when it parses
-// as such, else as the body of a function that returns an error, followed by a use of every
-// name it declares; the imports are those of the package names it uses.
+// as such, else as the body of a function that returns an error, where every name the snippet
+// declares is then used (a snippet shows a call, not what a program does with its result); the
+// imports are those of the package names it uses. A line that is only "..." stands for the
+// user's own code and is left out.
 func wrap(s snippet, i int) ([]byte, error) {
+	var kept []string
+	for _, l := range strings.Split(s.code, "\n") {
+		if strings.TrimSpace(l) != "..." {
+			kept = append(kept, l)
+		}
+	}
+	code := strings.Join(kept, "\n")
 	fset := token.NewFileSet()
 	var body string
-	if _, err := parser.ParseFile(fset, "", "package p\n"+s.code+"\n", 0); err == nil && !strings.Contains(s.code, ":=") {
-		body = s.code
+	if _, err := parser.ParseFile(fset, "", "package p\n"+code+"\n", 0); err == nil && !strings.Contains(code, ":=") {
+		body = code
 	} else {
-		f, err := parser.ParseFile(fset, "", "package p\nfunc _() {\n"+s.code+"\n}\n", 0)
+		f, err := parser.ParseFile(fset, "", "package p\nfunc snippet() error {\n"+code+"\nreturn nil\n}\n", 0)
 		if err != nil {
 			return nil, fmt.Errorf("the snippet is not Go: %v", err)
 		}
-		var uses []string
-		for _, name := range declared(f) {
-			uses = append(uses, "_ = "+name)
+		fn := f.Decls[0].(*ast.FuncDecl)
+		useDeclared(fn.Body)
+		var b bytes.Buffer
+		if err := printer.Fprint(&b, fset, fn); err != nil {
+			return nil, err
 		}
-		body = fmt.Sprintf("func snippet() error {\n%s\n\t%s\n\treturn nil\n}", s.code, strings.Join(uses, "\n\t"))
+		body = b.String()
 	}
 	all := s.context + "\n" + body
 	var buf bytes.Buffer
@@ -312,25 +328,27 @@ func wrap(s snippet, i int) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// declared returns the names a function body declares with := or var at its top level or in
-// nested blocks, except _.
-func declared(f *ast.File) []string {
-	seen := map[string]bool{}
-	var out []string
-	add := func(id *ast.Ident) {
-		if id.Name != "_" && !seen[id.Name] {
-			seen[id.Name] = true
-			out = append(out, id.Name)
+// useDeclared adds, after every := and var of block and of the blocks inside it, and at the
+// start of the body of a for, range or if that declares names, a statement that uses those
+// names, so that a snippet that does nothing with a result still compiles.
+func useDeclared(block *ast.BlockStmt) {
+	uses := func(ids []*ast.Ident) []ast.Stmt {
+		var out []ast.Stmt
+		for _, id := range ids {
+			if id.Name != "_" {
+				out = append(out, &ast.AssignStmt{Lhs: []ast.Expr{ast.NewIdent("_")}, Tok: token.ASSIGN, Rhs: []ast.Expr{ast.NewIdent(id.Name)}})
+			}
 		}
+		return out
 	}
-	fn := f.Decls[0].(*ast.FuncDecl)
-	for _, st := range fn.Body.List { // names of the top level only: those in blocks go out of scope
+	defined := func(st ast.Stmt) []*ast.Ident {
+		var ids []*ast.Ident
 		switch st := st.(type) {
 		case *ast.AssignStmt:
 			if st.Tok == token.DEFINE {
 				for _, e := range st.Lhs {
 					if id, ok := e.(*ast.Ident); ok {
-						add(id)
+						ids = append(ids, id)
 					}
 				}
 			}
@@ -338,15 +356,43 @@ func declared(f *ast.File) []string {
 			if g, ok := st.Decl.(*ast.GenDecl); ok {
 				for _, sp := range g.Specs {
 					if v, ok := sp.(*ast.ValueSpec); ok {
-						for _, id := range v.Names {
-							add(id)
-						}
+						ids = append(ids, v.Names...)
 					}
 				}
 			}
 		}
+		return ids
 	}
-	return out
+	ast.Inspect(block, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.BlockStmt:
+			var list []ast.Stmt
+			for _, st := range n.List {
+				list = append(list, st)
+				list = append(list, uses(defined(st))...)
+			}
+			n.List = list
+		case *ast.RangeStmt:
+			if n.Tok == token.DEFINE {
+				var ids []*ast.Ident
+				for _, e := range []ast.Expr{n.Key, n.Value} {
+					if id, ok := e.(*ast.Ident); ok {
+						ids = append(ids, id)
+					}
+				}
+				n.Body.List = append(uses(ids), n.Body.List...)
+			}
+		case *ast.IfStmt:
+			if n.Init != nil {
+				n.Body.List = append(uses(defined(n.Init)), n.Body.List...)
+			}
+		case *ast.ForStmt:
+			if n.Init != nil {
+				n.Body.List = append(uses(defined(n.Init)), n.Body.List...)
+			}
+		}
+		return true
+	})
 }
 
 // numbered returns src with line numbers, for a failure's message.

@@ -6,7 +6,7 @@
 //
 //	lib, err := mpi.Find()          // GOACCEL_MPI_LIB, $GOACCEL_HOME/mpich, LD_LIBRARY_PATH, system
 //	comm, err := mpi.Init(lib)       // MPI_Init_thread on a dedicated OS thread
-//	err = comm.Broadcast(weights, 0) // rank 0's initial variables everywhere
+//	err = comm.Broadcast(weightBytes, 0) // rank 0's initial variables everywhere
 //	for step := range steps {
 //		err = comm.AllreduceFused(grads, true, 0) // mean gradient, 25 MiB buckets
 //	}

@@ -38,11 +38,12 @@
 //	clf, tok, err := bert.LoadPretrained(modelDir, store, bert.LoadOptions{MaxLen: 128, NumLabels: 2})
 //	// or, for a tiny model trained from scratch on the built-in sentences (models/bert/sample):
 //	//   clf, tok, err := sample.TinyClassifier(store, 64)
-//	loader, err := data.NewLoader(trainSet, data.LoaderConfig[text.Labeled]{BatchSize: 64, Collate: tok.Collate, ...})
+//	loader, err := data.NewLoader(trainSet, data.LoaderConfig[text.Labeled]{BatchSize: 64, Shuffle: true, Collate: tok.Collate})
 //	job, err := acc.Prepare(clf, opt, loader)
 //	step := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *graph.Node {
-//	    logits := clf.Logits(s, b.Inputs)
-//	    ...
+//	    l := accelerator.CrossEntropy(clf.Logits(s, b.Inputs), b.Labels, b.Mask)
+//	    acc.Backward(s, l)
+//	    return l
 //	})
 //	clf.Config.Labels = []string{"negative", "positive"} // id2label: pipeline() answers with these names
 //	err = bert.SavePretrained(outDir, clf, tok)          // an HF folder transformers can read
