@@ -72,6 +72,7 @@ func tailRun(a *Accelerator, n, perDevice, batches int, weighted bool, opt optim
 // devices) and over 2 processes; with the masked-mean loss (Backward) and with a loss weighted
 // per example (BackwardWeighted).
 func TestAccumulationOverAnEpochTail(t *testing.T) {
+	t.Parallel()
 	for _, weighted := range []bool{false, true} {
 		t.Run(fmt.Sprintf("weighted=%v", weighted), func(t *testing.T) {
 			want, err := tailRun(newXLA(t, 1), 11, 16, 1, weighted, sgd(0.5))
@@ -131,6 +132,7 @@ func (c *countingGroup) AllreduceSum(bufs [][]float32) error {
 // per update, SyncedBytes in all (with the loss: 8 bytes in the update's buckets, 16 on each
 // batch that only accumulates). Without accumulation, once per batch.
 func TestOneAllreducePerUpdate(t *testing.T) {
+	t.Parallel()
 	for _, k := range []int{1, 4} {
 		counters := make([]*countingGroup, 2)
 		res := runProcessesWrapped(t, 2, 1, func(r int, g collective.Group) collective.Group {
@@ -181,6 +183,7 @@ func TestOneAllreducePerUpdate(t *testing.T) {
 // TestBackwardWeightedBadWeight: a weight that is not a scalar, or nil, is an error of the
 // step naming BackwardWeighted, not a wrong update.
 func TestBackwardWeightedBadWeight(t *testing.T) {
+	t.Parallel()
 	a := newXLA(t, 1)
 	x, y := toyData(8)
 	job, err := a.Prepare(model.NewStore(), sgd(0.1), &fixedSource{x: x, y: y, batch: 8})
@@ -214,6 +217,7 @@ func TestBackwardWeightedBadWeight(t *testing.T) {
 // count twice. With accumulation 2 over 2 processes the update then equals 1 process's with
 // rank 0's seed.
 func TestAccumulationFirstBatchRerun(t *testing.T) {
+	t.Parallel()
 	want, err := tailRun(newXLA(t, 1), 11, 8, 2, false, sgd(0.5), WithGradientAccumulation(2))
 	if err != nil {
 		t.Fatal(err)

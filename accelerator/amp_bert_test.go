@@ -93,6 +93,7 @@ func precisionBertRun(t *testing.T, precision string) ([]float64, map[dtypes.DTy
 // backend, which rounds to the low dtype as XLA does; XLA's compilation of this graph alone
 // takes 15 s on the shared test machine.)
 func TestMixedPrecisionTinyBERT(t *testing.T) {
+	t.Parallel()
 	ref, _ := precisionBertRun(t, "no")
 	if ref[29] >= ref[0] {
 		t.Fatalf("the tiny BERT did not learn in fp32: loss %g -> %g", ref[0], ref[29])
@@ -110,6 +111,7 @@ func TestMixedPrecisionTinyBERT(t *testing.T) {
 // goaccel casts its variables, and the model, which handles its own precision, asks for them
 // as float32) fails its first step under bf16 with an error that says to pass the model.
 func TestMixedPrecisionBERTStoreNamesTheFix(t *testing.T) {
+	t.Parallel()
 	a, loader, clf := tinyBertSetup(t, "bf16")
 	job, err := a.Prepare(clf.Store(), optimizer.Adam().Done(), loader)
 	if err != nil {

@@ -103,6 +103,7 @@ func checkLowPrecision(t *testing.T, precision string, dt dtypes.DType, losses, 
 // 30 steps, its matrix products are in the low dtype (not silently float32), and the
 // variables and the optimizer's state stay float32.
 func TestMixedPrecisionLayersModel(t *testing.T) {
+	t.Parallel()
 	ref, _, refMM := ampRun(t, newPrecision(t, "no"))
 	if refMM[dtypes.Float32] == 0 {
 		t.Fatalf("fp32 run: no float32 matmul in the graph: %v", refMM)
@@ -198,6 +199,7 @@ func TestMixedPrecisionErrors(t *testing.T) {
 // random state read and advanced through the shadow scope) trains, and its evaluation
 // outputs come back float32, every example once.
 func TestMixedPrecisionDropoutAndEval(t *testing.T) {
+	t.Parallel()
 	a, err := New(Config{Backend: cpuPlugin(t), Devices: 2, Quiet: true, Seed: 7, MixedPrecision: "bf16"})
 	if err != nil {
 		t.Fatal(err)

@@ -146,6 +146,7 @@ func TestGradientCompressionValues(t *testing.T) {
 // sum; an Inf on one process, a NaN on another and an fp16 sum beyond 65504 come out
 // non-finite on every process.
 func TestCompressorReduce(t *testing.T) {
+	t.Parallel()
 	const procs, n = 3, 1000
 	inputs := make([][]float32, procs)
 	for r := range inputs {
@@ -229,6 +230,7 @@ func TestCompressorReduce(t *testing.T) {
 // 3 buckets of at most 150001 (the pipeline), every element is exactly round16(sum in rank
 // order of float32(round16(x_p x scale))), on every process: the buckets do not change a bit.
 func TestCompressorRoundsOnceEachWay(t *testing.T) {
+	t.Parallel()
 	const procs, n = 3, 400003
 	const scale = 0.125
 	inputs := make([][]float32, procs)
@@ -283,6 +285,8 @@ func TestCompressorRoundsOnceEachWay(t *testing.T) {
 // launched program: 2 processes x 1 device, 30 Adam updates, losses within 1e-3 of one
 // process's exact run, every rank identical, 392 bytes per update instead of 780.
 func TestCompressedOverMPI(t *testing.T) {
+	testutil.Long(t, "the 16-bit all-reduce over a real MPI launch (tier 1: TestCompressedAllreduce checks both codecs over in-process ranks; internal/mpi tests the MPI collectives)")
+	t.Parallel()
 	testutil.NeedMPI(t)
 	ref, _, err := topoRun(newXLA(t, 1))
 	if err != nil {

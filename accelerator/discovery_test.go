@@ -8,6 +8,7 @@ import (
 // TestSlowBackendWarning: on the pure-Go backend, a model bigger than a tiny one gets a loud
 // warning naming the plugin, how to install it and the slowdown; a tiny one gets none.
 func TestSlowBackendWarning(t *testing.T) {
+	t.Parallel()
 	acc, err := New(Config{Backend: "go", Quiet: true})
 	if err != nil {
 		t.Fatal(err)

@@ -127,6 +127,7 @@ func maxDiff(a, b []float32) float64 {
 // TestEquivalenceAcrossDeviceCounts trains 30 Adam steps at the same global batch (16) on
 // 1, 2 and 4 XLA CPU devices and checks that losses and final parameters agree.
 func TestEquivalenceAcrossDeviceCounts(t *testing.T) {
+	t.Parallel()
 	var refLoss []float64
 	var refParams map[string][]float32
 	for _, n := range []int{1, 2, 4} {
@@ -164,6 +165,7 @@ func TestEquivalenceAcrossDeviceCounts(t *testing.T) {
 // if gradients were summed over devices, the 2- and 4-device updates would be 2x and 4x the
 // 1-device update and this test would fail.
 func TestUpdateIsAMean(t *testing.T) {
+	t.Parallel()
 	var ref map[string][]float32
 	var refLoss []float64
 	for _, n := range []int{1, 2, 4} {
@@ -189,6 +191,7 @@ var _ = dtypes.Float32
 // TestPureGoBackend runs the whole single-device workflow — Prepare, Step with Backward,
 // Evaluate — on the pure-Go backend, which needs no plugin at all.
 func TestPureGoBackend(t *testing.T) {
+	t.Parallel()
 	a, err := New(Config{Backend: "go", Quiet: true, Seed: 7})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // TestErrorsNameTheOperation: the errors of the exported operations read
 // "accelerator: Op: detail", with the package and the operation once each.
 func TestErrorsNameTheOperation(t *testing.T) {
+	t.Parallel()
 	_, newErr := New(Config{Backend: "go", Quiet: true, MixedPrecision: "fp8"})
 	a, err := New(Config{Backend: "go", Quiet: true})
 	if err != nil {

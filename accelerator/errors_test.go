@@ -113,6 +113,7 @@ func TestBadConfigErrors(t *testing.T) {
 }
 
 func TestStepErrors(t *testing.T) {
+	t.Parallel()
 	a := newXLA(t, 4)
 	x, y := toyData(16)
 	src := &fixedSource{x: x, y: y, batch: 2}
@@ -190,6 +191,7 @@ func tryCatch(fn func()) (err error) {
 func errorf(f string, a ...any) error { return fmt.Errorf(f, a...) }
 
 func TestReduce(t *testing.T) {
+	t.Parallel()
 	a, err := New(Config{Backend: "go", Quiet: true})
 	if err != nil {
 		t.Fatal(err)

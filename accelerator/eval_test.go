@@ -13,6 +13,7 @@ import (
 // that exactly the N real examples come back, once each, in dataset order — also when N is
 // not divisible, and when there are fewer examples than devices.
 func TestEvaluateCountsEachExampleOnce(t *testing.T) {
+	t.Parallel()
 	a := newXLA(t, 4)
 	cases := []struct {
 		name      string

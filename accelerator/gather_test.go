@@ -32,6 +32,7 @@ func tokenPart(first, n, l, c int) *Gathered {
 // different bucket lengths) gather into [8, 32, 3], each row's values at their place, the
 // tokens a row lacks set to the pad value, and each row's real shape in Lengths.
 func TestGatherRaggedOutputs(t *testing.T) {
+	t.Parallel()
 	short, long := tokenPart(0, 4, 16, 3), tokenPart(1, 4, 32, 3)
 	short.Pad, long.Pad = -1, -1
 	got, err := GatherForMetrics(short, long)
@@ -69,6 +70,7 @@ func TestGatherRaggedOutputs(t *testing.T) {
 // TestGatherMismatchNamesOutputAndShapes: outputs that differ in dtype or rank cannot be
 // padded into one tensor; the error names the output and both shapes.
 func TestGatherMismatchNamesOutputAndShapes(t *testing.T) {
+	t.Parallel()
 	int32s := &Gathered{Outputs: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(make([]int32, 4*16*3), 4, 16, 3)},
 		Real: []bool{true, true, true, true}, Indices: []int{4, 5, 6, 7}, Positions: []int{4, 5, 6, 7}}
 	rank2 := &Gathered{Outputs: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(make([]float32, 4*16), 4, 16)},
@@ -97,6 +99,7 @@ func TestGatherMismatchNamesOutputAndShapes(t *testing.T) {
 // TestGatherPadValues: the pad value is written in the output's dtype, and one that the dtype
 // cannot hold is an error naming it; when nothing needs padding the pad value is not used.
 func TestGatherPadValues(t *testing.T) {
+	t.Parallel()
 	ints := func(l int, pad float64) *Gathered {
 		return &Gathered{Outputs: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(make([]int32, 2*l), 2, l)},
 			Pad: pad, Real: []bool{true, true}, Indices: []int{l, l + 1}, Positions: []int{l, l + 1}}

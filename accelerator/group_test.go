@@ -59,6 +59,7 @@ func blockContract(g collective.Group) error {
 // TestBlockCollectives: reduce-scatter and all-gather of float32 blocks on one process (the
 // identity) and on 3 loopback processes. TestBlockCollectivesOverMPI checks MPI's.
 func TestBlockCollectives(t *testing.T) {
+	t.Parallel()
 	if err := blockContract(collective.Solo{}); err != nil {
 		t.Errorf("one process: %v", err)
 	}
@@ -78,6 +79,7 @@ func TestBlockCollectives(t *testing.T) {
 
 // TestBlockCollectivesOverMPI is TestBlockCollectives on 2 and 3 real processes joined by MPI.
 func TestBlockCollectivesOverMPI(t *testing.T) {
+	t.Parallel()
 	testutil.NeedMPI(t)
 	for _, n := range []int{2, 3} {
 		t.Run(fmt.Sprintf("%d processes", n), func(t *testing.T) {

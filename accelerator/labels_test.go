@@ -14,6 +14,7 @@ import (
 // in the first (traced) batch and in a later one, for training and evaluation, and no update
 // is made with it. (Before, a 3-class head trained on label 3 without a word.)
 func TestLabelsOutOfRange(t *testing.T) {
+	t.Parallel()
 	a := newXLA(t, 2)
 	for _, c := range []struct {
 		name  string
@@ -67,6 +68,7 @@ func TestLabelsOutOfRange(t *testing.T) {
 // TestPerExampleCrossEntropyMisuse: logits or labels of the wrong shape are an error that
 // names PerExampleCrossEntropy and both shapes.
 func TestPerExampleCrossEntropyMisuse(t *testing.T) {
+	t.Parallel()
 	a := newXLA(t, 1)
 	x, y := toyData(8)
 	job, err := a.Prepare(model.NewStore(), optimizer.Adam().Done(), nil)
@@ -94,6 +96,7 @@ func TestPerExampleCrossEntropyMisuse(t *testing.T) {
 // the first value outside [0, classes) (or, for float labels, not a whole number) and its row,
 // none for good labels, and a refusal of a dtype that cannot hold class indices.
 func TestFirstBadLabel(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name    string
 		flat    any

@@ -173,6 +173,8 @@ func lossScaleWorker(a *Accelerator) error {
 // TestLossScaleSkipOverMPI is TestLossScaleSkipAcrossProcesses's skip over real MPI (MPICH's
 // MPI_Allreduce): the sum of an Inf is Inf on every rank, so every rank skips.
 func TestLossScaleSkipOverMPI(t *testing.T) {
+	testutil.Long(t, "fp16 loss-scale skips over a real MPI launch (tier 1: TestLossScaleSkipAcrossProcesses over in-process ranks)")
+	t.Parallel()
 	testutil.NeedMPI(t)
 	err, out := launchWorkers(t, "lossscale", 2, 2, "GOACCEL_TIMEOUT=2m", "GOACCEL_MIXED_PRECISION=fp16")
 	if err != nil {
@@ -192,6 +194,7 @@ func TestLossScaleSkipOverMPI(t *testing.T) {
 // all-reduced sum is Inf on every rank; a run resumed from a checkpoint saved after that
 // update restores the scale exactly and then equals the uninterrupted run.
 func TestLossScaleSkipAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	lossScaleFault.rank, lossScaleFault.update = 2, 3 // rank 1, update 3
 	fp16 := func(c *Config) { c.MixedPrecision = "fp16" }
@@ -253,6 +256,7 @@ const optimizerStepPath = "/" + optimizer.GlobalStepVariableName
 // the 2nd batch), the scale halves until they fit, and the run then trains with finite
 // variables.
 func TestLossScaleBacksOffOnOverflow(t *testing.T) {
+	t.Parallel()
 	a := newPrecision(t, "fp16")
 	x, y := toyData(64)
 	job, err := a.Prepare(model.NewStore(), optimizer.Adam().LearningRate(0.001).Done(), &fixedSource{x: x, y: y, batch: 8},
@@ -298,6 +302,7 @@ func TestLossScaleBacksOffOnOverflow(t *testing.T) {
 // TestLossScaleGrows: after the growth interval's finite updates in a row the scale
 // doubles (PyTorch GradScaler's growth, with the interval shortened to 3 here).
 func TestLossScaleGrows(t *testing.T) {
+	t.Parallel()
 	a := newPrecision(t, "fp16")
 	a.growthInterval = 3
 	r, err := fp16Run(a, 7, 0, "", "")

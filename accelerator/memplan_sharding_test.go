@@ -6,6 +6,7 @@ import (
 
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/internal/bytesize"
+	"github.com/goaccel/goaccel/internal/testutil"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/model"
@@ -46,6 +47,7 @@ func wideRun(t *testing.T, sharding string, budget int64) (shardedResult, Memory
 // the unsharded run fails before step 1 with ErrMemoryBudget, and the same run with Sharding
 // "zero3" on the same 4 devices fits and trains to the unsharded run's losses and weights.
 func TestMemoryBudgetShardedTrains(t *testing.T) {
+	testutil.Long(t, "trains under a memory budget at three sharding levels (tier 1: TestMemoryBudgetOnANewShape and TestDeviceMemoryBudget check the budget, TestShardedEquivalenceMLP the levels)")
 	ref, full, err := wideRun(t, "no", 0)
 	if err != nil {
 		t.Fatal(err)

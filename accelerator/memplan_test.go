@@ -262,6 +262,7 @@ func TestAutoBatchOverProcesses(t *testing.T) {
 // and 16, WithAutoBatch runs the global batch of 2 x 32 as 4 micro-batches of 8 per device and
 // trains as the whole batch does (5 Adam steps; losses and variables within 2e-5).
 func TestAutoBatchKeepsTheGlobalBatch(t *testing.T) {
+	t.Parallel()
 	plugin := cpuPlugin(t)
 	ref := newXLA(t, 2)
 	wantLoss, wantParams, _ := autoRun(t, ref, 5)
@@ -360,6 +361,8 @@ func TestMemoryBudgetOnANewShape(t *testing.T) {
 // 4, 4 and 3 real examples, and one of padding only, which is skipped) make the update of the
 // whole batch, with the masked-mean loss and with a loss weighted per example (SGD).
 func TestAutoBatchOverAnEpochTail(t *testing.T) {
+	testutil.Long(t, "auto batch over an epoch tail (tier 1: TestAutoBatchKeepsTheGlobalBatch checks auto batch, TestAccumulationOverAnEpochTail the tail)")
+	t.Parallel()
 	probe := newXLA(t, 1)
 	job, train, _ := planToyWith(t, probe, 16, sgd(0.5))
 	m, err := microBatch(firstBatch(t, job), 0, 4)

@@ -26,6 +26,7 @@ func withNewMesh(f func(a *Accelerator) (*distributed.DeviceMesh, error)) newOpt
 // TestNewReleasesAllWhenTheMeshFails: when the device mesh cannot be created, New returns the
 // error having finalised the backend it opened and closed the process group it joined.
 func TestNewReleasesAllWhenTheMeshFails(t *testing.T) {
+	t.Parallel()
 	plugin := cpuPlugin(t)
 	var backend compute.Backend
 	failingMesh := func(a *Accelerator) (*distributed.DeviceMesh, error) {

@@ -17,6 +17,7 @@ import (
 // uber-go/automaxprocs is): a library linking its own malloc into every program that imports
 // it would make a program linking another malloc, or linked statically, fail to link.
 func TestNoSideEffectAtImport(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +48,7 @@ func TestNoSideEffectAtImport(t *testing.T) {
 // TestBlockCacheNotLinked checks the whole import graph: no package that accelerator
 // imports, directly or not, links the block cache in.
 func TestBlockCacheNotLinked(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps: %v\n%s", err, out)

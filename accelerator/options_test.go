@@ -62,6 +62,7 @@ func trainables(t *testing.T, store *model.Store) map[string][]float32 {
 // TestGradientAccumulation: 2 micro-batches of 8 with accumulation make the same SGD update
 // as one batch of 16 (on 1 device and on 4 devices), and the first micro-step changes nothing.
 func TestGradientAccumulation(t *testing.T) {
+	t.Parallel()
 	ref, _ := runSteps(t, newXLA(t, 1), 16, 1, sgd(0.5))
 	want := trainables(t, ref)
 	for _, n := range []int{1, 4} {
@@ -81,6 +82,7 @@ func TestGradientAccumulation(t *testing.T) {
 
 // TestClipGradNorm: with a tiny max norm, the SGD step has exactly lr*maxNorm length.
 func TestClipGradNorm(t *testing.T) {
+	t.Parallel()
 	a := newXLA(t, 4)
 	const maxNorm = 1e-3
 	// Same seed, so the initial values equal those of a run whose one step is negligible
@@ -109,6 +111,7 @@ func TestClipGradNorm(t *testing.T) {
 // TestLearningRateSchedule: the schedule gets the number of updates done and its value is
 // the learning rate stored for logging.
 func TestLearningRateSchedule(t *testing.T) {
+	t.Parallel()
 	a := newXLA(t, 2)
 	store, _ := runSteps(t, a, 8, 3, optimizer.Adam().Done(), WithLearningRateSchedule(func(done *Node) *Node {
 		return Div(Scalar(done.Graph(), done.DType(), 0.1), AddScalar(done, 1))
@@ -124,6 +127,7 @@ func TestLearningRateSchedule(t *testing.T) {
 
 // TestAccumulationWithClipping combines both options (their internal variables share a scope).
 func TestAccumulationWithClipping(t *testing.T) {
+	t.Parallel()
 	a := newXLA(t, 2)
 	store, losses := runSteps(t, a, 4, 4, sgd(0.1), WithGradientAccumulation(2), WithClipGradNorm(0.5))
 	if len(losses) != 4 {

@@ -20,6 +20,7 @@ func (m *dtypeModel) Store() *model.Store                  { return m.store }
 func (m *dtypeModel) SetComputeDType(d dtypes.DType) error { m.got = d; return nil }
 
 func TestMixedPrecisionIsHandedToTheModel(t *testing.T) {
+	t.Parallel()
 	a, err := New(Config{Backend: "go", MixedPrecision: "bf16", Quiet: true})
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ type toyResult struct {
 // averaged) compute the losses and final variables of 1 process x 1 device at the same global
 // batch, and every process ends with the same variables.
 func TestEquivalenceAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	// (TestEquivalenceOverMPI runs the full 30 steps on both layouts with real processes.)
 	opts := []struct {
 		name    string
@@ -77,6 +78,7 @@ type rowsResult struct {
 // process, each real example exactly once and in order — 10 examples at per-device batch 2
 // (16 slots, 6 of them padding), and an 11-example stream (streams are dealt round-robin).
 func TestGatherAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		n      int
@@ -125,6 +127,7 @@ func TestGatherAcrossProcesses(t *testing.T) {
 // parameters; processes that build different models get an error naming the variable on every
 // process, not a hang.
 func TestVariablesBroadcastFromRankZero(t *testing.T) {
+	t.Parallel()
 	res := runProcesses(t, 2, 1, func(a *Accelerator) ([]float32, error) {
 		store := model.NewStore()
 		store.RootScope().VariableWithValue("w", []float32{float32(a.ProcessIndex() + 1), 5})

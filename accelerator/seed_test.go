@@ -38,6 +38,7 @@ func shardedExec(t *testing.T, a *Accelerator, store *model.Store) error {
 // If this test starts failing because GoMLX fixed the bug, seedRNG can call
 // SetRNGStateFromSeed again.
 func TestGoMLXRNGStateBug(t *testing.T) {
+	t.Parallel()
 	a := newXLA(t, 2)
 	store := model.NewStore()
 	if err := store.SetRNGStateFromSeed(1); err != nil {
@@ -110,6 +111,7 @@ func dropoutMasks(t *testing.T, n int) [][8]uint8 {
 // example s*n+d on n devices of b examples each). The state after a step is the same on
 // every layout.
 func TestDropoutMasksAcrossDevices(t *testing.T) {
+	t.Parallel()
 	one := dropoutMasks(t, 1)
 	for _, n := range []int{2, 4} {
 		got := dropoutMasks(t, n)

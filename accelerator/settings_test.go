@@ -13,6 +13,7 @@ import (
 // variable), and the same settings one at a time, or on a strategy the row does not name,
 // run.
 func TestRefusedCombinations(t *testing.T) {
+	t.Parallel()
 	bf16 := collective.CodecNamed("bf16")
 	fromConfig := map[string]string{"Verify": "Config.Verify", "Sharding": "Config.Sharding", "GradientCompression": "Config.GradientCompression"}
 	fromEnv := map[string]string{"Verify": "$" + envvar.Verify.Name, "Sharding": "$" + envvar.Sharding.Name,

@@ -14,6 +14,7 @@ import (
 // sharded run's value bit for bit) and resumes unsharded on 1 device as it resumes sharded on 4;
 // a checkpoint of an unsharded 1-device run resumes under ZeRO-3 on 4 devices as on 1.
 func TestShardedCheckpointAcrossLayouts(t *testing.T) {
+	t.Parallel()
 	x, y := toyData(96)
 	mgr, err := checkpoint.NewManager(t.TempDir(), checkpoint.Options{Logf: func(string, ...any) {}})
 	if err != nil {

@@ -176,6 +176,7 @@ func checkLayout(t *testing.T, name string, store *model.Store, level sharding, 
 // devices, 30 Adam updates with gradient accumulation 2 and clipping: losses and variables
 // within 2e-5, and the variables laid out as each level says.
 func TestShardedEquivalenceMLP(t *testing.T) {
+	t.Parallel()
 	x, y := toyData(203)
 	run := func(sharding string) shardedResult {
 		loader, err := data.NewLoader[toyPoint](toyPoints(x, y), data.LoaderConfig[toyPoint]{
@@ -258,6 +259,7 @@ func tinyBERTConfig() bert.Config {
 
 // TestShardedEquivalenceTinyBERT is TestShardedEquivalenceMLP on a tiny BERT classifier.
 func TestShardedEquivalenceTinyBERT(t *testing.T) {
+	t.Parallel()
 	testutil.Long(t, "the tiny BERT at four sharding levels, 30 updates each (TestShardedEquivalenceMLP checks the same levels on the MLP in tier 1)")
 	cfg := tinyBERTConfig()
 	run := func(sharding string) shardedResult {
@@ -293,6 +295,7 @@ func TestShardedEquivalenceTinyBERT(t *testing.T) {
 // half starts failing because GoMLX was fixed, the pinning is no longer needed (keep it: it
 // costs nothing).
 func TestGoMLXShardedOutputSpecBug(t *testing.T) {
+	t.Parallel()
 	a := newXLA(t, 4)
 	sharded, err := distributed.NewShardingSpec(a.mesh, distributed.AxisSpec{meshAxis}, distributed.ReplicatedAxis)
 	if err != nil {
@@ -368,6 +371,7 @@ func TestGoMLXShardedOutputSpecBug(t *testing.T) {
 // replicated) does not stop ZeRO-3 from sharding them, and after ZeRO-3 training on 4 devices
 // (weights sharded) Evaluate computes the same logits as after the unsharded run.
 func TestShardedEvaluate(t *testing.T) {
+	t.Parallel()
 	x, y := toyData(64)
 	logits := map[string][]float64{}
 	for _, level := range []string{"no", "zero3"} {
@@ -417,6 +421,7 @@ func TestShardedEvaluate(t *testing.T) {
 // TestShardedVerified: with Config.Verify checking every update, zero1 and zero3 on 4 devices
 // pass: every variable after each sharded update equals the update recomputed on one device.
 func TestShardedVerified(t *testing.T) {
+	t.Parallel()
 	x, y := toyData(64)
 	for _, level := range []string{"zero1", "zero3"} {
 		a, err := New(Config{Backend: cpuPlugin(t), Devices: 4, Quiet: true, Seed: 7, Sharding: level, Verify: 1})

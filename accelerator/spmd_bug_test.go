@@ -15,6 +15,7 @@ import (
 // "mesh ... not found". If this starts failing because it was fixed, SPMD with an explicit
 // gradient all-reduce becomes an option again.
 func TestGoMLXSPMDVariablesBug(t *testing.T) {
+	t.Parallel()
 	a := newXLA(t, 2)
 	e, err := model.NewExec(a.Backend(), model.NewStore(), func(s *model.Scope, x *Node) *Node {
 		return ReduceAllSum(mlpLogits(s, x))

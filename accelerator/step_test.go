@@ -18,6 +18,7 @@ import (
 // function's code pointer: two closures made by the same factory share that pointer, and the
 // second used to run the first one's graph. Each TrainStep / EvalStep now owns its graphs.
 func TestStepHandlesFromOneFactoryDiffer(t *testing.T) {
+	t.Parallel()
 	a := newXLA(t, 2)
 	x, y := toyData(16)
 	job, err := a.Prepare(model.NewStore(), optimizer.Adam().LearningRate(1e-12).Done(), // the variables stay (almost) put
@@ -84,6 +85,7 @@ func firstBatch(t *testing.T, job *Job) (gb *data.GlobalBatch) {
 // TestLossValueDTypes reads losses of every float dtype on the host and refuses, with an
 // error, what is not a number: never a quiet 0.
 func TestLossValueDTypes(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		t    *tensors.Tensor
@@ -116,6 +118,7 @@ func TestLossValueDTypes(t *testing.T) {
 // TestArgsInputRanksChanged: a batch whose inputs change rank after the first is refused with
 // both ranks named (Job.args checks every batch without allocating).
 func TestArgsInputRanksChanged(t *testing.T) {
+	t.Parallel()
 	a := newXLA(t, 1)
 	x, y := toyData(4)
 	job, err := a.Prepare(model.NewStore(), optimizer.Adam().Done(), &fixedSource{x: x, y: y, batch: 4})

@@ -112,6 +112,7 @@ func compareTopology(t *testing.T, layout string, ref toyResult, ranks []toyResu
 // 2x1 and 2x2 (loopback processes) computes the same losses and variables (TestSameRunOverMPI
 // runs 2x1 and 2x2 as real processes).
 func TestSameRunOnEveryTopology(t *testing.T) {
+	t.Parallel()
 	ref, _, err := topoRun(newXLA(t, 1))
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +140,7 @@ func TestSameRunOnEveryTopology(t *testing.T) {
 // between them, and 2x2 again with GOACCEL_VERIFY=1 set for the launched program (every update
 // checked against one device on rank 0).
 func TestSameRunOverMPI(t *testing.T) {
+	t.Parallel()
 	testutil.NeedMPI(t)
 	ref, _, err := topoRun(newXLA(t, 1))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 // trainer.Fit, whose Config.LearningRate sets it) would train at rate 0 in a hand-written
 // loop: Prepare refuses it unless a schedule gives the rate.
 func TestPrepareRefusesAnOptimizerWithoutRate(t *testing.T) {
+	t.Parallel()
 	a, err := New(Config{Backend: "go", Quiet: true})
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,7 @@ func TestVerifyPasses(t *testing.T) {
 // the all-reduce (each process keeps its own), and one process sending its mean gradient
 // instead of its sum weighted by its real examples (2 processes x 2 devices, accumulation 2).
 func TestVerifyCatchesAWrongReduction(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name               string
 		skipBucket, rank   int

@@ -45,6 +45,7 @@ func (got scaleRun) differences(ref scaleRun, tol float64) []error {
 // precision the gradients' rounding depends on each device's part of the batch, so the
 // reference is the same layout unsharded.)
 func TestZero1MixedPrecision(t *testing.T) {
+	t.Parallel()
 	for _, precision := range []string{"fp16", "bf16"} {
 		t.Run(precision, func(t *testing.T) {
 			run := func(sharding string) []scaleRun {
@@ -80,6 +81,7 @@ func TestZero1MixedPrecision(t *testing.T) {
 // weights, the optimizer state of every rank's slices and the step counter unchanged, the
 // scale halved, 1 update counted skipped), train on after it, and end identical.
 func TestZero1LossScaleSkip(t *testing.T) {
+	t.Parallel()
 	lossScaleFault.rank, lossScaleFault.update = 2, 3 // rank 1, update 3
 	defer func() { lossScaleFault.rank, lossScaleFault.update = 0, 0 }()
 	res := runProcessesConfig(t, 2, 1, func(c *Config) { c.MixedPrecision, c.Sharding = "fp16", "zero1" }, withLossScaleFault,

@@ -173,6 +173,7 @@ func zero1Worst(ref zero1Result, res []zero1Result) (loss, param, ranks float64)
 // sharded state's slices included), are at most (weights + gradients + state / 2) x 1.05 of
 // the unsharded run's, and the ranks' devices together hold at least its optimizer state.
 func TestZero1MatchesUnsharded(t *testing.T) {
+	t.Parallel()
 	for _, c := range zero1Cases {
 		t.Run(c.name, func(t *testing.T) {
 			batches := 2 * *c.updates
@@ -287,6 +288,7 @@ var zero1SaveAsync bool
 // whole optimizer state too: the same variables, shapes and values as one unsharded process's
 // synchronous save after the same 3 updates.
 func TestZero1SaveAsyncWholeState(t *testing.T) {
+	t.Parallel()
 	const half = 6 // batches: 3 updates
 	dir := t.TempDir()
 	if _, err := zero1Checkpoint(newXLA(t, 1), "", filepath.Join(dir, "plain"), 3, half); err != nil {
@@ -343,6 +345,7 @@ func checkpointValues(t *testing.T, path string) map[string]*tensors.Tensor {
 // unsharded checkpoint loads under zero1 on 2 processes: both continue 3 more updates to the
 // losses and variables of the run that never stopped.
 func TestZero1CheckpointAnyTopology(t *testing.T) {
+	t.Parallel()
 	const half = 6 // batches: 3 updates
 	dir := t.TempDir()
 	ref, err := zero1Checkpoint(newXLA(t, 1), "", "", 0, 2*half)
@@ -403,6 +406,7 @@ func TestZero1CheckpointAnyTopology(t *testing.T) {
 // optimizer state, which zero1 does not keep there: Prepare says so on every process instead
 // of reporting a false difference later.
 func TestZero1RefusesVerify(t *testing.T) {
+	t.Parallel()
 	errs := runProcessesConfig(t, 2, 1, func(c *Config) { c.Sharding, c.Verify = "zero1", 1 }, nil,
 		func(a *Accelerator) (error, error) {
 			_, err := a.Prepare(model.NewStore(), zero1Adam(), nil)

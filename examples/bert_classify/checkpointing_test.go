@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -12,6 +13,7 @@ import (
 // and 4 steps of the tiny BERT with the model's own dropout give the same losses with it as
 // without (1e-6 relative), data-parallel on two XLA CPU devices.
 func TestGradientCheckpointingFlag(t *testing.T) {
+	testutil.Long(t, "the program twice with and without --gradient_checkpointing (tier 1: models/bert TestGradientCheckpointingSameTraining checks the same training with it, TestFlags that the flag parses)")
 	plugin := cpuPlugin(t)
 	o := defaultOptions()
 	if err := newFlagSet(&o).Parse([]string{"--gradient-checkpointing"}); err != nil {

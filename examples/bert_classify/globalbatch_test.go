@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/trainer"
 )
 
@@ -45,6 +46,7 @@ func TestGlobalBatchSizeFlag(t *testing.T) {
 // BERT computes the same step losses and reaches the same best test accuracy on 1, 3 and 4
 // XLA CPU devices (on 3, the shares are 22+22+20 with 2 masked slots).
 func TestGlobalBatchSameRunOn1To4Devices(t *testing.T) {
+	testutil.Long(t, "the program on 1, 3 and 4 devices at one global batch (tier 1: TestTinyModelSameLossesOn1And4Devices runs the program on 1 and 4 devices; accelerator TestSameRunOnEveryTopology runs 3 devices with masked shares)")
 	plugin := cpuPlugin(t)
 	var ref *trainer.Result
 	var refLosses []float64

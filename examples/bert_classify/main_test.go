@@ -146,6 +146,7 @@ func TestBadFlagsStopBeforeTraining(t *testing.T) {
 // TestMixedPrecisionBF16 trains with --mixed_precision bf16 (bfloat16 activations, float32
 // master weights): it still learns, and the run records the precision.
 func TestMixedPrecisionBF16(t *testing.T) {
+	testutil.Long(t, "the program in bf16 (tier 1: accelerator TestMixedPrecisionTinyBERT trains the tiny BERT in bf16)")
 	o := defaultOptions()
 	o.Backend, o.Devices, o.BatchSize, o.Epochs, o.Workers, o.MixedPrecision = cpuPlugin(t), 2, 16, 3, 1, "bf16"
 	o.OutputDir = t.TempDir()

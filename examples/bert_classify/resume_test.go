@@ -13,6 +13,7 @@ import (
 
 	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/examples/internal/exampletest"
+	"github.com/goaccel/goaccel/internal/testutil"
 )
 
 // TestMain: see exampletest.Main.
@@ -114,6 +115,7 @@ func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
 // as a run that was never interrupted: the resumed session continues the same epoch in the
 // same order.
 func TestKillAndResumeEqualsUninterrupted(t *testing.T) {
+	testutil.Long(t, "the program killed and resumed, against an uninterrupted run (tier 1: TestSignalAndResumeEqualsUninterrupted resumes the program, trainer TestRestartAfterKillEqualsUninterrupted a killed Fit)")
 	plugin := cpuPlugin(t)
 	root := t.TempDir()
 	args := func(dir string) []string {
