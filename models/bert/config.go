@@ -3,6 +3,7 @@ package bert
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -200,7 +201,8 @@ func parseLabels(id2label, label2id map[string]any) ([]string, error) {
 		}
 		labels[id] = name
 	}
-	for name, v := range label2id {
+	for _, name := range slices.Sorted(maps.Keys(label2id)) { // the first bad name in sorted order: one message for one file
+		v := label2id[name]
 		id, ok := v.(float64)
 		if !ok || id != float64(int(id)) || int(id) < 0 || int(id) >= len(labels) || labels[int(id)] != name {
 			return nil, fmt.Errorf("label2id[%q] is %v, but id2label names the classes %q", name, v, labels)
