@@ -104,7 +104,7 @@ func residentBERT(t *testing.T, cfg bert.Config, devices int, level sharding) (d
 // BERT-base widths (Adam, gradient accumulation 2, clipping) on 1, 2 and 4 XLA CPU devices, and
 // checks the bounds (residentBounds).
 func TestResidentBytesBERTBase2Layers(t *testing.T) {
-	testutil.Long(t, "the 2-layer BERT-base memory test trains a 38.7M-parameter model 7 times")
+	testutil.Long(t, "the 2-layer BERT-base memory test trains a 38.7M-parameter model 7 times (tier 1: TestResidentBytesExact checks the bytes each device holds, exactly, on the MLP at every sharding level)")
 	residentBounds(t, bertBase2Layers())
 }
 
