@@ -2,8 +2,9 @@
 // with one or several CPU devices, on one GPU or on all GPUs of a machine — the role of
 // Hugging Face Accelerate and PyTorch DistributedDataParallel for Go programs built on GoMLX.
 //
-// A program creates one Accelerator, prepares its model variables (a model.Store), a GoMLX
-// optimizer and a data source, then loops:
+// A program creates one Accelerator, prepares its model variables (a model.Store of GoMLX's
+// github.com/gomlx/gomlx/ml/model), a GoMLX optimizer (github.com/gomlx/gomlx/ml/train/optimizer)
+// and a data source, then loops (graph is github.com/gomlx/gomlx/core/graph):
 //
 //	acc, err := accelerator.New(accelerator.Config{Seed: 42}) // finds GPUs, else CPU devices, else pure Go
 //	job, err := acc.Prepare(store, optimizer.Adam().LearningRate(2e-5).Done(), loader)

@@ -34,6 +34,9 @@
 //
 // # Typical use
 //
+// model is GoMLX's github.com/gomlx/gomlx/ml/model, graph its github.com/gomlx/gomlx/core/graph;
+// data and text are goaccel's data and data/text:
+//
 //	store := model.NewStore()
 //	clf, tok, err := bert.LoadPretrained(modelDir, store, bert.LoadOptions{MaxLen: 128, NumLabels: 2})
 //	// or, for a tiny model trained from scratch on the built-in sentences (models/bert/sample):
