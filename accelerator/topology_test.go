@@ -120,14 +120,18 @@ func TestSameRunOnEveryTopology(t *testing.T) {
 	if ref.losses[len(ref.losses)-1] >= ref.losses[0] {
 		t.Fatalf("the toy model did not learn: loss %g -> %g", ref.losses[0], ref.losses[len(ref.losses)-1])
 	}
-	for _, n := range []int{2, 3, 4} {
+	devices, ranks := []int{2, 3, 4}, []int{1, 2}
+	if testing.Short() { // tier 1: 3 devices (masked shares) and 2 processes x 2 devices; all in make test-all
+		devices, ranks = []int{3}, []int{2}
+	}
+	for _, n := range devices {
 		got, _, err := topoRun(newXLA(t, n))
 		if err != nil {
 			t.Fatal(err)
 		}
 		compareTopology(t, fmt.Sprintf("1x%d", n), ref, []toyResult{got})
 	}
-	for _, devices := range []int{1, 2} {
+	for _, devices := range ranks {
 		ranks := runProcesses(t, 2, devices, func(a *Accelerator) (toyResult, error) {
 			res, _, err := topoRun(a)
 			return res, err
@@ -146,7 +150,11 @@ func TestSameRunOverMPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ devices, verify int }{{1, 0}, {2, 0}, {2, 1}} {
+	layouts := []struct{ devices, verify int }{{1, 0}, {2, 0}, {2, 1}}
+	if testing.Short() { // tier 1: 2 x 2 with every update verified; 2 x 1 and 2 x 2 unverified in make test-all
+		layouts = layouts[2:]
+	}
+	for _, c := range layouts {
 		t.Run(fmt.Sprintf("2x%d, verify %d", c.devices, c.verify), func(t *testing.T) {
 			dir := t.TempDir()
 			start := time.Now()

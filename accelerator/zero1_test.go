@@ -176,6 +176,9 @@ func TestZero1MatchesUnsharded(t *testing.T) {
 	t.Parallel()
 	for _, c := range zero1Cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.name == "bert" {
+				testutil.Long(t, "zero1 on the tiny BERT (tier 1: the MLP case, the same checks and the bytes on 2 x 2)")
+			}
 			batches := 2 * *c.updates
 			ref, err := c.run(newXLA(t, 1), batches, zero1Opts()...)
 			if err != nil {

@@ -34,6 +34,7 @@ const rematChildEnv = "GOACCEL_TEST_REMAT_CHILD"
 // product but the head's (XLA's CPU plugin converts any product YNNPACK cannot take to
 // float32: halfDot's forms are what keep them in 16 bits).
 func TestGradientCheckpointingSurvivesXLA(t *testing.T) {
+	testutil.Long(t, "compiles and dumps the step four times to read XLA's optimised modules (tier 1: TestGradientCheckpointingSameTraining checks that training with checkpointing is the same)")
 	if mode := os.Getenv(rematChildEnv); mode != "" {
 		compileSmallStep(t, strings.HasPrefix(mode, "remat"), childDType(mode))
 		return
@@ -94,6 +95,7 @@ func checkRematInXLA(t *testing.T, plain, remat string) {
 // multiply float16 operands, this fails: fp16 on CPU must then be measured again (`goaccel
 // bench --precision fp32,fp16`) and the caveat revised.
 func TestXLACPUUpcastsFP16Products(t *testing.T) {
+	testutil.Long(t, "compiles and dumps an fp16 step to pin a plugin behaviour (tier 1: precision.TestCaveat checks the plan line that rests on it)")
 	testutil.CPUPlugin(t) // skips loudly without the plugin, fails under CI
 	dots, _, _, module := compileInChild(t, "plain-fp16")
 	operands := dotOperandDTypes(module)
