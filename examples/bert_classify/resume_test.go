@@ -52,6 +52,9 @@ func TestSignalAndResumeEqualsUninterrupted(t *testing.T) {
 		code int
 	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
 		t.Run(c.sig.String(), func(t *testing.T) {
+			if c.sig == syscall.SIGTERM {
+				testutil.Long(t, "SIGTERM's resume (tier 1: SIGINT's, the same stop and resume; trainer's TestInterruptSIGTERM checks SIGTERM's stop and status 143)")
+			}
 			root := t.TempDir()
 			work := filepath.Join(root, "work")
 			if err := os.Mkdir(work, 0o755); err != nil {
