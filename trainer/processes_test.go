@@ -195,7 +195,10 @@ func TestRestartAfterKillEqualsUninterrupted(t *testing.T) {
 // with exactly the weights of the uninterrupted run. Each rank draws its own dropout masks
 // (seeded with Seed + rank), so this holds only if the checkpoint gives each rank its own
 // random state back: rank 1 resuming with rank 0's draws rank 0's masks.
-func TestRestartWithDropoutEqualsUninterrupted(t *testing.T) { checkRestartWithDropout(t, false) }
+func TestRestartWithDropoutEqualsUninterrupted(t *testing.T) {
+	testutil.Long(t, "two 2 x 2 runs with dropout, one killed (tier 1: TestRestartWithDropoutEqualsUninterruptedAsync restores each rank's random state the same way, with background saves; TestRestartAfterKillEqualsUninterrupted restarts from a synchronous save)")
+	checkRestartWithDropout(t, false)
+}
 
 // TestRestartWithDropoutEqualsUninterruptedAsync is TestRestartWithDropoutEqualsUninterrupted
 // with Config.AsyncSave in both runs: rank 0 writes each checkpoint in the background while
