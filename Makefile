@@ -73,7 +73,7 @@ deps-status:
 	  echo "test deps: Open MPI's mpirun NOT found: the quickstart-under-mpirun test will be SKIPPED (apt-get install openmpi-bin; .ci/run installs it as root)"
 
 # FUZZTIME is per target (make fuzz runs 4 targets one after the other): a duration, or a count
-# of inputs such as 3000x. make test gives a count: with a duration, Go 1.26's fuzzing
+# of inputs such as 3000x. make test-all gives a count: with a duration, Go 1.26's fuzzing
 # coordinator can fail a target with a bare "context deadline exceeded" at the deadline when a
 # worker is slow to stop on a loaded machine, with no failing input (go.dev/issue/75804, fixed
 # in Go 1.27); a count sets no deadline.
