@@ -65,7 +65,11 @@ func TestGradientAccumulation(t *testing.T) {
 	t.Parallel()
 	ref, _ := runSteps(t, newXLA(t, 1), 16, 1, sgd(0.5))
 	want := trainables(t, ref)
-	for _, n := range []int{1, 4} {
+	layouts := []int{1, 4}
+	if testing.Short() { // tier 1: 4 devices; 1 device in make test-all
+		layouts = layouts[1:]
+	}
+	for _, n := range layouts {
 		a := newXLA(t, n)
 		got, _ := runSteps(t, a, 8/n, 2, sgd(0.5), WithGradientAccumulation(2))
 		for name, p := range trainables(t, got) {

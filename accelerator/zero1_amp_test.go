@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -48,6 +49,9 @@ func TestZero1MixedPrecision(t *testing.T) {
 	t.Parallel()
 	for _, precision := range []string{"fp16", "bf16"} {
 		t.Run(precision, func(t *testing.T) {
+			if precision == "bf16" {
+				testutil.Long(t, "zero1 in bf16 (tier 1: the fp16 case, with loss scaling, and TestMixedPrecisionTinyBERT's bf16)")
+			}
 			run := func(sharding string) []scaleRun {
 				return runProcessesConfig(t, 2, 1, func(c *Config) { c.MixedPrecision, c.Sharding = precision, sharding }, nil,
 					func(a *Accelerator) (scaleRun, error) {
