@@ -142,7 +142,7 @@ func (j *Job) explainPanic() {
 }
 
 // Dynamic loss scaling, for MixedPrecision "fp16": precision.Scaler holds both its halves, the
-// rule built into the update graphs and the one applied on the host (zero1_lossscale.go), with
+// rule built into the update graphs and the one applied on the host (internal/precision's Scaler), with
 // PyTorch GradScaler's defaults; its variables are in internalScope, in the Store, so that
 // checkpoints carry them. What follows hands it the job.
 

@@ -252,7 +252,9 @@ var update = flag.Bool("update", false, "rewrite docs/environment.md from the ta
 func markdown() string {
 	var b strings.Builder
 	b.WriteString("# Environment variables\n\n")
-	b.WriteString("Every variable goaccel reads or writes, in one table: `internal/envvar/table.go`. This page is made\n")
+	b.WriteString("Every variable goaccel's library and commands read or write, in one table: `internal/envvar/table.go`\n")
+	b.WriteString("(the tests' own switches, such as `GOACCEL_TORCH_PYTHON` or `GOACCEL_TEST_BERT_BASE`, are named\n")
+	b.WriteString("where the tests that read them are described: docs/families.md, docs/sharding.md). This page is made\n")
 	b.WriteString("from it (`go test ./internal/envvar -run TestDoc -update`; the test fails when they differ), and\n")
 	b.WriteString("`goaccel env` prints it with the values set in your environment. A variable marked *planned* is\n")
 	b.WriteString("declared for a coming feature and not read yet.\n\n")
