@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -248,5 +249,32 @@ func TestHangStopsAfterTheTimeout(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTwoJobsAtOnce: one process launches two MPI jobs of 3 ranks at the same moment (the
+// library's Run called twice, as a test suite or a program that runs jobs side by side does):
+// both complete. Their kvsnames differ: MPICH names its shared-memory segments after them, and
+// with the same name one job's ranks failed in MPIDI_POSIX_comm_bootstrap ("Out of memory").
+func TestTwoJobsAtOnce(t *testing.T) {
+	for round := range 3 {
+		var wg sync.WaitGroup
+		errs, outs := make([]error, 2), make([]*syncBuffer, 2)
+		for j := range 2 {
+			cfg, out := mpiJob(t, 3)
+			cfg.LogDir += strconv.Itoa(j)
+			outs[j] = out
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[j] = Run(context.Background(), cfg)
+			}()
+		}
+		wg.Wait()
+		for j, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, job %d: %v\n%s", round, j, err, outs[j])
+			}
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/goaccel/goaccel/internal/envvar"
@@ -51,6 +52,7 @@ type server struct {
 	world     int
 	bases     map[int]int // node rank -> its first global rank, for this attempt
 	kvsName   string
+	id        int64 // this server's number in the process (serverCount)
 	kvs       map[string]string
 	barrier   int            // ranks in the PMI barrier
 	aborts    map[int]string // rank -> the message it gave MPI_Abort
@@ -81,6 +83,9 @@ type peerConn struct {
 // pmiDebug ($GOACCEL_LAUNCH_DEBUG=1 or true) logs every line the master receives to its stderr.
 var pmiDebug, _ = envvar.LaunchDebug.Bool()
 
+// serverCount numbers the servers of this process, for their kvsnames.
+var serverCount atomic.Int64
+
 func (p *peerConn) send(m message, escaped bool) {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
@@ -98,7 +103,7 @@ func newServer(addr, secret string, storePort int, cfg *Config, sayf func(string
 	}
 	s := &server{ln: ln, secret: secret, storePort: storePort, nnodes: cfg.NNodes, maxRestarts: cfg.MaxRestarts,
 		joinTimeout: cfg.JoinTimeout, sayEvery: cfg.sayEvery(), minNodes: cfg.MinNodes, lastCall: cfg.LastCallTimeout,
-		joined: map[int]*peerConn{}, closed: make(chan struct{}), sayf: sayf}
+		joined: map[int]*peerConn{}, closed: make(chan struct{}), sayf: sayf, id: serverCount.Add(1)}
 	s.armJoinTimer()
 	go s.serve()
 	go s.sayWhileJoining()
@@ -348,7 +353,9 @@ func (s *server) startNodes(peers []*peerConn, note string) {
 	for _, n := range nprocs {
 		s.world += n
 	}
-	s.kvsName = fmt.Sprintf("goaccel_%d_%d", os.Getpid(), s.attempt)
+	// MPICH names its shared-memory segments after the job's kvsname: two jobs that a process
+	// launches at once (the library's Run called twice) need two names, not just two attempts.
+	s.kvsName = fmt.Sprintf("goaccel_%d_%d_%d", os.Getpid(), s.id, s.attempt)
 	s.kvs = map[string]string{"PMI_process_mapping": processMapping(nprocs)}
 	s.barrier = 0
 	s.aborts = map[int]string{}
