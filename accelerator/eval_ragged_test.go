@@ -98,6 +98,7 @@ func tokenEval(a *Accelerator) (tokenResult, error) {
 // same outputs, padded with EvalStep.Pad, and the same per-row lengths over 2 processes
 // (MPICH) as in 1 process.
 func TestTokenEvaluationOverProcesses(t *testing.T) {
+	t.Parallel()
 	ref, err := tokenEval(newXLA(t, 1))
 	if err != nil {
 		t.Fatal(err)

@@ -79,6 +79,7 @@ func TestBlockCollectives(t *testing.T) {
 
 // TestBlockCollectivesOverMPI is TestBlockCollectives on 2 and 3 real processes joined by MPI.
 func TestBlockCollectivesOverMPI(t *testing.T) {
+	t.Parallel()
 	testutil.NeedMPI(t)
 	for _, n := range []int{2, 3} {
 		t.Run(fmt.Sprintf("%d processes", n), func(t *testing.T) {

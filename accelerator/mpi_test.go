@@ -228,6 +228,7 @@ func workerConfig(t testing.TB, exe, role string, nproc, total int, env ...strin
 // identical variables, evaluation of 10 examples at per-device batch 2 and of an 11-example
 // stream gathers exactly those examples in order on every process, and Reduce sums.
 func TestEquivalenceOverMPI(t *testing.T) {
+	t.Parallel()
 	testutil.NeedMPI(t)
 	ref := newXLA(t, 1)
 	refAdam, refAdamParams := trainToy(t, ref, optimizer.Adam().LearningRate(0.01).Done(), 30)
@@ -332,6 +333,7 @@ func TestBarrierTimeoutNamesTheMissingRank(t *testing.T) {
 // TestStartedByHandWithRankVariables: a program started alone with RANK/WORLD_SIZE set (no
 // launcher) gets an error that says so, not a hang waiting for the other process.
 func TestStartedByHandWithRankVariables(t *testing.T) {
+	t.Parallel()
 	testutil.NeedMPI(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), workerRole+"=train", workerPlugin+"="+cpuPlugin(t), "RANK=0", "WORLD_SIZE=2")

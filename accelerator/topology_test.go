@@ -144,6 +144,7 @@ func TestSameRunOnEveryTopology(t *testing.T) {
 // between them, and 2x2 again with GOACCEL_VERIFY=1 set for the launched program (every update
 // checked against one device on rank 0).
 func TestSameRunOverMPI(t *testing.T) {
+	t.Parallel()
 	testutil.NeedMPI(t)
 	ref, _, err := topoRun(newXLA(t, 1))
 	if err != nil {

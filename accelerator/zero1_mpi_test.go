@@ -42,6 +42,7 @@ func zero1Worker(a *Accelerator) error {
 // accumulation over 2, to the losses and variables of one unsharded device, every rank with
 // the same variables, and each device holds at most (weights + gradients + state / 2) x 1.05.
 func TestZero1OverMPI(t *testing.T) {
+	t.Parallel()
 	testutil.NeedMPI(t)
 	for i, c := range zero1Cases {
 		if c.name == "bert" && !*zero1MPIBert {
