@@ -39,11 +39,20 @@ run: deps
 # own reader...) skip with a line that starts with "TIER 2" (internal/testutil.Long) or run a
 # small version of themselves. make test-all runs every test in full and the fuzz targets;
 # .ci/run runs make test-all. Timings of both: docs/testing.md.
-test: deps vet deps-status
-	$(GO) test -short -count=1 -timeout 30m ./...
+#
+# The installs of make deps and go vet run side by side (make -j: pip and go each keep about one
+# core busy), and go test runs 3 packages at once (-p 3): several packages mostly wait on the
+# ranks they start (internal/launch's CPU time is a fifth of its wall time), so a third package
+# keeps both cores working.
+test:
+	@$(MAKE) --no-print-directory -j4 deps vet
+	@$(MAKE) --no-print-directory deps-status
+	$(GO) test -short -p 3 -count=1 -timeout 30m ./...
 
-test-all: deps vet deps-status
-	$(GO) test -count=1 -timeout 60m ./...
+test-all:
+	@$(MAKE) --no-print-directory -j4 deps vet
+	@$(MAKE) --no-print-directory deps-status
+	$(GO) test -p 3 -count=1 -timeout 60m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=3000x
 
 vet:
