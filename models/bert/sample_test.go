@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -18,11 +17,9 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
-// sampleDataDir is models/bert/sample, the built-in dataset of the examples.
-func sampleDataDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "sample")
-}
+// sampleDataDir is models/bert/sample, the built-in dataset of the examples (go test runs in
+// the package's folder; a path from runtime.Caller would be the import path under -trimpath).
+func sampleDataDir() string { return "sample" }
 
 // readSampleData reads sample.pos (label 1) and sample.neg (label 0).
 func readSampleData(t *testing.T) []text.Labeled {
