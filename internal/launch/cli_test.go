@@ -8,7 +8,6 @@ import (
 )
 
 func TestParseArgs(t *testing.T) {
-	t.Parallel()
 	env := []string{"CUDA_VISIBLE_DEVICES=0,1"}
 	cases := []struct {
 		args  []string
@@ -126,7 +125,6 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	t.Parallel()
 	var out, errOut bytes.Buffer
 	if code := Main([]string{"--help"}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
@@ -140,7 +138,6 @@ func TestHelp(t *testing.T) {
 }
 
 func TestResolveNproc(t *testing.T) {
-	t.Parallel()
 	gpus := []string{"CUDA_VISIBLE_DEVICES=3,5"}
 	none := []string{"CUDA_VISIBLE_DEVICES="}
 	for _, c := range []struct {
@@ -161,7 +158,6 @@ func TestResolveNproc(t *testing.T) {
 }
 
 func TestSplitNode(t *testing.T) {
-	t.Parallel()
 	devs := func(env []string, n int, key string) ([]string, string) {
 		shares, note, err := splitNode(env, n)
 		if err != nil {
@@ -202,7 +198,6 @@ func TestSplitNode(t *testing.T) {
 }
 
 func TestProcessMapping(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		nprocs []int
 		want   string

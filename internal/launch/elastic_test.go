@@ -80,7 +80,6 @@ func (n *elasticNode) wait(t *testing.T, all ...*elasticNode) int {
 // is SIGKILLed: the master waits --join_timeout for a launcher to take its place, then ends
 // the job with an error naming the node that left (its host and launcher pid) and the minimum.
 func TestElasticBelowMinimum(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	env := removeKey(os.Environ(), launcherSwitch)
 	env = append(env, workerSwitch+"=sleep", dirVar+"="+dir, "GOACCEL_DEVICES=1", "GOACCEL_JOB_SECRET="+testSecret)
@@ -116,7 +115,6 @@ func TestElasticBelowMinimum(t *testing.T) {
 // TestElasticMasterLostEndsJob: when the master's launcher dies, the other launchers of an
 // elastic job stop their ranks and end, saying that an elastic job ends with its master.
 func TestElasticMasterLostEndsJob(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	env := removeKey(os.Environ(), launcherSwitch)
 	env = append(env, workerSwitch+"=sleep", dirVar+"="+dir, "GOACCEL_DEVICES=1", "GOACCEL_JOB_SECRET="+testSecret)
@@ -153,7 +151,6 @@ func TestElasticMasterLostEndsJob(t *testing.T) {
 // the last call, on 1 node; GROUP_WORLD_SIZE, GROUP_RANK and TORCHELASTIC_RESTART_COUNT come
 // from the master.
 func TestElasticStartsAtMinAfterLastCall(t *testing.T) {
-	t.Parallel()
 	cfg, dir, out := testJob(t, "env", 1, "GOACCEL_DEVICES=1")
 	cfg.MinNodes, cfg.NNodes, cfg.MasterPort, cfg.LastCallTimeout = 1, 3, freePort(t), 200*time.Millisecond
 	if err := Run(context.Background(), cfg); err != nil {
@@ -171,7 +168,6 @@ func TestElasticStartsAtMinAfterLastCall(t *testing.T) {
 // TestElasticJoinRefusals: a launcher whose --nnodes differs from the master's is refused,
 // naming both; a master left alone below MIN ends after --join_timeout, saying who joined.
 func TestElasticJoinRefusals(t *testing.T) {
-	t.Parallel()
 	master, _, out := testJob(t, "env", 1)
 	master.MinNodes, master.NNodes, master.MasterPort, master.JoinTimeout = 2, 2, freePort(t), 3*time.Second
 	other, _, out2 := testJob(t, "env", 1)

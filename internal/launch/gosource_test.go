@@ -14,7 +14,6 @@ import (
 // refused as "not executable" and then failed with "exec format error". A source that does not
 // compile fails before any rank starts, with go build's message.
 func TestGoSourceIsBuiltOnce(t *testing.T) {
-	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Fatalf("go test runs without the go command in $PATH: %v", err) // it cannot: go test needs it
 	}

@@ -12,7 +12,6 @@ import (
 // slot), with comments and blank lines, give the hosts -H gives; -np fills their slots in
 // order; a bad line is an error naming the file and the line.
 func TestHostfile(t *testing.T) {
-	t.Parallel()
 	cases := []struct {
 		name, text string
 		np         int
@@ -61,7 +60,6 @@ func TestHostfile(t *testing.T) {
 // TestHostfileIsH: --hostfile gives the launcher the same invocation as -H with the same
 // hosts (nodes, slots, what the other hosts' launchers get), and the two are not combined.
 func TestHostfileIsH(t *testing.T) {
-	t.Parallel()
 	path := filepath.Join(t.TempDir(), "hosts")
 	if err := os.WriteFile(path, []byte("localhost slots=2\n127.0.0.1:2\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 // PJRT_PLUGIN_LIBRARY_PATH (when set, quoted for the shell), and nothing else of the
 // environment; run by sh, the launcher sees the values unchanged.
 func TestRemoteCommandPassesDiscoveryVariables(t *testing.T) {
-	t.Parallel()
 	env := []string{"GOACCEL_HOME=/data/it's here", "GOACCEL_MPI_LIB=", "PJRT_PLUGIN_LIBRARY_PATH=/p/a:/p/b", "SECRET=x", "GOACCEL_HOME=/data/it's mine"}
 	got := remoteCommand("/work dir", "/bin/goaccel", []string{"launch", "--node_rank", "1", "--", "prog", "a b"}, env)
 	want := `cd '/work dir' && exec env 'GOACCEL_HOME=/data/it'\''s mine' PJRT_PLUGIN_LIBRARY_PATH=/p/a:/p/b /bin/goaccel launch --node_rank 1 -- prog 'a b'`

@@ -66,7 +66,6 @@ func readEnvFile(t *testing.T, path string) map[string]string {
 }
 
 func TestAllRanksExitZero(t *testing.T) {
-	t.Parallel()
 	cfg, dir, out := testJob(t, "env", 2, "GOACCEL_DEVICES=4")
 	cfg.Env = removeKey(removeKey(removeKey(cfg.Env, "GOMAXPROCS"), "OMP_NUM_THREADS"), "CUDA_VISIBLE_DEVICES")
 	cfg.Env = append(cfg.Env, "CUDA_VISIBLE_DEVICES=")
@@ -105,7 +104,6 @@ func TestAllRanksExitZero(t *testing.T) {
 }
 
 func TestTeeShowsEveryRank(t *testing.T) {
-	t.Parallel()
 	cfg, _, out := testJob(t, "env", 3, "GOACCEL_DEVICES=3")
 	cfg.Tee = 1
 	if err := Run(context.Background(), cfg); err != nil {
@@ -123,7 +121,6 @@ func TestTeeShowsEveryRank(t *testing.T) {
 }
 
 func TestWorkerExitCodeNamed(t *testing.T) {
-	t.Parallel()
 	cfg, _, out := testJob(t, "exit3", 3, "FAIL_RANK=2", "GOACCEL_DEVICES=3")
 	start := time.Now()
 	err := Run(context.Background(), cfg)
@@ -176,7 +173,6 @@ func waitPIDs(t *testing.T, dir string, n int) []int {
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 func TestSigkilledWorkerStopsAll(t *testing.T) {
-	t.Parallel()
 	// Rank 2 ignores SIGTERM: the launcher must escalate to SIGKILL.
 	cfg, dir, out := testJob(t, "sleep", 3, "STUBBORN_RANK=2", "GOACCEL_DEVICES=3")
 	errc := make(chan error, 1)
@@ -211,7 +207,6 @@ func TestSigkilledWorkerStopsAll(t *testing.T) {
 }
 
 func TestMaxRestarts(t *testing.T) {
-	t.Parallel()
 	cfg, dir, out := testJob(t, "failonce", 2)
 	cfg.MaxRestarts = 1
 	if err := Run(context.Background(), cfg); err != nil {
@@ -282,7 +277,6 @@ func runNodes(t *testing.T, cfgs []Config) []error {
 }
 
 func TestTwoNodesFormOneJob(t *testing.T) {
-	t.Parallel()
 	c0, dir, out := testJob(t, "env", 2, "GOACCEL_DEVICES=2")
 	c1 := c0
 	c1.LogDir = filepath.Join(dir, "logs1")
@@ -302,7 +296,6 @@ func TestTwoNodesFormOneJob(t *testing.T) {
 }
 
 func TestTwoNodesFailureNamesTheRank(t *testing.T) {
-	t.Parallel()
 	c0, dir, out := testJob(t, "exit3", 2, "FAIL_RANK=3", "GOACCEL_DEVICES=2")
 	c1 := c0
 	c1.LogDir = filepath.Join(dir, "logs1")
@@ -336,7 +329,6 @@ func launcherCmd(t *testing.T, mode string, args ...string) (*exec.Cmd, string, 
 }
 
 func TestCtrlCStopsAll(t *testing.T) {
-	t.Parallel()
 	self, _ := os.Executable()
 	cmd, dir, out := launcherCmd(t, "sleep", "--nproc_per_node", "2", "--no_mpi_check", self)
 	if err := cmd.Start(); err != nil {
@@ -366,7 +358,6 @@ func TestCtrlCStopsAll(t *testing.T) {
 }
 
 func TestHorovodHostsOnThisMachine(t *testing.T) {
-	t.Parallel()
 	self, _ := os.Executable()
 	cmd, dir, out := launcherCmd(t, "env", "-np", "3", "-H", "localhost:2,127.0.0.1:2", "--no_mpi_check", self)
 	if err := cmd.Run(); err != nil {
@@ -410,7 +401,6 @@ func TestMPINotInstalled(t *testing.T) {
 }
 
 func TestJobTimeout(t *testing.T) {
-	t.Parallel()
 	cfg, dir, out := testJob(t, "sleep", 2, "GOACCEL_DEVICES=2")
 	cfg.Timeout = 3 * time.Second
 	start := time.Now()
@@ -430,7 +420,6 @@ func TestJobTimeout(t *testing.T) {
 }
 
 func TestSecondCtrlCKills(t *testing.T) {
-	t.Parallel()
 	self, _ := os.Executable()
 	cmd, dir, out := launcherCmd(t, "sleep", "--nproc_per_node", "2", "--no_mpi_check", self)
 	// Rank 1 ignores SIGTERM: only SIGKILL ends it, the second Ctrl-C's or the grace's (10 minutes here).
@@ -458,7 +447,6 @@ func TestSecondCtrlCKills(t *testing.T) {
 }
 
 func TestInterruptOnOtherNodeStopsAll(t *testing.T) {
-	t.Parallel()
 	c0, dir, out := testJob(t, "sleep", 1, "GOACCEL_DEVICES=1")
 	c1 := c0
 	c1.LogDir = filepath.Join(dir, "logs1")
@@ -492,7 +480,6 @@ func TestInterruptOnOtherNodeStopsAll(t *testing.T) {
 }
 
 func TestMissingNodeTimesOut(t *testing.T) {
-	t.Parallel()
 	cfg, _, out := testJob(t, "env", 1)
 	cfg.NNodes, cfg.MasterPort, cfg.JoinTimeout = 3, freePort(t), time.Second
 	err := Run(context.Background(), cfg)
@@ -503,7 +490,6 @@ func TestMissingNodeTimesOut(t *testing.T) {
 }
 
 func TestTwoNodesRestart(t *testing.T) {
-	t.Parallel()
 	c0, dir, out := testJob(t, "failonce", 1)
 	c0.MaxRestarts = 1 // the master decides
 	c1 := c0

@@ -160,7 +160,6 @@ func TestMPISpawnRefused(t *testing.T) {
 // GOACCEL_TEST_TORCH_PYTHON names a Python with torch (default python3), and without one the
 // test is skipped, loudly, also under CI.
 func TestTorchDDPMatchesTorchrun(t *testing.T) {
-	t.Parallel()
 	python := os.Getenv("GOACCEL_TEST_TORCH_PYTHON")
 	if python == "" {
 		python = "python3"

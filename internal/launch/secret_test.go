@@ -213,7 +213,6 @@ func TestRogueClientsRefused(t *testing.T) {
 // TestWrongSecretNamed: a node whose launcher has another secret than the master's is refused
 // with a message that says so, on both sides, and the job does not start.
 func TestWrongSecretNamed(t *testing.T) {
-	t.Parallel()
 	c0, _, out := testJob(t, "env", 1)
 	c0.JoinTimeout = 3 * time.Second
 	c1 := c0
@@ -230,7 +229,6 @@ func TestWrongSecretNamed(t *testing.T) {
 // TestSecretRequiredForSeveralNodes: a launcher of a job of several nodes without a secret
 // says how to give one; a short one is refused; a file readable by others is refused.
 func TestSecretRequiredForSeveralNodes(t *testing.T) {
-	t.Parallel()
 	cfg := Config{Program: "true", NNodes: 2, NodeRank: 1, Env: []string{"PATH=/usr/bin:/bin"}}
 	if err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "GOACCEL_JOB_SECRET") {
 		t.Errorf("no secret: %v", err)

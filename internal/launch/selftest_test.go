@@ -153,7 +153,6 @@ func otherService(t *testing.T, reply string, keep bool) string {
 // master, say every Config.progressEvery what they wait for, and a normal launch waits the
 // whole --join_timeout where a self-test's node gives up after Config.selfTestDial.
 func TestJoinWaitSaysWhatItWaitsFor(t *testing.T) {
-	t.Parallel()
 	master, _, out := testJob(t, "env", 1)
 	master.progressEvery = 300 * time.Millisecond
 	master.NNodes, master.MasterPort, master.JoinTimeout = 2, freePort(t), 1500*time.Millisecond
@@ -197,7 +196,6 @@ func TestJoinWaitSaysWhatItWaitsFor(t *testing.T) {
 // TestSelfTestFlag: --selftest needs no program (one given is replaced and named), runs this
 // executable's self-test ranks, and reaches the launchers of the other -H hosts.
 func TestSelfTestFlag(t *testing.T) {
-	t.Parallel()
 	self, _ := os.Executable()
 	for _, args := range [][]string{{"--selftest", "--nproc_per_node", "2"}, {"--selftest", "-np", "2", "./train", "--epochs", "3"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -223,7 +221,6 @@ func TestSelfTestFlag(t *testing.T) {
 // TestSelfTestTable: rank 0's report lists every rank in rank order, gives the bandwidth of the
 // slowest rank, writes what many ranks share once with their ranks, and leads with the failure.
 func TestSelfTestTable(t *testing.T) {
-	t.Parallel()
 	disc := SelfTestDiscovery{Backend: "xla:cpu", Plugin: "/p/cpu.so", Devices: 2, Reason: "XLA's CPU plugin was found"}
 	rows := []selfTestRow{
 		{Rank: 1, Node: 0, Local: 1, Host: "a", PID: 11, Interfaces: "lo 127.0.0.1/8", Discovery: disc, MPI: "libmpi (mpich)",

@@ -26,7 +26,6 @@ func checkStore(t *testing.T, dir string, world int, out *syncBuffer) {
 // Rank 0 binds MASTER_ADDR:MASTER_PORT, as PyTorch's init_process_group does, and the other
 // ranks reach it there: MASTER_PORT is not the launcher's own (PMI) port.
 func TestRankZeroBindsMasterPort(t *testing.T) {
-	t.Parallel()
 	cfg, dir, out := testJob(t, "store", 3, "GOACCEL_DEVICES=3")
 	if err := Run(context.Background(), cfg); err != nil {
 		t.Fatalf("Run: %v\n%s", err, out)
@@ -37,7 +36,6 @@ func TestRankZeroBindsMasterPort(t *testing.T) {
 // With --master_port P the launcher listens on P (for the launchers only) and the ranks get P+1
 // as MASTER_PORT.
 func TestMasterPortPlusOne(t *testing.T) {
-	t.Parallel()
 	cfg, dir, out := testJob(t, "store", 2, "GOACCEL_DEVICES=2")
 	cfg.MasterPort = freePort(t)
 	if err := Run(context.Background(), cfg); err != nil {
@@ -61,7 +59,6 @@ func TestMasterPortPlusOne(t *testing.T) {
 // Two launchers (the code path of two machines): ranks 2 and 3 of node_rank 1 reach rank 0's
 // store on node_rank 0.
 func TestTwoNodesRankZeroStore(t *testing.T) {
-	t.Parallel()
 	c0, dir, out := testJob(t, "store", 2, "GOACCEL_DEVICES=2")
 	c1 := c0
 	c1.LogDir = filepath.Join(dir, "logs1")

@@ -22,7 +22,6 @@ func launcherLine(out, node string) string {
 // Each launcher says whose output its terminal shows: by default rank 0's where rank 0 runs,
 // none on the other nodes; with --tee, its own ranks'.
 func TestLauncherSaysWhichOutputIsShown(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		tee          int
 		node0, node1 string
@@ -54,7 +53,6 @@ func TestLauncherSaysWhichOutputIsShown(t *testing.T) {
 
 // A program that exists but cannot run is named for what it is, not "not found".
 func TestProgramNotRunnable(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "train.py")
 	if err := os.WriteFile(script, []byte("print(1)\n"), 0o644); err != nil {
