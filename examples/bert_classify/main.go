@@ -249,8 +249,12 @@ func fitConfig(o options, dir string, out io.Writer, intr *trainer.Interrupt, lo
 		epochs = 0
 	}
 	lr := o.LearningRate
-	if lr == 0 {
-		lr = map[bool]float64{true: 2e-5, false: 1e-3}[o.ModelDir != ""]
+	switch {
+	case lr != 0:
+	case o.ModelDir != "": // fine-tuning a pretrained model
+		lr = 2e-5
+	default: // the tiny model trained from scratch
+		lr = 1e-3
 	}
 	extra := map[string]any{"data_dir": o.DataDir, "model_dir": o.ModelDir, "batch_size": o.BatchSize,
 		"global_batch_size": o.GlobalBatchSize, "max_len": o.MaxLen, "test_size": o.TestSize, "dropout": o.Dropout,
