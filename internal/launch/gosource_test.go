@@ -61,4 +61,9 @@ func main() {
 	if err == nil || !strings.Contains(err.Error(), "go build") || !strings.Contains(err.Error(), "undefinedName") {
 		t.Errorf("a Go file that does not compile: %v, want go build's message naming undefinedName", err)
 	}
+	missing := filepath.Join(t.TempDir(), "nothere.go")
+	err = Run(context.Background(), Config{Program: missing, NprocPerNode: 2, Stdout: &syncBuffer{}, Stderr: &syncBuffer{}, Secret: testSecret})
+	if err == nil || !strings.Contains(err.Error(), "no such Go file") || !strings.Contains(err.Error(), missing) {
+		t.Errorf("a Go file that is not there: %v, want an error naming it", err)
+	}
 }

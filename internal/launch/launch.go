@@ -236,6 +236,11 @@ func (c *Config) defaults() error {
 // checkProgram says what is wrong with a program that cannot be started: not found, a
 // directory, or a file without execute permission.
 func checkProgram(program string) error {
+	if strings.HasSuffix(program, ".go") { // Go source that Run would have built had it been there
+		if _, err := os.Stat(program); err != nil {
+			return fmt.Errorf("program %s: no such Go file (%w)", program, unwrapPath(err))
+		}
+	}
 	if strings.Contains(program, "/") {
 		st, err := os.Stat(program)
 		switch {
@@ -257,6 +262,14 @@ func checkProgram(program string) error {
 			program, unwrapExec(err), filepath.Base(program))
 	}
 	return nil
+}
+
+func unwrapPath(err error) error {
+	var e *os.PathError
+	if errors.As(err, &e) {
+		return e.Err
+	}
+	return err
 }
 
 func unwrapExec(err error) error {
