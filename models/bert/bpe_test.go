@@ -101,18 +101,6 @@ func TestByteLevelBPEMerges(t *testing.T) {
 	}
 }
 
-func TestLongestFirst(t *testing.T) {
-	// The tokenizers library's own cases: room 7, first and second of 0, 2, 4 or 8 tokens.
-	cases := []struct{ n1, n2, keep1, keep2 int }{
-		{0, 8, 0, 7}, {2, 8, 2, 5}, {4, 4, 3, 4}, {4, 8, 3, 4}, {8, 2, 5, 2}, {8, 4, 4, 3}, {8, 8, 3, 4}, {2, 4, 2, 4},
-	}
-	for _, c := range cases {
-		if k1, k2 := longestFirst(c.n1, c.n2, 7); k1 != c.keep1 || k2 != c.keep2 {
-			t.Errorf("longestFirst(%d, %d, 7) = %d, %d; want %d, %d", c.n1, c.n2, k1, k2, c.keep1, c.keep2)
-		}
-	}
-}
-
 // FuzzByteLevelBPE checks two invariants of the byte-level BPE on the tokenizer trained on
 // rt-polarity: GPT-2's split covers the text exactly, and the tokens, mapped back from their
 // printable stand-ins to bytes, are the text again (every byte is in the vocabulary, so
@@ -136,8 +124,8 @@ func FuzzByteLevelBPE(f *testing.F) {
 		if got := strings.Join(splitGPT2(text), ""); got != text {
 			t.Fatalf("splitGPT2(%q) joins to %q", text, got)
 		}
-		for _, a := range tok.added.tokens {
-			if strings.Contains(text, a.content) { // added tokens are cut out first, with the spaces they strip
+		for _, a := range tok.added.Tokens() {
+			if strings.Contains(text, a.Content) { // added tokens are cut out first, with the spaces they strip
 				return
 			}
 		}

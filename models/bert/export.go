@@ -139,9 +139,9 @@ func (t *Tokenizer) addedDecoder() map[string]any {
 	if t.added == nil {
 		return out
 	}
-	for _, a := range t.added.tokens {
-		out[strconv.Itoa(int(a.id))] = map[string]any{"content": a.content, "special": a.special, "normalized": a.normalized,
-			"lstrip": a.lstrip, "rstrip": a.rstrip, "single_word": a.singleWord}
+	for _, a := range t.added.Tokens() {
+		out[strconv.Itoa(int(a.ID))] = map[string]any{"content": a.Content, "special": a.Special, "normalized": a.Normalized,
+			"lstrip": a.LStrip, "rstrip": a.RStrip, "single_word": a.SingleWord}
 	}
 	return out
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/goaccel/goaccel/tokenizers"
 )
 
 // Special tokens every BERT vocabulary must contain.
@@ -46,7 +48,7 @@ type Tokenizer struct {
 	modelSize int              // the model's vocabulary: tokens[:modelSize] (vocab.txt)
 	maxLen    int
 	seg       segmenter
-	added     *addedVocab // matched in the text before the segmenter (see added.go)
+	added     *tokenizers.AddedVocab // matched in the text before the segmenter (see added.go)
 	special   specialTokens
 	buckets   []int // optional padding lengths, ascending, the last one == maxLen
 	vocabFrom string
@@ -159,7 +161,7 @@ func newTokenizer(tokens []string, maxLen int, opts basicOptions, sp *folderSpec
 	wp := &wordPiece{ids: ids, basic: opts, prefix: "##", maxChars: maxWordChars, unk: all[sp.unk]}
 	t := &Tokenizer{tokens: table, ids: all, modelSize: len(tokens), maxLen: maxLen, seg: wp, buckets: []int{maxLen},
 		vocabFrom: source, special: specialTokens{cls: all[sp.cls], sep: all[sp.sep], pad: all[sp.pad], pairSeps: 1, pairTypeID: 1}}
-	t.added = newAddedVocab(added, wp.normalize)
+	t.added = tokenizers.NewAddedVocab(added, wp.normalize)
 	return t, nil
 }
 
@@ -263,7 +265,7 @@ func readBPEJSON(contents []byte, path string, maxLen int) (*Tokenizer, error) {
 		if a.Content == "" || a.ID == nil {
 			return nil, fmt.Errorf("bert: %s: added token %d (%q) has no content or no id", path, i, a.Content)
 		}
-		added[i] = a.token(*a.ID)
+		added[i] = a.Token(*a.ID)
 	}
 	tokens, err := idTable(seg.ids, nil, added, path)
 	if err != nil {
@@ -275,7 +277,7 @@ func readBPEJSON(contents []byte, path string, maxLen int) (*Tokenizer, error) {
 		return nil, fmt.Errorf("bert: %s: %w", path, err)
 	}
 	return &Tokenizer{tokens: tokens, ids: all, modelSize: len(tokens), maxLen: maxLen, seg: seg, special: *special,
-		added: newAddedVocab(added, seg.normalize), buckets: []int{maxLen}, vocabFrom: path, json: contents}, nil
+		added: tokenizers.NewAddedVocab(added, seg.normalize), buckets: []int{maxLen}, vocabFrom: path, json: contents}, nil
 }
 
 // readWordPieceJSON reads a HF tokenizers file whose model is WordPiece and whose normalizer
@@ -327,7 +329,7 @@ func readWordPieceJSON(contents []byte, path string, maxLen int) (*Tokenizer, er
 		if a.Content == "" || a.ID == nil {
 			return nil, fmt.Errorf("bert: %s: added token %d (%q) has no content or no id", path, i, a.Content)
 		}
-		sp.withID = append(sp.withID, a.token(*a.ID))
+		sp.withID = append(sp.withID, a.Token(*a.ID))
 		sp.explicit[a.Content] = true
 	}
 	t, err := newTokenizer(tokens, maxLen, opts, sp, path)
@@ -449,7 +451,7 @@ func (t *Tokenizer) EncodePair(a, b string) (ids, typeIDs []int32) {
 		room = 0
 	}
 	if len(first)+len(second) > room {
-		n1, n2 := longestFirst(len(first), len(second), room)
+		n1, n2 := tokenizers.LongestFirst(len(first), len(second), room)
 		first, second = first[:n1], second[:n2]
 	}
 	ids = make([]int32, 0, len(first)+len(second)+2+sp.pairSeps)
@@ -464,35 +466,13 @@ func (t *Tokenizer) EncodePair(a, b string) (ids, typeIDs []int32) {
 	return ids, typeIDs
 }
 
-// longestFirst is the number of tokens kept of each text of a pair of n1 and n2 tokens that
-// must fit in room (the tokenizers library's longest_first truncation).
-func longestFirst(n1, n2, room int) (keep1, keep2 int) {
-	short, long := n1, n2
-	if n1 > n2 {
-		short, long = n2, n1
-	}
-	if short > room {
-		long = short
-	} else {
-		long = max(short, room-short)
-	}
-	if short+long > room {
-		short = room / 2
-		long = short + room%2
-	}
-	if n1 > n2 {
-		short, long = long, short
-	}
-	return min(short, n1), min(long, n2)
-}
-
 // appendIDs appends the ids of text to out: the added tokens found in it, and the
 // segmenter's ids of the pieces between them.
 func (t *Tokenizer) appendIDs(text string, out []int32) []int32 {
 	if t.added == nil {
 		return t.seg.appendPlain(t.seg.normalize(text), out)
 	}
-	return t.added.segment(text, t.seg.normalize, t.seg.appendPlain, out)
+	return t.added.AppendIDs(text, t.seg.normalize, t.seg.appendPlain, out)
 }
 
 // normalize is BERT's normalizer (see basicOptions).

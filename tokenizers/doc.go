@@ -1,0 +1,22 @@
+// Package tokenizers reads the tokenizers of Hugging Face model folders and turns texts into
+// the ids a model reads, with the semantics of the tokenizers library (Rust) that
+// transformers' fast tokenizers run.
+//
+// A tokenizer.json describes a pipeline, and a Tokenizer is made of the same parts, each a
+// small type behind an interface:
+//
+//   - the added vocabulary (special tokens and added words), matched in the raw text first,
+//     then in the normalized pieces between those matches (see AddedVocab);
+//   - a Normalizer (Precompiled, NFC, NFD, NFKC, NFKD, Lowercase, Strip, Replace, Prepend,
+//     Sequence);
+//   - a PreTokenizer, which cuts a normalized piece into words (Metaspace, WhitespaceSplit,
+//     Whitespace, Sequence);
+//   - a Model, which gives the ids of a word (Unigram);
+//   - a PostProcessor, which adds the special tokens around one text or a pair of texts and
+//     gives the type ids (TemplateProcessing, RobertaProcessing, BertProcessing).
+//
+// A component that the file names and this package does not implement is an error that
+// names the component, its type and the file: never a silent approximation.
+//
+// The package knows no model: the families of models/ choose which tokenizer they read.
+package tokenizers

@@ -1,0 +1,168 @@
+package tokenizers
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// PostProcessor adds the special tokens around the ids of one text or of a pair of texts
+// and gives their type ids (tokenizer.json's "post_processor").
+type PostProcessor interface {
+	// Added is the number of special tokens added to one text (pair false) or to a pair.
+	Added(pair bool) int
+	// Process joins a and b (nil: one text) with the special tokens.
+	Process(a, b *Encoding) Encoding
+}
+
+// TemplatePiece is one piece of a template: a special token (its ids) or a text (Sequence
+// "A" or "B"), with the type id of its tokens.
+type TemplatePiece struct {
+	Special []int32 // the ids of a special token; nil for a text
+	Seq     string  // "A" or "B" for a text
+	TypeID  int32
+}
+
+// TemplateProcessing lays out the encoding as its Single and Pair templates say.
+type TemplateProcessing struct {
+	Single, Pair []TemplatePiece
+}
+
+// Added counts the special tokens of a template.
+func (t *TemplateProcessing) Added(pair bool) int {
+	tpl := t.Single
+	if pair {
+		tpl = t.Pair
+	}
+	n := 0
+	for _, p := range tpl {
+		n += len(p.Special)
+	}
+	return n
+}
+
+// Process lays out a (and b) along the template.
+func (t *TemplateProcessing) Process(a, b *Encoding) Encoding {
+	tpl := t.Single
+	if b != nil {
+		tpl = t.Pair
+	}
+	var out Encoding
+	for _, p := range tpl {
+		if p.Special != nil {
+			for _, id := range p.Special {
+				out.append(id, p.TypeID, -1)
+			}
+			continue
+		}
+		seq := a
+		if p.Seq == "B" {
+			seq = b
+		}
+		for i, id := range seq.IDs {
+			out.append(id, p.TypeID, seq.WordIDs[i])
+		}
+	}
+	return out
+}
+
+// specialPair is RobertaProcessing's and BertProcessing's ["<s>", 0].
+type specialPair struct {
+	token string
+	id    int32
+}
+
+func (s *specialPair) UnmarshalJSON(b []byte) error {
+	var v []json.RawMessage
+	if err := json.Unmarshal(b, &v); err != nil || len(v) != 2 {
+		return fmt.Errorf("%s is not a [token, id] pair", b)
+	}
+	if err := json.Unmarshal(v[0], &s.token); err != nil {
+		return err
+	}
+	return json.Unmarshal(v[1], &s.id)
+}
+
+// newBertLike is BertProcessing (cls A sep, cls A sep B sep with B's type id 1) or
+// RobertaProcessing (cls A sep, cls A sep sep B sep with type ids 0) as a template.
+func newBertLike(cls, sep int32, roberta bool) *TemplateProcessing {
+	c, s := []int32{cls}, []int32{sep}
+	t := &TemplateProcessing{Single: []TemplatePiece{{Special: c}, {Seq: "A"}, {Special: s}}}
+	if roberta {
+		t.Pair = []TemplatePiece{{Special: c}, {Seq: "A"}, {Special: s}, {Special: s}, {Seq: "B"}, {Special: s}}
+	} else {
+		t.Pair = []TemplatePiece{{Special: c}, {Seq: "A"}, {Special: s}, {Seq: "B", TypeID: 1}, {Special: s, TypeID: 1}}
+	}
+	return t
+}
+
+// postProcessorJSON is a post-processor as tokenizer.json writes it.
+type postProcessorJSON struct {
+	Type          string          `json:"type"`
+	Single, Pair  []templateJSON  `json:"-"`
+	RawSingle     json.RawMessage `json:"single"`
+	RawPair       json.RawMessage `json:"pair"`
+	SpecialTokens map[string]struct {
+		ID  string  `json:"id"`
+		IDs []int32 `json:"ids"`
+	} `json:"special_tokens"`
+	Cls *specialPair `json:"cls"`
+	Sep *specialPair `json:"sep"`
+}
+
+// templateJSON is one piece of a TemplateProcessing template.
+type templateJSON struct {
+	SpecialToken *struct {
+		ID     string `json:"id"`
+		TypeID int32  `json:"type_id"`
+	} `json:"SpecialToken"`
+	Sequence *struct {
+		ID     string `json:"id"`
+		TypeID int32  `json:"type_id"`
+	} `json:"Sequence"`
+}
+
+// parsePostProcessor builds the post-processor of raw; null is none (nil).
+func parsePostProcessor(raw json.RawMessage, source string) (PostProcessor, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var p postProcessorJSON
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("tokenizers: %s: parsing the post-processor: %w", source, err)
+	}
+	switch p.Type {
+	case "RobertaProcessing", "BertProcessing":
+		if p.Cls == nil || p.Sep == nil {
+			return nil, fmt.Errorf("tokenizers: %s: post-processor %s without cls or sep", source, p.Type)
+		}
+		return newBertLike(p.Cls.id, p.Sep.id, p.Type == "RobertaProcessing"), nil
+	case "TemplateProcessing":
+		t := &TemplateProcessing{}
+		for _, side := range []struct {
+			raw  json.RawMessage
+			into *[]TemplatePiece
+			name string
+		}{{p.RawSingle, &t.Single, "single"}, {p.RawPair, &t.Pair, "pair"}} {
+			var pieces []templateJSON
+			if err := json.Unmarshal(side.raw, &pieces); err != nil {
+				return nil, fmt.Errorf("tokenizers: %s: TemplateProcessing %s: %w", source, side.name, err)
+			}
+			for _, piece := range pieces {
+				switch {
+				case piece.SpecialToken != nil:
+					sp, ok := p.SpecialTokens[piece.SpecialToken.ID]
+					if !ok {
+						return nil, fmt.Errorf("tokenizers: %s: TemplateProcessing %s: special token %q is not in special_tokens", source, side.name, piece.SpecialToken.ID)
+					}
+					*side.into = append(*side.into, TemplatePiece{Special: sp.IDs, TypeID: piece.SpecialToken.TypeID})
+				case piece.Sequence != nil && (piece.Sequence.ID == "A" || piece.Sequence.ID == "B"):
+					*side.into = append(*side.into, TemplatePiece{Seq: piece.Sequence.ID, TypeID: piece.Sequence.TypeID})
+				default:
+					return nil, fmt.Errorf("tokenizers: %s: TemplateProcessing %s: a piece is neither SpecialToken nor Sequence A or B", source, side.name)
+				}
+			}
+		}
+		return t, nil
+	}
+	return nil, fmt.Errorf("tokenizers: post-processor type %q in %s is not supported (supported: TemplateProcessing, RobertaProcessing, BertProcessing)", p.Type, source)
+}

@@ -1,0 +1,285 @@
+package tokenizers
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+)
+
+// Tokenizer is a tokenizer.json pipeline: added vocabulary, normalizer, pre-tokenizer,
+// model and post-processor. It is immutable and safe for concurrent use.
+type Tokenizer struct {
+	normalizer   Normalizer    // nil: none
+	preTokenizer PreTokenizer  // nil: the whole piece is one word
+	model        Model         //
+	post         PostProcessor // nil: no special tokens, type ids 0 (1 for the second text)
+	added        *AddedVocab
+	tokens       []string         // id -> token: the model's vocabulary, then the added tokens beyond it
+	ids          map[string]int32 // token -> id
+	maxLen       int              // truncation: at most this many ids, special tokens included; 0: none
+	source       string
+}
+
+// Encoding is what a tokenizer makes of a text or a pair of texts: the ids, their type ids
+// (token_type_ids) and their word ids (the index of the word each token comes from in its
+// text, -1 for the special tokens), all of the same length.
+type Encoding struct {
+	IDs, TypeIDs, WordIDs []int32
+}
+
+func (e *Encoding) append(id, typeID, word int32) {
+	e.IDs, e.TypeIDs, e.WordIDs = append(e.IDs, id), append(e.TypeIDs, typeID), append(e.WordIDs, word)
+}
+
+func (e *Encoding) truncate(n int) {
+	if len(e.IDs) > n {
+		e.IDs, e.TypeIDs, e.WordIDs = e.IDs[:n], e.TypeIDs[:n], e.WordIDs[:n]
+	}
+}
+
+// tokenizerJSON is the top of a tokenizer.json. The decoder (for turning ids back into text)
+// and the truncation and padding settings (which transformers sets per call) are not read.
+type tokenizerJSON struct {
+	AddedTokens   []AddedTokenJSON `json:"added_tokens"`
+	Normalizer    json.RawMessage  `json:"normalizer"`
+	PreTokenizer  json.RawMessage  `json:"pre_tokenizer"`
+	Model         json.RawMessage  `json:"model"`
+	PostProcessor json.RawMessage  `json:"post_processor"`
+}
+
+// AddedTokenJSON is an added token as tokenizer.json (added_tokens) and
+// tokenizer_config.json (added_tokens_decoder) write it.
+type AddedTokenJSON struct {
+	ID         *int32 `json:"id"`
+	Content    string `json:"content"`
+	SingleWord bool   `json:"single_word"`
+	LStrip     bool   `json:"lstrip"`
+	RStrip     bool   `json:"rstrip"`
+	Normalized *bool  `json:"normalized"`
+	Special    bool   `json:"special"`
+}
+
+// Token is the added token a with the given id, normalized when the file does not say (the
+// tokenizers library's default: special tokens are not normalized, the others are).
+func (a *AddedTokenJSON) Token(id int32) AddedToken {
+	normalized := !a.Special
+	if a.Normalized != nil {
+		normalized = *a.Normalized
+	}
+	return AddedToken{Content: a.Content, ID: id, Special: a.Special, Normalized: normalized,
+		LStrip: a.LStrip, RStrip: a.RStrip, SingleWord: a.SingleWord}
+}
+
+// Load reads a tokenizer.json file.
+func Load(path string) (*Tokenizer, error) {
+	contents, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizers: %w", err)
+	}
+	return Parse(contents, path)
+}
+
+// Parse reads the contents of a tokenizer.json; source names it in errors.
+func Parse(contents []byte, source string) (*Tokenizer, error) {
+	var doc tokenizerJSON
+	if err := json.Unmarshal(contents, &doc); err != nil {
+		return nil, fmt.Errorf("tokenizers: parsing %s: %w", source, err)
+	}
+	var kind struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(doc.Model, &kind); err != nil {
+		return nil, fmt.Errorf("tokenizers: %s: parsing the model: %w", source, err)
+	}
+	var model Model
+	switch kind.Type {
+	case "Unigram":
+		u, err := parseUnigram(doc.Model, source)
+		if err != nil {
+			return nil, err
+		}
+		model = u
+	default:
+		return nil, fmt.Errorf("tokenizers: model type %q in %s is not supported (supported: Unigram)", kind.Type, source)
+	}
+	t := &Tokenizer{model: model, source: source}
+	var err error
+	if t.normalizer, err = parseNormalizer(doc.Normalizer, source); err != nil {
+		return nil, err
+	}
+	if t.preTokenizer, err = parsePreTokenizer(doc.PreTokenizer, source); err != nil {
+		return nil, err
+	}
+	if t.post, err = parsePostProcessor(doc.PostProcessor, source); err != nil {
+		return nil, err
+	}
+	added := make([]AddedToken, len(doc.AddedTokens))
+	for i, a := range doc.AddedTokens {
+		if a.Content == "" || a.ID == nil {
+			return nil, fmt.Errorf("tokenizers: %s: added token %d (%q) has no content or no id", source, i, a.Content)
+		}
+		added[i] = a.Token(*a.ID)
+	}
+	return newTokenizer(t, added)
+}
+
+// newTokenizer indexes the vocabulary of t's model and the added tokens.
+func newTokenizer(t *Tokenizer, added []AddedToken) (*Tokenizer, error) {
+	vocab := t.model.Vocab()
+	t.tokens = slices.Clone(vocab)
+	t.ids = make(map[string]int32, len(vocab)+len(added))
+	for i, tok := range vocab {
+		t.ids[tok] = int32(i)
+	}
+	// The added tokens beyond the vocabulary take the next ids, in the order of their ids.
+	var beyond []AddedToken
+	for _, a := range added {
+		if id, ok := t.ids[a.Content]; ok {
+			if id != a.ID {
+				return nil, fmt.Errorf("tokenizers: %s: added token %q has id %d, but the vocabulary gives it id %d", t.source, a.Content, a.ID, id)
+			}
+			continue
+		}
+		beyond = append(beyond, a)
+	}
+	slices.SortStableFunc(beyond, func(a, b AddedToken) int { return cmp.Compare(a.ID, b.ID) })
+	for _, a := range beyond {
+		if prev, ok := t.ids[a.Content]; ok && prev == a.ID {
+			continue // declared twice
+		}
+		if int(a.ID) != len(t.tokens) {
+			return nil, fmt.Errorf("tokenizers: %s: added token %q has id %d, want %d: the ids after the vocabulary's %d must follow each other", t.source, a.Content, a.ID, len(t.tokens), len(vocab))
+		}
+		t.tokens = append(t.tokens, a.Content)
+		t.ids[a.Content] = a.ID
+	}
+	var normalize func(string) string
+	if t.normalizer != nil {
+		normalize = t.normalizer.Normalize
+	}
+	t.added = NewAddedVocab(added, normalize)
+	return t, nil
+}
+
+// WithMaxLen returns a copy of the tokenizer that truncates its encodings to at most maxLen
+// ids, special tokens included (0: no truncation), as transformers' truncation=True,
+// max_length=maxLen does: longest_first for a pair.
+func (t *Tokenizer) WithMaxLen(maxLen int) (*Tokenizer, error) {
+	if maxLen < 0 || maxLen > 0 && t.post != nil && maxLen < t.post.Added(true) {
+		return nil, fmt.Errorf("tokenizers: max length %d is below the %d special tokens of a pair", maxLen, t.post.Added(true))
+	}
+	c := *t
+	c.maxLen = maxLen
+	return &c, nil
+}
+
+// MaxLen is the truncation length (0: none).
+func (t *Tokenizer) MaxLen() int { return t.maxLen }
+
+// VocabSize is the number of tokens, the added tokens beyond the model's vocabulary
+// included (transformers' len(tokenizer)).
+func (t *Tokenizer) VocabSize() int { return len(t.tokens) }
+
+// ID returns the id of a token and whether the vocabulary has it.
+func (t *Tokenizer) ID(token string) (int32, bool) {
+	id, ok := t.ids[token]
+	return id, ok
+}
+
+// Token returns the token of an id ("" when out of range).
+func (t *Tokenizer) Token(id int32) string {
+	if id < 0 || int(id) >= len(t.tokens) {
+		return ""
+	}
+	return t.tokens[id]
+}
+
+// AddedTokens returns the added tokens, as the file declares them.
+func (t *Tokenizer) AddedTokens() []AddedToken { return t.added.Tokens() }
+
+// Tokenize returns the tokens of text, without special tokens and without truncation.
+func (t *Tokenizer) Tokenize(text string) []string {
+	e := t.encodeText(text)
+	out := make([]string, len(e.IDs))
+	for i, id := range e.IDs {
+		out[i] = t.tokens[id]
+	}
+	return out
+}
+
+// encodeText is the encoding of one text before truncation and post-processing: type ids 0.
+func (t *Tokenizer) encodeText(text string) Encoding {
+	var e Encoding
+	var normalize func(string) string
+	if t.normalizer != nil {
+		normalize = t.normalizer.Normalize
+	}
+	word := int32(0)
+	t.added.Split(text, normalize, func(piece string, tok *AddedToken, atStart bool) {
+		if tok != nil {
+			e.append(tok.ID, 0, word)
+			word++
+			return
+		}
+		words := []Word{{Text: piece, AtStart: atStart}}
+		if t.preTokenizer != nil {
+			words = t.preTokenizer.PreTokenize(words)
+		}
+		for _, w := range words {
+			n := len(e.IDs)
+			e.IDs = t.model.AppendIDs(w.Text, e.IDs)
+			for range len(e.IDs) - n {
+				e.TypeIDs, e.WordIDs = append(e.TypeIDs, 0), append(e.WordIDs, word)
+			}
+			word++
+		}
+	})
+	return e
+}
+
+// Encode returns the encoding of text with the post-processor's special tokens, truncated
+// to MaxLen.
+func (t *Tokenizer) Encode(text string) Encoding {
+	e := t.encodeText(text)
+	added := 0
+	if t.post != nil {
+		added = t.post.Added(false)
+	}
+	if t.maxLen > 0 {
+		e.truncate(max(t.maxLen-added, 0))
+	}
+	if t.post == nil {
+		return e
+	}
+	return t.post.Process(&e, nil)
+}
+
+// EncodePair returns the encoding of a pair of texts with the post-processor's special
+// tokens, the texts truncated longest first so that the whole has at most MaxLen ids.
+// Without a post-processor the type ids of b are 1. An empty b is no pair, as in
+// transformers: the result is Encode(a).
+func (t *Tokenizer) EncodePair(a, b string) Encoding {
+	if b == "" {
+		return t.Encode(a)
+	}
+	ea, eb := t.encodeText(a), t.encodeText(b)
+	added := 0
+	if t.post != nil {
+		added = t.post.Added(true)
+	}
+	if room := t.maxLen - added; t.maxLen > 0 && len(ea.IDs)+len(eb.IDs) > room {
+		n1, n2 := LongestFirst(len(ea.IDs), len(eb.IDs), max(room, 0))
+		ea.truncate(n1)
+		eb.truncate(n2)
+	}
+	if t.post == nil {
+		for i := range eb.TypeIDs {
+			eb.TypeIDs[i] = 1
+		}
+		ea.IDs, ea.TypeIDs, ea.WordIDs = append(ea.IDs, eb.IDs...), append(ea.TypeIDs, eb.TypeIDs...), append(ea.WordIDs, eb.WordIDs...)
+		return ea
+	}
+	return t.post.Process(&ea, &eb)
+}
