@@ -16,7 +16,9 @@ save_pretrained, and records in models/bert/testdata/family_<model_type>.json:
     [SEP] [MASK] then "tok5", "tok6", ... (fixtureVocab in the Go test); RoBERTa reads the
     byte-level BPE of models/bert/testdata/roberta_bpe/tokenizer.json (written by
     scripts/make_tokenizer_fixtures.py, with added tokens), its vocab_size that tokenizer's
-    length; its sha256 is recorded, so run this script again after that one.
+    length; its sha256 is recorded, so run this script again after that one. XLM-RoBERTa
+    reads the SentencePiece Unigram tokenizer of tokenizers/testdata/xlmr/tokenizer.json
+    (written by scripts/make_unigram_fixtures.py), in the same way.
 
 The weight formula (weightValues in models/bert/family_parity_test.go): for a tensor named n
 with N values, x = crc32(n) (or 1 when 0), then N times the xorshift32 step
@@ -43,7 +45,7 @@ import torch
 import tokenizers
 import transformers
 from transformers import (AutoConfig, AutoModelForSequenceClassification, BertTokenizerFast, DistilBertTokenizerFast,
-                          ElectraTokenizerFast, RobertaTokenizerFast)
+                          ElectraTokenizerFast, RobertaTokenizerFast, XLMRobertaTokenizerFast)
 
 TRANSFORMERS_VERSION = "5.25.0"
 TOKENIZERS_VERSION = "0.23.3"
@@ -60,6 +62,7 @@ COMMON = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_
 CONFIGS = {
     "bert": dict(COMMON, type_vocab_size=2),
     "roberta": dict(COMMON, type_vocab_size=1, pad_token_id=1, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5),
+    "xlm-roberta": dict(COMMON, type_vocab_size=1, pad_token_id=1, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5),
     "electra": dict(COMMON, type_vocab_size=2, embedding_size=16),
     "distilbert": dict(vocab_size=99, dim=32, n_layers=2, n_heads=4, hidden_dim=37, max_position_embeddings=40,
                        activation="gelu", num_labels=3, dropout=0.1, attention_dropout=0.1, seq_classif_dropout=0.2),
@@ -73,6 +76,13 @@ WORDPIECE_TEXTS = [
     "tok7 [MASK] tok9 [SEP] tok12 tok98",
     "<s> </s> <pad> [CLS] [SEP] special-looking tokens in text",
     "[cls] TOK5 tok6[PAD]tok8 [UNK] [Mask]",
+]
+# XLM-RoBERTa's SentencePiece Unigram tokenizer, written by scripts/make_unigram_fixtures.py.
+UNIGRAM_TOKENIZER = "../../../tokenizers/testdata/xlmr/tokenizer.json"
+UNIGRAM_TEXTS = [
+    "Привет, мир! a <mask> movie",
+    "这部电影非常好看 café naïve 🎉",
+    "<s> </s> <pad> مرحبا بالعالم   spaces",
 ]
 BPE_TEXTS = [
     "<s> </s> <pad> [CLS] [SEP] special-looking tokens in text",
@@ -133,6 +143,9 @@ def text_inputs(model_type, vocab_size, folder):
     if model_type == "roberta":
         tok = RobertaTokenizerFast(tokenizer_file=os.path.join(OUT, BPE_TOKENIZER))
         texts = BPE_TEXTS
+    elif model_type == "xlm-roberta":
+        tok = XLMRobertaTokenizerFast(tokenizer_file=os.path.join(OUT, UNIGRAM_TOKENIZER))
+        texts = UNIGRAM_TEXTS
     else:
         with open(os.path.join(folder, "vocab.txt"), "w") as f:
             f.write("\n".join(fixture_vocab(vocab_size)) + "\n")
@@ -148,6 +161,8 @@ def text_inputs(model_type, vocab_size, folder):
 def make(model_type, kwargs):
     if model_type == "roberta":
         kwargs = dict(kwargs, vocab_size=len(RobertaTokenizerFast(tokenizer_file=os.path.join(OUT, BPE_TOKENIZER))))
+    if model_type == "xlm-roberta":
+        kwargs = dict(kwargs, vocab_size=len(XLMRobertaTokenizerFast(tokenizer_file=os.path.join(OUT, UNIGRAM_TOKENIZER))))
     cfg = AutoConfig.for_model(model_type, **kwargs)
     torch.manual_seed(0)
     model = AutoModelForSequenceClassification.from_config(cfg, attn_implementation="eager")
@@ -200,9 +215,10 @@ def make(model_type, kwargs):
         "text_token_type_ids": enc["token_type_ids"].tolist(),
         "text_logits_f32_b64": f32_b64(text_logits),
     }
-    if model_type == "roberta":
-        with open(os.path.join(OUT, BPE_TOKENIZER), "rb") as f:
-            fixture["tokenizer"] = BPE_TOKENIZER
+    if model_type in ("roberta", "xlm-roberta"):
+        tokenizer_file = BPE_TOKENIZER if model_type == "roberta" else UNIGRAM_TOKENIZER
+        with open(os.path.join(OUT, tokenizer_file), "rb") as f:
+            fixture["tokenizer"] = tokenizer_file
             fixture["tokenizer_sha256"] = hashlib.sha256(f.read()).hexdigest()
     path = os.path.join(OUT, f"family_{model_type}.json")
     with open(path, "w") as f:

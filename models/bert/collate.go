@@ -62,6 +62,12 @@ func (t *Tokenizer) withMaxLen(maxLen int) (*Tokenizer, error) {
 	}
 	t2 := *t
 	t2.maxLen, t2.buckets = maxLen, []int{maxLen}
+	if t.uni != nil {
+		var err error
+		if t2.uni, err = t.uni.WithMaxLen(maxLen); err != nil {
+			return nil, fmt.Errorf("bert: %w", err)
+		}
+	}
 	return &t2, nil
 }
 

@@ -12,7 +12,7 @@ import (
 
 // Config holds the hyperparameters of an encoder of the BERT family and its
 // sequence-classification head, with the field names and meaning of a Hugging Face BERT
-// config.json; ModelType chooses the family (bert, roberta, distilbert, electra: see
+// config.json; ModelType chooses the family (bert, roberta, xlm-roberta, distilbert, electra: see
 // Families), and DistilBERT's own keys (dim, n_layers, ...) are read into the same fields.
 //
 // Only absolute position embeddings and the exact (erf) GELU are supported, as in
@@ -152,7 +152,7 @@ func ParseConfig(contents []byte, name string) (Config, error) {
 	switch f.modelType {
 	case "distilbert":
 		cfg, err = parseDistilBERTConfig(contents)
-	case "roberta":
+	case "roberta", "xlm-roberta":
 		cfg.PadTokenID = 1
 		err = json.Unmarshal(contents, &cfg)
 	case "electra":

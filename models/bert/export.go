@@ -79,7 +79,7 @@ func SavePretrained(dir string, c *Classifier, tok *Tokenizer) error {
 
 // tokenizerClass is the transformers tokenizer class written in tokenizer_config.json.
 var tokenizerClass = map[string]string{"bert": "BertTokenizer", "distilbert": "DistilBertTokenizer",
-	"electra": "ElectraTokenizer", "roberta": "BertTokenizer"}
+	"electra": "ElectraTokenizer", "roberta": "BertTokenizer", "xlm-roberta": "BertTokenizer"}
 
 // writeFiles writes the tokenizer's files into a model folder: vocab.txt for WordPiece (the
 // added tokens, with their ids and flags, in tokenizer_config.json's added_tokens_decoder,
@@ -104,6 +104,20 @@ func (t *Tokenizer) writeFiles(dir string, cfg Config) error {
 			"pad_token":              t.tokens[t.special.pad],
 			"unk_token":              t.tokens[seg.unk],
 			"added_tokens_decoder":   t.addedDecoder(),
+		}
+	case nil: // a Unigram tokenizer.json (XLM-RoBERTa's)
+		if err := fsutil.WriteFileAtomic(filepath.Join(dir, "tokenizer.json"), t.json); err != nil {
+			return fmt.Errorf("bert: SavePretrained: %w", err)
+		}
+		cls, sep, pad := t.tokens[t.special.cls], t.tokens[t.special.sep], t.tokens[t.special.pad]
+		tokCfg = map[string]any{
+			"tokenizer_class": "XLMRobertaTokenizer", "model_max_length": maxLen,
+			"bos_token": cls, "cls_token": cls, "eos_token": sep, "sep_token": sep, "pad_token": pad,
+		}
+		for _, name := range []string{"unk", "mask"} {
+			if _, ok := t.ids["<"+name+">"]; ok {
+				tokCfg[name+"_token"] = "<" + name + ">"
+			}
 		}
 	case *byteLevelBPE:
 		if err := fsutil.WriteFileAtomic(filepath.Join(dir, "tokenizer.json"), t.json); err != nil {

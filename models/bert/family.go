@@ -67,6 +67,10 @@ var families = map[string]*family{
 		layer: bertLayer, tokenTypes: true, pooler: true, head: headPooled},
 	"roberta": {modelType: "roberta", architecture: "RobertaForSequenceClassification", prefix: "roberta", layers: "encoder.layer",
 		layer: bertLayer, tokenTypes: true, paddingOffset: true, head: headDenseOut},
+	// XLM-RoBERTa is RoBERTa's encoder under the same names, with a SentencePiece Unigram
+	// tokenizer (see the tokenizers package).
+	"xlm-roberta": {modelType: "xlm-roberta", architecture: "XLMRobertaForSequenceClassification", prefix: "roberta",
+		layers: "encoder.layer", layer: bertLayer, tokenTypes: true, paddingOffset: true, head: headDenseOut},
 	"distilbert": {modelType: "distilbert", architecture: "DistilBertForSequenceClassification", prefix: "distilbert",
 		layers: "transformer.layer", layer: distilLayer, head: headPreClassify},
 	"electra": {modelType: "electra", architecture: "ElectraForSequenceClassification", prefix: "electra", layers: "encoder.layer",

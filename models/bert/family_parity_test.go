@@ -422,7 +422,8 @@ var savedTokenizerTexts = []string{
 
 // savedTokenizers writes, for each family, a tokenizer saved as SavePretrained saves it
 // (writeFiles): WordPiece folders (BERT, DistilBERT, ELECTRA) with microVocab and added tokens
-// of every kind, and RoBERTa's byte-level BPE of testdata/roberta_bpe. It returns the folders
+// of every kind, RoBERTa's byte-level BPE of testdata/roberta_bpe, and XLM-RoBERTa's Unigram
+// of tokenizers/testdata/xlmr. It returns the folders
 // and the tokenizers, by family.
 func savedTokenizers(t *testing.T, maxLen int) (map[string]string, map[string]*Tokenizer) {
 	t.Helper()
@@ -435,8 +436,11 @@ func savedTokenizers(t *testing.T, maxLen int) (map[string]string, map[string]*T
 	dirs, toks := map[string]string{}, map[string]*Tokenizer{}
 	for _, family := range Families() {
 		from := src
-		if family == "roberta" {
+		switch family {
+		case "roberta":
 			from = filepath.Join("testdata", "roberta_bpe")
+		case "xlm-roberta":
+			from = filepath.Join("..", "..", "tokenizers", "testdata", "xlmr")
 		}
 		tok, err := LoadTokenizer(from, maxLen)
 		if err != nil {

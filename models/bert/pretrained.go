@@ -38,7 +38,7 @@ type LoadOptions struct {
 const DefaultMaxLen = 128
 
 // LoadPretrained loads a Hugging Face model folder of the BERT family (config.json, whose
-// model_type picks bert, roberta, distilbert or electra; vocab.txt and/or tokenizer.json;
+// model_type picks bert, roberta, xlm-roberta, distilbert or electra; vocab.txt and/or tokenizer.json;
 // model.safetensors or a sharded model.safetensors.index.json) into store, under the
 // variable paths of Classifier (see VarPath), and returns the classifier and its tokenizer.
 // The classification head is not loaded unless opts.LoadHead: it is initialised fresh on

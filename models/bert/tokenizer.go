@@ -52,7 +52,10 @@ type Tokenizer struct {
 	special   specialTokens
 	buckets   []int // optional padding lengths, ascending, the last one == maxLen
 	vocabFrom string
-	json      []byte // a BPE tokenizer.json as read, written back by SavePretrained
+	json      []byte // a BPE or Unigram tokenizer.json as read, written back by SavePretrained
+	// uni is a Unigram tokenizer.json's pipeline (XLM-RoBERTa's), which then encodes the
+	// texts, truncating at maxLen; seg is nil.
+	uni *tokenizers.Tokenizer
 }
 
 // segmenter makes the ids of a text, without special tokens and without truncation, in two
@@ -242,8 +245,46 @@ func readTokenizerJSON(path string, maxLen int) (*Tokenizer, error) {
 		return readWordPieceJSON(contents, path, maxLen)
 	case "BPE":
 		return readBPEJSON(contents, path, maxLen)
+	case "Unigram":
+		return readUnigramJSON(contents, path, maxLen)
 	}
-	return nil, fmt.Errorf("bert: %s: model type %q is not supported: WordPiece and BPE (byte-level) are", path, kind.Model.Type)
+	return nil, fmt.Errorf("bert: %s: model type %q is not supported: WordPiece, BPE (byte-level) and Unigram are", path, kind.Model.Type)
+}
+
+// readUnigramJSON reads a Unigram tokenizer.json (XLM-RoBERTa's SentencePiece model, as
+// transformers converts it) with the tokenizers package, which then encodes the texts. Its
+// special tokens are RoBERTa's: <s>, </s> and <pad>.
+func readUnigramJSON(contents []byte, path string, maxLen int) (*Tokenizer, error) {
+	if maxLen < 4 {
+		return nil, fmt.Errorf("bert: max_len must be at least 4 (<s> a </s></s> b </s> holds 4 special tokens), got %d", maxLen)
+	}
+	uni, err := tokenizers.Parse(contents, path)
+	if err != nil {
+		return nil, err
+	}
+	if uni, err = uni.WithMaxLen(maxLen); err != nil {
+		return nil, fmt.Errorf("bert: %s: %w", path, err)
+	}
+	tokens := make([]string, uni.VocabSize())
+	ids := make(map[string]int32, len(tokens))
+	for i := range tokens {
+		tokens[i] = uni.Token(int32(i))
+		ids[tokens[i]] = int32(i)
+	}
+	var sp specialTokens
+	for _, s := range []struct {
+		token string
+		into  *int32
+	}{{"<s>", &sp.cls}, {"</s>", &sp.sep}, {"<pad>", &sp.pad}} {
+		id, ok := ids[s.token]
+		if !ok {
+			return nil, fmt.Errorf("bert: %s: the vocabulary has no %s token", path, s.token)
+		}
+		*s.into = id
+	}
+	sp.pairSeps = 2
+	return &Tokenizer{tokens: tokens, ids: ids, modelSize: len(tokens), maxLen: maxLen, special: sp,
+		added: tokenizers.NewAddedVocab(uni.AddedTokens(), nil), buckets: []int{maxLen}, vocabFrom: path, json: contents, uni: uni}, nil
 }
 
 // readBPEJSON reads a byte-level BPE tokenizer.json (RoBERTa's).
@@ -381,8 +422,11 @@ func (t *Tokenizer) Lowercase() bool {
 	return ok && wp.basic.lowercase
 }
 
-// Kind is the segmenter: "WordPiece" or "BPE" (byte-level).
+// Kind is the segmenter: "WordPiece", "BPE" (byte-level) or "Unigram".
 func (t *Tokenizer) Kind() string {
+	if t.uni != nil {
+		return t.uni.Kind()
+	}
 	if _, ok := t.seg.(*wordPiece); ok {
 		return "WordPiece"
 	}
@@ -423,6 +467,9 @@ func (t *Tokenizer) Tokenize(text string) []string {
 // the tokens truncated so that the whole sequence has at most MaxLen ids. No padding is
 // added.
 func (t *Tokenizer) Encode(text string) []int32 {
+	if t.uni != nil {
+		return t.uni.Encode(text).IDs
+	}
 	ids := make([]int32, 1, t.maxLen)
 	ids[0] = t.special.cls
 	ids = t.appendIDs(text, ids)
@@ -443,6 +490,10 @@ func (t *Tokenizer) EncodePair(a, b string) (ids, typeIDs []int32) {
 	if b == "" {
 		ids = t.Encode(a)
 		return ids, make([]int32, len(ids))
+	}
+	if t.uni != nil {
+		e := t.uni.EncodePair(a, b)
+		return e.IDs, e.TypeIDs
 	}
 	first, second := t.appendIDs(a, nil), t.appendIDs(b, nil)
 	sp := t.special
@@ -469,6 +520,9 @@ func (t *Tokenizer) EncodePair(a, b string) (ids, typeIDs []int32) {
 // appendIDs appends the ids of text to out: the added tokens found in it, and the
 // segmenter's ids of the pieces between them.
 func (t *Tokenizer) appendIDs(text string, out []int32) []int32 {
+	if t.uni != nil {
+		return append(out, t.uni.IDs(text)...)
+	}
 	if t.added == nil {
 		return t.seg.appendPlain(t.seg.normalize(text), out)
 	}

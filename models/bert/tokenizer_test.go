@@ -222,6 +222,10 @@ func TestTokenizerErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(unigram, "tokenizer.json"), []byte(`{"model": {"type": "Unigram", "vocab": []}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	wordLevel := t.TempDir()
+	if err := os.WriteFile(filepath.Join(wordLevel, "tokenizer.json"), []byte(`{"model": {"type": "WordLevel", "vocab": {}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	bpe := t.TempDir()
 	if err := os.WriteFile(filepath.Join(bpe, "tokenizer.json"), []byte(`{"model": {"type": "BPE", "vocab": {}}}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -236,7 +240,8 @@ func TestTokenizerErrors(t *testing.T) {
 		{"no [SEP]", func() (*Tokenizer, error) { return NewTokenizer(noSep, 16) }, "no [SEP] token"},
 		{"max_len too small", func() (*Tokenizer, error) { return NewTokenizerFromVocab(microVocab, 1) }, "max_len must be at least 2"},
 		{"folder without vocab", func() (*Tokenizer, error) { return LoadTokenizer(t.TempDir(), 16) }, "neither vocab.txt nor tokenizer.json"},
-		{"Unigram tokenizer.json", func() (*Tokenizer, error) { return LoadTokenizer(unigram, 16) }, `model type "Unigram" is not supported: WordPiece and BPE (byte-level) are`},
+		{"Unigram without unk_id", func() (*Tokenizer, error) { return LoadTokenizer(unigram, 16) }, `a Unigram model without unk_id is not supported`},
+		{"WordLevel tokenizer.json", func() (*Tokenizer, error) { return LoadTokenizer(wordLevel, 16) }, `model type "WordLevel" is not supported: WordPiece, BPE (byte-level) and Unigram are`},
 		{"BPE without ByteLevel", func() (*Tokenizer, error) { return LoadTokenizer(bpe, 16) }, `pre_tokenizer none is not supported with BPE`},
 	}
 	for _, c := range cases {
