@@ -15,6 +15,9 @@
 //   - a PostProcessor, which adds the special tokens around one text or a pair of texts and
 //     gives the type ids (TemplateProcessing, RobertaProcessing, BertProcessing).
 //
+// LoadSentencePiece reads a SentencePiece model (spm.model) directly and builds the pipeline
+// that transformers' conversion of it would write.
+//
 // A component that the file names and this package does not implement is an error that
 // names the component, its type and the file: never a silent approximation.
 //

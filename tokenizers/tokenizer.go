@@ -209,6 +209,18 @@ func (t *Tokenizer) Tokenize(text string) []string {
 	return out
 }
 
+// IDs returns the ids of text, without special tokens and without truncation.
+func (t *Tokenizer) IDs(text string) []int32 { return t.encodeText(text).IDs }
+
+// Kind is the type of the model: "Unigram".
+func (t *Tokenizer) Kind() string {
+	switch t.model.(type) {
+	case *Unigram:
+		return "Unigram"
+	}
+	return fmt.Sprintf("%T", t.model)
+}
+
 // encodeText is the encoding of one text before truncation and post-processing: type ids 0.
 func (t *Tokenizer) encodeText(text string) Encoding {
 	var e Encoding

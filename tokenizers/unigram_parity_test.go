@@ -204,3 +204,46 @@ func TestUnigramParityDeBERTa(t *testing.T) {
 	pad, _ := tok.ID("[PAD]")
 	checkUnigramParity(t, f, tok, pad)
 }
+
+// TestSentencePieceParityDeBERTa: DeBERTa-v3's spm.model read directly gives the ids that
+// transformers' DebertaV2TokenizerFast gives after converting the same file.
+func TestSentencePieceParityDeBERTa(t *testing.T) {
+	f := loadUnigramParity(t, "unigram_parity_deberta.json")
+	path := filepath.Join("testdata", f.Folder, "spm.model")
+	if sum := fileSHA256(t, path); sum != f.SPMSHA {
+		t.Fatalf("%s has sha256 %s, the fixture was made from %s: rerun scripts/make_unigram_fixtures.py", path, sum, f.SPMSHA)
+	}
+	tok, err := LoadSentencePiece(path, SentencePieceOptions{Cls: "[CLS]", Sep: "[SEP]", Extra: []string{"[MASK]"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok, err = tok.WithMaxLen(f.MaxLen); err != nil {
+		t.Fatal(err)
+	}
+	pad, _ := tok.ID("[PAD]")
+	checkUnigramParity(t, f, tok, pad)
+}
+
+// TestSentencePieceErrors: a file that is not a SentencePiece model, and cls or sep tokens
+// the model lacks, are errors naming the file.
+func TestSentencePieceErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "spm.model")
+	if err := os.WriteFile(bad, []byte("not a protobuf \xff\xff\xff"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join("testdata", "deberta", "spm.model")
+	for _, c := range []struct {
+		path string
+		opts SentencePieceOptions
+		want string
+	}{
+		{bad, SentencePieceOptions{Cls: "[CLS]", Sep: "[SEP]"}, "reading the SentencePiece model"},
+		{good, SentencePieceOptions{Cls: "<s>", Sep: "</s>"}, `no piece "<s>" or "</s>"`},
+	} {
+		_, err := LoadSentencePiece(c.path, c.opts)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.path) {
+			t.Errorf("LoadSentencePiece(%s, %+v): error %v, want one with %q and the path", c.path, c.opts, err, c.want)
+		}
+	}
+}
