@@ -7,6 +7,8 @@ import (
 	"regexp"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/goaccel/goaccel/internal/pbwire"
 )
 
 // SentencePieceOptions say what a model family puts around the pieces of a SentencePiece
@@ -122,14 +124,14 @@ func LoadSentencePiece(path string, opts SentencePieceOptions) (*Tokenizer, erro
 // add_dummy_prefix 3, remove_extra_whitespaces 4), with the proto's defaults.
 func parseModelProto(b []byte) (*sentencePieceModel, error) {
 	m := &sentencePieceModel{unigram: true, addDummyPrefix: true, removeExtraWhitespaces: true}
-	err := eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
+	err := pbwire.EachField(b, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
 		if typ != protowire.BytesType {
 			return nil
 		}
 		switch num {
 		case 1:
 			piece, score, kind := "", 0.0, pieceNormal
-			err := eachField(v, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
+			err := pbwire.EachField(v, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
 				switch {
 				case num == 1 && typ == protowire.BytesType:
 					piece = string(v)
@@ -145,7 +147,7 @@ func parseModelProto(b []byte) (*sentencePieceModel, error) {
 			}
 			m.pieces, m.scores, m.types = append(m.pieces, piece), append(m.scores, score), append(m.types, kind)
 		case 2:
-			return eachField(v, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
+			return pbwire.EachField(v, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
 				if typ != protowire.VarintType {
 					return nil
 				}
@@ -160,7 +162,7 @@ func parseModelProto(b []byte) (*sentencePieceModel, error) {
 				return nil
 			})
 		case 3:
-			return eachField(v, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
+			return pbwire.EachField(v, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
 				switch {
 				case num == 2 && typ == protowire.BytesType:
 					m.charsmap = v
@@ -181,40 +183,4 @@ func parseModelProto(b []byte) (*sentencePieceModel, error) {
 		return nil, fmt.Errorf("the SentencePiece model has no pieces")
 	}
 	return m, nil
-}
-
-// eachField calls f for each field of a protobuf message: its number, wire type, and its
-// bytes (length-delimited) or its value (varint, fixed32, fixed64).
-func eachField(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error) error {
-	for len(b) > 0 {
-		num, typ, k := protowire.ConsumeTag(b)
-		if k < 0 {
-			return protowire.ParseError(k)
-		}
-		b = b[k:]
-		var v []byte
-		var n uint64
-		switch typ {
-		case protowire.BytesType:
-			v, k = protowire.ConsumeBytes(b)
-		case protowire.VarintType:
-			n, k = protowire.ConsumeVarint(b)
-		case protowire.Fixed32Type:
-			var x uint32
-			x, k = protowire.ConsumeFixed32(b)
-			n = uint64(x)
-		case protowire.Fixed64Type:
-			n, k = protowire.ConsumeFixed64(b)
-		default:
-			k = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if k < 0 {
-			return fmt.Errorf("field %d: %w", num, protowire.ParseError(k))
-		}
-		b = b[k:]
-		if err := f(num, typ, v, n); err != nil {
-			return err
-		}
-	}
-	return nil
 }

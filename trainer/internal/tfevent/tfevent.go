@@ -12,6 +12,8 @@ import (
 	"math"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/goaccel/goaccel/internal/pbwire"
 )
 
 // FileVersion is the file_version of the first event of every file TensorBoard reads.
@@ -171,7 +173,7 @@ func appendMessage(b []byte, num protowire.Number, msg []byte) []byte {
 // Unmarshal decodes a tensorboard.Event, keeping the fields Event has and skipping the others.
 func Unmarshal(b []byte) (Event, error) {
 	var e Event
-	err := eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
+	err := pbwire.EachField(b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
 		switch {
 		case num == eventWallTime && typ == protowire.Fixed64Type:
 			e.WallTime = math.Float64frombits(x)
@@ -180,7 +182,7 @@ func Unmarshal(b []byte) (Event, error) {
 		case num == eventFileVersion && typ == protowire.BytesType:
 			e.FileVersion = string(v)
 		case num == eventSummary && typ == protowire.BytesType:
-			return eachField(v, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+			return pbwire.EachField(v, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 				if num != summaryValue || typ != protowire.BytesType {
 					return nil
 				}
@@ -197,14 +199,14 @@ func (e *Event) addValue(b []byte) error {
 	var tag, text string
 	var scalar float32
 	isScalar, isText := false, false
-	err := eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
+	err := pbwire.EachField(b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
 		switch {
 		case num == valueTag && typ == protowire.BytesType:
 			tag = string(v)
 		case num == valueSimpleValue && typ == protowire.Fixed32Type:
 			scalar, isScalar = math.Float32frombits(uint32(x)), true
 		case num == valueTensor && typ == protowire.BytesType:
-			return eachField(v, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+			return pbwire.EachField(v, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 				if num == tensorStrings && typ == protowire.BytesType {
 					text, isText = string(v), true
 				}
@@ -220,40 +222,4 @@ func (e *Event) addValue(b []byte) error {
 		e.Texts = append(e.Texts, Text{Tag: tag, Text: text})
 	}
 	return err
-}
-
-// eachField calls f with every field of the message b: its bytes for length-delimited fields,
-// its number for the others.
-func eachField(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		var v []byte
-		var x uint64
-		switch typ {
-		case protowire.VarintType:
-			x, n = protowire.ConsumeVarint(b)
-		case protowire.Fixed32Type:
-			var y uint32
-			y, n = protowire.ConsumeFixed32(b)
-			x = uint64(y)
-		case protowire.Fixed64Type:
-			x, n = protowire.ConsumeFixed64(b)
-		case protowire.BytesType:
-			v, n = protowire.ConsumeBytes(b)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		if err := f(num, typ, v, x); err != nil {
-			return err
-		}
-	}
-	return nil
 }
