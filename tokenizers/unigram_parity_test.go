@@ -3,7 +3,6 @@ package tokenizers
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,8 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goaccel/goaccel/data/text"
-	"github.com/goaccel/goaccel/internal/testutil"
+	"github.com/goaccel/goaccel/internal/tokparity"
 )
 
 // unigramParity is testdata/unigram_parity_{xlmr,deberta}.json, written by
@@ -77,17 +75,7 @@ func rowDigest(e Encoding, maxLen int, pad int32) [8]byte {
 	for i := range e.IDs {
 		mask[i] = 1
 	}
-	h := sha256.New()
-	buf := make([]byte, 4)
-	for _, seq := range [][]int32{ids, mask, types} {
-		for _, v := range seq {
-			binary.LittleEndian.PutUint32(buf, uint32(v))
-			h.Write(buf)
-		}
-	}
-	var d [8]byte
-	copy(d[:], h.Sum(nil))
-	return d
+	return tokparity.Digest(ids, mask, types)
 }
 
 // checkUnigramParity compares tok (truncating at the fixture's max_len) with transformers on
@@ -98,19 +86,7 @@ func checkUnigramParity(t *testing.T, f *unigramParity, tok *Tokenizer, pad int3
 	if tok.VocabSize() != f.VocabSize {
 		t.Errorf("VocabSize %d, transformers' len(tokenizer) %d", tok.VocabSize(), f.VocabSize)
 	}
-	dir := testutil.PolarityDir(t)
-	all, err := text.LoadPolarity(filepath.Join(dir, "rt-polarity.pos"), filepath.Join(dir, "rt-polarity.neg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	texts := make([]string, all.Len())
-	for i := range texts {
-		texts[i] = all[i].Text
-	}
-	if sum := fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join(texts, "\n")))); len(texts) != f.Sentences || sum != f.TextsSHA256 {
-		t.Fatalf("the %d sentences read from %s (sha256 %s) are not the %d the fixture was made from (sha256 %s)",
-			len(texts), dir, sum, f.Sentences, f.TextsSHA256)
-	}
+	texts := tokparity.Sentences(t, f.Sentences, f.TextsSHA256)
 	single, err1 := base64.StdEncoding.DecodeString(f.Single)
 	pair, err2 := base64.StdEncoding.DecodeString(f.Pair)
 	if err1 != nil || err2 != nil || len(single) != 8*len(texts) || len(pair) != 8*(len(texts)-1) {

@@ -1,19 +1,15 @@
 package bert
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
-	"github.com/goaccel/goaccel/data/text"
-	"github.com/goaccel/goaccel/internal/testutil"
+	"github.com/goaccel/goaccel/internal/tokparity"
 )
 
 // tokenizerParity is testdata/tokenizer_parity_{wordpiece,bpe}.json, written by
@@ -80,40 +76,12 @@ func (c *parityCases) check(t *testing.T, tok *Tokenizer) {
 	t.Logf("%s: %d/%d tricky texts and pairs identical to transformers'", tok.vocabFrom, same, len(c.Cases)+len(c.PairCases))
 }
 
-// rowDigest is the fixture's digest: 8 bytes of sha256 over the little-endian int32 ids, then
-// the attention mask, then the type ids.
-func rowDigest(ids, mask, types []int32) [8]byte {
-	h := sha256.New()
-	buf := make([]byte, 4)
-	for _, seq := range [][]int32{ids, mask, types} {
-		for _, v := range seq {
-			binary.LittleEndian.PutUint32(buf, uint32(v))
-			h.Write(buf)
-		}
-	}
-	var d [8]byte
-	copy(d[:], h.Sum(nil))
-	return d
-}
-
 // checkTokenizerParity compares tok with transformers on every rt-polarity sentence, alone
 // (through EncodeBatch, the path Collate takes) and paired with the next one (EncodePair),
 // and on the fixture's tricky texts.
 func checkTokenizerParity(t *testing.T, f *tokenizerParity, tok *Tokenizer) {
 	t.Helper()
-	dir := testutil.PolarityDir(t)
-	all, err := text.LoadPolarity(filepath.Join(dir, "rt-polarity.pos"), filepath.Join(dir, "rt-polarity.neg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	texts := make([]string, all.Len())
-	for i := range texts {
-		texts[i] = all[i].Text
-	}
-	if sum := fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join(texts, "\n")))); len(texts) != f.Sentences || sum != f.TextsSHA256 {
-		t.Fatalf("the %d sentences read from %s (sha256 %s) are not the %d the fixture was made from (sha256 %s)",
-			len(texts), dir, sum, f.Sentences, f.TextsSHA256)
-	}
+	texts := tokparity.Sentences(t, f.Sentences, f.TextsSHA256)
 	single, err := base64.StdEncoding.DecodeString(f.Single)
 	if err != nil || len(single) != 8*len(texts) {
 		t.Fatalf("single digests: %d bytes, %v", len(single), err)
@@ -133,7 +101,7 @@ func checkTokenizerParity(t *testing.T, f *tokenizerParity, tok *Tokenizer) {
 		if row(enc.AttentionMask)[enc.Len-1] == 1 {
 			truncated++
 		}
-		if d := rowDigest(row(enc.InputIDs), row(enc.AttentionMask), row(enc.TokenTypeIDs)); string(d[:]) == string(single[8*i:8*i+8]) {
+		if d := tokparity.Digest(row(enc.InputIDs), row(enc.AttentionMask), row(enc.TokenTypeIDs)); string(d[:]) == string(single[8*i:8*i+8]) {
 			singleOK++
 		} else if i-singleOK < 5 {
 			t.Errorf("sentence %d %q: ids %v differ from transformers'", i, texts[i], tok.Encode(texts[i]))
@@ -148,7 +116,7 @@ func checkTokenizerParity(t *testing.T, f *tokenizerParity, tok *Tokenizer) {
 		for j := range ids {
 			mask[j] = 1
 		}
-		if d := rowDigest(padded, mask, typ); string(d[:]) == string(pair[8*i:8*i+8]) {
+		if d := tokparity.Digest(padded, mask, typ); string(d[:]) == string(pair[8*i:8*i+8]) {
 			pairOK++
 		} else if i-pairOK <= 5 {
 			t.Errorf("pair %d (%q, %q): ids %v types %v differ from transformers'", i, texts[i], texts[i+1], ids, types)
