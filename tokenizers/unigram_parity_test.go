@@ -1,10 +1,7 @@
 package tokenizers
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,24 +43,9 @@ type unigramParity struct {
 
 func loadUnigramParity(t *testing.T, name string) *unigramParity {
 	t.Helper()
-	contents, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var f unigramParity
-	if err := json.Unmarshal(contents, &f); err != nil {
-		t.Fatalf("parsing testdata/%s: %v", name, err)
-	}
+	tokparity.ReadFixture(t, filepath.Join("testdata", name), &f)
 	return &f
-}
-
-func fileSHA256(t *testing.T, path string) string {
-	t.Helper()
-	contents, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("%x", sha256.Sum256(contents))
 }
 
 // rowDigest is the fixture's digest: 8 bytes of sha256 over the little-endian int32 ids,
@@ -113,14 +95,8 @@ func checkUnigramParity(t *testing.T, f *unigramParity, tok *Tokenizer, pad int3
 			t.Errorf("pair %d (%q, %q): ids %v types %v differ from transformers'", i, texts[i], texts[i+1], p.IDs, p.TypeIDs)
 		}
 	}
-	t.Logf("%s (%s, transformers %s): %d/%d sentences and %d/%d pairs identical (ids, attention mask, type ids at max_len %d; %d sentences truncated)",
-		f.Name, f.Class, f.Transformers, singleOK, len(texts), pairOK, len(texts)-1, f.MaxLen, truncated)
-	if singleOK != len(texts) || pairOK != len(texts)-1 {
-		t.Errorf("%d sentences and %d pairs differ from transformers", len(texts)-singleOK, len(texts)-1-pairOK)
-	}
-	if truncated != f.Truncated {
-		t.Errorf("%d sentences truncated, transformers truncated %d", truncated, f.Truncated)
-	}
+	tokparity.Tally{Name: f.Name, Class: f.Class, Transformers: f.Transformers, N: len(texts), SingleOK: singleOK,
+		PairOK: pairOK, Truncated: truncated, MaxLen: f.MaxLen}.Check(t, f.Truncated)
 
 	same := 0
 	for _, c := range f.Cases {
@@ -149,7 +125,7 @@ func checkUnigramParity(t *testing.T, f *unigramParity, tok *Tokenizer, pad int3
 func loadFixtureTokenizer(t *testing.T, f *unigramParity) *Tokenizer {
 	t.Helper()
 	path := filepath.Join("testdata", f.Folder, "tokenizer.json")
-	if sum := fileSHA256(t, path); sum != f.TokenizerSHA {
+	if sum := tokparity.FileSHA256(t, path); sum != f.TokenizerSHA {
 		t.Fatalf("%s has sha256 %s, the fixture was made from %s: rerun scripts/make_unigram_fixtures.py", path, sum, f.TokenizerSHA)
 	}
 	tok, err := Load(path)
@@ -186,7 +162,7 @@ func TestUnigramParityDeBERTa(t *testing.T) {
 func TestSentencePieceParityDeBERTa(t *testing.T) {
 	f := loadUnigramParity(t, "unigram_parity_deberta.json")
 	path := filepath.Join("testdata", f.Folder, "spm.model")
-	if sum := fileSHA256(t, path); sum != f.SPMSHA {
+	if sum := tokparity.FileSHA256(t, path); sum != f.SPMSHA {
 		t.Fatalf("%s has sha256 %s, the fixture was made from %s: rerun scripts/make_unigram_fixtures.py", path, sum, f.SPMSHA)
 	}
 	tok, err := LoadSentencePiece(path, SentencePieceOptions{Cls: "[CLS]", Sep: "[SEP]", Extra: []string{"[MASK]"}})

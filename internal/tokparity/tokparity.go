@@ -6,7 +6,9 @@ package tokparity
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,4 +53,48 @@ func Digest(ids, mask, types []int32) [8]byte {
 	var d [8]byte
 	copy(d[:], h.Sum(nil))
 	return d
+}
+
+// ReadFixture decodes the JSON fixture at path into v, failing t when it cannot.
+func ReadFixture(t testing.TB, path string, v any) {
+	t.Helper()
+	contents, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(contents, v); err != nil {
+		t.Fatalf("parsing %s: %v", path, err)
+	}
+}
+
+// FileSHA256 is the hex sha256 of the file at path.
+func FileSHA256(t testing.TB, path string) string {
+	t.Helper()
+	contents, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(contents))
+}
+
+// Tally is what a parity test counted over the n sentences: those whose row (singleOK) and
+// whose pair with the next sentence (pairOK) have the fixture's digest, and those truncated.
+type Tally struct {
+	Name, Class, Transformers      string
+	N, SingleOK, PairOK, Truncated int
+	MaxLen                         int
+}
+
+// Check logs the tally and fails t unless every sentence and pair matched and as many
+// sentences were truncated as the fixture says (wantTruncated).
+func (c Tally) Check(t testing.TB, wantTruncated int) {
+	t.Helper()
+	t.Logf("%s (%s, transformers %s): %d/%d sentences and %d/%d pairs identical (ids, attention mask, type ids at max_len %d; %d sentences truncated)",
+		c.Name, c.Class, c.Transformers, c.SingleOK, c.N, c.PairOK, c.N-1, c.MaxLen, c.Truncated)
+	if c.SingleOK != c.N || c.PairOK != c.N-1 {
+		t.Errorf("%d sentences and %d pairs differ from transformers", c.N-c.SingleOK, c.N-1-c.PairOK)
+	}
+	if c.Truncated != wantTruncated {
+		t.Errorf("%d sentences truncated, transformers truncated %d", c.Truncated, wantTruncated)
+	}
 }

@@ -122,14 +122,8 @@ func checkTokenizerParity(t *testing.T, f *tokenizerParity, tok *Tokenizer) {
 			t.Errorf("pair %d (%q, %q): ids %v types %v differ from transformers'", i, texts[i], texts[i+1], ids, types)
 		}
 	}
-	t.Logf("%s (%s, transformers %s): %d/%d sentences and %d/%d pairs identical (ids, attention mask, type ids at max_len %d; %d sentences truncated)",
-		f.Kind, f.Class, f.Transformers, singleOK, len(texts), pairOK, len(texts)-1, f.MaxLen, truncated)
-	if singleOK != len(texts) || pairOK != len(texts)-1 {
-		t.Errorf("%d sentences and %d pairs differ from transformers", len(texts)-singleOK, len(texts)-1-pairOK)
-	}
-	if truncated != f.Truncated {
-		t.Errorf("%d sentences truncated, transformers truncated %d", truncated, f.Truncated)
-	}
+	tokparity.Tally{Name: f.Kind, Class: f.Class, Transformers: f.Transformers, N: len(texts), SingleOK: singleOK,
+		PairOK: pairOK, Truncated: truncated, MaxLen: f.MaxLen}.Check(t, f.Truncated)
 
 	long, err := tok.withMaxLen(f.MaxLen)
 	if err != nil {
@@ -140,14 +134,8 @@ func checkTokenizerParity(t *testing.T, f *tokenizerParity, tok *Tokenizer) {
 
 func loadTokenizerParity(t *testing.T, name string) *tokenizerParity {
 	t.Helper()
-	contents, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var f tokenizerParity
-	if err := json.Unmarshal(contents, &f); err != nil {
-		t.Fatalf("parsing testdata/%s: %v", name, err)
-	}
+	tokparity.ReadFixture(t, filepath.Join("testdata", name), &f)
 	return &f
 }
 
