@@ -1,0 +1,244 @@
+package modernbert
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/goaccel/goaccel/checkpoint/safetensors"
+	"github.com/goaccel/goaccel/internal/testutil"
+	"github.com/gomlx/compute"
+	"github.com/gomlx/go-xla/compute/xla"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/loss"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// tolerance is the largest max-abs difference accepted between this package and
+// transformers on the tiny checkpoints, in float32.
+const tolerance = 1e-5
+
+// run is one input of fixtures.json with transformers' outputs.
+type run struct {
+	InputIDs      [][]int32 `json:"input_ids"`
+	AttentionMask [][]int32 `json:"attention_mask"`
+	HiddenShape   []int     `json:"hidden_shape"`
+	HiddenB64     string    `json:"last_hidden_state_f32_b64"`
+	LogitsShape   []int     `json:"logits_shape"`
+	LogitsB64     string    `json:"logits_f32_b64"`
+}
+
+// trainRun is fixtures.json's training record: SGD steps on batches taken in turn.
+type trainRun struct {
+	LearningRate float64 `json:"learning_rate"`
+	Batches      []struct {
+		InputIDs      [][]int32 `json:"input_ids"`
+		AttentionMask [][]int32 `json:"attention_mask"`
+		Labels        []int32   `json:"labels"`
+	} `json:"batches"`
+	Losses []float64 `json:"losses"`
+}
+
+// fixtureModel is one checkpoint of fixtures.json (written by
+// scripts/make_modernbert_fixtures.py) and transformers' outputs on it.
+type fixtureModel struct {
+	Folder     string    `json:"folder"`
+	Single     *run      `json:"single"`
+	Batch      *run      `json:"batch"`
+	MeanSingle *run      `json:"mean_single"`
+	MeanBatch  *run      `json:"mean_batch"`
+	Train      *trainRun `json:"train"`
+}
+
+// fixtures is testdata/fixtures.json.
+type fixtures struct {
+	Transformers string                   `json:"transformers_version"`
+	Models       map[string]*fixtureModel `json:"models"`
+}
+
+func loadFixtures(t *testing.T) *fixtures {
+	t.Helper()
+	contents, err := os.ReadFile(filepath.Join("testdata", "fixtures.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f fixtures
+	if err := json.Unmarshal(contents, &f); err != nil {
+		t.Fatalf("parsing testdata/fixtures.json: %v", err)
+	}
+	if len(f.Models) != 2 {
+		t.Fatalf("testdata/fixtures.json has %d models, want 2", len(f.Models))
+	}
+	return &f
+}
+
+// xlaBackend is the XLA CPU backend, created once per test binary.
+var xlaBackend = sync.OnceValues(func() (compute.Backend, error) {
+	_ = os.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
+	return xla.New(testutil.FindCPUPlugin())
+})
+
+// mustBackend returns the XLA CPU backend; without the plugin the test skips loudly (fails under CI).
+func mustBackend(t *testing.T) compute.Backend {
+	t.Helper()
+	testutil.CPUPlugin(t)
+	b, err := xlaBackend()
+	if err != nil {
+		t.Fatalf("creating the XLA CPU backend: %v", err)
+	}
+	return b
+}
+
+// matrix is rows as a [B, L] int32 tensor.
+func matrix(rows [][]int32) *tensors.Tensor {
+	return tensors.FromFlatDataAndDimensions(slices.Concat(rows...), len(rows), len(rows[0]))
+}
+
+// hiddenAndLogits runs the encoder and the classifier once (inference).
+func hiddenAndLogits(t *testing.T, backend compute.Backend, clf *Classifier, ids, mask [][]int32) (hidden, logits []float32) {
+	t.Helper()
+	exec, err := model.NewExec(backend, clf.Store(), func(s *model.Scope, ids, mask *Node) (*Node, *Node) {
+		h := clf.Encoder(s, ids, mask)
+		return h, clf.Head(s, clf.Pool(h, mask))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := exec.Call(matrix(ids), matrix(mask))
+	if err != nil {
+		t.Fatalf("running the classifier: %v", err)
+	}
+	return tensors.MustCopyFlatData[float32](outs[0]), tensors.MustCopyFlatData[float32](outs[1])
+}
+
+// logitsOf runs Classifier.Logits once (inference).
+func logitsOf(t *testing.T, backend compute.Backend, clf *Classifier, ids, mask [][]int32) []float32 {
+	t.Helper()
+	exec, err := model.NewExec(backend, clf.Store(), func(s *model.Scope, ids, mask *Node) *Node {
+		return clf.Logits(s, []*Node{ids, mask})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := exec.Call(matrix(ids), matrix(mask))
+	if err != nil {
+		t.Fatalf("running Logits: %v", err)
+	}
+	return tensors.MustCopyFlatData[float32](outs[0])
+}
+
+// TestTensorsMatchTransformers: the tensors this package builds are those transformers saved,
+// name for name and shape for shape, with and without biases.
+func TestTensorsMatchTransformers(t *testing.T) {
+	for name, m := range loadFixtures(t).Models {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join("testdata", m.Folder)
+			cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := safetensors.Open(filepath.Join(dir, "model.safetensors"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = st.Close() }()
+			var theirs, ours []TensorSpec
+			for _, info := range st.Header().Tensors {
+				theirs = append(theirs, TensorSpec{Name: info.Name, Dims: info.Dims})
+			}
+			ours = cfg.Tensors()
+			for _, l := range [][]TensorSpec{ours, theirs} {
+				sort.Slice(l, func(i, j int) bool { return l[i].Name < l[j].Name })
+			}
+			if !slices.EqualFunc(ours, theirs, func(a, b TensorSpec) bool { return a.Name == b.Name && slices.Equal(a.Dims, b.Dims) }) {
+				t.Errorf("tensors differ:\n ours   %v\n theirs %v", ours, theirs)
+			}
+		})
+	}
+}
+
+// TestParityWithTransformers: on both checkpoints, the last hidden states (padding positions
+// included) and the logits of a 40-token sequence (five local windows) and of a padded batch
+// match transformers' within tolerance on XLA's CPU backend, with the checkpoint's pooling
+// and, for tiny, "mean" pooling too.
+func TestParityWithTransformers(t *testing.T) {
+	f := loadFixtures(t)
+	backend := mustBackend(t)
+	for name, m := range f.Models {
+		clf, err := LoadPretrained(filepath.Join("testdata", m.Folder), model.NewStore(), LoadOptions{LoadHead: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pooling := clf.Config.ClassifierPooling
+		for _, c := range []struct {
+			what, pooling string
+			run           *run
+		}{{"single", pooling, m.Single}, {"batch", pooling, m.Batch}, {"mean_single", "mean", m.MeanSingle}, {"mean_batch", "mean", m.MeanBatch}} {
+			if c.run == nil {
+				continue
+			}
+			t.Run(name+"/"+c.what, func(t *testing.T) {
+				clf.Config.ClassifierPooling = c.pooling
+				defer func() { clf.Config.ClassifierPooling = pooling }()
+				hidden, logits := hiddenAndLogits(t, backend, clf, c.run.InputIDs, c.run.AttentionMask)
+				dh := testutil.MaxAbsDiff(t, "hidden", hidden, testutil.DecodeF32(t, "hidden", c.run.HiddenB64, c.run.HiddenShape))
+				dl := testutil.MaxAbsDiff(t, "logits", logits, testutil.DecodeF32(t, "logits", c.run.LogitsB64, c.run.LogitsShape))
+				t.Logf("%s %s (%s pooling, shape %v) vs transformers %s: last_hidden_state max abs diff %.3g, logits max abs diff %.3g",
+					name, c.what, c.pooling, c.run.HiddenShape, f.Transformers, dh, dl)
+				if dh > tolerance || dl > tolerance {
+					t.Errorf("max abs diff hidden=%g logits=%g, want both <= %g", dh, dl, tolerance)
+				}
+				if got := logitsOf(t, backend, clf, c.run.InputIDs, c.run.AttentionMask); testutil.MaxAbsDiff(t, "Logits", got, logits) != 0 {
+					t.Errorf("Logits differs from Encoder, Pool and Head")
+				}
+			})
+		}
+	}
+}
+
+// TestTrainingParity: from the tiny checkpoint (every dropout rate 0), 20 plain SGD steps on
+// two fixed batches taken in turn give transformers' + PyTorch's losses within 1e-4.
+func TestTrainingParity(t *testing.T) {
+	f := loadFixtures(t)
+	m := f.Models["tiny"]
+	backend := mustBackend(t)
+	clf, err := LoadPretrained(filepath.Join("testdata", m.Folder), model.NewStore(), LoadOptions{LoadHead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := optimizer.StochasticGradientDescent().WithLearningRate(m.Train.LearningRate).WithDecay(false).Done()
+	step, err := model.NewExec(backend, clf.Store(), func(s *model.Scope, ids, mask, labels *Node) *Node {
+		g := ids.Graph()
+		s.Store().SetTraining(g, true)
+		logits := clf.Logits(s, []*Node{ids, mask})
+		l := ReduceAllMean(loss.SparseCategoricalCrossEntropyLogits([]*Node{InsertAxes(labels, -1)}, []*Node{logits}))
+		opt.UpdateGraph(s, g, l)
+		return l
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := 0.0
+	for i, want := range m.Train.Losses {
+		b := m.Train.Batches[i%len(m.Train.Batches)]
+		out, err := step.Call(matrix(b.InputIDs), matrix(b.AttentionMask), tensors.FromFlatDataAndDimensions(b.Labels, len(b.Labels)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := float64(tensors.MustCopyFlatData[float32](out[0])[0])
+		d := math.Abs(got - want)
+		worst = max(worst, d)
+		if d > 1e-4 {
+			t.Errorf("step %d: loss %.6f, transformers %.6f (diff %.3g)", i+1, got, want, d)
+		}
+	}
+	t.Logf("%d SGD steps (lr %g): losses %.4f -> %.4f, max abs diff from transformers %s %.3g",
+		len(m.Train.Losses), m.Train.LearningRate, m.Train.Losses[0], m.Train.Losses[len(m.Train.Losses)-1], f.Transformers, worst)
+}
