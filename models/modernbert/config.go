@@ -135,7 +135,7 @@ const defaultGlobalEvery = 3
 // ropeParams is one entry of config.json's rope_parameters.
 type ropeParams struct {
 	RopeType  string   `json:"rope_type"`
-	RopeTheta *float64 `json:"rope_theta"`
+	RopeTheta *pyFloat `json:"rope_theta"`
 }
 
 // fileKeys are the config.json keys read besides Config's own fields.
@@ -224,7 +224,7 @@ func (c *Config) readLayout(keys fileKeys) error {
 			return fmt.Errorf("rope_parameters.%s.rope_type %q is not supported: only \"default\" is", r.layerType, p.RopeType)
 		}
 		if p.RopeTheta != nil {
-			*r.theta = *p.RopeTheta
+			*r.theta = float64(*p.RopeTheta)
 		}
 	}
 	for k := range keys.RopeParameters {
@@ -357,7 +357,7 @@ func (c Config) JSON() ([]byte, error) {
 		Label2ID       map[string]int        `json:"label2id"`
 		ProblemType    string                `json:"problem_type"`
 	}
-	global, local := c.GlobalRopeTheta, c.LocalRopeTheta
+	global, local := pyFloat(c.GlobalRopeTheta), pyFloat(c.LocalRopeTheta)
 	e := extra{ModelType: "modernbert", Architectures: []string{"ModernBertForSequenceClassification"},
 		GlobalEvery: c.globalEvery(), ID2Label: map[string]string{}, Label2ID: map[string]int{},
 		ProblemType: "single_label_classification",
@@ -369,8 +369,28 @@ func (c Config) JSON() ([]byte, error) {
 		e.ID2Label[strconv.Itoa(i)] = bert.LabelName(c.Labels, i)
 		e.Label2ID[bert.LabelName(c.Labels, i)] = i
 	}
+	// transformers 5's configs are strict dataclasses: a float field must read as a float.
 	return json.MarshalIndent(struct {
 		Config
 		extra
-	}{c, e}, "", "  ")
+		InitializerRange        pyFloat `json:"initializer_range"`
+		InitializerCutoffFactor pyFloat `json:"initializer_cutoff_factor"`
+		NormEps                 pyFloat `json:"norm_eps"`
+		GlobalRopeTheta         pyFloat `json:"global_rope_theta"`
+		LocalRopeTheta          pyFloat `json:"local_rope_theta"`
+	}{c, e, pyFloat(c.InitializerRange), pyFloat(c.InitializerCutoffFactor), pyFloat(c.NormEps),
+		pyFloat(global), pyFloat(local)}, "", "  ")
+}
+
+// pyFloat is a float64 that JSON writes as Python reads a float, with a decimal point or an
+// exponent: 2 is written 2.0.
+type pyFloat float64
+
+// MarshalJSON writes f with a decimal point or an exponent.
+func (f pyFloat) MarshalJSON() ([]byte, error) {
+	out, err := json.Marshal(float64(f))
+	if err == nil && !strings.ContainsAny(string(out), ".eE") {
+		out = append(out, ".0"...)
+	}
+	return out, err
 }

@@ -118,10 +118,11 @@ func hiddenAndLogits(t *testing.T, backend compute.Backend, clf *Classifier, ids
 	return tensors.MustCopyFlatData[float32](outs[0]), tensors.MustCopyFlatData[float32](outs[1])
 }
 
-// logitsOf runs Classifier.Logits once (inference).
-func logitsOf(t *testing.T, backend compute.Backend, clf *Classifier, ids, mask [][]int32) []float32 {
+// logitsOf runs Classifier.Logits once, in training mode when train (dropout on), else in inference.
+func logitsOf(t *testing.T, backend compute.Backend, clf *Classifier, ids, mask [][]int32, train bool) []float32 {
 	t.Helper()
 	exec, err := model.NewExec(backend, clf.Store(), func(s *model.Scope, ids, mask *Node) *Node {
+		s.Store().SetTraining(ids.Graph(), train)
 		return clf.Logits(s, []*Node{ids, mask})
 	})
 	if err != nil {
@@ -195,7 +196,7 @@ func TestParityWithTransformers(t *testing.T) {
 				if dh > tolerance || dl > tolerance {
 					t.Errorf("max abs diff hidden=%g logits=%g, want both <= %g", dh, dl, tolerance)
 				}
-				if got := logitsOf(t, backend, clf, c.run.InputIDs, c.run.AttentionMask); testutil.MaxAbsDiff(t, "Logits", got, logits) != 0 {
+				if got := logitsOf(t, backend, clf, c.run.InputIDs, c.run.AttentionMask, false); testutil.MaxAbsDiff(t, "Logits", got, logits) != 0 {
 					t.Errorf("Logits differs from Encoder, Pool and Head")
 				}
 			})
