@@ -259,3 +259,48 @@ func TestDropoutOnlyInTraining(t *testing.T) {
 		t.Errorf("training logits differ by only %g from evaluation's: is dropout applied?", d)
 	}
 }
+
+// TestLoadPretrainedOtherHeads: a masked-LM checkpoint (answerdotai/ModernBERT-base's kind:
+// head.dense and head.norm, a decoder, no classifier) loads with its prediction head and a
+// fresh classifier, and a bare ModernBertModel (names without "model.", no head at all) loads
+// with a fresh head; both give the encoder's last hidden states of the full checkpoint.
+func TestLoadPretrainedOtherHeads(t *testing.T) {
+	f := loadFixtures(t)
+	backend := mustBackend(t)
+	in := f.Models["tiny"].Single
+	want := testutil.DecodeF32(t, "hidden", in.HiddenB64, in.HiddenShape)
+	maskedLM := func(l []safetensors.Named) []safetensors.Named {
+		l = slices.DeleteFunc(l, func(n safetensors.Named) bool { return strings.HasPrefix(n.Name, "classifier.") })
+		return append(l, safetensors.Named{Name: "decoder.bias", Tensor: tensors.FromValue(make([]float32, 100))})
+	}
+	bare := func(l []safetensors.Named) []safetensors.Named {
+		var out []safetensors.Named
+		for _, n := range l {
+			if rest, ok := strings.CutPrefix(n.Name, "model."); ok {
+				out = append(out, safetensors.Named{Name: rest, Tensor: n.Tensor})
+			}
+		}
+		return out
+	}
+	for name, edit := range map[string]func([]safetensors.Named) []safetensors.Named{"masked-LM": maskedLM, "bare": bare} {
+		t.Run(name, func(t *testing.T) {
+			store := model.NewStore()
+			clf, err := LoadPretrained(copyFolder(t, "tiny", edit, nil), store, LoadOptions{NumLabels: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			headLoaded := store.GetVariable(VarPath("head.dense.weight")) != nil
+			if headLoaded != (name == "masked-LM") || store.GetVariable(VarPath("classifier.weight")) != nil {
+				t.Errorf("head.dense loaded %v, classifier loaded %v: want the prediction head from a masked-LM checkpoint only, never the classifier",
+					headLoaded, store.GetVariable(VarPath("classifier.weight")) != nil)
+			}
+			hidden, logits := hiddenAndLogits(t, backend, clf, in.InputIDs, in.AttentionMask)
+			if d := testutil.MaxAbsDiff(t, "hidden", hidden, want); d > tolerance {
+				t.Errorf("last hidden states differ from transformers' by %g", d)
+			}
+			if len(logits) != 5 {
+				t.Errorf("%d logits, want 5 (NumLabels)", len(logits))
+			}
+		})
+	}
+}
