@@ -1,7 +1,9 @@
 package testutil
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -49,4 +51,22 @@ func NeedTransformers(t testing.TB) string {
 		t.Logf("%s: %s", py, lines[len(lines)-1])
 	}
 	return py
+}
+
+// RunPythonJSON runs python -c script with args, its standard error passed through, and
+// decodes the JSON document the script prints last on its standard output into out; it fails
+// the test, saying what the script was for (what), when the script fails or prints no such
+// document.
+func RunPythonJSON(t testing.TB, what, python, script string, out any, args ...string) {
+	t.Helper()
+	cmd := exec.Command(python, append([]string{"-c", script}, args...)...)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %s failed: %v", what, python, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(stdout)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), out); err != nil {
+		t.Fatalf("%s: reading the Python output %q: %v", what, stdout, err)
+	}
 }

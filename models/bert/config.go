@@ -223,12 +223,7 @@ func parseLabels(id2label, label2id map[string]any) ([]string, error) {
 func defaultLabel(i int) string { return "LABEL_" + strconv.Itoa(i) }
 
 // labelName is the name of class i: Labels[i], else transformers' default.
-func (c Config) labelName(i int) string {
-	if len(c.Labels) > 0 {
-		return c.Labels[i]
-	}
-	return defaultLabel(i)
-}
+func (c Config) labelName(i int) string { return LabelName(c.Labels, i) }
 
 // unsupportedFamily is the error for a model_type outside the families.
 func unsupportedFamily(modelType string) error {
@@ -315,13 +310,8 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s must be positive, got %d", p.key, p.value)
 		}
 	}
-	if len(c.Labels) > 0 && len(c.Labels) != c.NumLabels {
-		return fmt.Errorf("id2label names %d classes (%q) but num_labels is %d", len(c.Labels), c.Labels, c.NumLabels)
-	}
-	for i, l := range c.Labels {
-		if j := slices.Index(c.Labels, l); j != i {
-			return fmt.Errorf("id2label names classes %d and %d both %q: label2id would be ambiguous", j, i, l)
-		}
+	if err := ValidateLabels(c.Labels, c.NumLabels); err != nil {
+		return err
 	}
 	if c.HiddenSize%c.NumAttentionHeads != 0 {
 		return fmt.Errorf("hidden_size (%d) must be a multiple of num_attention_heads (%d)",

@@ -125,3 +125,9 @@ func rngStateVariable(store *model.Store) *model.Variable {
 	}
 	return storeRNGState(store)
 }
+
+// Dropout is this package's dropout (torch.nn.Dropout in training, with the keyed-hash masks
+// described at dropout), exported so that the other model packages (models/modernbert) drop
+// activations the same way from the same Store random state: it is x unchanged unless the
+// Store marks x's graph as training and rate > 0.
+func Dropout(s *model.Scope, x *Node, rate float64) *Node { return dropout(s, x, rate) }

@@ -1,0 +1,190 @@
+package modernbert
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/goaccel/goaccel/models/bert"
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
+	"github.com/gomlx/gomlx/ml/layers/activation"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/nn"
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// variableDType is the dtype of every variable and of the computation.
+const variableDType = dtypes.Float32
+
+// Classifier is a ModernBERT sequence classifier with the semantics of transformers'
+// ModernBertForSequenceClassification: the encoder (see Encoder), pooling of its last hidden
+// states (classifier_pooling "cls" or "mean"), the prediction head (dense, activation,
+// LayerNorm), dropout and the classifier.
+//
+// Its variables live in a model.Store (Store returns it) under paths that map one to one to
+// the HF tensor names (VarPath): "/model/..." for the encoder, "/head/..." and
+// "/classifier/..." for the head. Variables not in the Store yet (a random model, or the
+// classifier of a pretrained one) are created on first use and initialised as transformers
+// does: truncated normals (at initializer_cutoff_factor standard deviations) with the
+// standard deviation initializer_range for the embeddings, Wqkv and Wi,
+// initializer_range/sqrt(2·num_hidden_layers) for the Wo's and the head's dense,
+// hidden_size^-1/2 for the classifier, zero biases and unit LayerNorm gains, drawn from the
+// Store's random state.
+//
+// A Classifier is a model.StoreProvider, so it can be handed to the accelerator's Prepare.
+type Classifier struct {
+	// Config is the model's configuration; do not change it after variables were created
+	// (ClassifierPooling and the dropout rates aside, read when a graph is built).
+	Config Config
+
+	store *model.Store
+}
+
+// NewClassifier returns a classifier for cfg whose variables live in store (a new Store when
+// nil). Variables already in the Store under the classifier's paths (loaded by
+// LoadPretrained) are used as they are; the others are initialised on first use.
+func NewClassifier(cfg Config, store *model.Store) (*Classifier, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("modernbert: invalid config: %w", err)
+	}
+	if store == nil {
+		store = model.NewStore()
+	}
+	return &Classifier{Config: cfg, store: store}, nil
+}
+
+// Store returns the model.Store that holds the classifier's variables.
+func (c *Classifier) Store() *model.Store { return c.store }
+
+// NumParameters is the number of scalar weights of the classifier.
+func (c *Classifier) NumParameters() int {
+	n := 0
+	for _, t := range c.Config.Tensors() {
+		n += shapes.Make(variableDType, t.Dims...).Size()
+	}
+	return n
+}
+
+// Logits builds the classifier's forward pass: inputs are [input_ids, attention_mask]
+// (integer [B, L] nodes; attention_mask 1 for real tokens, 0 for padding) and the result is
+// the float32 [B, num_labels] logits. s is the scope the model lives in, normally the root
+// scope handed over by model.Exec or the accelerator. Dropout is active only when the Store
+// marks the graph as training. It panics on invalid inputs, as GoMLX graph functions do
+// (model.Exec and the accelerator turn the panic into an error).
+func (c *Classifier) Logits(s *model.Scope, inputs []*Node) *Node {
+	if len(inputs) != 2 {
+		exceptions.Panicf("modernbert: Classifier.Logits wants [input_ids, attention_mask], got %d inputs", len(inputs))
+	}
+	return c.Head(s, c.Pool(c.Encoder(s, inputs[0], inputs[1]), inputs[1]))
+}
+
+// Pool turns the last hidden states [B, L, hidden] into one vector per sequence [B, hidden]
+// by the Config's ClassifierPooling: the first token's state ("cls"), or the mean of the
+// states of the tokens attentionMask keeps ("mean").
+func (c *Classifier) Pool(hidden, attentionMask *Node) *Node {
+	dims := hidden.Shape().Dimensions
+	if c.Config.ClassifierPooling == "cls" {
+		return Reshape(Slice(hidden, AxisRange(), AxisRange(0, 1), AxisRange()), dims[0], dims[2])
+	}
+	m := ConvertDType(attentionMask, hidden.DType())
+	sum := ReduceSum(Mul(hidden, InsertAxes(m, -1)), 1)
+	return Div(sum, BroadcastToShape(InsertAxes(ReduceSum(m, 1), -1), sum.Shape())) // [B, H] / [B, 1]
+}
+
+// Head applies the prediction head and the classifier to the pooled output [B, hidden]:
+// head.dense, classifier_activation, head.norm, dropout (classifier_dropout), classifier. The
+// result is the float32 [B, num_labels] logits.
+func (c *Classifier) Head(s *model.Scope, pooled *Node) *Node {
+	cfg := c.Config
+	if pooled.Rank() != 2 || pooled.Shape().Dimensions[1] != cfg.HiddenSize {
+		exceptions.Panicf("modernbert: Classifier.Head wants a pooled output [batch, %d], got %s", cfg.HiddenSize, pooled.Shape())
+	}
+	hs := s.At("head")
+	x := c.linear(hs.At("dense"), pooled, cfg.HiddenSize, cfg.ClassifierBias, c.outStd())
+	x = c.layerNorm(hs.At("norm"), activate(cfg.ClassifierActivation, x))
+	x = bert.Dropout(s.At("drop"), x, cfg.ClassifierDropout)
+	return c.linear(s.At("classifier"), x, cfg.NumLabels, true, 1/math.Sqrt(float64(cfg.HiddenSize)))
+}
+
+// activate applies the activation named (one of Activations) to x.
+func activate(name string, x *Node) *Node {
+	switch name {
+	case "gelu":
+		return activation.Gelu(x)
+	case "gelu_new", "gelu_pytorch_tanh":
+		return activation.GeluApproximate(x)
+	case "relu":
+		return activation.Relu(x)
+	case "silu", "swish":
+		return activation.Swish(x)
+	}
+	exceptions.Panicf("modernbert: activation %q is not supported (Config.Validate refuses it; was the Config changed after?)", name)
+	return nil
+}
+
+// inStd and outStd are transformers' standard deviations of fresh weights: "in" for the
+// embeddings, Wqkv and Wi, "out" (scaled by the depth) for the Wo's and the head's dense.
+func (c *Classifier) inStd() float64 { return c.Config.InitializerRange }
+
+func (c *Classifier) outStd() float64 {
+	return c.Config.InitializerRange / math.Sqrt(2*float64(c.Config.NumHiddenLayers))
+}
+
+// linear is torch.nn.Linear with HF variable names: weight [out, in] (fresh: truncated
+// normal with standard deviation std), and bias [out] (fresh: zeros) when bias is set.
+func (c *Classifier) linear(s *model.Scope, x *Node, outDim int, bias bool, std float64) *Node {
+	g := x.Graph()
+	inDim := x.Shape().Dimensions[x.Rank()-1]
+	w := s.WithInitializer(c.truncNormal(std)).VariableWithShape("weight", shapes.Make(variableDType, outDim, inDim)).NodeValue(g)
+	var b *Node
+	if bias {
+		b = s.WithInitializer(Zeros).VariableWithShape("bias", shapes.Make(variableDType, outDim)).NodeValue(g)
+	}
+	return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput)
+}
+
+// layerNorm is torch.nn.LayerNorm over the last axis (eps norm_eps) with HF variable names:
+// weight, and bias when norm_bias.
+func (c *Classifier) layerNorm(s *model.Scope, x *Node) *Node {
+	g := x.Graph()
+	width := x.Shape().Dimensions[x.Rank()-1]
+	gamma := s.WithInitializer(Ones).VariableWithShape("weight", shapes.Make(variableDType, width)).NodeValue(g)
+	var beta *Node
+	if c.Config.NormBias {
+		beta = s.WithInitializer(Zeros).VariableWithShape("bias", shapes.Make(variableDType, width)).NodeValue(g)
+	}
+	return nn.LayerNorm(x, []int{x.Rank() - 1}, c.Config.NormEps, gamma, beta, nil)
+}
+
+// truncRedraws is how many times truncNormal redraws the values outside the cutoff before
+// clamping what is left (a fraction of about 0.05^5 at 2 standard deviations).
+const truncRedraws = 4
+
+// truncNormal draws N(0, std²) values truncated at ±cutoff·std (transformers'
+// trunc_normal_ with initializer_cutoff_factor) from the Store's random state, by redrawing
+// the values outside the interval.
+func (c *Classifier) truncNormal(std float64) model.VariableInitializer {
+	cutoff := c.Config.InitializerCutoffFactor
+	if cutoff == 0 {
+		cutoff = 3
+	}
+	return func(g *Graph, shape shapes.Shape) *Node {
+		x := c.store.RandomNormal(g, shape)
+		limit := Scalar(g, shape.DType, cutoff)
+		for range truncRedraws {
+			x = Where(GreaterThan(Abs(x), limit), c.store.RandomNormal(g, shape), x)
+		}
+		return MulScalar(ClipScalar(x, -cutoff, cutoff), std)
+	}
+}
+
+// at returns the scope of a dotted HF module path under s: at(s, "model.layers").
+func at(s *model.Scope, dotted string) *model.Scope {
+	for part := range strings.SplitSeq(dotted, ".") {
+		s = s.At("%s", part)
+	}
+	return s
+}

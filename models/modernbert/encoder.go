@@ -1,0 +1,167 @@
+package modernbert
+
+import (
+	"math"
+
+	"github.com/goaccel/goaccel/models/bert"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// Encoder builds ModernBertModel's forward pass under the scope "model" and returns the last
+// hidden states [B, L, hidden], float32:
+//
+//   - token embeddings, LayerNorm, dropout (embedding_dropout); no position embeddings;
+//   - num_hidden_layers pre-norm layers: x + attention(attn_norm(x)) (layer 0 has no
+//     attn_norm), then x + mlp(mlp_norm(x));
+//   - attention: the fused projection Wqkv split into query, key and value heads, rotary
+//     position embeddings on the queries and keys (positions 0..L-1, base global_rope_theta in
+//     the global layers and local_rope_theta in the local ones), softmax of the scaled scores
+//     over the keys the layer sees (global: the unpadded keys; local: the unpadded keys at
+//     most local_attention/2 positions away), dropout on the probabilities, Wo and dropout
+//     (attention_dropout);
+//   - mlp: Wi's output split into input and gate halves, act(input)·gate (GeGLU with the exact
+//     GELU for hidden_activation "gelu"), dropout (mlp_dropout), Wo;
+//   - final_norm.
+//
+// inputIDs and attentionMask are integer [B, L] nodes; attentionMask is 1 for real tokens and
+// 0 for padding. The scores of the keys a query does not see are replaced by the float32
+// lowest value before the softmax, as transformers' eager attention adds it: a query that sees
+// no key at all (a padding token far from any real one in a local layer) averages every value,
+// as there, so even the padding positions' states are transformers'. Dropout is applied only
+// when s.IsTraining(g). L must not exceed max_position_embeddings. It panics on inputs of the
+// wrong rank, dtype or length (model.Exec turns the panic into an error).
+func (c *Classifier) Encoder(s *model.Scope, inputIDs, attentionMask *Node) *Node {
+	cfg := c.Config
+	c.checkInputs(inputIDs, attentionMask)
+	g := inputIDs.Graph()
+	batch, seqLen := inputIDs.Shape().Dimensions[0], inputIDs.Shape().Dimensions[1]
+	ms := s.At("model")
+
+	es := ms.At("embeddings")
+	table := es.At("tok_embeddings").WithInitializer(c.truncNormal(c.inStd())).
+		VariableWithShape("weight", shapes.Make(variableDType, cfg.VocabSize, cfg.HiddenSize)).NodeValue(g)
+	x := Gather(table, InsertAxes(ConvertDType(inputIDs, dtypes.Int32), -1)) // [B, L, H]
+	x = bert.Dropout(es.At("drop"), c.layerNorm(es.At("norm"), x), cfg.EmbeddingDropout)
+
+	// Which keys each query sees, [B, 1, L, L]: the unpadded ones (global layers), within
+	// half the window (local layers).
+	keep := NotEqual(attentionMask, ScalarZero(g, attentionMask.DType()))
+	global := BroadcastToDims(Reshape(keep, batch, 1, 1, seqLen), batch, 1, seqLen, seqLen)
+	q := Iota(g, shapes.Make(dtypes.Int32, seqLen, seqLen), 0)
+	k := Iota(g, shapes.Make(dtypes.Int32, seqLen, seqLen), 1)
+	near := LessOrEqual(Abs(Sub(q, k)), Scalar(g, dtypes.Int32, cfg.LocalAttention/2))
+	local := LogicalAnd(global, BroadcastToDims(Reshape(near, 1, 1, seqLen, seqLen), batch, 1, seqLen, seqLen))
+
+	ropes := map[string][2]*Node{}
+	for i := range cfg.NumHiddenLayers {
+		kind := cfg.LayerTypes[i]
+		if _, ok := ropes[kind]; !ok {
+			theta := cfg.GlobalRopeTheta
+			if kind == SlidingAttention {
+				theta = cfg.LocalRopeTheta
+			}
+			cos, sin := rotaryTables(g, seqLen, cfg.HeadDim(), theta)
+			ropes[kind] = [2]*Node{cos, sin}
+		}
+		mask := global
+		if !cfg.IsGlobal(i) {
+			mask = local
+		}
+		x = c.layer(ms.At("layers").At("%d", i), i, x, mask, ropes[kind])
+	}
+	return c.layerNorm(ms.At("final_norm"), x)
+}
+
+// checkInputs panics with a clear message when the encoder inputs do not have the expected
+// shapes and dtypes.
+func (c *Classifier) checkInputs(inputIDs, attentionMask *Node) {
+	if inputIDs == nil || attentionMask == nil {
+		exceptions.Panicf("modernbert: input_ids and attention_mask are required, got input_ids=%v attention_mask=%v",
+			inputIDs != nil, attentionMask != nil)
+	}
+	ids := inputIDs.Shape()
+	if ids.Rank() != 2 || !ids.DType.IsInt() {
+		exceptions.Panicf("modernbert: input_ids must be an integer [batch, seq_len] tensor, got %s", ids)
+	}
+	if seqLen := ids.Dimensions[1]; seqLen > c.Config.MaxPositionEmbeddings {
+		exceptions.Panicf("modernbert: sequence length %d is above max_position_embeddings (%d)", seqLen, c.Config.MaxPositionEmbeddings)
+	}
+	if m := attentionMask.Shape(); !m.DType.IsInt() || m.Rank() != 2 || m.Dimensions[0] != ids.Dimensions[0] || m.Dimensions[1] != ids.Dimensions[1] {
+		exceptions.Panicf("modernbert: attention_mask must be an integer tensor shaped like input_ids %v, got %s", ids.Dimensions, m)
+	}
+}
+
+// layer is one ModernBertEncoderLayer (pre-norm attention and GeGLU blocks with residuals).
+func (c *Classifier) layer(s *model.Scope, index int, x, mask *Node, rope [2]*Node) *Node {
+	cfg := c.Config
+	h := x
+	if index > 0 {
+		h = c.layerNorm(s.At("attn_norm"), x)
+	}
+	x = Add(x, c.attention(s.At("attn"), h, mask, rope))
+
+	ms := s.At("mlp")
+	wi := c.linear(ms.At("Wi"), c.layerNorm(s.At("mlp_norm"), x), 2*cfg.IntermediateSize, cfg.MLPBias, c.inStd())
+	last := wi.Rank() - 1
+	input := SliceAxis(wi, last, AxisRange(0, cfg.IntermediateSize))
+	gate := SliceAxis(wi, last, AxisRange(cfg.IntermediateSize, 2*cfg.IntermediateSize))
+	y := bert.Dropout(ms.At("drop"), Mul(activate(cfg.HiddenActivation, input), gate), cfg.MLPDropout)
+	return Add(x, c.linear(ms.At("Wo"), y, cfg.HiddenSize, cfg.MLPBias, c.outStd()))
+}
+
+// attention is ModernBertAttention with eager attention: fused Wqkv, RoPE on queries and
+// keys, masked softmax of the scores scaled by 1/sqrt(head_dim), dropout, Wo, dropout.
+func (c *Classifier) attention(s *model.Scope, x, mask *Node, rope [2]*Node) *Node {
+	cfg := c.Config
+	dims := x.Shape().Dimensions
+	batch, seqLen := dims[0], dims[1]
+	heads, headDim := cfg.NumAttentionHeads, cfg.HeadDim()
+	qkv := c.linear(s.At("Wqkv"), x, 3*cfg.HiddenSize, cfg.AttentionBias, c.inStd())
+	qkv = TransposeAllAxes(Reshape(qkv, batch, seqLen, 3, heads, headDim), 2, 0, 3, 1, 4) // [3, B, heads, L, D]
+	part := func(i int) *Node {
+		return Reshape(Slice(qkv, AxisRange(i, i+1)), batch, heads, seqLen, headDim)
+	}
+	q, k, v := applyRotary(part(0), rope), applyRotary(part(1), rope), part(2)
+
+	g := x.Graph()
+	scores := MulScalar(Einsum("bhqd,bhkd->bhqk", q, k), 1/math.Sqrt(float64(headDim)))
+	scores = Where(BroadcastToShape(mask, scores.Shape()), scores, Scalar(g, scores.DType(), -math.MaxFloat32))
+	probs := Softmax(scores, -1)
+	rate := cfg.AttentionDropout
+	probs = bert.Dropout(s, probs, rate)
+	out := Einsum("bhqk,bhkd->bhqd", probs, v)
+	out = Reshape(TransposeAllAxes(out, 0, 2, 1, 3), batch, seqLen, cfg.HiddenSize)
+	out = c.linear(s.At("Wo"), out, cfg.HiddenSize, cfg.AttentionBias, c.outStd())
+	return bert.Dropout(s.At("out_drop"), out, rate)
+}
+
+// rotaryTables returns RoPE's cos and sin [1, 1, L, headDim] for positions 0..L-1 and base theta,
+// computed as transformers does in float32: inverse frequencies 1/theta^(2i/headDim) rounded
+// to float32, angles position·frequency in float32, each frequency twice (the two halves).
+func rotaryTables(g *Graph, seqLen, headDim int, theta float64) (cos, sin *Node) {
+	half := headDim / 2
+	inv := make([]float32, half)
+	for i := range inv {
+		exponent := float32(2*i) / float32(headDim)
+		inv[i] = float32(1 / float64(float32(math.Pow(theta, float64(exponent)))))
+	}
+	pos := Iota(g, shapes.Make(dtypes.Float32, seqLen, 1), 0)
+	angles := Mul(pos, Reshape(Const(g, inv), 1, half)) // [L, half]
+	angles = Concatenate([]*Node{angles, angles}, -1)   // [L, headDim]
+	return Reshape(Cos(angles), 1, 1, seqLen, headDim), Reshape(Sin(angles), 1, 1, seqLen, headDim)
+}
+
+// applyRotary is transformers' apply_rotary_pos_emb on x [B, heads, L, D]:
+// x·cos + rotate_half(x)·sin, where rotate_half(x) = concat(-x[D/2:], x[:D/2]).
+func applyRotary(x *Node, rope [2]*Node) *Node {
+	d := x.Shape().Dimensions[3]
+	lo := SliceAxis(x, 3, AxisRange(0, d/2))
+	hi := SliceAxis(x, 3, AxisRange(d/2, d))
+	rotated := Concatenate([]*Node{Neg(hi), lo}, -1)
+	cos, sin := BroadcastToShape(rope[0], x.Shape()), BroadcastToShape(rope[1], x.Shape())
+	return Add(Mul(x, cos), Mul(rotated, sin))
+}

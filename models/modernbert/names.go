@@ -1,0 +1,107 @@
+package modernbert
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/goaccel/goaccel/models/bert"
+)
+
+// Variable names follow transformers' ModernBertForSequenceClassification one to one: the
+// tensor "model.layers.3.attn.Wqkv.weight" is the variable "/model/layers/3/attn/Wqkv/weight"
+// (dots become scope separators), and dense weights keep PyTorch's [out, in] layout.
+
+// TensorSpec names one tensor of the model in Hugging Face layout: its name
+// ("model.layers.0.attn.Wqkv.weight") and PyTorch shape. It is models/bert's, so that code
+// over several families lists tensors the same way.
+type TensorSpec = bert.TensorSpec
+
+// specList collects tensor specs.
+type specList []TensorSpec
+
+func (l *specList) add(name string, dims ...int) { *l = append(*l, TensorSpec{Name: name, Dims: dims}) }
+
+// linear adds a torch.nn.Linear's weight [out, in] and, with bias, its bias [out].
+func (l *specList) linear(name string, out, in int, bias bool) {
+	l.add(name+".weight", out, in)
+	if bias {
+		l.add(name+".bias", out)
+	}
+}
+
+// norm adds a LayerNorm's weight [width] and, with bias, its bias.
+func (l *specList) norm(name string, width int, bias bool) {
+	l.add(name+".weight", width)
+	if bias {
+		l.add(name+".bias", width)
+	}
+}
+
+// EncoderTensors lists the tensors of the encoder (ModernBertModel, under "model."): token
+// embeddings and their norm, each layer's attn_norm (not layer 0's), Wqkv, Wo, mlp_norm, Wi and
+// Wo, and final_norm. Biases appear as the config's norm_bias, attention_bias and mlp_bias say.
+func (c Config) EncoderTensors() []TensorSpec {
+	h := c.HiddenSize
+	var l specList
+	l.add("model.embeddings.tok_embeddings.weight", c.VocabSize, h)
+	l.norm("model.embeddings.norm", h, c.NormBias)
+	for i := range c.NumHiddenLayers {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		if i > 0 {
+			l.norm(p+"attn_norm", h, c.NormBias)
+		}
+		l.linear(p+"attn.Wqkv", 3*h, h, c.AttentionBias)
+		l.linear(p+"attn.Wo", h, h, c.AttentionBias)
+		l.norm(p+"mlp_norm", h, c.NormBias)
+		l.linear(p+"mlp.Wi", 2*c.IntermediateSize, h, c.MLPBias)
+		l.linear(p+"mlp.Wo", h, c.IntermediateSize, c.MLPBias)
+	}
+	l.norm("model.final_norm", h, c.NormBias)
+	return l
+}
+
+// PredictionHeadTensors lists the tensors of the prediction head that the sequence
+// classifier shares with ModernBertForMaskedLM ("head.dense", "head.norm"): a masked-LM
+// checkpoint such as answerdotai/ModernBERT-base has them, and transformers starts a
+// classifier from them.
+func (c Config) PredictionHeadTensors() []TensorSpec {
+	var l specList
+	l.linear("head.dense", c.HiddenSize, c.HiddenSize, c.ClassifierBias)
+	l.norm("head.norm", c.HiddenSize, c.NormBias)
+	return l
+}
+
+// ClassifierTensors lists the final classifier's tensors, "classifier.weight" [num_labels,
+// hidden] and "classifier.bias" [num_labels].
+func (c Config) ClassifierTensors() []TensorSpec {
+	var l specList
+	l.linear("classifier", c.NumLabels, c.HiddenSize, true)
+	return l
+}
+
+// Tensors lists every tensor of the sequence classifier: EncoderTensors,
+// PredictionHeadTensors, ClassifierTensors.
+func (c Config) Tensors() []TensorSpec {
+	return append(append(c.EncoderTensors(), c.PredictionHeadTensors()...), c.ClassifierTensors()...)
+}
+
+// VarPath returns the model.Store variable path (with a leading "/") of a HF tensor name:
+// "model.final_norm.weight" -> "/model/final_norm/weight".
+func VarPath(hfName string) string { return "/" + strings.ReplaceAll(hfName, ".", "/") }
+
+// HFName is the inverse of VarPath: the HF tensor name of a variable path, with or without
+// the leading "/".
+func HFName(varPath string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(varPath, "/"), "/", ".")
+}
+
+// canonicalName adds the "model." prefix to the encoder tensors of a bare ModernBertModel
+// checkpoint, whose names start at "embeddings.", "layers." or "final_norm.".
+func canonicalName(name string) string {
+	for _, top := range []string{"embeddings.", "layers.", "final_norm."} {
+		if strings.HasPrefix(name, top) {
+			return "model." + name
+		}
+	}
+	return name
+}
