@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goaccel/goaccel/internal/tokparity"
+	"github.com/goaccel/goaccel/tokenizers/tokparity"
 )
 
 // unigramParity is testdata/unigram_parity_{xlmr,deberta}.json, written by

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/goaccel/goaccel/internal/tokparity"
+	"github.com/goaccel/goaccel/tokenizers/tokparity"
 )
 
 // tokenizerParity is testdata/tokenizer_parity_{wordpiece,bpe}.json, written by
