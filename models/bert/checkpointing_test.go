@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/data/text"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
@@ -106,7 +107,7 @@ func sameTrainingWithRemat(t *testing.T, backend compute.Backend, dt dtypes.DTyp
 	sort.Strings(names)
 	worst := 0.0
 	for _, n := range names {
-		if d := maxAbsDiff(t, n, plain.vars[n], remat.vars[n]); !(d <= 1e-6) {
+		if d := testutil.MaxAbsDiff(t, n, plain.vars[n], remat.vars[n]); !(d <= 1e-6) {
 			t.Errorf("%s differs by %.3g after 3 steps with checkpointing", n, d)
 		} else {
 			worst = max(worst, d)

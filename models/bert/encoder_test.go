@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
@@ -55,7 +56,7 @@ func TestEncoderMatchesHostReference(t *testing.T) {
 				what      string
 				got, want []float32
 			}{{"hidden", hidden, wantHidden}, {"pooled", pooled, wantPooled}, {"logits", logits, wantLogits}} {
-				if d := maxAbsDiff(t, c.what, c.got, c.want); d > 2e-5 {
+				if d := testutil.MaxAbsDiff(t, c.what, c.got, c.want); d > 2e-5 {
 					t.Errorf("%s: max abs diff to the host reference = %g, want <= 2e-5", c.what, d)
 				} else {
 					t.Logf("%s: max abs diff to the host reference = %.3g", c.what, d)
@@ -82,7 +83,7 @@ func TestEncoderIgnoresPadding(t *testing.T) {
 	}
 	hLong, pLong := encodeOnce(t, backend, clf, encLong)
 	hShort, pShort := encodeOnce(t, backend, clf, encShort)
-	if d := maxAbsDiff(t, "pooled", pLong, pShort); d > 1e-5 {
+	if d := testutil.MaxAbsDiff(t, "pooled", pLong, pShort); d > 1e-5 {
 		t.Errorf("pooled output changes with the padding length: max abs diff %g", d)
 	}
 	H := clf.Config.HiddenSize
@@ -93,7 +94,7 @@ func TestEncoderIgnoresPadding(t *testing.T) {
 			}
 			long := hLong[(b*encLong.Len+pos)*H : (b*encLong.Len+pos+1)*H]
 			shortRow := hShort[(b*encShort.Len+pos)*H : (b*encShort.Len+pos+1)*H]
-			if d := maxAbsDiff(t, "hidden", long, shortRow); d > 1e-5 {
+			if d := testutil.MaxAbsDiff(t, "hidden", long, shortRow); d > 1e-5 {
 				t.Errorf("text %d position %d: hidden state changes with padding: max abs diff %g", b, pos, d)
 			}
 		}
@@ -109,11 +110,11 @@ func TestDropoutOnlyWhenTraining(t *testing.T) {
 	enc := tok.EncodeBatch(referenceTexts)
 	eval1 := logitsOnce(t, backend, clf, enc, false)
 	eval2 := logitsOnce(t, backend, clf, enc, false)
-	if d := maxAbsDiff(t, "eval", eval1, eval2); d != 0 {
+	if d := testutil.MaxAbsDiff(t, "eval", eval1, eval2); d != 0 {
 		t.Errorf("inference is not deterministic: max abs diff %g", d)
 	}
 	train := logitsOnce(t, backend, clf, enc, true)
-	if d := maxAbsDiff(t, "train vs eval", train, eval1); d < 1e-4 {
+	if d := testutil.MaxAbsDiff(t, "train vs eval", train, eval1); d < 1e-4 {
 		t.Errorf("training-mode logits equal inference logits (max abs diff %g): dropout is not applied", d)
 	}
 
@@ -210,7 +211,7 @@ func TestMixedPrecision(t *testing.T) {
 					t.Fatal(err)
 				}
 				got := logitsOnce(t, backend, clf, enc, false)
-				d := maxAbsDiff(t, dt.String(), got, want)
+				d := testutil.MaxAbsDiff(t, dt.String(), got, want)
 				t.Logf("%s logits: max abs diff to float32 = %.3g (logits up to %.3g)", dt, d, maxAbs(want))
 				if d == 0 || d > 0.05*maxAbs(want) {
 					t.Errorf("%s logits differ from float32 by %g: want a small non-zero rounding difference", dt, d)

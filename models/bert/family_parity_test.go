@@ -239,7 +239,7 @@ func TestFamilyParityWithTransformers(t *testing.T) {
 					t.Fatal(err)
 				}
 				hidden, logits := hiddenAndLogits(t, backend, clf, familyInputs(f))
-				dh, dl := maxAbsDiff(t, "hidden", hidden, wantHidden), maxAbsDiff(t, "logits", logits, wantLogits)
+				dh, dl := testutil.MaxAbsDiff(t, "hidden", hidden, wantHidden), testutil.MaxAbsDiff(t, "logits", logits, wantLogits)
 				t.Logf("%s on %s vs transformers %s: last_hidden_state max abs diff %.3g, logits max abs diff %.3g",
 					f.ModelType, name, f.Transformers, dh, dl)
 				if dh > familyTolerance || dl > familyTolerance {
@@ -277,7 +277,7 @@ func TestFamilyTextParity(t *testing.T) {
 				}
 			}
 			_, logits := hiddenAndLogits(t, backend, clf, enc.Tensors())
-			d := maxAbsDiff(t, "logits", logits, decodeF32(t, "text logits", f.TextLogitsB64, []int{len(f.Texts), f.LogitsShape[1]}))
+			d := testutil.MaxAbsDiff(t, "logits", logits, decodeF32(t, "text logits", f.TextLogitsB64, []int{len(f.Texts), f.LogitsShape[1]}))
 			t.Logf("%s (%s): %d texts give transformers' ids; logits max abs diff %.3g", f.ModelType, tok.Kind(), len(f.Texts), d)
 			if d > familyTolerance {
 				t.Errorf("logits differ from transformers' by %g, want <= %g", d, familyTolerance)
@@ -304,7 +304,7 @@ func TestFamilyIgnoresUnusedPooler(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, logits := hiddenAndLogits(t, backend, clf, familyInputs(f))
-			if d := maxAbsDiff(t, "logits", logits, decodeF32(t, "logits", f.LogitsB64, f.LogitsShape)); d > familyTolerance {
+			if d := testutil.MaxAbsDiff(t, "logits", logits, decodeF32(t, "logits", f.LogitsB64, f.LogitsShape)); d > familyTolerance {
 				t.Errorf("logits differ from transformers' by %g", d)
 			}
 		})
@@ -337,7 +337,7 @@ func TestFamilySavePretrained(t *testing.T) {
 				t.Fatalf("loading the saved folder: %v", err)
 			}
 			_, want := hiddenAndLogits(t, backend, clf, familyInputs(f))
-			if _, got := hiddenAndLogits(t, backend, back, familyInputs(f)); maxAbsDiff(t, "logits", got, want) != 0 {
+			if _, got := hiddenAndLogits(t, backend, back, familyInputs(f)); testutil.MaxAbsDiff(t, "logits", got, want) != 0 {
 				t.Errorf("the saved %s folder gives other logits", f.ModelType)
 			}
 			if python == "" {
@@ -369,7 +369,7 @@ with torch.no_grad():
 			if err := json.Unmarshal(stdout, &res); err != nil {
 				t.Fatalf("reading the Python output %q: %v", stdout, err)
 			}
-			d := maxAbsDiff(t, "logits", res.Logits, want)
+			d := testutil.MaxAbsDiff(t, "logits", res.Logits, want)
 			t.Logf("transformers loaded the saved folder as %s: logits max abs diff %.3g", res.Class, d)
 			if d > familyTolerance {
 				t.Errorf("transformers' logits of the saved folder differ by %g, want <= %g", d, familyTolerance)
@@ -567,7 +567,7 @@ print(json.dumps({"model": type(m).__name__, "logits": logits.flatten().tolist()
 	if err := json.Unmarshal(stdout, &res); err != nil {
 		t.Fatalf("reading %q: %v", stdout, err)
 	}
-	d := maxAbsDiff(t, "logits", res.Logits, want)
+	d := testutil.MaxAbsDiff(t, "logits", res.Logits, want)
 	t.Logf("transformers loaded the saved folder as %s: logits max abs diff %.3g", res.Model, d)
 	if d > familyTolerance {
 		t.Errorf("transformers' logits differ by %g, want <= %g", d, familyTolerance)

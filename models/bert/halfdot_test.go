@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/dtypes/bfloat16"
 	"github.com/gomlx/compute/shapes"
@@ -75,7 +76,7 @@ func TestHalfDot(t *testing.T) {
 					if (i == 1 && !c.lhsF32) || (i == 2 && !c.rhsF32) {
 						tol = math.Ldexp(maxAbs(w), -8) // one bfloat16 rounding
 					}
-					if d := maxAbsDiff(t, what, g, w); d > tol {
+					if d := testutil.MaxAbsDiff(t, what, g, w); d > tol {
 						t.Errorf("%s differs from float32's by %g (tolerance %g)", what, d, tol)
 					}
 				}

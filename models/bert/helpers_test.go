@@ -1,7 +1,6 @@
 package bert
 
 import (
-	"math"
 	"os"
 	"sync"
 	"testing"
@@ -93,23 +92,6 @@ func logitsOnce(t *testing.T, backend compute.Backend, clf *Classifier, enc *Enc
 		t.Fatalf("running Logits: %v", err)
 	}
 	return tensors.MustCopyFlatData[float32](outs[0])
-}
-
-// maxAbsDiff is the largest |a[i]-b[i]|; it fails the test on length mismatch.
-func maxAbsDiff(t *testing.T, what string, a, b []float32) float64 {
-	t.Helper()
-	if len(a) != len(b) {
-		t.Fatalf("%s: lengths differ: %d vs %d", what, len(a), len(b))
-	}
-	worst := 0.0
-	for i := range a {
-		d := math.Abs(float64(a[i]) - float64(b[i]))
-		if math.IsNaN(d) {
-			return math.Inf(1)
-		}
-		worst = max(worst, d)
-	}
-	return worst
 }
 
 // variableValues reads every classifier variable of store (HF name -> values).

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"io"
 	"math"
 	"os"
@@ -145,8 +146,8 @@ func TestParityWithTransformers(t *testing.T) {
 				t.Fatalf("LoadPretrained(%s): %v", dir, err)
 			}
 			hidden, pooled := encodeOnce(t, backend, clf, enc)
-			dh := maxAbsDiff(t, "hidden", hidden, wantHidden)
-			dp := maxAbsDiff(t, "pooled", pooled, wantPooled)
+			dh := testutil.MaxAbsDiff(t, "hidden", hidden, wantHidden)
+			dp := testutil.MaxAbsDiff(t, "pooled", pooled, wantPooled)
 			t.Logf("%s vs transformers %s (%s): last_hidden_state max abs diff %.3g, pooler_output max abs diff %.3g",
 				name, f.Transformers, f.Model, dh, dp)
 			if dh > parityTolerance || dp > parityTolerance {

@@ -3,6 +3,7 @@ package bert
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"math"
 	"os"
 	"path/filepath"
@@ -72,14 +73,14 @@ func TestSaveAndLoadPretrained(t *testing.T) {
 	want := variableValues(t, clf.Store(), clf.Config, false)
 	got := variableValues(t, store, loaded.Config, false)
 	for name, w := range want {
-		if d := maxAbsDiff(t, name, got[name], w); d != 0 {
+		if d := testutil.MaxAbsDiff(t, name, got[name], w); d != 0 {
 			t.Errorf("%s differs after save and load: max abs diff %g", name, d)
 		}
 	}
 	enc := tok.EncodeBatch(referenceTexts)
 	h1, p1 := encodeOnce(t, mustGoBackend(t), clf, enc)
 	h2, p2 := encodeOnce(t, mustGoBackend(t), loaded, loadedTok.EncodeBatch(referenceTexts))
-	if maxAbsDiff(t, "hidden", h1, h2) != 0 || maxAbsDiff(t, "pooled", p1, p2) != 0 {
+	if testutil.MaxAbsDiff(t, "hidden", h1, h2) != 0 || testutil.MaxAbsDiff(t, "pooled", p1, p2) != 0 {
 		t.Error("the reloaded encoder computes different outputs")
 	}
 	// The fresh head gets created on first use.
@@ -197,7 +198,7 @@ func TestLoadSharded(t *testing.T) {
 		}
 		got := variableValues(t, store, loaded.Config, false)
 		for name, w := range values {
-			if d := maxAbsDiff(t, name, got[name], w); d != 0 {
+			if d := testutil.MaxAbsDiff(t, name, got[name], w); d != 0 {
 				t.Errorf("%s differs after a sharded load: max abs diff %g", name, d)
 			}
 		}
