@@ -180,6 +180,16 @@ var (
 	PipUser = str("PIP_USER", "set to 0 for the pip that goaccel setup runs (it installs into goaccel's home, not ~/.local)", Goaccel)
 )
 
+// The Hugging Face cache, where models/auto finds a model named by its Hub id (offline).
+var (
+	// HFHubCache is HF_HUB_CACHE.
+	HFHubCache = str("HF_HUB_CACHE", "the Hugging Face hub cache folder (models--org--name/snapshots/...) where a model named by its Hub id is looked for, without network (default $HF_HOME/hub)", User)
+	// HFHome is HF_HOME.
+	HFHome = str("HF_HOME", "Hugging Face's home folder; the hub cache is its hub/ unless HF_HUB_CACHE is set (default $XDG_CACHE_HOME/huggingface)", User)
+	// XDGCacheHome is XDG_CACHE_HOME.
+	XDGCacheHome = str("XDG_CACHE_HOME", "the user's cache folder; Hugging Face's home is its huggingface/ unless HF_HOME is set (default ~/.cache)", User, OS)
+)
+
 // Host memory (the block cache linked in with accelerator, and the hostmalloc package).
 var (
 	// HostMalloc is GOACCEL_HOST_MALLOC.

@@ -1,0 +1,203 @@
+package auto
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/goaccel/goaccel/data/text"
+	"github.com/goaccel/goaccel/models/bert"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// Classifier is a family's sequence classifier: its Store holds the weights (it is what
+// accelerator.Prepare and trainer.New take), and it may implement the accelerator's
+// optional interfaces (SetComputeDType for mixed precision).
+type Classifier interface {
+	model.StoreProvider
+	// NumParameters counts the weights, head included.
+	NumParameters() int
+}
+
+// Tokenizer turns labelled texts into the classifier's inputs: Collate has the signature of
+// data.CollateFunc[text.Labeled].
+type Tokenizer interface {
+	Collate(examples []text.Labeled) (inputs []*tensors.Tensor, labels *tensors.Tensor, err error)
+	// Kind names the tokenizer's model ("WordPiece", "byte-level BPE", "Unigram"...).
+	Kind() string
+	// VocabSize is the number of ids it makes.
+	VocabSize() int
+}
+
+// Options are Load's choices, applied before any variable of the head exists.
+type Options struct {
+	// MaxLen is the tokenizer's sequence length, special tokens included; 0: 128 (or the
+	// model's longest, when shorter).
+	MaxLen int
+	// NumLabels is the classifier's number of classes; 0: the folder's (num_labels, 2 by
+	// default), or len(Labels) when Labels is given.
+	NumLabels int
+	// Labels names the classes (id2label); nil: the folder's names when it has NumLabels
+	// of them, else unnamed (LABEL_0, LABEL_1, ...). When given with NumLabels, they agree.
+	Labels []string
+	// LoadHead loads the folder's classification head too (a folder a fine-tune wrote),
+	// instead of a fresh one.
+	LoadHead bool
+	// Dropout, when not nil, is every dropout rate of the model (nil: the folder's).
+	Dropout *float64
+	// GradientCheckpointing recomputes each layer's activations in the backward pass
+	// (families that have it; an error for the others).
+	GradientCheckpointing bool
+}
+
+// labels returns the class names to use, one per class, given the folder's count and
+// names: opts.Labels, else the folder's names when the counts agree, else "" each
+// (unnamed).
+func (o Options) labels(folderCount int, folderNames []string) ([]string, error) {
+	n := o.NumLabels
+	switch {
+	case n < 0:
+		return nil, fmt.Errorf("auto: NumLabels %d: must not be negative", n)
+	case o.Labels != nil && n != 0 && len(o.Labels) != n:
+		return nil, fmt.Errorf("auto: %d Labels %q but NumLabels %d: give as many names as classes", len(o.Labels), o.Labels, n)
+	case o.Labels != nil:
+		if err := bert.ValidateLabels(o.Labels, len(o.Labels)); err != nil {
+			return nil, fmt.Errorf("auto: Labels: %w", err)
+		}
+		return o.Labels, nil
+	case n == 0:
+		n = folderCount
+	}
+	if len(folderNames) == n {
+		return folderNames, nil
+	}
+	return make([]string, n), nil
+}
+
+// named returns labels, or nil when they are unnamed.
+func named(labels []string) []string {
+	for _, l := range labels {
+		if l != "" {
+			return labels
+		}
+	}
+	return nil
+}
+
+// Model is a loaded classifier of any family with its tokenizer.
+type Model struct {
+	// Family is config.json's model_type ("bert" when it has none).
+	Family string
+	// Dir is the folder it was loaded from ("" for a model made in code).
+	Dir string
+	// Classifier is the model the accelerator prepares.
+	Classifier Classifier
+	// Tokenizer makes the inputs of Logits.
+	Tokenizer Tokenizer
+
+	logits    func(s *model.Scope, inputs []*Node) *Node
+	labels    func() []string
+	numLabels func() int
+	save      func(dir string) error
+}
+
+// Logits builds the forward pass: inputs are what Tokenizer.Collate makes ([input_ids,
+// attention_mask, token_type_ids], int32 [B, L]; a family without token types ignores the
+// third), the result the float32 [B, NumLabels] logits. It panics on bad inputs, as GoMLX
+// graph functions do (the accelerator turns the panic into an error).
+func (m *Model) Logits(s *model.Scope, inputs []*Node) *Node { return m.logits(s, inputs) }
+
+// NumLabels is the number of classes.
+func (m *Model) NumLabels() int { return m.numLabels() }
+
+// Labels are the class names by class id (id2label), nil when unnamed.
+func (m *Model) Labels() []string { return m.labels() }
+
+// SavePretrained writes a Hugging Face folder that Load (with Options.LoadHead) and
+// transformers' AutoModelForSequenceClassification and AutoTokenizer read: config.json with
+// the labels, model.safetensors, and the tokenizer's files. Every variable must have a value
+// (run the model once, or load it, first).
+func (m *Model) SavePretrained(dir string) error { return m.save(dir) }
+
+// Info is what config.json says of a folder before it is loaded.
+type Info struct {
+	// Dir is the folder (a Hub id resolved to its snapshot).
+	Dir string
+	// ModelType is config.json's model_type ("bert" when it has none).
+	ModelType string
+	// NumLabels is num_labels, else the count of id2label, else 2 (transformers' default).
+	NumLabels int
+	// Labels are id2label's names by class id, nil when the folder names none (or only
+	// transformers' LABEL_i defaults).
+	Labels []string
+}
+
+// Inspect reads the config.json of a folder or Hub id (see Resolve): its family and its
+// classes. An unknown model_type is an error naming the supported ones.
+func Inspect(nameOrDir string) (Info, error) {
+	dir, err := Resolve(nameOrDir)
+	if err != nil {
+		return Info{}, err
+	}
+	path := filepath.Join(dir, "config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Info{}, fmt.Errorf("auto: %s has no config.json: %w", nameOrDir, err)
+	}
+	var keys struct {
+		ModelType string         `json:"model_type"`
+		NumLabels *int           `json:"num_labels"`
+		ID2Label  map[string]any `json:"id2label"`
+		Label2ID  map[string]any `json:"label2id"`
+	}
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return Info{}, fmt.Errorf("auto: parsing %s: %w", path, err)
+	}
+	info := Info{Dir: dir, ModelType: keys.ModelType, NumLabels: 2}
+	if info.ModelType == "" {
+		info.ModelType = "bert"
+	}
+	if familyOf(info.ModelType) == nil {
+		return Info{}, fmt.Errorf("auto: %s: model_type %q is not supported: the supported families are %s",
+			path, info.ModelType, strings.Join(Families(), ", "))
+	}
+	if info.Labels, err = bert.ParseLabels(keys.ID2Label, keys.Label2ID); err != nil {
+		return Info{}, fmt.Errorf("auto: %s: %w", path, err)
+	}
+	switch {
+	case keys.NumLabels != nil:
+		info.NumLabels = *keys.NumLabels
+	case len(keys.ID2Label) > 0:
+		info.NumLabels = len(keys.ID2Label)
+	}
+	if info.NumLabels < 1 {
+		return Info{}, fmt.Errorf("auto: %s: num_labels %s: want at least 1", path, strconv.Itoa(info.NumLabels))
+	}
+	return info, nil
+}
+
+// Load loads the classifier and tokenizer of a Hugging Face folder, or of a Hub id found in
+// the local cache (Resolve), into store (nil: a new one), choosing the family by
+// config.json's model_type (Families). The encoder's weights are the folder's; the
+// classification head is fresh unless opts.LoadHead. Errors name the folder and what is
+// wrong: an unknown model_type, a missing or misshapen tensor, a tokenizer component that
+// is not supported, a tokenizer whose ids do not fit the model's vocabulary.
+func Load(nameOrDir string, store *model.Store, opts Options) (*Model, error) {
+	info, err := Inspect(nameOrDir)
+	if err != nil {
+		return nil, err
+	}
+	if store == nil {
+		store = model.NewStore()
+	}
+	m, err := familyOf(info.ModelType).load(info.Dir, store, opts)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}

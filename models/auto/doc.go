@@ -1,0 +1,32 @@
+// Package auto loads a Hugging Face sequence-classification folder of any family goaccel
+// has, chosen by config.json's model_type, as transformers' AutoModelForSequenceClassification
+// and AutoTokenizer do: one Load, one Model, so that a program fine-tunes, evaluates,
+// exports and resumes BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA and ModernBERT the
+// same way. Each family stays in its own package (models/bert, models/modernbert); this
+// package is the table that maps model_type to it (Families), one line a family.
+//
+// A folder is named by its path, or by a Hub id ("answerdotai/ModernBERT-base") that is
+// found, without network, in the local Hugging Face cache as transformers finds it offline
+// (Resolve).
+//
+// # Typical use
+//
+//	m, err := auto.Load("answerdotai/ModernBERT-base", model.NewStore(), auto.Options{MaxLen: 128, NumLabels: 2})
+//	if err != nil {
+//		return err
+//	}
+//	loader, err := data.NewLoader(train, data.LoaderConfig[text.Labeled]{BatchSize: 32, Shuffle: true, Collate: m.Tokenizer.Collate})
+//	if err != nil {
+//		return err
+//	}
+//	tr, err := trainer.New(acc, m.Classifier, opt, trainer.SingleLabelClassification(m.NumLabels(), m.Logits))
+//	if err != nil {
+//		return err
+//	}
+//	res, err := tr.Fit(loader, testLoader, trainer.Config{SaveBest: m.SavePretrained})
+//
+// (model is GoMLX's github.com/gomlx/gomlx/ml/model.) m.Classifier is what the accelerator
+// prepares (its Store holds the weights); m.Logits takes the tokenizer's inputs in every
+// family; m.SavePretrained writes a folder that transformers' Auto classes load, tokenizer
+// included.
+package auto

@@ -1,0 +1,160 @@
+package auto
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/goaccel/goaccel/internal/fsutil"
+	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/modernbert"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// family is one line of the table: the model_type values a package reads, and its loader.
+type family struct {
+	types []string
+	load  func(dir string, store *model.Store, opts Options) (*Model, error)
+}
+
+// families is the table, by model_type. A new family is its package and one line here.
+var families = []family{
+	{bert.Families(), loadBERT},
+	{[]string{"modernbert"}, loadModernBERT},
+}
+
+// Families lists the model_type values Load accepts, sorted.
+func Families() []string {
+	var all []string
+	for _, f := range families {
+		all = append(all, f.types...)
+	}
+	slices.Sort(all)
+	return all
+}
+
+// familyOf returns the table's line for a model_type, or nil.
+func familyOf(modelType string) *family {
+	for i := range families {
+		if slices.Contains(families[i].types, modelType) {
+			return &families[i]
+		}
+	}
+	return nil
+}
+
+// loadBERT loads the BERT family (bert, roberta, xlm-roberta, distilbert, electra).
+func loadBERT(dir string, store *model.Store, opts Options) (*Model, error) {
+	clf, tok, err := bert.LoadPretrained(dir, store, bert.LoadOptions{MaxLen: opts.MaxLen, NumLabels: opts.NumLabels, LoadHead: opts.LoadHead})
+	if err != nil {
+		return nil, err
+	}
+	m, err := BERT(clf, tok, opts)
+	if err != nil {
+		return nil, err
+	}
+	m.Dir = dir
+	return m, nil
+}
+
+// BERT makes a Model of a BERT-family classifier and its tokenizer built in code (such as
+// models/bert/sample's tiny one), with opts' labels, dropout and gradient checkpointing
+// applied as Load applies them; opts.MaxLen and opts.LoadHead are not used. Call it before
+// the classifier's head has variables.
+func BERT(clf *bert.Classifier, tok *bert.Tokenizer, opts Options) (*Model, error) {
+	if clf == nil || tok == nil {
+		return nil, fmt.Errorf("auto: BERT: nil classifier or tokenizer")
+	}
+	cfg := &clf.Config
+	labels, err := opts.labels(cfg.NumLabels, cfg.Labels)
+	if err != nil {
+		return nil, err
+	}
+	cfg.NumLabels, cfg.Labels = len(labels), named(labels)
+	cfg.GradientCheckpointing = opts.GradientCheckpointing
+	if opts.Dropout != nil {
+		rate := *opts.Dropout
+		cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb, cfg.ClassifierDropout = rate, rate, &rate
+	}
+	return &Model{Family: cfg.Family(), Classifier: clf, Tokenizer: tok, logits: clf.Logits,
+		labels: func() []string { return cfg.Labels }, numLabels: func() int { return cfg.NumLabels },
+		save: func(dir string) error { return bert.SavePretrained(dir, clf, tok) }}, nil
+}
+
+// loadModernBERT loads ModernBERT with the folder's tokenizer (tokenizer.json, or vocab.txt).
+func loadModernBERT(dir string, store *model.Store, opts Options) (*Model, error) {
+	if opts.GradientCheckpointing {
+		return nil, fmt.Errorf("auto: %s: gradient checkpointing is not supported for model_type modernbert (the bert family has it)", dir)
+	}
+	if opts.MaxLen == 0 {
+		opts.MaxLen = bert.DefaultMaxLen
+	}
+	clf, err := modernbert.LoadPretrained(dir, store, modernbert.LoadOptions{NumLabels: opts.NumLabels, LoadHead: opts.LoadHead})
+	if err != nil {
+		return nil, err
+	}
+	cfg := &clf.Config
+	if err := cfg.CheckMaxLen(opts.MaxLen); err != nil {
+		return nil, fmt.Errorf("auto: %s: %w", dir, err)
+	}
+	tok, err := bert.LoadTokenizer(dir, opts.MaxLen)
+	if err != nil {
+		return nil, err
+	}
+	if err := fitsVocab(dir, tok.VocabSize(), cfg.VocabSize); err != nil {
+		return nil, err
+	}
+	labels, err := opts.labels(cfg.NumLabels, cfg.Labels)
+	if err != nil {
+		return nil, err
+	}
+	cfg.NumLabels, cfg.Labels = len(labels), named(labels)
+	if opts.Dropout != nil {
+		rate := *opts.Dropout
+		cfg.AttentionDropout, cfg.EmbeddingDropout, cfg.MLPDropout, cfg.ClassifierDropout = rate, rate, rate, rate
+	}
+	return &Model{Family: "modernbert", Dir: dir, Classifier: clf, Tokenizer: tok,
+		logits:    func(s *model.Scope, inputs []*Node) *Node { return clf.Logits(s, inputs[:2]) }, // no token types
+		labels:    func() []string { return cfg.Labels },
+		numLabels: func() int { return cfg.NumLabels },
+		save: func(out string) error {
+			if err := modernbert.SavePretrained(out, clf); err != nil {
+				return err
+			}
+			return copyTokenizerFiles(dir, out)
+		}}, nil
+}
+
+// fitsVocab refuses a tokenizer whose ids reach past the model's embedding table (a
+// gather there would read a clamped row: a silent wrong answer).
+func fitsVocab(dir string, tokens, vocabSize int) error {
+	if tokens > vocabSize {
+		return fmt.Errorf("auto: %s: the tokenizer has %d tokens but config.json's vocab_size is %d: "+
+			"its ids would reach past the embedding table", dir, tokens, vocabSize)
+	}
+	return nil
+}
+
+// tokenizerFiles are the files a tokenizer's folder may hold, as transformers' tokenizers
+// save them.
+var tokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+	"added_tokens.json", "vocab.txt", "spm.model", "sentencepiece.bpe.model", "merges.txt", "vocab.json"}
+
+// copyTokenizerFiles copies the tokenizer files of folder src that exist into dst, so that
+// the exported folder tokenizes as the one the model came from.
+func copyTokenizerFiles(src, dst string) error {
+	for _, name := range tokenizerFiles {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if os.IsNotExist(err) {
+			continue
+		} else if err != nil {
+			return fmt.Errorf("auto: copying the tokenizer: %w", err)
+		}
+		if err := fsutil.WriteFileAtomic(filepath.Join(dst, name), b); err != nil {
+			return fmt.Errorf("auto: copying the tokenizer: %w", err)
+		}
+	}
+	return nil
+}
