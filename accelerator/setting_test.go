@@ -70,6 +70,9 @@ func TestBadVariablesAreNamed(t *testing.T) {
 		envvar.CI.Name:                 "any non-empty value means CI",
 		envvar.JobSecret.Name:          "goaccel launch's, not New's: the launcher refuses one under 16 bytes naming the variable, and the master refuses a launcher with another one",
 		envvar.GoPJRTCUDAChecks.Name:   "go-xla's own; goaccel sets it to 0 when it loads NVIDIA's libraries itself",
+		envvar.HFHubCache.Name:         "models/auto's, not New's: a Hub id not found there is an error naming the paths tried (models/auto TestHubIDNotInTheCache)",
+		envvar.HFHome.Name:             "models/auto's, not New's: a Hub id not found under it is an error naming the paths tried",
+		envvar.XDGCacheHome.Name:       "models/auto's, not New's: a Hub id not found under it is an error naming the paths tried",
 	}
 	for _, v := range envvar.All() {
 		if v.Planned || !slices.Contains(v.SetBy, envvar.User) {

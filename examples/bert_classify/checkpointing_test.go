@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/internal/testutil"
-	"github.com/gomlx/gomlx/ml/model"
+	"github.com/goaccel/goaccel/models/bert"
 )
 
 // TestGradientCheckpointingFlag: --gradient_checkpointing reaches the model's configuration,
@@ -19,8 +19,12 @@ func TestGradientCheckpointingFlag(t *testing.T) {
 	if err := newFlagSet(&o).Parse([]string{"--gradient-checkpointing"}); err != nil {
 		t.Fatal(err)
 	}
-	if clf, _, err := loadModel(o, model.NewStore()); err != nil || !clf.Config.GradientCheckpointing {
-		t.Fatalf("--gradient_checkpointing: %v, model's GradientCheckpointing %v", err, clf != nil && clf.Config.GradientCheckpointing)
+	m, err := loadModel(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clf, ok := m.Classifier.(*bert.Classifier); !ok || !clf.Config.GradientCheckpointing {
+		t.Fatalf("--gradient_checkpointing: the model (%T) does not have GradientCheckpointing on", m.Classifier)
 	}
 	var losses [2][]float64
 	for i, on := range []bool{false, true} {

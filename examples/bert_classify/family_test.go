@@ -10,7 +10,9 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/checkpoint/safetensors"
+	"github.com/goaccel/goaccel/models/auto"
 	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/bert/sample"
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
@@ -98,7 +100,87 @@ func TestRobertaTokenizerJSONFolder(t *testing.T) {
 	o = defaultOptions()
 	o.Backend, o.ModelDir, o.OutputDir = "go", robertaFolder(t, "albert"), t.TempDir()
 	if _, _, err := run(o, &out); err == nil || !strings.Contains(err.Error(), `--model_dir`) ||
-		!strings.Contains(err.Error(), `model_type "albert" is not supported: the supported families are bert, distilbert, electra, roberta`) {
+		!strings.Contains(err.Error(), `model_type "albert" is not supported: the supported families are bert, distilbert, electra, modernbert, roberta, xlm-roberta`) {
 		t.Errorf("an ALBERT folder: %v, want an error listing the families", err)
+	}
+}
+
+// modernBERTCache lays out a Hugging Face hub cache holding models/modernbert's tiny
+// transformers checkpoint as org/tiny-modernbert (a snapshot named by refs/main), with a
+// 100-token WordPiece vocabulary (its vocab_size) as its tokenizer.
+func modernBERTCache(t *testing.T) (cache, snapshot string) {
+	t.Helper()
+	cache = t.TempDir()
+	repo := filepath.Join(cache, "models--org--tiny-modernbert")
+	snapshot = filepath.Join(repo, "snapshots", "c0ffee")
+	if err := os.MkdirAll(snapshot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"config.json", "model.safetensors"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "models", "modernbert", "testdata", "tiny", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(snapshot, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vocab := strings.Join(sample.Vocab()[:100], "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(snapshot, "vocab.txt"), []byte(vocab), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(repo, "refs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "refs", "main"), []byte("c0ffee\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cache, snapshot
+}
+
+// TestModernBERTByHubID fine-tunes a ModernBERT named by its Hub id, found in the local
+// Hugging Face cache, with string labels: the model line names the family and the snapshot,
+// and best/ is a ModernBERT folder with the labels and the tokenizer that the registry loads
+// back, head included.
+func TestModernBERTByHubID(t *testing.T) {
+	cache, snapshot := modernBERTCache(t)
+	t.Setenv("HF_HUB_CACHE", cache)
+	dir := t.TempDir()
+	train := filepath.Join(dir, "train.csv")
+	writeCSV(t, train, shuffledSample(), [2]string{"negative", "positive"})
+	o := defaultOptions()
+	o.Backend, o.ModelDir, o.OutputDir, o.TrainFile = "go", "org/tiny-modernbert", filepath.Join(dir, "run"), train
+	o.Epochs, o.MaxSteps, o.BatchSize, o.MaxLen, o.Workers = 1, 3, 8, 24, 0
+	var out bytes.Buffer
+	res, _, err := run(o, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"model: modernbert (model_type in config.json), WordPiece tokenizer",
+		"--model_dir org/tiny-modernbert: the Hugging Face cache's " + snapshot} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the output does not say %q:\n%s", want, out.String())
+		}
+	}
+	if res.Steps != 3 {
+		t.Errorf("%d steps, want 3", res.Steps)
+	}
+	best := filepath.Join(o.OutputDir, "best")
+	id2label, _, problem := headOf(t, filepath.Join(best, "config.json"))
+	if id2label["0"] != "negative" || id2label["1"] != "positive" || problem != "single_label_classification" {
+		t.Errorf("best/config.json: id2label %v, problem_type %q; want negative, positive", id2label, problem)
+	}
+	m, err := auto.Load(best, nil, auto.Options{MaxLen: 24, LoadHead: true})
+	if err != nil {
+		t.Fatalf("loading best/: %v", err)
+	}
+	if m.Family != "modernbert" || m.NumLabels() != 2 {
+		t.Errorf("best/ loads as %s with %d classes, want modernbert with 2", m.Family, m.NumLabels())
+	}
+
+	o.ModelDir, o.OutputDir = "org/not-cached", filepath.Join(dir, "missing")
+	if _, _, err := run(o, &out); err == nil || !strings.Contains(err.Error(), "--model_dir org/not-cached") ||
+		!strings.Contains(err.Error(), "hf download org/not-cached") {
+		t.Errorf("a Hub id not in the cache: %v, want an error naming it and the download command", err)
 	}
 }

@@ -35,7 +35,7 @@ import (
 	"github.com/goaccel/goaccel/data/table"
 	"github.com/goaccel/goaccel/data/text"
 	_ "github.com/goaccel/goaccel/hostmalloc" // GOACCEL_HOST_MALLOC=keep: glibc keeps XLA's freed memory for reuse
-	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/auto"
 	"github.com/goaccel/goaccel/models/bert/sample"
 	"github.com/goaccel/goaccel/optim"
 	"github.com/goaccel/goaccel/trainer"
@@ -84,7 +84,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.TextColumnNames, "text_column_names", o.TextColumnNames, "the text column(s) of --train_file, comma-separated")
 	fs.StringVar(&o.LabelColumnName, "label_column_name", o.LabelColumnName, "the label column of --train_file: integers or strings, numbered in sorted order; best/config.json names them (id2label)")
 	fs.StringVar(&o.TextColumnDelimiter, "text_column_delimiter", o.TextColumnDelimiter, "joins the texts of several --text_column_names")
-	fs.StringVar(&o.ModelDir, "model_dir", "", "Hugging Face folder of a BERT, DistilBERT, ELECTRA or RoBERTa model (config.json, vocab.txt or tokenizer.json, model.safetensors); its label names (id2label), if any, must be the data's; empty: a tiny random BERT")
+	fs.StringVar(&o.ModelDir, "model_dir", "", "Hugging Face folder (config.json, model.safetensors, the tokenizer's files) or Hub id found in the local Hugging Face cache (org/name[@revision]) of a BERT, DistilBERT, ELECTRA, RoBERTa, XLM-RoBERTa or ModernBERT model; its label names (id2label), if any, must be the data's; empty: a tiny random BERT")
 	fs.StringVar(&o.OutputDir, "output_dir", "", "run directory; empty: runs/bert_classify-<time>, or the interrupted run of the same command")
 	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "number of epochs (also --num_train_epochs)")
 	fs.IntVar(&o.MaxSteps, "max_steps", 0, "optimizer steps of the whole run; overrides --epochs, as in Hugging Face (0: --epochs decides)")
@@ -197,17 +197,21 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	if o.Labels != nil {
 		acc.Printf("%d labels, in sorted order: %s", o.Labels.Len(), o.Labels)
 	}
-	clf, tok, err := loadModel(o, model.NewStore())
+	m, err := loadModel(o)
 	if err != nil {
 		return nil, 0, err
 	}
-	acc.Printf("model: %s (model_type in config.json), %s tokenizer, %d parameters", clf.Config.Family(), tok.Kind(), clf.NumParameters())
-	if w := acc.SlowBackendWarning(clf.NumParameters()); w != "" {
+	if m.Dir != "" && m.Dir != o.ModelDir {
+		acc.Printf("--model_dir %s: the Hugging Face cache's %s", o.ModelDir, m.Dir)
+	}
+	params := m.Classifier.NumParameters()
+	acc.Printf("model: %s (model_type in config.json), %s tokenizer, %d parameters", m.Family, m.Tokenizer.Kind(), params)
+	if w := acc.SlowBackendWarning(params); w != "" {
 		acc.Printf("%s", w)
 	}
 	// The loaders hold the DistributedSampler; Fit splits them over the devices and processes.
 	loaderConfig := data.LoaderConfig[text.Labeled]{BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize,
-		Seed: o.Seed, Workers: o.Workers, Collate: tok.Collate}
+		Seed: o.Seed, Workers: o.Workers, Collate: m.Tokenizer.Collate}
 	testLoader, err := data.NewLoader(testSet, loaderConfig)
 	if err != nil {
 		return nil, 0, nameFlags(err)
@@ -222,12 +226,12 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	if err != nil {
 		return nil, 0, nameFlags(err)
 	}
-	tr, err := trainer.New(acc, clf, opt, trainer.SingleLabelClassification(clf.Config.NumLabels, clf.Logits))
+	tr, err := trainer.New(acc, m.Classifier, opt, trainer.SingleLabelClassification(m.NumLabels(), m.Logits))
 	if err != nil {
 		return nil, 0, err
 	}
 	acc.Printf("training on %d sentences, testing on %d", trainSet.Len(), testSet.Len())
-	res, err := tr.Fit(trainLoader, testLoader, fitConfig(o, dir, out, intr, loggers, clf, tok))
+	res, err := tr.Fit(trainLoader, testLoader, fitConfig(o, dir, out, intr, loggers, m))
 	if err != nil {
 		return nil, 0, nameFlags(err)
 	}
@@ -243,7 +247,7 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 // written as a Hugging Face folder, and the program's other flags in config.json (a resumed
 // run must have the same).
 func fitConfig(o options, dir string, out io.Writer, intr *trainer.Interrupt, loggers []trainer.Logger,
-	clf *bert.Classifier, tok *bert.Tokenizer) trainer.Config {
+	m *auto.Model) trainer.Config {
 	epochs := o.Epochs
 	if o.MaxSteps > 0 { // --max_steps overrides --epochs, as in Hugging Face
 		epochs = 0
@@ -263,15 +267,15 @@ func fitConfig(o options, dir string, out io.Writer, intr *trainer.Interrupt, lo
 		extra["train_file"], extra["validation_file"], extra["text_column_names"] = o.TrainFile, o.ValidationFile, o.TextColumnNames
 		extra["label_column_name"], extra["text_column_delimiter"] = o.LabelColumnName, o.TextColumnDelimiter
 	}
-	if clf.Config.Labels != nil {
-		extra["labels"] = clf.Config.Labels
+	if m.Labels() != nil {
+		extra["labels"] = m.Labels()
 	}
 	return trainer.Config{OutputDir: dir, Epochs: epochs, MaxSteps: int64(o.MaxSteps), LearningRate: lr,
 		Schedule: o.Schedule, WarmupSteps: o.WarmupSteps, WarmupRatio: o.WarmupRatio, ClipGradNorm: o.MaxGradNorm,
 		GradientAccumulation: o.GradAccum, EvalEvery: o.EvalSteps, LogEvery: o.LoggingSteps, SaveEvery: o.SaveSteps,
 		KeepLast: o.SaveTotalLimit, AsyncSave: o.AsyncSave, BestMetric: "accuracy", Patience: o.Patience,
 		Output: out, Interrupt: intr, Loggers: loggers, Extra: extra,
-		SaveBest: func(dir string) error { return bert.SavePretrained(dir, clf, tok) }, // best/: a Hugging Face folder
+		SaveBest: m.SavePretrained, // best/: a Hugging Face folder of the model's family, tokenizer included
 	}
 }
 
@@ -322,54 +326,46 @@ func loadData(o *options) (train, test data.Dataset[text.Labeled], err error) {
 	return trainSplit, testSplit, nil
 }
 
-// loadModel builds the classifier and its tokenizer: pretrained weights with a fresh
-// classification head, or a tiny random BERT over the built-in vocabulary; the head has the
-// data's classes (useLabels).
-func loadModel(o options, store *model.Store) (clf *bert.Classifier, tok *bert.Tokenizer, err error) {
-	if o.ModelDir == "" {
-		if clf, tok, err = sample.TinyClassifier(store, o.MaxLen); err != nil {
-			return nil, nil, fmt.Errorf("--max_len %d: %w", o.MaxLen, err)
-		}
-	} else if clf, tok, err = bert.LoadPretrained(o.ModelDir, store, bert.LoadOptions{MaxLen: o.MaxLen}); err != nil {
-		return nil, nil, fmt.Errorf("--model_dir %s: %w", o.ModelDir, err)
-	}
-	if err := useLabels(o, &clf.Config); err != nil { // before any variable is made
-		return nil, nil, err
-	}
-	clf.Config.GradientCheckpointing = o.GradientCheckpointing
-	if math.IsNaN(o.Dropout) {
-		return nil, nil, fmt.Errorf("--dropout %g: not a number (a rate below 1, or negative for the model's own rates)", o.Dropout)
-	} else if o.Dropout >= 1 {
-		return nil, nil, fmt.Errorf("--dropout %g: must be below 1 (negative: the model's own rates)", o.Dropout)
-	} else if o.Dropout >= 0 {
-		clf.Config.HiddenDropoutProb, clf.Config.AttentionProbsDropoutProb = o.Dropout, o.Dropout
-		clf.Config.ClassifierDropout = &o.Dropout
-	}
-	return clf, tok, nil
-}
-
-// useLabels gives the classifier the data's classes: --train_file's label map (2 unnamed
-// classes for the polarity data), whose names best/config.json carries as id2label. A
-// --model_dir that names as many classes (a folder a run of this program wrote) lends its
+// loadModel builds the classifier and its tokenizer: a pretrained model of any family the
+// registry (models/auto) has, with a fresh classification head, or a tiny random BERT over
+// the built-in vocabulary. The head has the data's classes: --train_file's label map (2
+// unnamed classes for the polarity data), whose names best/config.json carries as id2label.
+// A --model_dir that names as many classes (a folder a run of this program wrote) lends its
 // names to unnamed data, and must have the same names as named data.
-func useLabels(o options, cfg *bert.Config) error {
-	n, folder := 2, cfg.Labels
+func loadModel(o options) (*auto.Model, error) {
+	opts := auto.Options{MaxLen: o.MaxLen, NumLabels: 2, GradientCheckpointing: o.GradientCheckpointing}
 	if o.Labels != nil {
-		n = o.Labels.Len()
+		opts.NumLabels, opts.Labels = o.Labels.Len(), o.Labels.Names()
 	}
 	switch {
-	case len(folder) != n: // another head's classes
-		cfg.Labels = nil
-	case o.Labels != nil && !slices.Equal(folder, o.Labels.Names()):
-		return fmt.Errorf("--model_dir %s names its %d classes %q (id2label in its config.json), but --train_file's "+
+	case math.IsNaN(o.Dropout):
+		return nil, fmt.Errorf("--dropout %g: not a number (a rate below 1, or negative for the model's own rates)", o.Dropout)
+	case o.Dropout >= 1:
+		return nil, fmt.Errorf("--dropout %g: must be below 1 (negative: the model's own rates)", o.Dropout)
+	case o.Dropout >= 0:
+		opts.Dropout = &o.Dropout
+	}
+	if o.ModelDir == "" {
+		clf, tok, err := sample.TinyClassifier(model.NewStore(), o.MaxLen)
+		if err != nil {
+			return nil, fmt.Errorf("--max_len %d: %w", o.MaxLen, err)
+		}
+		return auto.BERT(clf, tok, opts)
+	}
+	info, err := auto.Inspect(o.ModelDir)
+	if err != nil {
+		return nil, fmt.Errorf("--model_dir %s: %w", o.ModelDir, err)
+	}
+	if o.Labels != nil && len(info.Labels) == o.Labels.Len() && !slices.Equal(info.Labels, o.Labels.Names()) {
+		return nil, fmt.Errorf("--model_dir %s names its %d classes %q (id2label in its config.json), but --train_file's "+
 			"labels are %q: fine-tune the model it was trained from, or use data with its labels",
-			o.ModelDir, n, folder, o.Labels.Names())
+			o.ModelDir, len(info.Labels), info.Labels, o.Labels.Names())
 	}
-	if o.Labels != nil {
-		cfg.Labels = o.Labels.Names()
+	m, err := auto.Load(o.ModelDir, model.NewStore(), opts)
+	if err != nil {
+		return nil, fmt.Errorf("--model_dir %s: %w", o.ModelDir, err)
 	}
-	cfg.NumLabels = n
-	return nil
+	return m, nil
 }
 
 // nameFlags renames the Config fields of the trainer's, the loader's and the optimizer's
