@@ -2,14 +2,21 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goaccel/goaccel/checkpoint/safetensors"
+	"github.com/goaccel/goaccel/examples/internal/exampletest"
+	"github.com/goaccel/goaccel/internal/launch"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/auto"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/bert/sample"
@@ -21,8 +28,16 @@ import (
 // weights.
 func robertaFolder(t *testing.T, modelType string) string {
 	t.Helper()
+	return familyFolder(t, modelType, filepath.Join("..", "..", "models", "bert", "testdata", "roberta_bpe", "tokenizer.json"))
+}
+
+// familyFolder writes a folder of a RoBERTa-encoder family (roberta, xlm-roberta) with the
+// tokenizer.json at tokenizerPath, a tiny config and random weights; for another model_type,
+// the config only.
+func familyFolder(t *testing.T, modelType, tokenizerPath string) string {
+	t.Helper()
 	dir := t.TempDir()
-	tokJSON, err := os.ReadFile(filepath.Join("..", "..", "models", "bert", "testdata", "roberta_bpe", "tokenizer.json"))
+	tokJSON, err := os.ReadFile(tokenizerPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +54,7 @@ func robertaFolder(t *testing.T, modelType string) string {
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if modelType != "roberta" {
+	if modelType != "roberta" && modelType != "xlm-roberta" {
 		return dir
 	}
 	cfg, err := bert.ParseConfig([]byte(config), "config.json")
@@ -183,4 +198,75 @@ func TestModernBERTByHubID(t *testing.T) {
 		!strings.Contains(err.Error(), "hf download org/not-cached") {
 		t.Errorf("a Hub id not in the cache: %v, want an error naming it and the download command", err)
 	}
+}
+
+// TestNewFamiliesSameLossesOnEveryTopology: the families that came with the registry
+// (ModernBERT, and XLM-RoBERTa with its Unigram tokenizer) train through the program at a
+// fixed global batch (8) with the same step losses on 1 XLA CPU device, on 2, and (MPI) as 2
+// processes of 1 device under the launcher, within 1e-5.
+func TestNewFamiliesSameLossesOnEveryTopology(t *testing.T) {
+	plugin := cpuPlugin(t)
+	cache, _ := modernBERTCache(t)
+	t.Setenv("HF_HUB_CACHE", cache)
+	folders := map[string]string{
+		"modernbert":  "org/tiny-modernbert",
+		"xlm-roberta": familyFolder(t, "xlm-roberta", filepath.Join("..", "..", "tokenizers", "testdata", "xlmr", "tokenizer.json")),
+	}
+	const steps = 4
+	for _, family := range []string{"modernbert", "xlm-roberta"} {
+		t.Run(family, func(t *testing.T) {
+			args := func(dir string) []string {
+				return []string{"--backend", plugin, "--model_dir", folders[family], "--global_batch_size", "8", "--max_steps",
+					strconv.Itoa(steps), "--max_len", "24", "--dropout", "0", "--workers", "0", "--logging_steps", "1",
+					"--learning_rate", "1e-3", "--output_dir", dir}
+			}
+			root := t.TempDir()
+			var ref []float64
+			var d2 float64
+			for _, devices := range []int{1, 2} {
+				dir := filepath.Join(root, strconv.Itoa(devices))
+				if out, err := exampletest.Child(t, append(args(dir), "--devices", strconv.Itoa(devices))...).CombinedOutput(); err != nil {
+					t.Fatalf("%d devices: %v\n%s", devices, err, out)
+				}
+				losses := stepLosses(t, dir)
+				if len(losses) != steps {
+					t.Fatalf("%d devices: %d step losses, want %d", devices, len(losses), steps)
+				}
+				if devices == 1 {
+					ref = losses
+					continue
+				}
+				d2 = checkSameLosses(t, "2 devices", losses, ref)
+			}
+			testutil.NeedMPI(t) // after the device counts: a missing MPI skips only the launch, loudly
+			multi := filepath.Join(root, "launch")
+			var out bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			err := launch.Run(ctx, launch.Config{Program: os.Args[0], Args: args(multi), NprocPerNode: 2, LogDir: filepath.Join(root, "logs"),
+				Env: append(os.Environ(), "GOACCEL_EXAMPLE_CHILD=1", "GOACCEL_DEVICES=2", "GOACCEL_TIMEOUT=3m") /* 2 devices on the node: 1 a rank */, Stdout: &out, Stderr: &out})
+			if err != nil {
+				t.Fatalf("2 processes: %v\n%s", err, out.String())
+			}
+			dp := checkSameLosses(t, "2 processes", stepLosses(t, multi), ref)
+			t.Logf("%s: step losses %v on 1 device; max abs diff %.2g on 2 devices, %.2g on 2 processes", family, ref, d2, dp)
+		})
+	}
+}
+
+// checkSameLosses fails unless got has want's step losses within 1e-5, and returns the
+// largest difference.
+func checkSameLosses(t *testing.T, what string, got, want []float64) (maxDiff float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d step losses, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		d := math.Abs(got[i] - want[i])
+		maxDiff = max(maxDiff, d)
+		if !(d <= 1e-5) {
+			t.Errorf("%s: step %d loss %.9f, %.9f on 1 device", what, i+1, got[i], want[i])
+		}
+	}
+	return maxDiff
 }
