@@ -59,7 +59,8 @@ func (m EntityMode) String() string {
 //   - token accuracy: the fraction of tokens whose predicted tag equals the gold tag (O
 //     tokens included, as seqeval's accuracy_score).
 //
-// With no entity and no token, every score is 0.
+// With no entity and no token, every score is 0. seqeval's macro average is NaN (a mean of no
+// scores) when no entity at all occurs; Macro gives 0 then, as Micro does.
 //
 // Example (Conlleval): gold [B-PER I-PER O B-LOC] and predicted [B-PER I-PER O I-LOC] both hold
 // PER[0,1] and LOC[3]: P = R = F1 = 1, token accuracy 3/4. With StrictIOB2 the predicted I-LOC
