@@ -450,28 +450,37 @@ func (g *Gathered) Argmax(k int) ([]int, error) {
 	return preds, err
 }
 
-// IntLabels returns the labels as ints.
+// IntLabels returns the labels as ints, flattened ([N] for classes, N*K for [N, K] flags).
 func (g *Gathered) IntLabels() ([]int, error) {
+	vals, err := g.labelValues("IntLabels")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(vals))
+	for i, v := range vals {
+		out[i] = int(v)
+	}
+	return out, nil
+}
+
+// FloatLabels returns the labels as float64 values, flattened (regression targets [N, 1],
+// multi-label flags [N, K]).
+func (g *Gathered) FloatLabels() ([]float64, error) { return g.labelValues("FloatLabels") }
+
+// labelValues returns the labels flattened as float64 values; op names the caller.
+func (g *Gathered) labelValues(op string) ([]float64, error) {
 	if g.Labels == nil {
-		return nil, errors.New("accelerator: Gathered.IntLabels: the gathered results have no labels")
+		return nil, fmt.Errorf("accelerator: Gathered.%s: the gathered results have no labels", op)
 	}
-	var out []int
-	var err error
-	cerr := g.Labels.ConstFlatData(func(flat any) {
-		vals, ok := strategy.AsFloat64s(flat)
-		if !ok {
-			err = fmt.Errorf("accelerator: Gathered.IntLabels: labels of dtype %s are not numbers", g.Labels.DType())
-			return
-		}
-		out = make([]int, len(vals))
-		for i, v := range vals {
-			out[i] = int(v)
-		}
-	})
-	if cerr != nil {
-		return nil, cerr
+	var out []float64
+	var ok bool
+	if err := g.Labels.ConstFlatData(func(flat any) { out, ok = strategy.AsFloat64s(flat) }); err != nil {
+		return nil, err
 	}
-	return out, err
+	if !ok {
+		return nil, fmt.Errorf("accelerator: Gathered.%s: labels of dtype %s are not numbers", op, g.Labels.DType())
+	}
+	return out, nil
 }
 
 // Floats returns output k flattened as float64 values (for per-example losses or scores).

@@ -53,21 +53,15 @@ func SingleLabelClassification(numClasses int, logits func(s *model.Scope, input
 			if err != nil {
 				return nil, err
 			}
-			losses, err := g.Floats(1)
-			if err != nil {
-				return nil, err
-			}
 			clf := metrics.NewConfusion(numClasses)
 			if err := clf.Add(preds, labels, g.Real); err != nil {
 				return nil, fmt.Errorf("trainer: SingleLabelClassification: %w", err)
 			}
-			var loss metrics.Mean
-			if err := loss.AddMasked(losses, g.Real); err != nil {
-				return nil, fmt.Errorf("trainer: SingleLabelClassification: %w", err)
-			}
 			out := clf.Values()
 			delete(out, "count")
-			out["loss"] = loss.Value()
+			if out["loss"], err = meanLoss(g, 1); err != nil {
+				return nil, fmt.Errorf("trainer: SingleLabelClassification: %w", err)
+			}
 			return out, nil
 		},
 		MetricNames: names,

@@ -5,8 +5,11 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/goaccel/goaccel/data/text"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -32,8 +35,8 @@ func checkPass(t *testing.T, path string, spec Spec) (int, error) {
 			}
 			return n, err
 		}
-		if strings.TrimSpace(ex.Text) == "" || !utf8.ValidString(ex.Text) || ex.Label < 0 || ex.Label >= tb.Labels().Len() {
-			t.Fatalf("bad example %+v (%d labels)", ex, tb.Labels().Len())
+		if strings.TrimSpace(ex.Text) == "" || !utf8.ValidString(ex.Text) || !wellLabeled(ex, tb) {
+			t.Fatalf("bad example %+v (%s, labels %v)", ex, tb.Problem(), tb.Labels())
 		}
 		n++
 	}
@@ -196,4 +199,16 @@ func TestCorruptParquet(t *testing.T) {
 			t.Errorf("a file cut to %d of %d bytes was read", cut, len(raw))
 		}
 	}
+}
+
+// wellLabeled reports whether ex's target fits the table's problem: a class of the map, one
+// flag per class with at least one set, or one finite value.
+func wellLabeled(ex text.Labeled, tb *Table) bool {
+	switch tb.Problem() {
+	case Regression:
+		return tb.Labels() == nil && len(ex.Values) == 1 && !math.IsNaN(float64(ex.Values[0])) && !math.IsInf(float64(ex.Values[0]), 0)
+	case MultiLabel:
+		return len(ex.Values) == tb.Labels().Len() && slices.Contains(ex.Values, 1) && ex.Label == 0
+	}
+	return ex.Values == nil && ex.Label >= 0 && ex.Label < tb.Labels().Len()
 }

@@ -3,6 +3,8 @@ package table
 import (
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/goaccel/goaccel/data"
@@ -82,4 +84,9 @@ func readAll(t testing.TB, spec Spec, files ...string) (*Table, data.Slice[text.
 		t.Fatal(err)
 	}
 	return tb, all
+}
+
+// equalExamples reports whether a and b hold the same examples, Values included.
+func equalExamples(a, b []text.Labeled) bool {
+	return slices.EqualFunc(a, b, func(x, y text.Labeled) bool { return reflect.DeepEqual(x, y) })
 }

@@ -129,6 +129,20 @@ func jsonValue(raw json.RawMessage) value {
 		if v, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
 			return value{text: strconv.FormatInt(v, 10), kind: kindInt}
 		}
+		if _, err := strconv.ParseFloat(string(raw), 64); err == nil {
+			return value{text: string(raw), kind: kindFloat}
+		}
+	case '[':
+		var elems []json.RawMessage
+		if json.Unmarshal(raw, &elems) == nil {
+			list := value{text: string(raw), kind: kindList, items: make([]value, len(elems))}
+			for i, e := range elems {
+				if list.items[i] = jsonValue(e); list.items[i].kind == kindList {
+					return value{text: string(raw), kind: kindOther} // a nested list
+				}
+			}
+			return list
+		}
 	}
 	return value{text: string(raw), kind: kindOther}
 }

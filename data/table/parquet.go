@@ -64,17 +64,19 @@ func openParquet(path string, cols []string, spec Spec) (s source, err error) {
 			return nil, missingColumn(path, c, have)
 		}
 		if !ok || !leaf.Node.Leaf() || leaf.MaxRepetitionLevel > 0 {
-			return nil, fmt.Errorf("%s: column %q is a list or a group, not one value per row "+
-				"(multi-label classification is not supported)", path, c)
+			return nil, fmt.Errorf("%s: column %q is a list or a group, not one value per row (for "+
+				"multi-label classification, Parquet list columns are not read yet: write the labels as one string "+
+				"joined by a delimiter and give Spec.LabelDelimiter, or use JSON Lines, whose lists are read)", path, c)
 		}
 		k := leaf.Node.Type().Kind()
 		isLabel := i == len(cols)-1
 		switch {
 		case k == parquet.ByteArray:
 		case isLabel && (k == parquet.Int32 || k == parquet.Int64 || k == parquet.Boolean):
+		case isLabel && (k == parquet.Float || k == parquet.Double): // regression targets
 		case isLabel:
-			return nil, fmt.Errorf("%s: label column %q holds %s values: want integers, strings or booleans "+
-				"(regression is not supported)", path, c, k)
+			return nil, fmt.Errorf("%s: label column %q holds %s values: want integers, strings, booleans "+
+				"or (regression) floats", path, c, k)
 		default:
 			return nil, fmt.Errorf("%s: text column %q holds %s values, not strings", path, c, k)
 		}
@@ -239,6 +241,10 @@ func parquetValue(v parquet.Value) value {
 		return value{text: strconv.FormatInt(v.Int64(), 10), kind: kindInt}
 	case v.Kind() == parquet.Boolean:
 		return value{text: strconv.FormatBool(v.Boolean()), kind: kindBool}
+	case v.Kind() == parquet.Float:
+		return value{text: strconv.FormatFloat(float64(v.Float()), 'g', -1, 32), kind: kindFloat}
+	case v.Kind() == parquet.Double:
+		return value{text: strconv.FormatFloat(v.Double(), 'g', -1, 64), kind: kindFloat}
 	}
 	return value{text: v.String(), kind: kindOther}
 }

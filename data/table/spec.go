@@ -31,6 +31,14 @@ type Spec struct {
 	// Labels is the label map; nil means the one built from the files' labels (see the
 	// package doc). Validation files take the training files' map (Table.Labels).
 	Labels *Labels
+	// Problem is what the label column holds (Hugging Face's problem_type): one class
+	// (SingleLabel), a set of classes (MultiLabel) or a number (Regression). Empty: chosen
+	// from the training files' labels as run_classification.py chooses (see the package
+	// doc); Table.Problem says which.
+	Problem Problem
+	// LabelDelimiter splits a string label into the names of its classes ("news|sport"):
+	// multi-label classification. Empty: lists (JSON Lines arrays) are the multi-label form.
+	LabelDelimiter string
 	// MaxRowBytes bounds a CSV record or JSON Lines line (0: DefaultMaxRowBytes), so that a
 	// quote left open does not read the rest of the file into memory.
 	MaxRowBytes int
@@ -65,6 +73,19 @@ func (s Spec) validate() error {
 	}
 	if s.LabelColumn == "" {
 		return fmt.Errorf("table: no label column named (Spec.LabelColumn)")
+	}
+	switch s.Problem {
+	case "", SingleLabel, MultiLabel, Regression:
+	default:
+		return fmt.Errorf("table: Spec.Problem %q: want %q, %q or %q (or empty: from the labels)", s.Problem,
+			SingleLabel, MultiLabel, Regression)
+	}
+	if s.LabelDelimiter != "" && s.Problem != "" && s.Problem != MultiLabel {
+		return fmt.Errorf("table: Spec.LabelDelimiter %q splits labels into several classes, but Spec.Problem is %q",
+			s.LabelDelimiter, s.Problem)
+	}
+	if s.Problem == Regression && s.Labels != nil {
+		return fmt.Errorf("table: Spec.Labels is a label map, but Spec.Problem is %q (no classes)", Regression)
 	}
 	return nil
 }

@@ -24,14 +24,17 @@ const (
 	kindInt
 	kindBool
 	kindNull
-	kindOther // a float, an object, a list: not a text, not a label
+	kindFloat // a number with a fraction or an exponent (JSON), a float or double (Parquet)
+	kindList  // a JSON array: items holds its elements
+	kindOther // an object, a nested list: not a text, not a label
 )
 
 // value is one cell of a selected column: its text (strings as they are, integers in decimal,
 // booleans as false/true; for kindOther, the value as the file writes it) and its kind.
 type value struct {
-	text string
-	kind kind
+	text  string
+	kind  kind
+	items []value // kindList's elements
 }
 
 // where is a row's place in its file, for error messages.
@@ -86,9 +89,10 @@ func missingColumn(path, col string, have []string) error {
 // Table is a text-classification dataset read from one or more files: a data.Stream of
 // text.Labeled whose passes read the files in order, a row at a time. Make it with Open.
 type Table struct {
-	spec   Spec
-	files  []string
-	labels *Labels
+	spec    Spec
+	files   []string
+	labels  *Labels
+	problem Problem
 }
 
 // Open returns files (at least one; formats by extension, see FormatOf; they may differ) as
@@ -111,20 +115,23 @@ func Open(spec Spec, files ...string) (*Table, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	t := &Table{spec: spec, files: files, labels: spec.Labels}
-	if t.labels == nil {
+	t := &Table{spec: spec, files: files, labels: spec.Labels, problem: spec.Problem}
+	if t.problem == "" || (t.labels == nil && t.problem != Regression) {
 		var err error
-		if t.labels, err = scanLabels(spec, files); err != nil {
+		if t.problem, t.labels, err = scanLabels(spec, files); err != nil {
 			return nil, err
 		}
 	}
 	return t, nil
 }
 
-// scanLabels reads the label column of files and builds the sorted label map.
-func scanLabels(spec Spec, files []string) (*Labels, error) {
+// scanLabels reads the label column of files, chooses the problem (spec.Problem, else from
+// the labels: see problemOf) and builds the sorted label map of a classification (spec.Labels
+// when given; nil for regression).
+func scanLabels(spec Spec, files []string) (Problem, *Labels, error) {
 	set := map[string]bool{}
 	vals := make([]value, 1)
+	var seen detection
 	for _, path := range files {
 		err := func() error {
 			src, err := openSource(path, []string{spec.LabelColumn}, spec)
@@ -139,24 +146,33 @@ func scanLabels(spec Spec, files []string) (*Labels, error) {
 				} else if err != nil {
 					return err
 				}
-				name, err := labelText(path, w, spec.LabelColumn, vals[0])
+				names, err := seen.add(spec, path, w, vals[0])
 				if err != nil {
 					return err
 				}
-				if !set[name] && len(set) == MaxLabels {
-					return rowError(path, w, spec.LabelColumn, "more than %d distinct labels: is it the label column?", MaxLabels)
+				for _, name := range names {
+					if !set[name] && len(set) == MaxLabels {
+						return rowError(path, w, spec.LabelColumn, "more than %d distinct labels: is it the label column?", MaxLabels)
+					}
+					set[name] = true
 				}
-				set[name] = true
 			}
 		}()
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
 	}
-	if len(set) == 0 {
-		return nil, fmt.Errorf("table: %s: no rows, so no labels", strings.Join(files, ", "))
+	if seen.rows == 0 {
+		return "", nil, fmt.Errorf("table: %s: no rows, so no labels", strings.Join(files, ", "))
 	}
-	return sortedLabels(set), nil
+	problem := seen.problem(spec)
+	switch {
+	case problem == Regression:
+		return problem, nil, nil
+	case spec.Labels != nil:
+		return problem, spec.Labels, nil
+	}
+	return problem, sortedLabels(set), nil
 }
 
 // labelText checks that v can be a label and returns its text.
@@ -164,7 +180,7 @@ func labelText(path string, w where, col string, v value) (string, error) {
 	switch v.kind {
 	case kindNull:
 		return "", rowError(path, w, col, "the label is null")
-	case kindOther:
+	case kindOther, kindFloat, kindList:
 		return "", rowError(path, w, col, "label %s is not an integer, a string or a boolean", v.text)
 	}
 	if v.text == "" {
@@ -233,16 +249,11 @@ func (t *Table) readFile(path string, yield func(text.Labeled, error) bool) (mor
 			}
 			sb.WriteString(v.text)
 		}
-		lc := t.spec.LabelColumn
-		name, err := labelText(path, w, lc, vals[nText])
-		if err != nil {
+		ex := text.Labeled{Text: sb.String()}
+		if err := t.target(&ex, path, w, vals[nText]); err != nil {
 			return false, err
 		}
-		id, ok := t.labels.ID(name)
-		if !ok {
-			return false, rowError(path, w, lc, "label %q is not in the label map (%s)", name, t.labels)
-		}
-		if !yield(text.Labeled{Text: sb.String(), Label: id}, nil) {
+		if !yield(ex, nil) {
 			return false, nil
 		}
 	}
@@ -262,9 +273,10 @@ func openFile(path string) (*os.File, error) {
 }
 
 // Load reads the files of a comma-separated list of paths and glob patterns (see Glob) into
-// memory, to shuffle or split them; the label map is spec.Labels, or the one built from these
-// files (Open). It is what a program's --train_file and --validation_file flags call.
-func Load(files string, spec Spec) (data.Slice[text.Labeled], *Labels, error) {
+// memory, to shuffle or split them, and returns them with their Table, which says the label
+// map (spec.Labels, or the one built from these files) and the problem (Open). It is what a
+// program's --train_file and --validation_file flags call.
+func Load(files string, spec Spec) (data.Slice[text.Labeled], *Table, error) {
 	paths, err := Glob(files)
 	if err != nil {
 		return nil, nil, err
@@ -274,5 +286,5 @@ func Load(files string, spec Spec) (data.Slice[text.Labeled], *Labels, error) {
 		return nil, nil, err
 	}
 	all, err := data.Collect[text.Labeled](t)
-	return all, t.Labels(), err
+	return all, t, err
 }

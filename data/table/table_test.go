@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func TestCSV(t *testing.T) {
 	want := []text.Labeled{ex("A man, a plan | He said \"hi\"", 2), ex("plain | two\nlines", 0), ex("café | ünïcode", 1)}
 	spec := Spec{TextColumns: []string{"premise", "hypothesis"}, LabelColumn: "label", TextDelimiter: " | "}
 	tb, got := readAll(t, spec, csv)
-	if !slices.Equal(got, want) {
+	if !equalExamples(got, want) {
 		t.Errorf("examples %+v, want %+v", got, want)
 	}
 	if names := tb.Labels().Names(); !slices.Equal(names, []string{"neg", "neutral", "pos"}) {
@@ -34,7 +35,7 @@ func TestCSV(t *testing.T) {
 	}
 	tsv := writeFile(t, dir, "train.tsv", "id\tpremise\thypothesis\tlabel\n1\tA man, a plan\t\"He said \"\"hi\"\"\"\tpos\n"+
 		"2\tplain\t\"two\nlines\"\tneg\n3\tcafé\tünïcode\tneutral\n")
-	if _, got := readAll(t, spec, tsv); !slices.Equal(got, want) {
+	if _, got := readAll(t, spec, tsv); !equalExamples(got, want) {
 		t.Errorf(".tsv: examples %+v, want %+v", got, want)
 	}
 	semi := writeFile(t, dir, "semi.csv", "premise;hypothesis;label\n\"A man, a plan\";He said \"\"hi\"\";pos\n")
@@ -43,7 +44,7 @@ func TestCSV(t *testing.T) {
 		t.Errorf("a bare quote: %v, want csv's error", err)
 	}
 	semi = writeFile(t, dir, "semi.csv", "premise;hypothesis;label\n\"A man, a plan\";\"He said \"\"hi\"\"\";pos\n")
-	if _, got := readAll(t, spec, semi); len(got) != 1 || got[0] != (text.Labeled{Text: "A man, a plan | He said \"hi\"", Label: 0}) {
+	if _, got := readAll(t, spec, semi); len(got) != 1 || !reflect.DeepEqual(got[0], text.Labeled{Text: "A man, a plan | He said \"hi\"", Label: 0}) {
 		t.Errorf("';'-separated: %+v", got)
 	}
 }
@@ -56,7 +57,7 @@ func TestJSONLines(t *testing.T) {
 		`{"label": 0, "a": "sec\"ond", "b": "y\u00e9"}`+"\r\n"+`{"a":"third","b":"z","label":2}`)
 	tb, got := readAll(t, Spec{TextColumns: []string{"a", "b"}, LabelColumn: "label"}, path)
 	want := []text.Labeled{ex("first x", 1), ex("sec\"ond yé", 0), ex("third z", 2)}
-	if !slices.Equal(got, want) || !slices.Equal(tb.Labels().Names(), []string{"0", "1", "2"}) {
+	if !equalExamples(got, want) || !slices.Equal(tb.Labels().Names(), []string{"0", "1", "2"}) {
 		t.Errorf("examples %+v, labels %q; want %+v and 0, 1, 2", got, tb.Labels().Names(), want)
 	}
 }
@@ -81,7 +82,7 @@ func TestParquetShards(t *testing.T) {
 	for _, label := range []string{"label", "label_name"} {
 		spec := Spec{TextColumns: []string{"premise", "hypothesis"}, LabelColumn: label}
 		tb, fromCSV := readAll(t, spec, csvPath)
-		if len(fromCSV) != 25 || fromCSV[4] != (text.Labeled{Text: "premise 4 hypothesis, 4", Label: tb.Labels().ids[rows[4].Name]}) &&
+		if len(fromCSV) != 25 || !reflect.DeepEqual(fromCSV[4], text.Labeled{Text: "premise 4 hypothesis, 4", Label: tb.Labels().ids[rows[4].Name]}) &&
 			label == "label_name" {
 			t.Fatalf("CSV: %+v", fromCSV)
 		}
@@ -91,7 +92,7 @@ func TestParquetShards(t *testing.T) {
 			t.Fatalf("Glob: %v, %v; want %v", globbed, err, shards)
 		}
 		_, fromShards := readAll(t, spec, globbed...)
-		if !slices.Equal(fromParquet, fromCSV) || !slices.Equal(fromShards, fromCSV) {
+		if !equalExamples(fromParquet, fromCSV) || !equalExamples(fromShards, fromCSV) {
 			t.Errorf("label %s: Parquet %+v\nshards %+v\nCSV %+v", label, fromParquet, fromShards, fromCSV)
 		}
 		wantNames := []string{"0", "1", "2"}
@@ -199,7 +200,8 @@ func TestBadInput(t *testing.T) {
 			`n.jsonl:1: row 1, column "text": the text is null`},
 		{"number as text", text1, []string{writeFile(t, dir, "m.jsonl", `{"text": 12, "label": 1}`)},
 			`m.jsonl:1: row 1, column "text": 12 is not a text (a string)`},
-		{"float label", text1, []string{writeFile(t, dir, "f.jsonl", `{"text": "x", "label": 0.5}`)},
+		{"float label, single-label", Spec{TextColumns: []string{"text"}, LabelColumn: "label", Problem: SingleLabel},
+			[]string{writeFile(t, dir, "f.jsonl", `{"text": "x", "label": 0.5}`)},
 			`f.jsonl:1: row 1, column "label": label 0.5 is not an integer, a string or a boolean`},
 		{"empty CSV label", text1, []string{writeFile(t, dir, "l.csv", "text,label\nx,\n")},
 			`l.csv:2: row 1, column "label": empty label`},
@@ -222,8 +224,8 @@ func TestBadInput(t *testing.T) {
 			`blank.parquet: row group 0, row 1, column "note": the label is null`},
 		{"list Parquet label", Spec{TextColumns: []string{"premise"}, LabelColumn: "tags"}, []string{tagged},
 			`tagged.parquet: column "tags" is a list or a group`},
-		{"float Parquet label", Spec{TextColumns: []string{"premise"}, LabelColumn: "score"}, []string{tagged},
-			`tagged.parquet: label column "score" holds DOUBLE values`},
+		{"float Parquet label, single-label", Spec{TextColumns: []string{"premise"}, LabelColumn: "score", Problem: SingleLabel},
+			[]string{tagged}, `tagged.parquet: row group 0, row 1, column "score": label 0.5 is not an integer, a string or a boolean`},
 		{"second file bad", text1, []string{writeFile(t, dir, "ok.csv", "text,label\nx,1\n"), writeFile(t, dir, "bad.csv", "text\nx\n")},
 			`bad.csv: no column "label" (the file has 1: "text")`},
 	}

@@ -10,10 +10,17 @@ import (
 	"strings"
 )
 
-// Labeled is one example of text classification: a text and its class.
+// Labeled is one example of text classification: a text and its class, or, for the task
+// shapes whose targets are numbers, its values.
 type Labeled struct {
-	Text  string
+	Text string
+	// Label is the class (single-label classification); 0 when Values is set.
 	Label int
+	// Values are the targets when they are numbers rather than one class: one value for
+	// regression, or one 0/1 flag per class for multi-label classification (the classes the
+	// text has are 1, as transformers' run_classification.py writes them). Nil for
+	// single-label classification. Every example of a batch has as many.
+	Values []float32
 }
 
 // LabeledFile is a text file whose lines all belong to one class, as in the sentiment dataset's

@@ -4,6 +4,7 @@ import (
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/internal/testutil"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -70,7 +71,7 @@ func TestReadLabeledFilesSkips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ds.Len() != 3 || ds[2] != (Labeled{"three", 5}) {
+	if ds.Len() != 3 || !reflect.DeepEqual(ds[2], Labeled{Text: "three", Label: 5}) {
 		t.Errorf("got %v", ds)
 	}
 	if sk.Count != 2 || !strings.HasPrefix(sk.First[0], a+":2: empty line") || !strings.HasPrefix(sk.First[1], b+":1: blank line") {
@@ -148,7 +149,7 @@ func TestLoadPolarityDir(t *testing.T) {
 	writeFile(t, dir, "x.pos", "good\nfine\n")
 	writeFile(t, dir, "x.neg", "bad\n")
 	ds, err := LoadPolarityDir(dir)
-	if err != nil || len(ds) != 3 || ds[0] != (Labeled{"good", 1}) || ds[2] != (Labeled{"bad", 0}) {
+	if err != nil || len(ds) != 3 || !reflect.DeepEqual(ds[0], Labeled{Text: "good", Label: 1}) || !reflect.DeepEqual(ds[2], Labeled{Text: "bad", Label: 0}) {
 		t.Fatalf("LoadPolarityDir = %v, %v", ds, err)
 	}
 	writeFile(t, dir, "y.pos", "more\n")

@@ -221,7 +221,7 @@ func TestLabeledTSV(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "train.tsv:4: got 1 tab-separated fields, want at least 2") {
 		t.Errorf("short line: %v", err)
 	}
-	if fmt.Sprint(got) != "[{good film 1} {bad film 0}]" {
+	if fmt.Sprint(got) != "[{good film 1 []} {bad film 0 []}]" {
 		t.Errorf("got %v", got)
 	}
 	bad := writeFile(t, t.TempDir(), "bad.tsv", "x\tone\n")

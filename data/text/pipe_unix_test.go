@@ -6,6 +6,7 @@ import (
 	"github.com/goaccel/goaccel/data"
 	"os"
 	"path/filepath"
+	"reflect"
 	"syscall"
 	"testing"
 	"time"
@@ -47,12 +48,12 @@ func TestLoadPolarityNamedPipes(t *testing.T) {
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		want := data.Slice[Labeled]{{"café good", 1}, {"fine", 1}, {"bad", 0}}
+		want := data.Slice[Labeled]{{Text: "café good", Label: 1}, {Text: "fine", Label: 1}, {Text: "bad", Label: 0}}
 		if len(r.ds) != len(want) {
 			t.Fatalf("got %v, want %v", r.ds, want)
 		}
 		for i := range want {
-			if r.ds[i] != want[i] {
+			if !reflect.DeepEqual(r.ds[i], want[i]) {
 				t.Errorf("example %d = %+v, want %+v", i, r.ds[i], want[i])
 			}
 		}

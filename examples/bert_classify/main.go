@@ -54,9 +54,12 @@ type options struct {
 	GradientCheckpointing, AsyncSave                                                 bool
 	Sharding                                                                         string // --sharding: accelerator.Config.Sharding
 	TrainFile, ValidationFile, TextColumnNames, LabelColumnName, TextColumnDelimiter string
+	ProblemType, LabelDelimiter                                                      string
 
-	// Labels is --train_file's label map (nil for the polarity data), set by loadData.
-	Labels *table.Labels
+	// Labels is --train_file's label map (nil for the polarity data and for regression),
+	// set by loadData, with the problem it chose (or --problem_type).
+	Labels  *table.Labels
+	Problem table.Problem
 }
 
 func defaultOptions() options {
@@ -84,6 +87,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.TextColumnNames, "text_column_names", o.TextColumnNames, "the text column(s) of --train_file, comma-separated")
 	fs.StringVar(&o.LabelColumnName, "label_column_name", o.LabelColumnName, "the label column of --train_file: integers or strings, numbered in sorted order; best/config.json names them (id2label)")
 	fs.StringVar(&o.TextColumnDelimiter, "text_column_delimiter", o.TextColumnDelimiter, "joins the texts of several --text_column_names")
+	fs.StringVar(&o.ProblemType, "problem_type", "", `what --label_column_name holds: "single_label_classification", "multi_label_classification" (a list, or names joined by --label_delimiter) or "regression" (a number); empty: from the labels, as run_classification.py (lists: multi-label, floats: regression)`)
+	fs.StringVar(&o.LabelDelimiter, "label_delimiter", "", `multi-label classification: the delimiter that joins an example's classes in a string label ("toxic|insult")`)
 	fs.StringVar(&o.ModelDir, "model_dir", "", "Hugging Face folder (config.json, model.safetensors, the tokenizer's files) or Hub id found in the local Hugging Face cache (org/name[@revision]) of a BERT, DistilBERT, ELECTRA, RoBERTa, XLM-RoBERTa or ModernBERT model; its label names (id2label), if any, must be the data's; empty: a tiny random BERT")
 	fs.StringVar(&o.OutputDir, "output_dir", "", "run directory; empty: runs/bert_classify-<time>, or the interrupted run of the same command")
 	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "number of epochs (also --num_train_epochs)")
@@ -194,8 +199,11 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	if o.Labels != nil {
-		acc.Printf("%d labels, in sorted order: %s", o.Labels.Len(), o.Labels)
+	switch {
+	case o.Problem == table.Regression:
+		acc.Printf("regression: one number per example (--problem_type %s)", o.Problem)
+	case o.Labels != nil:
+		acc.Printf("%d labels, in sorted order: %s (%s)", o.Labels.Len(), o.Labels, o.Problem)
 	}
 	m, err := loadModel(o)
 	if err != nil {
@@ -226,19 +234,20 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	if err != nil {
 		return nil, 0, nameFlags(err)
 	}
-	tr, err := trainer.New(acc, m.Classifier, opt, trainer.SingleLabelClassification(m.NumLabels(), m.Logits))
+	task, best := taskOf(o.Problem, m)
+	tr, err := trainer.New(acc, m.Classifier, opt, task)
 	if err != nil {
 		return nil, 0, err
 	}
 	acc.Printf("training on %d sentences, testing on %d", trainSet.Len(), testSet.Len())
-	res, err := tr.Fit(trainLoader, testLoader, fitConfig(o, dir, out, intr, loggers, m))
+	res, err := tr.Fit(trainLoader, testLoader, fitConfig(o, dir, out, intr, loggers, m, best))
 	if err != nil {
 		return nil, 0, nameFlags(err)
 	}
 	if res.Interrupted { // Fit saved the checkpoint and printed the command that resumes
 		return res, intr.ExitCode(), nil
 	}
-	acc.Printf("best test accuracy %.4f (step %d of %d); best model (a Hugging Face folder) in %s", res.Best,
+	acc.Printf("best test %s %.4f (step %d of %d); best model (a Hugging Face folder) in %s", best, res.Best,
 		res.BestStep, res.Steps, res.BestCheckpoint)
 	return res, 0, nil
 }
@@ -247,7 +256,7 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 // written as a Hugging Face folder, and the program's other flags in config.json (a resumed
 // run must have the same).
 func fitConfig(o options, dir string, out io.Writer, intr *trainer.Interrupt, loggers []trainer.Logger,
-	m *auto.Model) trainer.Config {
+	m *auto.Model, best string) trainer.Config {
 	epochs := o.Epochs
 	if o.MaxSteps > 0 { // --max_steps overrides --epochs, as in Hugging Face
 		epochs = 0
@@ -266,6 +275,7 @@ func fitConfig(o options, dir string, out io.Writer, intr *trainer.Interrupt, lo
 	if o.TrainFile != "" { // the column flags mean nothing without files
 		extra["train_file"], extra["validation_file"], extra["text_column_names"] = o.TrainFile, o.ValidationFile, o.TextColumnNames
 		extra["label_column_name"], extra["text_column_delimiter"] = o.LabelColumnName, o.TextColumnDelimiter
+		extra["problem_type"], extra["label_delimiter"] = string(o.Problem), o.LabelDelimiter
 	}
 	if m.Labels() != nil {
 		extra["labels"] = m.Labels()
@@ -273,7 +283,7 @@ func fitConfig(o options, dir string, out io.Writer, intr *trainer.Interrupt, lo
 	return trainer.Config{OutputDir: dir, Epochs: epochs, MaxSteps: int64(o.MaxSteps), LearningRate: lr,
 		Schedule: o.Schedule, WarmupSteps: o.WarmupSteps, WarmupRatio: o.WarmupRatio, ClipGradNorm: o.MaxGradNorm,
 		GradientAccumulation: o.GradAccum, EvalEvery: o.EvalSteps, LogEvery: o.LoggingSteps, SaveEvery: o.SaveSteps,
-		KeepLast: o.SaveTotalLimit, AsyncSave: o.AsyncSave, BestMetric: "accuracy", Patience: o.Patience,
+		KeepLast: o.SaveTotalLimit, AsyncSave: o.AsyncSave, BestMetric: best, Patience: o.Patience,
 		Output: out, Interrupt: intr, Loggers: loggers, Extra: extra,
 		SaveBest: m.SavePretrained, // best/: a Hugging Face folder of the model's family, tokenizer included
 	}
@@ -290,7 +300,8 @@ func loadData(o *options) (train, test data.Dataset[text.Labeled], err error) {
 		d := defaultOptions()
 		for _, f := range [][3]string{{"validation_file", o.ValidationFile, d.ValidationFile},
 			{"text_column_names", o.TextColumnNames, d.TextColumnNames}, {"label_column_name", o.LabelColumnName, d.LabelColumnName},
-			{"text_column_delimiter", o.TextColumnDelimiter, d.TextColumnDelimiter}} {
+			{"text_column_delimiter", o.TextColumnDelimiter, d.TextColumnDelimiter},
+			{"problem_type", o.ProblemType, d.ProblemType}, {"label_delimiter", o.LabelDelimiter, d.LabelDelimiter}} {
 			if f[1] != f[2] {
 				return nil, nil, fmt.Errorf("--%s %q needs --train_file", f[0], f[1])
 			}
@@ -303,16 +314,18 @@ func loadData(o *options) (train, test data.Dataset[text.Labeled], err error) {
 		}
 	case o.TrainFile != "":
 		spec := table.Spec{TextColumns: strings.Split(o.TextColumnNames, ","), LabelColumn: o.LabelColumnName,
-			TextDelimiter: o.TextColumnDelimiter}
+			TextDelimiter: o.TextColumnDelimiter, Problem: table.Problem(o.ProblemType), LabelDelimiter: o.LabelDelimiter}
 		if slices.Contains(spec.TextColumns, "") || o.LabelColumnName == "" {
 			return nil, nil, fmt.Errorf("--text_column_names %q, --label_column_name %q: a column name is empty",
 				o.TextColumnNames, o.LabelColumnName)
 		}
-		if all, o.Labels, err = table.Load(o.TrainFile, spec); err != nil {
-			return nil, nil, fmt.Errorf("--train_file: %w", err)
+		var tb *table.Table
+		if all, tb, err = table.Load(o.TrainFile, spec); err != nil {
+			return nil, nil, fmt.Errorf("--train_file: %w", nameTableFields(err))
 		}
-		if spec.Labels = o.Labels; o.ValidationFile != "" {
-			valid, _, err := table.Load(o.ValidationFile, spec) // the training files' label map
+		o.Labels, o.Problem = tb.Labels(), tb.Problem()
+		if spec.Labels, spec.Problem = o.Labels, o.Problem; o.ValidationFile != "" {
+			valid, _, err := table.Load(o.ValidationFile, spec) // the training files' label map and problem
 			if err != nil {
 				return nil, nil, fmt.Errorf("--validation_file: %w", err)
 			}
@@ -333,8 +346,12 @@ func loadData(o *options) (train, test data.Dataset[text.Labeled], err error) {
 // A --model_dir that names as many classes (a folder a run of this program wrote) lends its
 // names to unnamed data, and must have the same names as named data.
 func loadModel(o options) (*auto.Model, error) {
-	opts := auto.Options{MaxLen: o.MaxLen, NumLabels: 2, GradientCheckpointing: o.GradientCheckpointing}
-	if o.Labels != nil {
+	opts := auto.Options{MaxLen: o.MaxLen, NumLabels: 2, GradientCheckpointing: o.GradientCheckpointing,
+		ProblemType: string(o.Problem)}
+	switch {
+	case o.Problem == table.Regression:
+		opts.NumLabels = 1
+	case o.Labels != nil:
 		opts.NumLabels, opts.Labels = o.Labels.Len(), o.Labels.Names()
 	}
 	switch {
@@ -366,6 +383,25 @@ func loadModel(o options) (*auto.Model, error) {
 		return nil, fmt.Errorf("--model_dir %s: %w", o.ModelDir, err)
 	}
 	return m, nil
+}
+
+// taskOf is the one place where the problem picks the task and the metric that chooses the
+// best model: accuracy for one class per example, micro-averaged F1 for several, the mean
+// squared error (Fit's "loss", smaller is better) for a number.
+func taskOf(problem table.Problem, m *auto.Model) (trainer.Task, string) {
+	switch problem {
+	case table.MultiLabel:
+		return trainer.MultiLabelClassification(m.NumLabels(), m.Logits), "micro_f1"
+	case table.Regression:
+		return trainer.Regression(m.Logits), "loss"
+	}
+	return trainer.SingleLabelClassification(m.NumLabels(), m.Logits), "accuracy"
+}
+
+// nameTableFields renames the table Spec's fields in err to this program's flags.
+func nameTableFields(err error) error {
+	return fmt.Errorf("%s", strings.NewReplacer("Spec.Problem", "--problem_type", "Spec.LabelDelimiter", "--label_delimiter",
+		"Spec.Labels", "the label map").Replace(err.Error()))
 }
 
 // nameFlags renames the Config fields of the trainer's, the loader's and the optimizer's

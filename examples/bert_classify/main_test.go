@@ -215,7 +215,7 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		"dropout": "1", "test_size": "1.5", "mixed_precision": "fp8", "sharding": "fsdp", "devices": "-1",
 		"backend": "tpu", "workers": "-1", "report_to": "wandb", "logging_steps": "0",
 		"train_file": "/nonexistent/train.csv", "validation_file": "/nonexistent/dev.csv", "text_column_names": "",
-		"label_column_name": "", "text_column_delimiter": "|",
+		"label_column_name": "", "text_column_delimiter": "|", "problem_type": "ranking", "label_delimiter": "|",
 		"gradient_accumulation_steps": "0", "lr_scheduler_type": "cosine_restarts", "warmup_ratio": "1.5",
 		"warmup_steps": "-1", "max_grad_norm": "-1", "patience": "-1", "eval_steps": "-1", "save_steps": "-1",
 		"save_total_limit": "-1",

@@ -53,6 +53,11 @@ type Options struct {
 	// GradientCheckpointing recomputes each layer's activations in the backward pass
 	// (families that have it; an error for the others).
 	GradientCheckpointing bool
+	// ProblemType is what the head is trained for, as transformers' problem_type:
+	// "single_label_classification", "multi_label_classification" or "regression" (with
+	// NumLabels 1); it goes into the exported config.json, so that transformers computes
+	// the same loss. Empty: the folder's (single-label when it says none).
+	ProblemType string
 }
 
 // labels returns the class names to use, one per class, given the folder's count and
@@ -72,6 +77,9 @@ func (o Options) labels(folderCount int, folderNames []string) ([]string, error)
 		return o.Labels, nil
 	case n == 0:
 		n = folderCount
+	}
+	if o.ProblemType == "regression" {
+		return make([]string, n), nil // a regression head's outputs have no class names
 	}
 	if len(folderNames) == n {
 		return folderNames, nil

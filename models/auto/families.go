@@ -78,6 +78,12 @@ func BERT(clf *bert.Classifier, tok *bert.Tokenizer, opts Options) (*Model, erro
 		rate := *opts.Dropout
 		cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb, cfg.ClassifierDropout = rate, rate, &rate
 	}
+	if opts.ProblemType != "" {
+		if err := bert.ValidateProblemType(opts.ProblemType); err != nil {
+			return nil, fmt.Errorf("auto: ProblemType: %w", err)
+		}
+		cfg.ProblemType = opts.ProblemType
+	}
 	return &Model{Family: cfg.Family(), Classifier: clf, Tokenizer: tok, logits: clf.Logits,
 		labels: func() []string { return cfg.Labels }, numLabels: func() int { return cfg.NumLabels },
 		save: func(dir string) error { return bert.SavePretrained(dir, clf, tok) }}, nil
@@ -87,6 +93,9 @@ func BERT(clf *bert.Classifier, tok *bert.Tokenizer, opts Options) (*Model, erro
 func loadModernBERT(dir string, store *model.Store, opts Options) (*Model, error) {
 	if opts.GradientCheckpointing {
 		return nil, fmt.Errorf("auto: %s: gradient checkpointing is not supported for model_type modernbert (the bert family has it)", dir)
+	}
+	if p := opts.ProblemType; p != "" && p != "single_label_classification" {
+		return nil, fmt.Errorf("auto: %s: problem_type %q is not supported for model_type modernbert yet (the bert family has it)", dir, p)
 	}
 	if opts.MaxLen == 0 {
 		opts.MaxLen = bert.DefaultMaxLen

@@ -64,6 +64,12 @@ type Config struct {
 	// problem_type "single_label_classification" (the head's softmax and cross-entropy);
 	// ParseConfig reads id2label.
 	Labels []string `json:"-"`
+	// ProblemType is transformers' problem_type, what the head is trained for: empty or
+	// "single_label_classification" (softmax and cross-entropy), "multi_label_classification"
+	// (a sigmoid per class and binary cross-entropy) or "regression" (mean squared error).
+	// The head is the same linear layer for all three: it only says which loss transformers
+	// computes with the folder. ParseConfig reads it; JSON writes it.
+	ProblemType string `json:"-"`
 	// ModelType is HF's model_type, the family: "bert" (or empty), "roberta", "distilbert"
 	// or "electra"; other encoders are refused, naming the supported ones.
 	ModelType string `json:"model_type"`
@@ -138,6 +144,7 @@ func ParseConfig(contents []byte, name string) (Config, error) {
 		NumLabels *int           `json:"num_labels"`
 		ID2Label  map[string]any `json:"id2label"`
 		Label2ID  map[string]any `json:"label2id"`
+		Problem   *string        `json:"problem_type"`
 	}
 	if err := json.Unmarshal(contents, &head); err != nil {
 		return Config{}, fmt.Errorf("bert: parsing %s: %w", name, err)
@@ -175,6 +182,9 @@ func ParseConfig(contents []byte, name string) (Config, error) {
 	}
 	if cfg.NumLabels != len(cfg.Labels) { // an explicit num_labels wins, as in transformers, and the names go
 		cfg.Labels = nil
+	}
+	if head.Problem != nil {
+		cfg.ProblemType = *head.Problem
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, fmt.Errorf("bert: %s: %w", name, err)
@@ -288,6 +298,9 @@ func (c Config) Validate() error {
 	if f == nil {
 		return unsupportedFamily(c.ModelType)
 	}
+	if err := ValidateProblemType(c.ProblemType); err != nil {
+		return err
+	}
 	typeVocab := c.TypeVocabSize
 	if !f.tokenTypes {
 		typeVocab = 1 // not used
@@ -390,7 +403,7 @@ func (c Config) JSON() ([]byte, error) {
 	out := c
 	out.Architectures = []string{f.architecture}
 	out.ModelType = f.modelType
-	head := headJSON{ID2Label: map[string]string{}, Label2ID: map[string]int{}, ProblemType: singleLabel}
+	head := headJSON{ID2Label: map[string]string{}, Label2ID: map[string]int{}, ProblemType: ProblemTypeOrDefault(c.ProblemType)}
 	for i := range c.NumLabels {
 		head.ID2Label[strconv.Itoa(i)] = c.labelName(i)
 		head.Label2ID[c.labelName(i)] = i
@@ -420,8 +433,29 @@ func (c Config) JSON() ([]byte, error) {
 }
 
 // singleLabel is transformers' problem_type of a softmax classifier trained with
-// cross-entropy, the head of Classifier.
+// cross-entropy, the head of Classifier unless Config.ProblemType says otherwise.
 const singleLabel = "single_label_classification"
+
+// problemTypes are the problem_type values transformers' sequence classifiers know.
+var problemTypes = []string{singleLabel, "multi_label_classification", "regression"}
+
+// ValidateProblemType refuses a problem_type transformers does not know (empty is
+// single-label classification).
+func ValidateProblemType(p string) error {
+	if p != "" && !slices.Contains(problemTypes, p) {
+		return fmt.Errorf("problem_type %q: want %s (or none: %s)", p, strings.Join(problemTypes, ", "), singleLabel)
+	}
+	return nil
+}
+
+// ProblemTypeOrDefault is p, or single_label_classification when p is empty: what
+// config.json says.
+func ProblemTypeOrDefault(p string) string {
+	if p == "" {
+		return singleLabel
+	}
+	return p
+}
 
 // headJSON is what config.json says of the classification head besides num_labels.
 type headJSON struct {

@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -17,8 +18,8 @@ func TestPolarityReadsLikeLoadPolarity(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := Polarity()
-	if len(got) != 800 || !slices.Equal(got, want) {
-		t.Fatalf("Polarity has %d sentences; LoadPolarity %d; equal: %v", len(got), len(want), slices.Equal(got, want))
+	if len(got) != 800 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Polarity has %d sentences; LoadPolarity %d; equal: %v", len(got), len(want), reflect.DeepEqual(got, want))
 	}
 	if v := Vocab(); len(v) < 5 || slices.Contains(v, "") {
 		t.Fatalf("Vocab has %d tokens, or an empty one", len(v))
