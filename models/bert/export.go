@@ -3,16 +3,10 @@ package bert
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 
-	"github.com/goaccel/goaccel/checkpoint/safetensors"
 	"github.com/goaccel/goaccel/internal/fsutil"
-	"github.com/gomlx/compute/dtypes"
 )
 
 // SavePretrained writes the classifier as a Hugging Face folder of its family's sequence
@@ -30,49 +24,16 @@ func SavePretrained(dir string, c *Classifier, tok *Tokenizer) error {
 		return fmt.Errorf("bert: SavePretrained: tokenizer has %d tokens but the model's vocab_size is %d",
 			tok.VocabSize(), c.Config.VocabSize)
 	}
-	var list []safetensors.Named
-	for _, spec := range c.Config.Tensors() {
-		path, _ := VarPath(spec.Name)
-		v := c.store.GetVariable(path)
-		if v == nil || !v.HasValue() {
-			return fmt.Errorf("bert: SavePretrained: variable %s (%s) has no value yet", path, spec.Name)
-		}
-		if !slices.Equal(v.Shape().Dimensions, spec.Dims) {
-			return fmt.Errorf("bert: SavePretrained: variable %s has shape %s, config wants %v", path, v.Shape(), spec.Dims)
-		}
-		if dtype := v.Shape().DType; dtype != dtypes.Float32 {
-			return fmt.Errorf("bert: SavePretrained: variable %s is %s, want float32", path, dtype)
-		}
-		value, err := v.Value()
-		if err != nil {
-			return fmt.Errorf("bert: SavePretrained: reading variable %s: %w", path, err)
-		}
-		list = append(list, safetensors.Named{Name: spec.Name, Tensor: value})
-	}
-	// Tensors sorted by name, like the files transformers writes.
-	slices.SortFunc(list, func(a, b safetensors.Named) int { return strings.Compare(a.Name, b.Name) })
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("bert: SavePretrained: %w", err)
-	}
 	cfgJSON, err := c.Config.JSON()
 	if err != nil {
 		return fmt.Errorf("bert: SavePretrained: encoding config: %w", err)
 	}
-	if err := fsutil.WriteFileAtomic(filepath.Join(dir, "config.json"), append(cfgJSON, '\n')); err != nil {
+	varPath := func(name string) string { p, _ := VarPath(name); return p }
+	if err := WriteFolder(dir, c.store, c.Config.Tensors(), varPath, cfgJSON); err != nil {
 		return fmt.Errorf("bert: SavePretrained: %w", err)
 	}
 	if tok != nil {
-		if err := tok.writeFiles(dir, c.Config); err != nil {
-			return err
-		}
-	}
-	// transformers wants the metadata {"format": "pt"} to accept a safetensors file.
-	err = fsutil.WriteAtomic(filepath.Join(dir, "model.safetensors"), func(w io.Writer) error {
-		_, err := safetensors.Write(w, list, map[string]string{"format": "pt"})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("bert: SavePretrained: %w", err)
+		return tok.writeFiles(dir, c.Config)
 	}
 	return nil
 }

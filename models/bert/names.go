@@ -21,52 +21,35 @@ type TensorSpec struct {
 	Dims []int
 }
 
-// specList collects tensor specs.
-type specList []TensorSpec
-
-func (l *specList) add(name string, dims ...int) { *l = append(*l, TensorSpec{name, dims}) }
-
-// dense adds a torch.nn.Linear's weight [out, in] and bias [out].
-func (l *specList) dense(name string, out, in int) {
-	l.add(name+".weight", out, in)
-	l.add(name+".bias", out)
-}
-
-// norm adds a LayerNorm's weight and bias [width].
-func (l *specList) norm(name string, width int) {
-	l.add(name+".weight", width)
-	l.add(name+".bias", width)
-}
-
 // EncoderTensors lists the tensors of the encoder (embeddings, layers, and the pooler for
 // BERT) for this configuration, in a fixed order, with HF names (the family's prefix,
 // "bert.", "roberta.", "distilbert." or "electra.").
 func (c Config) EncoderTensors() []TensorSpec {
 	f := c.family()
 	h, e := c.HiddenSize, c.embeddingSize()
-	var l specList
+	var l TensorList
 	emb := joinName(f.prefix, "embeddings")
-	l.add(emb+".word_embeddings.weight", c.VocabSize, e)
-	l.add(emb+".position_embeddings.weight", c.MaxPositionEmbeddings, e)
+	l.Add(emb+".word_embeddings.weight", c.VocabSize, e)
+	l.Add(emb+".position_embeddings.weight", c.MaxPositionEmbeddings, e)
 	if f.tokenTypes {
-		l.add(emb+".token_type_embeddings.weight", c.TypeVocabSize, e)
+		l.Add(emb+".token_type_embeddings.weight", c.TypeVocabSize, e)
 	}
-	l.norm(emb+".LayerNorm", e)
+	l.Norm(emb+".LayerNorm", e, true)
 	if c.projectsEmbeddings() {
-		l.dense(f.prefix+".embeddings_project", h, e)
+		l.Linear(f.prefix+".embeddings_project", h, e, true)
 	}
 	for i := range c.NumHiddenLayers {
 		p := fmt.Sprintf("%s.%s.%d.", f.prefix, f.layers, i)
 		for _, name := range []string{f.layer.query, f.layer.key, f.layer.value, f.layer.attnOut} {
-			l.dense(p+name, h, h)
+			l.Linear(p+name, h, h, true)
 		}
-		l.norm(p+f.layer.attnNorm, h)
-		l.dense(p+f.layer.ffnIn, c.IntermediateSize, h)
-		l.dense(p+f.layer.ffnOut, h, c.IntermediateSize)
-		l.norm(p+f.layer.outNorm, h)
+		l.Norm(p+f.layer.attnNorm, h, true)
+		l.Linear(p+f.layer.ffnIn, c.IntermediateSize, h, true)
+		l.Linear(p+f.layer.ffnOut, h, c.IntermediateSize, true)
+		l.Norm(p+f.layer.outNorm, h, true)
 	}
 	if f.pooler {
-		l.dense(f.prefix+".pooler.dense", h, h)
+		l.Linear(f.prefix+".pooler.dense", h, h, true)
 	}
 	return l
 }
@@ -76,16 +59,16 @@ func (c Config) EncoderTensors() []TensorSpec {
 // DistilBERT; "classifier.dense.*" [hidden, hidden] and "classifier.out_proj.*" [num_labels,
 // hidden] for RoBERTa and ELECTRA.
 func (c Config) HeadTensors() []TensorSpec {
-	var l specList
+	var l TensorList
 	switch c.family().head {
 	case headPooled:
-		l.dense("classifier", c.NumLabels, c.HiddenSize)
+		l.Linear("classifier", c.NumLabels, c.HiddenSize, true)
 	case headPreClassify:
-		l.dense("pre_classifier", c.HiddenSize, c.HiddenSize)
-		l.dense("classifier", c.NumLabels, c.HiddenSize)
+		l.Linear("pre_classifier", c.HiddenSize, c.HiddenSize, true)
+		l.Linear("classifier", c.NumLabels, c.HiddenSize, true)
 	case headDenseOut:
-		l.dense("classifier.dense", c.HiddenSize, c.HiddenSize)
-		l.dense("classifier.out_proj", c.NumLabels, c.HiddenSize)
+		l.Linear("classifier.dense", c.HiddenSize, c.HiddenSize, true)
+		l.Linear("classifier.out_proj", c.NumLabels, c.HiddenSize, true)
 	}
 	return l
 }

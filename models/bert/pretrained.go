@@ -244,23 +244,9 @@ func checkEncoderWeights(dir string, cfg Config, withHead bool) ([]string, error
 			unexpected = append(unexpected, src.stName)
 		}
 	}
-	sort.Strings(unexpected)
-	var msgs []string
-	if len(missing) > 0 {
-		msgs = append(msgs, fmt.Sprintf("%d missing tensors: %s", len(missing), listNames(missing)))
+	if err := weightsMismatch(strings.Join(files, ", "), filepath.Join(dir, "config.json"), missing, problems, unexpected, cfg.NumHiddenLayers); err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
 	}
-	if len(problems) > 0 {
-		msgs = append(msgs, fmt.Sprintf("%d tensors with the wrong shape: %s", len(problems), listNames(problems)))
-	}
-	if len(unexpected) > 0 {
-		msgs = append(msgs, fmt.Sprintf("%d unexpected tensors (another architecture, or more layers than num_hidden_layers=%d): %s",
-			len(unexpected), cfg.NumHiddenLayers, listNames(unexpected)))
-	}
-	if len(msgs) > 0 {
-		return nil, fmt.Errorf("bert: weights in %s do not match %s: %s",
-			strings.Join(files, ", "), filepath.Join(dir, "config.json"), strings.Join(msgs, "; "))
-	}
-
 	return files, nil
 }
 

@@ -3,11 +3,17 @@ package bert
 import (
 	"fmt"
 	"slices"
+	"strings"
+
+	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
+	"github.com/gomlx/gomlx/ml/layers/activation"
+	"github.com/gomlx/gomlx/support/exceptions"
 )
 
-// The functions below are the parts of this package's handling of Hugging Face folders that
-// the other model packages (models/modernbert) share, so that every family reads labels and
-// words its errors the same way.
+// The functions below are the parts of this package's handling of Hugging Face folders and
+// layers that the other model packages (models/modernbert, models/deberta) share, so that
+// every family reads labels, lists tensors, names variables and words its errors the same
+// way.
 
 // ParseLabels reads a config.json's id2label (class ids "0" to "n-1" as keys) and label2id,
 // as encoding/json decodes them into map[string]any, into class names by class id, checking
@@ -41,3 +47,63 @@ func ValidateLabels(labels []string, numLabels int) error {
 
 // ListNames joins names for an error message, the first eight and a count of the others.
 func ListNames(names []string) string { return listNames(names) }
+
+// TensorList collects the tensors of a model in Hugging Face layout, as the families'
+// EncoderTensors and the like list them.
+type TensorList []TensorSpec
+
+// Add appends the tensor name of shape dims.
+func (l *TensorList) Add(name string, dims ...int) { *l = append(*l, TensorSpec{name, dims}) }
+
+// Linear appends a torch.nn.Linear's weight [out, in] and, with bias, its bias [out].
+func (l *TensorList) Linear(name string, out, in int, bias bool) {
+	l.Add(name+".weight", out, in)
+	if bias {
+		l.Add(name+".bias", out)
+	}
+}
+
+// Norm appends a LayerNorm's weight [width] and, with bias, its bias.
+func (l *TensorList) Norm(name string, width int, bias bool) {
+	l.Add(name+".weight", width)
+	if bias {
+		l.Add(name+".bias", width)
+	}
+}
+
+// DottedVarPath is the model.Store variable path (with a leading "/") of a HF tensor name
+// whose dots become scope separators: "model.final_norm.weight" -> "/model/final_norm/weight"
+// (the naming of models/modernbert and models/deberta).
+func DottedVarPath(hfName string) string { return "/" + strings.ReplaceAll(hfName, ".", "/") }
+
+// DottedHFName is the inverse of DottedVarPath, with or without the leading "/".
+func DottedHFName(varPath string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(varPath, "/"), "/", ".")
+}
+
+// Activations lists the activation names (config.json's hidden_act, hidden_activation,
+// pooler_hidden_act...) that Activate computes, with transformers' meaning: "gelu" is the
+// exact (erf) GELU, "gelu_new" and "gelu_pytorch_tanh" its tanh approximation, "silu" and
+// "swish" x·sigmoid(x).
+func Activations() []string {
+	return []string{"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh"}
+}
+
+// Activate applies the activation named (one of Activations) to x; another name panics
+// (a Config's Validate refuses it first).
+func Activate(name string, x *Node) *Node {
+	switch name {
+	case "gelu":
+		return activation.Gelu(x)
+	case "gelu_new", "gelu_pytorch_tanh":
+		return activation.GeluApproximate(x)
+	case "relu":
+		return activation.Relu(x)
+	case "silu", "swish":
+		return activation.Swish(x)
+	case "tanh":
+		return Tanh(x)
+	}
+	exceptions.Panicf("activation %q is not supported (the Config's Validate refuses it; was the Config changed after?)", name)
+	return nil
+}

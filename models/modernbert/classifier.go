@@ -10,7 +10,6 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
-	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/nn"
 	"github.com/gomlx/gomlx/support/exceptions"
@@ -104,25 +103,9 @@ func (c *Classifier) Head(s *model.Scope, pooled *Node) *Node {
 	}
 	hs := s.At("head")
 	x := c.linear(hs.At("dense"), pooled, cfg.HiddenSize, cfg.ClassifierBias, c.outStd())
-	x = c.layerNorm(hs.At("norm"), activate(cfg.ClassifierActivation, x))
+	x = c.layerNorm(hs.At("norm"), bert.Activate(cfg.ClassifierActivation, x))
 	x = bert.Dropout(s.At("drop"), x, cfg.ClassifierDropout)
 	return c.linear(s.At("classifier"), x, cfg.NumLabels, true, 1/math.Sqrt(float64(cfg.HiddenSize)))
-}
-
-// activate applies the activation named (one of Activations) to x.
-func activate(name string, x *Node) *Node {
-	switch name {
-	case "gelu":
-		return activation.Gelu(x)
-	case "gelu_new", "gelu_pytorch_tanh":
-		return activation.GeluApproximate(x)
-	case "relu":
-		return activation.Relu(x)
-	case "silu", "swish":
-		return activation.Swish(x)
-	}
-	exceptions.Panicf("modernbert: activation %q is not supported (Config.Validate refuses it; was the Config changed after?)", name)
-	return nil
 }
 
 // inStd and outStd are transformers' standard deviations of fresh weights: "in" for the

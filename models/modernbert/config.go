@@ -110,11 +110,10 @@ type Config struct {
 }
 
 // Activations lists the activation names (hidden_activation, classifier_activation) this
-// package computes, with transformers' meaning: "gelu" is the exact (erf) GELU, "gelu_new"
-// and "gelu_pytorch_tanh" its tanh approximation, "silu" and "swish" x·sigmoid(x).
-func Activations() []string {
-	return []string{"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish"}
-}
+// package computes, with transformers' meaning (models/bert's Activations): "gelu" is the
+// exact (erf) GELU, "gelu_new" and "gelu_pytorch_tanh" its tanh approximation, "silu" and
+// "swish" x·sigmoid(x).
+func Activations() []string { return bert.Activations() }
 
 // defaultConfig holds ModernBertConfig's defaults (ModernBERT-base's shape), used for the
 // keys a config.json leaves out.
@@ -134,8 +133,8 @@ const defaultGlobalEvery = 3
 
 // ropeParams is one entry of config.json's rope_parameters.
 type ropeParams struct {
-	RopeType  string   `json:"rope_type"`
-	RopeTheta *pyFloat `json:"rope_theta"`
+	RopeType  string        `json:"rope_type"`
+	RopeTheta *bert.PyFloat `json:"rope_theta"`
 }
 
 // fileKeys are the config.json keys read besides Config's own fields.
@@ -357,7 +356,7 @@ func (c Config) JSON() ([]byte, error) {
 		Label2ID       map[string]int        `json:"label2id"`
 		ProblemType    string                `json:"problem_type"`
 	}
-	global, local := pyFloat(c.GlobalRopeTheta), pyFloat(c.LocalRopeTheta)
+	global, local := bert.PyFloat(c.GlobalRopeTheta), bert.PyFloat(c.LocalRopeTheta)
 	e := extra{ModelType: "modernbert", Architectures: []string{"ModernBertForSequenceClassification"},
 		GlobalEvery: c.globalEvery(), ID2Label: map[string]string{}, Label2ID: map[string]int{},
 		ProblemType: "single_label_classification",
@@ -373,24 +372,11 @@ func (c Config) JSON() ([]byte, error) {
 	return json.MarshalIndent(struct {
 		Config
 		extra
-		InitializerRange        pyFloat `json:"initializer_range"`
-		InitializerCutoffFactor pyFloat `json:"initializer_cutoff_factor"`
-		NormEps                 pyFloat `json:"norm_eps"`
-		GlobalRopeTheta         pyFloat `json:"global_rope_theta"`
-		LocalRopeTheta          pyFloat `json:"local_rope_theta"`
-	}{c, e, pyFloat(c.InitializerRange), pyFloat(c.InitializerCutoffFactor), pyFloat(c.NormEps),
-		pyFloat(global), pyFloat(local)}, "", "  ")
-}
-
-// pyFloat is a float64 that JSON writes as Python reads a float, with a decimal point or an
-// exponent: 2 is written 2.0.
-type pyFloat float64
-
-// MarshalJSON writes f with a decimal point or an exponent.
-func (f pyFloat) MarshalJSON() ([]byte, error) {
-	out, err := json.Marshal(float64(f))
-	if err == nil && !strings.ContainsAny(string(out), ".eE") {
-		out = append(out, ".0"...)
-	}
-	return out, err
+		InitializerRange        bert.PyFloat `json:"initializer_range"`
+		InitializerCutoffFactor bert.PyFloat `json:"initializer_cutoff_factor"`
+		NormEps                 bert.PyFloat `json:"norm_eps"`
+		GlobalRopeTheta         bert.PyFloat `json:"global_rope_theta"`
+		LocalRopeTheta          bert.PyFloat `json:"local_rope_theta"`
+	}{c, e, bert.PyFloat(c.InitializerRange), bert.PyFloat(c.InitializerCutoffFactor), bert.PyFloat(c.NormEps),
+		bert.PyFloat(global), bert.PyFloat(local)}, "", "  ")
 }

@@ -109,7 +109,7 @@ func (c *Classifier) layer(s *model.Scope, index int, x, mask *Node, rope [2]*No
 	last := wi.Rank() - 1
 	input := SliceAxis(wi, last, AxisRange(0, cfg.IntermediateSize))
 	gate := SliceAxis(wi, last, AxisRange(cfg.IntermediateSize, 2*cfg.IntermediateSize))
-	y := bert.Dropout(ms.At("drop"), Mul(activate(cfg.HiddenActivation, input), gate), cfg.MLPDropout)
+	y := bert.Dropout(ms.At("drop"), Mul(bert.Activate(cfg.HiddenActivation, input), gate), cfg.MLPDropout)
 	return Add(x, c.linear(ms.At("Wo"), y, cfg.HiddenSize, cfg.MLPBias, c.outStd()))
 }
 

@@ -16,47 +16,26 @@ import (
 // over several families lists tensors the same way.
 type TensorSpec = bert.TensorSpec
 
-// specList collects tensor specs.
-type specList []TensorSpec
-
-func (l *specList) add(name string, dims ...int) { *l = append(*l, TensorSpec{Name: name, Dims: dims}) }
-
-// linear adds a torch.nn.Linear's weight [out, in] and, with bias, its bias [out].
-func (l *specList) linear(name string, out, in int, bias bool) {
-	l.add(name+".weight", out, in)
-	if bias {
-		l.add(name+".bias", out)
-	}
-}
-
-// norm adds a LayerNorm's weight [width] and, with bias, its bias.
-func (l *specList) norm(name string, width int, bias bool) {
-	l.add(name+".weight", width)
-	if bias {
-		l.add(name+".bias", width)
-	}
-}
-
 // EncoderTensors lists the tensors of the encoder (ModernBertModel, under "model."): token
 // embeddings and their norm, each layer's attn_norm (not layer 0's), Wqkv, Wo, mlp_norm, Wi and
 // Wo, and final_norm. Biases appear as the config's norm_bias, attention_bias and mlp_bias say.
 func (c Config) EncoderTensors() []TensorSpec {
 	h := c.HiddenSize
-	var l specList
-	l.add("model.embeddings.tok_embeddings.weight", c.VocabSize, h)
-	l.norm("model.embeddings.norm", h, c.NormBias)
+	var l bert.TensorList
+	l.Add("model.embeddings.tok_embeddings.weight", c.VocabSize, h)
+	l.Norm("model.embeddings.norm", h, c.NormBias)
 	for i := range c.NumHiddenLayers {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		if i > 0 {
-			l.norm(p+"attn_norm", h, c.NormBias)
+			l.Norm(p+"attn_norm", h, c.NormBias)
 		}
-		l.linear(p+"attn.Wqkv", 3*h, h, c.AttentionBias)
-		l.linear(p+"attn.Wo", h, h, c.AttentionBias)
-		l.norm(p+"mlp_norm", h, c.NormBias)
-		l.linear(p+"mlp.Wi", 2*c.IntermediateSize, h, c.MLPBias)
-		l.linear(p+"mlp.Wo", h, c.IntermediateSize, c.MLPBias)
+		l.Linear(p+"attn.Wqkv", 3*h, h, c.AttentionBias)
+		l.Linear(p+"attn.Wo", h, h, c.AttentionBias)
+		l.Norm(p+"mlp_norm", h, c.NormBias)
+		l.Linear(p+"mlp.Wi", 2*c.IntermediateSize, h, c.MLPBias)
+		l.Linear(p+"mlp.Wo", h, c.IntermediateSize, c.MLPBias)
 	}
-	l.norm("model.final_norm", h, c.NormBias)
+	l.Norm("model.final_norm", h, c.NormBias)
 	return l
 }
 
@@ -65,17 +44,17 @@ func (c Config) EncoderTensors() []TensorSpec {
 // checkpoint such as answerdotai/ModernBERT-base has them, and transformers starts a
 // classifier from them.
 func (c Config) PredictionHeadTensors() []TensorSpec {
-	var l specList
-	l.linear("head.dense", c.HiddenSize, c.HiddenSize, c.ClassifierBias)
-	l.norm("head.norm", c.HiddenSize, c.NormBias)
+	var l bert.TensorList
+	l.Linear("head.dense", c.HiddenSize, c.HiddenSize, c.ClassifierBias)
+	l.Norm("head.norm", c.HiddenSize, c.NormBias)
 	return l
 }
 
 // ClassifierTensors lists the final classifier's tensors, "classifier.weight" [num_labels,
 // hidden] and "classifier.bias" [num_labels].
 func (c Config) ClassifierTensors() []TensorSpec {
-	var l specList
-	l.linear("classifier", c.NumLabels, c.HiddenSize, true)
+	var l bert.TensorList
+	l.Linear("classifier", c.NumLabels, c.HiddenSize, true)
 	return l
 }
 
@@ -87,13 +66,11 @@ func (c Config) Tensors() []TensorSpec {
 
 // VarPath returns the model.Store variable path (with a leading "/") of a HF tensor name:
 // "model.final_norm.weight" -> "/model/final_norm/weight".
-func VarPath(hfName string) string { return "/" + strings.ReplaceAll(hfName, ".", "/") }
+func VarPath(hfName string) string { return bert.DottedVarPath(hfName) }
 
 // HFName is the inverse of VarPath: the HF tensor name of a variable path, with or without
 // the leading "/".
-func HFName(varPath string) string {
-	return strings.ReplaceAll(strings.TrimPrefix(varPath, "/"), "/", ".")
-}
+func HFName(varPath string) string { return bert.DottedHFName(varPath) }
 
 // canonicalName adds the "model." prefix to the encoder tensors of a bare ModernBertModel
 // checkpoint, whose names start at "embeddings.", "layers." or "final_norm.".
