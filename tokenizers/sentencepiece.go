@@ -46,8 +46,8 @@ type sentencePieceModel struct {
 // and builds the pipeline transformers' conversion of it (DebertaV2TokenizerFast's) writes
 // in tokenizer.json:
 //
-//   - normalizer: the precompiled_charsmap (Precompiled) when the normalizer spec has one;
-//     with remove_extra_whitespaces, Strip on the right and runs of spaces made one space;
+//   - normalizer: the precompiled_charsmap (Precompiled), which the normalizer spec must
+//     have; with remove_extra_whitespaces, Strip on the right and runs of spaces made one space;
 //   - pre-tokenizer: Metaspace (▁), prepend_scheme "always" with add_dummy_prefix ("never"
 //     without), split;
 //   - model: Unigram over the pieces and their scores, trainer_spec's unk_id and
@@ -67,25 +67,25 @@ func LoadSentencePiece(path string, opts SentencePieceOptions) (*Tokenizer, erro
 	if !m.unigram {
 		return nil, fmt.Errorf("tokenizers: %s: a SentencePiece model whose type is not Unigram is not supported", path)
 	}
+	if len(m.charsmap) == 0 {
+		// transformers 5's DebertaV2Tokenizer then normalizes otherwise (whitespace runs and
+		// control characters to one space, NFC), which is not built here.
+		return nil, fmt.Errorf("tokenizers: %s: a SentencePiece model without a precompiled_charsmap (normalizer_spec) is not supported", path)
+	}
 	u, err := NewUnigram(m.pieces, m.scores, m.unkID, m.byteFallback)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizers: %s: %w", path, err)
 	}
 	t := &Tokenizer{model: u, source: path}
-	var norm NormalizerSequence
-	if len(m.charsmap) > 0 {
-		p, err := NewPrecompiled(m.charsmap)
-		if err != nil {
-			return nil, fmt.Errorf("tokenizers: %s: %w", path, err)
-		}
-		norm = append(norm, p)
+	p, err := NewPrecompiled(m.charsmap)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizers: %s: %w", path, err)
 	}
+	norm := NormalizerSequence{p}
 	if m.removeExtraWhitespaces {
 		norm = append(norm, Strip{Right: true}, Replace{Pattern: regexp.MustCompile(" {2,}"), Content: " "})
 	}
-	if len(norm) > 0 {
-		t.normalizer = norm
-	}
+	t.normalizer = norm
 	scheme := "never"
 	if m.addDummyPrefix {
 		scheme = "always"

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/goaccel/goaccel/tokenizers/tokparity"
 )
 
@@ -176,8 +178,8 @@ func TestSentencePieceParityDeBERTa(t *testing.T) {
 	checkUnigramParity(t, f, tok, pad)
 }
 
-// TestSentencePieceErrors: a file that is not a SentencePiece model, and cls or sep tokens
-// the model lacks, are errors naming the file.
+// TestSentencePieceErrors: a file that is not a SentencePiece model, cls or sep tokens the
+// model lacks, and a model without a precompiled_charsmap are errors naming the file.
 func TestSentencePieceErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "spm.model")
@@ -185,6 +187,24 @@ func TestSentencePieceErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := filepath.Join("testdata", "deberta", "spm.model")
+	// A model without a normalizer spec (so without precompiled_charsmap): its pieces only.
+	var proto []byte
+	for _, piece := range []struct {
+		text string
+		kind uint64
+	}{{"[PAD]", pieceControl}, {"[CLS]", pieceControl}, {"[SEP]", pieceControl}, {"[UNK]", pieceUnknown}, {"\u2581a", pieceNormal}} {
+		var p []byte
+		p = protowire.AppendTag(p, 1, protowire.BytesType)
+		p = protowire.AppendString(p, piece.text)
+		p = protowire.AppendTag(p, 3, protowire.VarintType)
+		p = protowire.AppendVarint(p, piece.kind)
+		proto = protowire.AppendTag(proto, 1, protowire.BytesType)
+		proto = protowire.AppendBytes(proto, p)
+	}
+	plain := filepath.Join(dir, "plain.model")
+	if err := os.WriteFile(plain, proto, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		path string
 		opts SentencePieceOptions
@@ -192,6 +212,7 @@ func TestSentencePieceErrors(t *testing.T) {
 	}{
 		{bad, SentencePieceOptions{Cls: "[CLS]", Sep: "[SEP]"}, "reading the SentencePiece model"},
 		{good, SentencePieceOptions{Cls: "<s>", Sep: "</s>"}, `no piece "<s>" or "</s>"`},
+		{plain, SentencePieceOptions{Cls: "[CLS]", Sep: "[SEP]"}, "without a precompiled_charsmap"},
 	} {
 		_, err := LoadSentencePiece(c.path, c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.path) {
