@@ -66,18 +66,30 @@ func (t *Tokenizer) writeFiles(dir string, cfg Config) error {
 			"unk_token":              t.tokens[seg.unk],
 			"added_tokens_decoder":   t.addedDecoder(),
 		}
-	case nil: // a Unigram tokenizer.json (XLM-RoBERTa's)
-		if err := fsutil.WriteFileAtomic(filepath.Join(dir, "tokenizer.json"), t.json); err != nil {
+	case nil: // a Unigram tokenizer.json (XLM-RoBERTa's, DeBERTa's), or DeBERTa's spm.model
+		name, contents := "tokenizer.json", t.json
+		if t.spm != nil {
+			name, contents = "spm.model", t.spm
+		}
+		if err := fsutil.WriteFileAtomic(filepath.Join(dir, name), contents); err != nil {
 			return fmt.Errorf("bert: SavePretrained: %w", err)
 		}
+		fam := t.uniFamily
 		cls, sep, pad := t.tokens[t.special.cls], t.tokens[t.special.sep], t.tokens[t.special.pad]
 		tokCfg = map[string]any{
-			"tokenizer_class": "XLMRobertaTokenizer", "model_max_length": maxLen,
+			"tokenizer_class": fam.class, "model_max_length": maxLen,
 			"bos_token": cls, "cls_token": cls, "eos_token": sep, "sep_token": sep, "pad_token": pad,
 		}
+		if fam.class == debertaUnigram.class {
+			tokCfg["do_lower_case"], tokCfg["split_by_punct"] = false, false
+		}
 		for _, name := range []string{"unk", "mask"} {
-			if _, ok := t.ids["<"+name+">"]; ok {
-				tokCfg[name+"_token"] = "<" + name + ">"
+			token := fam.unk
+			if name == "mask" {
+				token = fam.mask
+			}
+			if _, ok := t.ids[token]; ok {
+				tokCfg[name+"_token"] = token
 			}
 		}
 	case *byteLevelBPE:

@@ -53,9 +53,12 @@ type Tokenizer struct {
 	buckets   []int // optional padding lengths, ascending, the last one == maxLen
 	vocabFrom string
 	json      []byte // a BPE or Unigram tokenizer.json as read, written back by SavePretrained
-	// uni is a Unigram tokenizer.json's pipeline (XLM-RoBERTa's), which then encodes the
-	// texts, truncating at maxLen; seg is nil.
-	uni *tokenizers.Tokenizer
+	spm       []byte // a DeBERTa spm.model as read (no tokenizer.json), written back by SavePretrained
+	// uni is a Unigram pipeline (XLM-RoBERTa's or DeBERTa's tokenizer.json, or DeBERTa's
+	// spm.model), which then encodes the texts, truncating at maxLen; seg is nil. uniFamily
+	// says whose.
+	uni       *tokenizers.Tokenizer
+	uniFamily *unigramFamily
 }
 
 // segmenter makes the ids of a text, without special tokens and without truncation, in two
@@ -104,7 +107,9 @@ func NewTokenizerFromVocab(tokens []string, maxLen int) (*Tokenizer, error) {
 
 // LoadTokenizer builds the tokenizer of a Hugging Face model folder: from vocab.txt (with
 // do_lower_case, strip_accents and tokenize_chinese_chars from tokenizer_config.json when
-// present), or else from a WordPiece or byte-level BPE tokenizer.json.
+// present), or else from a WordPiece, byte-level BPE or Unigram tokenizer.json, or else from
+// a DeBERTa-v2/v3 spm.model (see readSentencePiece), which is all a DeBERTa-v3 folder on the
+// Hub has.
 //
 // The added tokens are matched in the text before it is normalized, as transformers' fast
 // tokenizers do (see added.go): the special tokens and the words a user added, from
@@ -134,7 +139,11 @@ func LoadTokenizer(dir string, maxLen int) (*Tokenizer, error) {
 	if _, err := os.Stat(jsonPath); err == nil {
 		return readTokenizerJSON(jsonPath, maxLen)
 	}
-	return nil, fmt.Errorf("bert: model folder %s has neither vocab.txt nor tokenizer.json", dir)
+	spmPath := filepath.Join(dir, "spm.model")
+	if _, err := os.Stat(spmPath); err == nil {
+		return readSentencePiece(dir, spmPath, maxLen)
+	}
+	return nil, fmt.Errorf("bert: model folder %s has neither vocab.txt nor tokenizer.json nor spm.model", dir)
 }
 
 // newTokenizer checks a WordPiece vocabulary (token i has id i) and maxLen, gives ids to the
@@ -249,42 +258,6 @@ func readTokenizerJSON(path string, maxLen int) (*Tokenizer, error) {
 		return readUnigramJSON(contents, path, maxLen)
 	}
 	return nil, fmt.Errorf("bert: %s: model type %q is not supported: WordPiece, BPE (byte-level) and Unigram are", path, kind.Model.Type)
-}
-
-// readUnigramJSON reads a Unigram tokenizer.json (XLM-RoBERTa's SentencePiece model, as
-// transformers converts it) with the tokenizers package, which then encodes the texts. Its
-// special tokens are RoBERTa's: <s>, </s> and <pad>.
-func readUnigramJSON(contents []byte, path string, maxLen int) (*Tokenizer, error) {
-	if maxLen < 4 {
-		return nil, fmt.Errorf("bert: max_len must be at least 4 (<s> a </s></s> b </s> holds 4 special tokens), got %d", maxLen)
-	}
-	uni, err := tokenizers.Parse(contents, path)
-	if err != nil {
-		return nil, err
-	}
-	if uni, err = uni.WithMaxLen(maxLen); err != nil {
-		return nil, fmt.Errorf("bert: %s: %w", path, err)
-	}
-	tokens := make([]string, uni.VocabSize())
-	ids := make(map[string]int32, len(tokens))
-	for i := range tokens {
-		tokens[i] = uni.Token(int32(i))
-		ids[tokens[i]] = int32(i)
-	}
-	var sp specialTokens
-	for _, s := range []struct {
-		token string
-		into  *int32
-	}{{"<s>", &sp.cls}, {"</s>", &sp.sep}, {"<pad>", &sp.pad}} {
-		id, ok := ids[s.token]
-		if !ok {
-			return nil, fmt.Errorf("bert: %s: the vocabulary has no %s token", path, s.token)
-		}
-		*s.into = id
-	}
-	sp.pairSeps = 2
-	return &Tokenizer{tokens: tokens, ids: ids, modelSize: len(tokens), maxLen: maxLen, special: sp,
-		added: tokenizers.NewAddedVocab(uni.AddedTokens(), nil), buckets: []int{maxLen}, vocabFrom: path, json: contents, uni: uni}, nil
 }
 
 // readBPEJSON reads a byte-level BPE tokenizer.json (RoBERTa's).
