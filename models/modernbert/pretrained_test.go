@@ -12,102 +12,57 @@ import (
 	"github.com/goaccel/goaccel/checkpoint/safetensors"
 	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/internal/familytest"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
-// copyFolder copies testdata/<name> into a temporary folder, passing model.safetensors'
-// tensors through edit (nil: unchanged) and config.json through editConfig (nil: unchanged).
+// copyFolder copies testdata/<name> into a temporary folder, with its tensors and
+// config.json edited (see familytest.CopyFolder).
 func copyFolder(t *testing.T, name string, edit func([]safetensors.Named) []safetensors.Named, editConfig func(map[string]any)) string {
 	t.Helper()
-	dir := t.TempDir()
-	contents, err := os.ReadFile(filepath.Join("testdata", name, "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if editConfig != nil {
-		var doc map[string]any
-		if err := json.Unmarshal(contents, &doc); err != nil {
-			t.Fatal(err)
-		}
-		editConfig(doc)
-		if contents, err = json.Marshal(doc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), contents, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	list, meta, err := safetensors.ReadFile(filepath.Join("testdata", name, "model.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if edit != nil {
-		list = edit(list)
-	}
-	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), list, meta); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return familytest.CopyFolder(t, filepath.Join("testdata", name), edit, editConfig)
 }
 
 // TestLoadPretrainedErrors: a checkpoint that does not fit its config, or a config this
 // package cannot build, is refused with an error naming the tensor or the key.
 func TestLoadPretrainedErrors(t *testing.T) {
-	without := func(name string) func([]safetensors.Named) []safetensors.Named {
-		return func(l []safetensors.Named) []safetensors.Named {
-			return slices.DeleteFunc(l, func(n safetensors.Named) bool { return n.Name == name })
-		}
-	}
+	without, set, case_ := familytest.Without, familytest.Set, familytest.Case[LoadOptions]
 	extra := func(l []safetensors.Named) []safetensors.Named {
 		return append(l, safetensors.Named{Name: "model.layers.3.mlp_norm.weight", Tensor: tensors.FromValue(make([]float32, 32))})
 	}
-	set := func(key string, value any) func(map[string]any) {
-		return func(doc map[string]any) { doc[key] = value }
-	}
-	for _, c := range []struct {
-		what       string
-		edit       func([]safetensors.Named) []safetensors.Named
-		editConfig func(map[string]any)
-		opts       LoadOptions
-		want       []string
-	}{
-		{"missing tensor", without("model.layers.1.mlp.Wo.weight"), nil, LoadOptions{}, []string{"1 missing tensors: model.layers.1.mlp.Wo.weight"}},
-		{"missing classifier", without("classifier.bias"), nil, LoadOptions{LoadHead: true}, []string{"missing tensors: classifier.bias"}},
-		{"half a prediction head", without("head.norm.weight"), nil, LoadOptions{}, []string{"missing tensors: head.norm.weight"}},
-		{"wrong shape", nil, set("intermediate_size", 40), LoadOptions{}, []string{"model.layers.0.mlp.Wi.weight has shape [96 32], config wants [80 32]"}},
-		{"biases the config does not have", nil, nil, LoadOptions{}, nil}, // the control: loads
-		{"more layers", extra, nil, LoadOptions{}, []string{"unexpected tensors", "model.layers.3.mlp_norm.weight"}},
-		{"bad pooling", nil, set("classifier_pooling", "max"), LoadOptions{}, []string{"config.json", `classifier_pooling "max"`}},
-		{"bad activation", nil, set("hidden_activation", "gelu_fast"), LoadOptions{}, []string{`hidden_activation "gelu_fast"`}},
-		{"bad layer type", nil, set("layer_types", []string{"full_attention", "chunked_attention", "sliding_attention"}), LoadOptions{},
-			[]string{`layer_types[1] is "chunked_attention"`}},
-		{"layer types count", nil, set("layer_types", []string{"full_attention"}), LoadOptions{}, []string{"layer_types has 1 entries, num_hidden_layers is 3"}},
-		{"scaled rope", nil, set("rope_parameters", map[string]any{"full_attention": map[string]any{"rope_type": "yarn", "rope_theta": 1e4}}),
-			LoadOptions{}, []string{`rope_parameters.full_attention.rope_type "yarn"`}},
-		{"rope_scaling", nil, set("rope_scaling", map[string]any{"type": "linear", "factor": 2}), LoadOptions{}, []string{"rope_scaling"}},
-		{"another model", nil, set("model_type", "bert"), LoadOptions{}, []string{`model_type "bert" is not "modernbert"`}},
-		{"odd head width", nil, set("num_attention_heads", 32), LoadOptions{}, []string{"must be even"}},
-	} {
-		t.Run(c.what, func(t *testing.T) {
-			dir := copyFolder(t, "tiny", c.edit, c.editConfig)
-			_, err := LoadPretrained(dir, model.NewStore(), c.opts)
-			if c.want == nil {
-				if err != nil {
-					t.Fatalf("the unchanged folder does not load: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("loaded; want an error with %q", c.want)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %q", err, w)
-				}
-			}
-		})
-	}
+	familytest.CheckLoadErrors(t, filepath.Join("testdata", "tiny"), []familytest.LoadCase[LoadOptions]{
+		case_("missing tensor", without("model.layers.1.mlp.Wo.weight"), nil, LoadOptions{},
+			"1 missing tensors: model.layers.1.mlp.Wo.weight"),
+		case_("missing classifier", without("classifier.bias"), nil, LoadOptions{LoadHead: true},
+			"missing tensors: classifier.bias"),
+		case_("half a prediction head", without("head.norm.weight"), nil, LoadOptions{},
+			"missing tensors: head.norm.weight"),
+		case_("wrong shape", nil, set("intermediate_size", 40), LoadOptions{},
+			"model.layers.0.mlp.Wi.weight has shape [96 32], config wants [80 32]"),
+		case_("biases the config does not have", nil, nil, LoadOptions{}), // the control: loads
+		case_("more layers", extra, nil, LoadOptions{},
+			"unexpected tensors", "model.layers.3.mlp_norm.weight"),
+		case_("bad pooling", nil, set("classifier_pooling", "max"), LoadOptions{},
+			"config.json", `classifier_pooling "max"`),
+		case_("bad activation", nil, set("hidden_activation", "gelu_fast"), LoadOptions{},
+			`hidden_activation "gelu_fast"`),
+		case_("bad layer type", nil, set("layer_types", []string{"full_attention", "chunked_attention", "sliding_attention"}), LoadOptions{},
+			`layer_types[1] is "chunked_attention"`),
+		case_("layer types count", nil, set("layer_types", []string{"full_attention"}), LoadOptions{},
+			"layer_types has 1 entries, num_hidden_layers is 3"),
+		case_("scaled rope", nil, set("rope_parameters", map[string]any{"full_attention": map[string]any{"rope_type": "yarn", "rope_theta": 1e4}}), LoadOptions{},
+			`rope_parameters.full_attention.rope_type "yarn"`),
+		case_("rope_scaling", nil, set("rope_scaling", map[string]any{"type": "linear", "factor": 2}), LoadOptions{},
+			"rope_scaling"),
+		case_("another model", nil, set("model_type", "bert"), LoadOptions{},
+			`model_type "bert" is not "modernbert"`),
+		case_("odd head width", nil, set("num_attention_heads", 32), LoadOptions{},
+			"must be even"),
+	}, func(dir string, opts LoadOptions) error {
+		_, err := LoadPretrained(dir, model.NewStore(), opts)
+		return err
+	})
 	// A folder with biases read with a config without them: the biases are unexpected.
 	dir := copyFolder(t, "tiny_bias", nil, func(doc map[string]any) { doc["attention_bias"] = false })
 	if _, err := LoadPretrained(dir, model.NewStore(), LoadOptions{}); err == nil || !strings.Contains(err.Error(), "model.layers.0.attn.Wqkv.bias") {

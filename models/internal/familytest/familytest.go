@@ -1,0 +1,320 @@
+// Package familytest holds what the parity tests of the model families (models/modernbert,
+// models/deberta) share: the backends they run on, the fixtures' records of transformers'
+// outputs, copying a Hugging Face folder with its tensors or config.json edited and checking
+// the load errors, comparing a family's tensor list with a checkpoint's, and the SGD training
+// run checked against PyTorch's losses. It is imported by tests only.
+package familytest
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/goaccel/goaccel/accelerator"
+	"github.com/goaccel/goaccel/checkpoint/safetensors"
+	"github.com/goaccel/goaccel/data"
+	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/testutil"
+	"github.com/goaccel/goaccel/models/bert"
+	"github.com/gomlx/compute"
+	_ "github.com/gomlx/compute/gobackend" // the pure-Go backend
+	"github.com/gomlx/go-xla/compute/xla"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// goBackend is the pure-Go backend, created once per test binary.
+var goBackend = sync.OnceValues(func() (compute.Backend, error) { return compute.NewWithConfig("go:ops_sequential") })
+
+// xlaBackend is the XLA CPU backend, created once per test binary.
+var xlaBackend = sync.OnceValues(func() (compute.Backend, error) {
+	_ = os.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
+	return xla.New(testutil.FindCPUPlugin())
+})
+
+// Go returns the pure-Go backend.
+func Go(t testing.TB) compute.Backend {
+	t.Helper()
+	b, err := goBackend()
+	if err != nil {
+		t.Fatalf("creating the pure-Go backend: %v", err)
+	}
+	return b
+}
+
+// XLA returns the XLA CPU backend; without the plugin the test is skipped loudly (a failure
+// under CI).
+func XLA(t testing.TB) compute.Backend {
+	t.Helper()
+	testutil.CPUPlugin(t)
+	b, err := xlaBackend()
+	if err != nil {
+		t.Fatalf("creating the XLA CPU backend: %v", err)
+	}
+	return b
+}
+
+// Backend is a backend and the name the test logs give it.
+type Backend struct {
+	Name    string
+	Backend compute.Backend
+}
+
+// Backends returns the pure-Go backend and the XLA CPU one; without the XLA plugin only the
+// pure-Go one, with a SKIPPING line in the log (a failure under CI).
+func Backends(t testing.TB) []Backend {
+	t.Helper()
+	out := []Backend{{"go", Go(t)}}
+	if testutil.FindCPUPlugin() == "" {
+		if envvar.CI.Value() != "" {
+			testutil.CPUPlugin(t) // fails under CI
+		}
+		t.Log("SKIPPING the XLA CPU half: no XLA CPU plugin (run `make deps`, and the test with GOACCEL_HOME=$PWD/.deps)")
+		return out
+	}
+	return append(out, Backend{"xla-cpu", XLA(t)})
+}
+
+// Run is one input of a fixture with transformers' outputs on it, as the scripts write it:
+// int32 [B, L] inputs, and the last hidden states and logits as base64 little-endian float32.
+type Run struct {
+	InputIDs      [][]int32 `json:"input_ids"`
+	AttentionMask [][]int32 `json:"attention_mask"`
+	TokenTypeIDs  [][]int32 `json:"token_type_ids"`
+	HiddenShape   []int     `json:"hidden_shape"`
+	HiddenB64     string    `json:"last_hidden_state_f32_b64"`
+	LogitsShape   []int     `json:"logits_shape"`
+	LogitsB64     string    `json:"logits_f32_b64"`
+}
+
+// Hidden decodes transformers' last hidden states.
+func (r *Run) Hidden(t testing.TB) []float32 {
+	return testutil.DecodeF32(t, "last_hidden_state", r.HiddenB64, r.HiddenShape)
+}
+
+// Logits decodes transformers' logits.
+func (r *Run) Logits(t testing.TB) []float32 {
+	return testutil.DecodeF32(t, "logits", r.LogitsB64, r.LogitsShape)
+}
+
+// Without is a CopyFolder edit that drops the tensor name.
+func Without(name string) func([]safetensors.Named) []safetensors.Named {
+	return func(l []safetensors.Named) []safetensors.Named {
+		return slices.DeleteFunc(l, func(n safetensors.Named) bool { return n.Name == name })
+	}
+}
+
+// Set is a CopyFolder edit of config.json that sets key to value.
+func Set(key string, value any) func(map[string]any) {
+	return func(doc map[string]any) { doc[key] = value }
+}
+
+// LoadCase is a folder's edits and what loading it must say: the words of the error, or
+// nothing when the edited folder must load.
+type LoadCase[O any] struct {
+	What       string
+	Edit       func([]safetensors.Named) []safetensors.Named
+	EditConfig func(map[string]any)
+	Opts       O
+	Want       []string
+}
+
+// Case is a LoadCase: loading the folder edited by edit and editConfig (each nil: unchanged)
+// with opts must fail with an error that has the words want, or succeed when want is empty.
+func Case[O any](what string, edit func([]safetensors.Named) []safetensors.Named, editConfig func(map[string]any), opts O, want ...string) LoadCase[O] {
+	return LoadCase[O]{What: what, Edit: edit, EditConfig: editConfig, Opts: opts, Want: want}
+}
+
+// CheckLoadErrors loads, for each case, folder src copied with the case's edits, with load,
+// and checks the error against the case's words.
+func CheckLoadErrors[O any](t *testing.T, src string, cases []LoadCase[O], load func(dir string, opts O) error) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.What, func(t *testing.T) {
+			err := load(CopyFolder(t, src, c.Edit, c.EditConfig), c.Opts)
+			if c.Want == nil {
+				if err != nil {
+					t.Fatalf("the folder does not load: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("loaded; want an error with %q", c.Want)
+			}
+			for _, w := range c.Want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// CopyFolder copies the config.json and model.safetensors of folder src into a temporary
+// folder, passing the tensors through edit (nil: unchanged) and config.json through
+// editConfig (nil: unchanged), and returns the new folder.
+func CopyFolder(t testing.TB, src string, edit func([]safetensors.Named) []safetensors.Named, editConfig func(map[string]any)) string {
+	t.Helper()
+	dir := t.TempDir()
+	contents, err := os.ReadFile(filepath.Join(src, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if editConfig != nil {
+		var doc map[string]any
+		if err := json.Unmarshal(contents, &doc); err != nil {
+			t.Fatal(err)
+		}
+		editConfig(doc)
+		if contents, err = json.Marshal(doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), contents, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list, meta, err := safetensors.ReadFile(filepath.Join(src, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		list = edit(list)
+	}
+	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), list, meta); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// CheckTensors fails the test unless tensors, given the folder's config.json, lists the
+// tensors of its model.safetensors, name for name and shape for shape (in any order).
+func CheckTensors(t testing.TB, dir string, tensors func(configPath string) ([]bert.TensorSpec, error)) {
+	t.Helper()
+	ours, err := tensors(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := safetensors.Open(filepath.Join(dir, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	var theirs []bert.TensorSpec
+	for _, info := range st.Header().Tensors {
+		theirs = append(theirs, bert.TensorSpec{Name: info.Name, Dims: info.Dims})
+	}
+	for _, l := range [][]bert.TensorSpec{ours, theirs} {
+		sort.Slice(l, func(i, j int) bool { return l[i].Name < l[j].Name })
+	}
+	if !slices.EqualFunc(ours, theirs, func(a, b bert.TensorSpec) bool { return a.Name == b.Name && slices.Equal(a.Dims, b.Dims) }) {
+		t.Errorf("tensors differ:\n ours   %v\n theirs %v", ours, theirs)
+	}
+}
+
+// Matrix is rows as a [B, L] int32 tensor.
+func Matrix(rows [][]int32) *tensors.Tensor {
+	return tensors.FromFlatDataAndDimensions(slices.Concat(rows...), len(rows), len(rows[0]))
+}
+
+// TrainRun is a fixture's training record, as the scripts write it: plain SGD steps on
+// labelled batches taken in turn, and PyTorch's mean cross-entropy of each step before its
+// update.
+type TrainRun struct {
+	LearningRate float64 `json:"learning_rate"`
+	Batches      []struct {
+		InputIDs      [][]int32 `json:"input_ids"`
+		AttentionMask [][]int32 `json:"attention_mask"`
+		Labels        []int32   `json:"labels"`
+	} `json:"batches"`
+	Losses []float64 `json:"losses"`
+}
+
+// example is one labelled sequence of a training record.
+type example struct {
+	ids, mask []int32
+	label     int32
+}
+
+// collate stacks examples of one length into [input_ids, attention_mask] and labels.
+func collate(batch []example) ([]*tensors.Tensor, *tensors.Tensor, error) {
+	ids, mask, labels := make([][]int32, len(batch)), make([][]int32, len(batch)), make([]int32, len(batch))
+	for i, e := range batch {
+		ids[i], mask[i], labels[i] = e.ids, e.mask, e.label
+	}
+	return []*tensors.Tensor{Matrix(ids), Matrix(mask)}, tensors.FromValue(labels), nil
+}
+
+// Check runs the record's SGD steps on clf the way users train (accelerator.New, Prepare,
+// TrainStep, CrossEntropy, Backward, on one XLA CPU device; logits gets [input_ids,
+// attention_mask]) and fails the test when a loss differs from PyTorch's by more than
+// tolerance; transformers names the version in the log line. Without the XLA CPU plugin the
+// test is skipped loudly (a failure under CI).
+func (r *TrainRun) Check(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, tolerance float64, transformers string) {
+	t.Helper()
+	acc, err := accelerator.New(accelerator.Config{Backend: testutil.CPUPlugin(t), Devices: 1, Quiet: true, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acc.Close()
+	var examples data.Slice[example]
+	size := len(r.Batches[0].Labels)
+	for _, b := range r.Batches {
+		if len(b.Labels) != size {
+			t.Fatalf("the fixture's batches have %d and %d examples", size, len(b.Labels))
+		}
+		for i := range b.Labels {
+			examples = append(examples, example{b.InputIDs[i], b.AttentionMask[i], b.Labels[i]})
+		}
+	}
+	loader, err := data.NewLoader(examples, data.LoaderConfig[example]{BatchSize: size, Collate: collate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := optimizer.StochasticGradientDescent().WithLearningRate(r.LearningRate).WithDecay(false).Done()
+	job, err := acc.Prepare(clf, opt, loader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *Node {
+		l := accelerator.CrossEntropy(logits(s, b.Inputs), b.Labels, b.Mask)
+		acc.Backward(s, l)
+		return l
+	})
+	var losses []float64
+	for len(losses) < len(r.Losses) {
+		for gb, err := range job.Batches() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := step.Run(gb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := l.Value()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if losses = append(losses, v); len(losses) == len(r.Losses) {
+				break
+			}
+		}
+	}
+	worst := 0.0
+	for i, want := range r.Losses {
+		d := math.Abs(losses[i] - want)
+		worst = max(worst, d)
+		if d > tolerance {
+			t.Errorf("step %d: loss %.6f, transformers %.6f (diff %.3g)", i+1, losses[i], want, d)
+		}
+	}
+	t.Logf("%d SGD steps (lr %g): losses %.4f -> %.4f, max abs diff from transformers %s %.3g",
+		len(losses), r.LearningRate, losses[0], losses[len(losses)-1], transformers, worst)
+}
