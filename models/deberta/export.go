@@ -1,0 +1,28 @@
+package deberta
+
+import (
+	"fmt"
+
+	"github.com/goaccel/goaccel/models/bert"
+)
+
+// SavePretrained writes the classifier as a Hugging Face folder of
+// DebertaV2ForSequenceClassification that LoadPretrained (with LoadOptions.LoadHead) and
+// transformers' from_pretrained read: config.json (Config.JSON: id2label, label2id) and
+// model.safetensors with HF tensor names, float32. All of the classifier's variables must
+// have values (run the model once, or load it, first). Each file is written atomically. The
+// tokenizer's files (spm.model) are not this package's business: copy them from the folder
+// the model came from.
+func SavePretrained(dir string, c *Classifier) error {
+	if c == nil || c.store == nil {
+		return fmt.Errorf("deberta: SavePretrained: nil classifier or classifier without a Store")
+	}
+	cfgJSON, err := c.Config.JSON()
+	if err != nil {
+		return fmt.Errorf("deberta: SavePretrained: encoding config: %w", err)
+	}
+	if err := bert.WriteFolder(dir, c.store, c.Config.Tensors(), VarPath, cfgJSON); err != nil {
+		return fmt.Errorf("deberta: SavePretrained: %w", err)
+	}
+	return nil
+}

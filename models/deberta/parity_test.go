@@ -1,0 +1,309 @@
+package deberta
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/goaccel/goaccel/internal/testutil"
+	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/internal/familytest"
+	"github.com/gomlx/compute"
+	_ "github.com/gomlx/compute/gobackend"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// tolerance is the largest max-abs difference accepted between this package and
+// transformers on the tiny checkpoints, in float32.
+const tolerance = 1e-5
+
+// run is one input of fixtures.json with transformers' outputs; Texts are the texts
+// transformers' tokenizer made the inputs of, when it did.
+type run struct {
+	familytest.Run
+	Texts []string `json:"texts"`
+}
+
+// tokenizerRun is what transformers' DebertaV2TokenizerFast gives on the tiny folder.
+type tokenizerRun struct {
+	Class     string `json:"tokenizer_class"`
+	VocabSize int    `json:"vocab_size"`
+	MaxLen    int    `json:"max_len"`
+	Cases     []struct {
+		Text    string  `json:"text"`
+		IDs     []int32 `json:"ids"`
+		TypeIDs []int32 `json:"token_type_ids"`
+	} `json:"cases"`
+	PairCases []struct {
+		A, B    string
+		IDs     []int32 `json:"ids"`
+		TypeIDs []int32 `json:"token_type_ids"`
+	} `json:"pair_cases"`
+}
+
+// fixtureModel is one checkpoint of fixtures.json (written by scripts/make_deberta_fixtures.py)
+// and transformers' outputs on it.
+type fixtureModel struct {
+	Folder    string               `json:"folder"`
+	Batch     *run                 `json:"batch"`
+	Single    *run                 `json:"single"`
+	Texts     *run                 `json:"texts"`
+	Tokenizer *tokenizerRun        `json:"tokenizer"`
+	Train     *familytest.TrainRun `json:"train"`
+}
+
+// fixtures is testdata/fixtures.json.
+type fixtures struct {
+	Transformers string                   `json:"transformers_version"`
+	Models       map[string]*fixtureModel `json:"models"`
+	Buckets      map[string]struct {
+		PositionBuckets int   `json:"position_buckets"`
+		MaxPosition     int   `json:"max_position"`
+		First           int   `json:"first"`
+		Buckets         []int `json:"buckets"`
+	} `json:"buckets"`
+}
+
+var readFixtures = sync.OnceValues(func() (*fixtures, error) {
+	contents, err := os.ReadFile(filepath.Join("testdata", "fixtures.json"))
+	if err != nil {
+		return nil, err
+	}
+	var f fixtures
+	if err := json.Unmarshal(contents, &f); err != nil {
+		return nil, err
+	}
+	return &f, nil
+})
+
+func loadFixtures(t *testing.T) *fixtures {
+	t.Helper()
+	f, err := readFixtures()
+	if err != nil {
+		t.Fatalf("reading testdata/fixtures.json: %v", err)
+	}
+	if len(f.Models) != 3 || f.Models["tiny"] == nil {
+		t.Fatalf("testdata/fixtures.json has models %d, want tiny, tiny_alt and tiny_abs", len(f.Models))
+	}
+	return f
+}
+
+// inputsOf is a run's [input_ids, attention_mask, token_type_ids] (zeros when it has none).
+func inputsOf(r *run) []*tensors.Tensor {
+	types := r.TokenTypeIDs
+	if types == nil {
+		types = make([][]int32, len(r.InputIDs))
+		for i := range types {
+			types[i] = make([]int32, len(r.InputIDs[i]))
+		}
+	}
+	return []*tensors.Tensor{familytest.Matrix(r.InputIDs), familytest.Matrix(r.AttentionMask), familytest.Matrix(types)}
+}
+
+// hiddenAndLogits runs the encoder and the head once (inference).
+func hiddenAndLogits(t *testing.T, backend compute.Backend, clf *Classifier, r *run) (hidden, logits []float32) {
+	t.Helper()
+	exec, err := model.NewExec(backend, clf.Store(), func(s *model.Scope, ids, mask, types *Node) (*Node, *Node) {
+		h := clf.Encoder(s, ids, mask, types)
+		return h, clf.Head(s, h)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := inputsOf(r)
+	outs, err := exec.Call(in[0], in[1], in[2])
+	if err != nil {
+		t.Fatalf("running the classifier: %v", err)
+	}
+	return tensors.MustCopyFlatData[float32](outs[0]), tensors.MustCopyFlatData[float32](outs[1])
+}
+
+// logitsOf runs Classifier.Logits once, in training mode when train (dropout on), else in inference.
+func logitsOf(t *testing.T, backend compute.Backend, clf *Classifier, r *run, train bool) []float32 {
+	t.Helper()
+	exec, err := model.NewExec(backend, clf.Store(), func(s *model.Scope, ids, mask, types *Node) *Node {
+		s.Store().SetTraining(ids.Graph(), train)
+		return clf.Logits(s, []*Node{ids, mask, types})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := inputsOf(r)
+	outs, err := exec.Call(in[0], in[1], in[2])
+	if err != nil {
+		t.Fatalf("running Logits: %v", err)
+	}
+	return tensors.MustCopyFlatData[float32](outs[0])
+}
+
+// loadFixture loads testdata/<name> with its classifier.
+func loadFixture(t *testing.T, name string) *Classifier {
+	t.Helper()
+	clf, err := LoadPretrained(filepath.Join("testdata", name), model.NewStore(), LoadOptions{LoadHead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clf
+}
+
+// diffs compares a run's hidden states and logits with transformers'.
+func diffs(t *testing.T, backend compute.Backend, clf *Classifier, r *run) (dh, dl float64) {
+	t.Helper()
+	hidden, logits := hiddenAndLogits(t, backend, clf, r)
+	dh = testutil.MaxAbsDiff(t, "hidden", hidden, r.Hidden(t))
+	dl = testutil.MaxAbsDiff(t, "logits", logits, r.Logits(t))
+	return dh, dl
+}
+
+// TestTensorsMatchTransformers: the tensors this package builds are those transformers saved,
+// name for name and shape for shape, for each checkpoint's layout.
+func TestTensorsMatchTransformers(t *testing.T) {
+	for name, m := range loadFixtures(t).Models {
+		t.Run(name, func(t *testing.T) {
+			familytest.CheckTensors(t, filepath.Join("testdata", m.Folder), tensorsOf)
+		})
+	}
+}
+
+// tensorsOf lists the tensors of the configuration in a config.json.
+func tensorsOf(configPath string) ([]TensorSpec, error) {
+	cfg, err := LoadConfig(configPath)
+	return cfg.Tensors(), err
+}
+
+// TestParityWithTransformers: on every checkpoint, the last hidden states (padding positions
+// included) and the logits of a padded batch match transformers' within tolerance, on the
+// pure-Go backend and on XLA's CPU backend; on tiny also a 40-token sequence (distances up
+// to 39 over 8 buckets) and texts tokenized by transformers, and Logits gives what Encoder and
+// Head give.
+func TestParityWithTransformers(t *testing.T) {
+	f := loadFixtures(t)
+	for _, b := range familytest.Backends(t) {
+		for _, name := range []string{"tiny", "tiny_alt", "tiny_abs"} {
+			m := f.Models[name]
+			clf := loadFixture(t, m.Folder)
+			for _, c := range []struct {
+				what string
+				run  *run
+			}{{"batch", m.Batch}, {"single", m.Single}, {"texts", m.Texts}} {
+				if c.run == nil {
+					continue
+				}
+				t.Run(b.Name+"/"+name+"/"+c.what, func(t *testing.T) {
+					dh, dl := diffs(t, b.Backend, clf, c.run)
+					t.Logf("%s %s %s (shape %v) vs transformers %s: last_hidden_state max abs diff %.3g, logits %.3g",
+						b.Name, name, c.what, c.run.HiddenShape, f.Transformers, dh, dl)
+					if dh > tolerance || dl > tolerance {
+						t.Errorf("max abs diff hidden=%g logits=%g, want both <= %g", dh, dl, tolerance)
+					}
+				})
+			}
+		}
+		t.Run(b.Name+"/Logits", func(t *testing.T) {
+			in := f.Models["tiny"].Batch
+			got := logitsOf(t, b.Backend, loadFixture(t, "tiny"), in, false)
+			if d := testutil.MaxAbsDiff(t, "Logits", got, in.Logits(t)); d > tolerance {
+				t.Errorf("Logits differs from transformers by %g", d)
+			}
+		})
+	}
+}
+
+// TestRelativeTermsMatter is the check that the parity test can fail: on tiny's 40-token
+// sequence, leaving c2p or p2c out of pos_att_type, or clamping the distances at 8 instead of
+// mapping them to log buckets, moves the logits far beyond tolerance (figures in
+// docs/families.md).
+func TestRelativeTermsMatter(t *testing.T) {
+	f := loadFixtures(t)
+	g := familytest.Go(t)
+	in := f.Models["tiny"].Single
+	want := in.Logits(t)
+	for _, c := range []struct {
+		what   string
+		change func(*Config)
+	}{
+		{"without c2p", func(c *Config) { c.PosAttType = []string{P2C} }},
+		{"without p2c", func(c *Config) { c.PosAttType = []string{C2P} }},
+		{"without buckets", func(c *Config) { c.PositionBuckets, c.MaxRelativePositions = -1, 8 }},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			clf := loadFixture(t, "tiny")
+			c.change(&clf.Config)
+			d := testutil.MaxAbsDiff(t, "logits", logitsOf(t, g, clf, in, false), want)
+			t.Logf("%s: logits max abs diff from transformers %.3g", c.what, d)
+			if d < 100*tolerance {
+				t.Errorf("%s the logits are within %g of transformers': the parity test could not tell", c.what, d)
+			}
+		})
+	}
+}
+
+// TestLogBucketMatchesTransformers: LogBucket gives transformers' make_log_bucket_position on
+// every distance of fixtures.json's ranges, for DeBERTa-v3's 256 buckets up to 512 and tiny's 8
+// up to 64 (the distance max_position-1 lands exactly on a bucket's edge there).
+func TestLogBucketMatchesTransformers(t *testing.T) {
+	for name, b := range loadFixtures(t).Buckets {
+		bad := 0
+		for i, want := range b.Buckets {
+			rel := b.First + i
+			if got := LogBucket(rel, b.PositionBuckets, b.MaxPosition); got != want {
+				if bad++; bad < 10 {
+					t.Errorf("%s: LogBucket(%d) = %d, transformers %d", name, rel, got, want)
+				}
+			}
+		}
+		t.Logf("%s: %d distances, %d differ from transformers'", name, len(b.Buckets), bad)
+	}
+}
+
+// TestTokenizerParity: models/bert's LoadTokenizer on the tiny folder (spm.model and
+// tokenizer_config.json, no tokenizer.json) gives transformers' DebertaV2TokenizerFast ids and
+// type ids on texts and pairs, and the padded batch transformers fed the model.
+func TestTokenizerParity(t *testing.T) {
+	m := loadFixtures(t).Models["tiny"]
+	want := m.Tokenizer
+	tok, err := bert.LoadTokenizer(filepath.Join("testdata", "tiny"), want.MaxLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.VocabSize() != want.VocabSize || tok.Kind() != "Unigram" {
+		t.Errorf("VocabSize %d, Kind %s; transformers' %s has %d tokens", tok.VocabSize(), tok.Kind(), want.Class, want.VocabSize)
+	}
+	for _, c := range want.Cases {
+		ids, types := tok.EncodePair(c.Text, "")
+		if !slices.Equal(ids, c.IDs) || !slices.Equal(types, c.TypeIDs) {
+			t.Errorf("Encode(%q): %v %v, transformers %v %v (tokens %q)", c.Text, ids, types, c.IDs, c.TypeIDs, tok.Tokenize(c.Text))
+		}
+	}
+	for _, c := range want.PairCases {
+		ids, types := tok.EncodePair(c.A, c.B)
+		if !slices.Equal(ids, c.IDs) || !slices.Equal(types, c.TypeIDs) {
+			t.Errorf("EncodePair(%q, %q): %v %v, transformers %v %v", c.A, c.B, ids, types, c.IDs, c.TypeIDs)
+		}
+	}
+	enc := tok.EncodeBatch(m.Texts.Texts)
+	for i, row := range m.Texts.InputIDs {
+		span := func(s []int32) []int32 { return s[i*enc.Len : (i+1)*enc.Len] }
+		if enc.Len != len(row) || !slices.Equal(span(enc.InputIDs), row) || !slices.Equal(span(enc.AttentionMask), m.Texts.AttentionMask[i]) ||
+			!slices.Equal(span(enc.TokenTypeIDs), m.Texts.TokenTypeIDs[i]) {
+			t.Errorf("EncodeBatch row %d (%q) differs from transformers' %v", i, m.Texts.Texts[i], row)
+		}
+	}
+	t.Logf("%d texts, %d pairs and a padded batch of %d compared with transformers' %s", len(want.Cases), len(want.PairCases),
+		len(m.Texts.Texts), want.Class)
+}
+
+// TestTrainingParity: from the tiny checkpoint (every dropout rate 0), 20 plain SGD steps on
+// two fixed batches taken in turn, run the way users train (accelerator.New, Prepare,
+// TrainStep, CrossEntropy, Backward, on one XLA CPU device), give transformers' + PyTorch's
+// losses within 1e-4.
+func TestTrainingParity(t *testing.T) {
+	f := loadFixtures(t)
+	clf := loadFixture(t, "tiny")
+	f.Models["tiny"].Train.Check(t, clf, clf.Logits, 1e-4, f.Transformers)
+}
