@@ -115,7 +115,7 @@ func TestRobertaTokenizerJSONFolder(t *testing.T) {
 	o = defaultOptions()
 	o.Backend, o.ModelDir, o.OutputDir = "go", robertaFolder(t, "albert"), t.TempDir()
 	if _, _, err := run(o, &out); err == nil || !strings.Contains(err.Error(), `--model_dir`) ||
-		!strings.Contains(err.Error(), `model_type "albert" is not supported: the supported families are bert, distilbert, electra, modernbert, roberta, xlm-roberta`) {
+		!strings.Contains(err.Error(), `model_type "albert" is not supported: the supported families are bert, deberta-v2, distilbert, electra, modernbert, roberta, xlm-roberta`) {
 		t.Errorf("an ALBERT folder: %v, want an error listing the families", err)
 	}
 }
@@ -201,7 +201,7 @@ func TestModernBERTByHubID(t *testing.T) {
 }
 
 // TestNewFamiliesSameLossesOnEveryTopology: the families that came with the registry
-// (ModernBERT, and XLM-RoBERTa with its Unigram tokenizer) train through the program at a
+// (ModernBERT, XLM-RoBERTa with its Unigram tokenizer, DeBERTa-v3 with its spm.model) train through the program at a
 // fixed global batch (8) with the same step losses on 1 XLA CPU device, on 2, and (MPI) as 2
 // processes of 1 device under the launcher, within 1e-5.
 func TestNewFamiliesSameLossesOnEveryTopology(t *testing.T) {
@@ -211,9 +211,10 @@ func TestNewFamiliesSameLossesOnEveryTopology(t *testing.T) {
 	folders := map[string]string{
 		"modernbert":  "org/tiny-modernbert",
 		"xlm-roberta": familyFolder(t, "xlm-roberta", filepath.Join("..", "..", "tokenizers", "testdata", "xlmr", "tokenizer.json")),
+		"deberta-v2":  filepath.Join("..", "..", "models", "deberta", "testdata", "tiny"), // read only: the run writes elsewhere
 	}
 	const steps = 4
-	for _, family := range []string{"modernbert", "xlm-roberta"} {
+	for _, family := range []string{"modernbert", "xlm-roberta", "deberta-v2"} {
 		t.Run(family, func(t *testing.T) {
 			args := func(dir string) []string {
 				return []string{"--backend", plugin, "--model_dir", folders[family], "--global_batch_size", "8", "--max_steps",

@@ -89,7 +89,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.TextColumnDelimiter, "text_column_delimiter", o.TextColumnDelimiter, "joins the texts of several --text_column_names")
 	fs.StringVar(&o.ProblemType, "problem_type", "", `what --label_column_name holds: "single_label_classification", "multi_label_classification" (a list, or names joined by --label_delimiter) or "regression" (a number); empty: from the labels, as run_classification.py (lists: multi-label, floats: regression)`)
 	fs.StringVar(&o.LabelDelimiter, "label_delimiter", "", `multi-label classification: the delimiter that joins an example's classes in a string label ("toxic|insult")`)
-	fs.StringVar(&o.ModelDir, "model_dir", "", "Hugging Face folder (config.json, model.safetensors, the tokenizer's files) or Hub id found in the local Hugging Face cache (org/name[@revision]) of a BERT, DistilBERT, ELECTRA, RoBERTa, XLM-RoBERTa or ModernBERT model; its label names (id2label), if any, must be the data's; empty: a tiny random BERT")
+	fs.StringVar(&o.ModelDir, "model_dir", "", "Hugging Face folder (config.json, model.safetensors, the tokenizer's files) or Hub id found in the local Hugging Face cache (org/name[@revision]) of a BERT, DistilBERT, ELECTRA, RoBERTa, XLM-RoBERTa, ModernBERT or DeBERTa-v3 model; its label names (id2label), if any, must be the data's; empty: a tiny random BERT")
 	fs.StringVar(&o.OutputDir, "output_dir", "", "run directory; empty: runs/bert_classify-<time>, or the interrupted run of the same command")
 	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "number of epochs (also --num_train_epochs)")
 	fs.IntVar(&o.MaxSteps, "max_steps", 0, "optimizer steps of the whole run; overrides --epochs, as in Hugging Face (0: --epochs decides)")

@@ -317,3 +317,114 @@ func TestHubIDNotInTheCache(t *testing.T) {
 		t.Errorf("a ref to a missing snapshot: err = %v, want it to name the hash", err)
 	}
 }
+
+// copyFolder copies the files of a testdata folder into a new temporary folder.
+func copyFolder(t *testing.T, from string) string {
+	t.Helper()
+	dir := t.TempDir()
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestDeBERTaThroughTheRegistry: Load picks models/deberta for model_type deberta-v2 with
+// the folder's spm.model (a Unigram tokenizer), and the exported folder (spm.model copied)
+// loads back with the same logits.
+func TestDeBERTaThroughTheRegistry(t *testing.T) {
+	dir := copyFolder(t, filepath.Join("..", "deberta", "testdata", "tiny"))
+	m, err := Load(dir, nil, Options{MaxLen: 16, Labels: []string{"a", "b", "c"}})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if m.Family != "deberta-v2" || m.Tokenizer.Kind() != "Unigram" {
+		t.Fatalf("loaded family %q with a %s tokenizer, want deberta-v2 with Unigram", m.Family, m.Tokenizer.Kind())
+	}
+	want := logits(t, m, texts)
+	out := t.TempDir()
+	if err := m.SavePretrained(out); err != nil {
+		t.Fatalf("SavePretrained: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "spm.model")); err != nil {
+		t.Errorf("the exported folder has no spm.model: %v", err)
+	}
+	back, err := Load(out, nil, Options{MaxLen: 16, LoadHead: true})
+	if err != nil {
+		t.Fatalf("Load of the exported folder: %v", err)
+	}
+	if !slices.Equal(back.Labels(), []string{"a", "b", "c"}) {
+		t.Errorf("labels after export %q, want a, b, c", back.Labels())
+	}
+	if d := testutil.MaxAbsDiff(t, "logits", logits(t, back, texts), want); d != 0 {
+		t.Errorf("logits after the round trip differ by %g, want 0", d)
+	}
+}
+
+// TestProblemTypeReachesEveryFamily: Options.ProblemType is written into the exported
+// config.json of every family and read back by Inspect's families; a regression head has
+// one unnamed output; an unknown problem type is refused.
+func TestProblemTypeReachesEveryFamily(t *testing.T) {
+	folders := map[string]func() *Model{
+		"bert": func() *Model {
+			clf, tok, err := sample.TinyClassifier(model.NewStore(), 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := BERT(clf, tok, Options{NumLabels: 1, ProblemType: "regression"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		},
+		"modernbert": func() *Model {
+			m, err := Load(modernBERTFolder(t), nil, Options{MaxLen: 12, NumLabels: 1, ProblemType: "regression"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		},
+		"deberta-v2": func() *Model {
+			m, err := Load(copyFolder(t, filepath.Join("..", "deberta", "testdata", "tiny")), nil,
+				Options{MaxLen: 12, NumLabels: 1, ProblemType: "regression"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		},
+	}
+	for family, make := range folders {
+		t.Run(family, func(t *testing.T) {
+			m := make()
+			logits(t, m, texts) // the head's variables
+			out := t.TempDir()
+			if err := m.SavePretrained(out); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := os.ReadFile(filepath.Join(out, "config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(raw), `"problem_type": "regression"`) || !strings.Contains(string(raw), `"num_labels": 1`) {
+				t.Errorf("config.json lacks problem_type regression and num_labels 1:\n%s", raw)
+			}
+			back, err := Load(out, nil, Options{MaxLen: 12, LoadHead: true})
+			if err != nil || back.NumLabels() != 1 || back.Labels() != nil {
+				t.Errorf("loading the regression folder back: %v, %d outputs named %q", err, back.NumLabels(), back.Labels())
+			}
+		})
+	}
+	if _, err := Load(modernBERTFolder(t), nil, Options{MaxLen: 12, ProblemType: "ranking"}); err == nil ||
+		!strings.Contains(err.Error(), `problem_type "ranking"`) {
+		t.Errorf("an unknown problem type: %v", err)
+	}
+}

@@ -1,9 +1,10 @@
 // Package auto loads a Hugging Face sequence-classification folder of any family goaccel
 // has, chosen by config.json's model_type, as transformers' AutoModelForSequenceClassification
 // and AutoTokenizer do: one Load, one Model, so that a program fine-tunes, evaluates,
-// exports and resumes BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA and ModernBERT the
-// same way. Each family stays in its own package (models/bert, models/modernbert); this
-// package is the table that maps model_type to it (Families), one line a family.
+// exports and resumes BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA, ModernBERT and
+// DeBERTa-v2/v3 the same way. Each family stays in its own package (models/bert,
+// models/modernbert, models/deberta); this package is the table that maps model_type to
+// it (Families), one line a family.
 //
 // A folder is named by its path, or by a Hub id ("answerdotai/ModernBERT-base") that is
 // found, without network, in the local Hugging Face cache as transformers finds it offline

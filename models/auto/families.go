@@ -8,6 +8,7 @@ import (
 
 	"github.com/goaccel/goaccel/internal/fsutil"
 	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/deberta"
 	"github.com/goaccel/goaccel/models/modernbert"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
@@ -23,6 +24,7 @@ type family struct {
 var families = []family{
 	{bert.Families(), loadBERT},
 	{[]string{"modernbert"}, loadModernBERT},
+	{[]string{"deberta-v2"}, loadDeBERTa},
 }
 
 // Families lists the model_type values Load accepts, sorted.
@@ -68,21 +70,13 @@ func BERT(clf *bert.Classifier, tok *bert.Tokenizer, opts Options) (*Model, erro
 		return nil, fmt.Errorf("auto: BERT: nil classifier or tokenizer")
 	}
 	cfg := &clf.Config
-	labels, err := opts.labels(cfg.NumLabels, cfg.Labels)
-	if err != nil {
+	if err := opts.setHead(&cfg.NumLabels, &cfg.Labels, &cfg.ProblemType); err != nil {
 		return nil, err
 	}
-	cfg.NumLabels, cfg.Labels = len(labels), named(labels)
 	cfg.GradientCheckpointing = opts.GradientCheckpointing
 	if opts.Dropout != nil {
 		rate := *opts.Dropout
 		cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb, cfg.ClassifierDropout = rate, rate, &rate
-	}
-	if opts.ProblemType != "" {
-		if err := bert.ValidateProblemType(opts.ProblemType); err != nil {
-			return nil, fmt.Errorf("auto: ProblemType: %w", err)
-		}
-		cfg.ProblemType = opts.ProblemType
 	}
 	return &Model{Family: cfg.Family(), Classifier: clf, Tokenizer: tok, logits: clf.Logits,
 		labels: func() []string { return cfg.Labels }, numLabels: func() int { return cfg.NumLabels },
@@ -94,32 +88,18 @@ func loadModernBERT(dir string, store *model.Store, opts Options) (*Model, error
 	if opts.GradientCheckpointing {
 		return nil, fmt.Errorf("auto: %s: gradient checkpointing is not supported for model_type modernbert (the bert family has it)", dir)
 	}
-	if p := opts.ProblemType; p != "" && p != "single_label_classification" {
-		return nil, fmt.Errorf("auto: %s: problem_type %q is not supported for model_type modernbert yet (the bert family has it)", dir, p)
-	}
-	if opts.MaxLen == 0 {
-		opts.MaxLen = bert.DefaultMaxLen
-	}
 	clf, err := modernbert.LoadPretrained(dir, store, modernbert.LoadOptions{NumLabels: opts.NumLabels, LoadHead: opts.LoadHead})
 	if err != nil {
 		return nil, err
 	}
 	cfg := &clf.Config
-	if err := cfg.CheckMaxLen(opts.MaxLen); err != nil {
-		return nil, fmt.Errorf("auto: %s: %w", dir, err)
-	}
-	tok, err := bert.LoadTokenizer(dir, opts.MaxLen)
+	tok, err := opts.tokenizer(dir, cfg.CheckMaxLen, cfg.VocabSize)
 	if err != nil {
 		return nil, err
 	}
-	if err := fitsVocab(dir, tok.VocabSize(), cfg.VocabSize); err != nil {
+	if err := opts.setHead(&cfg.NumLabels, &cfg.Labels, &cfg.ProblemType); err != nil {
 		return nil, err
 	}
-	labels, err := opts.labels(cfg.NumLabels, cfg.Labels)
-	if err != nil {
-		return nil, err
-	}
-	cfg.NumLabels, cfg.Labels = len(labels), named(labels)
 	if opts.Dropout != nil {
 		rate := *opts.Dropout
 		cfg.AttentionDropout, cfg.EmbeddingDropout, cfg.MLPDropout, cfg.ClassifierDropout = rate, rate, rate, rate
@@ -134,6 +114,76 @@ func loadModernBERT(dir string, store *model.Store, opts Options) (*Model, error
 			}
 			return copyTokenizerFiles(dir, out)
 		}}, nil
+}
+
+// loadDeBERTa loads DeBERTa-v2 and -v3 with the folder's tokenizer (spm.model, or
+// tokenizer.json).
+func loadDeBERTa(dir string, store *model.Store, opts Options) (*Model, error) {
+	if opts.GradientCheckpointing {
+		return nil, fmt.Errorf("auto: %s: gradient checkpointing is not supported for model_type deberta-v2 (the bert family has it)", dir)
+	}
+	clf, err := deberta.LoadPretrained(dir, store, deberta.LoadOptions{NumLabels: opts.NumLabels, LoadHead: opts.LoadHead})
+	if err != nil {
+		return nil, err
+	}
+	cfg := &clf.Config
+	tok, err := opts.tokenizer(dir, cfg.CheckMaxLen, cfg.VocabSize)
+	if err != nil {
+		return nil, err
+	}
+	if err := opts.setHead(&cfg.NumLabels, &cfg.Labels, &cfg.ProblemType); err != nil {
+		return nil, err
+	}
+	if opts.Dropout != nil {
+		rate := *opts.Dropout
+		cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb, cfg.PoolerDropout, cfg.ClsDropout = rate, rate, rate, &rate
+	}
+	return &Model{Family: "deberta-v2", Dir: dir, Classifier: clf, Tokenizer: tok, logits: clf.Logits,
+		labels:    func() []string { return cfg.Labels },
+		numLabels: func() int { return cfg.NumLabels },
+		save: func(out string) error {
+			if err := deberta.SavePretrained(out, clf); err != nil {
+				return err
+			}
+			return copyTokenizerFiles(dir, out)
+		}}, nil
+}
+
+// tokenizer loads the folder's tokenizer at opts.MaxLen (default bert.DefaultMaxLen),
+// checked against the model's longest sequence and vocabulary.
+func (o Options) tokenizer(dir string, checkMaxLen func(int) error, vocabSize int) (*bert.Tokenizer, error) {
+	maxLen := o.MaxLen
+	if maxLen == 0 {
+		maxLen = bert.DefaultMaxLen
+	}
+	if err := checkMaxLen(maxLen); err != nil {
+		return nil, fmt.Errorf("auto: %s: %w", dir, err)
+	}
+	tok, err := bert.LoadTokenizer(dir, maxLen)
+	if err != nil {
+		return nil, err
+	}
+	if err := fitsVocab(dir, tok.VocabSize(), vocabSize); err != nil {
+		return nil, err
+	}
+	return tok, nil
+}
+
+// setHead gives a family's config the head opts asks for: the number of classes and their
+// names (see labels), and the problem type (kept when opts says none).
+func (o Options) setHead(numLabels *int, names *[]string, problem *string) error {
+	labels, err := o.labels(*numLabels, *names)
+	if err != nil {
+		return err
+	}
+	*numLabels, *names = len(labels), named(labels)
+	if o.ProblemType != "" {
+		if err := bert.ValidateProblemType(o.ProblemType); err != nil {
+			return fmt.Errorf("auto: ProblemType: %w", err)
+		}
+		*problem = o.ProblemType
+	}
+	return nil
 }
 
 // fitsVocab refuses a tokenizer whose ids reach past the model's embedding table (a

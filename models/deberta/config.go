@@ -111,6 +111,10 @@ type Config struct {
 	// Labels names the classes by class id, as transformers' id2label (label2id is its
 	// inverse); nil leaves them unnamed (LABEL_0, LABEL_1, ... in config.json).
 	Labels []string `json:"-"`
+	// ProblemType is transformers' problem_type (models/bert's Config.ProblemType): empty or
+	// "single_label_classification", "multi_label_classification" or "regression". The head
+	// is the same; it says which loss transformers computes with the folder.
+	ProblemType string `json:"-"`
 }
 
 // Activations lists the activation names (hidden_act, pooler_hidden_act) this package
@@ -136,6 +140,7 @@ func defaultConfig() Config {
 type fileKeys struct {
 	ModelType         string          `json:"model_type"`
 	NumLabels         *int            `json:"num_labels"`
+	Problem           *string         `json:"problem_type"`
 	ID2Label          map[string]any  `json:"id2label"`
 	Label2ID          map[string]any  `json:"label2id"`
 	PosAttType        json.RawMessage `json:"pos_att_type"`
@@ -201,6 +206,9 @@ func ParseConfig(contents []byte, name string) (Config, error) {
 	if cfg.NumLabels != len(cfg.Labels) { // an explicit num_labels wins, as in transformers
 		cfg.Labels = nil
 	}
+	if keys.Problem != nil {
+		cfg.ProblemType = *keys.Problem
+	}
 	if err := cfg.Validate(); err != nil {
 		return fail(err)
 	}
@@ -243,6 +251,9 @@ func LoadConfig(path string) (Config, error) {
 // Validate checks that the configuration describes a model this package can build; errors
 // name the config.json key.
 func (c Config) Validate() error {
+	if err := bert.ValidateProblemType(c.ProblemType); err != nil {
+		return err
+	}
 	for _, p := range []struct {
 		key   string
 		value int
@@ -378,7 +389,7 @@ func (c Config) JSON() ([]byte, error) {
 	}
 	e := extra{ModelType: "deberta-v2", Architectures: []string{"DebertaV2ForSequenceClassification"},
 		PoolerHiddenSize: c.HiddenSize, ID2Label: map[string]string{}, Label2ID: map[string]int{},
-		ProblemType: "single_label_classification"}
+		ProblemType: bert.ProblemTypeOrDefault(c.ProblemType)}
 	for i := range c.NumLabels {
 		e.ID2Label[strconv.Itoa(i)] = bert.LabelName(c.Labels, i)
 		e.Label2ID[bert.LabelName(c.Labels, i)] = i

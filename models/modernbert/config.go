@@ -107,6 +107,10 @@ type Config struct {
 	// Labels names the classes by class id, as transformers' id2label (label2id is its
 	// inverse); nil leaves them unnamed (LABEL_0, LABEL_1, ... in config.json).
 	Labels []string `json:"-"`
+	// ProblemType is transformers' problem_type (models/bert's Config.ProblemType): empty or
+	// "single_label_classification", "multi_label_classification" or "regression". The head
+	// is the same; it says which loss transformers computes with the folder.
+	ProblemType string `json:"-"`
 }
 
 // Activations lists the activation names (hidden_activation, classifier_activation) this
@@ -141,6 +145,7 @@ type ropeParams struct {
 type fileKeys struct {
 	ModelType       string                 `json:"model_type"`
 	NumLabels       *int                   `json:"num_labels"`
+	Problem         *string                `json:"problem_type"`
 	ID2Label        map[string]any         `json:"id2label"`
 	Label2ID        map[string]any         `json:"label2id"`
 	GlobalEvery     *int                   `json:"global_attn_every_n_layers"`
@@ -177,6 +182,9 @@ func ParseConfig(contents []byte, name string) (Config, error) {
 	}
 	if cfg.NumLabels != len(cfg.Labels) { // an explicit num_labels wins, as in transformers
 		cfg.Labels = nil
+	}
+	if keys.Problem != nil {
+		cfg.ProblemType = *keys.Problem
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, fmt.Errorf("modernbert: %s: %w", name, err)
@@ -246,6 +254,9 @@ func LoadConfig(path string) (Config, error) {
 // Validate checks that the configuration describes a model this package can build; errors
 // name the config.json key.
 func (c Config) Validate() error {
+	if err := bert.ValidateProblemType(c.ProblemType); err != nil {
+		return err
+	}
 	for _, p := range []struct {
 		key   string
 		value int
@@ -359,7 +370,7 @@ func (c Config) JSON() ([]byte, error) {
 	global, local := bert.PyFloat(c.GlobalRopeTheta), bert.PyFloat(c.LocalRopeTheta)
 	e := extra{ModelType: "modernbert", Architectures: []string{"ModernBertForSequenceClassification"},
 		GlobalEvery: c.globalEvery(), ID2Label: map[string]string{}, Label2ID: map[string]int{},
-		ProblemType: "single_label_classification",
+		ProblemType: bert.ProblemTypeOrDefault(c.ProblemType),
 		RopeParameters: map[string]ropeParams{
 			FullAttention:    {RopeType: "default", RopeTheta: &global},
 			SlidingAttention: {RopeType: "default", RopeTheta: &local},
