@@ -29,6 +29,12 @@ type Task struct {
 	// MetricNames lists the names Metrics returns, so that Config.BestMetric is checked
 	// before training starts.
 	MetricNames []string
+	// LossWeight, when set, says that Loss is a mean over other units than the batch's real
+	// examples (the real tokens of token classification) and returns their number in the
+	// batch, a scalar: Fit then calls Accelerator.BackwardWeighted, so that the update is
+	// the mean over all the units of the global batch (and of the accumulated batches) on
+	// every topology. Nil: a mean over the real examples (Accelerator.Backward).
+	LossWeight func(s *model.Scope, b accelerator.GraphBatch) *Node
 }
 
 // check validates the task against the config and the presence of evaluation data.

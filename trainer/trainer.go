@@ -287,10 +287,14 @@ func (f *fit) prepare() error {
 		return wrapf(err, "preparing the job")
 	}
 	f.job, f.t.job = job, job
-	acc, loss := f.t.acc, f.t.task.Loss
+	acc, loss, weight := f.t.acc, f.t.task.Loss, f.t.task.LossWeight
 	f.trainStep = job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *Node {
 		l := loss(s, b)
-		acc.Backward(s, l)
+		if weight != nil {
+			acc.BackwardWeighted(s, l, weight(s, b))
+		} else {
+			acc.Backward(s, l)
+		}
 		return l
 	})
 	if f.t.task.Eval != nil {

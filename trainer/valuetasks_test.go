@@ -97,3 +97,44 @@ func TestValueTaskShapes(t *testing.T) {
 		t.Errorf("2 outputs for regression: %v", err)
 	}
 }
+
+// TestTokenClassificationLoss: the loss is the cross-entropy averaged over the counted
+// tokens (label not -100, sentence real), as PyTorch's CrossEntropyLoss(ignore_index=-100)
+// computes it on one batch; the weight Fit gives BackwardWeighted is their number.
+func TestTokenClassificationLoss(t *testing.T) {
+	backend, err := compute.NewWithConfig("go:ops_sequential")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits := []float32{ // [2 sentences, 3 tokens, 2 tags]
+		1, 0, 0, 2, 3, -1,
+		5, 5, -2, 1, 0, 0,
+	}
+	labels := []int32{0, -100, 1, 1, 0, -100}
+	real := []bool{true, true}
+	task := TokenClassification([]string{"O", "B-X"}, identity)
+	exec, err := model.NewExec(backend, model.NewStore(), func(s *model.Scope, l, y, mask *Node) (*Node, *Node) {
+		b := accelerator.GraphBatch{Inputs: []*Node{l}, Labels: y, Mask: mask}
+		return task.Loss(s, b), task.LossWeight(s, b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := exec.Call(tensors.FromFlatDataAndDimensions(logits, 2, 3, 2), tensors.FromFlatDataAndDimensions(labels, 2, 3),
+		tensors.FromValue(real))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ce := func(a, b float64, k int) float64 { // -log softmax([a b])[k]
+		m := math.Max(a, b)
+		lse := m + math.Log(math.Exp(a-m)+math.Exp(b-m))
+		return lse - []float64{a, b}[k]
+	}
+	want := (ce(1, 0, 0) + ce(3, -1, 1) + ce(5, 5, 1) + ce(-2, 1, 0)) / 4
+	if got := float64(tensors.ToScalar[float32](outs[0])); math.Abs(got-want) > 1e-6 {
+		t.Errorf("token loss %.9f, want %.9f", got, want)
+	}
+	if w := tensors.ToScalar[float32](outs[1]); w != 4 {
+		t.Errorf("weight %g, want the 4 counted tokens", w)
+	}
+}

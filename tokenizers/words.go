@@ -1,0 +1,28 @@
+package tokenizers
+
+// EncodeWords returns the encoding of a text given as its words, as transformers'
+// tokenizers encode with is_split_into_words=True: each word goes through the pipeline on
+// its own (normalized, pre-tokenized and split by the model, so that a Metaspace
+// pre-tokenizer puts its "▁" before every word), its tokens carry its index in WordIDs, and
+// the whole is truncated to MaxLen and wrapped in the post-processor's special tokens (word
+// id -1).
+func (t *Tokenizer) EncodeWords(words []string) Encoding {
+	var e Encoding
+	for i, w := range words {
+		one := t.encodeText(w)
+		for j := range one.IDs {
+			e.append(one.IDs[j], 0, int32(i))
+		}
+	}
+	added := 0
+	if t.post != nil {
+		added = t.post.Added(false)
+	}
+	if t.maxLen > 0 {
+		e.truncate(max(t.maxLen-added, 0))
+	}
+	if t.post == nil {
+		return e
+	}
+	return t.post.Process(&e, nil)
+}
