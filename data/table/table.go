@@ -5,6 +5,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -234,15 +235,8 @@ func (t *Table) readFile(path string, yield func(text.Labeled, error) bool) (mor
 		sb.Reset()
 		for i, c := range t.spec.TextColumns {
 			v := vals[i]
-			switch {
-			case v.kind == kindNull:
-				return false, rowError(path, w, c, "the text is null")
-			case v.kind != kindString:
-				return false, rowError(path, w, c, "%s is not a text (a string)", v.text)
-			case strings.TrimSpace(v.text) == "":
-				return false, rowError(path, w, c, "empty text")
-			case !utf8.ValidString(v.text):
-				return false, rowError(path, w, c, "the text is not valid UTF-8")
+			if err := checkText(path, w, c, v); err != nil {
+				return false, err
 			}
 			if i > 0 {
 				sb.WriteString(t.spec.delimiter())
@@ -257,6 +251,21 @@ func (t *Table) readFile(path string, yield func(text.Labeled, error) bool) (mor
 			return false, nil
 		}
 	}
+}
+
+// checkText refuses a text cell that is null, not a string, blank or not UTF-8.
+func checkText(path string, w where, col string, v value) error {
+	switch {
+	case v.kind == kindNull:
+		return rowError(path, w, col, "the text is null")
+	case v.kind != kindString:
+		return rowError(path, w, col, "%s is not a text (a string)", v.text)
+	case strings.TrimSpace(v.text) == "":
+		return rowError(path, w, col, "empty text")
+	case !utf8.ValidString(v.text):
+		return rowError(path, w, col, "the text is not valid UTF-8")
+	}
+	return nil
 }
 
 // openFile opens path for reading, naming it in the error.
@@ -287,4 +296,48 @@ func Load(files string, spec Spec) (data.Slice[text.Labeled], *Table, error) {
 	}
 	all, err := data.Collect[text.Labeled](t)
 	return all, t, err
+}
+
+// ReadTexts reads the texts of the files of a comma-separated list of paths and globs (see
+// Glob): spec's text columns joined by its delimiter, one per row, in file and row order.
+// The label column is not read (the files may lack it): it is what a program's --test_file
+// of texts to predict calls. Errors name the file, the row and the column, as Open's.
+func ReadTexts(files string, spec Spec) ([]string, error) {
+	paths, err := Glob(files)
+	if err != nil {
+		return nil, err
+	}
+	if len(spec.TextColumns) == 0 || slices.Contains(spec.TextColumns, "") {
+		return nil, fmt.Errorf("table: ReadTexts: text columns %q: want at least one, none empty", spec.TextColumns)
+	}
+	var out []string
+	for _, path := range paths {
+		src, err := openSource(path, spec.TextColumns, spec)
+		if err != nil {
+			return nil, err
+		}
+		vals := make([]value, len(spec.TextColumns))
+		for {
+			w, err := src.next(vals)
+			if err == io.EOF {
+				break
+			} else if err != nil {
+				src.close()
+				return nil, err
+			}
+			parts := make([]string, len(vals))
+			for i, v := range vals {
+				if err := checkText(path, w, spec.TextColumns[i], v); err != nil {
+					src.close()
+					return nil, err
+				}
+				parts[i] = v.text
+			}
+			out = append(out, strings.Join(parts, spec.delimiter()))
+		}
+		if err := src.close(); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return out, nil
 }

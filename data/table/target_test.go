@@ -129,3 +129,23 @@ func TestValueLabelsBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestReadTexts: the texts of files without a label column, joined, in order; a bad cell is
+// named.
+func TestReadTexts(t *testing.T) {
+	dir := t.TempDir()
+	a := writeFile(t, dir, "a.csv", "premise,hypothesis\nx,y\nz,w\n")
+	b := writeFile(t, dir, "b.jsonl", `{"premise": "p", "hypothesis": "q", "label": 3}`)
+	got, err := ReadTexts(a+","+b, Spec{TextColumns: []string{"premise", "hypothesis"}, TextDelimiter: " | "})
+	if err != nil || !slices.Equal(got, []string{"x | y", "z | w", "p | q"}) {
+		t.Errorf("ReadTexts = %q, %v", got, err)
+	}
+	bad := writeFile(t, dir, "bad.csv", "sentence\nok\n \n")
+	if _, err := ReadTexts(bad, Spec{TextColumns: []string{"sentence"}}); err == nil ||
+		!strings.Contains(err.Error(), `bad.csv:3: row 2, column "sentence": empty text`) {
+		t.Errorf("a blank text: %v", err)
+	}
+	if _, err := ReadTexts(a, Spec{TextColumns: []string{"sentence"}}); err == nil || !strings.Contains(err.Error(), `no column "sentence"`) {
+		t.Errorf("a missing column: %v", err)
+	}
+}
