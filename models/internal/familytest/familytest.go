@@ -318,3 +318,121 @@ func (r *TrainRun) Check(t testing.TB, clf model.StoreProvider, logits func(s *m
 	t.Logf("%d SGD steps (lr %g): losses %.4f -> %.4f, max abs diff from transformers %s %.3g",
 		len(losses), r.LearningRate, losses[0], losses[len(losses)-1], transformers, worst)
 }
+
+// TokenFixtures is a package's testdata/token_fixtures.json, written by
+// scripts/make_token_fixtures.py: the package's committed sequence-classifier checkpoints
+// read by transformers' *ForTokenClassification, saved again, and its per-token logits.
+type TokenFixtures struct {
+	Transformers string                 `json:"transformers_version"`
+	Models       map[string]*TokenModel `json:"models"`
+}
+
+// TokenModel is one checkpoint of a TokenFixtures: the folder it was read from, the class,
+// config.json and tensor list that transformers saved (each tensor the folder's), and a
+// padded batch with transformers' per-token logits [B, L, num_labels].
+type TokenModel struct {
+	Folder        string          `json:"folder"`
+	Class         string          `json:"model_class"`
+	Config        json.RawMessage `json:"config"`
+	Tensors       [][]any         `json:"tensors"`
+	InputIDs      [][]int32       `json:"input_ids"`
+	AttentionMask [][]int32       `json:"attention_mask"`
+	TokenTypeIDs  [][]int32       `json:"token_type_ids"`
+	LogitsShape   []int           `json:"logits_shape"`
+	LogitsB64     string          `json:"logits_f32_b64"`
+}
+
+// LoadTokenFixtures reads testdata/token_fixtures.json.
+func LoadTokenFixtures(t testing.TB) *TokenFixtures {
+	t.Helper()
+	contents, err := os.ReadFile(filepath.Join("testdata", "token_fixtures.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f TokenFixtures
+	if err := json.Unmarshal(contents, &f); err != nil {
+		t.Fatalf("parsing testdata/token_fixtures.json: %v", err)
+	}
+	if len(f.Models) == 0 {
+		t.Fatal("testdata/token_fixtures.json has no models")
+	}
+	return &f
+}
+
+// Logits decodes transformers' per-token logits.
+func (m *TokenModel) Logits(t testing.TB) []float32 {
+	return testutil.DecodeF32(t, "token logits", m.LogitsB64, m.LogitsShape)
+}
+
+// Specs are the tensors transformers saved, sorted by name.
+func (m *TokenModel) Specs() []bert.TensorSpec {
+	var specs []bert.TensorSpec
+	for _, entry := range m.Tensors {
+		name, _ := entry[0].(string)
+		raw, _ := entry[1].([]any)
+		dims := make([]int, len(raw))
+		for i, d := range raw {
+			dims[i] = int(d.(float64))
+		}
+		specs = append(specs, bert.TensorSpec{Name: name, Dims: dims})
+	}
+	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
+	return specs
+}
+
+// WriteFolder rebuilds the token checkpoint transformers saved: testdata/<Folder>'s tensors
+// that it lists, and its config.json.
+func (m *TokenModel) WriteFolder(t testing.TB) string {
+	t.Helper()
+	keep := map[string]bool{}
+	for _, s := range m.Specs() {
+		keep[s.Name] = true
+	}
+	dir := CopyFolder(t, filepath.Join("testdata", m.Folder), func(l []safetensors.Named) []safetensors.Named {
+		return slices.DeleteFunc(l, func(n safetensors.Named) bool { return !keep[n.Name] })
+	}, nil)
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), m.Config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TransformersTokenLogits loads folder dir with transformers' AutoModelForTokenClassification
+// in python (eager attention, eval) and returns the class it built, its id2label and its
+// per-token logits of the inputs, flattened; typeIDs may be nil.
+func TransformersTokenLogits(t testing.TB, python, dir string, ids, mask, typeIDs [][]int32) (class string, id2label map[string]string, logits []float32) {
+	t.Helper()
+	in, _ := json.Marshal(map[string]any{"input_ids": ids, "attention_mask": mask, "token_type_ids": typeIDs})
+	const script = `
+import json, sys, torch
+from transformers import AutoModelForTokenClassification
+m = AutoModelForTokenClassification.from_pretrained(sys.argv[1], attn_implementation="eager").eval()
+feed = {k: torch.tensor(v) for k, v in json.loads(sys.argv[2]).items() if v is not None}
+with torch.no_grad():
+    print(json.dumps({"class": type(m).__name__, "id2label": m.config.id2label, "logits": m(**feed).logits.flatten().tolist()}))
+`
+	var res struct {
+		Class    string            `json:"class"`
+		ID2Label map[string]string `json:"id2label"`
+		Logits   []float32         `json:"logits"`
+	}
+	testutil.RunPythonJSON(t, "transformers loading "+dir, python, script, &res, dir, string(in))
+	return res.Class, res.ID2Label, res.Logits
+}
+
+// CheckTokenConfig fails the test unless the config.json of folder dir names the one
+// architecture class and, as transformers' token classifiers write it, no problem_type.
+func CheckTokenConfig(t testing.TB, dir, class string) {
+	t.Helper()
+	contents, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(contents, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if archs, _ := doc["architectures"].([]any); len(archs) != 1 || archs[0] != class || doc["problem_type"] != nil {
+		t.Errorf("%s: architectures %v problem_type %v, want [%s] and none", filepath.Join(dir, "config.json"), doc["architectures"], doc["problem_type"], class)
+	}
+}
