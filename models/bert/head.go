@@ -62,10 +62,17 @@ func HeadOf(architectures []string) (h Head, ok bool) {
 	return SequenceClassification, false
 }
 
-// CheckLoadHead is the check LoadPretrained makes before it loads a head (LoadHead): the
-// head the caller wants must be the one the checkpoint's architectures names, when it names
-// one; configPath is named in the error, with both heads.
-func CheckLoadHead(configPath string, architectures []string, want Head) error {
+// CheckLoadHead is the check a family's LoadPretrained makes of LoadOptions.Head (want)
+// and LoadOptions.LoadHead: want must be a Head, and the head to load must be the one the
+// checkpoint's architectures names, when it names one; configPath is named in the error,
+// with both heads.
+func CheckLoadHead(configPath string, architectures []string, want Head, loadHead bool) error {
+	if err := want.Validate(); err != nil {
+		return fmt.Errorf("LoadOptions.Head: %w", err)
+	}
+	if !loadHead {
+		return nil
+	}
 	if named, ok := HeadOf(architectures); ok && named != want {
 		return fmt.Errorf("%s: architectures %q is a %s checkpoint, but the head to load (LoadOptions.Head with LoadHead) is %s: "+
 			"load it with Head %s, or without LoadHead for a fresh %s head",

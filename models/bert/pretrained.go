@@ -80,13 +80,8 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := opts.Head.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("bert: LoadOptions.Head: %w", err)
-	}
-	if opts.LoadHead {
-		if err := CheckLoadHead(filepath.Join(dir, "config.json"), cfg.Architectures, opts.Head); err != nil {
-			return nil, nil, fmt.Errorf("bert: %w", err)
-		}
+	if err := CheckLoadHead(filepath.Join(dir, "config.json"), cfg.Architectures, opts.Head, opts.LoadHead); err != nil {
+		return nil, nil, fmt.Errorf("bert: %w", err)
 	}
 	cfg.Head = opts.Head
 	if opts.NumLabels < 0 {

@@ -295,8 +295,8 @@ func TestTokenHeadMismatch(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := LoadPretrained(t.TempDir(), nil, LoadOptions{Head: 7}); err == nil {
-		t.Error("LoadOptions.Head 7 accepted")
+	if _, _, err := LoadPretrained(writeFamilyFolder(t, seq), nil, LoadOptions{MaxLen: 12, Head: 7}); err == nil || !strings.Contains(err.Error(), "LoadOptions.Head") {
+		t.Errorf("LoadOptions.Head 7: error %v, want one naming LoadOptions.Head", err)
 	}
 }
 

@@ -50,13 +50,8 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 	if err != nil {
 		return nil, err
 	}
-	if err := opts.Head.Validate(); err != nil {
-		return nil, fmt.Errorf("modernbert: LoadOptions.Head: %w", err)
-	}
-	if opts.LoadHead {
-		if err := bert.CheckLoadHead(configPath, cfg.architectures, opts.Head); err != nil {
-			return nil, fmt.Errorf("modernbert: %w", err)
-		}
+	if err := bert.CheckLoadHead(configPath, cfg.architectures, opts.Head, opts.LoadHead); err != nil {
+		return nil, fmt.Errorf("modernbert: %w", err)
 	}
 	cfg.Head = opts.Head
 	if opts.NumLabels < 0 {

@@ -1,10 +1,8 @@
 package modernbert
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/goaccel/goaccel/internal/testutil"
@@ -15,9 +13,6 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 )
-
-// tokenOpts loads a folder as a token classifier, with its head.
-var tokenOpts = LoadOptions{LoadHead: true, Head: bert.TokenClassification}
 
 // tokenLogitsOf runs Classifier.Logits once (inference) and returns the logits and their shape.
 func tokenLogitsOf(t *testing.T, backend compute.Backend, clf *Classifier, ids, mask [][]int32) ([]float32, []int) {
@@ -35,81 +30,39 @@ func tokenLogitsOf(t *testing.T, backend compute.Backend, clf *Classifier, ids, 
 	return tensors.MustCopyFlatData[float32](outs[0]), outs[0].Shape().Dimensions
 }
 
+// tokenKit is what familytest's token checks need of this package.
+var tokenKit = familytest.TokenKit[*Classifier]{
+	Prefix: "ModernBert", Tolerance: tolerance,
+	Load: func(dir string, head bert.Head) (*Classifier, error) {
+		return LoadPretrained(dir, model.NewStore(), LoadOptions{LoadHead: true, Head: head})
+	},
+	Config: func(clf *Classifier) (bert.Head, []TensorSpec) { return clf.Config.Head, clf.Config.Tensors() },
+	Logits: func(t *testing.T, b compute.Backend, clf *Classifier, m *familytest.TokenModel) []float32 {
+		got, _ := tokenLogitsOf(t, b, clf, m.InputIDs, m.AttentionMask)
+		return got
+	},
+	Save: func(dir string, clf *Classifier, labels []string) error {
+		clf.Config.Labels = labels
+		return SavePretrained(dir, clf)
+	},
+}
+
 // TestTokenParityWithTransformers: both checkpoints read as ModernBertForTokenClassification
 // (the config.json and tensors transformers saved) have transformers' tensors, and give its
 // per-token logits of a padded batch (rows of 40, 23, 9 and 1 tokens) within tolerance on the
 // pure-Go and the XLA CPU backends: the prediction head (dense, activation, norm), then the
 // classifier, on every token.
 func TestTokenParityWithTransformers(t *testing.T) {
-	f := familytest.LoadTokenFixtures(t)
-	for name, m := range f.Models {
-		dir := m.WriteFolder(t)
-		familytest.CheckTensors(t, dir, func(configPath string) ([]TensorSpec, error) {
-			cfg, err := LoadConfig(configPath)
-			if err == nil && cfg.Head != bert.TokenClassification {
-				t.Errorf("%s: Head %v from architectures %s, want TokenClassification", name, cfg.Head, m.Class)
-			}
-			return cfg.Tensors(), err
-		})
-		for _, b := range familytest.Backends(t) {
-			t.Run(name+"/"+b.Name, func(t *testing.T) {
-				clf, err := LoadPretrained(dir, model.NewStore(), tokenOpts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, shape := tokenLogitsOf(t, b.Backend, clf, m.InputIDs, m.AttentionMask)
-				if !slices.Equal(shape, m.LogitsShape) {
-					t.Fatalf("logits shape %v, want %v", shape, m.LogitsShape)
-				}
-				d := testutil.MaxAbsDiff(t, "logits", got, m.Logits(t))
-				t.Logf("%s token classifier on %s vs transformers %s: per-token logits %v max abs diff %.3g", name, b.Name, f.Transformers, shape, d)
-				if d > tolerance {
-					t.Errorf("max abs diff %g, want <= %g", d, tolerance)
-				}
-			})
-		}
-	}
+	tokenKit.CheckParity(t, familytest.LoadTokenFixtures(t))
 }
 
-// TestTokenSavePretrained: the token classifier saved by SavePretrained is a
+// TestTokenSavePretrained: the token classifier (tiny_bias) saved by SavePretrained is a
 // ModernBertForTokenClassification folder (no problem_type) that loads back with its head and
 // the same logits and, with GOACCEL_TORCH_PYTHON (a Python with torch and transformers,
 // outside the repository), gives transformers' AutoModelForTokenClassification the same
 // logits within tolerance.
 func TestTokenSavePretrained(t *testing.T) {
-	m := familytest.LoadTokenFixtures(t).Models["tiny_bias"]
-	backend := familytest.Go(t)
-	clf, err := LoadPretrained(m.WriteFolder(t), model.NewStore(), tokenOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clf.Config.Labels = []string{"O", "B-PER", "I-PER"}
-	out := filepath.Join(t.TempDir(), "saved")
-	if err := SavePretrained(out, clf); err != nil {
-		t.Fatal(err)
-	}
-	familytest.CheckTokenConfig(t, out, "ModernBertForTokenClassification")
-	back, err := LoadPretrained(out, model.NewStore(), tokenOpts)
-	if err != nil {
-		t.Fatalf("loading the saved folder: %v", err)
-	}
-	want, _ := tokenLogitsOf(t, backend, clf, m.InputIDs, m.AttentionMask)
-	if got, _ := tokenLogitsOf(t, backend, back, m.InputIDs, m.AttentionMask); testutil.MaxAbsDiff(t, "logits", got, want) != 0 {
-		t.Error("the saved folder gives other logits")
-	}
-	python := os.Getenv("GOACCEL_TORCH_PYTHON")
-	if python == "" {
-		t.Skip("SKIPPING the transformers half: GOACCEL_TORCH_PYTHON (a Python with torch and transformers, outside the repository) is not set")
-	}
-	class, id2label, logits := familytest.TransformersTokenLogits(t, python, out, m.InputIDs, m.AttentionMask, nil)
-	if class != "ModernBertForTokenClassification" || id2label["1"] != "B-PER" {
-		t.Errorf("transformers read %s with id2label %v", class, id2label)
-	}
-	d := testutil.MaxAbsDiff(t, "logits", logits, want)
-	t.Logf("transformers loaded the saved folder as %s: per-token logits max abs diff %.3g", class, d)
-	if d > tolerance {
-		t.Errorf("transformers' logits differ by %g, want <= %g", d, tolerance)
-	}
+	tokenKit.CheckSave(t, familytest.LoadTokenFixtures(t).Models["tiny_bias"], []string{"O", "B-PER", "I-PER"})
 }
 
 // TestTokenFromSequenceCheckpoint: the sequence checkpoint tiny/ loaded for a token
@@ -146,19 +99,8 @@ func TestTokenFromSequenceCheckpoint(t *testing.T) {
 	}
 
 	tokenDir := familytest.LoadTokenFixtures(t).Models["tiny"].WriteFolder(t)
-	for _, c := range []struct {
-		dir  string
-		head bert.Head
-		want []string
-	}{
-		{tokenDir, bert.SequenceClassification, []string{"ModernBertForTokenClassification", "a TokenClassification checkpoint", "is SequenceClassification"}},
-		{filepath.Join("testdata", "tiny"), bert.TokenClassification, []string{"ModernBertForSequenceClassification", "a SequenceClassification checkpoint", "is TokenClassification"}},
-	} {
-		_, err := LoadPretrained(c.dir, model.NewStore(), LoadOptions{LoadHead: true, Head: c.head})
-		for _, w := range c.want {
-			if err == nil || !strings.Contains(err.Error(), w) {
-				t.Errorf("LoadHead with Head %s on %s: error %v, want one saying %q", c.head, c.dir, err, w)
-			}
-		}
-	}
+	familytest.CheckHeadMismatch(t, "ModernBert", tokenDir, filepath.Join("testdata", "tiny"), func(dir string, head bert.Head) error {
+		_, err := LoadPretrained(dir, model.NewStore(), LoadOptions{LoadHead: true, Head: head})
+		return err
+	})
 }

@@ -397,11 +397,18 @@ func (m *TokenModel) WriteFolder(t testing.TB) string {
 	return dir
 }
 
-// TransformersTokenLogits loads folder dir with transformers' AutoModelForTokenClassification
-// in python (eager attention, eval) and returns the class it built, its id2label and its
-// per-token logits of the inputs, flattened; typeIDs may be nil.
-func TransformersTokenLogits(t testing.TB, python, dir string, ids, mask, typeIDs [][]int32) (class string, id2label map[string]string, logits []float32) {
+// CheckTransformersTokenLogits loads the token classifier's folder dir with transformers'
+// AutoModelForTokenClassification (eager attention, eval) in the Python that
+// GOACCEL_TORCH_PYTHON names (with torch and transformers, outside the repository), and fails
+// the test unless it builds class, with label1 as id2label["1"], and gives the per-token
+// logits want of the inputs within tolerance; typeIDs may be nil. Without
+// GOACCEL_TORCH_PYTHON it skips the test loudly.
+func CheckTransformersTokenLogits(t testing.TB, dir, class, label1 string, want []float32, tolerance float64, ids, mask, typeIDs [][]int32) {
 	t.Helper()
+	python := os.Getenv("GOACCEL_TORCH_PYTHON")
+	if python == "" {
+		t.Skip("SKIPPING the transformers half: GOACCEL_TORCH_PYTHON (a Python with torch and transformers, outside the repository) is not set")
+	}
 	in, _ := json.Marshal(map[string]any{"input_ids": ids, "attention_mask": mask, "token_type_ids": typeIDs})
 	const script = `
 import json, sys, torch
@@ -417,7 +424,34 @@ with torch.no_grad():
 		Logits   []float32         `json:"logits"`
 	}
 	testutil.RunPythonJSON(t, "transformers loading "+dir, python, script, &res, dir, string(in))
-	return res.Class, res.ID2Label, res.Logits
+	if res.Class != class || res.ID2Label["1"] != label1 {
+		t.Errorf("transformers read %s with id2label %v, want %s with %q as class 1", res.Class, res.ID2Label, class, label1)
+	}
+	d := testutil.MaxAbsDiff(t, "logits", res.Logits, want)
+	t.Logf("transformers loaded the saved folder as %s: per-token logits max abs diff %.3g", res.Class, d)
+	if float64(d) > tolerance {
+		t.Errorf("transformers' logits differ by %g, want <= %g", d, tolerance)
+	}
+}
+
+// CheckHeadMismatch fails the test unless load, with LoadHead and the head given, refuses
+// both the token folder tokenDir for a sequence classifier and the sequence folder seqDir for
+// a token classifier, with an error naming the folder's class (prefix + the head's suffix)
+// and both heads.
+func CheckHeadMismatch(t testing.TB, prefix, tokenDir, seqDir string, load func(dir string, head bert.Head) error) {
+	t.Helper()
+	for _, c := range []struct {
+		dir         string
+		named, head bert.Head
+	}{{tokenDir, bert.TokenClassification, bert.SequenceClassification}, {seqDir, bert.SequenceClassification, bert.TokenClassification}} {
+		err := load(c.dir, c.head)
+		name := func(h bert.Head) string { return strings.TrimPrefix(h.String(), "For") }
+		for _, w := range []string{prefix + c.named.String(), "a " + name(c.named) + " checkpoint", "is " + name(c.head)} {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("LoadHead with Head %s on %s: error %v, want one saying %q", name(c.head), c.dir, err, w)
+			}
+		}
+	}
 }
 
 // CheckTokenConfig fails the test unless the config.json of folder dir names the one
@@ -435,4 +469,82 @@ func CheckTokenConfig(t testing.TB, dir, class string) {
 	if archs, _ := doc["architectures"].([]any); len(archs) != 1 || archs[0] != class || doc["problem_type"] != nil {
 		t.Errorf("%s: architectures %v problem_type %v, want [%s] and none", filepath.Join(dir, "config.json"), doc["architectures"], doc["problem_type"], class)
 	}
+}
+
+// TokenKit is what the token-classification tests of a family need to know of it: how to
+// load a folder, run Logits and save, for its classifier type C.
+type TokenKit[C any] struct {
+	// Prefix is the family's prefix of transformers' classes, "ModernBert".
+	Prefix string
+	// Tolerance is the largest max-abs difference accepted from transformers' logits.
+	Tolerance float64
+	// Load loads folder dir with LoadHead and the head given.
+	Load func(dir string, head bert.Head) (C, error)
+	// Config is the configuration of a classifier: its head and tensors.
+	Config func(clf C) (bert.Head, []bert.TensorSpec)
+	// Logits runs the classifier's Logits once (inference) on m's batch, flattened.
+	Logits func(t *testing.T, backend compute.Backend, clf C, m *TokenModel) []float32
+	// Save sets the class names of the classifier and saves it into dir.
+	Save func(dir string, clf C, labels []string) error
+}
+
+// CheckParity loads each model of f with its token head and checks its tensors (those
+// transformers saved) and its per-token logits (transformers', within Tolerance) on the
+// pure-Go and the XLA CPU backends.
+func (k TokenKit[C]) CheckParity(t *testing.T, f *TokenFixtures) {
+	t.Helper()
+	for name, m := range f.Models {
+		dir := m.WriteFolder(t)
+		for _, b := range Backends(t) {
+			t.Run(name+"/"+b.Name, func(t *testing.T) {
+				clf, err := k.Load(dir, bert.TokenClassification)
+				if err != nil {
+					t.Fatal(err)
+				}
+				head, specs := k.Config(clf)
+				sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
+				if theirs := m.Specs(); head != bert.TokenClassification ||
+					!slices.EqualFunc(specs, theirs, func(a, b bert.TensorSpec) bool { return a.Name == b.Name && slices.Equal(a.Dims, b.Dims) }) {
+					t.Errorf("head %v, tensors differ from %s's:\n ours   %v\n theirs %v", head, m.Class, specs, theirs)
+				}
+				want := m.Logits(t)
+				got := k.Logits(t, b.Backend, clf, m)
+				if len(got) != len(want) {
+					t.Fatalf("%d logits, want %d (%v)", len(got), len(want), m.LogitsShape)
+				}
+				d := testutil.MaxAbsDiff(t, "logits", got, want)
+				t.Logf("%s token classifier on %s vs transformers %s: per-token logits %v max abs diff %.3g", name, b.Name, f.Transformers, m.LogitsShape, d)
+				if d > k.Tolerance {
+					t.Errorf("max abs diff %g, want <= %g", d, k.Tolerance)
+				}
+			})
+		}
+	}
+}
+
+// CheckSave loads model m with its token head, names its classes labels and saves it: the
+// folder must say the family's *ForTokenClassification (no problem_type), load back with the
+// same logits and, with GOACCEL_TORCH_PYTHON, give transformers' AutoModelForTokenClassification
+// the same logits within Tolerance (CheckTransformersTokenLogits).
+func (k TokenKit[C]) CheckSave(t *testing.T, m *TokenModel, labels []string) {
+	t.Helper()
+	clf, err := k.Load(m.WriteFolder(t), bert.TokenClassification)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "saved")
+	if err := k.Save(out, clf, labels); err != nil {
+		t.Fatal(err)
+	}
+	class := k.Prefix + bert.TokenClassification.String()
+	CheckTokenConfig(t, out, class)
+	back, err := k.Load(out, bert.TokenClassification)
+	if err != nil {
+		t.Fatalf("loading the saved folder: %v", err)
+	}
+	want := k.Logits(t, Go(t), clf, m)
+	if got := k.Logits(t, Go(t), back, m); testutil.MaxAbsDiff(t, "logits", got, want) != 0 {
+		t.Error("the saved folder gives other logits")
+	}
+	CheckTransformersTokenLogits(t, out, class, labels[1], want, k.Tolerance, m.InputIDs, m.AttentionMask, m.TokenTypeIDs)
 }
