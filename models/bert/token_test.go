@@ -323,3 +323,43 @@ func TestHeadOf(t *testing.T) {
 		t.Errorf("Head(3).String() = %q", s)
 	}
 }
+
+// TestTokenDropout: the token head's dropout is active only in training and has
+// transformers' rate: classifier_dropout (or hidden_dropout_prob) before the classifier, but
+// DistilBERT's dropout (hidden_dropout_prob here), not seq_classif_dropout.
+func TestTokenDropout(t *testing.T) {
+	backend := mustGoBackend(t)
+	for _, f := range loadTokenFixtures(t) {
+		if f.ModelType != "bert" && f.ModelType != "distilbert" {
+			continue
+		}
+		t.Run(f.ModelType, func(t *testing.T) {
+			clf, _, err := LoadPretrained(writeFamilyFolder(t, f), model.NewStore(), tokenOpts(f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			clf.Config.HiddenDropoutProb, clf.Config.AttentionProbsDropoutProb = 0, 0
+			half := 0.5
+			clf.Config.ClassifierDropout = &half // DistilBERT: seq_classif_dropout
+			in := familyInputs(f)
+			logits := func(train bool) []float32 {
+				exec, err := model.NewExec(backend, clf.Store(), func(s *model.Scope, ids, mask, types *Node) *Node {
+					s.Store().SetTraining(ids.Graph(), train)
+					return clf.Logits(s, []*Node{ids, mask, types})
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				outs, err := exec.Call(in[0], in[1], in[2])
+				if err != nil {
+					t.Fatal(err)
+				}
+				return tensors.MustCopyFlatData[float32](outs[0])
+			}
+			d := testutil.MaxAbsDiff(t, "train vs eval", logits(true), logits(false))
+			if dropped := d > 1e-3; dropped != (f.ModelType == "bert") {
+				t.Errorf("training logits differ from evaluation's by %g with classifier_dropout 0.5 and every other rate 0: want a difference for bert only", d)
+			}
+		})
+	}
+}
