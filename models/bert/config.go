@@ -60,9 +60,9 @@ type Config struct {
 	// Labels names the classes by class id, as Hugging Face's id2label (label2id is its
 	// inverse): nil leaves them unnamed, written as transformers' LABEL_0, LABEL_1, ... (and
 	// read back as nil), so that pipeline("text-classification") answers with these names.
-	// When set, it has NumLabels distinct names. JSON writes id2label, label2id and
-	// problem_type "single_label_classification" (the head's softmax and cross-entropy);
-	// ParseConfig reads id2label.
+	// When set, it has NumLabels distinct names. JSON writes id2label, label2id and, for a
+	// sequence classifier, problem_type "single_label_classification" (the head's softmax and
+	// cross-entropy) unless ProblemType says otherwise; ParseConfig reads id2label.
 	Labels []string `json:"-"`
 	// ProblemType is transformers' problem_type, what the head is trained for: empty or
 	// "single_label_classification" (softmax and cross-entropy), "multi_label_classification"
@@ -145,7 +145,8 @@ func defaultConfig() Config {
 // messages (usually the file path). model_type chooses the family; keys missing from the
 // file take that family's defaults (BertConfig's, RobertaConfig's, ...); num_labels falls
 // back to the size of id2label, then to 2. id2label's names become Labels, unless num_labels
-// gives another count (transformers then drops them too). The result is validated.
+// gives another count (transformers then drops them too). Head is read from architectures
+// (HeadOf). The result is validated.
 func ParseConfig(contents []byte, name string) (Config, error) {
 	var head struct {
 		ModelType string         `json:"model_type"`

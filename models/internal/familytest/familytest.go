@@ -1,8 +1,10 @@
 // Package familytest holds what the parity tests of the model families (models/modernbert,
 // models/deberta) share: the backends they run on, the fixtures' records of transformers'
 // outputs, copying a Hugging Face folder with its tensors or config.json edited and checking
-// the load errors, comparing a family's tensor list with a checkpoint's, and the SGD training
-// run checked against PyTorch's losses. It is imported by tests only.
+// the load errors, comparing a family's tensor list with a checkpoint's, the SGD training
+// run checked against PyTorch's losses, and the token-classification checks (TokenKit: the
+// token_fixtures.json of scripts/make_token_fixtures.py, the save and transformers round
+// trip, the head-mismatch error). It is imported by tests only.
 package familytest
 
 import (
