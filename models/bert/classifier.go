@@ -14,7 +14,9 @@ import (
 // Classifier is a sequence classifier of the BERT family with the semantics of Hugging
 // Face's BertForSequenceClassification, RobertaForSequenceClassification,
 // DistilBertForSequenceClassification or ElectraForSequenceClassification (the Config's
-// family): the encoder, then the family's head (see Head).
+// family): the encoder, then the family's head (see Head). With Config.Head
+// TokenClassification it is the family's token classifier instead
+// (BertForTokenClassification, ...: see TokenHead), whose Logits are per token.
 //
 // Its variables live in a model.Store (Store returns it), under paths that map one to one to
 // HF tensor names (see HFName): "/bert/..." for BERT's encoder ("/roberta/...", ...) and
@@ -75,7 +77,9 @@ func (c *Classifier) dtype() dtypes.DType {
 
 // Logits builds the classifier's forward pass: inputs are [input_ids, attention_mask,
 // token_type_ids] (integer [B, L] nodes, as produced by Tokenizer.Collate; token_type_ids
-// may be omitted) and the result is the float32 [B, num_labels] logits. s is the scope the
+// may be omitted) and the result is the float32 [B, num_labels] logits, or with Config.Head
+// TokenClassification the float32 [B, L, num_labels] logits of every token (padding
+// included: the caller masks them out of a loss or a metric). s is the scope the
 // model lives in, normally the root scope handed over by model.Exec or the accelerator.
 // Dropout is active only when the Store marks the graph as training.
 //
@@ -91,6 +95,9 @@ func (c *Classifier) Logits(s *model.Scope, inputs []*Node) *Node {
 		tokenTypeIDs = inputs[2]
 	}
 	hidden, pooled := c.Encoder(s, inputs[0], inputs[1], tokenTypeIDs)
+	if c.Config.Head == TokenClassification {
+		return c.TokenHead(s, hidden)
+	}
 	if pooled == nil {
 		pooled = firstToken(hidden)
 	}
@@ -137,6 +144,22 @@ func (c *Classifier) Head(s *model.Scope, pooled *Node) *Node {
 		x = linear(cs, cfg, x, cfg.NumLabels)
 	}
 	return x
+}
+
+// TokenHead applies the family's token-classification head to the last hidden states
+// [B, L, hidden], as transformers' *ForTokenClassification does: dropout (classifier_dropout,
+// or hidden_dropout_prob when unset; DistilBERT: its dropout, not seq_classif_dropout), then
+// "classifier" (weight [num_labels, hidden], bias [num_labels]) on every token. The result
+// is the float32 [B, L, num_labels] logits. Its variables are those of HeadTensors with
+// Head TokenClassification; fresh ones are N(0, initializer_range²) weights and zero biases.
+func (c *Classifier) TokenHead(s *model.Scope, hidden *Node) *Node {
+	cfg := c.Config
+	if hidden.Rank() != 3 || hidden.Shape().Dimensions[2] != cfg.HiddenSize {
+		exceptions.Panicf("bert: Classifier.TokenHead wants last hidden states [batch, seq_len, %d], got %s", cfg.HiddenSize, hidden.Shape())
+	}
+	cs := s.At("classifier")
+	x := dropout(cs, ConvertDType(hidden, c.dtype()), cfg.tokenDropout())
+	return linear(cs, cfg, x, cfg.NumLabels)
 }
 
 // NumParameters is the number of scalar weights of the classifier (encoder and head).

@@ -60,9 +60,9 @@ type Config struct {
 	// Labels names the classes by class id, as Hugging Face's id2label (label2id is its
 	// inverse): nil leaves them unnamed, written as transformers' LABEL_0, LABEL_1, ... (and
 	// read back as nil), so that pipeline("text-classification") answers with these names.
-	// When set, it has NumLabels distinct names. JSON writes id2label, label2id and
-	// problem_type "single_label_classification" (the head's softmax and cross-entropy);
-	// ParseConfig reads id2label.
+	// When set, it has NumLabels distinct names. JSON writes id2label, label2id and, for a
+	// sequence classifier, problem_type "single_label_classification" (the head's softmax and
+	// cross-entropy) unless ProblemType says otherwise; ParseConfig reads id2label.
 	Labels []string `json:"-"`
 	// ProblemType is transformers' problem_type, what the head is trained for: empty or
 	// "single_label_classification" (softmax and cross-entropy), "multi_label_classification"
@@ -75,8 +75,16 @@ type Config struct {
 	ModelType string `json:"model_type"`
 	// PositionEmbeddingType must be "absolute" (or empty).
 	PositionEmbeddingType string `json:"position_embedding_type"`
-	// Architectures is HF's list of model classes that wrote the checkpoint (informative).
+	// Architectures is HF's list of model classes that wrote the checkpoint (informative;
+	// ParseConfig reads Head from it, JSON writes the class of Head).
 	Architectures []string `json:"architectures,omitempty"`
+	// Head is the task head: SequenceClassification (the zero value) or TokenClassification,
+	// which changes what Logits returns ([B, num_labels] or [B, L, num_labels]), the head's
+	// tensors (HeadTensors) and BERT's pooler (the token model has none). ParseConfig reads it
+	// from architectures (a class ending in ForTokenClassification; anything else, or none,
+	// is SequenceClassification); JSON writes the family's class of it
+	// (BertForTokenClassification, ...); LoadOptions.Head sets it when a folder is loaded.
+	Head Head `json:"-"`
 
 	// GradientCheckpointing turns on activation checkpointing (rematerialisation) per
 	// encoder layer in training graphs, as Hugging Face's gradient_checkpointing_enable():
@@ -137,7 +145,8 @@ func defaultConfig() Config {
 // messages (usually the file path). model_type chooses the family; keys missing from the
 // file take that family's defaults (BertConfig's, RobertaConfig's, ...); num_labels falls
 // back to the size of id2label, then to 2. id2label's names become Labels, unless num_labels
-// gives another count (transformers then drops them too). The result is validated.
+// gives another count (transformers then drops them too). Head is read from architectures
+// (HeadOf). The result is validated.
 func ParseConfig(contents []byte, name string) (Config, error) {
 	var head struct {
 		ModelType string         `json:"model_type"`
@@ -186,6 +195,7 @@ func ParseConfig(contents []byte, name string) (Config, error) {
 	if head.Problem != nil {
 		cfg.ProblemType = *head.Problem
 	}
+	cfg.Head, _ = HeadOf(cfg.Architectures)
 	if err := cfg.Validate(); err != nil {
 		return Config{}, fmt.Errorf("bert: %s: %w", name, err)
 	}
@@ -301,6 +311,9 @@ func (c Config) Validate() error {
 	if err := ValidateProblemType(c.ProblemType); err != nil {
 		return err
 	}
+	if err := c.Head.Validate(); err != nil {
+		return err
+	}
 	typeVocab := c.TypeVocabSize
 	if !f.tokenTypes {
 		typeVocab = 1 // not used
@@ -394,16 +407,27 @@ func (c Config) classifierDropout() float64 {
 	return c.HiddenDropoutProb
 }
 
+// tokenDropout is the dropout rate on the last hidden states before the token classifier:
+// classifier_dropout, or hidden_dropout_prob when unset; DistilBERT's token model uses its
+// dropout (hidden_dropout_prob here), not seq_classif_dropout.
+func (c Config) tokenDropout() float64 {
+	if c.family().modelType == "distilbert" {
+		return c.HiddenDropoutProb
+	}
+	return c.classifierDropout()
+}
+
 // JSON returns the configuration as a Hugging Face config.json document for the family's
-// sequence classifier (BertForSequenceClassification, RobertaForSequenceClassification, ...),
-// with DistilBERT's own keys for DistilBERT, and the head's id2label, label2id and
-// problem_type.
+// classifier with the Config's Head (BertForSequenceClassification,
+// RobertaForTokenClassification, ...), with DistilBERT's own keys for DistilBERT, and the
+// head's id2label, label2id and problem_type (for a token classifier only when ProblemType
+// is set: transformers writes none, its token models have one loss).
 func (c Config) JSON() ([]byte, error) {
 	f := c.family()
 	out := c
-	out.Architectures = []string{f.architecture}
+	out.Architectures = []string{f.architecture(c.Head)}
 	out.ModelType = f.modelType
-	head := headJSON{ID2Label: map[string]string{}, Label2ID: map[string]int{}, ProblemType: ProblemTypeOrDefault(c.ProblemType)}
+	head := headJSON{ID2Label: map[string]string{}, Label2ID: map[string]int{}, ProblemType: HeadProblemType(c.Head, c.ProblemType)}
 	for i := range c.NumLabels {
 		head.ID2Label[strconv.Itoa(i)] = c.labelName(i)
 		head.Label2ID[c.labelName(i)] = i
@@ -457,9 +481,20 @@ func ProblemTypeOrDefault(p string) string {
 	return p
 }
 
+// HeadProblemType is the problem_type config.json says for a head: p, or
+// single_label_classification when p is empty, for a sequence classifier; p for a token
+// classifier, where empty leaves the key out (transformers' token classifiers have none:
+// their loss is always cross-entropy per token).
+func HeadProblemType(h Head, p string) string {
+	if h == TokenClassification {
+		return p
+	}
+	return ProblemTypeOrDefault(p)
+}
+
 // headJSON is what config.json says of the classification head besides num_labels.
 type headJSON struct {
 	ID2Label    map[string]string `json:"id2label"`
 	Label2ID    map[string]int    `json:"label2id"`
-	ProblemType string            `json:"problem_type"`
+	ProblemType string            `json:"problem_type,omitempty"`
 }

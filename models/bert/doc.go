@@ -18,6 +18,11 @@
 // positions from pad_token_id+1 and has one token type, DistilBERT has no token types and
 // its own tensor names, ELECTRA projects narrower embeddings to the hidden size; none of the
 // three has a pooler, and each has its own head (see Classifier.Head).
+// With Config.Head TokenClassification (LoadOptions.Head when loading) it is the family's
+// token classifier instead (BertForTokenClassification, RobertaForTokenClassification, ...,
+// for named-entity recognition): Logits returns [B, L, num_labels], dropout and a linear
+// "classifier" on every token's last hidden state (Classifier.TokenHead), without a pooler;
+// scripts/make_token_fixtures.py records transformers' per-token logits for each family.
 // Config.GradientCheckpointing recomputes each encoder layer in the backward pass instead of
 // keeping its activations (docs/remat.md: a MiniLM step's peak memory 50% lower on XLA CPU).
 //

@@ -32,9 +32,9 @@ const variableDType = dtypes.Float32
 
 // Encoder builds the encoder's forward pass (BertModel, RobertaModel, DistilBertModel or
 // ElectraModel, by the Config's family) under the family's scope ("bert", "roberta",
-// "distilbert", "electra"): it returns the last hidden states [B, L, hidden] and, for BERT,
-// the pooled output [B, hidden] (tanh dense on the [CLS] state; nil for the families without
-// a pooler), both float32 (computed in the Classifier's compute dtype, see SetComputeDType).
+// "distilbert", "electra"): it returns the last hidden states [B, L, hidden] and, for BERT's
+// sequence classifier, the pooled output [B, hidden] (tanh dense on the [CLS] state; nil for
+// the families without a pooler and for token classifiers), both float32 (computed in the Classifier's compute dtype, see SetComputeDType).
 //
 // inputIDs, attentionMask and tokenTypeIDs are integer [B, L] nodes; attentionMask is 1 for
 // real tokens and 0 for padding (padding keys get no attention). tokenTypeIDs may be nil
@@ -61,7 +61,7 @@ func (c *Classifier) Encoder(s *model.Scope, inputIDs, attentionMask, tokenTypeI
 		x = encoderLayer(layerScope.At("%d", i), cfg, checkpointInput(s.Store(), cfg, x, remat), mask)
 	}
 	hidden = checkpointOutput(s.Store(), cfg, x, remat)
-	if f.pooler {
+	if cfg.hasPooler() {
 		pooled = Tanh(linear(s.At("pooler").At("dense"), cfg, firstToken(hidden), cfg.HiddenSize))
 	}
 	return ConvertDType(hidden, variableDType), pooled

@@ -9,8 +9,9 @@ import (
 	"github.com/goaccel/goaccel/internal/fsutil"
 )
 
-// SavePretrained writes the classifier as a Hugging Face folder of its family's sequence
-// classifier (BertForSequenceClassification, RobertaForSequenceClassification, ...) that
+// SavePretrained writes the classifier as a Hugging Face folder of its family's classifier
+// with the Config's Head (BertForSequenceClassification, RobertaForTokenClassification, ...;
+// a token classifier's folder is read by transformers' AutoModelForTokenClassification) that
 // LoadPretrained (with LoadOptions.LoadHead) and transformers' from_pretrained can read:
 // config.json, the tokenizer when tok is not nil (vocab.txt for WordPiece, tokenizer.json for
 // BPE, with tokenizer_config.json) and model.safetensors with HF tensor names, float32. All

@@ -18,21 +18,30 @@ import (
 // DistilBERT names its layer tensors differently (q_lin, sa_layer_norm, ffn.lin1, ...) and its
 // config.json keys too (dim, n_layers, ...); ELECTRA's embeddings may be narrower than its
 // layers (embedding_size), with a projection (embeddings_project) between them.
+//
+// The table's head is the sequence classifier's (Head SequenceClassification). Every family's
+// token classifier (TokenClassification) is the same: dropout, then "classifier" (a linear
+// layer hidden -> num_labels) on each token's last hidden state, with no pooler (BERT's token
+// model is built without one, add_pooling_layer=False in transformers).
 
 // family describes one architecture of the BERT family.
 type family struct {
-	modelType    string     // config.json's model_type
-	architecture string     // transformers' sequence-classification class
-	prefix       string     // the encoder's tensor prefix, "bert"
-	layers       string     // the layers' tensor path under the prefix, "encoder.layer"
-	layer        layerNames // tensor names inside a layer
-	tokenTypes   bool       // token_type_embeddings exist
-	pooler       bool       // a pooler (tanh dense on the first token) exists
+	modelType  string     // config.json's model_type
+	class      string     // the prefix of transformers' class names, "Bert" (BertForSequenceClassification)
+	prefix     string     // the encoder's tensor prefix, "bert"
+	layers     string     // the layers' tensor path under the prefix, "encoder.layer"
+	layer      layerNames // tensor names inside a layer
+	tokenTypes bool       // token_type_embeddings exist
+	pooler     bool       // a pooler (tanh dense on the first token) exists
 	// paddingOffset: position ids count from pad_token_id+1 and skip padding (RoBERTa's
 	// create_position_ids_from_input_ids) instead of 0..L-1.
 	paddingOffset bool
 	head          headKind
 }
+
+// architecture is transformers' class of the family's model with head h,
+// "BertForTokenClassification".
+func (f *family) architecture(h Head) string { return f.class + h.String() }
 
 // layerNames are the names of the modules of one encoder layer (without .weight / .bias).
 type layerNames struct {
@@ -63,17 +72,17 @@ var (
 
 // families is the table of supported architectures, by model_type.
 var families = map[string]*family{
-	"bert": {modelType: "bert", architecture: "BertForSequenceClassification", prefix: "bert", layers: "encoder.layer",
+	"bert": {modelType: "bert", class: "Bert", prefix: "bert", layers: "encoder.layer",
 		layer: bertLayer, tokenTypes: true, pooler: true, head: headPooled},
-	"roberta": {modelType: "roberta", architecture: "RobertaForSequenceClassification", prefix: "roberta", layers: "encoder.layer",
+	"roberta": {modelType: "roberta", class: "Roberta", prefix: "roberta", layers: "encoder.layer",
 		layer: bertLayer, tokenTypes: true, paddingOffset: true, head: headDenseOut},
 	// XLM-RoBERTa is RoBERTa's encoder under the same names, with a SentencePiece Unigram
 	// tokenizer (see the tokenizers package).
-	"xlm-roberta": {modelType: "xlm-roberta", architecture: "XLMRobertaForSequenceClassification", prefix: "roberta",
+	"xlm-roberta": {modelType: "xlm-roberta", class: "XLMRoberta", prefix: "roberta",
 		layers: "encoder.layer", layer: bertLayer, tokenTypes: true, paddingOffset: true, head: headDenseOut},
-	"distilbert": {modelType: "distilbert", architecture: "DistilBertForSequenceClassification", prefix: "distilbert",
+	"distilbert": {modelType: "distilbert", class: "DistilBert", prefix: "distilbert",
 		layers: "transformer.layer", layer: distilLayer, head: headPreClassify},
-	"electra": {modelType: "electra", architecture: "ElectraForSequenceClassification", prefix: "electra", layers: "encoder.layer",
+	"electra": {modelType: "electra", class: "Electra", prefix: "electra", layers: "encoder.layer",
 		layer: bertLayer, tokenTypes: true, head: headDenseOut},
 }
 
@@ -118,6 +127,10 @@ func (c Config) embeddingSize() int {
 	}
 	return c.HiddenSize
 }
+
+// hasPooler reports whether the model has BERT's pooler: the family has one and the head is
+// the sequence classifier's.
+func (c Config) hasPooler() bool { return c.family().pooler && c.Head == SequenceClassification }
 
 // projectsEmbeddings reports whether an embeddings_project dense maps the embeddings to the
 // layers' width (ELECTRA with embedding_size != hidden_size).

@@ -22,7 +22,7 @@ type TensorSpec struct {
 }
 
 // EncoderTensors lists the tensors of the encoder (embeddings, layers, and the pooler for
-// BERT) for this configuration, in a fixed order, with HF names (the family's prefix,
+// BERT's sequence classifier: its token classifier has none) for this configuration, in a fixed order, with HF names (the family's prefix,
 // "bert.", "roberta.", "distilbert." or "electra.").
 func (c Config) EncoderTensors() []TensorSpec {
 	f := c.family()
@@ -48,18 +48,24 @@ func (c Config) EncoderTensors() []TensorSpec {
 		l.Linear(p+f.layer.ffnOut, h, c.IntermediateSize, true)
 		l.Norm(p+f.layer.outNorm, h, true)
 	}
-	if f.pooler {
+	if c.hasPooler() {
 		l.Linear(f.prefix+".pooler.dense", h, h, true)
 	}
 	return l
 }
 
-// HeadTensors lists the classification head's tensors: "classifier.weight" [num_labels,
-// hidden] and its bias for BERT; "pre_classifier.*" [hidden, hidden] before them for
-// DistilBERT; "classifier.dense.*" [hidden, hidden] and "classifier.out_proj.*" [num_labels,
-// hidden] for RoBERTa and ELECTRA.
+// HeadTensors lists the classification head's tensors. The sequence classifier's are
+// "classifier.weight" [num_labels, hidden] and its bias for BERT; "pre_classifier.*" [hidden,
+// hidden] before them for DistilBERT; "classifier.dense.*" [hidden, hidden] and
+// "classifier.out_proj.*" [num_labels, hidden] for RoBERTa and ELECTRA. The token
+// classifier's (Head TokenClassification) are "classifier.weight" [num_labels, hidden] and
+// "classifier.bias" in every family.
 func (c Config) HeadTensors() []TensorSpec {
 	var l TensorList
+	if c.Head == TokenClassification {
+		l.Linear("classifier", c.NumLabels, c.HiddenSize, true)
+		return l
+	}
 	switch c.family().head {
 	case headPooled:
 		l.Linear("classifier", c.NumLabels, c.HiddenSize, true)
@@ -73,8 +79,8 @@ func (c Config) HeadTensors() []TensorSpec {
 	return l
 }
 
-// Tensors lists every tensor of the sequence classifier: EncoderTensors followed by
-// HeadTensors.
+// Tensors lists every tensor of the classifier with the Config's Head: EncoderTensors
+// followed by HeadTensors.
 func (c Config) Tensors() []TensorSpec {
 	return append(c.EncoderTensors(), c.HeadTensors()...)
 }
@@ -140,9 +146,11 @@ var fixedNames = func() map[string]bool {
 	names := map[string]bool{}
 	for _, f := range families {
 		// A configuration with every optional part: no layers, embeddings projected.
-		cfg := Config{ModelType: f.modelType, HiddenSize: 2, EmbeddingSize: 1, NumLabels: 1}
-		for _, t := range cfg.Tensors() {
-			names[t.Name] = true
+		for _, h := range []Head{SequenceClassification, TokenClassification} {
+			cfg := Config{ModelType: f.modelType, HiddenSize: 2, EmbeddingSize: 1, NumLabels: 1, Head: h}
+			for _, t := range cfg.Tensors() {
+				names[t.Name] = true
+			}
 		}
 	}
 	return names

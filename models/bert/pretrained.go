@@ -28,10 +28,17 @@ type LoadOptions struct {
 	// label names (id2label), which named the classes of another head: set the new ones in
 	// the Classifier's Config.Labels.
 	NumLabels int
-	// LoadHead loads the classification head too (a fine-tuned sequence classifier, such as
-	// one SavePretrained wrote), instead of leaving it to be initialised fresh; the folder
-	// must then have the head's tensors, shaped for num_labels.
+	// LoadHead loads the classification head too (a fine-tuned classifier with the head
+	// Head, such as one SavePretrained wrote), instead of leaving it to be initialised fresh;
+	// the folder must then have the head's tensors, shaped for num_labels, and its
+	// config.json's architectures must not name the other head.
 	LoadHead bool
+	// Head is the head of the classifier returned: SequenceClassification (the zero value)
+	// or TokenClassification, whatever the folder's architectures say (its Config.Head).
+	// Without LoadHead, any checkpoint of the family gives its encoder to either head (a
+	// base model, a masked-LM, a sequence or a token classifier): the other head's tensors
+	// and a pooler the token classifier has no use for are passed over.
+	Head Head
 }
 
 // DefaultMaxLen is the sequence length used when LoadOptions.MaxLen is 0.
@@ -40,9 +47,9 @@ const DefaultMaxLen = 128
 // LoadPretrained loads a Hugging Face model folder of the BERT family (config.json, whose
 // model_type picks bert, roberta, xlm-roberta, distilbert or electra; vocab.txt and/or tokenizer.json;
 // model.safetensors or a sharded model.safetensors.index.json) into store, under the
-// variable paths of Classifier (see VarPath), and returns the classifier and its tokenizer.
-// The classification head is not loaded unless opts.LoadHead: it is initialised fresh on
-// first use.
+// variable paths of Classifier (see VarPath), and returns the classifier (with the head
+// opts.Head) and its tokenizer. The classification head is not loaded unless opts.LoadHead:
+// it is initialised fresh on first use.
 // The classifier's Config.Labels are the folder's class names (config.json's id2label), or
 // nil when it names none.
 //
@@ -54,7 +61,8 @@ const DefaultMaxLen = 128
 // previous classification head are ignored.
 //
 // Errors, each naming what is wrong, stop the load before any variable is written: a
-// missing folder or config.json, a weights file in another format than safetensors, a
+// missing folder or config.json, LoadHead with a head the folder's architectures does not
+// name (a token classifier's folder loaded for a sequence classifier, or the other way round), a weights file in another format than safetensors, a
 // configuration this package cannot build, missing tensors, tensors whose shape differs
 // from the config, extra encoder tensors (another architecture, more layers), a model_type
 // outside the families (the error lists them), a vocabulary
@@ -72,6 +80,10 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := CheckLoadHead(filepath.Join(dir, "config.json"), cfg.Architectures, opts.Head, opts.LoadHead); err != nil {
+		return nil, nil, fmt.Errorf("bert: %w", err)
+	}
+	cfg.Head = opts.Head
 	if opts.NumLabels < 0 {
 		return nil, nil, fmt.Errorf("bert: NumLabels must not be negative, got %d", opts.NumLabels)
 	} else if opts.NumLabels > 0 && opts.NumLabels != cfg.NumLabels {
@@ -102,7 +114,7 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 	f, head := cfg.family(), headNames(cfg)
 	varPath := func(name string) (string, bool) {
 		name = f.canonicalName(name)
-		if f.ignoredTensor(name, head) && !(opts.LoadHead && head[name]) {
+		if cfg.ignoredTensor(name, head) && !(opts.LoadHead && head[name]) {
 			return "", false
 		}
 		return f.varPath(name)
@@ -205,7 +217,7 @@ func checkEncoderWeights(dir string, cfg Config, withHead bool) ([]string, error
 		opened = append(opened, st)
 		for _, info := range st.Header().Tensors {
 			name := f.canonicalName(info.Name)
-			if f.ignoredTensor(name, head) && !(withHead && head[name]) {
+			if cfg.ignoredTensor(name, head) && !(withHead && head[name]) {
 				continue
 			}
 			if prev, dup := found[name]; dup {
@@ -252,17 +264,18 @@ func checkEncoderWeights(dir string, cfg Config, withHead bool) ([]string, error
 
 // ignoredTensor reports whether a checkpoint tensor (canonical name) is deliberately not
 // loaded: pre-training heads, the position_ids and token_type_ids buffers, a pooler in a
-// family whose classifier has none (RobertaModel checkpoints have one), and a classification
-// head (head: the family's head tensors; a head is initialised fresh unless
-// LoadOptions.LoadHead).
-func (f *family) ignoredTensor(name string, head map[string]bool) bool {
+// model that has none (RobertaModel checkpoints have one; so do BERT's sequence classifiers,
+// read for a token classifier), and a classification head of either kind (head: the
+// configuration's head tensors; a head is initialised fresh unless LoadOptions.LoadHead).
+func (c Config) ignoredTensor(name string, head map[string]bool) bool {
+	f := c.family()
 	for _, prefix := range []string{"cls.", "lm_head.", "classifier.", "pre_classifier.", "vocab_transform.",
 		"vocab_layer_norm.", "vocab_projector.", "discriminator_predictions.", "generator_"} {
 		if strings.HasPrefix(name, prefix) {
 			return true
 		}
 	}
-	if !f.pooler && strings.HasPrefix(name, f.prefix+".pooler.") {
+	if !c.hasPooler() && strings.HasPrefix(name, f.prefix+".pooler.") {
 		return true
 	}
 	return head[name] || strings.HasSuffix(name, "position_ids") || strings.HasSuffix(name, "embeddings.token_type_ids")

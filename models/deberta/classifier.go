@@ -29,6 +29,9 @@ const variableDType = dtypes.Float32
 // every dense), the padding token's embedding row zero, zero biases, unit LayerNorm gains,
 // drawn from the Store's random state.
 //
+// With Config.Head TokenClassification it is DebertaV2ForTokenClassification instead: dropout
+// and the classifier on every token's last hidden state (see TokenHead), without a pooler.
+//
 // A Classifier is a model.StoreProvider, so it can be handed to the accelerator's Prepare.
 type Classifier struct {
 	// Config is the model's configuration; do not change it after variables were created
@@ -67,7 +70,9 @@ func (c *Classifier) NumParameters() int {
 // token_type_ids] (integer [B, L] nodes, as models/bert's Tokenizer.Collate makes them;
 // attention_mask 1 for real tokens, 0 for padding; token_type_ids may be left out, and are
 // not read when type_vocab_size is 0, as in DeBERTa-v3) and the result is the float32
-// [B, num_labels] logits. s is the scope the model lives in, normally the root scope handed
+// [B, num_labels] logits, or with Config.Head TokenClassification the float32 [B, L,
+// num_labels] logits of every token (padding included: the caller masks them out). s is the
+// scope the model lives in, normally the root scope handed
 // over by model.Exec or the accelerator. Dropout is active only when the Store marks the
 // graph as training. It panics on invalid inputs, as GoMLX graph functions do (model.Exec
 // and the accelerator turn the panic into an error).
@@ -79,7 +84,24 @@ func (c *Classifier) Logits(s *model.Scope, inputs []*Node) *Node {
 	if len(inputs) == 3 {
 		types = inputs[2]
 	}
-	return c.Head(s, c.Encoder(s, inputs[0], inputs[1], types))
+	hidden := c.Encoder(s, inputs[0], inputs[1], types)
+	if c.Config.Head == bert.TokenClassification {
+		return c.TokenHead(s, hidden)
+	}
+	return c.Head(s, hidden)
+}
+
+// TokenHead is DebertaV2ForTokenClassification's head on the last hidden states [B, L,
+// hidden]: dropout (hidden_dropout_prob; cls_dropout is the sequence classifier's), then the
+// classifier (weight [num_labels, hidden], bias [num_labels]) on every token. The result is
+// the float32 [B, L, num_labels] logits.
+func (c *Classifier) TokenHead(s *model.Scope, hidden *Node) *Node {
+	cfg := c.Config
+	if hidden.Rank() != 3 || hidden.Shape().Dimensions[2] != cfg.HiddenSize {
+		exceptions.Panicf("deberta: Classifier.TokenHead wants last hidden states [batch, seq_len, %d], got %s", cfg.HiddenSize, hidden.Shape())
+	}
+	x := bert.Dropout(s.At("dropout"), hidden, cfg.HiddenDropoutProb)
+	return c.linear(s.At("classifier"), x, cfg.NumLabels, true)
 }
 
 // Head is the sequence-classification head on the last hidden states [B, L, hidden]: the

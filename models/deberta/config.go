@@ -115,6 +115,17 @@ type Config struct {
 	// "single_label_classification", "multi_label_classification" or "regression". The head
 	// is the same; it says which loss transformers computes with the folder.
 	ProblemType string `json:"-"`
+	// Head is the task head (models/bert's Head): SequenceClassification (the zero value:
+	// DebertaV2ForSequenceClassification, the ContextPooler then the classifier, [B,
+	// num_labels] logits) or TokenClassification (DebertaV2ForTokenClassification: dropout and
+	// the classifier on every token, [B, L, num_labels], no pooler). ParseConfig reads it from
+	// architectures, JSON writes the class of it, LoadOptions.Head sets it when a folder is
+	// loaded.
+	Head bert.Head `json:"-"`
+
+	// architectures is config.json's architectures as ParseConfig read it (LoadPretrained
+	// checks LoadOptions.Head against it).
+	architectures []string
 }
 
 // Activations lists the activation names (hidden_act, pooler_hidden_act) this package
@@ -139,6 +150,7 @@ func defaultConfig() Config {
 // form than the field's.
 type fileKeys struct {
 	ModelType         string          `json:"model_type"`
+	Architectures     []string        `json:"architectures"`
 	NumLabels         *int            `json:"num_labels"`
 	Problem           *string         `json:"problem_type"`
 	ID2Label          map[string]any  `json:"id2label"`
@@ -209,6 +221,8 @@ func ParseConfig(contents []byte, name string) (Config, error) {
 	if keys.Problem != nil {
 		cfg.ProblemType = *keys.Problem
 	}
+	cfg.architectures = keys.Architectures
+	cfg.Head, _ = bert.HeadOf(keys.Architectures)
 	if err := cfg.Validate(); err != nil {
 		return fail(err)
 	}
@@ -252,6 +266,9 @@ func LoadConfig(path string) (Config, error) {
 // name the config.json key.
 func (c Config) Validate() error {
 	if err := bert.ValidateProblemType(c.ProblemType); err != nil {
+		return err
+	}
+	if err := c.Head.Validate(); err != nil {
 		return err
 	}
 	for _, p := range []struct {
@@ -376,8 +393,9 @@ func (c Config) clsDropout() float64 {
 }
 
 // JSON returns the configuration as a config.json document for
-// DebertaV2ForSequenceClassification: model_type "deberta-v2", pos_att_type as a list,
-// pooler_hidden_size, id2label, label2id and problem_type, floats written as floats.
+// DebertaV2ForSequenceClassification, or DebertaV2ForTokenClassification with Head
+// TokenClassification: model_type "deberta-v2", pos_att_type as a list, pooler_hidden_size,
+// id2label, label2id and problem_type (see bert.HeadProblemType), floats written as floats.
 func (c Config) JSON() ([]byte, error) {
 	type extra struct {
 		ModelType        string            `json:"model_type"`
@@ -385,11 +403,11 @@ func (c Config) JSON() ([]byte, error) {
 		PoolerHiddenSize int               `json:"pooler_hidden_size"`
 		ID2Label         map[string]string `json:"id2label"`
 		Label2ID         map[string]int    `json:"label2id"`
-		ProblemType      string            `json:"problem_type"`
+		ProblemType      string            `json:"problem_type,omitempty"`
 	}
-	e := extra{ModelType: "deberta-v2", Architectures: []string{"DebertaV2ForSequenceClassification"},
+	e := extra{ModelType: "deberta-v2", Architectures: []string{"DebertaV2" + c.Head.String()},
 		PoolerHiddenSize: c.HiddenSize, ID2Label: map[string]string{}, Label2ID: map[string]int{},
-		ProblemType: bert.ProblemTypeOrDefault(c.ProblemType)}
+		ProblemType: bert.HeadProblemType(c.Head, c.ProblemType)}
 	for i := range c.NumLabels {
 		e.ID2Label[strconv.Itoa(i)] = bert.LabelName(c.Labels, i)
 		e.Label2ID[bert.LabelName(c.Labels, i)] = i

@@ -11,7 +11,10 @@
 // feed-forward block, the ContextPooler (the first token's state, a dense and
 // pooler_hidden_act) and the classifier, with dropout wherever transformers has it, active
 // only while the Store marks the graph as training (models/bert's Dropout).
-// Classifier.Encoder returns the last hidden states (DebertaV2Model).
+// Classifier.Encoder returns the last hidden states (DebertaV2Model). With Config.Head
+// TokenClassification (LoadOptions.Head) it is DebertaV2ForTokenClassification: dropout
+// (hidden_dropout_prob) and the classifier on every token, [B, L, num_labels] logits
+// (Classifier.TokenHead), and no pooler.
 //
 // The attention adds to the content scores q·k the relative-position terms that pos_att_type
 // names: c2p, the query's content against the relative embedding of its distance to the key,

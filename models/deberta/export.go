@@ -7,7 +7,8 @@ import (
 )
 
 // SavePretrained writes the classifier as a Hugging Face folder of
-// DebertaV2ForSequenceClassification that LoadPretrained (with LoadOptions.LoadHead) and
+// DebertaV2ForSequenceClassification (DebertaV2ForTokenClassification with Config.Head
+// TokenClassification) that LoadPretrained (with LoadOptions.LoadHead and Head) and
 // transformers' from_pretrained read: config.json (Config.JSON: id2label, label2id) and
 // model.safetensors with HF tensor names, float32. All of the classifier's variables must
 // have values (run the model once, or load it, first). Each file is written atomically. The

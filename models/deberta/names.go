@@ -87,9 +87,13 @@ func (c Config) ClassifierTensors() []TensorSpec {
 	return l
 }
 
-// Tensors lists every tensor of the sequence classifier: EncoderTensors, PoolerTensors,
-// ClassifierTensors.
+// Tensors lists every tensor of the classifier: EncoderTensors, PoolerTensors and
+// ClassifierTensors for the sequence classifier; EncoderTensors and ClassifierTensors for the
+// token classifier (Head TokenClassification), which has no pooler.
 func (c Config) Tensors() []TensorSpec {
+	if c.Head == bert.TokenClassification {
+		return append(c.EncoderTensors(), c.ClassifierTensors()...)
+	}
 	return append(append(c.EncoderTensors(), c.PoolerTensors()...), c.ClassifierTensors()...)
 }
 

@@ -14,10 +14,16 @@ type LoadOptions struct {
 	// NumLabels overrides the config's num_labels for a fresh classifier (0 keeps the
 	// config's). Another count than the config's drops its label names (id2label).
 	NumLabels int
-	// LoadHead loads the classifier too (a fine-tuned sequence classifier, such as one
-	// SavePretrained wrote), instead of initialising it fresh; the folder must then have
-	// "classifier.weight" and "classifier.bias", shaped for num_labels.
+	// LoadHead loads the classifier too (a fine-tuned classifier with the head Head, such as
+	// one SavePretrained wrote), instead of initialising it fresh; the folder must then have
+	// "classifier.weight" and "classifier.bias", shaped for num_labels, and its config.json's
+	// architectures must not name the other head.
 	LoadHead bool
+	// Head is the head of the classifier returned (models/bert's Head):
+	// SequenceClassification (the zero value) or TokenClassification, whatever the folder's
+	// architectures say. Without LoadHead any checkpoint gives either head its encoder; the
+	// token classifier passes over a pooler.
+	Head bert.Head
 }
 
 // LoadPretrained loads a DeBERTa-v2/v3 Hugging Face folder (config.json with model_type
@@ -35,7 +41,8 @@ type LoadOptions struct {
 // are converted to float32.
 //
 // Errors, each naming what is wrong, stop the load before any variable is written: a missing
-// folder, config.json or model.safetensors, a configuration this package does not compute
+// folder, config.json or model.safetensors, LoadHead with a head the folder's architectures
+// does not name, a configuration this package does not compute
 // (naming config.json and the key), missing tensors, tensors whose shape or dtype differs
 // from the config's, and tensors of another architecture (or more layers than
 // num_hidden_layers).
@@ -48,6 +55,10 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 	if err != nil {
 		return nil, err
 	}
+	if err := bert.CheckLoadHead(configPath, cfg.architectures, opts.Head, opts.LoadHead); err != nil {
+		return nil, fmt.Errorf("deberta: %w", err)
+	}
+	cfg.Head = opts.Head
 	if opts.NumLabels < 0 {
 		return nil, fmt.Errorf("deberta: NumLabels must not be negative, got %d", opts.NumLabels)
 	} else if opts.NumLabels > 0 && opts.NumLabels != cfg.NumLabels {
@@ -63,15 +74,18 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 }
 
 // weightPlan says which tensors LoadPretrained reads: the encoder, the pooler when the file
-// has it, the classifier with withHead; other heads and an unused position table are passed
-// over.
+// has it (the sequence classifier's: the token classifier passes it over), the classifier
+// with withHead; other heads and an unused position table are passed over.
 func (c Config) weightPlan(withHead bool) bert.WeightPlan {
 	plan := bert.WeightPlan{Required: c.EncoderTensors(), Whole: [][]TensorSpec{c.PoolerTensors()},
 		Canonical: canonicalName, Layers: c.NumHiddenLayers}
+	if c.Head == bert.TokenClassification {
+		plan.Whole, plan.Skipped = nil, c.PoolerTensors()
+	}
 	if withHead {
 		plan.Required = append(plan.Required, c.ClassifierTensors()...)
 	} else {
-		plan.Skipped = c.ClassifierTensors()
+		plan.Skipped = append(plan.Skipped, c.ClassifierTensors()...)
 	}
 	plan.Ignore = func(name string) bool {
 		if !c.PositionBiasedInput && name == "deberta.embeddings.position_embeddings.weight" {

@@ -33,6 +33,10 @@ const variableDType = dtypes.Float32
 // hidden_size^-1/2 for the classifier, zero biases and unit LayerNorm gains, drawn from the
 // Store's random state.
 //
+// With Config.Head TokenClassification it is ModernBertForTokenClassification instead: the
+// same prediction head, dropout and classifier on every token's last hidden state (see
+// TokenHead), with the same variables.
+//
 // A Classifier is a model.StoreProvider, so it can be handed to the accelerator's Prepare.
 type Classifier struct {
 	// Config is the model's configuration; do not change it after variables were created
@@ -69,15 +73,21 @@ func (c *Classifier) NumParameters() int {
 
 // Logits builds the classifier's forward pass: inputs are [input_ids, attention_mask]
 // (integer [B, L] nodes; attention_mask 1 for real tokens, 0 for padding) and the result is
-// the float32 [B, num_labels] logits. s is the scope the model lives in, normally the root
-// scope handed over by model.Exec or the accelerator. Dropout is active only when the Store
-// marks the graph as training. It panics on invalid inputs, as GoMLX graph functions do
-// (model.Exec and the accelerator turn the panic into an error).
+// the float32 [B, num_labels] logits, or with Config.Head TokenClassification the float32
+// [B, L, num_labels] logits of every token (padding included: the caller masks them out). s
+// is the scope the model lives in, normally the root scope handed over by model.Exec or the
+// accelerator. Dropout is active only when the Store marks the graph as training. It panics
+// on invalid inputs, as GoMLX graph functions do (model.Exec and the accelerator turn the
+// panic into an error).
 func (c *Classifier) Logits(s *model.Scope, inputs []*Node) *Node {
 	if len(inputs) != 2 {
 		exceptions.Panicf("modernbert: Classifier.Logits wants [input_ids, attention_mask], got %d inputs", len(inputs))
 	}
-	return c.Head(s, c.Pool(c.Encoder(s, inputs[0], inputs[1]), inputs[1]))
+	hidden := c.Encoder(s, inputs[0], inputs[1])
+	if c.Config.Head == bert.TokenClassification {
+		return c.TokenHead(s, hidden)
+	}
+	return c.Head(s, c.Pool(hidden, inputs[1]))
 }
 
 // Pool turns the last hidden states [B, L, hidden] into one vector per sequence [B, hidden]
@@ -101,8 +111,26 @@ func (c *Classifier) Head(s *model.Scope, pooled *Node) *Node {
 	if pooled.Rank() != 2 || pooled.Shape().Dimensions[1] != cfg.HiddenSize {
 		exceptions.Panicf("modernbert: Classifier.Head wants a pooled output [batch, %d], got %s", cfg.HiddenSize, pooled.Shape())
 	}
+	return c.head(s, pooled)
+}
+
+// TokenHead applies ModernBertForTokenClassification's head to the last hidden states
+// [B, L, hidden], each token on its own: the prediction head (head.dense,
+// classifier_activation, head.norm), dropout (classifier_dropout) and the classifier, the
+// variables and computation of Head. The result is the float32 [B, L, num_labels] logits.
+func (c *Classifier) TokenHead(s *model.Scope, hidden *Node) *Node {
+	if hidden.Rank() != 3 || hidden.Shape().Dimensions[2] != c.Config.HiddenSize {
+		exceptions.Panicf("modernbert: Classifier.TokenHead wants last hidden states [batch, seq_len, %d], got %s", c.Config.HiddenSize, hidden.Shape())
+	}
+	return c.head(s, hidden)
+}
+
+// head is the prediction head, dropout and classifier over the last axis of x ([B, hidden]
+// or [B, L, hidden]).
+func (c *Classifier) head(s *model.Scope, x *Node) *Node {
+	cfg := c.Config
 	hs := s.At("head")
-	x := c.linear(hs.At("dense"), pooled, cfg.HiddenSize, cfg.ClassifierBias, c.outStd())
+	x = c.linear(hs.At("dense"), x, cfg.HiddenSize, cfg.ClassifierBias, c.outStd())
 	x = c.layerNorm(hs.At("norm"), bert.Activate(cfg.ClassifierActivation, x))
 	x = bert.Dropout(s.At("drop"), x, cfg.ClassifierDropout)
 	return c.linear(s.At("classifier"), x, cfg.NumLabels, true, 1/math.Sqrt(float64(cfg.HiddenSize)))

@@ -111,6 +111,16 @@ type Config struct {
 	// "single_label_classification", "multi_label_classification" or "regression". The head
 	// is the same; it says which loss transformers computes with the folder.
 	ProblemType string `json:"-"`
+	// Head is the task head (models/bert's Head): SequenceClassification (the zero value:
+	// ModernBertForSequenceClassification, [B, num_labels] logits from the pooled states) or
+	// TokenClassification (ModernBertForTokenClassification: the same head on every token,
+	// [B, L, num_labels]); the tensors are the same. ParseConfig reads it from architectures,
+	// JSON writes the class of it, LoadOptions.Head sets it when a folder is loaded.
+	Head bert.Head `json:"-"`
+
+	// architectures is config.json's architectures as ParseConfig read it (LoadPretrained
+	// checks LoadOptions.Head against it).
+	architectures []string
 }
 
 // Activations lists the activation names (hidden_activation, classifier_activation) this
@@ -144,6 +154,7 @@ type ropeParams struct {
 // fileKeys are the config.json keys read besides Config's own fields.
 type fileKeys struct {
 	ModelType       string                 `json:"model_type"`
+	Architectures   []string               `json:"architectures"`
 	NumLabels       *int                   `json:"num_labels"`
 	Problem         *string                `json:"problem_type"`
 	ID2Label        map[string]any         `json:"id2label"`
@@ -186,6 +197,8 @@ func ParseConfig(contents []byte, name string) (Config, error) {
 	if keys.Problem != nil {
 		cfg.ProblemType = *keys.Problem
 	}
+	cfg.architectures = keys.Architectures
+	cfg.Head, _ = bert.HeadOf(keys.Architectures)
 	if err := cfg.Validate(); err != nil {
 		return Config{}, fmt.Errorf("modernbert: %s: %w", name, err)
 	}
@@ -255,6 +268,9 @@ func LoadConfig(path string) (Config, error) {
 // name the config.json key.
 func (c Config) Validate() error {
 	if err := bert.ValidateProblemType(c.ProblemType); err != nil {
+		return err
+	}
+	if err := c.Head.Validate(); err != nil {
 		return err
 	}
 	for _, p := range []struct {
@@ -354,9 +370,10 @@ func (c Config) globalEvery() int {
 }
 
 // JSON returns the configuration as a config.json document for
-// ModernBertForSequenceClassification: both spellings of the layout (layer_types and
-// rope_parameters, and global_attn_every_n_layers when a period gives layer_types, with
-// global_rope_theta and local_rope_theta), id2label, label2id and problem_type.
+// ModernBertForSequenceClassification, or ModernBertForTokenClassification with Head
+// TokenClassification: both spellings of the layout (layer_types and rope_parameters, and
+// global_attn_every_n_layers when a period gives layer_types, with global_rope_theta and
+// local_rope_theta), id2label, label2id and problem_type (see bert.HeadProblemType).
 func (c Config) JSON() ([]byte, error) {
 	type extra struct {
 		ModelType      string                `json:"model_type"`
@@ -365,12 +382,12 @@ func (c Config) JSON() ([]byte, error) {
 		RopeParameters map[string]ropeParams `json:"rope_parameters"`
 		ID2Label       map[string]string     `json:"id2label"`
 		Label2ID       map[string]int        `json:"label2id"`
-		ProblemType    string                `json:"problem_type"`
+		ProblemType    string                `json:"problem_type,omitempty"`
 	}
 	global, local := bert.PyFloat(c.GlobalRopeTheta), bert.PyFloat(c.LocalRopeTheta)
-	e := extra{ModelType: "modernbert", Architectures: []string{"ModernBertForSequenceClassification"},
+	e := extra{ModelType: "modernbert", Architectures: []string{"ModernBert" + c.Head.String()},
 		GlobalEvery: c.globalEvery(), ID2Label: map[string]string{}, Label2ID: map[string]int{},
-		ProblemType: bert.ProblemTypeOrDefault(c.ProblemType),
+		ProblemType: bert.HeadProblemType(c.Head, c.ProblemType),
 		RopeParameters: map[string]ropeParams{
 			FullAttention:    {RopeType: "default", RopeTheta: &global},
 			SlidingAttention: {RopeType: "default", RopeTheta: &local},

@@ -13,6 +13,9 @@
 // prediction head (dense, activation, LayerNorm) and the classifier, with dropout wherever
 // transformers has it, active only while the Store marks the graph as training
 // (models/bert's Dropout). Classifier.Encoder returns the last hidden states (ModernBertModel).
+// With Config.Head TokenClassification (LoadOptions.Head) it is ModernBertForTokenClassification:
+// no pooling, the prediction head, dropout and classifier on every token, [B, L, num_labels]
+// logits (Classifier.TokenHead), with the same tensors.
 // Biases exist where config.json's attention_bias, mlp_bias, norm_bias and classifier_bias
 // say (none but the classifier's in the released models).
 //

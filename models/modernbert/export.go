@@ -7,7 +7,8 @@ import (
 )
 
 // SavePretrained writes the classifier as a Hugging Face folder of
-// ModernBertForSequenceClassification that LoadPretrained (with LoadOptions.LoadHead) and
+// ModernBertForSequenceClassification (ModernBertForTokenClassification with Config.Head
+// TokenClassification) that LoadPretrained (with LoadOptions.LoadHead and Head) and
 // transformers' from_pretrained read: config.json (Config.JSON: the layout in both
 // spellings, id2label, label2id) and model.safetensors with HF tensor names, float32. All of
 // the classifier's variables must have values (run the model once, or load it, first). Each

@@ -58,7 +58,8 @@ func (c Config) ClassifierTensors() []TensorSpec {
 	return l
 }
 
-// Tensors lists every tensor of the sequence classifier: EncoderTensors,
+// Tensors lists every tensor of the classifier, the same for both heads (the token
+// classifier runs the sequence classifier's head on every token): EncoderTensors,
 // PredictionHeadTensors, ClassifierTensors.
 func (c Config) Tensors() []TensorSpec {
 	return append(append(c.EncoderTensors(), c.PredictionHeadTensors()...), c.ClassifierTensors()...)

@@ -13,10 +13,16 @@ type LoadOptions struct {
 	// NumLabels overrides the config's num_labels for a fresh classifier (0 keeps the
 	// config's). Another count than the config's drops its label names (id2label).
 	NumLabels int
-	// LoadHead loads the classifier too (a fine-tuned sequence classifier, such as one
-	// SavePretrained wrote), instead of initialising it fresh; the folder must then have
-	// "classifier.weight" and "classifier.bias", shaped for num_labels.
+	// LoadHead loads the classifier too (a fine-tuned classifier with the head Head, such as
+	// one SavePretrained wrote), instead of initialising it fresh; the folder must then have
+	// "classifier.weight" and "classifier.bias", shaped for num_labels, and its config.json's
+	// architectures must not name the other head.
 	LoadHead bool
+	// Head is the head of the classifier returned (models/bert's Head):
+	// SequenceClassification (the zero value) or TokenClassification, whatever the folder's
+	// architectures say. Both heads have the same tensors: without LoadHead any checkpoint
+	// gives either head its encoder and its prediction head (when it has one).
+	Head bert.Head
 }
 
 // LoadPretrained loads a ModernBERT Hugging Face folder (config.json with model_type
@@ -31,7 +37,8 @@ type LoadOptions struct {
 // BF16 and F64 tensors are converted to float32.
 //
 // Errors, each naming what is wrong, stop the load before any variable is written: a missing
-// folder, config.json or model.safetensors, a configuration this package cannot build,
+// folder, config.json or model.safetensors, LoadHead with a head the folder's architectures
+// does not name, a configuration this package cannot build,
 // missing tensors, tensors whose shape or dtype differs from the config's, and tensors of
 // another architecture (or more layers than num_hidden_layers).
 func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifier, error) {
@@ -43,6 +50,10 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 	if err != nil {
 		return nil, err
 	}
+	if err := bert.CheckLoadHead(configPath, cfg.architectures, opts.Head, opts.LoadHead); err != nil {
+		return nil, fmt.Errorf("modernbert: %w", err)
+	}
+	cfg.Head = opts.Head
 	if opts.NumLabels < 0 {
 		return nil, fmt.Errorf("modernbert: NumLabels must not be negative, got %d", opts.NumLabels)
 	} else if opts.NumLabels > 0 && opts.NumLabels != cfg.NumLabels {

@@ -1,8 +1,10 @@
 // Package familytest holds what the parity tests of the model families (models/modernbert,
 // models/deberta) share: the backends they run on, the fixtures' records of transformers'
 // outputs, copying a Hugging Face folder with its tensors or config.json edited and checking
-// the load errors, comparing a family's tensor list with a checkpoint's, and the SGD training
-// run checked against PyTorch's losses. It is imported by tests only.
+// the load errors, comparing a family's tensor list with a checkpoint's, the SGD training
+// run checked against PyTorch's losses, and the token-classification checks (TokenKit: the
+// token_fixtures.json of scripts/make_token_fixtures.py, the save and transformers round
+// trip, the head-mismatch error). It is imported by tests only.
 package familytest
 
 import (
@@ -317,4 +319,234 @@ func (r *TrainRun) Check(t testing.TB, clf model.StoreProvider, logits func(s *m
 	}
 	t.Logf("%d SGD steps (lr %g): losses %.4f -> %.4f, max abs diff from transformers %s %.3g",
 		len(losses), r.LearningRate, losses[0], losses[len(losses)-1], transformers, worst)
+}
+
+// TokenFixtures is a package's testdata/token_fixtures.json, written by
+// scripts/make_token_fixtures.py: the package's committed sequence-classifier checkpoints
+// read by transformers' *ForTokenClassification, saved again, and its per-token logits.
+type TokenFixtures struct {
+	Transformers string                 `json:"transformers_version"`
+	Models       map[string]*TokenModel `json:"models"`
+}
+
+// TokenModel is one checkpoint of a TokenFixtures: the folder it was read from, the class,
+// config.json and tensor list that transformers saved (each tensor the folder's), and a
+// padded batch with transformers' per-token logits [B, L, num_labels].
+type TokenModel struct {
+	Folder        string          `json:"folder"`
+	Class         string          `json:"model_class"`
+	Config        json.RawMessage `json:"config"`
+	Tensors       [][]any         `json:"tensors"`
+	InputIDs      [][]int32       `json:"input_ids"`
+	AttentionMask [][]int32       `json:"attention_mask"`
+	TokenTypeIDs  [][]int32       `json:"token_type_ids"`
+	LogitsShape   []int           `json:"logits_shape"`
+	LogitsB64     string          `json:"logits_f32_b64"`
+}
+
+// LoadTokenFixtures reads testdata/token_fixtures.json.
+func LoadTokenFixtures(t testing.TB) *TokenFixtures {
+	t.Helper()
+	contents, err := os.ReadFile(filepath.Join("testdata", "token_fixtures.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f TokenFixtures
+	if err := json.Unmarshal(contents, &f); err != nil {
+		t.Fatalf("parsing testdata/token_fixtures.json: %v", err)
+	}
+	if len(f.Models) == 0 {
+		t.Fatal("testdata/token_fixtures.json has no models")
+	}
+	return &f
+}
+
+// Logits decodes transformers' per-token logits.
+func (m *TokenModel) Logits(t testing.TB) []float32 {
+	return testutil.DecodeF32(t, "token logits", m.LogitsB64, m.LogitsShape)
+}
+
+// Specs are the tensors transformers saved, sorted by name.
+func (m *TokenModel) Specs() []bert.TensorSpec {
+	var specs []bert.TensorSpec
+	for _, entry := range m.Tensors {
+		name, _ := entry[0].(string)
+		raw, _ := entry[1].([]any)
+		dims := make([]int, len(raw))
+		for i, d := range raw {
+			dims[i] = int(d.(float64))
+		}
+		specs = append(specs, bert.TensorSpec{Name: name, Dims: dims})
+	}
+	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
+	return specs
+}
+
+// WriteFolder rebuilds the token checkpoint transformers saved: testdata/<Folder>'s tensors
+// that it lists, and its config.json.
+func (m *TokenModel) WriteFolder(t testing.TB) string {
+	t.Helper()
+	keep := map[string]bool{}
+	for _, s := range m.Specs() {
+		keep[s.Name] = true
+	}
+	dir := CopyFolder(t, filepath.Join("testdata", m.Folder), func(l []safetensors.Named) []safetensors.Named {
+		return slices.DeleteFunc(l, func(n safetensors.Named) bool { return !keep[n.Name] })
+	}, nil)
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), m.Config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// CheckTransformersTokenLogits loads the token classifier's folder dir with transformers'
+// AutoModelForTokenClassification (eager attention, eval) in the Python that
+// GOACCEL_TORCH_PYTHON names (with torch and transformers, outside the repository), and fails
+// the test unless it builds class, with label1 as id2label["1"], and gives the per-token
+// logits want of the inputs within tolerance; typeIDs may be nil. Without
+// GOACCEL_TORCH_PYTHON it skips the test loudly.
+func CheckTransformersTokenLogits(t testing.TB, dir, class, label1 string, want []float32, tolerance float64, ids, mask, typeIDs [][]int32) {
+	t.Helper()
+	python := os.Getenv("GOACCEL_TORCH_PYTHON")
+	if python == "" {
+		t.Skip("SKIPPING the transformers half: GOACCEL_TORCH_PYTHON (a Python with torch and transformers, outside the repository) is not set")
+	}
+	in, _ := json.Marshal(map[string]any{"input_ids": ids, "attention_mask": mask, "token_type_ids": typeIDs})
+	const script = `
+import json, sys, torch
+from transformers import AutoModelForTokenClassification
+m = AutoModelForTokenClassification.from_pretrained(sys.argv[1], attn_implementation="eager").eval()
+feed = {k: torch.tensor(v) for k, v in json.loads(sys.argv[2]).items() if v is not None}
+with torch.no_grad():
+    print(json.dumps({"class": type(m).__name__, "id2label": m.config.id2label, "logits": m(**feed).logits.flatten().tolist()}))
+`
+	var res struct {
+		Class    string            `json:"class"`
+		ID2Label map[string]string `json:"id2label"`
+		Logits   []float32         `json:"logits"`
+	}
+	testutil.RunPythonJSON(t, "transformers loading "+dir, python, script, &res, dir, string(in))
+	if res.Class != class || res.ID2Label["1"] != label1 {
+		t.Errorf("transformers read %s with id2label %v, want %s with %q as class 1", res.Class, res.ID2Label, class, label1)
+	}
+	d := testutil.MaxAbsDiff(t, "logits", res.Logits, want)
+	t.Logf("transformers loaded the saved folder as %s: per-token logits max abs diff %.3g", res.Class, d)
+	if float64(d) > tolerance {
+		t.Errorf("transformers' logits differ by %g, want <= %g", d, tolerance)
+	}
+}
+
+// CheckHeadMismatch fails the test unless load, with LoadHead and the head given, refuses
+// both the token folder tokenDir for a sequence classifier and the sequence folder seqDir for
+// a token classifier, with an error naming the folder's class (prefix + the head's suffix)
+// and both heads.
+func CheckHeadMismatch(t testing.TB, prefix, tokenDir, seqDir string, load func(dir string, head bert.Head) error) {
+	t.Helper()
+	for _, c := range []struct {
+		dir         string
+		named, head bert.Head
+	}{{tokenDir, bert.TokenClassification, bert.SequenceClassification}, {seqDir, bert.SequenceClassification, bert.TokenClassification}} {
+		err := load(c.dir, c.head)
+		name := func(h bert.Head) string { return strings.TrimPrefix(h.String(), "For") }
+		for _, w := range []string{prefix + c.named.String(), "a " + name(c.named) + " checkpoint", "is " + name(c.head)} {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("LoadHead with Head %s on %s: error %v, want one saying %q", name(c.head), c.dir, err, w)
+			}
+		}
+	}
+}
+
+// CheckTokenConfig fails the test unless the config.json of folder dir names the one
+// architecture class and, as transformers' token classifiers write it, no problem_type.
+func CheckTokenConfig(t testing.TB, dir, class string) {
+	t.Helper()
+	contents, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(contents, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if archs, _ := doc["architectures"].([]any); len(archs) != 1 || archs[0] != class || doc["problem_type"] != nil {
+		t.Errorf("%s: architectures %v problem_type %v, want [%s] and none", filepath.Join(dir, "config.json"), doc["architectures"], doc["problem_type"], class)
+	}
+}
+
+// TokenKit is what the token-classification tests of a family need to know of it: how to
+// load a folder, run Logits and save, for its classifier type C.
+type TokenKit[C any] struct {
+	// Prefix is the family's prefix of transformers' classes, "ModernBert".
+	Prefix string
+	// Tolerance is the largest max-abs difference accepted from transformers' logits.
+	Tolerance float64
+	// Load loads folder dir with LoadHead and the head given.
+	Load func(dir string, head bert.Head) (C, error)
+	// Config is the configuration of a classifier: its head and tensors.
+	Config func(clf C) (bert.Head, []bert.TensorSpec)
+	// Logits runs the classifier's Logits once (inference) on m's batch, flattened.
+	Logits func(t *testing.T, backend compute.Backend, clf C, m *TokenModel) []float32
+	// Save sets the class names of the classifier and saves it into dir.
+	Save func(dir string, clf C, labels []string) error
+}
+
+// CheckParity loads each model of f with its token head and checks its tensors (those
+// transformers saved) and its per-token logits (transformers', within Tolerance) on the
+// pure-Go and the XLA CPU backends.
+func (k TokenKit[C]) CheckParity(t *testing.T, f *TokenFixtures) {
+	t.Helper()
+	for name, m := range f.Models {
+		dir := m.WriteFolder(t)
+		for _, b := range Backends(t) {
+			t.Run(name+"/"+b.Name, func(t *testing.T) {
+				clf, err := k.Load(dir, bert.TokenClassification)
+				if err != nil {
+					t.Fatal(err)
+				}
+				head, specs := k.Config(clf)
+				sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
+				if theirs := m.Specs(); head != bert.TokenClassification ||
+					!slices.EqualFunc(specs, theirs, func(a, b bert.TensorSpec) bool { return a.Name == b.Name && slices.Equal(a.Dims, b.Dims) }) {
+					t.Errorf("head %v, tensors differ from %s's:\n ours   %v\n theirs %v", head, m.Class, specs, theirs)
+				}
+				want := m.Logits(t)
+				got := k.Logits(t, b.Backend, clf, m)
+				if len(got) != len(want) {
+					t.Fatalf("%d logits, want %d (%v)", len(got), len(want), m.LogitsShape)
+				}
+				d := testutil.MaxAbsDiff(t, "logits", got, want)
+				t.Logf("%s token classifier on %s vs transformers %s: per-token logits %v max abs diff %.3g", name, b.Name, f.Transformers, m.LogitsShape, d)
+				if d > k.Tolerance {
+					t.Errorf("max abs diff %g, want <= %g", d, k.Tolerance)
+				}
+			})
+		}
+	}
+}
+
+// CheckSave loads model m with its token head, names its classes labels and saves it: the
+// folder must say the family's *ForTokenClassification (no problem_type), load back with the
+// same logits and, with GOACCEL_TORCH_PYTHON, give transformers' AutoModelForTokenClassification
+// the same logits within Tolerance (CheckTransformersTokenLogits).
+func (k TokenKit[C]) CheckSave(t *testing.T, m *TokenModel, labels []string) {
+	t.Helper()
+	clf, err := k.Load(m.WriteFolder(t), bert.TokenClassification)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "saved")
+	if err := k.Save(out, clf, labels); err != nil {
+		t.Fatal(err)
+	}
+	class := k.Prefix + bert.TokenClassification.String()
+	CheckTokenConfig(t, out, class)
+	back, err := k.Load(out, bert.TokenClassification)
+	if err != nil {
+		t.Fatalf("loading the saved folder: %v", err)
+	}
+	want := k.Logits(t, Go(t), clf, m)
+	if got := k.Logits(t, Go(t), back, m); testutil.MaxAbsDiff(t, "logits", got, want) != 0 {
+		t.Error("the saved folder gives other logits")
+	}
+	CheckTransformersTokenLogits(t, out, class, labels[1], want, k.Tolerance, m.InputIDs, m.AttentionMask, m.TokenTypeIDs)
 }
