@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -11,12 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/goaccel/goaccel/checkpoint/safetensors"
 	"github.com/goaccel/goaccel/examples/internal/exampletest"
-	"github.com/goaccel/goaccel/internal/launch"
-	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/auto"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/bert/sample"
@@ -239,7 +235,7 @@ func TestNewFamiliesSameLossesOnEveryTopology(t *testing.T) {
 				}
 				d2 = checkSameLosses(t, "2 devices", losses, ref)
 			}
-			multi := launchTwo(t, root, args) // after the device counts: a missing MPI skips only the launch
+			multi := exampletest.LaunchTwo(t, root, args) // after the device counts: a missing MPI skips only the launch
 			dp := checkSameLosses(t, "2 processes", stepLosses(t, multi), ref)
 			t.Logf("%s: step losses %v on 1 device; max abs diff %.2g on 2 devices, %.2g on 2 processes", family, ref, d2, dp)
 		})
@@ -261,23 +257,4 @@ func checkSameLosses(t *testing.T, what string, got, want []float64) (maxDiff fl
 		}
 	}
 	return maxDiff
-}
-
-// launchTwo runs the program with args(dir) as `goaccel launch --nproc_per_node 2` does (2
-// ranks of 1 XLA CPU device, MPI between them), into dir = root/launch, and returns dir. A
-// missing MPI skips the rest of the test, loudly (it fails under CI).
-func launchTwo(t *testing.T, root string, args func(dir string) []string) string {
-	t.Helper()
-	testutil.NeedMPI(t)
-	dir := filepath.Join(root, "launch")
-	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	err := launch.Run(ctx, launch.Config{Program: os.Args[0], Args: args(dir), NprocPerNode: 2, LogDir: filepath.Join(root, "logs"),
-		// 2 devices on the node: 1 a rank
-		Env: append(os.Environ(), "GOACCEL_EXAMPLE_CHILD=1", "GOACCEL_DEVICES=2", "GOACCEL_TIMEOUT=3m"), Stdout: &out, Stderr: &out})
-	if err != nil {
-		t.Fatalf("2 processes: %v\n%s", err, out.String())
-	}
-	return dir
 }

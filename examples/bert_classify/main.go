@@ -23,11 +23,15 @@
 package main
 
 import (
+	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/goaccel/goaccel/accelerator"
@@ -54,7 +58,8 @@ type options struct {
 	GradientCheckpointing, AsyncSave                                                 bool
 	Sharding                                                                         string // --sharding: accelerator.Config.Sharding
 	TrainFile, ValidationFile, TextColumnNames, LabelColumnName, TextColumnDelimiter string
-	ProblemType, LabelDelimiter                                                      string
+	ProblemType, LabelDelimiter, TestFile                                            string
+	DoPredict                                                                        bool
 
 	// Labels is --train_file's label map (nil for the polarity data and for regression),
 	// set by loadData, with the problem it chose (or --problem_type).
@@ -88,6 +93,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.LabelColumnName, "label_column_name", o.LabelColumnName, "the label column of --train_file: integers or strings, numbered in sorted order; best/config.json names them (id2label)")
 	fs.StringVar(&o.TextColumnDelimiter, "text_column_delimiter", o.TextColumnDelimiter, "joins the texts of several --text_column_names")
 	fs.StringVar(&o.ProblemType, "problem_type", "", `what --label_column_name holds: "single_label_classification", "multi_label_classification" (a list, or names joined by --label_delimiter) or "regression" (a number); empty: from the labels, as run_classification.py (lists: multi-label, floats: regression)`)
+	fs.BoolVar(&o.DoPredict, "do_predict", false, "after training, classify --test_file's texts with best/ and write predict_results.jsonl and .csv into the run directory")
+	fs.StringVar(&o.TestFile, "test_file", "", "file(s) of texts to classify with --do_predict (the --text_column_names; a label column is not needed)")
 	fs.StringVar(&o.LabelDelimiter, "label_delimiter", "", `multi-label classification: the delimiter that joins an example's classes in a string label ("toxic|insult")`)
 	fs.StringVar(&o.ModelDir, "model_dir", "", "Hugging Face folder (config.json, model.safetensors, the tokenizer's files) or Hub id found in the local Hugging Face cache (org/name[@revision]) of a BERT, DistilBERT, ELECTRA, RoBERTa, XLM-RoBERTa, ModernBERT or DeBERTa-v3 model; its label names (id2label), if any, must be the data's; empty: a tiny random BERT")
 	fs.StringVar(&o.OutputDir, "output_dir", "", "run directory; empty: runs/bert_classify-<time>, or the interrupted run of the same command")
@@ -174,6 +181,18 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 		return nil, 0, fmt.Errorf("--logging_steps %d: must be at least 1", o.LoggingSteps)
 	case o.GradAccum < 1:
 		return nil, 0, fmt.Errorf("--gradient_accumulation_steps %d: must be at least 1 (1: no accumulation)", o.GradAccum)
+	case o.DoPredict && o.TestFile == "":
+		return nil, 0, fmt.Errorf("--do_predict needs --test_file: the texts to classify")
+	case !o.DoPredict && o.TestFile != "":
+		return nil, 0, fmt.Errorf("--test_file %s is read by --do_predict only: add --do_predict", o.TestFile)
+	}
+	var predictTexts []string
+	if o.DoPredict { // read before training: a bad file stops the run before it starts
+		var err error
+		spec := table.Spec{TextColumns: strings.Split(o.TextColumnNames, ","), TextDelimiter: o.TextColumnDelimiter}
+		if predictTexts, err = table.ReadTexts(o.TestFile, spec); err != nil {
+			return nil, 0, fmt.Errorf("--test_file: %w", err)
+		}
 	}
 	loggers, err := trainer.ReportTo(o.ReportTo)
 	if err != nil {
@@ -249,7 +268,12 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	}
 	acc.Printf("best test %s %.4f (step %d of %d); best model (a Hugging Face folder) in %s", best, res.Best,
 		res.BestStep, res.Steps, res.BestCheckpoint)
-	return res, 0, nil
+	if o.DoPredict && acc.IsMainProcess() {
+		if err := predict(acc, o, res.BestCheckpoint, dir, predictTexts); err != nil {
+			return res, 0, fmt.Errorf("--do_predict: %w", err)
+		}
+	}
+	return res, 0, acc.WaitForEveryone()
 }
 
 // fitConfig is the run for trainer.Fit: the Trainer's flags, the best model by test accuracy
@@ -383,6 +407,66 @@ func loadModel(o options) (*auto.Model, error) {
 		return nil, fmt.Errorf("--model_dir %s: %w", o.ModelDir, err)
 	}
 	return m, nil
+}
+
+// predict classifies texts with the best model (bestDir, loaded with its head) and writes
+// predict_results.jsonl (one object per text: index, text, label, score, scores by name; with
+// several labels, the labels above 0.5) and predict_results.csv into dir, as
+// run_classification.py's --do_predict writes its predictions.
+func predict(acc *accelerator.Accelerator, o options, bestDir, dir string, texts []string) error {
+	m, err := auto.Load(bestDir, model.NewStore(), auto.Options{MaxLen: o.MaxLen, LoadHead: true})
+	if err != nil {
+		return err
+	}
+	p, err := auto.NewPredictor(m, acc.Backend(), max(o.BatchSize, 1))
+	if err != nil {
+		return err
+	}
+	preds, err := p.Predict(texts)
+	if err != nil {
+		return err
+	}
+	var jsonl, csvOut strings.Builder
+	w := csv.NewWriter(&csvOut)
+	_ = w.Write([]string{"index", "label", "score", "text"})
+	names := m.Labels()
+	for i, pr := range preds {
+		scores := map[string]float64{}
+		for j, s := range pr.Scores {
+			name := fmt.Sprintf("LABEL_%d", j)
+			if names != nil {
+				name = names[j]
+			}
+			scores[name] = s
+		}
+		row := map[string]any{"index": i, "text": texts[i], "label": pr.Label, "score": pr.Score, "scores": scores}
+		if m.ProblemType() == string(table.MultiLabel) {
+			var above []string
+			for name, s := range scores {
+				if s > 0.5 {
+					above = append(above, name)
+				}
+			}
+			slices.Sort(above)
+			row["labels"] = above
+		}
+		line, err := json.Marshal(row)
+		if err != nil {
+			return err
+		}
+		jsonl.Write(append(line, '\n'))
+		_ = w.Write([]string{strconv.Itoa(i), pr.Label, strconv.FormatFloat(pr.Score, 'g', -1, 64), texts[i]})
+	}
+	if w.Flush(); w.Error() != nil {
+		return w.Error()
+	}
+	for name, content := range map[string]string{"predict_results.jsonl": jsonl.String(), "predict_results.csv": csvOut.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	acc.Printf("predicted %d texts of %s with %s: %s", len(texts), o.TestFile, bestDir, filepath.Join(dir, "predict_results.jsonl"))
+	return nil
 }
 
 // taskOf is the one place where the problem picks the task and the metric that chooses the

@@ -215,7 +215,7 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		"dropout": "1", "test_size": "1.5", "mixed_precision": "fp8", "sharding": "fsdp", "devices": "-1",
 		"backend": "tpu", "workers": "-1", "report_to": "wandb", "logging_steps": "0",
 		"train_file": "/nonexistent/train.csv", "validation_file": "/nonexistent/dev.csv", "text_column_names": "",
-		"label_column_name": "", "text_column_delimiter": "|", "problem_type": "ranking", "label_delimiter": "|",
+		"label_column_name": "", "text_column_delimiter": "|", "problem_type": "ranking", "label_delimiter": "|", "test_file": "/nonexistent/test.csv",
 		"gradient_accumulation_steps": "0", "lr_scheduler_type": "cosine_restarts", "warmup_ratio": "1.5",
 		"warmup_steps": "-1", "max_grad_norm": "-1", "patience": "-1", "eval_steps": "-1", "save_steps": "-1",
 		"save_total_limit": "-1",
@@ -224,6 +224,7 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 	}, map[string]string{
 		"async_save":             "a boolean: both values are valid",
 		"gradient_checkpointing": "a boolean: both values are valid",
+		"do_predict":             "a boolean; without --test_file it is refused naming itself (TestDoPredict)",
 		"seed":                   "any integer is a seed",
 	}, exampletest.RunChild)
 }

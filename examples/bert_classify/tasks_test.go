@@ -194,7 +194,7 @@ func TestValueTasksSameRunOnEveryTopology(t *testing.T) {
 				t.Fatalf("2 devices: %v\n%s", err, out)
 			}
 			compare("2 devices", two)
-			compare("2 processes", launchTwo(t, root, args)) // after the device counts: a missing MPI skips only this
+			compare("2 processes", exampletest.LaunchTwo(t, root, args)) // after the device counts: a missing MPI skips only this
 			t.Logf("%s: step losses %v, last evaluation %v, the same on 2 devices and 2 processes", label, ref, refEval)
 		})
 	}
@@ -241,5 +241,75 @@ func TestValueTaskBadInput(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDoPredict: --do_predict classifies --test_file's texts (a file without a label column)
+// with best/ and writes predict_results.jsonl and .csv with the label names and scores that
+// sum to 1; --do_predict without a test file, and a test file without the text column, stop
+// the program before training.
+func TestDoPredict(t *testing.T) {
+	plugin := cpuPlugin(t)
+	dir := t.TempDir()
+	train := filepath.Join(dir, "train.csv")
+	writeCSV(t, train, shuffledSample(), [2]string{"negative", "positive"})
+	test := filepath.Join(dir, "test.csv")
+	if err := os.WriteFile(test, []byte("sentence\n\"a charming , often hilarious movie .\"\ndull and far too long\nthe film\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := defaultOptions()
+	o.Backend, o.Devices, o.BatchSize, o.Epochs, o.MaxSteps, o.Workers = plugin, 1, 32, 1, 3, 0
+	o.TrainFile, o.OutputDir, o.DoPredict, o.TestFile = train, filepath.Join(dir, "run"), true, test
+	var out bytes.Buffer
+	if _, _, err := run(o, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	raw, err := os.ReadFile(filepath.Join(o.OutputDir, "predict_results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d predictions for 3 texts:\n%s", len(lines), raw)
+	}
+	for i, line := range lines {
+		var row struct {
+			Index  int                `json:"index"`
+			Text   string             `json:"text"`
+			Label  string             `json:"label"`
+			Score  float64            `json:"score"`
+			Scores map[string]float64 `json:"scores"`
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatal(err)
+		}
+		sum := row.Scores["negative"] + row.Scores["positive"]
+		if row.Index != i || (row.Label != "negative" && row.Label != "positive") || math.Abs(sum-1) > 1e-9 ||
+			row.Score != row.Scores[row.Label] || len(row.Scores) != 2 {
+			t.Errorf("prediction %d: %s", i, line)
+		}
+	}
+	if csvRaw, err := os.ReadFile(filepath.Join(o.OutputDir, "predict_results.csv")); err != nil ||
+		!strings.HasPrefix(string(csvRaw), "index,label,score,text\n0,") {
+		t.Errorf("predict_results.csv: %v\n%s", err, csvRaw)
+	}
+	for _, c := range []struct {
+		set  func(*options)
+		want string
+	}{
+		{func(o *options) { o.TestFile = "" }, "--do_predict needs --test_file"},
+		{func(o *options) { o.TestFile = train; o.TextColumnNames = "review" }, `no column "review"`},
+	} {
+		bad := o
+		bad.OutputDir = filepath.Join(t.TempDir(), "run")
+		c.set(&bad)
+		if _, _, err := run(bad, io.Discard); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %v, want one containing %q", err, c.want)
+		}
+		if _, err := os.Stat(bad.OutputDir); err == nil {
+			if entries, _ := os.ReadDir(bad.OutputDir); len(entries) > 0 {
+				t.Errorf("%q: the run directory was written before the error", c.want)
+			}
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/data/text"
 	"github.com/goaccel/goaccel/models/bert"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -25,17 +26,36 @@ type Classifier interface {
 }
 
 // Tokenizer turns labelled texts into the classifier's inputs: Collate has the signature of
-// data.CollateFunc[text.Labeled].
+// data.CollateFunc[text.Labeled]; TagCollator makes the data.CollateFunc[text.Tagged] of
+// token classification (bert.Tokenizer's: words aligned as run_ner.py aligns them).
 type Tokenizer interface {
 	Collate(examples []text.Labeled) (inputs []*tensors.Tensor, labels *tensors.Tensor, err error)
+	TagCollator(pieceTag func(tag int) int) data.CollateFunc[text.Tagged]
 	// Kind names the tokenizer's model ("WordPiece", "byte-level BPE", "Unigram"...).
 	Kind() string
 	// VocabSize is the number of ids it makes.
 	VocabSize() int
 }
 
+// Head is the task of the classifier's head (models/bert's Head, shared by the families).
+type Head = bert.Head
+
+// The heads Options.Head chooses, as transformers' Auto classes do.
+const (
+	// SequenceClassification: one vector of logits per text
+	// (AutoModelForSequenceClassification), the zero value.
+	SequenceClassification = bert.SequenceClassification
+	// TokenClassification: one vector of logits per token (AutoModelForTokenClassification;
+	// named entities).
+	TokenClassification = bert.TokenClassification
+)
+
 // Options are Load's choices, applied before any variable of the head exists.
 type Options struct {
+	// Head is the head to build: SequenceClassification (the zero value) or
+	// TokenClassification. Without LoadHead any checkpoint of the family gives its encoder
+	// to either; with LoadHead the folder must have been saved with this head.
+	Head Head
 	// MaxLen is the tokenizer's sequence length, special tokens included; 0: 128 (or the
 	// model's longest, when shorter).
 	MaxLen int
@@ -111,12 +131,19 @@ type Model struct {
 	logits    func(s *model.Scope, inputs []*Node) *Node
 	labels    func() []string
 	numLabels func() int
+	problem   func() string
 	save      func(dir string) error
 }
 
+// ProblemType is what the head is trained for, as transformers' problem_type:
+// "single_label_classification" (also when the folder says none), "multi_label_classification"
+// or "regression".
+func (m *Model) ProblemType() string { return bert.ProblemTypeOrDefault(m.problem()) }
+
 // Logits builds the forward pass: inputs are what Tokenizer.Collate makes ([input_ids,
 // attention_mask, token_type_ids], int32 [B, L]; a family without token types ignores the
-// third), the result the float32 [B, NumLabels] logits. It panics on bad inputs, as GoMLX
+// third), the result the float32 logits: [B, NumLabels], or [B, L, NumLabels] with the
+// token-classification head. It panics on bad inputs, as GoMLX
 // graph functions do (the accelerator turns the panic into an error).
 func (m *Model) Logits(s *model.Scope, inputs []*Node) *Node { return m.logits(s, inputs) }
 

@@ -49,7 +49,7 @@ func familyOf(modelType string) *family {
 
 // loadBERT loads the BERT family (bert, roberta, xlm-roberta, distilbert, electra).
 func loadBERT(dir string, store *model.Store, opts Options) (*Model, error) {
-	clf, tok, err := bert.LoadPretrained(dir, store, bert.LoadOptions{MaxLen: opts.MaxLen, NumLabels: opts.NumLabels, LoadHead: opts.LoadHead})
+	clf, tok, err := bert.LoadPretrained(dir, store, bert.LoadOptions{MaxLen: opts.MaxLen, NumLabels: opts.NumLabels, LoadHead: opts.LoadHead, Head: opts.Head})
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func loadBERT(dir string, store *model.Store, opts Options) (*Model, error) {
 }
 
 // BERT makes a Model of a BERT-family classifier and its tokenizer built in code (such as
-// models/bert/sample's tiny one), with opts' labels, dropout and gradient checkpointing
+// models/bert/sample's tiny one), with opts' head, labels, dropout and gradient checkpointing
 // applied as Load applies them; opts.MaxLen and opts.LoadHead are not used. Call it before
 // the classifier's head has variables.
 func BERT(clf *bert.Classifier, tok *bert.Tokenizer, opts Options) (*Model, error) {
@@ -70,6 +70,10 @@ func BERT(clf *bert.Classifier, tok *bert.Tokenizer, opts Options) (*Model, erro
 		return nil, fmt.Errorf("auto: BERT: nil classifier or tokenizer")
 	}
 	cfg := &clf.Config
+	if err := opts.Head.Validate(); err != nil {
+		return nil, fmt.Errorf("auto: BERT: %w", err)
+	}
+	cfg.Head = opts.Head
 	if err := opts.setHead(&cfg.NumLabels, &cfg.Labels, &cfg.ProblemType); err != nil {
 		return nil, err
 	}
@@ -80,7 +84,8 @@ func BERT(clf *bert.Classifier, tok *bert.Tokenizer, opts Options) (*Model, erro
 	}
 	return &Model{Family: cfg.Family(), Classifier: clf, Tokenizer: tok, logits: clf.Logits,
 		labels: func() []string { return cfg.Labels }, numLabels: func() int { return cfg.NumLabels },
-		save: func(dir string) error { return bert.SavePretrained(dir, clf, tok) }}, nil
+		problem: func() string { return cfg.ProblemType },
+		save:    func(dir string) error { return bert.SavePretrained(dir, clf, tok) }}, nil
 }
 
 // loadModernBERT loads ModernBERT with the folder's tokenizer (tokenizer.json, or vocab.txt).
@@ -88,7 +93,7 @@ func loadModernBERT(dir string, store *model.Store, opts Options) (*Model, error
 	if opts.GradientCheckpointing {
 		return nil, fmt.Errorf("auto: %s: gradient checkpointing is not supported for model_type modernbert (the bert family has it)", dir)
 	}
-	clf, err := modernbert.LoadPretrained(dir, store, modernbert.LoadOptions{NumLabels: opts.NumLabels, LoadHead: opts.LoadHead})
+	clf, err := modernbert.LoadPretrained(dir, store, modernbert.LoadOptions{NumLabels: opts.NumLabels, LoadHead: opts.LoadHead, Head: opts.Head})
 	if err != nil {
 		return nil, err
 	}
@@ -108,6 +113,7 @@ func loadModernBERT(dir string, store *model.Store, opts Options) (*Model, error
 		logits:    func(s *model.Scope, inputs []*Node) *Node { return clf.Logits(s, inputs[:2]) }, // no token types
 		labels:    func() []string { return cfg.Labels },
 		numLabels: func() int { return cfg.NumLabels },
+		problem:   func() string { return cfg.ProblemType },
 		save: func(out string) error {
 			if err := modernbert.SavePretrained(out, clf); err != nil {
 				return err
@@ -122,7 +128,7 @@ func loadDeBERTa(dir string, store *model.Store, opts Options) (*Model, error) {
 	if opts.GradientCheckpointing {
 		return nil, fmt.Errorf("auto: %s: gradient checkpointing is not supported for model_type deberta-v2 (the bert family has it)", dir)
 	}
-	clf, err := deberta.LoadPretrained(dir, store, deberta.LoadOptions{NumLabels: opts.NumLabels, LoadHead: opts.LoadHead})
+	clf, err := deberta.LoadPretrained(dir, store, deberta.LoadOptions{NumLabels: opts.NumLabels, LoadHead: opts.LoadHead, Head: opts.Head})
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +147,7 @@ func loadDeBERTa(dir string, store *model.Store, opts Options) (*Model, error) {
 	return &Model{Family: "deberta-v2", Dir: dir, Classifier: clf, Tokenizer: tok, logits: clf.Logits,
 		labels:    func() []string { return cfg.Labels },
 		numLabels: func() int { return cfg.NumLabels },
+		problem:   func() string { return cfg.ProblemType },
 		save: func(out string) error {
 			if err := deberta.SavePretrained(out, clf); err != nil {
 				return err

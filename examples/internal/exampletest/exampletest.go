@@ -4,7 +4,10 @@ package exampletest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"github.com/goaccel/goaccel/internal/launch"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -231,4 +234,23 @@ func RegularFile(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// LaunchTwo runs the program with args(dir) as `goaccel launch --nproc_per_node 2` does (2
+// ranks of 1 XLA CPU device, MPI between them), into dir = root/launch, and returns dir. A
+// missing MPI skips the rest of the test, loudly (it fails under CI).
+func LaunchTwo(t *testing.T, root string, args func(dir string) []string) string {
+	t.Helper()
+	testutil.NeedMPI(t)
+	dir := filepath.Join(root, "launch")
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	err := launch.Run(ctx, launch.Config{Program: os.Args[0], Args: args(dir), NprocPerNode: 2, LogDir: filepath.Join(root, "logs"),
+		// 2 devices on the node: 1 a rank
+		Env: append(envvar.Environ(), envvar.ExampleChild.KV("1"), envvar.Devices.KV("2"), envvar.Timeout.KV("3m")), Stdout: &out, Stderr: &out})
+	if err != nil {
+		t.Fatalf("2 processes: %v\n%s", err, out.String())
+	}
+	return dir
 }
