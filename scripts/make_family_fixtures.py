@@ -215,6 +215,7 @@ def make(model_type, kwargs):
         "text_token_type_ids": enc["token_type_ids"].tolist(),
         "text_logits_f32_b64": f32_b64(text_logits),
     }
+    fixture["train"] = train(model_type, kwargs, cfg.vocab_size, cfg.pad_token_id if cfg.pad_token_id is not None else 0)
     if model_type in ("roberta", "xlm-roberta"):
         tokenizer_file = BPE_TOKENIZER if model_type == "roberta" else UNIGRAM_TOKENIZER
         with open(os.path.join(OUT, tokenizer_file), "rb") as f:
@@ -226,6 +227,46 @@ def make(model_type, kwargs):
         f.write("\n")
     print(f"wrote {path} ({os.path.getsize(path)} bytes): {type(model).__name__}, {len(tensors)} tensors, "
           f"logits {logits.shape}")
+
+
+TRAIN_LR = 0.1
+TRAIN_STEPS = 20
+NO_DROPOUT = {"distilbert": dict(dropout=0.0, attention_dropout=0.0, seq_classif_dropout=0.0)}
+
+
+def train(model_type, kwargs, vocab_size, pad):
+    """20 steps of plain SGD from the fixture's weights with every dropout off, on two fixed
+    labelled batches taken in turn: PyTorch's mean cross-entropy of each step before its
+    update (familytest.TrainRun)."""
+    off = NO_DROPOUT.get(model_type, dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, classifier_dropout=0.0))
+    cfg = AutoConfig.for_model(model_type, **dict(kwargs, vocab_size=vocab_size, **off))
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_config(cfg, attn_implementation="eager")
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(torch.from_numpy(weight_values(name, tuple(p.shape))))
+    model.train()
+    rng = np.random.default_rng(11)
+    batches = []
+    for lengths in ([12, 9, 4], [12, 12, 6]):
+        ids = rng.integers(5, vocab_size, size=(len(lengths), SEQ_LEN))
+        mask = np.zeros_like(ids)
+        for b, n in enumerate(lengths):
+            ids[b, n:] = pad
+            mask[b, :n] = 1
+        labels = rng.integers(0, kwargs["num_labels"], size=len(lengths))
+        batches.append(dict(input_ids=ids.tolist(), attention_mask=mask.tolist(), labels=labels.tolist()))
+    opt = torch.optim.SGD(model.parameters(), lr=TRAIN_LR)
+    losses = []
+    for step in range(TRAIN_STEPS):
+        b = batches[step % len(batches)]
+        out = model(input_ids=torch.tensor(b["input_ids"]), attention_mask=torch.tensor(b["attention_mask"]),
+                    labels=torch.tensor(b["labels"]))
+        opt.zero_grad()
+        out.loss.backward()
+        opt.step()
+        losses.append(out.loss.item())
+    return dict(learning_rate=TRAIN_LR, batches=batches, losses=losses)
 
 
 def main():
