@@ -214,6 +214,8 @@ var (
 	BenchPython = str("GOACCEL_BENCH_PYTHON", "the Python that goaccel bench runs the PyTorch side with (default python3)", User)
 	// BenchCPUProfile is GOACCEL_BENCH_CPUPROFILE.
 	BenchCPUProfile = str("GOACCEL_BENCH_CPUPROFILE", "a file a goaccel bench worker writes its Go CPU profile to", User)
+	// TorchPython is GOACCEL_TORCH_PYTHON.
+	TorchPython = str("GOACCEL_TORCH_PYTHON", "tests only: a Python with torch and transformers (outside the repository) that the model packages' tests load goaccel's exported folders with; unset, those halves skip loudly", User)
 	// CI is CI.
 	CI = str("CI", "set on CI services: a test missing an optional tool (plugin, MPI) fails instead of skipping", User, CIService)
 )

@@ -38,7 +38,7 @@ var goBackend = sync.OnceValues(func() (compute.Backend, error) { return compute
 
 // xlaBackend is the XLA CPU backend, created once per test binary.
 var xlaBackend = sync.OnceValues(func() (compute.Backend, error) {
-	_ = os.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
+	_ = envvar.NoAutoInstall.Set("1")
 	return xla.New(testutil.FindCPUPlugin())
 })
 
@@ -407,7 +407,7 @@ func (m *TokenModel) WriteFolder(t testing.TB) string {
 // GOACCEL_TORCH_PYTHON it skips the test loudly.
 func CheckTransformersTokenLogits(t testing.TB, dir, class, label1 string, want []float32, tolerance float64, ids, mask, typeIDs [][]int32) {
 	t.Helper()
-	python := os.Getenv("GOACCEL_TORCH_PYTHON")
+	python := envvar.TorchPython.Value()
 	if python == "" {
 		t.Skip("SKIPPING the transformers half: GOACCEL_TORCH_PYTHON (a Python with torch and transformers, outside the repository) is not set")
 	}
