@@ -26,11 +26,11 @@
 // The label column says what is learned (Table.Problem, Hugging Face's problem_type), as
 // run_classification.py decides from a data set's label feature, unless Spec.Problem says:
 //
-//   - a list (a JSON Lines array of strings, integers or booleans), or a string split by
+//   - a list (a JSON Lines array, a Parquet LIST column, of strings, integers or booleans), or a string split by
 //     Spec.LabelDelimiter ("toxic|insult"): MultiLabel. The label map numbers the distinct
 //     classes of all lists in sorted order; each example's text.Labeled.Values holds one 0/1
 //     flag per class. An empty list, a class named twice or a class outside the map is an
-//     error. Parquet list columns are not read yet (a delimited string column is).
+//     error.
 //   - a float (a JSON number with a fraction or an exponent, a Parquet float or double, or,
 //     in CSV, every label a number and some written as floats: "0.5", "1.0", as pandas
 //     reads them): Regression. Values holds the one value; NaN, infinities and text are

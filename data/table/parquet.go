@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -18,6 +19,7 @@ type parquetSource struct {
 	pf     *parquet.File
 	cols   []string
 	leaves []int // column index of each selected column
+	lists  []listLevels
 	groups []parquet.RowGroup
 
 	group     int   // current row group (-1 before the first)
@@ -63,15 +65,33 @@ func openParquet(path string, cols []string, spec Spec) (s source, err error) {
 		if !top {
 			return nil, missingColumn(path, c, have)
 		}
-		if !ok || !leaf.Node.Leaf() || leaf.MaxRepetitionLevel > 0 {
-			return nil, fmt.Errorf("%s: column %q is a list or a group, not one value per row (for "+
-				"multi-label classification, Parquet list columns are not read yet: write the labels as one string "+
-				"joined by a delimiter and give Spec.LabelDelimiter, or use JSON Lines, whose lists are read)", path, c)
+		if !ok || !leaf.Node.Leaf() { // a LIST group (c.list.element, or an older layout): its one leaf
+			var under [][]string
+			for _, colPath := range pf.Schema().Columns() {
+				if colPath[0] == c {
+					under = append(under, colPath)
+				}
+			}
+			if len(under) == 1 {
+				leaf, ok = pf.Schema().Lookup(under[0]...)
+			}
 		}
+		if !ok || !leaf.Node.Leaf() || leaf.MaxRepetitionLevel > 1 {
+			return nil, fmt.Errorf("%s: column %q is a group or a list of lists: want one value or one list of values per row", path, c)
+		}
+		var lv listLevels
+		if leaf.MaxRepetitionLevel == 1 { // a list of values (multi-label labels, a sentence's words or tags)
+			lv = listLevels{list: true, element: leaf.MaxDefinitionLevel}
+			if leaf.Node.Optional() {
+				lv.element--
+			}
+		}
+		p.lists = append(p.lists, lv)
 		k := leaf.Node.Type().Kind()
 		isLabel := i == len(cols)-1
 		switch {
 		case k == parquet.ByteArray:
+		case lv.list && (k == parquet.Int32 || k == parquet.Int64 || k == parquet.Boolean): // list items: checked by their use
 		case isLabel && (k == parquet.Int32 || k == parquet.Int64 || k == parquet.Boolean):
 		case isLabel && (k == parquet.Float || k == parquet.Double): // regression targets
 		case isLabel:
@@ -110,18 +130,77 @@ func checkParquetEnds(f io.ReaderAt, size int64) error {
 	return nil
 }
 
+// listLevels says whether a column is a list, and the definition level from which a list's
+// entry is an element (null when the element is optional and the level is one less than the
+// column's maximum): below it, the row's list is null or empty.
+type listLevels struct {
+	list    bool
+	element int
+}
+
 // pageCursor hands out the values of one column chunk, one page in memory at a time.
 type pageCursor struct {
-	pages parquet.Pages
-	page  parquet.Page
-	vr    parquet.ValueReader
-	buf   []parquet.Value
-	n, at int
-	eof   bool // the page's values are all read
+	pages   parquet.Pages
+	page    parquet.Page
+	vr      parquet.ValueReader
+	buf     []parquet.Value
+	n, at   int
+	eof     bool // the page's values are all read
+	peeked  bool // held is the next value, read ahead
+	held    parquet.Value
+	heldOK  bool
+	heldErr error
 }
 
 // value returns the next value of the column chunk; ok is false at its end.
 func (c *pageCursor) value() (v parquet.Value, ok bool, err error) {
+	if c.peeked {
+		c.peeked = false
+		return c.held, c.heldOK, c.heldErr
+	}
+	return c.read()
+}
+
+// peek returns the next value without taking it.
+func (c *pageCursor) peek() (v parquet.Value, ok bool, err error) {
+	if !c.peeked {
+		c.held, c.heldOK, c.heldErr = c.read()
+		c.peeked = true
+	}
+	return c.held, c.heldOK, c.heldErr
+}
+
+// list reads the entries of one row of a list column: the first value and those that repeat
+// it (repetition level above 0). A null or empty list is a list of no items; a null element is
+// a null item.
+func (c *pageCursor) list(lv listLevels) (value, error) {
+	first, ok, err := c.value()
+	if err != nil || !ok {
+		return value{}, err
+	}
+	out := value{kind: kindList}
+	for v, more := first, true; more; {
+		if !(v.IsNull() && v.DefinitionLevel() < lv.element) {
+			out.items = append(out.items, parquetValue(v))
+		}
+		next, ok, err := c.peek()
+		if err != nil {
+			return value{}, err
+		}
+		if more = ok && next.RepetitionLevel() > 0; more {
+			v, _, _ = c.value()
+		}
+	}
+	texts := make([]string, len(out.items))
+	for i, it := range out.items {
+		texts[i] = strconv.Quote(it.text)
+	}
+	out.text = "[" + strings.Join(texts, ", ") + "]"
+	return out, nil
+}
+
+// read returns the next value of the column chunk from its pages; ok is false at its end.
+func (c *pageCursor) read() (v parquet.Value, ok bool, err error) {
 	for c.at == c.n {
 		if c.vr != nil && !c.eof {
 			c.n, err = c.vr.ReadValues(c.buf)
@@ -200,6 +279,16 @@ func (p *parquetSource) next(vals []value) (w where, err error) {
 	w = where{row: p.row, rowGroup: p.group}
 	for i, c := range p.cursors {
 		col = i
+		if p.lists[i].list {
+			if _, ok, err := c.peek(); err == nil && !ok {
+				return w, fmt.Errorf("%s:%s, column %q: the column ends before the row group's %d rows (corrupt file?)",
+					p.path, w, p.cols[i], p.groupRows)
+			}
+			if vals[i], err = c.list(p.lists[i]); err != nil {
+				return w, fmt.Errorf("%s:%s, column %q: reading the column (corrupt file?): %w", p.path, w, p.cols[i], err)
+			}
+			continue
+		}
 		v, ok, err := c.value()
 		if err != nil {
 			return w, fmt.Errorf("%s:%s, column %q: reading the column (corrupt file?): %w", p.path, w, p.cols[i], err)

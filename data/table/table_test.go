@@ -222,8 +222,6 @@ func TestBadInput(t *testing.T) {
 		{"blank Parquet text", pqSpec, []string{blank}, `blank.parquet: row group 0, row 1, column "note": the text is null`},
 		{"null Parquet label", Spec{TextColumns: []string{"premise"}, LabelColumn: "note"}, []string{blank},
 			`blank.parquet: row group 0, row 1, column "note": the label is null`},
-		{"list Parquet label", Spec{TextColumns: []string{"premise"}, LabelColumn: "tags"}, []string{tagged},
-			`tagged.parquet: column "tags" is a list or a group`},
 		{"float Parquet label, single-label", Spec{TextColumns: []string{"premise"}, LabelColumn: "score", Problem: SingleLabel},
 			[]string{tagged}, `tagged.parquet: row group 0, row 1, column "score": label 0.5 is not an integer, a string or a boolean`},
 		{"second file bad", text1, []string{writeFile(t, dir, "ok.csv", "text,label\nx,1\n"), writeFile(t, dir, "bad.csv", "text\nx\n")},

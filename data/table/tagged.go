@@ -31,12 +31,13 @@ type TagSpec struct {
 // of these files). The format is the extension's: .conll, .txt, .bio and .iob are CoNLL
 // (one "word tag" line per word, a blank line between sentences, "-DOCSTART-" lines
 // skipped; CoNLL-2003's four fields "word POS chunk tag" are read too, the last one being
-// the tag), .jsonl and .json are JSON Lines with a list of words and a list of tags (strings,
-// or integers numbered by spec.Labels) per line. Every tag must be O, B-TYPE or I-TYPE (IOB2;
+// the tag); .jsonl and .json (JSON Lines) and .parquet (list columns, as the Hub's
+// conversions of conll2003 have) hold a list of words and a list of tags (strings, or
+// integers numbered by spec.Labels) per row. Every tag must be O, B-TYPE or I-TYPE (IOB2;
 // an I- after O is accepted, as conlleval and seqeval's default mode read it: it starts an
 // entity). A line with another number of fields, a tag outside the scheme, words and tags of
-// different lengths, an empty sentence: errors naming the file and the line. Parquet files
-// are not read yet (their list columns): convert them to JSON Lines.
+// different lengths, an empty sentence: errors naming the file and the line (Parquet: the row
+// group and row).
 func LoadTagged(files string, spec TagSpec) (data.Slice[text.Tagged], *Labels, error) {
 	paths, err := Glob(files)
 	if err != nil {
@@ -61,11 +62,11 @@ func LoadTagged(files string, spec TagSpec) (data.Slice[text.Tagged], *Labels, e
 		switch strings.ToLower(filepath.Ext(path)) {
 		case ".conll", ".txt", ".bio", ".iob":
 			got, err = readCoNLL(path, spec)
-		case ".jsonl", ".json":
-			got, err = readTaggedJSONLines(path, spec)
+		case ".jsonl", ".json", ".parquet":
+			got, err = readTaggedColumns(path, spec)
 		default:
 			err = fmt.Errorf("table: %s: unknown extension %q for token classification: want .conll, .txt, .bio, .iob "+
-				"(CoNLL) or .jsonl, .json (JSON Lines with %q and %q lists)", path, filepath.Ext(path), spec.WordsColumn, spec.TagsColumn)
+				"(CoNLL), or .jsonl, .json, .parquet (a %q and a %q list per row)", path, filepath.Ext(path), spec.WordsColumn, spec.TagsColumn)
 		}
 		if err != nil {
 			return nil, nil, err
@@ -91,7 +92,7 @@ func LoadTagged(files string, spec TagSpec) (data.Slice[text.Tagged], *Labels, e
 		for j, tag := range s.tags {
 			id, ok := labels.ID(tag)
 			if !ok {
-				return nil, nil, fmt.Errorf("%s:%d: tag %q of word %q is not in the tag map (%s)", s.path, s.lines[j], tag, s.words[j], labels)
+				return nil, nil, fmt.Errorf("%s: tag %q of word %q is not in the tag map (%s)", s.at[j], tag, s.words[j], labels)
 			}
 			ex.Tags[j] = id
 		}
@@ -104,7 +105,7 @@ func LoadTagged(files string, spec TagSpec) (data.Slice[text.Tagged], *Labels, e
 type taggedNames struct {
 	path        string
 	words, tags []string
-	lines       []int // each word's line
+	at          []string // each word's place, as errors name it: "file:line" (CoNLL) or rowError's
 }
 
 // checkTag refuses a tag outside IOB2: O, B-TYPE or I-TYPE.
@@ -164,7 +165,7 @@ func readCoNLL(path string, spec TagSpec) ([]taggedNames, error) {
 		if err := checkTag(tag); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		cur.words, cur.tags, cur.lines = append(cur.words, fields[0]), append(cur.tags, tag), append(cur.lines, line)
+		cur.words, cur.tags, cur.at = append(cur.words, fields[0]), append(cur.tags, tag), append(cur.at, fmt.Sprintf("%s:%d", path, line))
 	}
 	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
 		return nil, fmt.Errorf("%s:%d: line longer than %d bytes", path, line+1, max)
@@ -175,11 +176,11 @@ func readCoNLL(path string, spec TagSpec) ([]taggedNames, error) {
 	return out, nil
 }
 
-// readTaggedJSONLines reads a JSON Lines file's sentences: a list of words and a list of
-// tags per line.
-func readTaggedJSONLines(path string, spec TagSpec) ([]taggedNames, error) {
+// readTaggedColumns reads the sentences of a JSON Lines or Parquet file: a list of words and
+// a list of tags per row.
+func readTaggedColumns(path string, spec TagSpec) ([]taggedNames, error) {
 	cols := []string{spec.WordsColumn, spec.TagsColumn}
-	src, err := openJSONLines(path, cols, Spec{MaxRowBytes: spec.MaxRowBytes})
+	src, err := openSource(path, cols, Spec{MaxRowBytes: spec.MaxRowBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +207,7 @@ func readTaggedJSONLines(path string, spec TagSpec) ([]taggedNames, error) {
 			return nil, rowError(path, w, cols[1], "%d tags for %d words (%s)", len(tags.items), len(words.items), cols[0])
 		}
 		s := taggedNames{path: path, words: make([]string, len(words.items)), tags: make([]string, len(tags.items)),
-			lines: slices.Repeat([]int{w.line}, len(words.items))}
+			at: slices.Repeat([]string{fmt.Sprintf("%s:%s, column %q", path, w, cols[1])}, len(words.items))}
 		for i, v := range words.items {
 			if v.kind != kindString || strings.TrimSpace(v.text) == "" {
 				return nil, rowError(path, w, cols[0], "word %d is %s: want a non-empty string", i+1, v.text)

@@ -79,7 +79,7 @@ func TestLoadTaggedBadInput(t *testing.T) {
 			`valid.conll:1: tag "I-LOC" of word "a" is not in the tag map`},
 		{"not a list", writeFile(t, dir, "str.jsonl", `{"tokens": "a b", "ner_tags": ["O", "O"]}`), TagSpec{},
 			`str.jsonl:1: row 1, column "tokens": a b is not a list`},
-		{"Parquet", writeFile(t, dir, "x.parquet", "PAR1"), TagSpec{}, `x.parquet: unknown extension ".parquet" for token classification`},
+		{"CSV", writeFile(t, dir, "x.csv", "tokens,ner_tags\n"), TagSpec{}, `x.csv: unknown extension ".csv" for token classification`},
 		{"no sentence", writeFile(t, dir, "blank.conll", "\n-DOCSTART- O\n\n"), TagSpec{}, `blank.conll: no sentences`},
 	}
 	for _, c := range cases {
@@ -89,5 +89,38 @@ func TestLoadTaggedBadInput(t *testing.T) {
 				t.Errorf("error %v\nwant one containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// sentenceRow is a Parquet row of token classification, as the Hub's conversions of
+// conll2003 store it: list columns.
+type sentenceRow struct {
+	Tokens []string `parquet:"tokens,list"`
+	Tags   []string `parquet:"ner_tags,list"`
+}
+
+// TestLoadTaggedParquet: Parquet list columns read as JSON Lines lists, over row groups; an
+// empty list and a length mismatch are named by row group and row.
+func TestLoadTaggedParquet(t *testing.T) {
+	dir := t.TempDir()
+	rows := []sentenceRow{{[]string{"Ada", "Lovelace", "wrote"}, []string{"B-PER", "I-PER", "O"}},
+		{[]string{"in", "London"}, []string{"O", "B-LOC"}}, {[]string{"x"}, []string{"O"}}}
+	path := writeRows(t, dir, "train.parquet", rows, 2)
+	got, labels, err := LoadTagged(path, TagSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []text.Tagged{{Words: []string{"Ada", "Lovelace", "wrote"}, Tags: []int{1, 2, 3}},
+		{Words: []string{"in", "London"}, Tags: []int{3, 0}}, {Words: []string{"x"}, Tags: []int{3}}}
+	if !slices.Equal(labels.Names(), []string{"B-LOC", "B-PER", "I-PER", "O"}) || !reflect.DeepEqual([]text.Tagged(got), want) {
+		t.Errorf("map %q, sentences %+v; want %+v", labels.Names(), got, want)
+	}
+	bad := writeRows(t, dir, "bad.parquet", []sentenceRow{{[]string{"a"}, []string{"O"}}, {[]string{"a", "b"}, []string{"O"}}})
+	if _, _, err := LoadTagged(bad, TagSpec{}); err == nil || !strings.Contains(err.Error(), `bad.parquet: row group 0, row 2, column "ner_tags": 1 tags for 2 words`) {
+		t.Errorf("a length mismatch: %v", err)
+	}
+	empty := writeRows(t, dir, "empty.parquet", []sentenceRow{{[]string{"a"}, []string{"O"}}, {nil, nil}})
+	if _, _, err := LoadTagged(empty, TagSpec{}); err == nil || !strings.Contains(err.Error(), `empty.parquet: row group 0, row 2, column "tokens": an empty sentence`) {
+		t.Errorf("an empty sentence: %v", err)
 	}
 }

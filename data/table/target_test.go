@@ -61,6 +61,27 @@ func TestProblemFromTheLabels(t *testing.T) {
 	}
 }
 
+// TestParquetMultiLabel: a Parquet list column is multi-label, read over row groups; an
+// empty list is named by row group and row.
+func TestParquetMultiLabel(t *testing.T) {
+	dir := t.TempDir()
+	path := writeRows(t, dir, "tags.parquet", []tagRow{{"p", []string{"b", "a"}, 0}, {"q", []string{"c"}, 0}, {"r", []string{"a"}, 0}}, 2)
+	tb, got := readAll(t, Spec{TextColumns: []string{"premise"}, LabelColumn: "tags"}, path)
+	want := []text.Labeled{{Text: "p", Values: []float32{1, 1, 0}}, {Text: "q", Values: []float32{0, 0, 1}}, {Text: "r", Values: []float32{1, 0, 0}}}
+	if tb.Problem() != MultiLabel || !slices.Equal(tb.Labels().Names(), []string{"a", "b", "c"}) || !equalExamples(got, want) {
+		t.Errorf("%s, %v, %+v; want multi-label a, b, c, %+v", tb.Problem(), tb.Labels(), got, want)
+	}
+	empty := writeRows(t, dir, "empty.parquet", []tagRow{{"p", []string{"a"}, 0}, {"q", nil, 0}})
+	if _, _, err := Load(empty, Spec{TextColumns: []string{"premise"}, LabelColumn: "tags"}); err == nil ||
+		!strings.Contains(err.Error(), `empty.parquet: row group 0, row 2, column "tags": an empty label list`) {
+		t.Errorf("an empty list: %v", err)
+	}
+	if _, _, err := Load(path, Spec{TextColumns: []string{"tags"}, LabelColumn: "premise"}); err == nil ||
+		!strings.Contains(err.Error(), `column "tags": ["b", "a"] is not a text`) {
+		t.Errorf("a list as the text: %v", err)
+	}
+}
+
 // TestParquetRegression: a Parquet double column is regression, read as float32 values.
 func TestParquetRegression(t *testing.T) {
 	path := writeRows(t, t.TempDir(), "scores.parquet", []tagRow{{"p", []string{"a"}, 0.5}, {"q", []string{"b"}, -1.25}})

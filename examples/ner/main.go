@@ -2,7 +2,7 @@
 // *ForTokenClassification) with the flags of Hugging Face's run_ner.py, data-parallel over
 // every device goaccel finds: the Go counterpart of that script on trainer.Fit. The data is
 // CoNLL files ("word tag" lines, a blank line between sentences; CoNLL-2003's four fields
-// too) or JSON Lines with a list of words and a list of tags per line; by default a small
+// too), or JSON Lines or Parquet with a list of words and a list of tags per row; by default a small
 // synthetic entity task (models/bert/sample.Entities) on a tiny random BERT.
 //
 //	go run ./examples/ner                                              # built-in sentences, tiny random BERT
@@ -57,10 +57,10 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.SetNormalizeFunc(func(_ *flag.FlagSet, name string) flag.NormalizedName { // --batch-size is --batch_size
 		return flag.NormalizedName(strings.ReplaceAll(name, "-", "_"))
 	})
-	fs.StringVar(&o.TrainFile, "train_file", "", "CoNLL (.conll, .txt, .bio, .iob) or JSON Lines (.jsonl, .json) file(s), comma-separated, globs allowed; empty: the built-in sentences")
+	fs.StringVar(&o.TrainFile, "train_file", "", "CoNLL (.conll, .txt, .bio, .iob), JSON Lines (.jsonl, .json) or Parquet file(s), comma-separated, globs allowed; empty: the built-in sentences")
 	fs.StringVar(&o.ValidationFile, "validation_file", "", "file(s) to evaluate on, as --train_file; empty: --test_size of the training sentences")
-	fs.StringVar(&o.TextColumn, "text_column_name", o.TextColumn, "JSON Lines: the list of words")
-	fs.StringVar(&o.LabelColumn, "label_column_name", o.LabelColumn, "JSON Lines: the list of tags (strings: O, B-TYPE, I-TYPE)")
+	fs.StringVar(&o.TextColumn, "text_column_name", o.TextColumn, "JSON Lines and Parquet: the list of words")
+	fs.StringVar(&o.LabelColumn, "label_column_name", o.LabelColumn, "JSON Lines and Parquet: the list of tags (strings: O, B-TYPE, I-TYPE)")
 	fs.StringVar(&o.ModelDir, "model_dir", "", "Hugging Face folder or cached Hub id of any family of the registry (also --model_name_or_path); empty: a tiny random BERT")
 	fs.StringVar(&o.OutputDir, "output_dir", "", "run directory; empty: runs/ner-<time>, or the interrupted run of the same command")
 	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "number of epochs (also --num_train_epochs)")
