@@ -16,10 +16,16 @@ import (
 // config.json, the tokenizer when tok is not nil (vocab.txt for WordPiece, tokenizer.json for
 // BPE, with tokenizer_config.json) and model.safetensors with HF tensor names, float32. All
 // of the classifier's variables must have values (run the model once, or load it, first).
-// Each file is written atomically.
+// Each file is written atomically. A classifier with a LoRA adapter is written merged (each
+// targeted weight W + (alpha/r)·B·A, PEFT's merge_and_unload): a plain folder with the
+// adapted model's logits; SaveAdapter writes the adapter alone, as PEFT's files.
 func SavePretrained(dir string, c *Classifier, tok *Tokenizer) error {
 	if c == nil || c.store == nil {
 		return fmt.Errorf("bert: SavePretrained: nil classifier or classifier without a Store")
+	}
+	c, err := c.merged()
+	if err != nil {
+		return fmt.Errorf("bert: SavePretrained: %w", err)
 	}
 	if tok != nil && tok.VocabSize() != c.Config.VocabSize {
 		return fmt.Errorf("bert: SavePretrained: tokenizer has %d tokens but the model's vocab_size is %d",
