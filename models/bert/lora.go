@@ -92,6 +92,10 @@ func LoadAdapter(dir string, c *Classifier) (*lora.Adapter, error) {
 	return a, nil
 }
 
+// AdapterDir is the subfolder of a SavePretrained folder that holds a LoRA classifier's
+// adapter, as PEFT's files.
+const AdapterDir = "adapter"
+
 // SaveAdapter writes the classifier's LoRA adapter into dir as PEFT's files
 // (adapter_config.json, adapter_model.safetensors: A and B of the targeted layers and the
 // head), which peft.PeftModel.from_pretrained reads onto the base model, and the tokenizer's

@@ -185,10 +185,11 @@ func TestLoRATrainsOnlyAdapterAndHead(t *testing.T) {
 		clf.NumParameters(), a.NumTrainable(), adapterWeights, stateBytes)
 }
 
-// TestLoRASaveLoad: in every family, an adapter (B random, so that it counts) saved as PEFT's
-// files has PEFT's names and configuration, loads back onto a fresh copy of the base with the
-// same logits bit for bit, and exports merged to a plain folder that LoadPretrained reads with
-// the same logits (within 1e-5: W + scale·B·A is rounded once more). With
+// TestLoRASaveLoad: in every family, SavePretrained of a classifier with an adapter (B random,
+// so that it counts) writes a merged plain folder that LoadPretrained reads with the same
+// logits (within 1e-5: W + scale·B·A is rounded once more) and, in its subfolder adapter/,
+// PEFT's files, with PEFT's names and configuration, which load back onto a fresh copy of the
+// base with the same logits bit for bit. With
 // GOACCEL_TORCH_PYTHON (a Python with torch, transformers and peft outside the repository),
 // peft.PeftModel.from_pretrained on transformers' model of the base folder, and
 // transformers on the merged folder, give the same logits within 1e-5.
@@ -205,10 +206,11 @@ func TestLoRASaveLoad(t *testing.T) {
 			loraLogits(t, backend, clf, familyInputs(f)) // creates A and B
 			randomizeB(t, clf, 3)
 			want := loraLogits(t, backend, clf, familyInputs(f))
-			out := filepath.Join(t.TempDir(), "adapter")
-			if err := SaveAdapter(out, clf, nil); err != nil {
+			merged := filepath.Join(t.TempDir(), "merged")
+			if err := SavePretrained(merged, clf, tok); err != nil {
 				t.Fatal(err)
 			}
+			out := filepath.Join(merged, AdapterDir)
 			checkPEFTFiles(t, out, clf)
 
 			back := loadFixture(t, dir, f)
@@ -217,10 +219,6 @@ func TestLoRASaveLoad(t *testing.T) {
 			}
 			if d := testutil.MaxAbsDiff(t, "logits", loraLogits(t, backend, back, familyInputs(f)), want); d != 0 {
 				t.Errorf("the adapter loaded back gives logits %g away", d)
-			}
-			merged := filepath.Join(t.TempDir(), "merged")
-			if err := SavePretrained(merged, clf, tok); err != nil {
-				t.Fatal(err)
 			}
 			plain, _, err := LoadPretrained(merged, model.NewStore(), LoadOptions{MaxLen: len(f.InputIDs[0]), LoadHead: true})
 			if err != nil {
