@@ -94,8 +94,7 @@ func New(cfg Config, base Base) (*Adapter, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("lora: target module %q names no linear layer of model_type %s: its linear layers are %s",
-				t, base.ModelType, strings.Join(layerKinds(base.Linears), ", "))
+			return nil, &TargetError{Target: t, ModelType: base.ModelType, Layers: layerKinds(base.Linears)}
 		}
 	}
 	for _, l := range base.Linears {
@@ -112,6 +111,23 @@ func New(cfg Config, base Base) (*Adapter, error) {
 		a.train[varPath(t.Name)] = true
 	}
 	return a, nil
+}
+
+// TargetError is New's error for a target module that names none of the model's linear
+// layers.
+type TargetError struct {
+	// Target is the target module, as given.
+	Target string
+	// ModelType is the base model's model_type.
+	ModelType string
+	// Layers are the names of the model's linear layers a target may give, quoted.
+	Layers []string
+}
+
+// Error names the target and the layers the model has.
+func (e *TargetError) Error() string {
+	return fmt.Sprintf("lora: target module %q names no linear layer of model_type %s: its linear layers are %s",
+		e.Target, e.ModelType, strings.Join(e.Layers, ", "))
 }
 
 // layerKinds are the names of linear layers that a target module may give: each layer's
