@@ -227,28 +227,13 @@ func TestLoRASaveLoad(t *testing.T) {
 			if d := testutil.MaxAbsDiff(t, "logits", loraLogits(t, backend, plain, familyInputs(f)), want); d > familyTolerance {
 				t.Errorf("the merged folder gives logits %g away, want <= %g", d, familyTolerance)
 			}
-			if python == "" {
-				t.Skip("SKIPPING the PEFT half: GOACCEL_TORCH_PYTHON (a Python with torch, transformers and peft, outside the repository) is not set")
-			}
-			ids, _ := json.Marshal(f.InputIDs)
-			mask, _ := json.Marshal(f.AttentionMask)
-			types, _ := json.Marshal(f.TokenTypeIDs)
-			script := fmt.Sprintf(`
-import json, sys, torch, peft
+			script := peftPrelude(t, python, f) + `
 from transformers import AutoModelForSequenceClassification as M
-from peft import PeftModel
-feed = dict(input_ids=torch.tensor(%s), attention_mask=torch.tensor(%s))
-def run(m):
-    f = dict(feed)
-    if m.config.model_type in ("bert", "electra"):
-        f["token_type_ids"] = torch.tensor(%s)
-    with torch.no_grad():
-        return m(**f).logits.flatten().tolist()
 base = M.from_pretrained(sys.argv[1], attn_implementation="eager")
 pm = PeftModel.from_pretrained(base, sys.argv[2]).eval()
 merged = M.from_pretrained(sys.argv[3], attn_implementation="eager").eval()
 print(json.dumps({"peft": peft.__version__, "adapter": run(pm), "merged": run(merged)}))
-`, ids, mask, types)
+`
 			var res struct {
 				PEFT    string    `json:"peft"`
 				Adapter []float32 `json:"adapter"`
@@ -265,6 +250,29 @@ print(json.dumps({"peft": peft.__version__, "adapter": run(pm), "merged": run(me
 	}
 }
 
+// peftPrelude is the start of a Python script that runs a model of the fixture f's family on
+// its inputs (run(m): the flat logits), with PEFT imported; it skips the test, saying so, when
+// python (GOACCEL_TORCH_PYTHON) is empty.
+func peftPrelude(t *testing.T, python string, f *familyFixture) string {
+	t.Helper()
+	if python == "" {
+		t.Skip("SKIPPING the PEFT half: GOACCEL_TORCH_PYTHON (a Python with torch, transformers and peft, outside the repository) is not set")
+	}
+	ids, _ := json.Marshal(f.InputIDs)
+	mask, _ := json.Marshal(f.AttentionMask)
+	types, _ := json.Marshal(f.TokenTypeIDs)
+	return fmt.Sprintf(`
+import json, sys, torch, peft
+from peft import PeftModel
+def run(m):
+    feed = dict(input_ids=torch.tensor(%s), attention_mask=torch.tensor(%s))
+    if m.config.model_type in ("bert", "electra"):
+        feed["token_type_ids"] = torch.tensor(%s)
+    with torch.no_grad():
+        return m(**feed).logits.flatten().tolist()
+`, ids, mask, types)
+}
+
 // checkPEFTFiles checks an adapter folder against PEFT's format: adapter_config.json's keys
 // and adapter_model.safetensors' names.
 func checkPEFTFiles(t *testing.T, dir string, clf *Classifier) {
@@ -277,7 +285,8 @@ func checkPEFTFiles(t *testing.T, dir string, clf *Classifier) {
 	if err := json.Unmarshal(contents, &doc); err != nil {
 		t.Fatal(err)
 	}
-	for key, want := range map[string]any{"peft_type": "LORA", "task_type": "SEQ_CLS", "r": 2.0, "lora_alpha": 6.0,
+	task := map[Head]string{SequenceClassification: "SEQ_CLS", TokenClassification: "TOKEN_CLS"}[clf.Config.Head]
+	for key, want := range map[string]any{"peft_type": "LORA", "task_type": task, "r": 2.0, "lora_alpha": 6.0,
 		"lora_dropout": 0.0, "bias": "none", "fan_in_fan_out": false, "use_rslora": false, "use_dora": false} {
 		if doc[key] != want {
 			t.Errorf("adapter_config.json %s = %v, want %v", key, doc[key], want)
@@ -374,5 +383,59 @@ func TestLoRABadInput(t *testing.T) {
 	}
 	if _, err := LoadAdapter(microDir, loadFixture(t, bertDir, fixtures["bert"])); err == nil || !strings.Contains(err.Error(), "use_dora") {
 		t.Errorf("use_dora: got %v, want an error naming it", err)
+	}
+}
+
+// TestLoRATokenClassifier: a token classifier's adapter in every family is saved as TOKEN_CLS
+// with the token head, loads back bit for bit, and with GOACCEL_TORCH_PYTHON PEFT's
+// PeftModel.from_pretrained on transformers' AutoModelForTokenClassification gives the same
+// per-token logits within 1e-5.
+func TestLoRATokenClassifier(t *testing.T) {
+	backend := mustGoBackend(t)
+	python := os.Getenv("GOACCEL_TORCH_PYTHON")
+	for _, f := range loadTokenFixtures(t) {
+		t.Run(f.ModelType, func(t *testing.T) {
+			dir := writeFamilyFolder(t, f)
+			load := func() *Classifier {
+				clf, _, err := LoadPretrained(dir, model.NewStore(), tokenOpts(f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return clf
+			}
+			clf := load()
+			if _, err := clf.AttachLoRA(lora.Config{R: 2, Alpha: 6}, dir); err != nil {
+				t.Fatal(err)
+			}
+			loraLogits(t, backend, clf, familyInputs(f))
+			randomizeB(t, clf, 5)
+			want := loraLogits(t, backend, clf, familyInputs(f))
+			out := filepath.Join(t.TempDir(), "adapter")
+			if err := SaveAdapter(out, clf, nil); err != nil {
+				t.Fatal(err)
+			}
+			checkPEFTFiles(t, out, clf)
+			back := load()
+			if _, err := LoadAdapter(out, back); err != nil {
+				t.Fatal(err)
+			}
+			if d := testutil.MaxAbsDiff(t, "logits", loraLogits(t, backend, back, familyInputs(f)), want); d != 0 {
+				t.Errorf("the adapter loaded back gives logits %g away", d)
+			}
+			script := peftPrelude(t, python, f) + `
+from transformers import AutoModelForTokenClassification as M
+pm = PeftModel.from_pretrained(M.from_pretrained(sys.argv[1], attn_implementation="eager"), sys.argv[2]).eval()
+print(json.dumps({"logits": run(pm)}))
+`
+			var res struct {
+				Logits []float32 `json:"logits"`
+			}
+			testutil.RunPythonJSON(t, "peft loading "+out, python, script, &res, dir, out)
+			d := testutil.MaxAbsDiff(t, "PEFT logits", res.Logits, want)
+			t.Logf("PeftModel.from_pretrained on the token classifier: per-token logits max abs diff %.3g", d)
+			if d > familyTolerance {
+				t.Errorf("PEFT's per-token logits differ by %g, want <= %g", d, familyTolerance)
+			}
+		})
 	}
 }
