@@ -14,9 +14,9 @@ import (
 )
 
 // TestOptionsLoRA: Options.LoRA attaches an adapter to a BERT-family model loaded by Load (a
-// fresh adapter: the logits are the base's), Model.SavePretrained writes the merged folder, which Load reads with
-// the same logits, and PEFT's files in adapter/, which bert.LoadAdapter puts back onto the
-// base; ModernBERT refuses the option.
+// fresh adapter: the logits are the base's); Model.SavePretrained writes the merged folder,
+// which Load reads with the same logits, and PEFT's files in adapter/; ModernBERT refuses the
+// option.
 func TestOptionsLoRA(t *testing.T) {
 	base, baseTok, err := sample.TinyClassifier(model.NewStore(), 16)
 	if err != nil {
