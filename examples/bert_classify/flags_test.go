@@ -16,7 +16,8 @@ func TestFlags(t *testing.T) {
 		"--text_column_names", "a,b", "--label_column_name", "y", "--text_column_delimiter", " [SEP] ",
 		"--gradient-accumulation-steps", "4", "--max_grad_norm", "1", "--warmup_ratio", "0.1", "--warmup_steps", "3",
 		"--lr_scheduler_type", "linear", "--patience", "2", "--eval_steps", "6", "--save_steps", "5",
-		"--save_total_limit", "2", "--async_save", "--gradient-checkpointing", "--report_to", "none"})
+		"--save_total_limit", "2", "--async_save", "--gradient-checkpointing", "--report_to", "none",
+		"--use-peft", "--lora_r", "16", "--lora-alpha", "32", "--lora_dropout", "0.05", "--lora_target_modules", "query,key,value"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +25,8 @@ func TestFlags(t *testing.T) {
 		Workers: 2, LearningRate: 3e-5, TestSize: 0.2, WeightDecay: 0.01, Seed: 7, ReportTo: "none", LoggingSteps: 1,
 		TrainFile: "t.parquet", ValidationFile: "v.csv", TextColumnNames: "a,b", LabelColumnName: "y", TextColumnDelimiter: " [SEP] ",
 		GradAccum: 4, MaxGradNorm: 1, WarmupRatio: 0.1, WarmupSteps: 3, Schedule: "linear", Patience: 2, EvalSteps: 6,
-		SaveSteps: 5, SaveTotalLimit: 2, AsyncSave: true, GradientCheckpointing: true}
+		SaveSteps: 5, SaveTotalLimit: 2, AsyncSave: true, GradientCheckpointing: true,
+		UsePEFT: true, LoraR: 16, LoraAlpha: 32, LoraDropout: 0.05, LoraTargetModules: "query,key,value"}
 	if o != want {
 		t.Errorf("flags:\n got %+v\nwant %+v", o, want)
 	}

@@ -25,6 +25,7 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -41,6 +42,7 @@ import (
 	_ "github.com/goaccel/goaccel/hostmalloc" // GOACCEL_HOST_MALLOC=keep: glibc keeps XLA's freed memory for reuse
 	"github.com/goaccel/goaccel/models/auto"
 	"github.com/goaccel/goaccel/models/bert/sample"
+	"github.com/goaccel/goaccel/models/lora"
 	"github.com/goaccel/goaccel/optim"
 	"github.com/goaccel/goaccel/trainer"
 	"github.com/gomlx/gomlx/ml/model"
@@ -60,6 +62,10 @@ type options struct {
 	TrainFile, ValidationFile, TextColumnNames, LabelColumnName, TextColumnDelimiter string
 	ProblemType, LabelDelimiter, TestFile                                            string
 	DoPredict                                                                        bool
+	UsePEFT                                                                          bool    // --use_peft: a LoRA adapter (models/lora)
+	LoraR                                                                            int     // --lora_r
+	LoraAlpha, LoraDropout                                                           float64 // --lora_alpha, --lora_dropout
+	LoraTargetModules                                                                string  // --lora_target_modules, comma-separated
 
 	// Labels is --train_file's label map (nil for the polarity data and for regression),
 	// set by loadData, with the problem it chose (or --problem_type).
@@ -70,7 +76,7 @@ type options struct {
 func defaultOptions() options {
 	return options{Epochs: 3, BatchSize: 64, MaxLen: 64, Seed: 42, TestSize: 0.1, MixedPrecision: "no", Workers: 2, Dropout: -1,
 		LoggingSteps: 10, GradAccum: 1, SaveTotalLimit: 1, Schedule: "constant", ReportTo: trainer.ReportJSONL,
-		TextColumnNames: "sentence", LabelColumnName: "label", TextColumnDelimiter: " "}
+		TextColumnNames: "sentence", LabelColumnName: "label", TextColumnDelimiter: " ", LoraR: 8, LoraAlpha: 8}
 }
 
 // aliases are other spellings of the flags: Hugging Face's names and the earlier --lr.
@@ -112,6 +118,11 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.MaxLen, "max_len", o.MaxLen, "tokens per sentence, [CLS] and [SEP] included (truncated or padded; also --max_seq_length)")
 	fs.Float64Var(&o.Dropout, "dropout", o.Dropout, "dropout rate of every layer; negative: the model's own (0.1 for BERT)")
 	fs.BoolVar(&o.GradientCheckpointing, "gradient_checkpointing", false, "recompute each encoder layer's activations in the backward pass: less memory, more time")
+	fs.BoolVar(&o.UsePEFT, "use_peft", false, "train a LoRA adapter (and the classification head) instead of every weight: the encoder is frozen; best/ is the merged model, with the adapter as PEFT's files in best/adapter (LoRA usually wants a higher --learning_rate, such as 2e-4)")
+	fs.IntVar(&o.LoraR, "lora_r", o.LoraR, "with --use_peft: the rank of LoRA's update (PEFT's r)")
+	fs.Float64Var(&o.LoraAlpha, "lora_alpha", o.LoraAlpha, "with --use_peft: LoRA's update is scaled by lora_alpha/lora_r")
+	fs.Float64Var(&o.LoraDropout, "lora_dropout", o.LoraDropout, "with --use_peft: dropout rate on the adapted layers' inputs, in LoRA's branch")
+	fs.StringVar(&o.LoraTargetModules, "lora_target_modules", "", `with --use_peft: the linear layers to adapt, comma-separated module names or their last parts ("query,value"); empty: PEFT's defaults for the family (query,value; q_lin,v_lin for DistilBERT)`)
 	fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of the split, the shuffling and the initialisation")
 	fs.Float64Var(&o.TestSize, "test_size", o.TestSize, "fraction of the data held out for testing")
 	fs.Int64Var(&o.LoggingSteps, "logging_steps", o.LoggingSteps, "write the mean training loss to metrics.jsonl every this many optimizer steps (and at step 1), as Hugging Face's logging_steps")
@@ -304,6 +315,10 @@ func fitConfig(o options, dir string, out io.Writer, intr *trainer.Interrupt, lo
 	if m.Labels() != nil {
 		extra["labels"] = m.Labels()
 	}
+	if o.UsePEFT {
+		extra["use_peft"], extra["lora_r"], extra["lora_alpha"] = true, o.LoraR, o.LoraAlpha
+		extra["lora_dropout"], extra["lora_target_modules"] = o.LoraDropout, o.LoraTargetModules
+	}
 	return trainer.Config{OutputDir: dir, Epochs: epochs, MaxSteps: int64(o.MaxSteps), LearningRate: lr,
 		Schedule: o.Schedule, WarmupSteps: o.WarmupSteps, WarmupRatio: o.WarmupRatio, ClipGradNorm: o.MaxGradNorm,
 		GradientAccumulation: o.GradAccum, EvalEvery: o.EvalSteps, LogEvery: o.LoggingSteps, SaveEvery: o.SaveSteps,
@@ -369,7 +384,13 @@ func loadData(o *options) (train, test data.Dataset[text.Labeled], err error) {
 // unnamed classes for the polarity data), whose names best/config.json carries as id2label.
 // A --model_dir that names as many classes (a folder a run of this program wrote) lends its
 // names to unnamed data, and must have the same names as named data.
-func loadModel(o options) (*auto.Model, error) {
+func loadModel(o options) (m *auto.Model, err error) {
+	defer func() {
+		var target *lora.TargetError
+		if errors.As(err, &target) {
+			err = fmt.Errorf("--lora_target_modules %s: %w", o.LoraTargetModules, err)
+		}
+	}()
 	opts := auto.Options{MaxLen: o.MaxLen, NumLabels: 2, GradientCheckpointing: o.GradientCheckpointing,
 		ProblemType: string(o.Problem)}
 	switch {
@@ -385,6 +406,9 @@ func loadModel(o options) (*auto.Model, error) {
 		return nil, fmt.Errorf("--dropout %g: must be below 1 (negative: the model's own rates)", o.Dropout)
 	case o.Dropout >= 0:
 		opts.Dropout = &o.Dropout
+	}
+	if opts.LoRA, err = o.lora(); err != nil {
+		return nil, err
 	}
 	if o.ModelDir == "" {
 		clf, tok, err := sample.TinyClassifier(model.NewStore(), o.MaxLen)
@@ -402,11 +426,43 @@ func loadModel(o options) (*auto.Model, error) {
 			"labels are %q: fine-tune the model it was trained from, or use data with its labels",
 			o.ModelDir, len(info.Labels), info.Labels, o.Labels.Names())
 	}
-	m, err := auto.Load(o.ModelDir, model.NewStore(), opts)
-	if err != nil {
+	if m, err = auto.Load(o.ModelDir, model.NewStore(), opts); err != nil {
 		return nil, fmt.Errorf("--model_dir %s: %w", o.ModelDir, err)
 	}
 	return m, nil
+}
+
+// lora is the LoRA configuration of --use_peft and the --lora_* flags (nil without
+// --use_peft, which the other flags then must not change).
+func (o options) lora() (*lora.Config, error) {
+	d := defaultOptions()
+	if !o.UsePEFT {
+		for _, f := range [][2]any{{"lora_r", o.LoraR != d.LoraR}, {"lora_alpha", o.LoraAlpha != d.LoraAlpha},
+			{"lora_dropout", o.LoraDropout != d.LoraDropout}, {"lora_target_modules", o.LoraTargetModules != ""}} {
+			if f[1].(bool) {
+				return nil, fmt.Errorf("--%s needs --use_peft", f[0])
+			}
+		}
+		return nil, nil
+	}
+	switch {
+	case o.LoraR < 1:
+		return nil, fmt.Errorf("--lora_r %d: want a positive rank", o.LoraR)
+	case !(o.LoraAlpha > 0) || math.IsInf(o.LoraAlpha, 1):
+		return nil, fmt.Errorf("--lora_alpha %g: want a positive scale", o.LoraAlpha)
+	case !(o.LoraDropout >= 0 && o.LoraDropout < 1):
+		return nil, fmt.Errorf("--lora_dropout %g: want a rate in [0, 1)", o.LoraDropout)
+	}
+	cfg := &lora.Config{R: o.LoraR, Alpha: o.LoraAlpha, Dropout: o.LoraDropout}
+	if o.LoraTargetModules != "" {
+		for m := range strings.SplitSeq(o.LoraTargetModules, ",") {
+			cfg.TargetModules = append(cfg.TargetModules, strings.TrimSpace(m))
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("--lora_target_modules %s: %w", o.LoraTargetModules, err)
+	}
+	return cfg, nil
 }
 
 // predict classifies texts with the best model (bestDir, loaded with its head) and writes

@@ -218,7 +218,7 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		"label_column_name": "", "text_column_delimiter": "|", "problem_type": "ranking", "label_delimiter": "|", "test_file": "/nonexistent/test.csv",
 		"gradient_accumulation_steps": "0", "lr_scheduler_type": "cosine_restarts", "warmup_ratio": "1.5",
 		"warmup_steps": "-1", "max_grad_norm": "-1", "patience": "-1", "eval_steps": "-1", "save_steps": "-1",
-		"save_total_limit": "-1",
+		"save_total_limit": "-1", "lora_r": "0", "lora_alpha": "-1", "lora_dropout": "1", "lora_target_modules": "q_lin",
 		// Hugging Face's names and the earlier --lr are aliases: the error names them as typed.
 		"num_train_epochs": "-1", "max_seq_length": "4096", "lr": "-1",
 	}, map[string]string{
@@ -226,5 +226,6 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		"gradient_checkpointing": "a boolean: both values are valid",
 		"do_predict":             "a boolean; without --test_file it is refused naming itself (TestDoPredict)",
 		"seed":                   "any integer is a seed",
+		"use_peft":               "a boolean: both values are valid (TestUsePEFT)",
 	}, exampletest.RunChild)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/data/text"
 	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/lora"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -78,6 +79,11 @@ type Options struct {
 	// NumLabels 1); it goes into the exported config.json, so that transformers computes
 	// the same loss. Empty: the folder's (single-label when it says none).
 	ProblemType string
+	// LoRA, when not nil, attaches a LoRA adapter of this configuration (zero fields: PEFT's
+	// defaults, see models/lora): the encoder is frozen, the adapter and the head train, and
+	// SavePretrained writes the merged model with the adapter as PEFT's files in its
+	// subfolder adapter/. The bert family has it; the others refuse it.
+	LoRA *lora.Config
 }
 
 // labels returns the class names to use, one per class, given the folder's count and

@@ -53,7 +53,7 @@ func loadBERT(dir string, store *model.Store, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := BERT(clf, tok, opts)
+	m, err := bertModel(clf, tok, opts, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +66,12 @@ func loadBERT(dir string, store *model.Store, opts Options) (*Model, error) {
 // applied as Load applies them; opts.MaxLen and opts.LoadHead are not used. Call it before
 // the classifier's head has variables.
 func BERT(clf *bert.Classifier, tok *bert.Tokenizer, opts Options) (*Model, error) {
+	return bertModel(clf, tok, opts, "")
+}
+
+// bertModel is BERT for a classifier loaded from dir ("" for one made in code), the base
+// model an adapter names.
+func bertModel(clf *bert.Classifier, tok *bert.Tokenizer, opts Options, dir string) (*Model, error) {
 	if clf == nil || tok == nil {
 		return nil, fmt.Errorf("auto: BERT: nil classifier or tokenizer")
 	}
@@ -82,6 +88,11 @@ func BERT(clf *bert.Classifier, tok *bert.Tokenizer, opts Options) (*Model, erro
 		rate := *opts.Dropout
 		cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb, cfg.ClassifierDropout = rate, rate, &rate
 	}
+	if opts.LoRA != nil {
+		if _, err := clf.AttachLoRA(*opts.LoRA, dir); err != nil {
+			return nil, fmt.Errorf("auto: LoRA: %w", err)
+		}
+	}
 	return &Model{Family: cfg.Family(), Classifier: clf, Tokenizer: tok, logits: clf.Logits,
 		labels: func() []string { return cfg.Labels }, numLabels: func() int { return cfg.NumLabels },
 		problem: func() string { return cfg.ProblemType },
@@ -92,6 +103,9 @@ func BERT(clf *bert.Classifier, tok *bert.Tokenizer, opts Options) (*Model, erro
 func loadModernBERT(dir string, store *model.Store, opts Options) (*Model, error) {
 	if opts.GradientCheckpointing {
 		return nil, fmt.Errorf("auto: %s: gradient checkpointing is not supported for model_type modernbert (the bert family has it)", dir)
+	}
+	if opts.LoRA != nil {
+		return nil, fmt.Errorf("auto: %s: LoRA is not supported for model_type modernbert yet (the bert family has it)", dir)
 	}
 	clf, err := modernbert.LoadPretrained(dir, store, modernbert.LoadOptions{NumLabels: opts.NumLabels, LoadHead: opts.LoadHead, Head: opts.Head})
 	if err != nil {
@@ -127,6 +141,9 @@ func loadModernBERT(dir string, store *model.Store, opts Options) (*Model, error
 func loadDeBERTa(dir string, store *model.Store, opts Options) (*Model, error) {
 	if opts.GradientCheckpointing {
 		return nil, fmt.Errorf("auto: %s: gradient checkpointing is not supported for model_type deberta-v2 (the bert family has it)", dir)
+	}
+	if opts.LoRA != nil {
+		return nil, fmt.Errorf("auto: %s: LoRA is not supported for model_type deberta-v2 yet (the bert family has it)", dir)
 	}
 	clf, err := deberta.LoadPretrained(dir, store, deberta.LoadOptions{NumLabels: opts.NumLabels, LoadHead: opts.LoadHead, Head: opts.Head})
 	if err != nil {

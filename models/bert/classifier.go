@@ -94,6 +94,9 @@ func (c *Classifier) Logits(s *model.Scope, inputs []*Node) *Node {
 	if len(inputs) == 3 {
 		tokenTypeIDs = inputs[2]
 	}
+	// The variables this graph created (a fresh head, LoRA's) get the adapter's trainable
+	// flags before a training step takes the trainable ones (nothing without an adapter).
+	defer c.Config.adapter.Freeze(c.store)
 	hidden, pooled := c.Encoder(s, inputs[0], inputs[1], tokenTypeIDs)
 	if c.Config.Head == TokenClassification {
 		return c.TokenHead(s, hidden)

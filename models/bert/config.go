@@ -3,6 +3,7 @@ package bert
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/goaccel/goaccel/models/lora"
 	"maps"
 	"os"
 	"slices"
@@ -94,6 +95,10 @@ type Config struct {
 	// training choice, not part of the architecture: config.json neither reads nor writes it.
 	// See docs/memory.md for what it saves on XLA's CPU plugin.
 	GradientCheckpointing bool `json:"-"`
+
+	// adapter is the LoRA adapter the classifier's linear layers consult (nil: none); set by
+	// Classifier.AttachLoRA, read by linear.
+	adapter *lora.Adapter
 }
 
 // TinyConfig returns the configuration of a tiny randomly initialised BERT (hidden 64, 2

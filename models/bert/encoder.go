@@ -239,7 +239,8 @@ func attentionProbs(scores, mask *Node) *Node {
 // floating-point type.
 const maskBias = -30000
 
-// linear is torch.nn.Linear with HF variable names: weight [out, in], bias [out]. The product
+// linear is torch.nn.Linear with HF variable names: weight [out, in], bias [out], plus the
+// update of the Config's LoRA adapter on the layers it targets (see Classifier.AttachLoRA). The product
 // runs on x's dtype (the compute dtype); the result is float32 whatever x's dtype: under mixed
 // precision the product's float32 result plus the bias, for the caller to round to the compute
 // dtype where it keeps an activation.
@@ -249,13 +250,16 @@ func linear(s *model.Scope, cfg Config, x *Node, outDim int) *Node {
 	w := s.WithInitializer(normalInitializer(s.Store(), cfg.InitializerRange)).
 		VariableWithShape("weight", shapes.Make(variableDType, outDim, inDim)).NodeValue(g)
 	b := s.WithInitializer(Zeros).VariableWithShape("bias", shapes.Make(variableDType, outDim)).NodeValue(g)
+	var y *Node
 	if x.DType() == variableDType {
-		return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput)
+		y = nn.Dense(x, w, b, compute.DenseLayoutOutputsInput)
+	} else {
+		// Reduced precision: plain ops, as some backends' fused kernels only take float32.
+		dims := x.Shape().Dimensions
+		y = Add(halfDot(Reshape(x, -1, inDim), w, x.DType(), linearAxes), InsertAxes(b, 0))
+		y = Reshape(y, append(slices.Clone(dims[:len(dims)-1]), outDim)...)
 	}
-	// Reduced precision: plain ops, as some backends' fused kernels only take float32.
-	dims := x.Shape().Dimensions
-	y := Add(halfDot(Reshape(x, -1, inDim), w, x.DType(), linearAxes), InsertAxes(b, 0))
-	return Reshape(y, append(slices.Clone(dims[:len(dims)-1]), outDim)...)
+	return cfg.adapter.Linear(s, x, y) // LoRA's update on the layers it targets (none without an adapter)
 }
 
 // layerNorm is torch.nn.LayerNorm over the last axis with HF variable names weight/bias,

@@ -17,9 +17,25 @@ import (
 // BPE, with tokenizer_config.json) and model.safetensors with HF tensor names, float32. All
 // of the classifier's variables must have values (run the model once, or load it, first).
 // Each file is written atomically.
+//
+// A classifier with a LoRA adapter is written merged (each targeted weight W + (alpha/r)·B·A,
+// PEFT's merge_and_unload), so that dir is a plain folder with the adapted model's logits,
+// and its adapter is written too, as PEFT's files, into the subfolder "adapter"
+// (AdapterDir), which peft.PeftModel.from_pretrained reads onto the base model. (Not into dir
+// itself: transformers, finding adapter_config.json in a folder, would load the base model
+// it names instead of the merged weights.)
 func SavePretrained(dir string, c *Classifier, tok *Tokenizer) error {
 	if c == nil || c.store == nil {
 		return fmt.Errorf("bert: SavePretrained: nil classifier or classifier without a Store")
+	}
+	if c.Config.adapter != nil {
+		if err := SaveAdapter(filepath.Join(dir, AdapterDir), c, tok); err != nil {
+			return err
+		}
+	}
+	c, err := c.merged()
+	if err != nil {
+		return fmt.Errorf("bert: SavePretrained: %w", err)
 	}
 	if tok != nil && tok.VocabSize() != c.Config.VocabSize {
 		return fmt.Errorf("bert: SavePretrained: tokenizer has %d tokens but the model's vocab_size is %d",
