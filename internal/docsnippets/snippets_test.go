@@ -32,6 +32,7 @@ var imports = map[string]string{
 	"bert":        "github.com/goaccel/goaccel/models/bert",
 	"modernbert":  "github.com/goaccel/goaccel/models/modernbert",
 	"auto":        "github.com/goaccel/goaccel/models/auto",
+	"lora":        "github.com/goaccel/goaccel/models/lora",
 	"deberta":     "github.com/goaccel/goaccel/models/deberta",
 	"tokenizers":  "github.com/goaccel/goaccel/tokenizers",
 	"checkpoint":  "github.com/goaccel/goaccel/checkpoint",
