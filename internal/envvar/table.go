@@ -26,6 +26,8 @@ var (
 	MasterPort = integer("MASTER_PORT", "the port on MASTER_ADDR for rank 0's TCP store (PyTorch's c10d); goaccel launch's own port (--master_port) is for its launchers only", Torchrun, Launch)
 	// TorchelasticRestartCount is TORCHELASTIC_RESTART_COUNT.
 	TorchelasticRestartCount = integer("TORCHELASTIC_RESTART_COUNT", "how many times the job's processes were restarted so far (0 on the first attempt)", Torchrun, Launch)
+	// TorchelasticRunID is TORCHELASTIC_RUN_ID.
+	TorchelasticRunID = str("TORCHELASTIC_RUN_ID", "torchrun's job id (--rdzv_id), in the processes it starts; read to explain a MASTER_PORT that torchrun's own store holds", Torchrun)
 	// RestartCount is GOACCEL_RESTART_COUNT.
 	RestartCount = integer("GOACCEL_RESTART_COUNT", "the same as TORCHELASTIC_RESTART_COUNT, under goaccel's name", Launch)
 )
@@ -86,6 +88,16 @@ var (
 	SlurmLocalID = integer("SLURM_LOCALID", "this task's index among the job step's tasks on its node", Srun)
 	// SlurmNTasksPerNode is SLURM_NTASKS_PER_NODE.
 	SlurmNTasksPerNode = slurmCount("SLURM_NTASKS_PER_NODE", "the number of tasks per node, \"2\" or \"2(x3)\" (2 on each of 3 nodes)", Srun)
+	// SlurmStepID is SLURM_STEP_ID.
+	SlurmStepID = integer("SLURM_STEP_ID", "the job step's id, in every task srun starts; a batch script and an salloc shell have none, so they are not taken for a rank", Srun)
+	// SlurmNodeID is SLURM_NODEID.
+	SlurmNodeID = integer("SLURM_NODEID", "this task's node among the job's nodes, 0 to SLURM_NNODES-1", Srun)
+	// SlurmJobID is SLURM_JOB_ID.
+	SlurmJobID = integer("SLURM_JOB_ID", "the Slurm job's id; a task started without a PMI (srun --mpi=none) meets the others on a port derived from it and SLURM_STEP_ID unless MASTER_PORT is set", Srun)
+	// SlurmStepNodeList is SLURM_STEP_NODELIST.
+	SlurmStepNodeList = str("SLURM_STEP_NODELIST", "the job step's nodes in Slurm's host-list syntax (gpu[01-04,07]); without a PMI, task 0 is on the first and serves the others (unless MASTER_ADDR is set)", Srun)
+	// SlurmJobNodeList is SLURM_JOB_NODELIST.
+	SlurmJobNodeList = str("SLURM_JOB_NODELIST", "the job's nodes in Slurm's host-list syntax; read when SLURM_STEP_NODELIST is not set", Srun)
 )
 
 // The MPI library.
@@ -220,7 +232,8 @@ var (
 
 // rankMarks are the variables by which a launcher tells a process that it is one rank of a
 // job: torchrun's and goaccel launch's RANK and WORLD_SIZE, MPICH's PMI_* (PMI_FD: its
-// mpiexec's inherited socket), Open MPI's OMPI_COMM_WORLD_*, Slurm's srun SLURM_PROCID. The
-// spawn package starts no ranks of its own when one of them is set (RankMark).
+// mpiexec's inherited socket), Open MPI's OMPI_COMM_WORLD_*, Slurm's SLURM_STEP_ID (every task srun
+// starts has it; a batch script, whose SLURM_PROCID is 0, does not). The spawn package starts
+// no ranks of its own when one of them is set (RankMark).
 var rankMarks = []*Var{Rank.Var, WorldSize.Var, PMIRank.Var, PMISize.Var, PMIID.Var, PMIFD.Var, PMIPort.Var,
-	OMPIRank.Var, OMPISize.Var, SlurmProcID.Var}
+	OMPIRank.Var, OMPISize.Var, SlurmStepID.Var}

@@ -132,5 +132,14 @@
 // command) is not supported: the rank's call fails, and the master says so on its stderr.
 // Open MPI uses PMIx instead: under Open MPI
 // (and under Slurm) run the program with the cluster's own `mpirun -n 4 ./train` or
-// `srun -n 4 ./train`; goaccel's library reads OMPI_COMM_WORLD_*, PMI_* or SLURM_* itself.
+// `srun --mpi=pmi2 -n 4 ./train`; goaccel's library reads OMPI_COMM_WORLD_*, PMI_* or SLURM_* itself.
+//
+// # Without a launcher: the env:// rendezvous
+//
+// A program started by anything that sets torch's variables and no PMI (Kubeflow's
+// PyTorchJob, `srun -n 4 ./train` on a cluster whose MpiDefault is none, a loop over ssh)
+// meets the others by itself, as init_process_group("env://") does: accelerator.New calls
+// EnvPlace and Join (rendezvous.go), which run this package's server in rank 0's process at
+// MASTER_ADDR:MASTER_PORT (Slurm: the first host of SLURM_STEP_NODELIST, a port derived from
+// SLURM_JOB_ID) and give every process's MPI a PMI socket relayed to it.
 package launch
