@@ -123,7 +123,7 @@ func TestEnvUsesFindsEveryForm(t *testing.T) {
 // TestTableIsWellFormed: names are unique environment names, every entry has a one-line
 // meaning, a kind and who sets it.
 func TestTableIsWellFormed(t *testing.T) {
-	setters := []Setter{User, Launch, Torchrun, OpenMPI, Hydra, Srun, OS, Goaccel, Container, CIService}
+	setters := []Setter{User, Launch, Torchrun, OpenMPI, Hydra, Srun, OS, Goaccel, Container, CIService, Kubeflow}
 	kinds := []Kind{KindString, KindInt, KindDuration, KindBool, KindPaths, KindSlurmCount}
 	seen := map[string]bool{}
 	for _, v := range All() {

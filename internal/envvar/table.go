@@ -32,6 +32,33 @@ var (
 	RestartCount = integer("GOACCEL_RESTART_COUNT", "the same as TORCHELASTIC_RESTART_COUNT, under goaccel's name", Launch)
 )
 
+// torchrun's launcher flags as its elastic agent reads them (PET_<FLAG>), which Kubeflow's
+// PyTorchJob and TrainJob set in every pod: goaccel launch takes them as its flags' defaults.
+var (
+	// PETNNodes is PET_NNODES.
+	PETNNodes = str("PET_NNODES", "--nnodes for goaccel launch when not given: N, or MIN:MAX for an elastic job", Kubeflow, User)
+	// PETNprocPerNode is PET_NPROC_PER_NODE.
+	PETNprocPerNode = str("PET_NPROC_PER_NODE", "--nproc_per_node for goaccel launch when not given (a number, gpu or auto)", Kubeflow, User)
+	// PETNodeRank is PET_NODE_RANK.
+	PETNodeRank = integer("PET_NODE_RANK", "--node_rank for goaccel launch when not given", Kubeflow, User)
+	// PETMasterAddr is PET_MASTER_ADDR.
+	PETMasterAddr = str("PET_MASTER_ADDR", "--master_addr for goaccel launch when not given", Kubeflow, User)
+	// PETMasterPort is PET_MASTER_PORT.
+	PETMasterPort = integer("PET_MASTER_PORT", "--master_port for goaccel launch when not given", Kubeflow, User)
+	// PETRdzvBackend is PET_RDZV_BACKEND.
+	PETRdzvBackend = str("PET_RDZV_BACKEND", "--rdzv_backend for goaccel launch when not given (c10d or static)", Kubeflow, User)
+	// PETRdzvEndpoint is PET_RDZV_ENDPOINT.
+	PETRdzvEndpoint = str("PET_RDZV_ENDPOINT", "--rdzv_endpoint for goaccel launch when not given (HOST[:PORT])", Kubeflow, User)
+	// PETRdzvID is PET_RDZV_ID.
+	PETRdzvID = str("PET_RDZV_ID", "--rdzv_id for goaccel launch when not given", Kubeflow, User)
+	// PETRdzvConf is PET_RDZV_CONF.
+	PETRdzvConf = str("PET_RDZV_CONF", "--rdzv_conf for goaccel launch when not given (join_timeout=S,last_call_timeout=S,close_timeout=S)", Kubeflow, User)
+	// PETMaxRestarts is PET_MAX_RESTARTS.
+	PETMaxRestarts = integer("PET_MAX_RESTARTS", "--max_restarts for goaccel launch when not given", Kubeflow, User)
+	// PETStandalone is PET_STANDALONE.
+	PETStandalone = str("PET_STANDALONE", "--standalone for goaccel launch when not given (1 or 0)", User)
+)
+
 // MPICH's process-manager interface (PMI-1), which Hydra's mpiexec and goaccel launch serve.
 var (
 	// PMIPort is PMI_PORT.
@@ -90,6 +117,10 @@ var (
 	SlurmNTasksPerNode = slurmCount("SLURM_NTASKS_PER_NODE", "the number of tasks per node, \"2\" or \"2(x3)\" (2 on each of 3 nodes)", Srun)
 	// SlurmStepID is SLURM_STEP_ID.
 	SlurmStepID = integer("SLURM_STEP_ID", "the job step's id, in every task srun starts; a batch script and an salloc shell have none, so they are not taken for a rank", Srun)
+	// SlurmStepNumNodes is SLURM_STEP_NUM_NODES.
+	SlurmStepNumNodes = integer("SLURM_STEP_NUM_NODES", "the number of nodes of the job step; goaccel launch run once per node (srun --ntasks-per-node=1) takes it as --nnodes when not given", Srun)
+	// SlurmdNodeName is SLURMD_NODENAME.
+	SlurmdNodeName = str("SLURMD_NODENAME", "the name of the node a task runs on; goaccel launch's --node_rank under Slurm is its place in SLURM_STEP_NODELIST", Srun)
 	// SlurmNodeID is SLURM_NODEID.
 	SlurmNodeID = integer("SLURM_NODEID", "this task's node among the job's nodes, 0 to SLURM_NNODES-1", Srun)
 	// SlurmJobID is SLURM_JOB_ID.

@@ -358,9 +358,10 @@ func parseNNodes(v string) (min, max int, err error) {
 	return a, b, nil
 }
 
-// parseRdzvConf reads torchrun's --rdzv_conf "key=value,key=value": last_call_timeout and
-// join_timeout, in seconds or as a duration (the other keys of torchrun's are refused by name).
-func parseRdzvConf(v string) (lastCall, join time.Duration, err error) {
+// parseRdzvConf reads torchrun's --rdzv_conf "key=value,key=value": last_call_timeout,
+// join_timeout and close_timeout, in seconds or as a duration (the other keys of torchrun's
+// are refused by name).
+func parseRdzvConf(v string) (lastCall, join, closeWait time.Duration, err error) {
 	for _, item := range strings.Split(v, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
@@ -369,22 +370,25 @@ func parseRdzvConf(v string) (lastCall, join time.Duration, err error) {
 		k, val, ok := strings.Cut(item, "=")
 		k = strings.TrimSpace(k)
 		if !ok {
-			return 0, 0, fmt.Errorf("--rdzv_conf %q: %q is not key=value", v, item)
+			return 0, 0, 0, fmt.Errorf("--rdzv_conf %q: %q is not key=value", v, item)
 		}
 		var d time.Duration
 		switch k {
-		case "last_call_timeout", "join_timeout":
+		case "last_call_timeout", "join_timeout", "close_timeout":
 			if d, err = parseSeconds("rdzv_conf "+k, strings.TrimSpace(val)); err != nil {
-				return 0, 0, err
+				return 0, 0, 0, err
 			}
 		default:
-			return 0, 0, fmt.Errorf("--rdzv_conf %q: unknown key %q: goaccel reads last_call_timeout and join_timeout", v, k)
+			return 0, 0, 0, fmt.Errorf("--rdzv_conf %q: unknown key %q: goaccel reads last_call_timeout, join_timeout and close_timeout", v, k)
 		}
-		if k == "last_call_timeout" {
+		switch k {
+		case "last_call_timeout":
 			lastCall = d
-		} else {
+		case "join_timeout":
 			join = d
+		default:
+			closeWait = d
 		}
 	}
-	return lastCall, join, nil
+	return lastCall, join, closeWait, nil
 }

@@ -51,6 +51,16 @@ type Config struct {
 	// MasterPort+1, or a free port when MasterPort is 0.
 	MasterAddr string
 	MasterPort int
+	// RdzvID is the job's id (torchrun's --rdzv_id): a launcher whose id differs from the
+	// master's is refused, naming both ("": none, which matches only "").
+	RdzvID string
+	// BindMaster makes a launcher without a node rank (NodeRank -1, an elastic or c10d job)
+	// whose MasterAddr names this machine try to serve the rendezvous itself: the first that
+	// binds MasterPort is the master, the others join it (torchrun's c10d backend).
+	BindMaster bool
+	// CloseTimeout is torchrun's --rdzv_conf close_timeout, accepted for its command lines:
+	// goaccel's master closes the rendezvous when the job ends and tells every launcher at once.
+	CloseTimeout time.Duration
 	// MaxRestarts is how many times the whole group restarts after a worker failure (in an
 	// elastic job, also after the loss of a node).
 	MaxRestarts int
@@ -339,33 +349,26 @@ func run(ctx context.Context, cfg Config, shares []share, note string, tempLogs 
 		l.sayf("%s", note)
 	}
 	masterAddr := net.JoinHostPort(cfg.MasterAddr, strconv.Itoa(cfg.MasterPort))
+	if cfg.BindMaster && cfg.NodeRank < 0 && isLocalHost(cfg.MasterAddr) {
+		// torchrun's c10d: the first launcher that binds the endpoint's port serves it.
+		stop, err := startMaster(l, &cfg, masterAddr)
+		switch {
+		case err == nil:
+			defer stop()
+			cfg.NodeRank, l.cfg.NodeRank = 0, 0
+			l.sayf("serving the rendezvous at %s (--rdzv_endpoint: the first launcher there to bind its port serves it)", masterAddr)
+		case !errors.Is(err, syscall.EADDRINUSE):
+			return err
+		}
+	} else if cfg.NodeRank == 0 {
+		stop, err := startMaster(l, &cfg, masterAddr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if cfg.NodeRank == 0 {
-		bind := masterAddr
-		if cfg.NNodes > 1 && !isLoopback(cfg.MasterAddr) {
-			bind = net.JoinHostPort("", strconv.Itoa(cfg.MasterPort)) // other machines must reach it
-		}
-		store, err := storePort(bind, cfg.MasterPort, l.sayf)
-		if err != nil {
-			return err
-		}
-		srv, err := newServer(bind, cfg.Secret, store, &cfg, l.sayf)
-		if err != nil {
-			return err
-		}
-		defer srv.close()
-		l.cfg.MasterPort = srv.port()
 		masterAddr = net.JoinHostPort(cfg.MasterAddr, strconv.Itoa(l.cfg.MasterPort))
-		if cfg.Timeout > 0 {
-			t := time.AfterFunc(cfg.Timeout, func() {
-				srv.stopAll("timeout", fmt.Sprintf("the job ran out of time (--timeout %s): every rank was stopped", cfg.Timeout))
-			})
-			defer t.Stop()
-		}
-		if cfg.OnListen != nil {
-			if err := cfg.OnListen(l.cfg.MasterPort); err != nil {
-				return err
-			}
-		}
 	}
 	wait := cfg.JoinTimeout
 	if cfg.SelfTest && cfg.NodeRank != 0 {
@@ -388,6 +391,45 @@ func run(ctx context.Context, cfg Config, shares []share, note string, tempLogs 
 	}
 	l.ctl, l.masterAddr, l.ackBy, l.ackLimit = ctl, masterAddr, ackBy, wait
 	return l.loop(ctx)
+}
+
+// startMaster makes l the master: it serves the job's rendezvous and PMI on masterAddr (every
+// interface when the job has several nodes and the address is not a loopback one), arms
+// --timeout and calls OnListen. stop ends it.
+func startMaster(l *launcher, cfg *Config, masterAddr string) (stop func(), err error) {
+	bind := masterAddr
+	if cfg.NNodes > 1 && !isLoopback(cfg.MasterAddr) {
+		bind = net.JoinHostPort("", strconv.Itoa(cfg.MasterPort)) // other machines must reach it
+	}
+	store, err := storePort(bind, cfg.MasterPort, l.sayf)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := newServer(bind, cfg.Secret, store, cfg, l.sayf)
+	if err != nil {
+		return nil, err
+	}
+	srv.rdzvID = cfg.RdzvID
+	l.cfg.MasterPort = srv.port()
+	t := &time.Timer{}
+	if cfg.Timeout > 0 {
+		t = time.AfterFunc(cfg.Timeout, func() {
+			srv.stopAll("timeout", fmt.Sprintf("the job ran out of time (--timeout %s): every rank was stopped", cfg.Timeout))
+		})
+	}
+	stop = func() {
+		if cfg.Timeout > 0 {
+			t.Stop()
+		}
+		srv.close()
+	}
+	if cfg.OnListen != nil {
+		if err := cfg.OnListen(l.cfg.MasterPort); err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	return stop, nil
 }
 
 func isLoopback(host string) bool {
@@ -555,7 +597,7 @@ func (l *launcher) loop(ctx context.Context) error {
 		return err
 	}
 	for next := 0; ; {
-		if err := l.ctl.send(msg("join", "node", l.cfg.NodeRank, "nproc", l.cfg.NprocPerNode, "attempt", next,
+		if err := l.ctl.send(msg("join", "node", l.cfg.NodeRank, "nproc", l.cfg.NprocPerNode, "attempt", next, "rdzv_id", l.cfg.RdzvID,
 			"host", l.host, "id", fmt.Sprintf("%s (launcher pid %d)", l.host, os.Getpid()),
 			"master", btoi(l.cfg.NodeRank == 0), "nnodes", l.cfg.nnodesSpec())); err != nil {
 			return l.lost(err)

@@ -40,6 +40,8 @@ type server struct {
 	// lastCall is how long a formation of at least minNodes waits for more.
 	minNodes int
 	lastCall time.Duration
+	// rdzvID is the job's --rdzv_id: a launcher that gives another is refused.
+	rdzvID string
 
 	mu        sync.Mutex
 	attempt   int               // the attempt being formed or run
@@ -256,6 +258,13 @@ func (s *server) onLauncher(p *peerConn, m message) {
 	attempt, _ := strconv.Atoi(m.args["attempt"])
 	switch m.cmd {
 	case "join":
+		if id := m.args["rdzv_id"]; id != s.rdzvID && s.member == nil {
+			p.send(msg("stop", "attempt", attempt, "restart", 0, "kind", "join", "why", fmt.Sprintf(
+				"this launcher has --rdzv_id %q but the master at port %d has --rdzv_id %q: it reached another job's "+
+					"rendezvous (give every node of a job the same --rdzv_id, and each job its own endpoint)", id, s.port(), s.rdzvID)), true)
+			s.say("refused a launcher of --rdzv_id %q (%s): this job's is %q", id, m.args["id"], s.rdzvID)
+			return
+		}
 		if spec := m.args["nnodes"]; spec != "" && spec != s.nnodesSpec() {
 			if s.member != nil {
 				s.memberRefused(p, attempt, fmt.Sprintf("rank %s says $%s=%s but rank 0 says $%s=%d: every process of the job "+
