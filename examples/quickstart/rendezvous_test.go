@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -107,7 +106,7 @@ func TestQuickstartEnvRendezvous(t *testing.T) {
 	defer cancel()
 	want := oneProcess(t, ctx, bin)
 
-	port := freeLoopbackPort(t)
+	port := testutil.FreePort(t)
 	torchEnv := func(r int) []string {
 		return bareEnv(envvar.Devices.KV("1"), envvar.Timeout.KV("2m"), envvar.MasterAddr.KV("127.0.0.1"),
 			envvar.MasterPort.KV(strconv.Itoa(port)), envvar.Rank.KV(strconv.Itoa(r)), envvar.WorldSize.KV("2"),
@@ -142,15 +141,4 @@ func TestQuickstartEnvRendezvous(t *testing.T) {
 		t.Errorf("rank 0 alone: %v\n%s", errs[0], outs[0])
 	}
 	t.Logf("rank 0 alone, GOACCEL_TIMEOUT=2s: %v\n%s", errs[0], outs[0])
-}
-
-// freeLoopbackPort is a port of 127.0.0.1 that nothing listens on now.
-func freeLoopbackPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -117,6 +117,10 @@ var (
 	SlurmNTasksPerNode = slurmCount("SLURM_NTASKS_PER_NODE", "the number of tasks per node, \"2\" or \"2(x3)\" (2 on each of 3 nodes)", Srun)
 	// SlurmStepID is SLURM_STEP_ID.
 	SlurmStepID = integer("SLURM_STEP_ID", "the job step's id, in every task srun starts; a batch script and an salloc shell have none, so they are not taken for a rank", Srun)
+	// SlurmConf is SLURM_CONF.
+	SlurmConf = str("SLURM_CONF", "the slurm.conf that Slurm's commands read; the tests' Slurm cluster (scripts/slurm_cluster.sh) sets it for its srun and sbatch", User, Goaccel)
+	// SlurmRestartCount is SLURM_RESTART_COUNT.
+	SlurmRestartCount = integer("SLURM_RESTART_COUNT", "how many times Slurm requeued the job (a preempted sbatch --requeue job starts its script again); unset before the first requeue", Srun)
 	// SlurmStepNumNodes is SLURM_STEP_NUM_NODES.
 	SlurmStepNumNodes = integer("SLURM_STEP_NUM_NODES", "the number of nodes of the job step; goaccel launch run once per node (srun --ntasks-per-node=1) takes it as --nnodes when not given", Srun)
 	// SlurmdNodeName is SLURMD_NODENAME.
@@ -253,6 +257,10 @@ var (
 	JobSecret = str("GOACCEL_JOB_SECRET", "the secret every launcher of a job of several nodes proves to the others (the same on every node, at least 16 bytes; never sent: a challenge and an HMAC); a job of one node makes its own; goaccel launch removes it from its ranks", User)
 	// LaunchDebug is GOACCEL_LAUNCH_DEBUG.
 	LaunchDebug = boolean("GOACCEL_LAUNCH_DEBUG", "true or 1: goaccel launch's master logs every line it receives from the launchers, and each launcher every PMI line of its ranks, on stderr", User)
+	// SlurmctldPort is GOACCEL_SLURMCTLD_PORT.
+	SlurmctldPort = integer("GOACCEL_SLURMCTLD_PORT", "scripts/slurm_cluster.sh: the port of its slurmctld (default 16817; the tests choose a free one)", User, Goaccel)
+	// SlurmdPort is GOACCEL_SLURMD_PORT.
+	SlurmdPort = integer("GOACCEL_SLURMD_PORT", "scripts/slurm_cluster.sh: the port of its slurmd (default 16818; the tests choose a free one)", User, Goaccel)
 	// BenchPython is GOACCEL_BENCH_PYTHON.
 	BenchPython = str("GOACCEL_BENCH_PYTHON", "the Python that goaccel bench runs the PyTorch side with (default python3)", User)
 	// BenchCPUProfile is GOACCEL_BENCH_CPUPROFILE.

@@ -250,7 +250,7 @@ func Join(ctx context.Context, p Place, cfg JoinConfig) (*Member, error) {
 		closed: make(chan struct{})}
 	if p.Rank == 0 {
 		bind := addr
-		if !isLoopback(p.Addr) {
+		if !isLoopback(p.Addr) && !resolvesToLoopback(p.Addr) {
 			bind = net.JoinHostPort("", strconv.Itoa(p.Port)) // the other machines must reach it
 		}
 		srv, err := newServer(bind, secret, 0, &lc, say)
@@ -501,4 +501,19 @@ func (m *Member) close() {
 		m.relay.close()
 	}
 	m.hangUp()
+}
+
+// resolvesToLoopback says whether host is a name of loopback addresses only (a one-machine
+// cluster whose node name is 127.0.0.1 in /etc/hosts): rank 0 then listens there only.
+func resolvesToLoopback(host string) bool {
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return false
+	}
+	for _, ip := range ips {
+		if !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
 }
