@@ -56,7 +56,7 @@ var (
 	// PETMaxRestarts is PET_MAX_RESTARTS.
 	PETMaxRestarts = integer("PET_MAX_RESTARTS", "--max_restarts for goaccel launch when not given", Kubeflow, User)
 	// PETStandalone is PET_STANDALONE.
-	PETStandalone = str("PET_STANDALONE", "--standalone for goaccel launch when not given (1 or 0)", User)
+	PETStandalone = str("PET_STANDALONE", "--standalone for goaccel launch when not given (1, or empty as Kubeflow's PyTorchJob sets it: on; 0: off)", Kubeflow, User)
 )
 
 // MPICH's process-manager interface (PMI-1), which Hydra's mpiexec and goaccel launch serve.

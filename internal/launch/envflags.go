@@ -47,7 +47,11 @@ func envDefaults(fs *flag.FlagSet, env []string) (map[string]string, error) {
 		return nil
 	}
 	for _, p := range petFlags {
-		if v, ok := envvar.Lookup(env, p.v.Name); ok && strings.TrimSpace(v) != "" && !fs.Changed(p.flag) {
+		v, ok := envvar.Lookup(env, p.v.Name)
+		if ok && v == "" && p.flag == "standalone" {
+			v = "1" // Kubeflow's PyTorchJob sets PET_STANDALONE to "" for standalone: true
+		}
+		if ok && strings.TrimSpace(v) != "" && !fs.Changed(p.flag) {
 			if err := set(p.flag, strings.TrimSpace(v), p.v.Name); err != nil {
 				return nil, err
 			}

@@ -57,6 +57,10 @@ func TestPETVariables(t *testing.T) {
 			}},
 		{name: "one Slurm node", env: with("SLURM_JOB_ID=77", "SLURM_STEP_ID=0", "SLURM_STEP_NUM_NODES=1", "SLURM_STEP_NODELIST=gpu01"),
 			check: func(c Config) bool { return c.NNodes == 1 && c.MasterAddr == "127.0.0.1" }},
+		{name: "PyTorchJob, standalone", env: with("PET_STANDALONE=", "PET_NPROC_PER_NODE=2"),
+			check: func(c Config) bool {
+				return c.NNodes == 1 && c.NprocPerNode == 2 && c.MasterAddr == "127.0.0.1" && c.MasterPort == 0
+			}},
 		{name: "bad PET_NNODES", env: with("PET_NNODES=two"), err: `$PET_NNODES (--nnodes) "two": want a positive number of nodes`},
 		{name: "bad PET_NNODES range", env: with("PET_NNODES=4:2"), err: `$PET_NNODES (--nnodes) "4:2": MIN 4 is more than MAX 2`},
 		{name: "bad PET_NODE_RANK", env: with("PET_NODE_RANK=first"), err: `$PET_NODE_RANK="first" is not a whole number (torchrun reads it as --node_rank)`},
