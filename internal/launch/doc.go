@@ -116,8 +116,11 @@
 // counts against --max_restarts. A launcher that joins while the job runs on fewer than MAX
 // nodes stops the attempt at once and is in the next, without counting a restart. Fewer than
 // MIN within --join_timeout ends the job naming the nodes missing; the master's failure ends
-// it (the c10d rendezvous of torchrun has the same limit). Every formation is logged, with the
-// nodes that left or came and the old and new world size. See elastic.go.
+// it (the c10d rendezvous of torchrun has the same limit). SIGTERM to a launcher other than the
+// master leaves gracefully: its ranks get SIGTERM (trainer.Interrupt saves at the next step
+// boundary, agreed by every rank), and once every rank stopped cleanly the job is formed anew
+// without that node at once, counting no restart. Every formation is logged, with the nodes
+// that left or came and the old and new world size. See elastic.go.
 //
 // $GOACCEL_LAUNCH_DEBUG=1 makes the master log every line it receives from the launchers, and
 // every launcher every PMI line of its ranks.

@@ -631,6 +631,10 @@ func (l *launcher) loop(ctx context.Context) error {
 			l.mergeTimeline(start)
 			return nil
 		}
+		if end.args["kind"] == "left" {
+			l.sayf("left the elastic job: %s", end.args["why"])
+			return nil
+		}
 		f := failureFrom(end)
 		if end.args["restart"] != "1" {
 			return f
@@ -648,6 +652,14 @@ func (l *launcher) loop(ctx context.Context) error {
 		next = attempt + 1
 	}
 }
+
+// sigtermExit is the exit status of a program that stopped on SIGTERM after saving
+// (trainer.Interrupt's ExitCode, 128+15, as a shell reports it).
+const sigtermExit = 143
+
+// canLeave says whether this launcher may leave its job gracefully on SIGTERM: a node of an
+// elastic job other than the master (the job ends with its master).
+func (l *launcher) canLeave() bool { return l.cfg.MinNodes > 0 && l.node != 0 }
 
 // mergeTimeline merges the timelines this node's ranks wrote, when GOACCEL_TIMELINE is set in
 // their environment, into one file and says where it is (each node's launcher merges its own
@@ -912,6 +924,7 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 
 	var end *message
 	var lost bool
+	leaving := false // a node of this elastic job leaves (SIGTERM): see canLeave
 	failed := startErr != nil
 	in := l.ctl.in
 	done := ctx.Done()
@@ -927,6 +940,9 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 				_ = f.Close()
 			}
 			what, ok := describe(e.state, e.err)
+			if !ok && leaving && e.state != nil && e.state.ExitCode() == sigtermExit {
+				ok = true // trainer.Interrupt's status after it saved at the step boundary: a clean stop
+			}
 			if !ok && !stopping && !failed {
 				failed = true
 				pid := 0
@@ -950,6 +966,10 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 				continue
 			}
 			if a, _ := strconv.Atoi(m.args["attempt"]); a != attempt {
+				continue
+			}
+			if m.cmd == "leaving" {
+				leaving = true // a node leaves: ranks that stop at a step boundary stop cleanly
 				continue
 			}
 			if m.cmd == "aborted" && !stopping && !failed {
@@ -976,6 +996,19 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 			}
 		case <-done:
 			done = nil
+			if c := context.Cause(ctx); !stopping && !failed && l.canLeave() && c != nil && c.Error() == "SIGTERM" {
+				// A preempted or scaled-down node of an elastic job leaves gracefully: its ranks
+				// stop at the next step boundary (the program's trainer.Interrupt, which every
+				// rank agrees on) and the master forms the job anew without it.
+				leaving = true
+				_ = l.ctl.send(msg("leave", "attempt", attempt, "node", l.node))
+				l.sayf("SIGTERM: leaving the elastic job: this node's ranks get SIGTERM and stop at their next step " +
+					"boundary, then the job goes on without this node (SIGTERM again stops them at once)")
+				for _, w := range workers {
+					w.signal(syscall.SIGTERM)
+				}
+				continue
+			}
 			if !stopping {
 				what := "Ctrl-C or SIGTERM"
 				if c := context.Cause(ctx); c != nil && c != context.Canceled {

@@ -338,11 +338,22 @@ func (s *server) onLauncher(p *peerConn, m message) {
 		}
 		s.broadcast(stop)
 		s.endAttempt(restart)
+	case "leave":
+		if attempt == s.attempt && s.running && s.minNodes > 0 && s.joined[p.node] == p {
+			s.elastic.leaving = append(s.elastic.leaving, p)
+			s.broadcast(msg("leaving", "attempt", attempt, "node", p.node))
+			s.say("%s (node_rank %d) leaves the job (SIGTERM): the job saves at its next step boundary and goes on "+
+				"without it", p.name, p.node)
+		}
 	case "done":
 		if attempt != s.attempt || !s.running || s.stopped {
 			return
 		}
 		s.done[p.node] = true
+		if len(s.done) == len(s.joined) && len(s.elastic.leaving) > 0 {
+			s.reformAfterLeave()
+			return
+		}
 		if len(s.done) == len(s.joined) {
 			s.final = true
 			s.broadcast(msg("finished", "attempt", attempt))
