@@ -230,8 +230,10 @@ func parseArgs(args []string, env []string) (inv *invocation, err error) {
 		if *v.hostfile != "" {
 			which = "--hostfile"
 		}
-		if fs.Changed("nproc-per-node") || fs.Changed("nnodes") || fs.Changed("node-rank") {
-			return nil, flagError{fmt.Errorf("%s lists the nodes and their slots: do not combine it with --nproc_per_node, --nnodes or --node_rank", which)}
+		elastic := c.MinNodes > 0 && !fs.Changed("node-rank") // --nnodes MIN:MAX: the listed hosts, elastic
+		if fs.Changed("nproc-per-node") || fs.Changed("node-rank") || fs.Changed("nnodes") && !elastic {
+			return nil, flagError{fmt.Errorf("%s lists the nodes and their slots: do not combine it with --nproc_per_node, "+
+				"--nnodes N or --node_rank (--nnodes MIN:MAX makes the hosts' job elastic)", which)}
 		}
 		if *hosts != "" {
 			inv.hosts, err = parseHosts(*hosts, *np)
@@ -241,7 +243,16 @@ func parseArgs(args []string, env []string) (inv *invocation, err error) {
 		if err != nil {
 			return nil, flagError{err}
 		}
-		c.NNodes, c.NprocPerNode = len(inv.hosts), inv.hosts[0].slots
+		if elastic && (len(inv.hosts) < c.MinNodes || len(inv.hosts) > c.NNodes) {
+			return nil, flagError{fmt.Errorf("--nnodes %d:%d with %s of %d host(s): want MIN <= %d <= MAX", c.MinNodes, c.NNodes,
+				which, len(inv.hosts), len(inv.hosts))}
+		}
+		c.NprocPerNode = inv.hosts[0].slots
+		if elastic {
+			c.NodeRank = 0 // this launcher is the master; the hosts' launchers join it
+		} else {
+			c.NNodes = len(inv.hosts)
+		}
 	case fs.Changed("np"):
 		if fs.Changed("nproc-per-node") {
 			return nil, flagError{errors.New("-np and --nproc_per_node both say how many ranks: give one")}
@@ -268,6 +279,12 @@ func parseArgs(args []string, env []string) (inv *invocation, err error) {
 	}
 	// What the launchers of the other -H hosts need besides their node, nproc and master.
 	inv.forward = []string{"--max_restarts", strconv.Itoa(c.MaxRestarts), "--join_timeout", c.JoinTimeout.String()}
+	if c.MinNodes > 0 && c.LastCallTimeout > 0 {
+		inv.forward = append(inv.forward, "--rdzv_conf", "last_call_timeout="+c.LastCallTimeout.String())
+	}
+	if c.RdzvID != "" {
+		inv.forward = append(inv.forward, "--rdzv_id", c.RdzvID)
+	}
 	if fs.Changed("tee") {
 		inv.forward = append(inv.forward, "--tee", strconv.Itoa(*tee))
 	}
