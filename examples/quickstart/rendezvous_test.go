@@ -141,4 +141,30 @@ func TestQuickstartEnvRendezvous(t *testing.T) {
 		t.Errorf("rank 0 alone: %v\n%s", errs[0], outs[0])
 	}
 	t.Logf("rank 0 alone, GOACCEL_TIMEOUT=2s: %v\n%s", errs[0], outs[0])
+
+	// Variables that disagree, and a wrong job secret: every process ends, non-zero, naming it,
+	// before any trains (runRanks returns once both processes ended: none is left behind).
+	for _, bad := range []struct {
+		name  string
+		extra func(r int) []string
+		want  []string
+	}{
+		{"WORLD_SIZE 2 and 3", func(r int) []string { return []string{envvar.WorldSize.KV(strconv.Itoa(2 + r))} },
+			[]string{"rank 1 says $WORLD_SIZE=3 but rank 0 says $WORLD_SIZE=2", "rank 1 says $WORLD_SIZE=3 but rank 0 says $WORLD_SIZE=2"}},
+		{"two secrets", func(r int) []string { return []string{envvar.JobSecret.KV(strings.Repeat(strconv.Itoa(r), 32))} },
+			[]string{"rank 1 of 2 ($WORLD_SIZE=2) did not reach rank 0's rendezvous", "rank 0 refused rank 1: its job secret differs"}},
+	} {
+		port := testutil.FreePort(t)
+		start := time.Now()
+		outs, errs := runRanks(ctx, bin, 2, func(r int) []string {
+			env := append(torchEnv(r), envvar.Timeout.KV("3s"), envvar.MasterPort.KV(strconv.Itoa(port)))
+			return append(env, bad.extra(r)...)
+		})
+		for r := range 2 {
+			if errs[r] == nil || !strings.Contains(outs[r], bad.want[r]) || strings.Contains(outs[r], "epoch 1") {
+				t.Errorf("%s: rank %d: %v, want an error with %q\n%s", bad.name, r, errs[r], bad.want[r], outs[r])
+			}
+		}
+		t.Logf("%s: both processes ended in %s:\n%s%s", bad.name, time.Since(start).Round(time.Millisecond), outs[0], outs[1])
+	}
 }
