@@ -143,8 +143,9 @@ func EnvPlace(env []string) (p Place, ok bool, err error) {
 		return p, false, fmt.Errorf("$%s: %w: set $%s to rank 0's host", p.AddrVar, err, envvar.MasterAddr.Name)
 	}
 	if p.Addr == "" {
-		return p, false, fmt.Errorf("%s say this is rank %d of %d, but $%s, the host of rank 0, is not set: "+
-			"set it (and $%s) as torchrun does, or start the program with goaccel launch", p.Source, p.Rank, p.WorldSize,
+		return p, false, fmt.Errorf("%s say this is rank %d of %d, but $%s, the host of rank 0, is not set: if the "+
+			"program was started by hand, unset $%s and $%s to run as one process, or set $%s and $%s as torchrun does, "+
+			"or start it with goaccel launch", p.Source, p.Rank, p.WorldSize, envvar.MasterAddr.Name, p.RankVar, p.SizeVar,
 			envvar.MasterAddr.Name, envvar.MasterPort.Name)
 	}
 	if s := get(envvar.MasterPort.Var); s != "" || nodeList == "" {
