@@ -60,8 +60,11 @@ srun %s %s %s
 		t.Helper()
 		for deadline := time.Now().Add(d); !done(); time.Sleep(200 * time.Millisecond) {
 			if time.Now().After(deadline) {
+				show, _ := cluster.Command(nil, "scontrol", "show", "job", job).CombinedOutput()
+				ctld, _ := os.ReadFile(filepath.Join(cluster.Dir, "log", "slurmctld.log"))
 				_ = cluster.Command(nil, "scancel", job).Run()
-				t.Fatalf("%s: not within %s (job %s is %s)\n%s", what, d, job, state(), logs())
+				t.Fatalf("%s: not within %s (job %s is %s)\n%s\n--- scontrol show job %s:\n%s\n--- slurmctld.log:\n%s", what, d,
+					job, state(), logs(), job, show, tailLines(string(ctld), 30))
 			}
 		}
 	}
@@ -79,11 +82,19 @@ srun %s %s %s
 	}
 	requeued := time.Now()
 	// A requeued job waits for Slurm's credential lifetime (120 s) before it may start again:
-	// the test lets it start at once.
+	// the test lets it start 2 s after it is pending. (At once fails now and then: slurmd refuses
+	// a credential made in the second its job's old one was revoked, "Job credential revoked",
+	// and the job ends failed.) The second run has begun when its script says so.
+	var pending time.Time
+	updated := false
 	waitFor("the requeued job to start", time.Minute, func() bool {
-		_ = cluster.Command(nil, "scontrol", "update", "JobId="+job, "StartTime=now").Run()
-		s := state()
-		return s == "RUNNING" || s == "COMPLETED" || s == "FAILED"
+		if pending.IsZero() && state() == "PENDING" {
+			pending = time.Now()
+		}
+		if !updated && !pending.IsZero() && time.Since(pending) > 2*time.Second {
+			updated = cluster.Command(nil, "scontrol", "update", "JobId="+job, "StartTime=now").Run() == nil
+		}
+		return strings.Contains(logs(), "run 1 of job "+job)
 	})
 	waitFor("the requeued job to end", 3*time.Minute, func() bool {
 		s := state()
@@ -96,4 +107,10 @@ srun %s %s %s
 	compareFitRuns(t, got, want)
 	t.Logf("sbatch --requeue, 2 tasks, requeued after update 3: resumed and completed %s after the requeue; losses by update: %v "+
 		"(uninterrupted one-process run: %v)\n%s", time.Since(requeued).Round(time.Millisecond), got.loss, want.loss, logs())
+}
+
+// tailLines is the last n lines of s.
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
