@@ -191,7 +191,8 @@ type JoinConfig struct {
 	Stderr io.Writer
 	// Lost is called, once, when the job ends without this process after Join returned:
 	// another process failed or went away, or rank 0's rendezvous did. nil: the reason is
-	// written to Stderr and the process exits with status 1, as a launcher would stop it.
+	// written to Stderr, MPICH's /dev/shm files that the process maps are removed, and it exits
+	// with status 1, as a launcher would stop it.
 	Lost func(why string)
 
 	progressEvery time.Duration // tests: how often a wait is reported (0: progressEvery)
@@ -421,6 +422,9 @@ func (m *Member) watch() {
 		return
 	}
 	m.say("the job stops: %s", why)
+	for path := range mappedShm(os.Getpid()) {
+		_ = os.Remove(path) // MPICH's segment of this machine's ranks, which all stop: no launcher removes it
+	}
 	os.Exit(1)
 }
 

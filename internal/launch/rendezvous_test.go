@@ -249,15 +249,14 @@ func TestJoinInProcess(t *testing.T) {
 	})
 }
 
-// TestEnvRendezvousMPI: two processes started with torch's variables alone (no launcher, no
-// PMI) meet, MPI_Init finds both, an all-reduce sums right, and both exit 0 after MPI_Finalize.
-func TestEnvRendezvousMPI(t *testing.T) {
-	needMPI(t)
+// startEnvRanks starts n copies of this test binary as envrdzv workers that meet on port with
+// torch's variables alone, extra added to each one's environment.
+func startEnvRanks(t *testing.T, ctx context.Context, n, port int, extra ...string) ([]*exec.Cmd, []*syncBuffer) {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
 	var base []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -266,21 +265,52 @@ func TestEnvRendezvousMPI(t *testing.T) {
 			base = append(base, kv)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	outs := make([]syncBuffer, 2)
-	cmds := make([]*exec.Cmd, 2)
-	start := time.Now()
-	for r := range 2 {
+	cmds, outs := make([]*exec.Cmd, n), make([]*syncBuffer, n)
+	for r := range n {
 		c := exec.CommandContext(ctx, exe)
-		c.Env = append(base, workerSwitch+"=envrdzv", "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port), "RANK="+strconv.Itoa(r), "WORLD_SIZE=2",
-			"LOCAL_RANK="+strconv.Itoa(r), "LOCAL_WORLD_SIZE=2", "GOACCEL_TIMEOUT=30s")
-		c.Stdout, c.Stderr = &outs[r], &outs[r]
+		c.Env = append(append(base, workerSwitch+"=envrdzv", "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port),
+			"RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n), "LOCAL_RANK="+strconv.Itoa(r),
+			"LOCAL_WORLD_SIZE="+strconv.Itoa(n), "GOACCEL_TIMEOUT=30s"), extra...)
+		outs[r] = &syncBuffer{}
+		c.Stdout, c.Stderr = outs[r], outs[r]
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
 		cmds[r] = c
 	}
+	return cmds, outs
+}
+
+// TestEnvRendezvousRankDies: a process of an env:// job that dies mid-job (SIGKILL, after the
+// first all-reduce) makes the others end at once, naming it, instead of waiting in a collective
+// for GOACCEL_TIMEOUT: no process is left behind.
+func TestEnvRendezvousRankDies(t *testing.T) {
+	needMPI(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	cmds, outs := startEnvRanks(t, ctx, 2, freePort(t), "KILL_RANK=1")
+	for r, c := range cmds {
+		_ = c.Wait()
+		if r == 0 && (c.ProcessState.ExitCode() != 1 || !strings.Contains(outs[0].String(), "the job stops: rank 1, ") ||
+			!strings.Contains(outs[0].String(), "went away before the job ended")) {
+			t.Errorf("rank 0: %v\n%s", c.ProcessState, outs[0])
+		}
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the job took %s to end after rank 1 died (GOACCEL_TIMEOUT is 30s)", took)
+	}
+	t.Logf("rank 1 SIGKILLed mid-job: rank 0 ended in %s:\n%s", time.Since(start).Round(time.Millisecond), outs[0])
+}
+
+// TestEnvRendezvousMPI: two processes started with torch's variables alone (no launcher, no
+// PMI) meet, MPI_Init finds both, an all-reduce sums right, and both exit 0 after MPI_Finalize.
+func TestEnvRendezvousMPI(t *testing.T) {
+	needMPI(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	cmds, outs := startEnvRanks(t, ctx, 2, freePort(t))
 	for r, c := range cmds {
 		if err := c.Wait(); err != nil {
 			t.Errorf("rank %d: %v\n%s", r, err, outs[r].String())

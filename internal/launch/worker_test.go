@@ -69,7 +69,8 @@ var envKeys = []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "
 //	          second barrier for $GOACCEL_TIMEOUT, which rank 0 never calls: with $HANG_OTHER=busy
 //	          it sleeps outside any collective, else it waits in an all-reduce 1 s later
 //	envrdzv   started without a launcher (torch's variables only): meet through Join, then
-//	          MPI: all-reduce rank+1, print it, MPI_Finalize, Member.End(0), exit 0
+//	          MPI: all-reduce rank+1, print it, MPI_Finalize, Member.End(0), exit 0; rank
+//	          $KILL_RANK SIGKILLs itself after the all-reduce while the others wait in a barrier
 //	failonce  rank 1 exits 7 unless DIR/marker exists (it creates it); then all exit 0
 //	store     rank 0 listens on MASTER_ADDR:MASTER_PORT (as PyTorch's TCPStore does) and reads
 //	          one line from every other rank, which connects there; DIR/store_0 lists them
@@ -309,6 +310,12 @@ func envRendezvousWorker() int {
 		return 32
 	}
 	fmt.Printf("rank %d of %d: allreduce %g\n", comm.Rank(), comm.Size(), buf[0])
+	if os.Getenv("KILL_RANK") == strconv.Itoa(comm.Rank()) {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL) // dies mid-job: the others are told
+	}
+	if os.Getenv("KILL_RANK") != "" {
+		_ = comm.Barrier(30 * time.Second) // waits for the dead rank, until rank 0's rendezvous says it went away
+	}
 	if err := comm.Finalize(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		_ = m.End(1)

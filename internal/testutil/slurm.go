@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/launch"
 )
 
 // Slurm is a Slurm cluster of this machine that scripts/slurm_cluster.sh started for a test
@@ -57,9 +59,14 @@ func NeedSlurm(t testing.TB) *Slurm {
 		_ = os.RemoveAll(dir)
 		t.Fatalf("scripts/slurm_cluster.sh start: %v\n%s", err, out)
 	}
+	started := time.Now()
 	t.Cleanup(func() {
 		if out, err := exec.Command(script, "stop", dir).CombinedOutput(); err != nil {
 			t.Errorf("scripts/slurm_cluster.sh stop: %v\n%s", err, out)
+		}
+		// Tasks that Slurm killed (a requeue, a cancel) leave MPICH's /dev/shm files.
+		if removed := launch.RemoveStaleShm(started); len(removed) > 0 {
+			t.Logf("removed %d /dev/shm file(s) that the job's killed tasks left: %v", len(removed), removed)
 		}
 	})
 	return &Slurm{Dir: dir, Conf: filepath.Join(dir, "slurm.conf")}
