@@ -331,9 +331,9 @@ func dialMember(ctx context.Context, addr string, p Place, wait, every time.Dura
 	}
 	ctl, err := dialMaster(ctx, addr, wait, wait, every, quiet)
 	if f, ok := err.(*Failure); ok && f.Kind == "join" {
-		f.Why = fmt.Sprintf("rank %d cannot reach rank 0's rendezvous at %s (%s, %s; from %s) within %s: is rank 0 running, "+
-			"with the same variables, and is the port open? (%s)", p.Rank, addr, p.AddrVar, p.PortVar, p.Source,
-			wait.Round(time.Millisecond), strings.TrimPrefix(f.Why[strings.LastIndex(f.Why, "):")+2:], " "))
+		f.Why = strings.NewReplacer("cannot reach the node_rank 0 launcher", fmt.Sprintf("rank %d cannot reach rank 0's rendezvous", p.Rank),
+			"(--join_timeout)", "($"+envvar.Timeout.Name+")",
+			"the same --master_addr and --master_port", fmt.Sprintf("the same %s and %s", p.AddrVar, p.PortVar)).Replace(f.Why)
 	}
 	return ctl, err
 }

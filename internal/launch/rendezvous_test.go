@@ -186,6 +186,15 @@ func TestJoinInProcess(t *testing.T) {
 			}
 		}
 	})
+	t.Run("rank 0 never comes", func(t *testing.T) {
+		c := quiet(1)
+		c.Timeout = time.Second
+		_, err := Join(context.Background(), places(2, freePort(t))[1], c)
+		if err == nil || !strings.Contains(err.Error(), "rank 1 cannot reach rank 0's rendezvous at 127.0.0.1:") ||
+			!strings.Contains(err.Error(), "within 1s ($GOACCEL_TIMEOUT)") || !strings.Contains(err.Error(), "the same MASTER_ADDR and MASTER_PORT") {
+			t.Errorf("Join = %v", err)
+		}
+	})
 	t.Run("two rank 1", func(t *testing.T) {
 		ps := places(3, freePort(t))
 		ps[2].Rank = 1
