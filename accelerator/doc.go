@@ -152,9 +152,16 @@
 // cluster's `mpirun`/`mpiexec`, or Slurm's `srun`. New reads the process's place from the
 // launcher's environment — torchrun's RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE (what goaccel
 // launch sets), Open MPI's OMPI_COMM_WORLD_*, MPICH/Hydra's PMI_RANK/PMI_SIZE/MPI_LOCALRANKID,
-// Slurm's SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID — and with more than one process joins the
+// Slurm's SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID in a task of srun (SLURM_STEP_ID set: a batch
+// script or an salloc shell is one process) — and with more than one process joins the
 // others through MPI, loaded at run time (package internal/mpi): a program that runs as one
-// process, go build and go test never need MPI.
+// process, go build and go test never need MPI. Without a launcher's PMI (torch's variables
+// alone, as Kubeflow's PyTorchJob sets them; plain srun on a cluster whose MpiDefault is none)
+// the processes first meet as init_process_group("env://") does: rank 0 serves the others at
+// MASTER_ADDR:MASTER_PORT (under Slurm: the first host of SLURM_STEP_NODELIST and a port
+// derived from SLURM_JOB_ID, unless MASTER_ADDR/MASTER_PORT are set), behind
+// $GOACCEL_JOB_SECRET when set; a process that never comes is named after the timeout below,
+// and one that dies stops the others.
 //
 //   - Process model: each process drives its local devices with XLA sharding, exactly as a
 //     single process does (one process per machine driving all its GPUs, or one per GPU when

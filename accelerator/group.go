@@ -1,10 +1,14 @@
 package accelerator
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/goaccel/goaccel/accelerator/internal/collective"
+	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/internal/launch"
 )
 
 // joinGroup returns the process group that proc describes: collective.Solo for a single
@@ -16,9 +20,20 @@ func joinGroup(proc processInfo, timeout time.Duration) (collective.Group, error
 	if proc.worldSize == 1 {
 		return collective.Solo{}, nil
 	}
-	g, err := collective.Open(proc.rank, proc.worldSize, proc.source, timeout)
+	// Started without a launcher's PMI (torch's env://, plain srun): meet the others first.
+	member, err := rendezvous(proc, timeout)
 	if err != nil {
 		return nil, err
+	}
+	g, err := collective.Open(proc.rank, proc.worldSize, proc.source, timeout)
+	if err != nil {
+		if member != nil {
+			_ = member.End(1)
+		}
+		return nil, err
+	}
+	if member != nil {
+		g.OnEnd(member.End)
 	}
 	joinedMu.Lock()
 	joined = g
@@ -46,4 +61,33 @@ func Exit(code int) {
 	g := joined
 	joinedMu.Unlock()
 	g.Exit(code)
+}
+
+// rendezvous meets the job's other processes when no launcher's PMI will (launch.EnvPlace:
+// torch's env:// variables, or a task of srun without --mpi), and sets the PMI variables the
+// MPI library reads in this process; nil when a launcher's PMI is there.
+func rendezvous(proc processInfo, timeout time.Duration) (*launch.Member, error) {
+	place, ok, err := launch.EnvPlace(envvar.Environ())
+	if err != nil {
+		return nil, fmt.Errorf("accelerator: %w", err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	if place.Rank != proc.rank || place.WorldSize != proc.worldSize {
+		return nil, fmt.Errorf("accelerator: %s say rank %d of %d but %s say rank %d of %d: unset one launcher's variables",
+			place.Source, place.Rank, place.WorldSize, proc.source, proc.rank, proc.worldSize)
+	}
+	m, err := launch.Join(context.Background(), place, launch.JoinConfig{Timeout: timeout})
+	if err != nil {
+		return nil, fmt.Errorf("accelerator: rank %d of %d could not meet the others (%s): %w", place.Rank, place.WorldSize,
+			place.Source, err)
+	}
+	for v, val := range m.PMIEnv() {
+		if err := v.Set(val); err != nil {
+			_ = m.End(1)
+			return nil, fmt.Errorf("accelerator: %w", err)
+		}
+	}
+	return m, nil
 }

@@ -19,13 +19,16 @@ type processInfo struct {
 type launcherEnv struct {
 	name                             string
 	rank, size, localRank, localSize envvar.Int
+	// task, when set, must be too: Slurm's SLURM_STEP_ID, which a batch script (whose
+	// SLURM_PROCID is 0 and SLURM_NTASKS the job's) and an salloc shell lack.
+	task envvar.Int
 }
 
 var launcherEnvs = []launcherEnv{
-	{"torchrun/goaccel launch", envvar.Rank, envvar.WorldSize, envvar.LocalRank, envvar.LocalWorldSize},
-	{"Open MPI", envvar.OMPIRank, envvar.OMPISize, envvar.OMPILocalRank, envvar.OMPILocalSize},
-	{"MPICH/Hydra", envvar.PMIRank, envvar.PMISize, envvar.MPILocalRankID, envvar.MPILocalNRanks},
-	{"Slurm", envvar.SlurmProcID, envvar.SlurmNTasks, envvar.SlurmLocalID, envvar.SlurmNTasksPerNode},
+	{"torchrun/goaccel launch", envvar.Rank, envvar.WorldSize, envvar.LocalRank, envvar.LocalWorldSize, envvar.Int{}},
+	{"Open MPI", envvar.OMPIRank, envvar.OMPISize, envvar.OMPILocalRank, envvar.OMPILocalSize, envvar.Int{}},
+	{"MPICH/Hydra", envvar.PMIRank, envvar.PMISize, envvar.MPILocalRankID, envvar.MPILocalNRanks, envvar.Int{}},
+	{"Slurm", envvar.SlurmProcID, envvar.SlurmNTasks, envvar.SlurmLocalID, envvar.SlurmNTasksPerNode, envvar.SlurmStepID},
 }
 
 // readProcessEnv finds this process's rank and the number of processes in the environment of
@@ -34,6 +37,11 @@ var launcherEnvs = []launcherEnv{
 func readProcessEnv() (processInfo, error) {
 	p := processInfo{rank: 0, worldSize: 1, localRank: 0, localWorldSize: 1}
 	for _, l := range launcherEnvs {
+		if l.task.Var != nil {
+			if v, ok := l.task.Lookup(); !ok || v == "" {
+				continue // a Slurm batch script or salloc shell: not a task of a step
+			}
+		}
 		rv, rok := l.rank.Lookup()
 		sv, sok := l.size.Lookup()
 		if (rok && rv != "") != (sok && sv != "") {

@@ -74,6 +74,18 @@ func TestBadVariablesAreNamed(t *testing.T) {
 		envvar.HFHome.Name:             "models/auto's, not New's: a Hub id not found under it is an error naming the paths tried",
 		envvar.XDGCacheHome.Name:       "models/auto's, not New's: a Hub id not found under it is an error naming the paths tried",
 		envvar.TorchPython.Name:        "tests only: the model packages' tests run it and fail naming it when it cannot load their folders",
+		envvar.SlurmConf.Name:          "Slurm's own: its commands name a slurm.conf they cannot read",
+		envvar.SlurmctldPort.Name:      "scripts/slurm_cluster.sh's, which slurmctld refuses when it cannot bind",
+		envvar.SlurmdPort.Name:         "scripts/slurm_cluster.sh's, which slurmd refuses when it cannot bind",
+	}
+	// torchrun's PET_* are goaccel launch's flags' defaults, not New's: a bad value is an error
+	// naming the variable (internal/launch TestPETVariables).
+	for _, v := range []envvar.String{envvar.PETNNodes, envvar.PETNprocPerNode, envvar.PETMasterAddr, envvar.PETRdzvBackend,
+		envvar.PETRdzvEndpoint, envvar.PETRdzvID, envvar.PETRdzvConf, envvar.PETStandalone} {
+		notOurs[v.Name] = "goaccel launch's: internal/launch TestPETVariables"
+	}
+	for _, v := range []envvar.Int{envvar.PETNodeRank, envvar.PETMasterPort, envvar.PETMaxRestarts} {
+		notOurs[v.Name] = "goaccel launch's: internal/launch TestPETVariables"
 	}
 	for _, v := range envvar.All() {
 		if v.Planned || !slices.Contains(v.SetBy, envvar.User) {

@@ -18,7 +18,8 @@
 //
 // It does nothing but remove its flags when the process already runs under a launcher:
 // RANK or WORLD_SIZE (torchrun, goaccel launch, and the ranks Ranks itself starts), PMI_*
-// (MPICH's mpiexec), OMPI_COMM_WORLD_* (Open MPI's mpirun), SLURM_PROCID (srun); then an
+// (MPICH's mpiexec), OMPI_COMM_WORLD_* (Open MPI's mpirun), SLURM_STEP_ID (a task srun started; a batch
+// script, whose SLURM_PROCID is 0, is none); then an
 // --nproc given is ignored with one line on stderr, since that launcher chose the ranks. The
 // list is internal/envvar's (RankMark). Without --nproc it does nothing: the program runs as
 // one process, as before.
@@ -157,6 +158,10 @@ func plan(args, env []string, cfg Config) (decision, error) {
 		return d, fmt.Errorf("spawn.Config.Nproc %d: want a positive number", d.nproc)
 	}
 	if mark, value := envvar.RankMark(env); mark != nil {
+		if mark == envvar.SlurmStepID.Var { // a task of srun: its rank is SLURM_PROCID
+			mark = envvar.SlurmProcID.Var
+			value, _ = envvar.Lookup(env, mark.Name)
+		}
 		rankValued := mark == envvar.Rank.Var || mark == envvar.PMIRank.Var || mark == envvar.OMPIRank.Var || mark == envvar.SlurmProcID.Var
 		if v, ok := given["nproc"]; ok && (!rankValued || value == "0") { // said once, by rank 0
 			setBy := ""

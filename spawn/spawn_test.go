@@ -68,7 +68,10 @@ func TestPlan(t *testing.T) {
 		{args: []string{"--nproc", "4"}, env: []string{"RANK=2", "WORLD_SIZE=4"}, rest: []string{}},
 		{args: []string{"--nproc=2"}, env: []string{"OMPI_COMM_WORLD_RANK=0"}, rest: []string{}, notice: "--nproc 2 ignored"},
 		{args: []string{"--nproc", "2"}, env: []string{"PMI_FD=7"}, rest: []string{}, notice: "PMI_FD=7"},
-		{args: []string{"--nproc", "2"}, env: []string{"SLURM_PROCID=0"}, rest: []string{}, notice: "SLURM_PROCID=0"},
+		{args: []string{"--nproc", "2"}, env: []string{"SLURM_STEP_ID=0", "SLURM_PROCID=0"}, rest: []string{}, notice: "SLURM_PROCID=0"},
+		{args: []string{"--nproc", "2"}, env: []string{"SLURM_STEP_ID=0", "SLURM_PROCID=1"}, rest: []string{}},
+		// An sbatch script has SLURM_PROCID=0 and SLURM_NTASKS but no step: it is no rank (Slurm 22.05).
+		{args: []string{"--nproc", "2"}, env: []string{"SLURM_PROCID=0", "SLURM_NTASKS=2"}, nproc: 2, rest: []string{}},
 		{cfg: Config{Nproc: 2}, env: []string{"RANK=1", "WORLD_SIZE=2"}},
 		{args: []string{"--nproc", "zero"}, err: `--nproc "zero": want a positive number, gpu or auto`},
 		{args: []string{"--nprocs=0"}, err: `--nprocs "0": want a positive number`},

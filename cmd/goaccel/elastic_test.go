@@ -41,8 +41,12 @@ const (
 	fitRankCommand = "elastic-test-fit-rank" // goaccel elastic-test-fit-rank DIR
 	fitPluginVar   = "GOACCEL_CMD_TEST_PLUGIN"
 	fitPauseVar    = "FIT_PAUSE"
-	fitExamples    = 48
-	fitGlobal      = 6 // 8 updates an epoch, shared out over 1, 2 or 3 ranks
+	// fitLeaveVar=1 makes the ranks stop cleanly on SIGTERM (trainer.NotifyInterrupt): save at
+	// the step boundary, exit 143; each update then sleeps 150 ms, and rank 0 appends "step
+	// world unixnano" to DIR/steps_time.log.
+	fitLeaveVar = "FIT_LEAVE"
+	fitExamples = 48
+	fitGlobal   = 6 // 8 updates an epoch, shared out over 1, 2 or 3 ranks
 )
 
 // The test binary's goaccel has the rank command too (this file only: the goaccel binary does not).
@@ -83,24 +87,28 @@ func fitRankCmd(args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: goaccel %s DIR\n", fitRankCommand)
 		return 2
 	}
-	if err := fitRank(args[0]); err != nil {
+	interrupted, err := fitRank(args[0])
+	if err != nil {
 		fmt.Fprintln(stderr, "fit rank:", err)
 		accelerator.Exit(3)
+	}
+	if interrupted {
+		accelerator.Exit(143) // saved on SIGTERM, as trainer.Interrupt's ExitCode says
 	}
 	accelerator.Exit(0)
 	return 0 // not reached: Exit ends the process
 }
 
-func fitRank(dir string) error {
+func fitRank(dir string) (interrupted bool, err error) {
 	acc, err := accelerator.New(accelerator.Config{Backend: os.Getenv(fitPluginVar), Quiet: true, Seed: 7})
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer acc.Close()
 	train, err := data.NewLoader(fitData(), data.LoaderConfig[fitExample]{GlobalBatchSize: fitGlobal, Shuffle: true, Seed: 3,
 		Collate: fitCollate})
 	if err != nil {
-		return err
+		return false, err
 	}
 	logits := func(s *model.Scope, inputs []*graph.Node) *graph.Node {
 		h := graph.Tanh(layers.Dense(s.In("hidden"), inputs[0], true, 16))
@@ -109,7 +117,7 @@ func fitRank(dir string) error {
 	store := model.NewStore()
 	tr, err := trainer.New(acc, store, optimizer.Adam().LearningRate(0.01).Done(), trainer.SingleLabelClassification(3, logits))
 	if err != nil {
-		return err
+		return false, err
 	}
 	pauses := map[string]bool{}
 	for _, p := range strings.Split(os.Getenv(fitPauseVar), ",") {
@@ -117,7 +125,25 @@ func fitRank(dir string) error {
 	}
 	world, restarts := os.Getenv("WORLD_SIZE"), os.Getenv("TORCHELASTIC_RESTART_COUNT")
 	cfg := trainer.Config{OutputDir: filepath.Join(dir, "run"), Epochs: 2, SaveEvery: 2, LearningRate: 0.01, Quiet: true}
+	leave := os.Getenv(fitLeaveVar) == "1"
+	if leave {
+		cfg.Interrupt = trainer.NotifyInterrupt(os.Stderr)
+		defer cfg.Interrupt.Stop()
+	}
 	cfg.Callbacks.OnStep = func(ev trainer.StepEvent) error {
+		if leave {
+			time.Sleep(150 * time.Millisecond)
+			if acc.IsMainProcess() {
+				f, err := os.OpenFile(filepath.Join(dir, "steps_time.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(f, "%d %d %d\n", ev.Step, acc.NumProcesses(), time.Now().UnixNano())
+				if err := f.Close(); err != nil {
+					return err
+				}
+			}
+		}
 		if acc.IsMainProcess() {
 			f, err := os.OpenFile(filepath.Join(dir, "steps.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 			if err != nil {
@@ -138,11 +164,15 @@ func fitRank(dir string) error {
 		}
 		return nil
 	}
-	if _, err := tr.Fit(train, nil, cfg); err != nil {
-		return err
+	res, err := tr.Fit(train, nil, cfg)
+	if err != nil {
+		return false, err
+	}
+	if res.Interrupted {
+		return true, nil
 	}
 	if !acc.IsMainProcess() {
-		return nil
+		return false, nil
 	}
 	w := map[string][]float32{}
 	for v := range store.IterVariables() {
@@ -151,17 +181,17 @@ func fitRank(dir string) error {
 		}
 		t, err := v.Value()
 		if err != nil {
-			return err
+			return false, err
 		}
 		if err := t.ConstFlatData(func(a any) { w[v.Path()] = append([]float32(nil), a.([]float32)...) }); err != nil {
-			return err
+			return false, err
 		}
 	}
 	b, err := json.Marshal(w)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return os.WriteFile(filepath.Join(dir, "final.json"), b, 0o644)
+	return false, os.WriteFile(filepath.Join(dir, "final.json"), b, 0o644)
 }
 
 // fitRun is what a fit job left in its folder: the final weights and, per update, the
@@ -468,4 +498,81 @@ func TestElasticNodeComesAndGoes(t *testing.T) {
 	if s := fourth.out.String(); !strings.Contains(s, "node_rank 2 runs ranks 2-2 of 3") {
 		t.Errorf("the fourth launcher's node did not run rank 2 of 3:\n%s", s)
 	}
+}
+
+// TestElasticGracefulLeave: SIGTERM to one node's launcher of an elastic job (--nnodes 2:3,
+// --max_restarts 0: a preempted or scaled-down pod) makes the job save at the next step
+// boundary (its ranks' trainer.Interrupt, agreed by every rank) and re-form without that node
+// at once, counting no restart and losing no step: the re-formed job's first update is the one
+// after the save, and the updates and final weights are the uninterrupted run's.
+func TestElasticGracefulLeave(t *testing.T) {
+	testutil.Long(t, "trains on 3 launchers, then 2, with 150 ms updates (about 13 s)")
+	dir := t.TempDir()
+	env := append(fitEnv(t), fitLeaveVar+"=1")
+	want := fitBaseline(t)
+	port := freePort(t)
+	flags := []string{"--max_restarts", "0", "--rdzv_conf", "last_call_timeout=2"}
+	master := startNode(t, "master", true, "2:3", port, dir, env, flags...)
+	second := startNode(t, "second", false, "2:3", port, dir, env, flags...)
+	third := startNode(t, "third", false, "2:3", port, dir, env, flags...)
+	all := []*elasticNode{master, second, third}
+	type stepAt struct {
+		step, world int
+		at          time.Time
+	}
+	steps := func() []stepAt {
+		b, _ := os.ReadFile(filepath.Join(dir, "steps_time.log"))
+		var out []stepAt
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var s stepAt
+			var ns int64
+			if _, err := fmt.Sscanf(line, "%d %d %d", &s.step, &s.world, &ns); err == nil {
+				s.at = time.Unix(0, ns)
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if s := steps(); len(s) > 0 && s[len(s)-1].world == 3 && s[len(s)-1].step >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job did not reach update 3 on 3 nodes\n%s", outputs(all...))
+		}
+	}
+	sigterm := time.Now()
+	if err := third.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range all {
+		if code := n.wait(t, all...); code != 0 {
+			t.Fatalf("launcher %s: exit status %d\n%s", n.name, code, outputs(all...))
+		}
+	}
+	compareFitRuns(t, readFitRun(t, dir), want)
+	saved, resumed := 0, stepAt{}
+	for _, s := range steps() {
+		if s.world == 3 {
+			saved = s.step
+		} else if resumed.step == 0 && s.at.After(sigterm) {
+			resumed = s
+		}
+	}
+	if resumed.step != saved+1 {
+		t.Errorf("the job saved at update %d and went on at update %d: %d update(s) lost", saved, resumed.step, saved+1-resumed.step)
+	}
+	log := master.out.String()
+	for _, w := range []string{"leaves the job (SIGTERM)", "left the job (SIGTERM), which saved at a step boundary",
+		"re-forming the job on the 2 node(s) left (not counted as a restart)", "world size 3 -> 2"} {
+		if !strings.Contains(log, w) {
+			t.Errorf("the master's log misses %q\n%s", w, outputs(all...))
+		}
+	}
+	if !strings.Contains(third.out.String(), "left the elastic job") {
+		t.Errorf("the third launcher does not say it left\n%s", third.out)
+	}
+	t.Logf("SIGTERM to the third launcher after update %d: saved at update %d, the 2-node job's first update (%d) %s "+
+		"after the SIGTERM; 0 restarts counted (--max_restarts 0)\n%s", saved, saved, resumed.step,
+		resumed.at.Sub(sigterm).Round(time.Millisecond), outputs(all...))
 }

@@ -32,6 +32,7 @@ const (
 	Goaccel   Setter = "goaccel, for a process it starts"
 	Container Setter = "the container runtime"
 	CIService Setter = "the CI service"
+	Kubeflow  Setter = "Kubeflow's PyTorchJob and TrainJob"
 )
 
 // Kind is how a variable's value is parsed.

@@ -123,7 +123,7 @@ func TestEnvUsesFindsEveryForm(t *testing.T) {
 // TestTableIsWellFormed: names are unique environment names, every entry has a one-line
 // meaning, a kind and who sets it.
 func TestTableIsWellFormed(t *testing.T) {
-	setters := []Setter{User, Launch, Torchrun, OpenMPI, Hydra, Srun, OS, Goaccel, Container, CIService}
+	setters := []Setter{User, Launch, Torchrun, OpenMPI, Hydra, Srun, OS, Goaccel, Container, CIService, Kubeflow}
 	kinds := []Kind{KindString, KindInt, KindDuration, KindBool, KindPaths, KindSlurmCount}
 	seen := map[string]bool{}
 	for _, v := range All() {
@@ -305,7 +305,8 @@ func TestRankMark(t *testing.T) {
 		{[]string{"PMI_FD=5"}, "PMI_FD"},
 		{[]string{"PMI_RANK=0"}, "PMI_RANK"},
 		{[]string{"OMPI_COMM_WORLD_RANK=3"}, "OMPI_COMM_WORLD_RANK"},
-		{[]string{"SLURM_PROCID=0"}, "SLURM_PROCID"},
+		{[]string{"SLURM_PROCID=0", "SLURM_NTASKS=2"}, ""}, // an sbatch script: no step, no rank
+		{[]string{"SLURM_STEP_ID=0", "SLURM_PROCID=0"}, "SLURM_STEP_ID"},
 	} {
 		v, _ := RankMark(tc.env)
 		got := ""

@@ -26,8 +26,37 @@ var (
 	MasterPort = integer("MASTER_PORT", "the port on MASTER_ADDR for rank 0's TCP store (PyTorch's c10d); goaccel launch's own port (--master_port) is for its launchers only", Torchrun, Launch)
 	// TorchelasticRestartCount is TORCHELASTIC_RESTART_COUNT.
 	TorchelasticRestartCount = integer("TORCHELASTIC_RESTART_COUNT", "how many times the job's processes were restarted so far (0 on the first attempt)", Torchrun, Launch)
+	// TorchelasticRunID is TORCHELASTIC_RUN_ID.
+	TorchelasticRunID = str("TORCHELASTIC_RUN_ID", "torchrun's job id (--rdzv_id), in the processes it starts; read to explain a MASTER_PORT that torchrun's own store holds", Torchrun)
 	// RestartCount is GOACCEL_RESTART_COUNT.
 	RestartCount = integer("GOACCEL_RESTART_COUNT", "the same as TORCHELASTIC_RESTART_COUNT, under goaccel's name", Launch)
+)
+
+// torchrun's launcher flags as its elastic agent reads them (PET_<FLAG>), which Kubeflow's
+// PyTorchJob and TrainJob set in every pod: goaccel launch takes them as its flags' defaults.
+var (
+	// PETNNodes is PET_NNODES.
+	PETNNodes = str("PET_NNODES", "--nnodes for goaccel launch when not given: N, or MIN:MAX for an elastic job", Kubeflow, User)
+	// PETNprocPerNode is PET_NPROC_PER_NODE.
+	PETNprocPerNode = str("PET_NPROC_PER_NODE", "--nproc_per_node for goaccel launch when not given (a number, gpu or auto)", Kubeflow, User)
+	// PETNodeRank is PET_NODE_RANK.
+	PETNodeRank = integer("PET_NODE_RANK", "--node_rank for goaccel launch when not given", Kubeflow, User)
+	// PETMasterAddr is PET_MASTER_ADDR.
+	PETMasterAddr = str("PET_MASTER_ADDR", "--master_addr for goaccel launch when not given", Kubeflow, User)
+	// PETMasterPort is PET_MASTER_PORT.
+	PETMasterPort = integer("PET_MASTER_PORT", "--master_port for goaccel launch when not given", Kubeflow, User)
+	// PETRdzvBackend is PET_RDZV_BACKEND.
+	PETRdzvBackend = str("PET_RDZV_BACKEND", "--rdzv_backend for goaccel launch when not given (c10d or static)", Kubeflow, User)
+	// PETRdzvEndpoint is PET_RDZV_ENDPOINT.
+	PETRdzvEndpoint = str("PET_RDZV_ENDPOINT", "--rdzv_endpoint for goaccel launch when not given (HOST[:PORT])", Kubeflow, User)
+	// PETRdzvID is PET_RDZV_ID.
+	PETRdzvID = str("PET_RDZV_ID", "--rdzv_id for goaccel launch when not given", Kubeflow, User)
+	// PETRdzvConf is PET_RDZV_CONF.
+	PETRdzvConf = str("PET_RDZV_CONF", "--rdzv_conf for goaccel launch when not given (join_timeout=S,last_call_timeout=S,close_timeout=S)", Kubeflow, User)
+	// PETMaxRestarts is PET_MAX_RESTARTS.
+	PETMaxRestarts = integer("PET_MAX_RESTARTS", "--max_restarts for goaccel launch when not given", Kubeflow, User)
+	// PETStandalone is PET_STANDALONE.
+	PETStandalone = str("PET_STANDALONE", "--standalone for goaccel launch when not given (1, or empty as Kubeflow's PyTorchJob sets it: on; 0: off)", Kubeflow, User)
 )
 
 // MPICH's process-manager interface (PMI-1), which Hydra's mpiexec and goaccel launch serve.
@@ -86,6 +115,24 @@ var (
 	SlurmLocalID = integer("SLURM_LOCALID", "this task's index among the job step's tasks on its node", Srun)
 	// SlurmNTasksPerNode is SLURM_NTASKS_PER_NODE.
 	SlurmNTasksPerNode = slurmCount("SLURM_NTASKS_PER_NODE", "the number of tasks per node, \"2\" or \"2(x3)\" (2 on each of 3 nodes)", Srun)
+	// SlurmStepID is SLURM_STEP_ID.
+	SlurmStepID = integer("SLURM_STEP_ID", "the job step's id, in every task srun starts; a batch script and an salloc shell have none, so they are not taken for a rank", Srun)
+	// SlurmConf is SLURM_CONF.
+	SlurmConf = str("SLURM_CONF", "the slurm.conf that Slurm's commands read; the tests' Slurm cluster (scripts/slurm_cluster.sh) sets it for its srun and sbatch", User, Goaccel)
+	// SlurmRestartCount is SLURM_RESTART_COUNT.
+	SlurmRestartCount = integer("SLURM_RESTART_COUNT", "how many times Slurm requeued the job (a preempted sbatch --requeue job starts its script again); unset before the first requeue", Srun)
+	// SlurmStepNumNodes is SLURM_STEP_NUM_NODES.
+	SlurmStepNumNodes = integer("SLURM_STEP_NUM_NODES", "the number of nodes of the job step; goaccel launch run once per node (srun --ntasks-per-node=1) takes it as --nnodes when not given", Srun)
+	// SlurmdNodeName is SLURMD_NODENAME.
+	SlurmdNodeName = str("SLURMD_NODENAME", "the name of the node a task runs on; goaccel launch's --node_rank under Slurm is its place in SLURM_STEP_NODELIST", Srun)
+	// SlurmNodeID is SLURM_NODEID.
+	SlurmNodeID = integer("SLURM_NODEID", "this task's node among the job's nodes, 0 to SLURM_NNODES-1", Srun)
+	// SlurmJobID is SLURM_JOB_ID.
+	SlurmJobID = integer("SLURM_JOB_ID", "the Slurm job's id; a task started without a PMI (srun --mpi=none) meets the others on a port derived from it and SLURM_STEP_ID unless MASTER_PORT is set", Srun)
+	// SlurmStepNodeList is SLURM_STEP_NODELIST.
+	SlurmStepNodeList = str("SLURM_STEP_NODELIST", "the job step's nodes in Slurm's host-list syntax (gpu[01-04,07]); without a PMI, task 0 is on the first and serves the others (unless MASTER_ADDR is set)", Srun)
+	// SlurmJobNodeList is SLURM_JOB_NODELIST.
+	SlurmJobNodeList = str("SLURM_JOB_NODELIST", "the job's nodes in Slurm's host-list syntax; read when SLURM_STEP_NODELIST is not set", Srun)
 )
 
 // The MPI library.
@@ -210,6 +257,10 @@ var (
 	JobSecret = str("GOACCEL_JOB_SECRET", "the secret every launcher of a job of several nodes proves to the others (the same on every node, at least 16 bytes; never sent: a challenge and an HMAC); a job of one node makes its own; goaccel launch removes it from its ranks", User)
 	// LaunchDebug is GOACCEL_LAUNCH_DEBUG.
 	LaunchDebug = boolean("GOACCEL_LAUNCH_DEBUG", "true or 1: goaccel launch's master logs every line it receives from the launchers, and each launcher every PMI line of its ranks, on stderr", User)
+	// SlurmctldPort is GOACCEL_SLURMCTLD_PORT.
+	SlurmctldPort = integer("GOACCEL_SLURMCTLD_PORT", "scripts/slurm_cluster.sh: the port of its slurmctld (default 16817; the tests choose a free one)", User, Goaccel)
+	// SlurmdPort is GOACCEL_SLURMD_PORT.
+	SlurmdPort = integer("GOACCEL_SLURMD_PORT", "scripts/slurm_cluster.sh: the port of its slurmd (default 16818; the tests choose a free one)", User, Goaccel)
 	// BenchPython is GOACCEL_BENCH_PYTHON.
 	BenchPython = str("GOACCEL_BENCH_PYTHON", "the Python that goaccel bench runs the PyTorch side with (default python3)", User)
 	// BenchCPUProfile is GOACCEL_BENCH_CPUPROFILE.
@@ -222,7 +273,8 @@ var (
 
 // rankMarks are the variables by which a launcher tells a process that it is one rank of a
 // job: torchrun's and goaccel launch's RANK and WORLD_SIZE, MPICH's PMI_* (PMI_FD: its
-// mpiexec's inherited socket), Open MPI's OMPI_COMM_WORLD_*, Slurm's srun SLURM_PROCID. The
-// spawn package starts no ranks of its own when one of them is set (RankMark).
+// mpiexec's inherited socket), Open MPI's OMPI_COMM_WORLD_*, Slurm's SLURM_STEP_ID (every task srun
+// starts has it; a batch script, whose SLURM_PROCID is 0, does not). The spawn package starts
+// no ranks of its own when one of them is set (RankMark).
 var rankMarks = []*Var{Rank.Var, WorldSize.Var, PMIRank.Var, PMISize.Var, PMIID.Var, PMIFD.Var, PMIPort.Var,
-	OMPIRank.Var, OMPISize.Var, SlurmProcID.Var}
+	OMPIRank.Var, OMPISize.Var, SlurmStepID.Var}

@@ -59,6 +59,7 @@ type flagError struct{ error }
 // flagValues holds the parsed flags.
 type flagValues struct {
 	nproc, nnodes, masterAddr, logDir, timeout, joinTimeout, hosts, hostfile, secretFile, rdzvConf *string
+	rdzvBackend, rdzvEndpoint, rdzvID                                                              *string
 	nodeRank, masterPort, maxRestarts, tee, np                                                     *int
 	standalone, noMPICheck, noCPUBind, selfTest, help                                              *bool
 }
@@ -88,7 +89,14 @@ func newFlags() (*flag.FlagSet, *flagValues) {
 	v.timeout = fs.String("timeout", "0", "stop the whole job after this long (seconds or a duration such as 30m; 0: never)")
 	v.joinTimeout = fs.String("join-timeout", "300", "how long to wait for every node's launcher (seconds or a duration); every 10 s the launchers say what they wait for")
 	v.rdzvConf = fs.String("rdzv-conf", "", fmt.Sprintf("elastic jobs, torchrun's KEY=VALUE,...: last_call_timeout=SECONDS, how long the master "+
-		"waits for more nodes once MIN have joined (default %g), and join_timeout=SECONDS (--join_timeout)", DefaultLastCallTimeout.Seconds()))
+		"waits for more nodes once MIN have joined (default %g), join_timeout=SECONDS (--join_timeout) and close_timeout=SECONDS "+
+		"(accepted; the master closes the rendezvous when the job ends)", DefaultLastCallTimeout.Seconds()))
+	v.rdzvBackend = fs.String("rdzv-backend", "static", "torchrun's rendezvous: static (the nodes are numbered by --node_rank) or c10d "+
+		"(the launchers meet at --rdzv_endpoint, the first one there to bind its port serves it, and it numbers the nodes: "+
+		"an elastic job of --nnodes, MIN:MAX or N)")
+	v.rdzvEndpoint = fs.String("rdzv-endpoint", "", fmt.Sprintf("HOST[:PORT] where the launchers meet (default port %d with c10d, "+
+		"%d with static); the same as --master_addr/--master_port", DefaultC10dPort, DefaultMasterPort))
+	v.rdzvID = fs.String("rdzv-id", "", "the job's id: a launcher whose id differs from the master's is refused")
 	v.secretFile = fs.String("job-secret-file", "", "read the job secret from this file's first line (mode 0600; - for standard input); "+
 		"default $GOACCEL_JOB_SECRET; a job of one node, or of -H hosts, makes its own")
 	v.np = fs.Int("np", 0, "horovodrun: total number of ranks")
@@ -102,8 +110,15 @@ func newFlags() (*flag.FlagSet, *flagValues) {
 	return fs, v
 }
 
-func parseArgs(args []string, env []string) (*invocation, error) {
+func parseArgs(args []string, env []string) (inv *invocation, err error) {
 	fs, v := newFlags()
+	var from map[string]string // flag -> the variable that gave it (PET_*, SLURM_*)
+	defer func() {
+		var fe flagError
+		if errors.As(err, &fe) && len(from) > 0 {
+			err = flagError{renameFlags(fe.error, from)}
+		}
+	}()
 	nproc, nnodes, nodeRank, masterAddr, masterPort := v.nproc, v.nnodes, v.nodeRank, v.masterAddr, v.masterPort
 	standalone, maxRestarts, logDir, tee, timeout, joinTimeout := v.standalone, v.maxRestarts, v.logDir, v.tee, v.timeout, v.joinTimeout
 	np, hosts, noMPICheck, help := v.np, v.hosts, v.noMPICheck, v.help
@@ -113,7 +128,10 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 	if *help {
 		return nil, flag.ErrHelp
 	}
-	inv := &invocation{noMPICheck: *noMPICheck, selfTest: *v.selfTest}
+	if from, err = envDefaults(fs, env); err != nil {
+		return nil, flagError{err}
+	}
+	inv = &invocation{noMPICheck: *noMPICheck, selfTest: *v.selfTest}
 	c := &inv.cfg
 	c.NoCPUBind = *v.noCPUBind
 	c.Env = env
@@ -130,11 +148,36 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 	default:
 		c.Program, c.Args = fs.Arg(0), fs.Args()[1:]
 	}
-	var err error
 	if c.MinNodes, c.NNodes, err = parseNNodes(*nnodes); err != nil {
 		return nil, flagError{err}
 	}
 	c.NodeRank, c.MasterAddr, c.MasterPort = *nodeRank, *masterAddr, *masterPort
+	c.RdzvID = *v.rdzvID
+	switch *v.rdzvBackend {
+	case "static":
+	case "c10d":
+		if c.MinNodes == 0 {
+			c.MinNodes = c.NNodes // the rendezvous numbers the nodes: an elastic job of N to N
+		}
+		c.BindMaster = !fs.Changed("node-rank")
+	default:
+		return nil, flagError{fmt.Errorf("--rdzv_backend %q: goaccel's launchers meet by c10d (at --rdzv_endpoint) or static "+
+			"(--node_rank and --master_addr); etcd is not supported", *v.rdzvBackend)}
+	}
+	if fs.Changed("rdzv-endpoint") {
+		if fs.Changed("master-addr") || fs.Changed("master-port") {
+			return nil, flagError{errors.New("--rdzv_endpoint and --master_addr/--master_port both say where the launchers meet: give one")}
+		}
+		port := DefaultMasterPort
+		if *v.rdzvBackend == "c10d" {
+			port = DefaultC10dPort
+		}
+		if c.MasterAddr, c.MasterPort, err = parseEndpoint(*v.rdzvEndpoint, port); err != nil {
+			return nil, flagError{err}
+		}
+	} else if *v.rdzvBackend == "c10d" && !*standalone {
+		return nil, flagError{errors.New("--rdzv_backend c10d: give --rdzv_endpoint HOST[:PORT], where the launchers meet (or --standalone for one node)")}
+	}
 	if c.MinNodes > 0 && !fs.Changed("node-rank") {
 		c.NodeRank = -1 // elastic: a launcher that joins the master, which numbers it
 	}
@@ -155,12 +198,15 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 		return nil, flagError{err}
 	}
 	if fs.Changed("rdzv-conf") {
-		lastCall, join, err := parseRdzvConf(*v.rdzvConf)
+		lastCall, join, closeWait, err := parseRdzvConf(*v.rdzvConf)
+		c.CloseTimeout = closeWait
 		switch {
 		case err != nil:
 			return nil, flagError{err}
+		case c.MinNodes == 0 && *standalone:
+			// torchrun --standalone takes --rdzv_conf too: one node has nothing to wait for.
 		case c.MinNodes == 0:
-			return nil, flagError{fmt.Errorf("--rdzv_conf %q: only an elastic job (--nnodes MIN:MAX) has a rendezvous to configure", *v.rdzvConf)}
+			return nil, flagError{fmt.Errorf("--rdzv_conf %q: only an elastic job (--nnodes MIN:MAX, or --rdzv_backend c10d) has a rendezvous to configure", *v.rdzvConf)}
 		case join > 0 && fs.Changed("join-timeout"):
 			return nil, flagError{fmt.Errorf("--rdzv_conf join_timeout and --join_timeout both set the wait for the nodes: give one")}
 		}
@@ -173,7 +219,7 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 		if c.NNodes != 1 || fs.Changed("node-rank") {
 			return nil, flagError{errors.New("--standalone runs one node: drop --nnodes/--node_rank, or drop --standalone")}
 		}
-		c.MasterAddr, c.MasterPort = "127.0.0.1", 0
+		c.MasterAddr, c.MasterPort, c.MinNodes, c.NodeRank, c.BindMaster = "127.0.0.1", 0, 0, 0, false
 	}
 	if *hosts != "" && *v.hostfile != "" {
 		return nil, flagError{errors.New("-H and --hostfile both list the hosts: give one")}
@@ -184,8 +230,10 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 		if *v.hostfile != "" {
 			which = "--hostfile"
 		}
-		if fs.Changed("nproc-per-node") || fs.Changed("nnodes") || fs.Changed("node-rank") {
-			return nil, flagError{fmt.Errorf("%s lists the nodes and their slots: do not combine it with --nproc_per_node, --nnodes or --node_rank", which)}
+		elastic := c.MinNodes > 0 && !fs.Changed("node-rank") // --nnodes MIN:MAX: the listed hosts, elastic
+		if fs.Changed("nproc-per-node") || fs.Changed("node-rank") || fs.Changed("nnodes") && !elastic {
+			return nil, flagError{fmt.Errorf("%s lists the nodes and their slots: do not combine it with --nproc_per_node, "+
+				"--nnodes N or --node_rank (--nnodes MIN:MAX makes the hosts' job elastic)", which)}
 		}
 		if *hosts != "" {
 			inv.hosts, err = parseHosts(*hosts, *np)
@@ -195,7 +243,16 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 		if err != nil {
 			return nil, flagError{err}
 		}
-		c.NNodes, c.NprocPerNode = len(inv.hosts), inv.hosts[0].slots
+		if elastic && (len(inv.hosts) < c.MinNodes || len(inv.hosts) > c.NNodes) {
+			return nil, flagError{fmt.Errorf("--nnodes %d:%d with %s of %d host(s): want MIN <= %d <= MAX", c.MinNodes, c.NNodes,
+				which, len(inv.hosts), len(inv.hosts))}
+		}
+		c.NprocPerNode = inv.hosts[0].slots
+		if elastic {
+			c.NodeRank = 0 // this launcher is the master; the hosts' launchers join it
+		} else {
+			c.NNodes = len(inv.hosts)
+		}
 	case fs.Changed("np"):
 		if fs.Changed("nproc-per-node") {
 			return nil, flagError{errors.New("-np and --nproc_per_node both say how many ranks: give one")}
@@ -222,6 +279,12 @@ func parseArgs(args []string, env []string) (*invocation, error) {
 	}
 	// What the launchers of the other -H hosts need besides their node, nproc and master.
 	inv.forward = []string{"--max_restarts", strconv.Itoa(c.MaxRestarts), "--join_timeout", c.JoinTimeout.String()}
+	if c.MinNodes > 0 && c.LastCallTimeout > 0 {
+		inv.forward = append(inv.forward, "--rdzv_conf", "last_call_timeout="+c.LastCallTimeout.String())
+	}
+	if c.RdzvID != "" {
+		inv.forward = append(inv.forward, "--rdzv_id", c.RdzvID)
+	}
 	if fs.Changed("tee") {
 		inv.forward = append(inv.forward, "--tee", strconv.Itoa(*tee))
 	}

@@ -116,8 +116,11 @@
 // counts against --max_restarts. A launcher that joins while the job runs on fewer than MAX
 // nodes stops the attempt at once and is in the next, without counting a restart. Fewer than
 // MIN within --join_timeout ends the job naming the nodes missing; the master's failure ends
-// it (the c10d rendezvous of torchrun has the same limit). Every formation is logged, with the
-// nodes that left or came and the old and new world size. See elastic.go.
+// it (the c10d rendezvous of torchrun has the same limit). SIGTERM to a launcher other than the
+// master leaves gracefully: its ranks get SIGTERM (trainer.Interrupt saves at the next step
+// boundary, agreed by every rank), and once every rank stopped cleanly the job is formed anew
+// without that node at once, counting no restart. Every formation is logged, with the nodes
+// that left or came and the old and new world size. See elastic.go.
 //
 // $GOACCEL_LAUNCH_DEBUG=1 makes the master log every line it receives from the launchers, and
 // every launcher every PMI line of its ranks.
@@ -132,5 +135,14 @@
 // command) is not supported: the rank's call fails, and the master says so on its stderr.
 // Open MPI uses PMIx instead: under Open MPI
 // (and under Slurm) run the program with the cluster's own `mpirun -n 4 ./train` or
-// `srun -n 4 ./train`; goaccel's library reads OMPI_COMM_WORLD_*, PMI_* or SLURM_* itself.
+// `srun --mpi=pmi2 -n 4 ./train`; goaccel's library reads OMPI_COMM_WORLD_*, PMI_* or SLURM_* itself.
+//
+// # Without a launcher: the env:// rendezvous
+//
+// A program started by anything that sets torch's variables and no PMI (Kubeflow's
+// PyTorchJob, `srun -n 4 ./train` on a cluster whose MpiDefault is none, a loop over ssh)
+// meets the others by itself, as init_process_group("env://") does: accelerator.New calls
+// EnvPlace and Join (rendezvous.go), which run this package's server in rank 0's process at
+// MASTER_ADDR:MASTER_PORT (Slurm: the first host of SLURM_STEP_NODELIST, a port derived from
+// SLURM_JOB_ID) and give every process's MPI a PMI socket relayed to it.
 package launch

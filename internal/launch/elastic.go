@@ -20,6 +20,10 @@ import (
 //   - a node whose launcher went away, or whose rank failed, stops the attempt: the others
 //     stop their ranks and form the next attempt without it, which counts against
 //     --max_restarts (TORCHELASTIC_RESTART_COUNT counts these restarts);
+//   - a node whose launcher got SIGTERM (not the master's) leaves gracefully: every launcher
+//     hears "leaving", its ranks stop at the next step boundary (exit 0, or 143 after
+//     trainer.Interrupt saved), and the next attempt forms at once without it, counting no
+//     restart (reformAfterLeave);
 //   - a launcher that joins while the attempt runs on fewer than MAX nodes stops it at once,
 //     and the next attempt includes it: not counted as a restart, as torchrun's agent does;
 //   - a formation that has fewer than MIN nodes when --join_timeout has passed ends the job,
@@ -45,6 +49,9 @@ type elasticState struct {
 	// lastCall is the last call's timer of the attempt being formed; lastCallOver says it fired.
 	lastCall     *time.Timer
 	lastCallOver bool
+	// leaving holds the nodes of the running attempt that asked to leave (SIGTERM on their
+	// launcher); the attempt's clean end then re-forms the job without them.
+	leaving []*peerConn
 }
 
 // newAttempt resets the formation state for the next attempt (the waiting launchers stay).
@@ -53,6 +60,39 @@ func (e *elasticState) newAttempt() {
 		e.lastCall.Stop()
 	}
 	e.lastCall, e.lastCallOver = nil, false
+}
+
+// reformAfterLeave ends an attempt whose ranks all stopped cleanly while nodes were leaving:
+// those launchers are told they left (they exit 0), and the others form the next attempt
+// without them at once (no last call: every node still in the job is known), which counts
+// no restart. Fewer than MIN left ends the job. s.mu is held.
+func (s *server) reformAfterLeave() {
+	e := &s.elastic
+	var names []string
+	for _, p := range e.leaving {
+		names = append(names, fmt.Sprintf("%s (node_rank %d)", p.name, p.node))
+		p.gone = true // it does not come back: the formation waits for the others only
+	}
+	why := strings.Join(names, ", ") + " left the job (SIGTERM), which saved at a step boundary"
+	s.stopped = true
+	left := len(s.joined) - len(e.leaving)
+	for _, p := range e.leaving {
+		p.send(msg("stop", "attempt", s.attempt, "kind", "left", "restart", 0, "why", why), true)
+		delete(s.joined, p.node)
+	}
+	e.leaving = nil
+	if left < s.minNodes {
+		s.final = true
+		s.broadcast(msg("stop", "attempt", s.attempt, "kind", "join", "restart", 0, "restarts", s.restarts, "why", fmt.Sprintf(
+			"%s; %d node(s) are left, fewer than the minimum of --nnodes %s: the job ends", why, left, s.nnodesSpec())))
+		s.endAttempt(false)
+		return
+	}
+	s.say("%s: re-forming the job on the %d node(s) left (not counted as a restart)", why, left)
+	s.broadcast(msg("stop", "attempt", s.attempt, "kind", "membership", "restart", 1, "restarts", s.restarts,
+		"max_restarts", s.maxRestarts, "why", why))
+	s.endAttempt(true)
+	e.lastCallOver = true // the nodes of the next attempt are known: no last call
 }
 
 // nnodesSpec writes the job's --nnodes as given: "N", or "MIN:MAX" for an elastic job.
@@ -358,9 +398,10 @@ func parseNNodes(v string) (min, max int, err error) {
 	return a, b, nil
 }
 
-// parseRdzvConf reads torchrun's --rdzv_conf "key=value,key=value": last_call_timeout and
-// join_timeout, in seconds or as a duration (the other keys of torchrun's are refused by name).
-func parseRdzvConf(v string) (lastCall, join time.Duration, err error) {
+// parseRdzvConf reads torchrun's --rdzv_conf "key=value,key=value": last_call_timeout,
+// join_timeout and close_timeout, in seconds or as a duration (the other keys of torchrun's
+// are refused by name).
+func parseRdzvConf(v string) (lastCall, join, closeWait time.Duration, err error) {
 	for _, item := range strings.Split(v, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
@@ -369,22 +410,25 @@ func parseRdzvConf(v string) (lastCall, join time.Duration, err error) {
 		k, val, ok := strings.Cut(item, "=")
 		k = strings.TrimSpace(k)
 		if !ok {
-			return 0, 0, fmt.Errorf("--rdzv_conf %q: %q is not key=value", v, item)
+			return 0, 0, 0, fmt.Errorf("--rdzv_conf %q: %q is not key=value", v, item)
 		}
 		var d time.Duration
 		switch k {
-		case "last_call_timeout", "join_timeout":
+		case "last_call_timeout", "join_timeout", "close_timeout":
 			if d, err = parseSeconds("rdzv_conf "+k, strings.TrimSpace(val)); err != nil {
-				return 0, 0, err
+				return 0, 0, 0, err
 			}
 		default:
-			return 0, 0, fmt.Errorf("--rdzv_conf %q: unknown key %q: goaccel reads last_call_timeout and join_timeout", v, k)
+			return 0, 0, 0, fmt.Errorf("--rdzv_conf %q: unknown key %q: goaccel reads last_call_timeout, join_timeout and close_timeout", v, k)
 		}
-		if k == "last_call_timeout" {
+		switch k {
+		case "last_call_timeout":
 			lastCall = d
-		} else {
+		case "join_timeout":
 			join = d
+		default:
+			closeWait = d
 		}
 	}
-	return lastCall, join, nil
+	return lastCall, join, closeWait, nil
 }

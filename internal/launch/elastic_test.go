@@ -37,7 +37,13 @@ func startNode(t *testing.T, name string, master bool, spec string, port int, en
 	if master {
 		args = append(args, "--node_rank", "0")
 	}
-	args = append(append(args, flags...), self)
+	return startNodeArgs(t, name, env, append(append(args, flags...), self))
+}
+
+// startNodeArgs starts the test binary as `goaccel launch` with args (from "launch" on).
+func startNodeArgs(t *testing.T, name string, env []string, args []string) *elasticNode {
+	t.Helper()
+	self, _ := os.Executable()
 	n := &elasticNode{name: name, cmd: exec.Command(self, args...), out: &syncBuffer{}, done: make(chan struct{})}
 	n.cmd.Env = append(env, launcherSwitch+"=1", graceSwitch+"=1s")
 	n.cmd.Stdout, n.cmd.Stderr = n.out, n.out

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -80,5 +81,37 @@ func TestHostfileIsH(t *testing.T) {
 		if _, err := parseArgs(args, nil); err == nil {
 			t.Errorf("%v: accepted", args)
 		}
+	}
+}
+
+// TestElasticHostfile: --hostfile with --nnodes MIN:MAX makes the listed hosts' job elastic:
+// this launcher is the master, the hosts' launchers join it without a node rank, and the job
+// runs on them (here two hosts of this machine); MIN:MAX that excludes the host count is refused.
+func TestElasticHostfile(t *testing.T) {
+	self, _ := os.Executable()
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(hosts, []byte("localhost slots=1\n127.0.0.1 slots=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := parseArgs([]string{"--hostfile", hosts, "--nnodes", "1:3", "--rdzv_conf", "last_call_timeout=1", "x"}, nil)
+	if err != nil || inv.cfg.MinNodes != 1 || inv.cfg.NNodes != 3 || inv.cfg.NodeRank != 0 || len(inv.hosts) != 2 {
+		t.Fatalf("parseArgs: %v %+v", err, inv)
+	}
+	if _, err := parseArgs([]string{"--hostfile", hosts, "--nnodes", "3:4", "x"}, nil); err == nil ||
+		!strings.Contains(err.Error(), "--nnodes 3:4 with --hostfile of 2 host(s): want MIN <= 2 <= MAX") {
+		t.Errorf("--nnodes 3:4 with 2 hosts: %v", err)
+	}
+	cmd, dir, out := launcherCmd(t, "env", "--hostfile", hosts, "--nnodes", "1:2", "--no_mpi_check", self)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for rank := range 2 {
+		env := readEnvFile(t, filepath.Join(dir, "env_"+strconv.Itoa(rank)))
+		if env["WORLD_SIZE"] != "2" || env["NODE_RANK"] != strconv.Itoa(rank) {
+			t.Errorf("rank %d: %v", rank, env)
+		}
+	}
+	if !strings.Contains(out.String(), "the elastic job (--nnodes 1:2) starts on 2 node(s)") {
+		t.Errorf("no word of the elastic job:\n%s", out)
 	}
 }

@@ -181,7 +181,7 @@ func (h *hostLaunchers) masterAddr(given string) string {
 }
 
 // start runs `SELF launch --nnodes N --node_rank i --master_addr A --master_port P ... PROGRAM ARGS`
-// for every host after the first.
+// for every host after the first (elastic, --nnodes MIN:MAX: without --node_rank).
 func (h *hostLaunchers) start(port int) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -194,6 +194,10 @@ func (h *hostLaunchers) start(port int) error {
 		}
 		args := []string{"launch", "--nnodes", strconv.Itoa(len(h.inv.hosts)), "--node_rank", strconv.Itoa(i),
 			"--master_addr", h.addr, "--master_port", strconv.Itoa(port), "--nproc_per_node", strconv.Itoa(hs.slots)}
+		if cfg.MinNodes > 0 { // elastic: the master numbers the hosts' launchers, which come and go
+			args = []string{"launch", "--nnodes", cfg.nnodesSpec(), "--master_addr", h.addr, "--master_port", strconv.Itoa(port),
+				"--nproc_per_node", strconv.Itoa(hs.slots)}
+		}
 		args = append(args, h.inv.forward...)
 		if !h.inv.selfTest { // that launcher starts its own executable's self-test ranks
 			args = append(append(args, "--", cfg.Program), cfg.Args...)

@@ -51,6 +51,16 @@ type Config struct {
 	// MasterPort+1, or a free port when MasterPort is 0.
 	MasterAddr string
 	MasterPort int
+	// RdzvID is the job's id (torchrun's --rdzv_id): a launcher whose id differs from the
+	// master's is refused, naming both ("": none, which matches only "").
+	RdzvID string
+	// BindMaster makes a launcher without a node rank (NodeRank -1, an elastic or c10d job)
+	// whose MasterAddr names this machine try to serve the rendezvous itself: the first that
+	// binds MasterPort is the master, the others join it (torchrun's c10d backend).
+	BindMaster bool
+	// CloseTimeout is torchrun's --rdzv_conf close_timeout, accepted for its command lines:
+	// goaccel's master closes the rendezvous when the job ends and tells every launcher at once.
+	CloseTimeout time.Duration
 	// MaxRestarts is how many times the whole group restarts after a worker failure (in an
 	// elastic job, also after the loss of a node).
 	MaxRestarts int
@@ -339,33 +349,26 @@ func run(ctx context.Context, cfg Config, shares []share, note string, tempLogs 
 		l.sayf("%s", note)
 	}
 	masterAddr := net.JoinHostPort(cfg.MasterAddr, strconv.Itoa(cfg.MasterPort))
+	if cfg.BindMaster && cfg.NodeRank < 0 && isLocalHost(cfg.MasterAddr) {
+		// torchrun's c10d: the first launcher that binds the endpoint's port serves it.
+		stop, err := startMaster(l, &cfg, masterAddr)
+		switch {
+		case err == nil:
+			defer stop()
+			cfg.NodeRank, l.cfg.NodeRank = 0, 0
+			l.sayf("serving the rendezvous at %s (--rdzv_endpoint: the first launcher there to bind its port serves it)", masterAddr)
+		case !errors.Is(err, syscall.EADDRINUSE):
+			return err
+		}
+	} else if cfg.NodeRank == 0 {
+		stop, err := startMaster(l, &cfg, masterAddr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if cfg.NodeRank == 0 {
-		bind := masterAddr
-		if cfg.NNodes > 1 && !isLoopback(cfg.MasterAddr) {
-			bind = net.JoinHostPort("", strconv.Itoa(cfg.MasterPort)) // other machines must reach it
-		}
-		store, err := storePort(bind, cfg.MasterPort, l.sayf)
-		if err != nil {
-			return err
-		}
-		srv, err := newServer(bind, cfg.Secret, store, &cfg, l.sayf)
-		if err != nil {
-			return err
-		}
-		defer srv.close()
-		l.cfg.MasterPort = srv.port()
 		masterAddr = net.JoinHostPort(cfg.MasterAddr, strconv.Itoa(l.cfg.MasterPort))
-		if cfg.Timeout > 0 {
-			t := time.AfterFunc(cfg.Timeout, func() {
-				srv.stopAll("timeout", fmt.Sprintf("the job ran out of time (--timeout %s): every rank was stopped", cfg.Timeout))
-			})
-			defer t.Stop()
-		}
-		if cfg.OnListen != nil {
-			if err := cfg.OnListen(l.cfg.MasterPort); err != nil {
-				return err
-			}
-		}
 	}
 	wait := cfg.JoinTimeout
 	if cfg.SelfTest && cfg.NodeRank != 0 {
@@ -388,6 +391,45 @@ func run(ctx context.Context, cfg Config, shares []share, note string, tempLogs 
 	}
 	l.ctl, l.masterAddr, l.ackBy, l.ackLimit = ctl, masterAddr, ackBy, wait
 	return l.loop(ctx)
+}
+
+// startMaster makes l the master: it serves the job's rendezvous and PMI on masterAddr (every
+// interface when the job has several nodes and the address is not a loopback one), arms
+// --timeout and calls OnListen. stop ends it.
+func startMaster(l *launcher, cfg *Config, masterAddr string) (stop func(), err error) {
+	bind := masterAddr
+	if cfg.NNodes > 1 && !isLoopback(cfg.MasterAddr) {
+		bind = net.JoinHostPort("", strconv.Itoa(cfg.MasterPort)) // other machines must reach it
+	}
+	store, err := storePort(bind, cfg.MasterPort, l.sayf)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := newServer(bind, cfg.Secret, store, cfg, l.sayf)
+	if err != nil {
+		return nil, err
+	}
+	srv.rdzvID = cfg.RdzvID
+	l.cfg.MasterPort = srv.port()
+	t := &time.Timer{}
+	if cfg.Timeout > 0 {
+		t = time.AfterFunc(cfg.Timeout, func() {
+			srv.stopAll("timeout", fmt.Sprintf("the job ran out of time (--timeout %s): every rank was stopped", cfg.Timeout))
+		})
+	}
+	stop = func() {
+		if cfg.Timeout > 0 {
+			t.Stop()
+		}
+		srv.close()
+	}
+	if cfg.OnListen != nil {
+		if err := cfg.OnListen(l.cfg.MasterPort); err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	return stop, nil
 }
 
 func isLoopback(host string) bool {
@@ -555,7 +597,7 @@ func (l *launcher) loop(ctx context.Context) error {
 		return err
 	}
 	for next := 0; ; {
-		if err := l.ctl.send(msg("join", "node", l.cfg.NodeRank, "nproc", l.cfg.NprocPerNode, "attempt", next,
+		if err := l.ctl.send(msg("join", "node", l.cfg.NodeRank, "nproc", l.cfg.NprocPerNode, "attempt", next, "rdzv_id", l.cfg.RdzvID,
 			"host", l.host, "id", fmt.Sprintf("%s (launcher pid %d)", l.host, os.Getpid()),
 			"master", btoi(l.cfg.NodeRank == 0), "nnodes", l.cfg.nnodesSpec())); err != nil {
 			return l.lost(err)
@@ -589,6 +631,10 @@ func (l *launcher) loop(ctx context.Context) error {
 			l.mergeTimeline(start)
 			return nil
 		}
+		if end.args["kind"] == "left" {
+			l.sayf("left the elastic job: %s", end.args["why"])
+			return nil
+		}
 		f := failureFrom(end)
 		if end.args["restart"] != "1" {
 			return f
@@ -606,6 +652,14 @@ func (l *launcher) loop(ctx context.Context) error {
 		next = attempt + 1
 	}
 }
+
+// sigtermExit is the exit status of a program that stopped on SIGTERM after saving
+// (trainer.Interrupt's ExitCode, 128+15, as a shell reports it).
+const sigtermExit = 143
+
+// canLeave says whether this launcher may leave its job gracefully on SIGTERM: a node of an
+// elastic job other than the master (the job ends with its master).
+func (l *launcher) canLeave() bool { return l.cfg.MinNodes > 0 && l.node != 0 }
 
 // mergeTimeline merges the timelines this node's ranks wrote, when GOACCEL_TIMELINE is set in
 // their environment, into one file and says where it is (each node's launcher merges its own
@@ -870,6 +924,7 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 
 	var end *message
 	var lost bool
+	leaving := false // a node of this elastic job leaves (SIGTERM): see canLeave
 	failed := startErr != nil
 	in := l.ctl.in
 	done := ctx.Done()
@@ -885,6 +940,9 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 				_ = f.Close()
 			}
 			what, ok := describe(e.state, e.err)
+			if !ok && leaving && e.state != nil && e.state.ExitCode() == sigtermExit {
+				ok = true // trainer.Interrupt's status after it saved at the step boundary: a clean stop
+			}
 			if !ok && !stopping && !failed {
 				failed = true
 				pid := 0
@@ -908,6 +966,10 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 				continue
 			}
 			if a, _ := strconv.Atoi(m.args["attempt"]); a != attempt {
+				continue
+			}
+			if m.cmd == "leaving" {
+				leaving = true // a node leaves: ranks that stop at a step boundary stop cleanly
 				continue
 			}
 			if m.cmd == "aborted" && !stopping && !failed {
@@ -934,6 +996,19 @@ func (l *launcher) attempt(ctx context.Context, attempt int, start message) (mes
 			}
 		case <-done:
 			done = nil
+			if c := context.Cause(ctx); !stopping && !failed && l.canLeave() && c != nil && c.Error() == "SIGTERM" {
+				// A preempted or scaled-down node of an elastic job leaves gracefully: its ranks
+				// stop at the next step boundary (the program's trainer.Interrupt, which every
+				// rank agrees on) and the master forms the job anew without it.
+				leaving = true
+				_ = l.ctl.send(msg("leave", "attempt", attempt, "node", l.node))
+				l.sayf("SIGTERM: leaving the elastic job: this node's ranks get SIGTERM and stop at their next step " +
+					"boundary, then the job goes on without this node (SIGTERM again stops them at once)")
+				for _, w := range workers {
+					w.signal(syscall.SIGTERM)
+				}
+				continue
+			}
 			if !stopping {
 				what := "Ctrl-C or SIGTERM"
 				if c := context.Cause(ctx); c != nil && c != context.Canceled {

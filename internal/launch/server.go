@@ -40,6 +40,8 @@ type server struct {
 	// lastCall is how long a formation of at least minNodes waits for more.
 	minNodes int
 	lastCall time.Duration
+	// rdzvID is the job's --rdzv_id: a launcher that gives another is refused.
+	rdzvID string
 
 	mu        sync.Mutex
 	attempt   int               // the attempt being formed or run
@@ -60,6 +62,9 @@ type server struct {
 	joinStart time.Time // when the wait for the current attempt's launchers began
 	closed    chan struct{}
 	elastic   elasticState
+	// member, in a job whose processes meet by themselves (rendezvous.go), is rank 0's
+	// place: every "node" is one process, and the messages name ranks and variables.
+	member *Place
 	// sayf prints a line of the master launcher (nil: none).
 	sayf func(format string, args ...any)
 }
@@ -76,6 +81,7 @@ type peerConn struct {
 	// own, gone whether its connection closed.
 	name   string
 	seq    int
+	group  string // a process of an env:// job: its machine (machineKey)
 	master bool
 	gone   bool
 }
@@ -223,6 +229,12 @@ func (s *server) armJoinTimer() {
 		why := fmt.Sprintf("the launcher of node_rank %s did not join within %s: is `goaccel launch --node_rank N` "+
 			"running there, with --nnodes %d, and can it reach port %d of this machine?",
 			strings.Join(missing, ", "), s.joinTimeout, s.nnodes, s.port())
+		if p := s.member; p != nil {
+			why = fmt.Sprintf("rank %s of %d ($%s=%d) did not reach rank 0's rendezvous within %s: is its process running, "+
+				"with the same $%s, $%s and $%s, and can it reach port %d of rank 0's machine? (every rank waits the same; "+
+				"GOACCEL_TIMEOUT sets how long)", strings.Join(missing, ", "), s.nnodes, p.SizeVar, s.nnodes, s.joinTimeout,
+				p.SizeVar, p.AddrVar, envvar.MasterPort.Name, s.port())
+		}
 		s.broadcast(msg("stop", "attempt", attempt, "restart", 0, "kind", "join", "why", why))
 	})
 }
@@ -246,7 +258,19 @@ func (s *server) onLauncher(p *peerConn, m message) {
 	attempt, _ := strconv.Atoi(m.args["attempt"])
 	switch m.cmd {
 	case "join":
+		if id := m.args["rdzv_id"]; id != s.rdzvID && s.member == nil {
+			p.send(msg("stop", "attempt", attempt, "restart", 0, "kind", "join", "why", fmt.Sprintf(
+				"this launcher has --rdzv_id %q but the master at port %d has --rdzv_id %q: it reached another job's "+
+					"rendezvous (give every node of a job the same --rdzv_id, and each job its own endpoint)", id, s.port(), s.rdzvID)), true)
+			s.say("refused a launcher of --rdzv_id %q (%s): this job's is %q", id, m.args["id"], s.rdzvID)
+			return
+		}
 		if spec := m.args["nnodes"]; spec != "" && spec != s.nnodesSpec() {
+			if s.member != nil {
+				s.memberRefused(p, attempt, fmt.Sprintf("rank %s says $%s=%s but rank 0 says $%s=%d: every process of the job "+
+					"must have the same", m.args["node"], s.member.SizeVar, spec, s.member.SizeVar, s.nnodes))
+				return
+			}
 			p.send(msg("stop", "attempt", attempt, "restart", 0, "kind", "join", "why", fmt.Sprintf(
 				"this launcher has --nnodes %s but the master's (node_rank 0) has --nnodes %s: give every node the same",
 				spec, s.nnodesSpec())), true)
@@ -271,11 +295,15 @@ func (s *server) onLauncher(p *peerConn, m message) {
 				node, s.nnodes, s.nnodes-1))
 		case attempt != s.attempt:
 			refuse(fmt.Sprintf("node_rank %d joins attempt %d but the job is at attempt %d", node, attempt, s.attempt))
+		case s.joined[node] != nil && s.joined[node] != p && s.member != nil:
+			s.memberRefused(p, attempt, fmt.Sprintf("two processes say they are rank %d ($%s): %s and %s", node,
+				s.member.RankVar, s.joined[node].name, m.args["id"]))
 		case s.joined[node] != nil && s.joined[node] != p:
 			refuse(fmt.Sprintf("two launchers claim node_rank %d", node))
 		default:
 			p.node = node
 			p.rank = nproc // a launcher's rank field holds its number of ranks
+			p.name, p.group = m.args["id"], m.args["group"]
 			s.joined[node] = p
 			p.send(msg("joined", "attempt", attempt, "node", node), true) // it reached goaccel's master
 			if len(s.joined) == s.nnodes {
@@ -310,11 +338,22 @@ func (s *server) onLauncher(p *peerConn, m message) {
 		}
 		s.broadcast(stop)
 		s.endAttempt(restart)
+	case "leave":
+		if attempt == s.attempt && s.running && s.minNodes > 0 && s.joined[p.node] == p {
+			s.elastic.leaving = append(s.elastic.leaving, p)
+			s.broadcast(msg("leaving", "attempt", attempt, "node", p.node))
+			s.say("%s (node_rank %d) leaves the job (SIGTERM): the job saves at its next step boundary and goes on "+
+				"without it", p.name, p.node)
+		}
 	case "done":
 		if attempt != s.attempt || !s.running || s.stopped {
 			return
 		}
 		s.done[p.node] = true
+		if len(s.done) == len(s.joined) && len(s.elastic.leaving) > 0 {
+			s.reformAfterLeave()
+			return
+		}
 		if len(s.done) == len(s.joined) {
 			s.final = true
 			s.broadcast(msg("finished", "attempt", attempt))
@@ -356,7 +395,11 @@ func (s *server) startNodes(peers []*peerConn, note string) {
 	// MPICH names its shared-memory segments after the job's kvsname: two jobs that a process
 	// launches at once (the library's Run called twice) need two names, not just two attempts.
 	s.kvsName = fmt.Sprintf("goaccel_%d_%d_%d", os.Getpid(), s.id, s.attempt)
-	s.kvs = map[string]string{"PMI_process_mapping": processMapping(nprocs)}
+	mapping := processMapping(nprocs)
+	if s.member != nil {
+		mapping = memberMapping(peers)
+	}
+	s.kvs = map[string]string{"PMI_process_mapping": mapping}
 	s.barrier = 0
 	s.aborts = map[int]string{}
 	s.done = map[int]bool{}
@@ -422,9 +465,13 @@ func (s *server) launcherGone(p *peerConn) {
 		return
 	}
 	s.stopped, s.final = true, true
-	s.broadcast(msg("stop", "attempt", s.attempt, "restart", 0, "kind", "node", "node", p.node,
-		"why", fmt.Sprintf("the launcher of node_rank %d went away (its machine or its connection to port %d failed)",
-			p.node, s.port())))
+	why := fmt.Sprintf("the launcher of node_rank %d went away (its machine or its connection to port %d failed)",
+		p.node, s.port())
+	if s.member != nil {
+		why = fmt.Sprintf("rank %d, %s, went away before the job ended (its process exited without closing the "+
+			"Accelerator, was killed, or its machine failed)", p.node, p.name)
+	}
+	s.broadcast(msg("stop", "attempt", s.attempt, "restart", 0, "kind", "node", "node", p.node, "why", why))
 	s.endAttempt(false)
 }
 
@@ -461,4 +508,46 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// memberRefused refuses a process of an env:// job whose variables disagree with rank 0's,
+// and ends the job: every process that came stops with the same message, before any trains.
+// s.mu is held.
+func (s *server) memberRefused(p *peerConn, attempt int, why string) {
+	stop := msg("stop", "attempt", attempt, "restart", 0, "kind", "join", "why", why)
+	p.send(stop, true)
+	if !s.final && !s.running {
+		s.final = true
+		s.broadcast(stop)
+	}
+}
+
+// memberMapping is PMI_process_mapping for the processes of an env:// job, one per peer in
+// rank order: the ranks of one machine share memory when they are consecutive (as torchrun
+// and srun number them); else every rank counts as a machine of its own (MPICH then talks
+// over the network only).
+func memberMapping(peers []*peerConn) string {
+	var nprocs []int
+	seen := map[string]bool{}
+	for i, p := range peers {
+		if i > 0 && p.group == peers[i-1].group && p.group != "" {
+			nprocs[len(nprocs)-1]++
+			continue
+		}
+		if seen[p.group] || p.group == "" {
+			return processMapping(slicesOf(len(peers), 1))
+		}
+		seen[p.group] = true
+		nprocs = append(nprocs, 1)
+	}
+	return processMapping(nprocs)
+}
+
+// slicesOf is n copies of v.
+func slicesOf(n, v int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
 }

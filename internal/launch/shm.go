@@ -96,6 +96,21 @@ func (t *shmTracker) cleanup() []string {
 	return removed
 }
 
+// RemoveStaleShm removes the mpich_shm_* files of /dev/shm made since that no live process maps
+// or holds open: what MPICH's processes killed outside goaccel launch (by Slurm, by a signal)
+// leave, which goaccel launch removes after its own ranks. It returns their names.
+func RemoveStaleShm(since time.Time) []string {
+	inUse := shmInUse()
+	names, _ := filepath.Glob(filepath.Join(shmDir, "mpich_shm_*"))
+	var removed []string
+	for _, n := range names {
+		if st, err := os.Stat(n); err == nil && !inUse[n] && !st.ModTime().Before(since) && os.Remove(n) == nil {
+			removed = append(removed, n)
+		}
+	}
+	return removed
+}
+
 // shmInUse lists the files under /dev/shm that a live process maps or holds open.
 func shmInUse() map[string]bool {
 	inUse := map[string]bool{}

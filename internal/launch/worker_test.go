@@ -2,6 +2,7 @@ package launch
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -67,6 +68,9 @@ var envKeys = []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "
 //	gohang    internal/mpi: a barrier, then rank 1 writes DIR/hang_start (Unix ns) and waits in a
 //	          second barrier for $GOACCEL_TIMEOUT, which rank 0 never calls: with $HANG_OTHER=busy
 //	          it sleeps outside any collective, else it waits in an all-reduce 1 s later
+//	envrdzv   started without a launcher (torch's variables only): meet through Join, then
+//	          MPI: all-reduce rank+1, print it, MPI_Finalize, Member.End(0), exit 0; rank
+//	          $KILL_RANK SIGKILLs itself after the all-reduce while the others wait in a barrier
 //	failonce  rank 1 exits 7 unless DIR/marker exists (it creates it); then all exit 0
 //	store     rank 0 listens on MASTER_ADDR:MASTER_PORT (as PyTorch's TCPStore does) and reads
 //	          one line from every other rank, which connects there; DIR/store_0 lists them
@@ -166,6 +170,8 @@ func testWorker(mode string) int {
 		mpi.Exit(0)
 	case "gohang":
 		return hangWorker(dir, rank)
+	case "envrdzv":
+		return envRendezvousWorker()
 	case "failonce":
 		marker := filepath.Join(dir, "marker")
 		if rank == "1" {
@@ -275,4 +281,49 @@ func joinMPI() (mpi.Library, *mpi.Comm, int) {
 		return lib, nil, 21
 	}
 	return lib, comm, 0
+}
+
+// envRendezvousWorker is the envrdzv mode: a process that meets the others by itself.
+func envRendezvousWorker() int {
+	place, ok, err := EnvPlace(os.Environ())
+	if err != nil || !ok {
+		fmt.Fprintln(os.Stderr, "EnvPlace:", ok, err)
+		return 30
+	}
+	m, err := Join(context.Background(), place, JoinConfig{Timeout: 30 * time.Second})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "Join:", err)
+		return 31
+	}
+	for v, val := range m.PMIEnv() {
+		_ = v.Set(val)
+	}
+	_, comm, code := joinMPI()
+	if comm == nil {
+		_ = m.End(1)
+		return code
+	}
+	buf := []float64{float64(comm.Rank() + 1)}
+	if err := comm.AllreduceFloat64(buf, mpi.Sum); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = m.End(1)
+		return 32
+	}
+	fmt.Printf("rank %d of %d: allreduce %g\n", comm.Rank(), comm.Size(), buf[0])
+	if os.Getenv("KILL_RANK") == strconv.Itoa(comm.Rank()) {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL) // dies mid-job: the others are told
+	}
+	if os.Getenv("KILL_RANK") != "" {
+		_ = comm.Barrier(30 * time.Second) // waits for the dead rank, until rank 0's rendezvous says it went away
+	}
+	if err := comm.Finalize(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = m.End(1)
+		return 33
+	}
+	if err := m.End(0); err != nil {
+		fmt.Fprintln(os.Stderr, "End:", err)
+		return 34
+	}
+	return 0
 }

@@ -228,6 +228,14 @@ func (c *Comm) checkLauncher() error {
 	return nil
 }
 
+// Broken is the error of the collective that failed (timed out) in this process, after which
+// MPI_Finalize would wait for a rank that never comes; nil when none did.
+func (c *Comm) Broken() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.broken
+}
+
 // do runs f on the MPI thread and returns its error.
 func (c *Comm) do(f func() error) error {
 	done := make(chan error, 1)

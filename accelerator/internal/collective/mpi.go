@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/mpi"
 )
 
@@ -24,17 +25,47 @@ func Open(rank, size int, source string, timeout time.Duration) (*MPI, error) {
 	comm.SetTimeout(timeout)
 	if comm.Rank() != rank || comm.Size() != size {
 		_ = comm.Finalize()
-		return nil, fmt.Errorf("accelerator: the environment says rank %d of %d (%s) but MPI (%s) says rank %d of %d: "+
-			"either the program was started by hand with those variables set (start it with goaccel launch, mpirun or "+
-			"srun, or unset them to run as one process), or the MPI library does not belong to the launcher that "+
-			"started the job (set $GOACCEL_MPI_LIB to its libmpi)",
-			rank, size, source, lib.Path, comm.Rank(), comm.Size())
+		return nil, fmt.Errorf("accelerator: the variables of %s say this process is rank %d of %d, but MPI (%s) started as rank %d of %d: "+
+			"it found no process manager of that job. %s", source, rank, size, lib.Path, comm.Rank(), comm.Size(), mismatchHint())
 	}
-	return &MPI{comm}, nil
+	return &MPI{c: comm}, nil
 }
 
 // MPI is a Group over MPI.
-type MPI struct{ c *mpi.Comm }
+type MPI struct {
+	c *mpi.Comm
+	// end, when set, is told that this process leaves the group (OnEnd): the env://
+	// rendezvous's Member.End.
+	end func(code int) error
+}
+
+// OnEnd has end called, once, when the process leaves the group (Close or Exit): after
+// MPI_Finalize with 0 when it leaves cleanly (MPICH's finalize still uses the PMI), before
+// it with the exit code (at least 1) when it fails or a collective failed.
+func (g *MPI) OnEnd(end func(code int) error) { g.end = end }
+
+// leave finalizes MPI and tells the OnEnd function: 0 after a clean MPI_Finalize, else code
+// (0 becomes 1 after a failed collective) before MPI_Finalize, which mpi.Exit then skips or
+// turns into MPI_Abort.
+func (g *MPI) leave(code int) error {
+	if g.end == nil {
+		if code != 0 {
+			return nil
+		}
+		return g.c.Finalize()
+	}
+	if code == 0 && g.c.Broken() == nil {
+		if err := g.c.Finalize(); err != nil {
+			_ = g.end(1)
+			return err
+		}
+		return g.end(0)
+	}
+	if code == 0 {
+		code = 1
+	}
+	return g.end(code)
+}
 
 // OnBuckets has fn called after each bucket of an all-reduce (the buckets it fused, their
 // bytes, and when it ran), for the timeline.
@@ -90,7 +121,12 @@ func (g *MPI) AlltoallAllgatherBlocks(send, recv, mine, gathered []byte) error {
 }
 
 // Exit is mpi.Exit: MPI_Finalize (MPI_Abort after a failed collective), then the C exit.
-func (g *MPI) Exit(code int) { mpi.Exit(code) }
+func (g *MPI) Exit(code int) {
+	if g.end != nil {
+		_ = g.leave(code)
+	}
+	mpi.Exit(code)
+}
 
 // Broadcast is MPI_Bcast.
 func (g *MPI) Broadcast(buf []byte, root int) error { return timedOut(g.c.Broadcast(buf, root)) }
@@ -99,7 +135,16 @@ func (g *MPI) Broadcast(buf []byte, root int) error { return timedOut(g.c.Broadc
 func (g *MPI) Barrier(timeout time.Duration) error { return timedOut(g.c.Barrier(timeout)) }
 
 // Close is MPI_Finalize.
-func (g *MPI) Close() error { return g.c.Finalize() }
+func (g *MPI) Close() error {
+	if g.end == nil {
+		return g.c.Finalize()
+	}
+	err := g.leave(0)
+	if g.c.Broken() != nil {
+		_ = g.c.Finalize() // says why it is skipped
+	}
+	return err
+}
 
 // Allgather gathers every process's bytes, of any length.
 func (g *MPI) Allgather(mine []byte) ([][]byte, error) {
@@ -124,3 +169,21 @@ func (e *peerTimeout) Unwrap() []error { return []error{e.err, ErrTimeout} }
 // Comm is the group's MPI communicator, for what the Group interface does not offer (the
 // benchmarks of its raw, unfused all-reduce).
 func (g *MPI) Comm() *mpi.Comm { return g.c }
+
+// mismatchHint says what to do when MPI saw a job of another size than the launcher's
+// variables: which launcher's process manager the library missed, and the ways out.
+func mismatchHint() string {
+	if v, ok := envvar.PMIxRank.Lookup(); ok && v != "" {
+		return "The launcher serves PMIx (srun --mpi=pmix, Open MPI's mpirun), which this MPI library does not speak: " +
+			"run `srun --mpi=pmi2 ...`, or `srun --mpi=none ...` (then the processes meet by themselves, from Slurm's " +
+			"variables), or set $GOACCEL_MPI_LIB to the libmpi of the launcher's MPI"
+	}
+	if v, ok := envvar.SlurmStepID.Lookup(); ok && v != "" {
+		return "Under Slurm run `srun --mpi=pmi2 ...` (Slurm's PMI-2, which MPICH speaks), or `srun --mpi=none ...` " +
+			"(the processes meet by themselves, from Slurm's variables); `srun --mpi=list` shows the cluster's plugins"
+	}
+	return "Start the program with goaccel launch, with the mpiexec of the same MPI, or with the variables of " +
+		"torch's env:// alone (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, and no PMI_*: the processes then meet by " +
+		"themselves); or set $GOACCEL_MPI_LIB to the libmpi of the launcher that started the job; or unset those " +
+		"variables to run as one process"
+}
