@@ -1,4 +1,4 @@
-"""PyTorch side of `goaccel bench`: one work (MLP or BERT classifier) trained on a fixed batch.
+"""PyTorch side of `goaccel bench`: one work (MLP or a classifier) trained on a fixed batch.
 
 `goaccel bench` starts this script once per work and drives it over stdin/stdout with the same
 line protocol as its own Go worker, so that both frameworks run alternating rounds in one
@@ -12,11 +12,16 @@ invocation:
 Errors are reported as {"event": "error", "error": "..."}. The model, batch and optimizer match
 cmd/goaccel/internal/bench/work.go: the MLP is 512 -> layers x hidden (ReLU) -> 10 with Adam; BERT is
 transformers' BertForSequenceClassification (2 labels) at the requested shape with AdamW
-(weight decay 0.01, as goaccel's Adam with WeightDecay). Learning rate 1e-4 for both.
+(weight decay 0.01, as goaccel's Adam with WeightDecay). Learning rate 1e-4 for both. The model
+families' works, modernbert and deberta, are transformers' ModernBertForSequenceClassification and
+DebertaV2ForSequenceClassification built from the config.json that goaccel's family package writes
+for the work (--config, the JSON text; bench passes it), trained the same way, on input ids and an
+attention mask (no token types: ModernBERT has none, DeBERTa-v3's type_vocab_size is 0).
 
 It can also be run by hand for a one-off figure:
 
-  python3 scripts/bench_torch.py --work bert --bert minilm --batch 64 --seq 64 --once 5
+  python3 scripts/bench_torch.py --work bert --batch 64 --seq 64 --bert_hidden 384 --bert_layers 6 --once 5
+  python3 scripts/bench_torch.py --work deberta --batch 8 --seq 128 --config "$(cat config.json)" --once 2
 """
 import argparse
 import json
@@ -59,9 +64,11 @@ def build(args, torch, dev):
         lossf = torch.nn.CrossEntropyLoss()
         opt = torch.optim.Adam(model.parameters(), lr=1e-4)
         return model, (lambda m: lossf(m(x), y)), opt
-    from transformers import BertConfig, BertForSequenceClassification
     # transformers' default attention (SDPA) unless --attn names another: what a user gets.
     kw = {"attn_implementation": args.attn} if args.attn else {}
+    if args.work in ("modernbert", "deberta"):
+        return build_family(args, torch, dev, g, kw)
+    from transformers import BertConfig, BertForSequenceClassification
     cfg = BertConfig(**kw, vocab_size=args.vocab, hidden_size=args.bert_hidden, num_hidden_layers=args.bert_layers,
                      num_attention_heads=args.bert_heads, intermediate_size=args.bert_ff,
                      max_position_embeddings=max(512, args.seq), num_labels=2)
@@ -75,9 +82,28 @@ def build(args, torch, dev):
     return model, (lambda m: m(input_ids=ids, attention_mask=mask, token_type_ids=types, labels=y).loss), opt
 
 
+def build_family(args, torch, dev, g, kw):
+    """The modernbert or deberta work: the family's classifier from --config, random ids, no padding."""
+    import transformers
+    if not args.config:
+        raise SystemExit("--work %s needs --config (the config.json goaccel's family package writes)" % args.work)
+    if args.work == "modernbert":
+        config_class, model_class = transformers.ModernBertConfig, transformers.ModernBertForSequenceClassification
+    else:
+        config_class, model_class = transformers.DebertaV2Config, transformers.DebertaV2ForSequenceClassification
+    cfg = config_class.from_dict(json.loads(args.config), **kw)
+    model = model_class(cfg).to(dev)
+    model.train()
+    ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), generator=g).to(dev)
+    mask = torch.ones(args.batch, args.seq, dtype=torch.long, device=dev)
+    y = torch.randint(0, 2, (args.batch,), generator=g).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+    return model, (lambda m: m(input_ids=ids, attention_mask=mask, labels=y).loss), opt
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--work", choices=["mlp", "bert"], required=True)
+    p.add_argument("--work", choices=["mlp", "bert", "modernbert", "deberta"], required=True)
     p.add_argument("--batch", type=int, required=True)
     p.add_argument("--hidden", type=int, default=1024)
     p.add_argument("--layers", type=int, default=4)
@@ -92,6 +118,7 @@ def main():
     p.add_argument("--device", default="", help="cpu or cuda (default: cuda when available)")
     p.add_argument("--threads", type=int, default=0, help="intra-op threads on CPU (0: leave torch's default)")
     p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--config", default="", help="modernbert, deberta: the model's config.json, as JSON text")
     p.add_argument("--attn", default="", help="transformers attention implementation (eager, sdpa); default: its own")
     p.add_argument("--once", type=int, default=0, help="run this many timed steps, print one line and exit")
     args = p.parse_args()
@@ -136,6 +163,7 @@ def main():
     emit(event="first_step", prepare_to_first_s=round(now - t_setup, 4), import_s=round(t_setup - T0, 4),
          cpu_s=round(time.process_time(), 4),
          info=dict(torch=torch.__version__, device=dev, threads=torch.get_num_threads(),
+                   attn=getattr(getattr(model, "config", None), "_attn_implementation", None),
                    glibc_tunables=os.environ.get("GLIBC_TUNABLES", "")))
     for _ in range(args.warmup):
         step()

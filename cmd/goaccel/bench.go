@@ -23,10 +23,14 @@ import torch), alternating timed rounds, and prints per work: steps/s, examples/
 first update, peak memory and the goaccel/PyTorch ratio (JSON lines, then a table). The run
 directory gets results.jsonl, table.txt, ratios.png and each worker's stderr.
 
-Works (--work, repeatable): mlp, tiny, minilm, base, optionally with shape overrides, e.g.
-  --work mlp:hidden=4096:batch=4096 --work minilm:batch=32:seq=128
-Defaults are the CPU shapes (mlp h1024 B256, tiny/minilm B64 L64, base B8 L64), or the GPU
-shapes when a GPU and XLA's CUDA plugin are found (mlp h4096 B4096, minilm B64 L128, base B32 L128).
+Works (--work, repeatable): mlp, tiny, minilm, base (the default run), and the other model
+families' classifiers, modernbert (ModernBERT-base's shape, models/modernbert against
+transformers' ModernBertForSequenceClassification) and deberta (DeBERTa-v3-small's,
+models/deberta against DebertaV2ForSequenceClassification), optionally with shape overrides, e.g.
+  --work mlp:hidden=4096:batch=4096 --work minilm:batch=32:seq=128 --work deberta:layers=2
+Defaults are the CPU shapes (mlp h1024 B256, tiny/minilm B64 L64, base B8 L64, modernbert and
+deberta B8 L128), or the GPU shapes when a GPU and XLA's CUDA plugin are found (mlp h4096 B4096,
+minilm B64 L128, base, modernbert and deberta B32 L128).
 goaccel runs with its block cache for large host blocks (the default); GOACCEL_HOST_MALLOC=system
 goaccel bench ... measures it with glibc's defaults, =keep with glibc's keep settings (PyTorch keeps
 glibc's defaults unless --torch_goaccel_malloc). The compute table gives each work's GFLOP/s
@@ -47,7 +51,7 @@ Flags:
 func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("goaccel bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	works := fs.StringArray("work", nil, "work to measure, NAME[:key=value]... (repeatable; default: mlp, tiny, minilm, base)")
+	works := fs.StringArray("work", nil, "work to measure, NAME[:key=value]... (repeatable; default: mlp, tiny, minilm, base; also modernbert, deberta)")
 	precisions := fs.StringSlice("precision", nil, "precisions: fp32, tf32 (GPU), bf16, fp16 (default: fp32 on CPU, tf32,bf16 on a GPU)")
 	shardings := fs.StringSlice("sharding", nil, "goaccel's Config.Sharding values to run each work under: no, zero1, zero2, zero3 (default: the accelerator's)")
 	devices := fs.IntSlice("devices", nil, "device counts to run goaccel on (default: 1, plus all GPUs when there are several; with --sharding: 4 CPU devices, or all GPUs)")
@@ -82,7 +86,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		*works = []string{"minilm"}
 	}
 	if len(*works) == 0 {
-		*works = bench.WorkOrder
+		*works = bench.DefaultWorks
 	}
 	if len(*precisions) == 0 {
 		*precisions = []string{"fp32"}

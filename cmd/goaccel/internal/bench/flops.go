@@ -15,19 +15,35 @@ import (
 // forward). Element-wise work, softmax, layer norm, embedding gathers, the loss and the
 // optimizer update are not counted. docs/performance.md states the formulas:
 //
-//	MLP:  6 B (512 H + (L-1) H^2 + 10 H)
-//	BERT: 6 [B S L (4 d^2 + 2 d f + 2 S d) + B (d^2 + 2 d)]
+//	MLP:        6 B (512 H + (L-1) H^2 + 10 H)
+//	BERT:       6 [B S L (4 d^2 + 2 d f + 2 S d) + B (d^2 + 2 d)]
+//	ModernBERT: 6 [B S L (4 d^2 + 3 d f + 2 S d) + B (d^2 + 2 d)]
+//	DeBERTa:    6 [B S L (4 d^2 + 2 d f + 2 S d + 4 P d) + L 4 P d^2 + B (d^2 + 2 d)]
 //
 // (B batch, H/d hidden, L layers, S sequence, f feed-forward width; for BERT per token and
 // layer: the Q, K, V and output projections 4 d^2, the feed-forward 2 d f, the attention's
 // scores and weighted sum 2 S d; per example the pooler d^2 and the 2-class head 2 d).
+// ModernBERT's GeGLU feed-forward is 3 d f (Wi to 2 f, Wo from f), its head's dense d^2;
+// its local layers' scores are counted over all S keys, as both implementations compute
+// them (a mask on the full product, not a band). DeBERTa adds per token and layer the c2p
+// and p2c scores against the 2 P relative embeddings (P = position_buckets = 256), 2 x 2 P
+// d, and per layer the projection of those 2 P embeddings by key_proj and query_proj,
+// 2 x 2 P d^2; its ContextPooler's dense is the d^2.
 func (s Spec) FLOPsPerStep() float64 {
 	b, h, l := float64(s.Batch), float64(s.Hidden), float64(s.Layers)
 	if !s.IsBERT() {
 		return 6 * b * (512*h + (l-1)*h*h + 10*h)
 	}
 	seq, f := float64(s.Seq), float64(s.FF)
-	return 6 * (b*seq*l*(4*h*h+2*h*f+2*seq*h) + b*(h*h+2*h))
+	head := b * (h*h + 2*h)
+	switch s.Work {
+	case "modernbert":
+		return 6 * (b*seq*l*(4*h*h+3*h*f+2*seq*h) + head)
+	case "deberta":
+		p := float64(debertaBuckets)
+		return 6 * (b*seq*l*(4*h*h+2*h*f+2*seq*h+4*p*h) + l*4*p*h*h + head)
+	}
+	return 6 * (b*seq*l*(4*h*h+2*h*f+2*seq*h) + head)
 }
 
 // Peak is the machine's fp32 multiply-add rate, measured by this binary: a loop of 12

@@ -18,13 +18,22 @@ func TestFLOPsPerStep(t *testing.T) {
 		"minilm": 6 * (4096*6*(4*384*384+2*384*1536+2*64*384) + 64*(384*384+2*384)),
 		"tiny":   6 * (4096*2*(4*128*128+2*128*512+2*64*128) + 64*(128*128+2*128)),
 		"base":   6 * (512*12*(4*768*768+2*768*3072+2*64*768) + 8*(768*768+2*768)),
+		// 1024 tokens x 22 layers x (Wqkv and Wo 4 x 768^2, GeGLU's Wi 768 x 2304 and Wo
+		// 1152 x 768, 2 x 128 x 768 of attention), + the head's dense and classifier.
+		"modernbert": 6 * (1024*22*(4*768*768+768*2304+1152*768+2*128*768) + 8*(768*768+2*768)),
+		// 1024 tokens x 6 layers x (4 x 768^2, 2 x 768 x 3072, 2 x 128 x 768, and c2p and p2c
+		// against 512 relative embeddings 2 x 512 x 768), + 6 layers x the 512 relative
+		// embeddings through key_proj and query_proj 2 x 512 x 768^2, + the pooler.
+		"deberta": 6 * (1024*6*(4*768*768+2*768*3072+2*128*768+2*512*768) + 6*2*512*768*768 + 8*(768*768+2*768)),
 	} {
 		if got := Works[work].CPU.FLOPsPerStep(); got != want {
 			t.Errorf("%s: FLOPsPerStep = %.6g, want %.6g", work, got, want)
 		}
 	}
-	if got := Works["minilm"].CPU.FLOPsPerStep() / 1e9; math.Abs(got-268.2) > 0.1 {
-		t.Errorf("MiniLM B64 L64: %.1f GFLOP a step, want 268.2", got)
+	for work, want := range map[string]float64{"minilm": 268.2, "modernbert": 704.3, "deberta": 318.9} {
+		if got := Works[work].CPU.FLOPsPerStep() / 1e9; math.Abs(got-want) > 0.1 {
+			t.Errorf("%s: %.1f GFLOP a step, want %.1f (docs/performance.md)", Works[work].CPU.Label(), got, want)
+		}
 	}
 }
 

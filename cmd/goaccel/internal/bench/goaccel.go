@@ -42,7 +42,7 @@ func tf32Setting(spec Spec) string {
 }
 
 // newGoaccelRun opens the backend, builds the spec's model and prepares it with Adam
-// (learning rate 1e-4; with weight decay 0.01 for BERT, as PyTorch's AdamW) on a fixed,
+// (learning rate 1e-4; with weight decay 0.01 for the classifiers, as PyTorch's AdamW) on a fixed,
 // synthetic global batch split over spec.Devices devices, under spec.Sharding. The batch's
 // tensors are reused by every step, like the PyTorch side's, so neither side measures
 // host-to-device copies.
@@ -61,9 +61,13 @@ func newGoaccelRun(spec Spec) (*goaccelRun, error) {
 	var opt optimizer.Interface
 	var fn accelerator.StepFn
 	if spec.IsBERT() {
-		clf, err := bert.NewClassifier(bertConfig(spec), nil)
+		clf, err := newClassifier(spec)
 		if err != nil {
 			return nil, err
+		}
+		if _, ok := clf.(accelerator.ComputeDTypeSetter); !ok && mp != "no" {
+			// goaccel's autocast cannot take them either: they ask for their variables as float32.
+			return nil, fmt.Errorf("models/%s has no mixed precision (no SetComputeDType): goaccel measures it in fp32 only", spec.family())
 		}
 		m = clf
 		opt = optimizer.Adam().LearningRate(1e-4).WeightDecay(0.01).Done()
@@ -102,8 +106,9 @@ func bertConfig(spec Spec) bert.Config {
 }
 
 // syntheticBatch is a fixed random global batch of the spec's shape, split in spec.Devices
-// equal shards: MLP inputs uniform in [-0.5, 0.5) with 10 classes; BERT token ids uniform in
-// the vocabulary, no padding, 2 classes.
+// equal shards: MLP inputs uniform in [-0.5, 0.5) with 10 classes; classifier token ids
+// uniform in the vocabulary, no padding, 2 classes (inputs: ids, mask, and BERT's token
+// types, all 0; ModernBERT has none and DeBERTa-v3's type_vocab_size is 0).
 func syntheticBatch(spec Spec) *data.GlobalBatch {
 	rng := rand.New(rand.NewPCG(1, 2))
 	per := spec.Batch / spec.Devices
@@ -125,7 +130,10 @@ func syntheticBatch(spec Spec) *data.GlobalBatch {
 				ids[i], mask[i] = int32(rng.IntN(spec.Vocab)), 1
 			}
 			inputs = []*tensors.Tensor{tensors.FromFlatDataAndDimensions(ids, per, spec.Seq),
-				tensors.FromFlatDataAndDimensions(mask, per, spec.Seq), tensors.FromFlatDataAndDimensions(types, per, spec.Seq)}
+				tensors.FromFlatDataAndDimensions(mask, per, spec.Seq)}
+			if spec.family() == "bert" {
+				inputs = append(inputs, tensors.FromFlatDataAndDimensions(types, per, spec.Seq))
+			}
 		} else {
 			x := make([]float32, per*512)
 			for i := range x {

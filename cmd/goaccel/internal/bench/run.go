@@ -334,8 +334,12 @@ func Run(o Options) ([]*Measurement, error) {
 		if torchWhy == "" && spec.Devices != 1 {
 			torchWhy = "the PyTorch side drives one device (multi-device DDP is not implemented)"
 		}
+		torchArgs, err := spec.torchArgs()
+		if torchWhy == "" && err != nil {
+			torchWhy = err.Error()
+		}
 		if torchWhy == "" {
-			argv := append([]string{o.Python, o.TorchScript}, spec.torchArgs()...)
+			argv := append([]string{o.Python, o.TorchScript}, torchArgs...)
 			argv = append(argv, "--threads", strconv.Itoa(o.Threads))
 			env := []string{envvar.OMPNumThreads.KV(strconv.Itoa(o.Threads))}
 			if !o.TorchGoaccelMalloc && envvar.GlibcTunables.Value() == hostmalloc.Tunables {

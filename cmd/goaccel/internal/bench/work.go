@@ -10,17 +10,20 @@ import (
 // The same Spec drives goaccel's worker and PyTorch's (scripts/bench_torch.py), so both train
 // the same model on the same batch shape.
 type Spec struct {
-	// Work is "mlp" or one of the BERT classifier shapes "tiny", "minilm", "base".
+	// Work is "mlp", one of the BERT classifier shapes "tiny", "minilm", "base", or a model
+	// family's classifier, "modernbert" (ModernBERT-base's shape) or "deberta"
+	// (DeBERTa-v3-small's); see Works.
 	Work string `json:"work"`
 	// Batch is the global batch (examples per optimizer step, over all devices).
 	Batch int `json:"batch"`
-	// Seq is the BERT sequence length (every example is full length: no padding).
+	// Seq is the classifier's sequence length (every example is full length: no padding).
 	Seq int `json:"seq,omitempty"`
-	// Hidden and Layers are the MLP's hidden width and number of hidden layers, or the BERT
-	// encoder's hidden size and number of layers.
+	// Hidden and Layers are the MLP's hidden width and number of hidden layers, or the
+	// classifier's hidden size and number of encoder layers.
 	Hidden int `json:"hidden"`
 	Layers int `json:"layers"`
-	// Heads, FF and Vocab are BERT's attention heads, feed-forward width and vocabulary.
+	// Heads, FF and Vocab are the classifier's attention heads, feed-forward width
+	// (intermediate_size; ModernBERT's GeGLU projects to twice it) and vocabulary.
 	Heads int `json:"heads,omitempty"`
 	FF    int `json:"ff,omitempty"`
 	Vocab int `json:"vocab,omitempty"`
@@ -38,7 +41,8 @@ type Spec struct {
 	Warmup int `json:"warmup"`
 }
 
-// IsBERT reports whether the work is a BERT classifier.
+// IsBERT reports whether the work is a sequence classifier on token batches (BERT,
+// ModernBERT or DeBERTa), not the MLP.
 func (s Spec) IsBERT() bool { return s.Work != "mlp" }
 
 // Label is a short human name of the measurement, e.g. "minilm B64 L64 fp32 1dev", or
@@ -75,6 +79,11 @@ func (s Spec) Validate() error {
 	case s.IsBERT() && (s.Seq < 2 || s.Heads <= 0 || s.Hidden%s.Heads != 0 || s.FF <= 0 || s.Vocab <= 0):
 		return fmt.Errorf("bench: %s: needs seq >= 2, heads dividing hidden, ff > 0, vocab > 0", s.Work)
 	}
+	if f := s.family(); f != "" && f != "bert" {
+		if _, err := s.familyConfig(); err != nil {
+			return fmt.Errorf("bench: %s: %w", s.Work, err)
+		}
+	}
 	switch s.Precision {
 	case "fp32", "tf32", "bf16", "fp16":
 	default:
@@ -86,7 +95,10 @@ func (s Spec) Validate() error {
 // Works are the benchmark's works with their default shapes on CPU and on a GPU (the issue's
 // measurement points: the MLP at hidden 1024 / batch 256 on CPU and 4096 / 4096 on a GPU,
 // MiniLM at B=64 L=64 on CPU, BERT-base at B=32 L=128 on a GPU). BERT-base's CPU batch is
-// small so that the whole default run stays within minutes on a 2-core machine.
+// small so that the whole default run stays within minutes on a 2-core machine. The family
+// works (not in the default run, see DefaultWorks) have their released model's shape at
+// B=8 L=128 on CPU (128 tokens: ModernBERT's local layers see a 128-token window, so at
+// shorter sequences they would be global ones) and B=32 L=128 on a GPU.
 var Works = map[string]struct{ CPU, GPU Spec }{
 	"mlp": {
 		CPU: Spec{Work: "mlp", Batch: 256, Hidden: 1024, Layers: 4},
@@ -104,10 +116,22 @@ var Works = map[string]struct{ CPU, GPU Spec }{
 		CPU: Spec{Work: "base", Batch: 8, Seq: 64, Hidden: 768, Layers: 12, Heads: 12, FF: 3072, Vocab: 30522},
 		GPU: Spec{Work: "base", Batch: 32, Seq: 128, Hidden: 768, Layers: 12, Heads: 12, FF: 3072, Vocab: 30522},
 	},
+	"modernbert": {
+		CPU: Spec{Work: "modernbert", Batch: 8, Seq: 128, Hidden: 768, Layers: 22, Heads: 12, FF: 1152, Vocab: 50368},
+		GPU: Spec{Work: "modernbert", Batch: 32, Seq: 128, Hidden: 768, Layers: 22, Heads: 12, FF: 1152, Vocab: 50368},
+	},
+	"deberta": {
+		CPU: Spec{Work: "deberta", Batch: 8, Seq: 128, Hidden: 768, Layers: 6, Heads: 12, FF: 3072, Vocab: 128100},
+		GPU: Spec{Work: "deberta", Batch: 32, Seq: 128, Hidden: 768, Layers: 6, Heads: 12, FF: 3072, Vocab: 128100},
+	},
 }
 
 // WorkOrder is the order works are listed and run in.
-var WorkOrder = []string{"mlp", "tiny", "minilm", "base"}
+var WorkOrder = []string{"mlp", "tiny", "minilm", "base", "modernbert", "deberta"}
+
+// DefaultWorks are the works `goaccel bench` runs without --work: the MLP and the BERTs. The
+// family works are asked for by name (each takes minutes on a 2-core machine).
+var DefaultWorks = WorkOrder[:4]
 
 // ParseWork reads a work argument "NAME[:key=value]..." (keys: batch, seq, hidden, layers,
 // heads, ff, vocab), starting from the work's CPU or GPU defaults:
@@ -140,13 +164,21 @@ func ParseWork(arg string, gpu bool) (Spec, error) {
 	return s, nil
 }
 
-// torchArgs are scripts/bench_torch.py's arguments for the spec.
-func (s Spec) torchArgs() []string {
+// torchArgs are scripts/bench_torch.py's arguments for the spec; a family work hands over
+// its config.json (familyConfig) whole.
+func (s Spec) torchArgs() ([]string, error) {
 	args := []string{"--batch", strconv.Itoa(s.Batch), "--precision", s.Precision, "--warmup", strconv.Itoa(s.Warmup)}
-	if !s.IsBERT() {
-		return append(args, "--work", "mlp", "--hidden", strconv.Itoa(s.Hidden), "--layers", strconv.Itoa(s.Layers))
+	switch s.family() {
+	case "":
+		return append(args, "--work", "mlp", "--hidden", strconv.Itoa(s.Hidden), "--layers", strconv.Itoa(s.Layers)), nil
+	case "bert":
+		return append(args, "--work", "bert", "--seq", strconv.Itoa(s.Seq), "--vocab", strconv.Itoa(s.Vocab),
+			"--bert_hidden", strconv.Itoa(s.Hidden), "--bert_layers", strconv.Itoa(s.Layers),
+			"--bert_heads", strconv.Itoa(s.Heads), "--bert_ff", strconv.Itoa(s.FF)), nil
 	}
-	return append(args, "--work", "bert", "--seq", strconv.Itoa(s.Seq), "--vocab", strconv.Itoa(s.Vocab),
-		"--bert_hidden", strconv.Itoa(s.Hidden), "--bert_layers", strconv.Itoa(s.Layers),
-		"--bert_heads", strconv.Itoa(s.Heads), "--bert_ff", strconv.Itoa(s.FF))
+	cfg, err := s.familyConfig()
+	if err != nil {
+		return nil, err
+	}
+	return append(args, "--work", s.Work, "--seq", strconv.Itoa(s.Seq), "--config", string(cfg)), nil
 }
