@@ -158,8 +158,10 @@ func TestRegressionAndMultiLabelLearn(t *testing.T) {
 
 // TestValueTasksSameRunOnEveryTopology: regression and multi-label classification give the
 // same step losses and the same gathered metrics on 1 XLA device, on 2, and as 2 processes
-// of 1 device under the launcher (global batch 8): losses and metrics within 1e-5 (the
-// correlations of a barely trained model amplify float32 summation order: 8e-6 seen).
+// of 1 device under the launcher (global batch 8): losses and metrics within 1e-5, the
+// correlations within 1e-4. After 6 steps the model's predictions barely vary, and Pearson's
+// and Spearman's division by their spread amplifies the float32 summation order of other
+// device counts (the predictions agree to 1e-7; Pearson moved by 8e-6 and 1.1e-5).
 func TestValueTasksSameRunOnEveryTopology(t *testing.T) {
 	plugin := cpuPlugin(t)
 	dir := t.TempDir()
@@ -184,7 +186,11 @@ func TestValueTasksSameRunOnEveryTopology(t *testing.T) {
 				checkSameLosses(t, what, stepLosses(t, dir), ref)
 				got := evalOf(t, dir)
 				for k, v := range refEval {
-					if !(math.Abs(got[k]-v) <= 1e-5) {
+					tolerance := 1e-5
+					if k == "pearson" || k == "spearman" {
+						tolerance = 1e-4
+					}
+					if !(math.Abs(got[k]-v) <= tolerance) {
 						t.Errorf("%s: %s %.9f, %.9f on 1 device", what, k, got[k], v)
 					}
 				}
