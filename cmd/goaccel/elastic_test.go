@@ -506,7 +506,7 @@ func TestElasticNodeComesAndGoes(t *testing.T) {
 // at once, counting no restart and losing no step: the re-formed job's first update is the one
 // after the save, and the updates and final weights are the uninterrupted run's.
 func TestElasticGracefulLeave(t *testing.T) {
-	testutil.Long(t, "trains on 3 launchers, then 2, with 150 ms updates (about 13 s)")
+	testutil.Long(t, "trains on 3 launchers, then 2, with 150 ms updates (about 13 s) (tier 1: the elastic re-formation tests of this file)")
 	dir := t.TempDir()
 	env := append(fitEnv(t), fitLeaveVar+"=1")
 	want := fitBaseline(t)

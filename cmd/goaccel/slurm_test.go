@@ -19,7 +19,7 @@ import (
 // from the run folder's last checkpoint (update 2) and ends with the updates and the weights of
 // the uninterrupted one-process run.
 func TestSbatchRequeueResumes(t *testing.T) {
-	testutil.Long(t, "starts a Slurm cluster and trains twice")
+	testutil.Long(t, "starts a Slurm cluster and trains twice (tier 1: trainer TestRestartAfterKillEqualsUninterrupted, internal/launch TestEnvRendezvousMPI)")
 	env := fitEnv(t)
 	cluster := testutil.NeedSlurm(t)
 	want := fitBaseline(t)

@@ -20,7 +20,7 @@ import (
 // the program alone and meet by env://; a TrainJob's two nodes run `goaccel launch quickstart`,
 // which reads PET_*. Both print the losses of the one-process run.
 func TestQuickstartPods(t *testing.T) {
-	testutil.Long(t, "builds the quickstart and goaccel, runs the quickstart 5 times")
+	testutil.Long(t, "builds the quickstart and goaccel, runs the quickstart 5 times (tier 1: internal/launch TestPodsEnvRendezvous, TestPodsLaunchPET)")
 	testutil.NeedMPI(t)
 	dir := t.TempDir()
 	bin := buildQuickstart(t, dir)

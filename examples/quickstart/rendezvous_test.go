@@ -99,7 +99,7 @@ func runRanks(ctx context.Context, bin string, n int, env func(r int) []string) 
 // of 2 processes, and its losses and accuracies equal the one-process run's at the same global
 // batch; a rank that never comes is named on rank 0, which exits non-zero.
 func TestQuickstartEnvRendezvous(t *testing.T) {
-	testutil.Long(t, "builds the quickstart and runs it 3 times")
+	testutil.Long(t, "builds the quickstart and runs it 3 times (tier 1: internal/launch TestEnvRendezvousMPI, TestJoinInProcess)")
 	testutil.NeedMPI(t)
 	bin := buildQuickstart(t, t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

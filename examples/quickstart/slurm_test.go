@@ -16,7 +16,7 @@ import (
 // and `srun --mpi=pmi2 -n 2 ./quickstart` (Slurm's PMI-2) each run one job of 2 processes
 // whose losses and accuracies equal the one-process run's.
 func TestQuickstartSrun(t *testing.T) {
-	testutil.Long(t, "starts a Slurm cluster and runs the quickstart 3 times")
+	testutil.Long(t, "starts a Slurm cluster and runs the quickstart 3 times (tier 1: internal/launch TestEnvRendezvousMPI, TestExpandHostList, TestEnvPlace)")
 	testutil.NeedMPI(t)
 	cluster := testutil.NeedSlurm(t)
 	bin := buildQuickstart(t, t.TempDir())
