@@ -42,6 +42,10 @@ type Recorder struct {
 	rank   int
 	path   string
 	events []Event
+	// base is when the recorder opened: an event's time stamp is base's wall-clock time plus
+	// the monotonic time since base, so that a wall-clock step (NTP) during the run cannot put
+	// a span outside the one that holds it (durations are monotonic too).
+	base time.Time
 }
 
 // RankFile is the name of rank's file in a timeline folder.
@@ -56,7 +60,7 @@ func Open(dir string, rank int) (*Recorder, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("timeline: Open: %w", err)
 	}
-	return &Recorder{rank: rank, path: filepath.Join(dir, RankFile(rank))}, nil
+	return &Recorder{rank: rank, path: filepath.Join(dir, RankFile(rank)), base: time.Now()}, nil
 }
 
 // Span is a span being recorded; End records it. The zero Span records nothing.
@@ -90,7 +94,7 @@ func (r *Recorder) Add(name, cat string, start, end time.Time, args ...any) {
 		return
 	}
 	e := Event{Name: name, Cat: cat, Ph: "X", PID: r.rank,
-		TS: float64(start.UnixNano()) / 1e3, Dur: micros(end.Sub(start))}
+		TS: r.stamp(start), Dur: micros(end.Sub(start))}
 	if len(args) > 1 {
 		e.Args = make(map[string]any, len(args)/2)
 		for i := 0; i+1 < len(args); i += 2 {
@@ -103,6 +107,15 @@ func (r *Recorder) Add(name, cat string, start, end time.Time, args ...any) {
 }
 
 func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// stamp is t's time stamp in µs: the recorder's opening wall-clock time plus the monotonic
+// time from then to t (time.Time.Sub uses the monotonic readings when both times have one).
+func (r *Recorder) stamp(t time.Time) float64 {
+	if r.base.IsZero() {
+		return float64(t.UnixNano()) / 1e3
+	}
+	return float64(r.base.UnixNano()+t.Sub(r.base).Nanoseconds()) / 1e3
+}
 
 // Flush writes the events so far to the recorder's file (atomically: a reader never sees
 // half a file).

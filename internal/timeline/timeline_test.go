@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,5 +78,27 @@ func TestWriteAndMerge(t *testing.T) {
 	}
 	if _, err := Read(filepath.Join(dir, RankFile(5))); err == nil || !strings.Contains(err.Error(), RankFile(5)) {
 		t.Errorf("Read of a broken file: %v; want an error naming it", err)
+	}
+}
+
+// TestStampsFromTheOpening: an event's time stamp is the recorder's opening wall-clock time
+// plus the monotonic time since (the stamping arithmetic: a test cannot step the wall clock).
+// Stamping each event by its own wall-clock reading, as before, let a wall-clock step during
+// a run (NTP on a freshly booted VM) move a span relative to the one that holds it, whose
+// duration is monotonic: the likely cause of accelerator's TestTimelineOverMPI failing once
+// on 2026-12-06 with an "apply" span outside its step.
+func TestStampsFromTheOpening(t *testing.T) {
+	r, err := Open(t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := r.base.Add(5 * time.Millisecond) // keeps the monotonic reading
+	// float64 µs of today's Unix time resolve 0.25 µs: the bound is half a µs.
+	if got, want := r.stamp(at)-float64(r.base.UnixNano())/1e3, 5000.0; math.Abs(got-want) > 0.5 {
+		t.Errorf("stamped %.3f µs after opening, want %.0f", got, want)
+	}
+	r.Add("step", "step", at, at.Add(time.Millisecond))
+	if e := r.events[0]; math.Abs(e.TS-float64(r.base.UnixNano())/1e3-5000) > 0.5 || e.Dur != 1000 {
+		t.Errorf("event at %.3f for %.3f µs, want 5000 µs after opening for 1000", e.TS-float64(r.base.UnixNano())/1e3, e.Dur)
 	}
 }
