@@ -101,11 +101,8 @@ func bertModel(clf *bert.Classifier, tok *bert.Tokenizer, opts Options, dir stri
 
 // loadModernBERT loads ModernBERT with the folder's tokenizer (tokenizer.json, or vocab.txt).
 func loadModernBERT(dir string, store *model.Store, opts Options) (*Model, error) {
-	if opts.GradientCheckpointing {
-		return nil, fmt.Errorf("auto: %s: gradient checkpointing is not supported for model_type modernbert (the bert family has it)", dir)
-	}
-	if opts.LoRA != nil {
-		return nil, fmt.Errorf("auto: %s: LoRA is not supported for model_type modernbert yet (the bert family has it)", dir)
+	if err := opts.onlyBERT(dir, "modernbert"); err != nil {
+		return nil, err
 	}
 	clf, err := modernbert.LoadPretrained(dir, store, modernbert.LoadOptions{NumLabels: opts.NumLabels, LoadHead: opts.LoadHead, Head: opts.Head})
 	if err != nil {
@@ -139,11 +136,8 @@ func loadModernBERT(dir string, store *model.Store, opts Options) (*Model, error
 // loadDeBERTa loads DeBERTa-v2 and -v3 with the folder's tokenizer (spm.model, or
 // tokenizer.json).
 func loadDeBERTa(dir string, store *model.Store, opts Options) (*Model, error) {
-	if opts.GradientCheckpointing {
-		return nil, fmt.Errorf("auto: %s: gradient checkpointing is not supported for model_type deberta-v2 (the bert family has it)", dir)
-	}
-	if opts.LoRA != nil {
-		return nil, fmt.Errorf("auto: %s: LoRA is not supported for model_type deberta-v2 yet (the bert family has it)", dir)
+	if err := opts.onlyBERT(dir, "deberta-v2"); err != nil {
+		return nil, err
 	}
 	clf, err := deberta.LoadPretrained(dir, store, deberta.LoadOptions{NumLabels: opts.NumLabels, LoadHead: opts.LoadHead, Head: opts.Head})
 	if err != nil {
@@ -171,6 +165,18 @@ func loadDeBERTa(dir string, store *model.Store, opts Options) (*Model, error) {
 			}
 			return copyTokenizerFiles(dir, out)
 		}}, nil
+}
+
+// onlyBERT refuses, for a family that has neither yet, the options only the bert family
+// implements: gradient checkpointing and LoRA.
+func (o Options) onlyBERT(dir, modelType string) error {
+	switch {
+	case o.GradientCheckpointing:
+		return fmt.Errorf("auto: %s: gradient checkpointing is not supported for model_type %s (the bert family has it)", dir, modelType)
+	case o.LoRA != nil:
+		return fmt.Errorf("auto: %s: LoRA is not supported for model_type %s yet (the bert family has it)", dir, modelType)
+	}
+	return nil
 }
 
 // tokenizer loads the folder's tokenizer at opts.MaxLen (default bert.DefaultMaxLen),
