@@ -76,7 +76,7 @@ func trainMicro(t *testing.T, backend compute.Backend, dt dtypes.DType, checkpoi
 // training graph (the backward pass recomputes the layers' matrix products) but not the
 // training: 3 SGD steps with dropout give the same losses (1e-6 relative) and the same
 // variables as without, on the pure-Go backend and on XLA's CPU plugin, in float32 and in
-// bfloat16 (halfDot's gradients under the recompute).
+// bfloat16 (half.Product's gradients under the recompute).
 func TestGradientCheckpointingSameTraining(t *testing.T) {
 	for name, backend := range testBackends(t) {
 		for _, dt := range []dtypes.DType{dtypes.Float32, dtypes.BFloat16} {

@@ -25,14 +25,14 @@ const rematChildEnv = "GOACCEL_TEST_REMAT_CHILD"
 // TestGradientCheckpointingSurvivesXLA checks that XLA's optimisation passes keep the
 // recompute and that it lowers XLA's own memory plan: a training step of a small BERT (3
 // layers, batch 16 x 64 tokens) is compiled in child processes, without and with
-// GradientCheckpointing, in float32 and in bfloat16 (where halfDot's backward products must
+// GradientCheckpointing, in float32 and in bfloat16 (where half.Product's backward products must
 // read the recomputed activations, not keep the forward pass's), each dumping its optimised
 // HLO and buffer assignment (XLA_FLAGS=--xla_dump_to). With checkpointing the optimised module
 // must still hold more matrix products and random draws (CSE did not merge the copies with
 // the forward pass: the dropout bits are recomputed, not kept) and its temporary buffer must
 // be smaller. In bfloat16 the optimised modules must also multiply bf16 operands in every
 // product but the head's (XLA's CPU plugin converts any product YNNPACK cannot take to
-// float32: halfDot's forms are what keep them in 16 bits).
+// float32: half.Product's forms are what keep them in 16 bits).
 func TestGradientCheckpointingSurvivesXLA(t *testing.T) {
 	testutil.Long(t, "compiles and dumps the step four times to read XLA's optimised modules (tier 1: TestGradientCheckpointingSameTraining checks that training with checkpointing is the same)")
 	if mode := os.Getenv(rematChildEnv); mode != "" {
@@ -73,7 +73,7 @@ func checkRematInXLA(t *testing.T, plain, remat string) {
 		return
 	}
 	// Under bf16 every product but the 2-label head's (too small for YNNPACK) keeps bf16
-	// operands through XLA's optimisation: halfDot's canonical, row-major forms. Checked on
+	// operands through XLA's optimisation: half.Product's canonical, row-major forms. Checked on
 	// CPUs with bfloat16 dot instructions, the ones this is for (measured there).
 	for _, mode := range []string{plain, remat} {
 		t.Logf("%s: dots by operand dtypes %v", mode, operands[mode])

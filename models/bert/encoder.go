@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/goaccel/goaccel/models/internal/half"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -205,10 +206,10 @@ func selfAttention(s *model.Scope, n layerNames, cfg Config, x, mask *Node) *Nod
 	}
 	switch {
 	case x.DType() != variableDType:
-		// Reduced precision: both products on x's dtype (halfDot), the softmax and dropout
+		// Reduced precision: both products on x's dtype (half.Product), the softmax and dropout
 		// on their float32 results (as torch.autocast keeps softmax in float32).
-		scores := MulScalar(halfDot(q, k, x.DType(), scoreAxes), opts.Scale)
-		out = ConvertDType(halfDot(dropout(s, attentionProbs(scores, mask), rate), v, x.DType(), mixAxes), x.DType())
+		scores := MulScalar(half.Product(q, k, x.DType(), half.ScoreAxes(2)), opts.Scale)
+		out = ConvertDType(half.Product(dropout(s, attentionProbs(scores, mask), rate), v, x.DType(), half.MixAxes(2)), x.DType())
 	case rate > 0:
 		// attention.Core's own dropout would draw 32 bits per probability; with dropout
 		// it computes the attention decomposed anyway, as here.
@@ -255,9 +256,7 @@ func linear(s *model.Scope, cfg Config, x *Node, outDim int) *Node {
 		y = nn.Dense(x, w, b, compute.DenseLayoutOutputsInput)
 	} else {
 		// Reduced precision: plain ops, as some backends' fused kernels only take float32.
-		dims := x.Shape().Dimensions
-		y = Add(halfDot(Reshape(x, -1, inDim), w, x.DType(), linearAxes), InsertAxes(b, 0))
-		y = Reshape(y, append(slices.Clone(dims[:len(dims)-1]), outDim)...)
+		y = half.Linear(x, w, b, x.DType())
 	}
 	return cfg.adapter.Linear(s, x, y) // LoRA's update on the layers it targets (none without an adapter)
 }

@@ -1,4 +1,6 @@
-package bert
+// Package half multiplies on half-precision operands (bf16, fp16) with float32 results and
+// gradients of the same kind, for the model families' mixed precision: see Product.
+package half
 
 import (
 	"slices"
@@ -17,7 +19,7 @@ import (
 // two backward products (docs/performance.md, "bf16 on XLA's CPU plugin"). So under bf16 not
 // one product ran on bf16 operands, and bf16 was slower than fp32.
 //
-// halfDot multiplies the operands in their own half-precision dtype with a float32 result (a
+// Product multiplies the operands in their own half-precision dtype with a float32 result (a
 // plain dot_general of bf16 operands and an f32 result type, which XLA's CPU plugin runs on
 // YNNPACK's bf16 kernels, the CPU's bf16 dot instructions where it has them, when the product
 // comes in the form mixedProduct gives it; GPUs run it on their tensor cores), and
@@ -35,10 +37,10 @@ import (
 // recomputed activations, not the forward pass's. GoMLX's own gradient of the dot between
 // the identities is built too, and never used: XLA drops it as dead code.
 
-// halfDotAxes describes one product for halfDot: the contracting and batch axes of the
+// Axes describes one product for Product: the contracting and batch axes of the
 // forward dot_general (the batch axes lead both operands, as many of them in each), and how
 // each operand's gradient is one dot_general of the result's gradient and the other operand.
-type halfDotAxes struct {
+type Axes struct {
 	lhsContract, rhsContract []int
 	batch                    int // the number of leading batch axes
 	gradLHS, gradRHS         backProduct
@@ -52,29 +54,34 @@ type backProduct struct {
 	otherFirst                  bool
 }
 
-var (
-	// linearAxes: x [rows, in] by weight [out, in] (torch.nn.Linear's layout) is [rows, out];
-	// dx = dy·w, dw = dyᵀ·x.
-	linearAxes = halfDotAxes{
-		lhsContract: []int{1}, rhsContract: []int{1},
-		gradLHS: backProduct{gradContract: []int{1}, otherContract: []int{0}},
-		gradRHS: backProduct{gradContract: []int{0}, otherContract: []int{0}},
+// LinearAxes is the product of x [rows, in] by a weight [out, in] (torch.nn.Linear's
+// layout): [rows, out]; dx = dy·w, dw = dyᵀ·x.
+var LinearAxes = Axes{
+	lhsContract: []int{1}, rhsContract: []int{1},
+	gradLHS: backProduct{gradContract: []int{1}, otherContract: []int{0}},
+	gradRHS: backProduct{gradContract: []int{0}, otherContract: []int{0}},
+}
+
+// ScoreAxes is the product of queries [..., Lq, D] by keys [..., Lk, D], with batch leading
+// batch axes in both (2 for [B, heads, L, D]): the scores [..., Lq, Lk]; dq = ds·k,
+// dk = dsᵀ·q.
+func ScoreAxes(batch int) Axes {
+	return Axes{
+		lhsContract: []int{batch + 1}, rhsContract: []int{batch + 1}, batch: batch,
+		gradLHS: backProduct{gradContract: []int{batch + 1}, otherContract: []int{batch}},
+		gradRHS: backProduct{gradContract: []int{batch}, otherContract: []int{batch}},
 	}
-	// scoreAxes: queries [B, H, Lq, D] by keys [B, H, Lk, D] is the scores [B, H, Lq, Lk];
-	// dq = ds·k, dk = dsᵀ·q.
-	scoreAxes = halfDotAxes{
-		lhsContract: []int{3}, rhsContract: []int{3}, batch: 2,
-		gradLHS: backProduct{gradContract: []int{3}, otherContract: []int{2}},
-		gradRHS: backProduct{gradContract: []int{2}, otherContract: []int{2}},
+}
+
+// MixAxes is the product of probabilities [..., Lq, Lk] by values [..., Lk, D], with batch
+// leading batch axes in both: [..., Lq, D]; dp = do·vᵀ, dv = pᵀ·do.
+func MixAxes(batch int) Axes {
+	return Axes{
+		lhsContract: []int{batch + 1}, rhsContract: []int{batch}, batch: batch,
+		gradLHS: backProduct{gradContract: []int{batch + 1}, otherContract: []int{batch + 1}},
+		gradRHS: backProduct{gradContract: []int{batch}, otherContract: []int{batch}, otherFirst: true},
 	}
-	// mixAxes: probabilities [B, H, Lq, Lk] by values [B, H, Lk, D] is [B, H, Lq, D];
-	// dp = do·vᵀ, dv = pᵀ·do.
-	mixAxes = halfDotAxes{
-		lhsContract: []int{3}, rhsContract: []int{2}, batch: 2,
-		gradLHS: backProduct{gradContract: []int{3}, otherContract: []int{3}},
-		gradRHS: backProduct{gradContract: []int{2}, otherContract: []int{2}, otherFirst: true},
-	}
-)
+}
 
 // mixedProduct is the dot_general of half-precision lhs and rhs with a float32 result (the
 // operands' dtype, no accumulator dtype: see above); batch leading batch axes. The result's
@@ -89,8 +96,8 @@ var (
 // (a weight's gradient contracts the rows of both operands; attention's operands are
 // transposes of the projections), and either form makes it multiply in float32. Where an
 // operand is already in such an order and row-major, the flattening is a bitcast and costs
-// nothing; else it is the one copy XLA would make anyway. The forward products of linearAxes,
-// scoreAxes and mixAxes need no transpose, so halfDot's record holds the operands as given.
+// nothing; else it is the one copy XLA would make anyway. The forward products of LinearAxes,
+// ScoreAxes and MixAxes need no transpose, so Product's record holds the operands as given.
 func mixedProduct(lhs, rhs *Node, lhsContract, rhsContract []int, batch int) *Node {
 	nc := len(lhsContract)
 	if !slices.Equal(lhsContract, xslices.Iota(lhs.Rank()-nc, nc)) {
@@ -132,18 +139,18 @@ func rowMajor(a, b *Node) []*Node {
 	return []*Node{Reshape(ops[0], a.Shape().Dimensions...), Reshape(ops[1], b.Shape().Dimensions...)}
 }
 
-// halfDot is the product of lhs and rhs (by axes) computed on operands of the half-precision
+// Product is the product of lhs and rhs (by axes) computed on operands of the half-precision
 // dtype dt, lhs and rhs converted to it where they are not; the result is float32. See above.
-func halfDot(lhs, rhs *Node, dt dtypes.DType, axes halfDotAxes) *Node {
+func Product(lhs, rhs *Node, dt dtypes.DType, axes Axes) *Node {
 	if !dt.IsHalfPrecision() {
-		exceptions.Panicf("bert: halfDot wants a half-precision dtype, got %s", dt)
+		exceptions.Panicf("half: Product wants a half-precision dtype, got %s", dt)
 	}
 	// The record holds the forward product's operands as the backward products' axes describe
 	// them: mixedProduct must not transpose them.
 	nc := len(axes.lhsContract)
 	if !slices.Equal(axes.lhsContract, xslices.Iota(lhs.Rank()-nc, nc)) ||
 		(!slices.Equal(axes.rhsContract, xslices.Iota(rhs.Rank()-nc, nc)) && !slices.Equal(axes.rhsContract, xslices.Iota(axes.batch, nc))) {
-		exceptions.Panicf("bert: halfDot's forward product contracts lhs axes %v and rhs axes %v of %s and %s: "+
+		exceptions.Panicf("half: Product's forward product contracts lhs axes %v and rhs axes %v of %s and %s: "+
 			"it must take them in a form mixedProduct leaves as it is", axes.lhsContract, axes.rhsContract, lhs.Shape(), rhs.Shape())
 	}
 	var rec struct {
@@ -153,7 +160,7 @@ func halfDot(lhs, rhs *Node, dt dtypes.DType, axes halfDotAxes) *Node {
 		srcDType := x.DType()
 		x = IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
 			if rec.grad == nil {
-				exceptions.Panicf("bert: halfDot's operand gradient came before its product's (GoMLX's autodiff order changed)")
+				exceptions.Panicf("half: Product's operand gradient came before its product's (GoMLX's autodiff order changed)")
 			}
 			var g *Node
 			if p.otherFirst {
@@ -171,9 +178,22 @@ func halfDot(lhs, rhs *Node, dt dtypes.DType, axes halfDotAxes) *Node {
 	return IdentityWithCustomGradient(y, func(node, v *Node) *Node {
 		dot := node.Inputs()[0]
 		if dot.Type() != NodeTypeDotGeneral || len(dot.Inputs()) != 2 {
-			exceptions.Panicf("bert: halfDot's product is a %s node with %d inputs, want a DotGeneral of 2", dot.Type(), len(dot.Inputs()))
+			exceptions.Panicf("half: Product's product is a %s node with %d inputs, want a DotGeneral of 2", dot.Type(), len(dot.Inputs()))
 		}
 		rec.grad, rec.lhs, rec.rhs = ConvertDType(v, dt), dot.Inputs()[0], dot.Inputs()[1]
 		return v
 	})
+}
+
+// Linear is torch.nn.Linear on x [..., in] with its product on operands of the
+// half-precision dtype dt (Product): x·wᵀ + b for a weight w [out, in] and a bias b [out] (nil for
+// none), float32 [..., out]. x and w are converted to dt where they are not.
+func Linear(x, w, b *Node, dt dtypes.DType) *Node {
+	dims := x.Shape().Dimensions
+	inDim, outDim := dims[len(dims)-1], w.Shape().Dimensions[0]
+	y := Product(Reshape(x, -1, inDim), w, dt, LinearAxes)
+	if b != nil {
+		y = Add(y, InsertAxes(b, 0))
+	}
+	return Reshape(y, append(slices.Clone(dims[:len(dims)-1]), outDim)...)
 }

@@ -1,4 +1,4 @@
-package bert
+package half
 
 import (
 	"math"
@@ -13,23 +13,26 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
-// TestHalfDot checks halfDot's product and both gradients against GoMLX's own float32 Einsum
+// TestProduct checks Product's result and both gradients against GoMLX's own float32 Einsum
 // and its autodiff, on operands and an incoming gradient that bfloat16 holds exactly (so the
 // only differences are float32 summation order and, for a bfloat16 operand, its gradient's
 // final rounding), for the three products the encoder uses, on every available backend: a
 // bfloat16 operand's gradient is bfloat16, a float32 operand's (a master weight, a softmax's
 // probabilities) float32 and as exact as float32 summation.
-func TestHalfDot(t *testing.T) {
+func TestProduct(t *testing.T) {
 	cases := []struct {
 		name           string
-		axes           halfDotAxes
+		axes           Axes
 		eq             string
 		lhs, rhs       []int
 		lhsF32, rhsF32 bool // the operand enters as float32 (else bfloat16)
 	}{
-		{"linear", linearAxes, "mi,oi->mo", []int{64, 384}, []int{96, 384}, false, true},
-		{"scores", scoreAxes, "bhqd,bhkd->bhqk", []int{2, 4, 64, 32}, []int{2, 4, 48, 32}, false, false},
-		{"mix", mixAxes, "bhqk,bhkd->bhqd", []int{2, 4, 64, 48}, []int{2, 4, 48, 32}, true, false},
+		{"linear", LinearAxes, "mi,oi->mo", []int{64, 384}, []int{96, 384}, false, true},
+		{"scores", ScoreAxes(2), "bhqd,bhkd->bhqk", []int{2, 4, 64, 32}, []int{2, 4, 48, 32}, false, false},
+		{"mix", MixAxes(2), "bhqk,bhkd->bhqd", []int{2, 4, 64, 48}, []int{2, 4, 48, 32}, true, false},
+		// One batch axis: DeBERTa's relative scores, heads by (batch·query) rows.
+		{"scores1", ScoreAxes(1), "hqd,hkd->hqk", []int{4, 96, 32}, []int{4, 40, 32}, false, false},
+		{"mix1", MixAxes(1), "hqk,hkd->hqd", []int{4, 64, 40}, []int{4, 40, 32}, true, false},
 	}
 	for name, backend := range testBackends(t) {
 		for _, c := range cases {
@@ -49,10 +52,10 @@ func TestHalfDot(t *testing.T) {
 							if !c.rhsF32 {
 								bb = ConvertDType(b, dtypes.BFloat16)
 							}
-							y = halfDot(aa, bb, dtypes.BFloat16, c.axes)
+							y = Product(aa, bb, dtypes.BFloat16, c.axes)
 							grads := Gradient(ReduceAllSum(Mul(y, g)), aa, bb)
 							if y.DType() != dtypes.Float32 {
-								t.Errorf("halfDot's result is %s, want float32", y.DType())
+								t.Errorf("Product's result is %s, want float32", y.DType())
 							}
 							for i, want := range []bool{c.lhsF32, c.rhsF32} {
 								if wantDT := map[bool]dtypes.DType{true: dtypes.Float32, false: dtypes.BFloat16}[want]; grads[i].DType() != wantDT {
@@ -120,17 +123,17 @@ func TestGoMLXEinsumIgnoresDotConfig(t *testing.T) {
 	}
 }
 
-// TestHalfDotRefusesATransposedForwardProduct: halfDot's gradients read the forward product's
+// TestProductRefusesATransposedForwardProduct: Product's gradients read the forward product's
 // operands as given, so a forward product that mixedProduct would transpose is refused when
 // the graph is built, not computed with the gradients of the wrong axes.
-func TestHalfDotRefusesATransposedForwardProduct(t *testing.T) {
-	weightGrad := halfDotAxes{lhsContract: []int{0}, rhsContract: []int{0}, gradLHS: linearAxes.gradLHS, gradRHS: linearAxes.gradRHS}
-	exec, err := NewExec(mustGoBackend(t), func(a, b *Node) *Node { return halfDot(a, b, dtypes.BFloat16, weightGrad) })
+func TestProductRefusesATransposedForwardProduct(t *testing.T) {
+	weightGrad := Axes{lhsContract: []int{0}, rhsContract: []int{0}, gradLHS: LinearAxes.gradLHS, gradRHS: LinearAxes.gradRHS}
+	exec, err := NewExec(mustGoBackend(t), func(a, b *Node) *Node { return Product(a, b, dtypes.BFloat16, weightGrad) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = exec.Exec(bf16Exact([]int{6, 4}, 1), bf16Exact([]int{6, 5}, 2)) // the graph is built here
 	if err == nil || !strings.Contains(err.Error(), "form mixedProduct leaves as it is") {
-		t.Errorf("a forward product contracting the rows of both operands: got %v, want halfDot's refusal", err)
+		t.Errorf("a forward product contracting the rows of both operands: got %v, want Product's refusal", err)
 	}
 }
