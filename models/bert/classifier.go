@@ -3,6 +3,7 @@ package bert
 import (
 	"fmt"
 
+	"github.com/goaccel/goaccel/models/internal/half"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
@@ -31,8 +32,8 @@ type Classifier struct {
 	// GradientCheckpointing aside (read when a training graph is built).
 	Config Config
 
-	store        *model.Store
-	computeDType dtypes.DType
+	store   *model.Store
+	compute half.Compute
 }
 
 // NewClassifier returns a classifier for cfg whose variables live in store (a new Store when
@@ -55,25 +56,13 @@ func (c *Classifier) Store() *model.Store { return c.store }
 // default), or BFloat16 / Float16 for mixed precision. Variables stay float32 (the master
 // weights the optimizer updates) and are converted where used; LayerNorm runs in float32,
 // and Encoder and Logits return float32. Call it before building any graph.
-func (c *Classifier) SetComputeDType(dtype dtypes.DType) error {
-	switch dtype {
-	case dtypes.Float32, dtypes.BFloat16, dtypes.Float16:
-		c.computeDType = dtype
-		return nil
-	}
-	return fmt.Errorf("bert: compute dtype %s is not supported: use Float32, BFloat16 or Float16", dtype)
-}
+func (c *Classifier) SetComputeDType(dtype dtypes.DType) error { return c.compute.Set("bert", dtype) }
 
 // ComputeDType returns the dtype of the activations (Float32 unless SetComputeDType changed it).
 func (c *Classifier) ComputeDType() dtypes.DType { return c.dtype() }
 
 // dtype is the compute dtype, Float32 when unset.
-func (c *Classifier) dtype() dtypes.DType {
-	if c.computeDType == dtypes.InvalidDType {
-		return variableDType
-	}
-	return c.computeDType
-}
+func (c *Classifier) dtype() dtypes.DType { return c.compute.DType() }
 
 // Logits builds the classifier's forward pass: inputs are [input_ids, attention_mask,
 // token_type_ids] (integer [B, L] nodes, as produced by Tokenizer.Collate; token_type_ids

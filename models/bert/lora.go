@@ -127,5 +127,5 @@ func (c *Classifier) merged() (*Classifier, error) {
 	}
 	cfg := c.Config
 	cfg.adapter = nil
-	return &Classifier{Config: cfg, store: store, computeDType: c.computeDType}, nil
+	return &Classifier{Config: cfg, store: store, compute: c.compute}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/internal/half"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -38,7 +39,8 @@ type Classifier struct {
 	// (the dropout rates aside, read when a graph is built).
 	Config Config
 
-	store *model.Store
+	store   *model.Store
+	compute half.Compute
 }
 
 // NewClassifier returns a classifier for cfg whose variables live in store (a new Store when
@@ -56,6 +58,21 @@ func NewClassifier(cfg Config, store *model.Store) (*Classifier, error) {
 
 // Store returns the model.Store that holds the classifier's variables.
 func (c *Classifier) Store() *model.Store { return c.store }
+
+// SetComputeDType selects the dtype of the matrix products: Float32 (the default), or
+// BFloat16 / Float16 for mixed precision. Variables stay float32 (the master weights the
+// optimizer updates) and are converted where used; the products (the projections, the
+// content and relative scores, the mix of the values) return float32, and what the layers
+// keep for the backward pass between them is in the compute dtype, while LayerNorm, the
+// softmax, the activations and the residual stream stay float32 (as torch.autocast computes
+// them). Encoder and Logits return float32. Call it before building any graph.
+func (c *Classifier) SetComputeDType(dtype dtypes.DType) error {
+	return c.compute.Set("deberta", dtype)
+}
+
+// ComputeDType returns the dtype of the matrix products (Float32 unless SetComputeDType
+// changed it).
+func (c *Classifier) ComputeDType() dtypes.DType { return c.compute.DType() }
 
 // NumParameters is the number of scalar weights of the classifier.
 func (c *Classifier) NumParameters() int {
@@ -133,7 +150,8 @@ func (c *Classifier) normal(g *Graph, shape shapes.Shape) *Node {
 }
 
 // linear is torch.nn.Linear with HF variable names: weight [out, in] (fresh: normal), and
-// bias [out] (fresh: zeros) when bias is set.
+// bias [out] (fresh: zeros) when bias is set. The result is float32; under mixed precision
+// the product runs on the compute dtype (half.Linear), x converted to it where it is not.
 func (c *Classifier) linear(s *model.Scope, x *Node, outDim int, bias bool) *Node {
 	g := x.Graph()
 	inDim := x.Shape().Dimensions[x.Rank()-1]
@@ -142,14 +160,17 @@ func (c *Classifier) linear(s *model.Scope, x *Node, outDim int, bias bool) *Nod
 	if bias {
 		b = s.WithInitializer(Zeros).VariableWithShape("bias", shapes.Make(variableDType, outDim)).NodeValue(g)
 	}
-	return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput)
+	if c.compute.Mixed() {
+		return half.Linear(x, w, b, c.compute.DType())
+	}
+	return nn.Dense(ConvertDType(x, variableDType), w, b, compute.DenseLayoutOutputsInput)
 }
 
 // layerNorm is torch.nn.LayerNorm over the last axis (eps layer_norm_eps) with HF variable
-// names, weight and bias.
+// names, weight and bias; float32 whatever x's dtype.
 func (c *Classifier) layerNorm(s *model.Scope, x *Node) *Node {
 	gamma, beta := c.normVariables(s, x.Graph(), x.Shape().Dimensions[x.Rank()-1])
-	return nn.LayerNorm(x, []int{x.Rank() - 1}, c.Config.LayerNormEps, gamma, beta, nil)
+	return nn.LayerNorm(ConvertDType(x, variableDType), []int{x.Rank() - 1}, c.Config.LayerNormEps, gamma, beta, nil)
 }
 
 // normVariables returns a LayerNorm's weight (fresh: ones) and bias (fresh: zeros) of the

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/internal/half"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
@@ -160,7 +161,11 @@ func (c *Classifier) layer(s *model.Scope, x, mask, rel *Node, gathers [2]*Node)
 	h := bert.Dropout(out.At("dropout"), c.linear(out.At("dense"), ctx, cfg.HiddenSize, true), cfg.HiddenDropoutProb)
 	x = c.layerNorm(out.At("LayerNorm"), Add(h, x))
 
-	inter := bert.Activate(cfg.HiddenAct, c.linear(s.At("intermediate").At("dense"), x, cfg.IntermediateSize, true))
+	// Under mixed precision the intermediate activation is kept in the compute dtype, before
+	// and after the activation (computed on float32); keep is the identity in float32.
+	keep := func(x *Node) *Node { return ConvertDType(x, c.compute.DType()) }
+	inter := keep(c.linear(s.At("intermediate").At("dense"), x, cfg.IntermediateSize, true))
+	inter = keep(bert.Activate(cfg.HiddenAct, ConvertDType(inter, variableDType)))
 	out = s.At("output")
 	h = bert.Dropout(out.At("dropout"), c.linear(out.At("dense"), inter, cfg.HiddenSize, true), cfg.HiddenDropoutProb)
 	return c.layerNorm(out.At("LayerNorm"), Add(h, x))
@@ -181,22 +186,27 @@ func (c *Classifier) heads(x *Node) *Node {
 
 // attention is DisentangledSelfAttention: the context [B, L, hidden], before the output
 // projection. rel is the (normalised) relative embeddings [2·span, hidden] and gathers the
-// c2p and p2c tables of relativeGathers, nil without relative attention.
+// c2p and p2c tables of relativeGathers, nil without relative attention. Under mixed
+// precision every product runs on the compute dtype (see products), the scaling, the mask,
+// the softmax and its dropout on float32.
 func (c *Classifier) attention(s *model.Scope, x, mask, rel *Node, gathers [2]*Node) *Node {
 	cfg := c.Config
 	g := x.Graph()
 	dims := x.Shape().Dimensions
 	batch, seqLen := dims[0], dims[1]
 	h := cfg.HiddenSize
-	q := c.heads(c.linear(s.At("query_proj"), x, h, true)) // [B, heads, L, D]
-	k := c.heads(c.linear(s.At("key_proj"), x, h, true))
-	v := c.heads(c.linear(s.At("value_proj"), x, h, true))
+	dt := c.compute.DType()
+	project := func(name string, x *Node) *Node { // [..., heads, n, D], in the compute dtype
+		return c.heads(ConvertDType(c.linear(s.At("%s", name), x, h, true), dt))
+	}
+	q, k, v := project("query_proj", x), project("key_proj", x), project("value_proj", x)
+	p := c.products()
 
 	// Every score is divided by sqrt(head_dim · (1 + number of relative terms)), computed in
 	// float32 as transformers does; the content scores as q · (k / scale).
 	factor := 1 + len(cfg.PosAttType)
 	scale := Scalar(g, variableDType, float32(math.Sqrt(float64(float32(cfg.HeadDim()*factor)))))
-	scores := Einsum("bhqd,bhkd->bhqk", q, Div(k, scale))
+	scores := p.scores(q, ConvertDType(Div(ConvertDType(k, variableDType), scale), dt))
 	if cfg.RelativeAttention && len(cfg.PosAttType) > 0 {
 		relDrop := bert.Dropout(s.At("pos_dropout"), rel, cfg.HiddenDropoutProb)
 		var relScores *Node
@@ -205,8 +215,7 @@ func (c *Classifier) attention(s *model.Scope, x, mask, rel *Node, gathers [2]*N
 			if cfg.ShareAttKey {
 				name = "key_proj"
 			}
-			posKey := c.heads(c.linear(s.At("%s", name), relDrop, h, true)) // [heads, 2·span, D]
-			full := Einsum("bhqd,hsd->bhqs", q, posKey)
+			full := p.relative(q, project(name, relDrop)) // [B, heads, L, 2·span]
 			relScores = Div(gatherRelative(full, gathers[0]), scale)
 		}
 		if cfg.Has(P2C) {
@@ -214,8 +223,7 @@ func (c *Classifier) attention(s *model.Scope, x, mask, rel *Node, gathers [2]*N
 			if cfg.ShareAttKey {
 				name = "query_proj"
 			}
-			posQuery := c.heads(c.linear(s.At("%s", name), relDrop, h, true))
-			full := Einsum("bhkd,hsd->bhks", k, posQuery)
+			full := p.relative(k, project(name, relDrop))
 			term := Div(gatherRelative(full, gathers[1]), scale)
 			if relScores == nil {
 				relScores = term
@@ -227,8 +235,41 @@ func (c *Classifier) attention(s *model.Scope, x, mask, rel *Node, gathers [2]*N
 	}
 	scores = Where(BroadcastToShape(mask, scores.Shape()), scores, Scalar(g, scores.DType(), -math.MaxFloat32))
 	probs := bert.Dropout(s.At("dropout"), Softmax(scores, -1), cfg.AttentionProbsDropoutProb)
-	out := Einsum("bhqk,bhkd->bhqd", probs, v)
+	out := ConvertDType(p.mix(probs, v), dt)
 	return Reshape(TransposeAllAxes(out, 0, 2, 1, 3), batch, seqLen, h)
+}
+
+// attentionProducts are the three kinds of product of the disentangled attention, each with
+// a float32 result: scores (queries [B, heads, L, D] by keys: [B, heads, L, L]), relative
+// (the content [B, heads, L, D] by the projected relative embeddings [heads, 2·span, D]:
+// [B, heads, L, 2·span]) and mix (probabilities by values).
+type attentionProducts struct {
+	scores, relative, mix func(a, b *Node) *Node
+}
+
+// products returns the attention's products in the compute dtype: float32 Einsums, or
+// half.Product on half-precision operands (the relative one over the heads as its one
+// batch axis, the batch's queries its rows).
+func (c *Classifier) products() attentionProducts {
+	if !c.compute.Mixed() {
+		return attentionProducts{
+			scores:   func(a, b *Node) *Node { return Einsum("bhqd,bhkd->bhqk", a, b) },
+			relative: func(a, b *Node) *Node { return Einsum("bhqd,hsd->bhqs", a, b) },
+			mix:      func(a, b *Node) *Node { return Einsum("bhqk,bhkd->bhqd", a, b) },
+		}
+	}
+	dt := c.compute.DType()
+	return attentionProducts{
+		scores: func(a, b *Node) *Node { return half.Product(a, b, dt, half.ScoreAxes(2)) },
+		relative: func(a, b *Node) *Node {
+			d := a.Shape().Dimensions // [B, heads, L, D]
+			rows := Reshape(TransposeAllAxes(a, 1, 0, 2, 3), d[1], d[0]*d[2], d[3])
+			full := half.Product(rows, b, dt, half.ScoreAxes(1)) // [heads, B·L, 2·span]
+			span := b.Shape().Dimensions[1]
+			return TransposeAllAxes(Reshape(full, d[1], d[0], d[2], span), 1, 0, 2, 3)
+		},
+		mix: func(a, b *Node) *Node { return half.Product(a, b, dt, half.MixAxes(2)) },
+	}
 }
 
 // relativeGathers returns where each score's relative terms are read, as [L, L, 2] tables of

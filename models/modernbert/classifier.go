@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/internal/half"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -43,7 +44,8 @@ type Classifier struct {
 	// (ClassifierPooling and the dropout rates aside, read when a graph is built).
 	Config Config
 
-	store *model.Store
+	store   *model.Store
+	compute half.Compute
 }
 
 // NewClassifier returns a classifier for cfg whose variables live in store (a new Store when
@@ -61,6 +63,21 @@ func NewClassifier(cfg Config, store *model.Store) (*Classifier, error) {
 
 // Store returns the model.Store that holds the classifier's variables.
 func (c *Classifier) Store() *model.Store { return c.store }
+
+// SetComputeDType selects the dtype of the matrix products: Float32 (the default), or
+// BFloat16 / Float16 for mixed precision. Variables stay float32 (the master weights the
+// optimizer updates) and are converted where used; the products return float32, and what the
+// layers keep for the backward pass between them is in the compute dtype, while LayerNorm,
+// the rotary embeddings, the softmax, GELU and the residual stream stay float32 (as
+// torch.autocast computes them). Encoder and Logits return float32. Call it before building
+// any graph.
+func (c *Classifier) SetComputeDType(dtype dtypes.DType) error {
+	return c.compute.Set("modernbert", dtype)
+}
+
+// ComputeDType returns the dtype of the matrix products (Float32 unless SetComputeDType
+// changed it).
+func (c *Classifier) ComputeDType() dtypes.DType { return c.compute.DType() }
 
 // NumParameters is the number of scalar weights of the classifier.
 func (c *Classifier) NumParameters() int {
@@ -145,7 +162,9 @@ func (c *Classifier) outStd() float64 {
 }
 
 // linear is torch.nn.Linear with HF variable names: weight [out, in] (fresh: truncated
-// normal with standard deviation std), and bias [out] (fresh: zeros) when bias is set.
+// normal with standard deviation std), and bias [out] (fresh: zeros) when bias is set. The
+// result is float32; under mixed precision the product runs on the compute dtype
+// (half.Linear), x converted to it where it is not.
 func (c *Classifier) linear(s *model.Scope, x *Node, outDim int, bias bool, std float64) *Node {
 	g := x.Graph()
 	inDim := x.Shape().Dimensions[x.Rank()-1]
@@ -154,11 +173,14 @@ func (c *Classifier) linear(s *model.Scope, x *Node, outDim int, bias bool, std 
 	if bias {
 		b = s.WithInitializer(Zeros).VariableWithShape("bias", shapes.Make(variableDType, outDim)).NodeValue(g)
 	}
-	return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput)
+	if c.compute.Mixed() {
+		return half.Linear(x, w, b, c.compute.DType())
+	}
+	return nn.Dense(ConvertDType(x, variableDType), w, b, compute.DenseLayoutOutputsInput)
 }
 
 // layerNorm is torch.nn.LayerNorm over the last axis (eps norm_eps) with HF variable names:
-// weight, and bias when norm_bias.
+// weight, and bias when norm_bias; float32 whatever x's dtype.
 func (c *Classifier) layerNorm(s *model.Scope, x *Node) *Node {
 	g := x.Graph()
 	width := x.Shape().Dimensions[x.Rank()-1]
@@ -167,7 +189,7 @@ func (c *Classifier) layerNorm(s *model.Scope, x *Node) *Node {
 	if c.Config.NormBias {
 		beta = s.WithInitializer(Zeros).VariableWithShape("bias", shapes.Make(variableDType, width)).NodeValue(g)
 	}
-	return nn.LayerNorm(x, []int{x.Rank() - 1}, c.Config.NormEps, gamma, beta, nil)
+	return nn.LayerNorm(ConvertDType(x, variableDType), []int{x.Rank() - 1}, c.Config.NormEps, gamma, beta, nil)
 }
 
 // truncRedraws is how many times truncNormal redraws the values outside the cutoff before

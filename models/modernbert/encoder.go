@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/internal/half"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
@@ -104,13 +105,18 @@ func (c *Classifier) layer(s *model.Scope, index int, x, mask *Node, rope [2]*No
 	}
 	x = Add(x, c.attention(s.At("attn"), h, mask, rope))
 
+	// Under mixed precision Wi's output is kept in the compute dtype and widened for GeGLU,
+	// whose output is rounded to it for Wo (keep is the identity in float32).
+	dt := c.compute.DType()
+	keep := func(x *Node) *Node { return ConvertDType(x, dt) }
+	wide := func(x *Node) *Node { return ConvertDType(x, variableDType) }
 	ms := s.At("mlp")
-	wi := c.linear(ms.At("Wi"), c.layerNorm(s.At("mlp_norm"), x), 2*cfg.IntermediateSize, cfg.MLPBias, c.inStd())
+	wi := keep(c.linear(ms.At("Wi"), c.layerNorm(s.At("mlp_norm"), x), 2*cfg.IntermediateSize, cfg.MLPBias, c.inStd()))
 	last := wi.Rank() - 1
-	input := SliceAxis(wi, last, AxisRange(0, cfg.IntermediateSize))
-	gate := SliceAxis(wi, last, AxisRange(cfg.IntermediateSize, 2*cfg.IntermediateSize))
+	input := wide(SliceAxis(wi, last, AxisRange(0, cfg.IntermediateSize)))
+	gate := wide(SliceAxis(wi, last, AxisRange(cfg.IntermediateSize, 2*cfg.IntermediateSize)))
 	y := bert.Dropout(ms.At("drop"), Mul(bert.Activate(cfg.HiddenActivation, input), gate), cfg.MLPDropout)
-	return Add(x, c.linear(ms.At("Wo"), y, cfg.HiddenSize, cfg.MLPBias, c.outStd()))
+	return Add(x, c.linear(ms.At("Wo"), keep(y), cfg.HiddenSize, cfg.MLPBias, c.outStd()))
 }
 
 // attention is ModernBertAttention with eager attention: fused Wqkv, RoPE on queries and
@@ -127,13 +133,22 @@ func (c *Classifier) attention(s *model.Scope, x, mask *Node, rope [2]*Node) *No
 	}
 	q, k, v := applyRotary(part(0), rope), applyRotary(part(1), rope), part(2)
 
+	// Under mixed precision both products run on the compute dtype (half.Product), the
+	// rotary embeddings, the softmax and its dropout on float32.
 	g := x.Graph()
-	scores := MulScalar(Einsum("bhqd,bhkd->bhqk", q, k), 1/math.Sqrt(float64(headDim)))
+	dt := c.compute.DType()
+	product := func(a, b *Node, eq string, axes half.Axes) *Node {
+		if c.compute.Mixed() {
+			return half.Product(a, b, dt, axes)
+		}
+		return Einsum(eq, a, b)
+	}
+	scores := MulScalar(product(q, k, "bhqd,bhkd->bhqk", half.ScoreAxes(2)), 1/math.Sqrt(float64(headDim)))
 	scores = Where(BroadcastToShape(mask, scores.Shape()), scores, Scalar(g, scores.DType(), -math.MaxFloat32))
 	probs := Softmax(scores, -1)
 	rate := cfg.AttentionDropout
 	probs = bert.Dropout(s, probs, rate)
-	out := Einsum("bhqk,bhkd->bhqd", probs, v)
+	out := ConvertDType(product(probs, v, "bhqk,bhkd->bhqd", half.MixAxes(2)), dt)
 	out = Reshape(TransposeAllAxes(out, 0, 2, 1, 3), batch, seqLen, cfg.HiddenSize)
 	out = c.linear(s.At("Wo"), out, cfg.HiddenSize, cfg.AttentionBias, c.outStd())
 	return bert.Dropout(s.At("out_drop"), out, rate)

@@ -25,6 +25,7 @@ import (
 	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
 	_ "github.com/gomlx/compute/gobackend" // the pure-Go backend
 	"github.com/gomlx/go-xla/compute/xla"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
@@ -261,7 +262,46 @@ func collate(batch []example) ([]*tensors.Tensor, *tensors.Tensor, error) {
 // test is skipped loudly (a failure under CI).
 func (r *TrainRun) Check(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, tolerance float64, transformers string) {
 	t.Helper()
-	acc, err := accelerator.New(accelerator.Config{Backend: testutil.CPUPlugin(t), Devices: 1, Quiet: true, Seed: 1})
+	losses := r.losses(t, clf, logits, "no")
+	worst := r.compare(t, losses, tolerance, transformers)
+	t.Logf("%d SGD steps (lr %g): losses %.4f -> %.4f, max abs diff from transformers %s %.3g",
+		len(losses), r.LearningRate, losses[0], losses[len(losses)-1], transformers, worst)
+}
+
+// CheckMixed runs the record's SGD steps as Check does under the accelerator's mixed
+// precision (precision "bf16" or "fp16": Prepare hands the compute dtype to clf's
+// SetComputeDType) and fails the test when a loss differs from PyTorch's float32 one by more
+// than tolerance, or when every loss equals it (the half-precision products did not run).
+func (r *TrainRun) CheckMixed(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, precision string, tolerance float64, transformers string) {
+	t.Helper()
+	losses := r.losses(t, clf, logits, precision)
+	worst := r.compare(t, losses, tolerance, transformers)
+	if worst == 0 {
+		t.Errorf("%s: every loss equals float32's: the products did not run in half precision", precision)
+	}
+	t.Logf("%d SGD steps in %s (lr %g): losses %.4f -> %.4f, max abs diff from transformers %s in float32 %.3g",
+		len(losses), precision, r.LearningRate, losses[0], losses[len(losses)-1], transformers, worst)
+}
+
+// compare fails the test for each loss further than tolerance from the record's and returns
+// the largest difference.
+func (r *TrainRun) compare(t testing.TB, losses []float64, tolerance float64, transformers string) float64 {
+	t.Helper()
+	worst := 0.0
+	for i, want := range r.Losses {
+		d := math.Abs(losses[i] - want)
+		worst = max(worst, d)
+		if d > tolerance {
+			t.Errorf("step %d: loss %.6f, transformers %s %.6f (diff %.3g)", i+1, losses[i], transformers, want, d)
+		}
+	}
+	return worst
+}
+
+// losses runs the record's SGD steps on clf with the accelerator's MixedPrecision precision.
+func (r *TrainRun) losses(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, precision string) []float64 {
+	t.Helper()
+	acc, err := accelerator.New(accelerator.Config{Backend: testutil.CPUPlugin(t), Devices: 1, Quiet: true, Seed: 1, MixedPrecision: precision})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,16 +349,63 @@ func (r *TrainRun) Check(t testing.TB, clf model.StoreProvider, logits func(s *m
 			}
 		}
 	}
-	worst := 0.0
-	for i, want := range r.Losses {
-		d := math.Abs(losses[i] - want)
-		worst = max(worst, d)
-		if d > tolerance {
-			t.Errorf("step %d: loss %.6f, transformers %.6f (diff %.3g)", i+1, losses[i], want, d)
+	return losses
+}
+
+// MixedClassifier is a family's classifier with its own mixed precision.
+type MixedClassifier interface {
+	model.StoreProvider
+	SetComputeDType(dtypes.DType) error
+}
+
+// CheckMixedLogits checks clf's SetComputeDType on one padded batch (ids, mask) on backend:
+// bfloat16 and float16 give logits within 5% of the float32 ones (relative to their largest
+// magnitude) but not equal to them, the variables stay float32, a training graph builds, and
+// an integer compute dtype is refused. clf is left in float32.
+func CheckMixedLogits(t *testing.T, backend compute.Backend, clf MixedClassifier, logits func(s *model.Scope, inputs []*Node) *Node, ids, mask [][]int32) {
+	t.Helper()
+	run := func(train bool) []float32 {
+		exec, err := model.NewExec(backend, clf.Store(), func(s *model.Scope, ids, mask *Node) *Node {
+			s.Store().SetTraining(ids.Graph(), train)
+			return logits(s, []*Node{ids, mask})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs, err := exec.Call(Matrix(ids), Matrix(mask))
+		if err != nil {
+			t.Fatalf("running Logits: %v", err)
+		}
+		if outs[0].DType() != dtypes.Float32 {
+			t.Errorf("logits are %s, want float32", outs[0].DType())
+		}
+		return tensors.MustCopyFlatData[float32](outs[0])
+	}
+	want := run(false)
+	largest := 0.0
+	for _, v := range want {
+		largest = max(largest, math.Abs(float64(v)))
+	}
+	defer func() { _ = clf.SetComputeDType(dtypes.Float32) }()
+	for _, dt := range []dtypes.DType{dtypes.BFloat16, dtypes.Float16} {
+		if err := clf.SetComputeDType(dt); err != nil {
+			t.Fatal(err)
+		}
+		d := testutil.MaxAbsDiff(t, dt.String(), run(false), want)
+		t.Logf("%s logits: max abs diff to float32 = %.3g (logits up to %.3g)", dt, d, largest)
+		if d == 0 || d > 0.05*largest {
+			t.Errorf("%s logits differ from float32 by %g: want a small non-zero rounding difference", dt, d)
+		}
+		run(true)
+		for v := range clf.Store().IterVariables() {
+			if v.DType().IsFloat() && v.DType() != dtypes.Float32 { // the random state aside
+				t.Errorf("variable %s is %s after a %s graph: variables must stay float32", v.Path(), v.DType(), dt)
+			}
 		}
 	}
-	t.Logf("%d SGD steps (lr %g): losses %.4f -> %.4f, max abs diff from transformers %s %.3g",
-		len(losses), r.LearningRate, losses[0], losses[len(losses)-1], transformers, worst)
+	if err := clf.SetComputeDType(dtypes.Int32); err == nil {
+		t.Error("SetComputeDType(Int32) succeeded, want an error")
+	}
 }
 
 // TokenFixtures is a package's testdata/token_fixtures.json, written by
