@@ -10,7 +10,7 @@
 #   E2E_STEPS=25 scripts/e2e_table.sh DATA /tmp/split-7 OUT_DIR MODEL_DIR...
 #
 # E2E_STEPS unset or 0: the whole epoch. E2E_ONLY: a space-separated subset of the run names
-# (go-default go-dev1 go-bf16 pt-fp32 pt-bf16). Needs GOACCEL_HOME and E2E_PYTHON (a python
+# (go-default go-dev1 go-bf16 go-bf16-dev1 pt-fp32 pt-bf16). Needs GOACCEL_HOME and E2E_PYTHON (a python
 # with torch and transformers); E2E_BC is the bert_classify binary (default /tmp/bc).
 set -euo pipefail
 if [ $# -lt 4 ]; then
@@ -23,7 +23,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 py=${E2E_PYTHON:?set E2E_PYTHON to a python with torch and transformers}
 bc=${E2E_BC:-/tmp/bc}
 steps=${E2E_STEPS:-0}
-only=${E2E_ONLY:-go-default pt-fp32 go-dev1 pt-bf16 go-bf16}
+only=${E2E_ONLY:-go-default pt-fp32 go-dev1 pt-bf16 go-bf16 go-bf16-dev1}
 mkdir -p "$out"
 go_steps=() pt_steps=()
 if [ "$steps" -gt 0 ]; then
@@ -40,6 +40,7 @@ for model in "$@"; do
 		go-default) cmd=("$bc" "${common[@]}") ;;
 		go-dev1) cmd=("$bc" "${common[@]}" --devices 1) ;;
 		go-bf16) cmd=("$bc" "${common[@]}" --mixed_precision bf16) ;;
+		go-bf16-dev1) cmd=("$bc" "${common[@]}" --mixed_precision bf16 --devices 1) ;;
 		pt-fp32) cmd=("$py" "$here/finetune_torch.py" --split "$split" --model_dir "$model" --seed 7 "${pt_steps[@]}") ;;
 		pt-bf16) cmd=("$py" "$here/finetune_torch.py" --split "$split" --model_dir "$model" --seed 7 --bf16 "${pt_steps[@]}") ;;
 		*)
