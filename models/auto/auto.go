@@ -72,7 +72,7 @@ type Options struct {
 	// Dropout, when not nil, is every dropout rate of the model (nil: the folder's).
 	Dropout *float64
 	// GradientCheckpointing recomputes each layer's activations in the backward pass
-	// (families that have it; an error for the others).
+	// (every family's Config.GradientCheckpointing).
 	GradientCheckpointing bool
 	// ProblemType is what the head is trained for, as transformers' problem_type:
 	// "single_label_classification", "multi_label_classification" or "regression" (with

@@ -109,6 +109,7 @@ func loadModernBERT(dir string, store *model.Store, opts Options) (*Model, error
 		return nil, err
 	}
 	cfg := &clf.Config
+	cfg.GradientCheckpointing = opts.GradientCheckpointing
 	tok, err := opts.tokenizer(dir, cfg.CheckMaxLen, cfg.VocabSize)
 	if err != nil {
 		return nil, err
@@ -144,6 +145,7 @@ func loadDeBERTa(dir string, store *model.Store, opts Options) (*Model, error) {
 		return nil, err
 	}
 	cfg := &clf.Config
+	cfg.GradientCheckpointing = opts.GradientCheckpointing
 	tok, err := opts.tokenizer(dir, cfg.CheckMaxLen, cfg.VocabSize)
 	if err != nil {
 		return nil, err
@@ -167,13 +169,10 @@ func loadDeBERTa(dir string, store *model.Store, opts Options) (*Model, error) {
 		}}, nil
 }
 
-// onlyBERT refuses, for a family that has neither yet, the options only the bert family
-// implements: gradient checkpointing and LoRA.
+// onlyBERT refuses, for a family that has none yet, the options only the bert family
+// implements: LoRA.
 func (o Options) onlyBERT(dir, modelType string) error {
-	switch {
-	case o.GradientCheckpointing:
-		return fmt.Errorf("auto: %s: gradient checkpointing is not supported for model_type %s (the bert family has it)", dir, modelType)
-	case o.LoRA != nil:
+	if o.LoRA != nil {
 		return fmt.Errorf("auto: %s: LoRA is not supported for model_type %s yet (the bert family has it)", dir, modelType)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/half"
+	"github.com/goaccel/goaccel/models/internal/remat"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
@@ -33,6 +34,9 @@ import (
 //     softmax, so a padding query averages every value, as in transformers. Dropout on the
 //     relative embeddings (hidden_dropout_prob) and on the probabilities
 //     (attention_probs_dropout_prob).
+//
+// With Config.GradientCheckpointing, training graphs keep only each layer's input for the
+// backward pass and recompute the layer there.
 //
 // inputIDs, attentionMask and tokenTypeIDs are integer [B, L] nodes; attentionMask is 1 for
 // real tokens and 0 for padding; tokenTypeIDs may be nil (all 0) and is not read when
@@ -69,10 +73,14 @@ func (c *Classifier) Encoder(s *model.Scope, inputIDs, attentionMask, tokenTypeI
 	if cfg.RelativeAttention {
 		gathers = cfg.relativeGathers(g, seqLen)
 	}
+	// With GradientCheckpointing each layer is recomputed from its input in the backward pass
+	// (the relative embeddings, computed once before the layers, are kept).
+	checkpoint := cfg.GradientCheckpointing && s.IsTraining(g)
+	dropout := cfg.HiddenDropoutProb > 0 || cfg.AttentionProbsDropoutProb > 0
 	for i := range cfg.NumHiddenLayers {
-		x = c.layer(es.At("layer").At("%d", i), x, mask, rel, gathers)
+		x = c.layer(es.At("layer").At("%d", i), remat.Begin(c.store, dropout, x, checkpoint), mask, rel, gathers)
 	}
-	return x
+	return remat.End(c.store, dropout, x, checkpoint)
 }
 
 // checkInputs panics with a clear message when the encoder inputs do not have the expected

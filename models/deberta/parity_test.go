@@ -327,3 +327,16 @@ func TestMixedPrecision(t *testing.T) {
 	clf := loadFixture(t, "tiny")
 	f.Models["tiny"].Train.CheckMixed(t, clf, clf.Logits, "bf16", 0.5, f.Transformers)
 }
+
+// TestGradientCheckpointing: with GradientCheckpointing, and dropout on in every layer (0.1,
+// the relative embeddings' included), the training record's 20 SGD steps (6 in -short) give
+// the plain graph's losses, and the training graph has more matrix products (see
+// familytest's CheckGradientCheckpointing).
+func TestGradientCheckpointing(t *testing.T) {
+	m := loadFixtures(t).Models["tiny"]
+	m.Train.CheckGradientCheckpointing(t, func(checkpoint bool) (model.StoreProvider, func(*model.Scope, []*Node) *Node) {
+		clf := loadFixture(t, m.Folder)
+		clf.Config.HiddenDropoutProb, clf.Config.AttentionProbsDropoutProb, clf.Config.GradientCheckpointing = 0.1, 0.1, checkpoint
+		return clf, clf.Logits
+	}, m.Batch.InputIDs, m.Batch.AttentionMask)
+}

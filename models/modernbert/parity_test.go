@@ -179,3 +179,18 @@ func TestMixedPrecision(t *testing.T) {
 	}
 	f.Models["tiny"].Train.CheckMixed(t, clf, clf.Logits, "bf16", 2e-2, f.Transformers)
 }
+
+// TestGradientCheckpointing: with GradientCheckpointing, and dropout on in every layer (0.1),
+// the training record's 20 SGD steps (6 in -short) give the plain graph's losses, and the
+// training graph has more matrix products (see familytest's CheckGradientCheckpointing).
+func TestGradientCheckpointing(t *testing.T) {
+	m := loadFixtures(t).Models["tiny"]
+	m.Train.CheckGradientCheckpointing(t, func(checkpoint bool) (model.StoreProvider, func(*model.Scope, []*Node) *Node) {
+		clf, err := LoadPretrained(filepath.Join("testdata", m.Folder), model.NewStore(), LoadOptions{LoadHead: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clf.Config.AttentionDropout, clf.Config.MLPDropout, clf.Config.GradientCheckpointing = 0.1, 0.1, checkpoint
+		return clf, clf.Logits
+	}, m.Batch.InputIDs, m.Batch.AttentionMask)
+}

@@ -352,6 +352,91 @@ func (r *TrainRun) losses(t testing.TB, clf model.StoreProvider, logits func(s *
 	return losses
 }
 
+// Replay runs the record's SGD steps on clf as Check does (accelerator.New, Prepare,
+// TrainStep on one XLA CPU device, MixedPrecision "no") and returns the losses.
+func (r *TrainRun) Replay(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node) []float64 {
+	t.Helper()
+	return r.losses(t, clf, logits, "no")
+}
+
+// Prefix is the record cut to its first n steps (all of them when it has fewer).
+func (r *TrainRun) Prefix(n int) *TrainRun {
+	c := *r
+	c.Losses = r.Losses[:min(n, len(r.Losses))]
+	return &c
+}
+
+// TrainingProducts builds clf's training graph once on backend (logits on one batch in
+// training mode, their sum as a loss, its gradient with respect to every trainable float
+// variable) and counts its matrix products: activation checkpointing's recompute adds
+// some.
+func TrainingProducts(t testing.TB, backend compute.Backend, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, ids, mask [][]int32) int {
+	t.Helper()
+	count := 0
+	exec, err := model.NewExec(backend, clf.Store(), func(s *model.Scope, ids, mask *Node) *Node {
+		g := ids.Graph()
+		s.Store().SetTraining(g, true)
+		loss := ReduceAllSum(logits(s, []*Node{ids, mask}))
+		var vars []*Node
+		for v := range s.Store().IterVariables() {
+			if v.Trainable && v.DType().IsFloat() {
+				vars = append(vars, v.NodeValue(g))
+			}
+		}
+		grads := Gradient(loss, vars...)
+		for _, n := range g.Nodes() {
+			if n.Type() == NodeTypeDotGeneral || n.Type() == NodeTypeFusedDense {
+				count++
+			}
+		}
+		return Add(loss, ReduceAllSum(grads[0]))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.Call(Matrix(ids), Matrix(mask)); err != nil {
+		t.Fatalf("building the training graph: %v", err)
+	}
+	return count
+}
+
+// CheckGradientCheckpointing replays the record (its first 6 steps in -short mode) on two
+// classifiers from load, without and with gradient checkpointing (load sets the family's
+// Config.GradientCheckpointing, and dropout in every layer so that the recompute must
+// reproduce its random bits), and fails the test unless the losses agree within 1e-5 (float32
+// summation order: the recompute is another XLA program, and the steps carry its rounding; a
+// dropout mask drawn anew would move a loss by far more) and the checkpointed training graph
+// has more matrix products than the plain one (the recompute is there). ids and mask are the
+// batch the graphs are counted on.
+func (r *TrainRun) CheckGradientCheckpointing(t *testing.T, load func(checkpoint bool) (model.StoreProvider, func(*model.Scope, []*Node) *Node), ids, mask [][]int32) {
+	t.Helper()
+	record := r
+	if testing.Short() { // tier 1: 6 steps; make test-all: all of them
+		record = r.Prefix(6)
+	}
+	run := func(checkpoint bool) ([]float64, int) {
+		clf, logits := load(checkpoint) // a fresh classifier each time: the graphs run on two backends
+		products := TrainingProducts(t, XLA(t), clf, logits, ids, mask)
+		clf, logits = load(checkpoint)
+		return record.Replay(t, clf, logits), products
+	}
+	plain, plainProducts := run(false)
+	remat, rematProducts := run(true)
+	t.Logf("plain losses %.6f, with checkpointing %.6f; matrix products %d and %d", plain, remat, plainProducts, rematProducts)
+	if rematProducts <= plainProducts {
+		t.Errorf("the checkpointed training graph has %d matrix products, the plain one %d: no recompute", rematProducts, plainProducts)
+	}
+	worst := 0.0
+	for i := range plain {
+		d := math.Abs(remat[i] - plain[i])
+		worst = max(worst, d)
+		if !(d <= 1e-5) {
+			t.Errorf("step %d: loss %.7f with checkpointing, %.7f without (diff %.3g)", i+1, remat[i], plain[i], d)
+		}
+	}
+	t.Logf("largest loss difference %.3g", worst)
+}
+
 // MixedClassifier is a family's classifier with its own mixed precision.
 type MixedClassifier interface {
 	model.StoreProvider
