@@ -186,8 +186,8 @@ func TestSplitNode(t *testing.T) {
 		"3 ranks x 2 CPU devices use 6 of the 8 of this node (GOACCEL_DEVICES=8): 2 are left unused; --nproc_per_node 1, 2, 4 or 8 uses them all" {
 		t.Errorf("8 CPU devices / 3 ranks: %q", note)
 	}
-	if got, _ := devs([]string{"CUDA_VISIBLE_DEVICES="}, 2, "GOACCEL_DEVICES"); !reflect.DeepEqual(got, []string{"2", "2"}) {
-		t.Errorf("default CPU devices / 2 ranks: %v", got)
+	if got, note := devs([]string{"CUDA_VISIBLE_DEVICES="}, 3, "GOACCEL_DEVICES"); !reflect.DeepEqual(got, []string{"1", "1", "1"}) || note != "" {
+		t.Errorf("no GOACCEL_DEVICES, 3 ranks: %v %q, want one device each and no note", got, note)
 	}
 	if got, _ := devs([]string{"CUDA_VISIBLE_DEVICES=0,1", "GOMLX_BACKEND=cpu", "GOACCEL_DEVICES=2"}, 2, "CUDA_VISIBLE_DEVICES"); !reflect.DeepEqual(got, []string{"", ""}) {
 		t.Errorf("a CPU backend must not be given GPUs: %v", got)

@@ -11,9 +11,6 @@ import (
 	"github.com/goaccel/goaccel/internal/envvar"
 )
 
-// DefaultCPUDevices is the number of XLA CPU devices a node is taken to have when
-// $GOACCEL_DEVICES is not set; --nproc_per_node N gives each rank DefaultCPUDevices/N of them.
-const DefaultCPUDevices = 4
 
 // lookup reads a variable of the table (internal/envvar) from an environment list ("K=V");
 // the last one wins, as in exec.
@@ -91,7 +88,7 @@ type share struct {
 
 // splitNode divides this node among n local ranks: the visible GPUs (each rank a contiguous
 // share of $CUDA_VISIBLE_DEVICES; with more ranks than GPUs, ranks share a GPU evenly) or else
-// the CPU devices ($GOACCEL_DEVICES, default DefaultCPUDevices; each rank gets total/n), and
+// the CPU devices (each rank gets $GOACCEL_DEVICES/n of them, or one when it is not set), and
 // the cores: GOMAXPROCS and OMP_NUM_THREADS = max(1, cores/n) unless already set. The note,
 // when not empty, says what was left unused.
 func splitNode(env []string, n int) (shares []share, note string, err error) {
@@ -118,8 +115,10 @@ func splitNode(env []string, n int) (shares []share, note string, err error) {
 				"divide it: choose a divisor or multiple of %d, or set CUDA_VISIBLE_DEVICES", n, g, strings.Join(gpus, ","), g)
 		}
 	} else {
-		total := DefaultCPUDevices
-		from := "the default; set GOACCEL_DEVICES for more"
+		// Without $GOACCEL_DEVICES each rank gets one XLA CPU device (the accelerator's default:
+		// more devices in one process are slower); with it, it is the node's total, shared out.
+		total := n
+		from := ""
 		v, set := lookup(env, envvar.Devices.Name)
 		if set {
 			total, err = strconv.Atoi(v)
