@@ -139,13 +139,14 @@ func compareSharded(t *testing.T, name string, ref, got shardedResult) {
 	t.Logf("%s: %d batches; max |loss diff| %.2g, max |param diff| %.2g from unsharded", name, len(ref.losses), worstLoss, worstParam)
 }
 
-// checkLayout fails unless the store's variables are sharded as the level says: at least one
-// variable of each kind the level shards is sharded, with each shard 1/D of it, and none of
-// the others.
-func checkLayout(t *testing.T, name string, store *model.Store, level sharding, devices int) {
+// checkLayout fails unless the job's variables are sharded as the level says: at least one
+// variable of each kind the level shards is sharded (of the frozen weights, when there are
+// any), with each shard 1/D of it, and none of the others.
+func checkLayout(t *testing.T, name string, job *Job, level sharding, devices int) {
 	t.Helper()
 	seen := map[varKind]bool{}
-	for v := range store.IterVariables() {
+	frozen := false
+	for v := range job.Store().IterVariables() {
 		if !v.HasValue() {
 			continue
 		}
@@ -154,7 +155,8 @@ func checkLayout(t *testing.T, name string, store *model.Store, level sharding, 
 			t.Fatalf("%s: %s: %v", name, v.Path(), err)
 		}
 		sharded := !dv.ShardingSpec().IsReplicated()
-		k := variableKind(v)
+		k := job.variableKind(v)
+		frozen = frozen || k == kindFrozen
 		if sharded && !level.sharded(k) {
 			t.Errorf("%s: %s (kind %d) is sharded (%s)", name, v.Path(), k, dv.ShardingSpec())
 		}
@@ -165,8 +167,8 @@ func checkLayout(t *testing.T, name string, store *model.Store, level sharding, 
 			}
 		}
 	}
-	for _, k := range []varKind{kindOptimizer, kindGradients, kindWeights} {
-		if level.sharded(k) && !seen[k] {
+	for _, k := range []varKind{kindOptimizer, kindGradients, kindWeights, kindFrozen} {
+		if level.sharded(k) && !seen[k] && (k != kindFrozen || frozen) {
 			t.Errorf("%s: no variable of kind %d is sharded", name, k)
 		}
 	}
@@ -177,22 +179,27 @@ func checkLayout(t *testing.T, name string, store *model.Store, level sharding, 
 // within 2e-5, and the variables laid out as each level says.
 func TestShardedEquivalenceMLP(t *testing.T) {
 	t.Parallel()
+	compareLevels(t, "MLP 1x4", toyShardedRun(t, mlpLogits))
+}
+
+// toyShardedRun is compareLevels's run of logits, a model of the toy data's 8 features: 30
+// updates (shardRun's) on 4 devices at global batch 16, shuffled, under the given sharding.
+func toyShardedRun(t *testing.T, logits func(s *model.Scope, x *Node) *Node) func(sharding string) shardedResult {
 	x, y := toyData(203)
-	run := func(sharding string) shardedResult {
+	return func(sharding string) shardedResult {
 		loader, err := data.NewLoader[toyPoint](toyPoints(x, y), data.LoaderConfig[toyPoint]{
 			GlobalBatchSize: 16, Shuffle: true, Seed: 3, Collate: collateToyPoints})
 		if err != nil {
 			t.Fatal(err)
 		}
 		res, err := shardRun(newXLASharded(t, 4, sharding), nil, loader, 30, func(s *model.Scope, in []*Node) *Node {
-			return mlpLogits(s, in[0])
+			return logits(s, in[0])
 		})
 		if err != nil {
 			t.Fatalf("Sharding %q: %v", sharding, err)
 		}
 		return res
 	}
-	compareLevels(t, "MLP 1x4", run)
 }
 
 // compareLevels runs zero1, zero2 and zero3 and compares each with the unsharded run (which
@@ -206,7 +213,7 @@ func compareLevels(t *testing.T, name string, run func(sharding string) shardedR
 	for _, level := range []sharding{shardZero1, shardZero2, shardZero3} {
 		got := run(level.String())
 		compareSharded(t, name+" "+level.String(), ref, got)
-		checkLayout(t, name+" "+level.String(), got.store, level, 4)
+		checkLayout(t, name+" "+level.String(), got.job, level, 4)
 	}
 }
 
@@ -404,7 +411,7 @@ func TestShardedEvaluate(t *testing.T) {
 			t.Fatalf("%s: %v", level, err)
 		}
 		if level == "zero3" {
-			checkLayout(t, "zero3 after an evaluation", store, shardZero3, 4)
+			checkLayout(t, "zero3 after an evaluation", res.job, shardZero3, 4)
 		}
 		logits[level] = evaluate(res.job)
 	}
@@ -436,7 +443,7 @@ func TestShardedVerified(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s with Verify 1: %v", level, err)
 		} else {
-			checkLayout(t, level+" verified", res.store, map[string]sharding{"zero1": shardZero1, "zero3": shardZero3}[level], 4)
+			checkLayout(t, level+" verified", res.job, map[string]sharding{"zero1": shardZero1, "zero3": shardZero3}[level], 4)
 		}
 		a.Close()
 	}
