@@ -376,19 +376,27 @@ func TestGoMLXShardedOutputSpecBug(t *testing.T) {
 
 // TestShardedEvaluate: an evaluation before training (which lays the new weights out
 // replicated) does not stop ZeRO-3 from sharding them, and after ZeRO-3 training on 4 devices
-// (weights sharded) Evaluate computes the same logits as after the unsharded run.
+// (weights sharded) Evaluate computes the same logits as after the unsharded run; the same on
+// the MLP with its hidden layer frozen (frozen weights sharded, as the weights, and changed by
+// no step).
 func TestShardedEvaluate(t *testing.T) {
 	t.Parallel()
+	shardedEvaluate(t, "MLP", mlpLogits)
+	shardedEvaluate(t, "frozen MLP", frozenMLPLogits)
+}
+
+// shardedEvaluate is TestShardedEvaluate on the model mlp.
+func shardedEvaluate(t *testing.T, name string, mlp func(s *model.Scope, x *Node) *Node) {
 	x, y := toyData(64)
 	logits := map[string][]float64{}
 	for _, level := range []string{"no", "zero3"} {
 		a := newXLASharded(t, 4, level)
 		evaluate := func(job *Job) []float64 {
 			got, err := job.Evaluate(&fixedSource{x: x[:20], y: y[:20], batch: 2}, job.EvalStep(func(s *model.Scope, b GraphBatch) []*Node {
-				return []*Node{mlpLogits(s, b.Inputs[0])}
+				return []*Node{mlp(s, b.Inputs[0])}
 			}))
 			if err != nil {
-				t.Fatalf("%s: Evaluate: %v", level, err)
+				t.Fatalf("%s %s: Evaluate: %v", name, level, err)
 			}
 			f, err := got.Floats(0)
 			if err != nil {
@@ -406,21 +414,21 @@ func TestShardedEvaluate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := shardRun(a, store, loader, 3, func(s *model.Scope, in []*Node) *Node { return mlpLogits(s, in[0]) })
+		res, err := shardRun(a, store, loader, 3, func(s *model.Scope, in []*Node) *Node { return mlp(s, in[0]) })
 		if err != nil {
-			t.Fatalf("%s: %v", level, err)
+			t.Fatalf("%s %s: %v", name, level, err)
 		}
 		if level == "zero3" {
-			checkLayout(t, "zero3 after an evaluation", res.job, shardZero3, 4)
+			checkLayout(t, name+" zero3 after an evaluation", res.job, shardZero3, 4)
 		}
 		logits[level] = evaluate(res.job)
 	}
 	if len(logits["zero3"]) != len(logits["no"]) || len(logits["no"]) != 60 {
-		t.Fatalf("logits: %d unsharded, %d zero3, want 60", len(logits["no"]), len(logits["zero3"]))
+		t.Fatalf("%s logits: %d unsharded, %d zero3, want 60", name, len(logits["no"]), len(logits["zero3"]))
 	}
 	for i, v := range logits["no"] {
 		if math.Abs(logits["zero3"][i]-v) > equivTol {
-			t.Fatalf("logit %d: zero3 %g, unsharded %g", i, logits["zero3"][i], v)
+			t.Fatalf("%s logit %d: zero3 %g, unsharded %g", name, i, logits["zero3"][i], v)
 		}
 	}
 }
