@@ -107,7 +107,8 @@ var ErrMemoryBudget = memplan.ErrBudget
 type ResidentBytes struct {
 	// Weights is the bytes of the trainable variables.
 	Weights int64
-	// Frozen is the bytes of the frozen weights (MemoryPlan.Frozen's variables).
+	// Frozen is the bytes of the frozen weights (MemoryPlan.Frozen's variables). A training
+	// step tells them apart, so before the job's first one they count as OptimizerState.
 	Frozen int64
 	// Gradients is the bytes of goaccel's gradient accumulators (goaccel/grad_accum/* and
 	// goaccel/grad_weight), present with gradient accumulation. Gradients that live only
