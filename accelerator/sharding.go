@@ -136,6 +136,7 @@ func (j *Job) layOutVariables() error {
 		if sameSpec(v.ShardingSpec(), spec) {
 			continue
 		}
+		j.layouts++
 		if v.SetShardingSpec(spec) == nil {
 			continue
 		}

@@ -456,3 +456,39 @@ func TestShardedVerified(t *testing.T) {
 		a.Close()
 	}
 }
+
+// TestShardedEvaluateSameStep: an EvalStep that ran before zero3 training on 4 devices laid
+// the variables out sharded (trainer.Fit runs its evaluation once on the first batch, to build
+// the model) evaluates after it, with the unsharded run's logits; on the MLP and on the MLP
+// with a frozen layer. Before the fix its graph took the variables whole and PJRT refused
+// their shards (E0102 RuntimeProgramInputMismatch).
+func TestShardedEvaluateSameStep(t *testing.T) {
+	t.Parallel()
+	x, y := toyData(64)
+	for name, mlp := range map[string]func(s *model.Scope, x *Node) *Node{"MLP": mlpLogits, "frozen MLP": frozenMLPLogits} {
+		logits := map[string][]float64{}
+		for _, level := range []string{"no", "zero3"} {
+			job, train, _ := planModel(t, newXLASharded(t, 4, level), 4, zero1Adam(), mlp)
+			ev := job.EvalStep(func(s *model.Scope, b GraphBatch) []*Node { return []*Node{mlp(s, b.Inputs[0])} })
+			if _, err := ev.Run(firstBatch(t, job)); err != nil {
+				t.Fatalf("%s %s: before training: %v", name, level, err)
+			}
+			runBatches(t, job, train, 3, func(float64) {})
+			got, err := job.Evaluate(&fixedSource{x: x[:16], y: y[:16], batch: 4}, ev)
+			if err != nil {
+				t.Fatalf("%s %s: after training: %v", name, level, err)
+			}
+			if logits[level], err = got.Floats(0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(logits["no"]) != 48 || len(logits["zero3"]) != 48 {
+			t.Fatalf("%s: %d unsharded logits, %d zero3, want 48", name, len(logits["no"]), len(logits["zero3"]))
+		}
+		for i, v := range logits["no"] {
+			if math.Abs(logits["zero3"][i]-v) > equivTol {
+				t.Fatalf("%s logit %d: zero3 %g, unsharded %g", name, i, logits["zero3"][i], v)
+			}
+		}
+	}
+}
