@@ -26,9 +26,10 @@ type MemoryPlan struct {
 	// Weights is the trainable variables (fp32 master weights under mixed precision).
 	Weights int64
 	// Frozen is the frozen weights: the variables the step's loss reads that are not
-	// trainable (a LoRA base model's), with no gradient and no optimizer state. Like the
-	// weights they are divided only by zero3. The plan's line names them ("frozen weights")
-	// when there are any.
+	// trainable (a LoRA base model's; also running statistics such as batch norm's, which no
+	// gradient reaches either), with no gradient and no optimizer state. Like the weights
+	// they are divided only by zero3. The plan's line names them ("frozen weights") when
+	// there are any.
 	Frozen int64
 	// Gradients is one gradient per trainable variable, of its dtype.
 	Gradients int64

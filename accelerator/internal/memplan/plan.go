@@ -1,8 +1,9 @@
 // Package memplan is the arithmetic of the accelerator's memory plan: what one device holds
 // during a training step, split into weights, frozen weights, gradients, optimizer state,
-// gradient accumulators and temporaries, under each sharding kind; the budget check and its error; the
-// plan's line; XLA's compiled memory statistics, read from a compiled graph; and the count of
-// the device buffers a store's variables hold now (the accelerator's ResidentBytes).
+// gradient accumulators and temporaries, under each sharding kind; the budget check and its
+// error; the plan's line; XLA's compiled memory statistics, read from a compiled graph; and
+// the count of the device buffers a store's variables hold now (the accelerator's
+// ResidentBytes).
 //
 // It knows nothing of jobs, steps or strategies: the accelerator compiles a step, gathers its
 // variables (Vars) and statistics (XLAStats) and calls Make. The accelerator's public
