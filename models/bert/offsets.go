@@ -261,3 +261,31 @@ func validPrefix(b []byte) int {
 	}
 	return n
 }
+
+// UnkID is the id of the unknown token ([UNK], <unk>), and false when the tokenizer has none
+// (a byte-level BPE without unk_token).
+func (t *Tokenizer) UnkID() (int32, bool) {
+	switch seg := t.seg.(type) {
+	case *wordPiece:
+		return seg.unk, true
+	case *byteLevelBPE:
+		return seg.unk, seg.unk >= 0
+	}
+	if t.uniFamily != nil {
+		id, ok := t.ids[t.uniFamily.unk]
+		return id, ok
+	}
+	return 0, false
+}
+
+// SubwordPrefix is the model's continuing_subword_prefix: "##" for WordPiece, a BPE's own
+// (none for RoBERTa's), none for Unigram.
+func (t *Tokenizer) SubwordPrefix() string {
+	switch seg := t.seg.(type) {
+	case *wordPiece:
+		return seg.prefix
+	case *byteLevelBPE:
+		return seg.prefix
+	}
+	return ""
+}
