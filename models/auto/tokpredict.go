@@ -2,6 +2,7 @@ package auto
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -140,7 +141,7 @@ func (p *TokenPredictor) Predict(texts []string) ([][]Entity, error) {
 				return nil, fmt.Errorf("auto: TokenPredictor: text %d: %w", start+i, err)
 			}
 			row := inputIDs[i*length : (i+1)*length]
-			if len(ids) > length || fmt.Sprint(ids) != fmt.Sprint(row[:len(ids)]) {
+			if len(ids) > length || !slices.Equal(ids, row[:len(ids)]) {
 				return nil, fmt.Errorf("auto: TokenPredictor: text %d (%q): the ids with offsets %v differ from the model's inputs %v", start+i, text, ids, row)
 			}
 			logits := flat[i*length*k : (i+1)*length*k]
@@ -166,7 +167,7 @@ func (p *TokenPredictor) entities(text string, ids []int32, offs []tokenizers.Of
 	unk, hasUnk := p.tok.UnkID()
 	prefix := p.tok.SubwordPrefix()
 	var toks []token
-	for i := 1; i < len(ids)-1; i++ { // the first and last are the special tokens
+	for i := 1; i < len(ids)-1; i++ { // EncodeOffsets puts the special tokens first and last
 		row := make([]float64, k)
 		for j := range row {
 			row[j] = float64(logits[i*k+j])
