@@ -2,8 +2,8 @@
 """Write the token-classification fixtures: transformers' offsets and its "ner" pipeline.
 
   * models/auto/testdata/ner_bert/: a tiny random BertForTokenClassification (seeded) over a
-    WordPiece vocabulary of 1,000 tokens trained here with the `tokenizers` package on the
-    rt-polarity sentences (uncased: lowercased, accents stripped), with vocab.txt;
+    WordPiece vocabulary of 1,000 tokens built here from the rt-polarity sentences (uncased:
+    lowercased, accents stripped; see build_wordpiece), with vocab.txt;
     models/auto/testdata/ner_deberta/: DebertaV2ForTokenClassification with the encoder of
     models/deberta/testdata/tiny (DeBERTa-v3's layout, spm.model only) and a new seeded
     head; models/auto/testdata/ner_roberta/: a tiny random RobertaForTokenClassification
@@ -34,7 +34,9 @@ import tempfile
 import warnings
 
 import torch
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+from collections import Counter
+
+from tokenizers import normalizers, pre_tokenizers
 from transformers import (AutoTokenizer, BertConfig, BertForTokenClassification, DebertaV2ForTokenClassification,
                           RobertaConfig, RobertaForTokenClassification, pipeline)
 
@@ -53,6 +55,7 @@ LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 MAX_LEN = 64
 HEAD_SCALE = 6.0  # a random head this much larger tags more than "O"
 MIN_MULTI = 4
+VOCAB = 1000
 STRATEGIES = ["none", "simple", "first", "average", "max"]
 TEXTS = [
     "John Smith lives in Zürich and works for the Müller company.",
@@ -66,14 +69,32 @@ TEXTS = [
 ]
 
 
-def train_wordpiece(texts):
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(vocab_size=1000, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
-    tok.train_from_iterator(texts, trainer)
-    vocab = sorted(tok.get_vocab().items(), key=lambda kv: kv[1])
-    return [t for t, _ in vocab]
+def build_wordpiece(texts):
+    """A WordPiece vocabulary of VOCAB tokens, the same on every run (the tokenizers trainer's
+    is not): the special tokens, every character of the uncased texts alone and as a "##"
+    piece, then the most frequent words and "##" endings of 2 to 4 characters, ties broken
+    alphabetically."""
+    normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True)
+    split = pre_tokenizers.BertPreTokenizer()
+    words = Counter()
+    for text in texts:
+        words.update(w for w, _ in split.pre_tokenize_str(normalizer.normalize_str(text)))
+    chars = sorted({c for w in words for c in w})
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + ["##" + c for c in chars]
+    endings = Counter()
+    for w, n in words.items():
+        for k in (2, 3, 4):
+            if len(w) > k:
+                endings["##" + w[-k:]] += n
+    ranked = sorted(list(words.items()) + list(endings.items()), key=lambda kv: (-kv[1], kv[0]))
+    seen = set(vocab)
+    for tok, _ in ranked:
+        if len(vocab) >= VOCAB:
+            break
+        if tok not in seen and len(tok) > 1:
+            vocab.append(tok)
+            seen.add(tok)
+    return vocab
 
 
 def label_config():
@@ -87,7 +108,7 @@ def scale_head(model):
 
 def make_bert(seed):
     os.makedirs(BERT_DIR, exist_ok=True)
-    vocab = train_wordpiece(tf.read_polarity(DATA) + TEXTS + tf.TRICKY)
+    vocab = build_wordpiece(tf.read_polarity(DATA) + TEXTS + tf.TRICKY)
     with open(os.path.join(BERT_DIR, "vocab.txt"), "w") as f:
         f.write("\n".join(vocab) + "\n")
     with open(os.path.join(BERT_DIR, "tokenizer_config.json"), "w") as f:
