@@ -89,8 +89,9 @@ func newFlags() (*flag.FlagSet, *flagValues) {
 	v.timeout = fs.String("timeout", "0", "stop the whole job after this long (seconds or a duration such as 30m; 0: never)")
 	v.joinTimeout = fs.String("join-timeout", "300", "how long to wait for every node's launcher (seconds or a duration); every 10 s the launchers say what they wait for")
 	v.rdzvConf = fs.String("rdzv-conf", "", fmt.Sprintf("elastic jobs, torchrun's KEY=VALUE,...: last_call_timeout=SECONDS, how long the master "+
-		"waits for more nodes once MIN have joined (default %g), join_timeout=SECONDS (--join_timeout) and close_timeout=SECONDS "+
-		"(accepted; the master closes the rendezvous when the job ends)", DefaultLastCallTimeout.Seconds()))
+		"waits for more nodes once MIN have joined (default %g), join_timeout=SECONDS (--join_timeout) and close_timeout=SECONDS, "+
+		"how long the master, once the job ended, waits for the other launchers to hear it and hang up (default %g)",
+		DefaultLastCallTimeout.Seconds(), DefaultCloseTimeout.Seconds()))
 	v.rdzvBackend = fs.String("rdzv-backend", "static", "torchrun's rendezvous: static (the nodes are numbered by --node_rank) or c10d "+
 		"(the launchers meet at --rdzv_endpoint, the first one there to bind its port serves it, and it numbers the nodes: "+
 		"an elastic job of --nnodes, MIN:MAX or N)")

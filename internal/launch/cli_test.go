@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseArgs(t *testing.T) {
@@ -38,6 +39,11 @@ func TestParseArgs(t *testing.T) {
 			return i.cfg.MasterPort == 0 && i.cfg.MasterAddr == "127.0.0.1"
 		}},
 		{[]string{"--timeout", "30m", "--", "x"}, func(i *invocation) bool { return i.cfg.Timeout.Minutes() == 30 && i.cfg.Program == "x" }},
+		{[]string{"--nnodes", "1:2", "--rdzv_conf", "close_timeout=0", "x"}, func(i *invocation) bool { return i.cfg.CloseTimeout < 0 }},
+		{[]string{"--nnodes", "1:2", "--rdzv_conf", "close_timeout=45", "x"}, func(i *invocation) bool {
+			return i.cfg.CloseTimeout == 45*time.Second
+		}},
+		{[]string{"x"}, func(i *invocation) bool { return i.cfg.CloseTimeout == 0 }}, // Run's default: DefaultCloseTimeout
 		// Elastic: the master is --node_rank 0; the others give none (-1), or any other value.
 		{[]string{"--nnodes", "2:4", "--node_rank", "0", "--max_restarts", "3", "x"}, func(i *invocation) bool {
 			c := i.cfg
