@@ -74,7 +74,9 @@ func newFlags() (*flag.FlagSet, *flagValues) {
 	})
 	fs.Usage = func() {}
 	v := &flagValues{}
-	v.nproc = fs.String("nproc-per-node", "auto", "ranks on this node: a number, gpu (one per visible GPU) or auto (GPUs, else 1)")
+	v.nproc = fs.String("nproc-per-node", "", "ranks on this node: a number, gpu (one per visible GPU), cpu (one per CPU core, "+
+		"each with its share of the node's CPU devices, at least one) or auto (gpu if there are GPUs, else cpu); "+
+		"default: one per visible GPU, else 1 (one process driving the node's CPU devices)")
 	v.nnodes = fs.String("nnodes", "1", "number of nodes (launchers) in the job, or MIN:MAX for an elastic job (torchrun's): "+
 		"it starts on MAX nodes, or on MIN once --rdzv_conf last_call_timeout has passed, and goes on while nodes leave or come")
 	v.nodeRank = fs.Int("node-rank", 0, "this node's index, 0 to nnodes-1; node 0 is the master. Elastic (--nnodes MIN:MAX): "+
@@ -266,6 +268,7 @@ func parseArgs(args []string, env []string) (inv *invocation, err error) {
 		if c.NprocPerNode, err = ResolveNproc(*nproc, env); err != nil {
 			return nil, flagError{err}
 		}
+		c.Env = cpuRanksEnv(*nproc, c.NprocPerNode, c.Env)
 	}
 	if *v.secretFile != "" {
 		if c.Secret, err = readSecretFile(*v.secretFile, os.Stdin); err != nil {
