@@ -54,7 +54,7 @@ func TestQuickstartSrun(t *testing.T) {
 // the master (n1, resolved on the nodes) from Slurm's variables, and the job of 4 ranks prints
 // the losses and accuracies of the one-process run of 4 devices.
 func TestQuickstartSbatchLaunchTwoNodes(t *testing.T) {
-	testutil.Long(t, "starts a Slurm cluster of 2 nodes and runs the quickstart twice (tier 1: internal/launch TestPETVariables, TestExpandHostList)")
+	testutil.Long(t, "starts a Slurm cluster of 2 nodes and runs the quickstart twice (tier 1: internal/launch TestPETVariables, TestTwoNodesFormOneJob, TestPodsLaunchPET)")
 	testutil.NeedMPI(t)
 	cluster := testutil.NeedSlurmNodes(t, 2)
 	dir := t.TempDir()
