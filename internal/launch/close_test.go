@@ -41,6 +41,16 @@ func (f *fakeLauncher) send(t *testing.T, m message) {
 	}
 }
 
+// join joins attempt 0 of a static job as node_rank node, with one rank, and waits for the
+// master's answer.
+func (f *fakeLauncher) join(t *testing.T, node int) {
+	t.Helper()
+	f.send(t, msg("join", "node", node, "nproc", 1, "attempt", 0))
+	if m := f.read(t); m.cmd != "joined" {
+		t.Fatalf("node_rank %d's join was answered %q", node, m.format(true))
+	}
+}
+
 func (f *fakeLauncher) read(t *testing.T) message {
 	t.Helper()
 	_ = f.conn.SetReadDeadline(time.Now().Add(time.Minute))
@@ -91,9 +101,20 @@ func TestCloseTimeout(t *testing.T) {
 	}
 	addr := srv.ln.Addr().String()
 	node1 := dialFake(t, addr, testSecret)
-	node1.send(t, msg("join", "node", 1, "nproc", 1, "attempt", 0))
+	node1.join(t, 1)
+	// The job ends (here by --timeout, before node_rank 0 came); the master tells node1.
+	srv.stopAll("timeout", "the job ran out of time")
+	if m := node1.read(t); m.cmd != "stop" || m.args["kind"] != "timeout" {
+		t.Fatalf("node_rank 1 heard %q, want the job's end", m.format(true))
+	}
 	start := time.Now()
+	srv.closeWaits = make(chan struct{})
 	done := closing(srv)
+	select {
+	case <-srv.closeWaits:
+	case <-done:
+		t.Fatalf("close returned while node_rank 1's launcher is still connected\n%s", say)
+	}
 	late := dialFake(t, addr, testSecret) // the port still answers: node1 has not hung up
 	late.send(t, msg("join", "node", 0, "nproc", 1, "attempt", 0))
 	if m := late.read(t); m.cmd != "stop" || m.args["why"] != "the job is already over" {
@@ -121,14 +142,7 @@ func TestCloseTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		stays := dialFake(t, srv.ln.Addr().String(), testSecret)
-		stays.send(t, msg("join", "node", 1, "nproc", 1, "attempt", 0))
-		srv.mu.Lock() // the join arrived: the server knows the launcher's node
-		for srv.joined[1] == nil {
-			srv.mu.Unlock()
-			time.Sleep(time.Millisecond)
-			srv.mu.Lock()
-		}
-		srv.mu.Unlock()
+		stays.join(t, 1)
 		select {
 		case <-closing(srv):
 		case <-time.After(10 * time.Second):

@@ -48,6 +48,8 @@ type server struct {
 	// conns holds the admitted connections still open; hungUp hears of each one that closes.
 	conns  map[*peerConn]bool
 	hungUp chan struct{}
+	// closeWaits, when not nil (tests), is closed when close begins to wait for the launchers.
+	closeWaits chan struct{}
 
 	mu        sync.Mutex
 	attempt   int               // the attempt being formed or run
@@ -163,8 +165,8 @@ func seconds(d time.Duration) string {
 // port is the port the server listens on.
 func (s *server) port() int { return s.ln.Addr().(*net.TCPAddr).Port }
 
-// close closes the rendezvous (torchrun's shutdown of its rendezvous handler): no attempt
-// starts any more, and a launcher that joins now is told that the job is over. It waits, at
+// close closes the rendezvous of a job that is over (torchrun's shutdown of its rendezvous
+// handler): a launcher that joins now is told so (s.final). It waits, at
 // most s.closeTimeout, for every launcher still connected to hang up (the launchers of the job
 // hang up once they heard its end, and a spare or a latecomer once it heard that it is over),
 // so that each hears the job's verdict from the master rather than finding its connection
@@ -174,11 +176,13 @@ func (s *server) close() {
 	if s.joinTimer != nil {
 		s.joinTimer.Stop()
 	}
-	s.final = true
 	s.mu.Unlock()
 	if s.closeTimeout > 0 {
 		limit := time.NewTimer(s.closeTimeout)
 		defer limit.Stop()
+		if s.closeWaits != nil {
+			close(s.closeWaits)
+		}
 	wait:
 		for {
 			s.mu.Lock()
