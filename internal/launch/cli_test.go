@@ -3,8 +3,10 @@ package launch
 import (
 	"bytes"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseArgs(t *testing.T) {
@@ -38,6 +40,11 @@ func TestParseArgs(t *testing.T) {
 			return i.cfg.MasterPort == 0 && i.cfg.MasterAddr == "127.0.0.1"
 		}},
 		{[]string{"--timeout", "30m", "--", "x"}, func(i *invocation) bool { return i.cfg.Timeout.Minutes() == 30 && i.cfg.Program == "x" }},
+		{[]string{"--nnodes", "1:2", "--rdzv_conf", "close_timeout=0", "x"}, func(i *invocation) bool { return i.cfg.CloseTimeout < 0 }},
+		{[]string{"--nnodes", "1:2", "--rdzv_conf", "close_timeout=45", "x"}, func(i *invocation) bool {
+			return i.cfg.CloseTimeout == 45*time.Second
+		}},
+		{[]string{"x"}, func(i *invocation) bool { return i.cfg.CloseTimeout == 0 }}, // Run's default: DefaultCloseTimeout
 		// Elastic: the master is --node_rank 0; the others give none (-1), or any other value.
 		{[]string{"--nnodes", "2:4", "--node_rank", "0", "--max_restarts", "3", "x"}, func(i *invocation) bool {
 			c := i.cfg
@@ -144,16 +151,79 @@ func TestResolveNproc(t *testing.T) {
 		spec string
 		env  []string
 		want int
-	}{{"4", none, 4}, {"gpu", gpus, 2}, {"auto", gpus, 2}, {"auto", none, 1},
-		{"auto", []string{"CUDA_VISIBLE_DEVICES=0,1", "GOMLX_BACKEND=xla:cpu"}, 1}} {
+	}{{"4", none, 4}, {"gpu", gpus, 2}, {"auto", gpus, 2}, {"", gpus, 2}, {"", none, 1},
+		// torchrun's cpu and auto without GPUs: one rank per core (torch's cpu_count, the affinity's).
+		{"cpu", none, runtime.NumCPU()}, {"cpu", gpus, runtime.NumCPU()}, {"auto", none, runtime.NumCPU()},
+		{"auto", []string{"CUDA_VISIBLE_DEVICES=0,1", "GOMLX_BACKEND=xla:cpu"}, runtime.NumCPU()},
+		{"", []string{"CUDA_VISIBLE_DEVICES=0,1", "GOMLX_BACKEND=xla:cpu"}, 1}} {
 		if n, err := ResolveNproc(c.spec, c.env); err != nil || n != c.want {
 			t.Errorf("ResolveNproc(%q, %v) = %d, %v; want %d", c.spec, c.env, n, err, c.want)
 		}
 	}
-	for _, spec := range []string{"0", "-1", "many"} {
-		if _, err := ResolveNproc(spec, none); err == nil {
-			t.Errorf("ResolveNproc(%q) accepted", spec)
+	for spec, want := range map[string]string{
+		"0":    `--nproc_per_node "0": want a positive number, gpu, cpu or auto`,
+		"-1":   `--nproc_per_node "-1": want a positive number, gpu, cpu or auto`,
+		"many": `--nproc_per_node "many": want a positive number, gpu, cpu or auto`,
+		"gpu":  "--nproc_per_node gpu: no GPU is visible (CUDA_VISIBLE_DEVICES, /dev/nvidia*): give a number, cpu or auto",
+	} {
+		if _, err := ResolveNproc(spec, none); err == nil || err.Error() != want {
+			t.Errorf("ResolveNproc(%q) = %v, want the error %q", spec, err, want)
 		}
+	}
+}
+
+// TestNprocCPU: --nproc_per_node cpu (and $PET_NPROC_PER_NODE=cpu, and auto without GPUs)
+// starts one rank per core, each with at least one CPU device: on a machine of more cores than
+// the default 4 CPU devices, one device a rank; with GOACCEL_DEVICES set, its devices shared.
+func TestNprocCPU(t *testing.T) {
+	none := "CUDA_VISIBLE_DEVICES="
+	for _, c := range []struct {
+		args, env []string
+	}{
+		{[]string{"--nproc_per_node", "cpu", "x"}, []string{none}},
+		{[]string{"--nproc-per-node=auto", "x"}, []string{none}},
+		{[]string{"x"}, []string{none, "PET_NPROC_PER_NODE=cpu"}},
+	} {
+		inv, err := parseArgs(c.args, c.env)
+		if err != nil {
+			t.Fatalf("%v with %v: %v", c.args, c.env, err)
+		}
+		if inv.cfg.NprocPerNode != runtime.NumCPU() {
+			t.Errorf("%v with %v: %d ranks, want one per core (%d)", c.args, c.env, inv.cfg.NprocPerNode, runtime.NumCPU())
+		}
+		if _, _, err := splitNode(inv.cfg.Env, inv.cfg.NprocPerNode); err != nil {
+			t.Errorf("%v with %v: %v", c.args, c.env, err)
+		}
+	}
+	// The node's CPU devices for n ranks of one core each: what splitNode gives each rank.
+	for _, c := range []struct {
+		spec string
+		n    int
+		env  []string
+		want string // each rank's GOACCEL_DEVICES
+	}{
+		{"cpu", 2, []string{none}, "2"},                        // 4 devices (the default), 2 a rank: as --nproc_per_node 2
+		{"cpu", 16, []string{none}, "1"},                       // 16 devices, one a rank
+		{"auto", 16, []string{none}, "1"},                      // auto without GPUs is cpu
+		{"cpu", 16, []string{none, "GOACCEL_DEVICES=32"}, "2"}, // the user's devices, shared
+		{"", 16, []string{none, "GOACCEL_DEVICES=16"}, "1"},
+	} {
+		shares, _, err := splitNode(cpuRanksEnv(c.spec, c.n, c.env), c.n)
+		if err != nil {
+			t.Fatalf("%q, %d ranks, %v: %v", c.spec, c.n, c.env, err)
+		}
+		if got := shares[c.n-1].vars["GOACCEL_DEVICES"]; got != c.want {
+			t.Errorf("%q, %d ranks, %v: GOACCEL_DEVICES=%s a rank, want %s", c.spec, c.n, c.env, got, c.want)
+		}
+	}
+	// A number is not a count of cores: more ranks than devices stays an error.
+	if _, _, err := splitNode(cpuRanksEnv("16", 16, []string{none}), 16); err == nil {
+		t.Errorf("--nproc_per_node 16 with 4 CPU devices was accepted")
+	}
+	// gpu without a GPU, from PET_NPROC_PER_NODE: named as the variable.
+	_, err := parseArgs([]string{"x"}, []string{none, "PET_NPROC_PER_NODE=gpu"})
+	if want := "$PET_NPROC_PER_NODE (--nproc_per_node) gpu: no GPU is visible"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("PET_NPROC_PER_NODE=gpu without GPUs: %v, want %q", err, want)
 	}
 }
 

@@ -56,29 +56,51 @@ func visibleGPUs(env []string) []string {
 	return ids
 }
 
-// ResolveNproc turns --nproc_per_node's value into a number of ranks: a positive number;
-// "gpu": one rank per visible GPU (an error without GPUs); "auto": one per visible GPU, else 1
-// (one process driving all the CPU devices, goaccel's default).
+// ResolveNproc turns --nproc_per_node's value into a number of ranks, with torchrun's words:
+// a positive number; "gpu": one rank per visible GPU (an error without GPUs); "cpu": one rank
+// per CPU core this process may run on (its affinity, as torch's cpu_count); "auto": one per
+// visible GPU, else one per core. "" (the flag not given) is goaccel's default: one per
+// visible GPU, else 1 (one process driving all of the node's CPU devices).
 func ResolveNproc(spec string, env []string) (int, error) {
 	switch spec {
 	case "gpu":
 		g := visibleGPUs(env)
 		if len(g) == 0 {
 			return 0, fmt.Errorf("--nproc_per_node gpu: no GPU is visible (CUDA_VISIBLE_DEVICES, /dev/nvidia*): " +
-				"give a number, or auto")
+				"give a number, cpu or auto")
 		}
 		return len(g), nil
+	case "cpu":
+		return runtime.NumCPU(), nil
 	case "auto", "":
 		if g := visibleGPUs(env); len(g) > 0 {
 			return len(g), nil
+		}
+		if spec == "auto" {
+			return runtime.NumCPU(), nil
 		}
 		return 1, nil
 	}
 	n, err := strconv.Atoi(spec)
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("--nproc_per_node %q: want a positive number, gpu or auto", spec)
+		return 0, fmt.Errorf("--nproc_per_node %q: want a positive number, gpu, cpu or auto", spec)
 	}
 	return n, nil
+}
+
+// cpuRanksEnv is env for n ranks that --nproc_per_node spec gave as one per core (cpu, or
+// auto without GPUs): when $GOACCEL_DEVICES is not set and n is more than the node's default
+// DefaultCPUDevices, the node gets n CPU devices, one a rank, instead of the error of a
+// number of ranks above the devices. Otherwise env as it is: each rank gets its share of the
+// node's devices as for the number n.
+func cpuRanksEnv(spec string, n int, env []string) []string {
+	if spec != "cpu" && spec != "auto" || len(visibleGPUs(env)) > 0 || n <= DefaultCPUDevices {
+		return env
+	}
+	if _, set := lookup(env, envvar.Devices.Name); set {
+		return env
+	}
+	return setEnv(env, envvar.Devices.Name, strconv.Itoa(n))
 }
 
 // share is what one local rank gets of this node: its environment variables for devices and threads.
