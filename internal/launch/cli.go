@@ -268,7 +268,6 @@ func parseArgs(args []string, env []string) (inv *invocation, err error) {
 		if c.NprocPerNode, err = ResolveNproc(*nproc, env); err != nil {
 			return nil, flagError{err}
 		}
-		c.Env = cpuRanksEnv(*nproc, c.NprocPerNode, c.Env)
 	}
 	if *v.secretFile != "" {
 		if c.Secret, err = readSecretFile(*v.secretFile, os.Stdin); err != nil {

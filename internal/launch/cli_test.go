@@ -173,8 +173,8 @@ func TestResolveNproc(t *testing.T) {
 }
 
 // TestNprocCPU: --nproc_per_node cpu (and $PET_NPROC_PER_NODE=cpu, and auto without GPUs)
-// starts one rank per core, each with at least one CPU device: on a machine of more cores than
-// the default 4 CPU devices, one device a rank; with GOACCEL_DEVICES set, its devices shared.
+// starts one rank per core, each with one CPU device, or its share of GOACCEL_DEVICES when
+// that is set (more ranks than those devices is then an error, as for a number).
 func TestNprocCPU(t *testing.T) {
 	none := "CUDA_VISIBLE_DEVICES="
 	for _, c := range []struct {
@@ -197,28 +197,26 @@ func TestNprocCPU(t *testing.T) {
 	}
 	// The node's CPU devices for n ranks of one core each: what splitNode gives each rank.
 	for _, c := range []struct {
-		spec string
 		n    int
 		env  []string
 		want string // each rank's GOACCEL_DEVICES
 	}{
-		{"cpu", 2, []string{none}, "2"},                        // 4 devices (the default), 2 a rank: as --nproc_per_node 2
-		{"cpu", 16, []string{none}, "1"},                       // 16 devices, one a rank
-		{"auto", 16, []string{none}, "1"},                      // auto without GPUs is cpu
-		{"cpu", 16, []string{none, "GOACCEL_DEVICES=32"}, "2"}, // the user's devices, shared
-		{"", 16, []string{none, "GOACCEL_DEVICES=16"}, "1"},
+		{2, []string{none}, "1"},                        // one device a rank, whatever the count
+		{16, []string{none}, "1"},                       //
+		{16, []string{none, "GOACCEL_DEVICES=32"}, "2"}, // the user's devices, shared
+		{16, []string{none, "GOACCEL_DEVICES=16"}, "1"},
 	} {
-		shares, _, err := splitNode(cpuRanksEnv(c.spec, c.n, c.env), c.n)
+		shares, _, err := splitNode(c.env, c.n)
 		if err != nil {
-			t.Fatalf("%q, %d ranks, %v: %v", c.spec, c.n, c.env, err)
+			t.Fatalf("%d ranks, %v: %v", c.n, c.env, err)
 		}
 		if got := shares[c.n-1].vars["GOACCEL_DEVICES"]; got != c.want {
-			t.Errorf("%q, %d ranks, %v: GOACCEL_DEVICES=%s a rank, want %s", c.spec, c.n, c.env, got, c.want)
+			t.Errorf("%d ranks, %v: GOACCEL_DEVICES=%s a rank, want %s", c.n, c.env, got, c.want)
 		}
 	}
-	// A number is not a count of cores: more ranks than devices stays an error.
-	if _, _, err := splitNode(cpuRanksEnv("16", 16, []string{none}), 16); err == nil {
-		t.Errorf("--nproc_per_node 16 with 4 CPU devices was accepted")
+	// More ranks than the devices GOACCEL_DEVICES gives stays an error.
+	if _, _, err := splitNode([]string{none, "GOACCEL_DEVICES=4"}, 16); err == nil {
+		t.Errorf("16 ranks with GOACCEL_DEVICES=4 was accepted")
 	}
 	// gpu without a GPU, from PET_NPROC_PER_NODE: named as the variable.
 	_, err := parseArgs([]string{"x"}, []string{none, "PET_NPROC_PER_NODE=gpu"})

@@ -11,7 +11,6 @@ import (
 	"github.com/goaccel/goaccel/internal/envvar"
 )
 
-
 // lookup reads a variable of the table (internal/envvar) from an environment list ("K=V");
 // the last one wins, as in exec.
 func lookup(env []string, key string) (string, bool) { return envvar.Lookup(env, key) }
@@ -86,21 +85,6 @@ func ResolveNproc(spec string, env []string) (int, error) {
 		return 0, fmt.Errorf("--nproc_per_node %q: want a positive number, gpu, cpu or auto", spec)
 	}
 	return n, nil
-}
-
-// cpuRanksEnv is env for n ranks that --nproc_per_node spec gave as one per core (cpu, or
-// auto without GPUs): when $GOACCEL_DEVICES is not set and n is more than the node's default
-// DefaultCPUDevices, the node gets n CPU devices, one a rank, instead of the error of a
-// number of ranks above the devices. Otherwise env as it is: each rank gets its share of the
-// node's devices as for the number n.
-func cpuRanksEnv(spec string, n int, env []string) []string {
-	if spec != "cpu" && spec != "auto" || len(visibleGPUs(env)) > 0 || n <= DefaultCPUDevices {
-		return env
-	}
-	if _, set := lookup(env, envvar.Devices.Name); set {
-		return env
-	}
-	return setEnv(env, envvar.Devices.Name, strconv.Itoa(n))
 }
 
 // share is what one local rank gets of this node: its environment variables for devices and threads.
