@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/lora"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -38,7 +39,8 @@ type Classifier struct {
 	// (the dropout rates aside, read when a graph is built).
 	Config Config
 
-	store *model.Store
+	store   *model.Store
+	adapter *lora.Adapter // the LoRA adapter linear consults (nil: none); see AttachLoRA
 }
 
 // NewClassifier returns a classifier for cfg whose variables live in store (a new Store when
@@ -84,6 +86,9 @@ func (c *Classifier) Logits(s *model.Scope, inputs []*Node) *Node {
 	if len(inputs) == 3 {
 		types = inputs[2]
 	}
+	// The variables this graph created (a fresh head, LoRA's) get the adapter's trainable
+	// flags before a training step takes the trainable ones (nothing without an adapter).
+	defer c.adapter.Freeze(c.store)
 	hidden := c.Encoder(s, inputs[0], inputs[1], types)
 	if c.Config.Head == bert.TokenClassification {
 		return c.TokenHead(s, hidden)
@@ -133,7 +138,8 @@ func (c *Classifier) normal(g *Graph, shape shapes.Shape) *Node {
 }
 
 // linear is torch.nn.Linear with HF variable names: weight [out, in] (fresh: normal), and
-// bias [out] (fresh: zeros) when bias is set.
+// bias [out] (fresh: zeros) when bias is set, plus the update of the LoRA adapter on the
+// layers it targets (see AttachLoRA).
 func (c *Classifier) linear(s *model.Scope, x *Node, outDim int, bias bool) *Node {
 	g := x.Graph()
 	inDim := x.Shape().Dimensions[x.Rank()-1]
@@ -142,7 +148,7 @@ func (c *Classifier) linear(s *model.Scope, x *Node, outDim int, bias bool) *Nod
 	if bias {
 		b = s.WithInitializer(Zeros).VariableWithShape("bias", shapes.Make(variableDType, outDim)).NodeValue(g)
 	}
-	return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput)
+	return c.adapter.Linear(s, x, nn.Dense(x, w, b, compute.DenseLayoutOutputsInput))
 }
 
 // layerNorm is torch.nn.LayerNorm over the last axis (eps layer_norm_eps) with HF variable

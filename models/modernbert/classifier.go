@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/lora"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -43,7 +44,8 @@ type Classifier struct {
 	// (ClassifierPooling and the dropout rates aside, read when a graph is built).
 	Config Config
 
-	store *model.Store
+	store   *model.Store
+	adapter *lora.Adapter // the LoRA adapter linear consults (nil: none); see AttachLoRA
 }
 
 // NewClassifier returns a classifier for cfg whose variables live in store (a new Store when
@@ -83,6 +85,9 @@ func (c *Classifier) Logits(s *model.Scope, inputs []*Node) *Node {
 	if len(inputs) != 2 {
 		exceptions.Panicf("modernbert: Classifier.Logits wants [input_ids, attention_mask], got %d inputs", len(inputs))
 	}
+	// The variables this graph created (a fresh classifier, LoRA's) get the adapter's
+	// trainable flags before a training step takes the trainable ones (nothing without one).
+	defer c.adapter.Freeze(c.store)
 	hidden := c.Encoder(s, inputs[0], inputs[1])
 	if c.Config.Head == bert.TokenClassification {
 		return c.TokenHead(s, hidden)
@@ -145,7 +150,8 @@ func (c *Classifier) outStd() float64 {
 }
 
 // linear is torch.nn.Linear with HF variable names: weight [out, in] (fresh: truncated
-// normal with standard deviation std), and bias [out] (fresh: zeros) when bias is set.
+// normal with standard deviation std), and bias [out] (fresh: zeros) when bias is set, plus
+// the update of the LoRA adapter on the layers it targets (see AttachLoRA).
 func (c *Classifier) linear(s *model.Scope, x *Node, outDim int, bias bool, std float64) *Node {
 	g := x.Graph()
 	inDim := x.Shape().Dimensions[x.Rank()-1]
@@ -154,7 +160,7 @@ func (c *Classifier) linear(s *model.Scope, x *Node, outDim int, bias bool, std 
 	if bias {
 		b = s.WithInitializer(Zeros).VariableWithShape("bias", shapes.Make(variableDType, outDim)).NodeValue(g)
 	}
-	return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput)
+	return c.adapter.Linear(s, x, nn.Dense(x, w, b, compute.DenseLayoutOutputsInput))
 }
 
 // layerNorm is torch.nn.LayerNorm over the last axis (eps norm_eps) with HF variable names:
