@@ -261,6 +261,26 @@ func collate(batch []example) ([]*tensors.Tensor, *tensors.Tensor, error) {
 // test is skipped loudly (a failure under CI).
 func (r *TrainRun) Check(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, tolerance float64, transformers string) {
 	t.Helper()
+	opt := optimizer.StochasticGradientDescent().WithLearningRate(r.LearningRate).WithDecay(false).Done()
+	losses := r.run(t, clf, logits, opt, len(r.Losses), nil)
+	worst := 0.0
+	for i, want := range r.Losses {
+		d := math.Abs(losses[i] - want)
+		worst = max(worst, d)
+		if d > tolerance {
+			t.Errorf("step %d: loss %.6f, transformers %.6f (diff %.3g)", i+1, losses[i], want, d)
+		}
+	}
+	t.Logf("%d SGD steps (lr %g): losses %.4f -> %.4f, max abs diff from transformers %s %.3g",
+		len(losses), r.LearningRate, losses[0], losses[len(losses)-1], transformers, worst)
+}
+
+// run trains clf for steps steps of opt on the record's batches, taken in turn, the way users
+// train (accelerator.New, Prepare, TrainStep, CrossEntropy, Backward, on one XLA CPU device),
+// and returns each step's loss; done (when not nil) runs after the last step, while the
+// variables' values are still on the accelerator's backend.
+func (r *TrainRun) run(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, opt optimizer.Interface, steps int, done func()) []float64 {
+	t.Helper()
 	acc, err := accelerator.New(accelerator.Config{Backend: testutil.CPUPlugin(t), Devices: 1, Quiet: true, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -280,7 +300,6 @@ func (r *TrainRun) Check(t testing.TB, clf model.StoreProvider, logits func(s *m
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := optimizer.StochasticGradientDescent().WithLearningRate(r.LearningRate).WithDecay(false).Done()
 	job, err := acc.Prepare(clf, opt, loader)
 	if err != nil {
 		t.Fatal(err)
@@ -291,7 +310,7 @@ func (r *TrainRun) Check(t testing.TB, clf model.StoreProvider, logits func(s *m
 		return l
 	})
 	var losses []float64
-	for len(losses) < len(r.Losses) {
+	for len(losses) < steps {
 		for gb, err := range job.Batches() {
 			if err != nil {
 				t.Fatal(err)
@@ -304,21 +323,15 @@ func (r *TrainRun) Check(t testing.TB, clf model.StoreProvider, logits func(s *m
 			if err != nil {
 				t.Fatal(err)
 			}
-			if losses = append(losses, v); len(losses) == len(r.Losses) {
+			if losses = append(losses, v); len(losses) == steps {
 				break
 			}
 		}
 	}
-	worst := 0.0
-	for i, want := range r.Losses {
-		d := math.Abs(losses[i] - want)
-		worst = max(worst, d)
-		if d > tolerance {
-			t.Errorf("step %d: loss %.6f, transformers %.6f (diff %.3g)", i+1, losses[i], want, d)
-		}
+	if done != nil {
+		done()
 	}
-	t.Logf("%d SGD steps (lr %g): losses %.4f -> %.4f, max abs diff from transformers %s %.3g",
-		len(losses), r.LearningRate, losses[0], losses[len(losses)-1], transformers, worst)
+	return losses
 }
 
 // TokenFixtures is a package's testdata/token_fixtures.json, written by
