@@ -2,11 +2,14 @@ package deberta
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/goaccel/goaccel/checkpoint/safetensors"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/familytest"
 	"github.com/goaccel/goaccel/models/lora"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -46,4 +49,67 @@ func TestLoRATokenHead(t *testing.T) {
 	if b.TaskType != lora.TokenCls || len(b.Head) != 2 || b.Head[0].Name != "classifier.weight" || b.Linears[len(b.Linears)-1].Module == "pooler.dense" {
 		t.Errorf("token classifier's base: task %s, head %v; want TOKEN_CLS and the classifier", b.TaskType, b.Head)
 	}
+}
+
+// TestLoRAAdapterNeedsThePooler: an adapter (which holds A, B and the classifier, not the
+// frozen pooler, as PEFT's files do) loaded onto a base without a pooler, such as
+// microsoft/deberta-v3-base, is refused naming pooler.dense: the pooler would be drawn afresh
+// and the model would not be the one trained. On the base with the pooler it loads.
+func TestLoRAAdapterNeedsThePooler(t *testing.T) {
+	k := loraKit(t)
+	clf, err := k.Load(k.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clf.AttachLoRA(lora.Config{R: 2}, k.Dir); err != nil {
+		t.Fatal(err)
+	}
+	adapter := filepath.Join(t.TempDir(), "adapter")
+	if _, err := LoadAdapter(adapter, clf); err == nil {
+		t.Error("LoadAdapter onto a classifier that has an adapter gave no error")
+	}
+	if err := SaveAdapter(adapter, clf); err == nil {
+		t.Fatal("SaveAdapter before A and B exist gave no error")
+	}
+	exec, err := model.NewExec(familytest.XLA(t), clf.Store(), func(s *model.Scope, ids, mask *Node) *Node {
+		return clf.Logits(s, []*Node{ids, mask})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := k.Train.Batches[0]
+	if _, err := exec.Call(familytest.Matrix(b.InputIDs), familytest.Matrix(b.AttentionMask)); err != nil {
+		t.Fatal(err)
+	}
+	if err := SaveAdapter(adapter, clf); err != nil {
+		t.Fatal(err)
+	}
+	noPooler := familytest.CopyFolder(t, k.Dir, func(l []safetensors.Named) []safetensors.Named {
+		return familytest.Without("pooler.dense.bias")(familytest.Without("pooler.dense.weight")(l))
+	}, nil)
+	base, err := LoadPretrained(noPooler, model.NewStore(), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadAdapter(adapter, base)
+	t.Logf("adapter onto a base without a pooler: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "pooler.dense.weight") || !strings.Contains(err.Error(), "merged folder") {
+		t.Errorf("adapter onto a base without a pooler: got %v, want an error naming pooler.dense and the merged folder", err)
+	}
+	if base.Adapter() != nil {
+		t.Error("the refused adapter was attached")
+	}
+	if _, err := LoadAdapter(adapter, loraKitBase(t, k)); err != nil {
+		t.Errorf("adapter onto the base with its pooler: %v", err)
+	}
+}
+
+// loraKitBase loads the kit's checkpoint without its classifier (the adapter brings it).
+func loraKitBase(t *testing.T, k familytest.LoRAKit[*Classifier]) *Classifier {
+	t.Helper()
+	c, err := LoadPretrained(k.Dir, model.NewStore(), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -1,6 +1,7 @@
 package lora
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/gomlx/gomlx/ml/model"
@@ -22,15 +23,30 @@ func Attach(cfg Config, base Base, store *model.Store) (*Adapter, error) {
 
 // LoadFrom reads the adapter folder dir (PEFT's files) onto the model that base describes
 // (given the folder's base_model_name_or_path) and writes its tensors into store: ReadConfig,
-// New and Load, with their errors. Nothing is written on error.
+// New and Load, with their errors. Every frozen tensor of the base must have a value in store
+// already: one that does not (a pooler the checkpoint lacks, which a fresh model would draw
+// at random) is not in PEFT's files either, so the adapter could not give the model it was
+// trained with, and the error names it. Nothing is written on error.
 func LoadFrom(dir string, base func(nameOrPath string) Base, store *model.Store) (*Adapter, error) {
 	saved, err := ReadConfig(dir)
 	if err != nil {
 		return nil, err
 	}
-	a, err := New(saved.Config, base(saved.BaseModel))
+	b := base(saved.BaseModel)
+	a, err := New(saved.Config, b)
 	if err != nil {
 		return nil, &adapterError{dir, err}
+	}
+	var absent []string
+	for _, t := range b.Frozen {
+		if v := store.GetVariable(varPath(t.Name)); v == nil || !v.HasValue() {
+			absent = append(absent, t.Name)
+		}
+	}
+	if len(absent) > 0 {
+		return nil, fmt.Errorf("adapter %s: the base model has no %s: frozen while the adapter trained and not saved with it "+
+			"(PEFT's modules_to_save does not name it), so it would start afresh and the model would not be the one trained: "+
+			"load the merged folder SavePretrained wrote, or a base that has it", dir, listNames(absent))
 	}
 	if err := a.Load(dir, store); err != nil {
 		return nil, err
