@@ -262,7 +262,7 @@ func collate(batch []example) ([]*tensors.Tensor, *tensors.Tensor, error) {
 // test is skipped loudly (a failure under CI).
 func (r *TrainRun) Check(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, tolerance float64, transformers string) {
 	t.Helper()
-	losses := r.losses(t, clf, logits, "no")
+	losses := r.run(t, clf, logits, r.sgd(), len(r.Losses), "no", nil)
 	worst := r.compare(t, losses, tolerance, transformers)
 	t.Logf("%d SGD steps (lr %g): losses %.4f -> %.4f, max abs diff from transformers %s %.3g",
 		len(losses), r.LearningRate, losses[0], losses[len(losses)-1], transformers, worst)
@@ -274,7 +274,7 @@ func (r *TrainRun) Check(t testing.TB, clf model.StoreProvider, logits func(s *m
 // than tolerance, or when every loss equals it (the half-precision products did not run).
 func (r *TrainRun) CheckMixed(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, precision string, tolerance float64, transformers string) {
 	t.Helper()
-	losses := r.losses(t, clf, logits, precision)
+	losses := r.run(t, clf, logits, r.sgd(), len(r.Losses), precision, nil)
 	worst := r.compare(t, losses, tolerance, transformers)
 	if worst == 0 {
 		t.Errorf("%s: every loss equals float32's: the products did not run in half precision", precision)
@@ -298,8 +298,17 @@ func (r *TrainRun) compare(t testing.TB, losses []float64, tolerance float64, tr
 	return worst
 }
 
-// losses runs the record's SGD steps on clf with the accelerator's MixedPrecision precision.
-func (r *TrainRun) losses(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, precision string) []float64 {
+// sgd is the record's optimizer: plain SGD at its learning rate.
+func (r *TrainRun) sgd() optimizer.Interface {
+	return optimizer.StochasticGradientDescent().WithLearningRate(r.LearningRate).WithDecay(false).Done()
+}
+
+// run trains clf for steps steps of opt on the record's batches, taken in turn, the way users
+// train (accelerator.New, Prepare, TrainStep, CrossEntropy, Backward, on one XLA CPU device,
+// with the accelerator's MixedPrecision precision), and returns each step's loss; done (when
+// not nil) runs after the last step, while the variables' values are still on the
+// accelerator's backend.
+func (r *TrainRun) run(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, opt optimizer.Interface, steps int, precision string, done func()) []float64 {
 	t.Helper()
 	acc, err := accelerator.New(accelerator.Config{Backend: testutil.CPUPlugin(t), Devices: 1, Quiet: true, Seed: 1, MixedPrecision: precision})
 	if err != nil {
@@ -320,7 +329,6 @@ func (r *TrainRun) losses(t testing.TB, clf model.StoreProvider, logits func(s *
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := optimizer.StochasticGradientDescent().WithLearningRate(r.LearningRate).WithDecay(false).Done()
 	job, err := acc.Prepare(clf, opt, loader)
 	if err != nil {
 		t.Fatal(err)
@@ -331,7 +339,7 @@ func (r *TrainRun) losses(t testing.TB, clf model.StoreProvider, logits func(s *
 		return l
 	})
 	var losses []float64
-	for len(losses) < len(r.Losses) {
+	for len(losses) < steps {
 		for gb, err := range job.Batches() {
 			if err != nil {
 				t.Fatal(err)
@@ -344,10 +352,13 @@ func (r *TrainRun) losses(t testing.TB, clf model.StoreProvider, logits func(s *
 			if err != nil {
 				t.Fatal(err)
 			}
-			if losses = append(losses, v); len(losses) == len(r.Losses) {
+			if losses = append(losses, v); len(losses) == steps {
 				break
 			}
 		}
+	}
+	if done != nil {
+		done()
 	}
 	return losses
 }
@@ -356,7 +367,7 @@ func (r *TrainRun) losses(t testing.TB, clf model.StoreProvider, logits func(s *
 // TrainStep on one XLA CPU device, MixedPrecision "no") and returns the losses.
 func (r *TrainRun) Replay(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node) []float64 {
 	t.Helper()
-	return r.losses(t, clf, logits, "no")
+	return r.run(t, clf, logits, r.sgd(), len(r.Losses), "no", nil)
 }
 
 // Prefix is the record cut to its first n steps (all of them when it has fewer).
