@@ -271,16 +271,25 @@ func (r *TrainRun) Check(t testing.TB, clf model.StoreProvider, logits func(s *m
 // CheckMixed runs the record's SGD steps as Check does under the accelerator's mixed
 // precision (precision "bf16" or "fp16": Prepare hands the compute dtype to clf's
 // SetComputeDType) and fails the test when a loss differs from PyTorch's float32 one by more
-// than tolerance, or when every loss equals it (the half-precision products did not run).
+// than tolerance relative to it (to at least 0.1: a loss near 0 is compared as if it were
+// 0.1), or when every loss equals it (the half-precision products did not run).
 func (r *TrainRun) CheckMixed(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, precision string, tolerance float64, transformers string) {
 	t.Helper()
 	losses := r.run(t, clf, logits, r.sgd(), len(r.Losses), precision, nil)
-	worst := r.compare(t, losses, tolerance, transformers)
+	worst, worstRel := 0.0, 0.0
+	for i, want := range r.Losses {
+		d := math.Abs(losses[i] - want)
+		rel := d / max(math.Abs(want), 0.1)
+		worst, worstRel = max(worst, d), max(worstRel, rel)
+		if !(rel <= tolerance) {
+			t.Errorf("step %d: loss %.6f in %s, transformers %s %.6f in float32 (diff %.3g, relative %.3g)", i+1, losses[i], precision, transformers, want, d, rel)
+		}
+	}
 	if worst == 0 {
 		t.Errorf("%s: every loss equals float32's: the products did not run in half precision", precision)
 	}
-	t.Logf("%d SGD steps in %s (lr %g): losses %.4f -> %.4f, max abs diff from transformers %s in float32 %.3g",
-		len(losses), precision, r.LearningRate, losses[0], losses[len(losses)-1], transformers, worst)
+	t.Logf("%d SGD steps in %s (lr %g): losses %.4f -> %.4f, max diff from transformers %s in float32 %.3g (relative %.3g)",
+		len(losses), precision, r.LearningRate, losses[0], losses[len(losses)-1], transformers, worst, worstRel)
 }
 
 // compare fails the test for each loss further than tolerance from the record's and returns
