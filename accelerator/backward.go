@@ -80,9 +80,13 @@ func (a *Accelerator) backward(op string, s *model.Scope, loss, weight *Node) {
 	var vars []*model.Variable
 	var values []*Node
 	for v := range root.IterVariables() {
-		if v.Trainable && v.InUseByGraph(g) {
+		switch {
+		case !v.InUseByGraph(g):
+		case v.Trainable:
 			vars = append(vars, v)
 			values = append(values, v.NodeValue(g))
+		default: // read by the loss, before the update creates or reads the optimizer's variables
+			j.noteFrozen(v)
 		}
 	}
 	if len(vars) == 0 {

@@ -128,8 +128,8 @@
 // Python's site-packages (JAX's jax_plugins/xla_cuda*/ and pip CPU plugin packages such as
 // lammps-jax-pjrt-cpu); nothing is downloaded unless Config.AllowDownload is set. On the CPU
 // plugin, Config.Devices (or $GOACCEL_DEVICES, or --xla_force_host_platform_device_count in
-// $XLA_FLAGS) sets how many host devices XLA creates: that is how multi-device code is tested
-// without GPUs. New creates at most max(8, CPU cores) of them and refuses more: each host device
+// $XLA_FLAGS) sets how many host devices XLA creates, 1 when none of them does: more host
+// devices are how multi-device code is tested without GPUs, not a speed-up. New creates at most max(8, CPU cores) of them and refuses more: each host device
 // holds a full model replica and its own thread pool, so devices beyond the cores only cost
 // memory. $GOACCEL_MAX_CPU_DEVICES (a positive integer) sets another cap.
 //

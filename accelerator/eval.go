@@ -26,6 +26,7 @@ type EvalStep struct {
 	job     *Job
 	fn      EvalFn
 	exec    *model.Exec
+	layouts int               // the job's layouts when exec was made
 	classes int               // see TrainStep.classes
 	tracing *data.GlobalBatch // the global batch being traced
 	synced  bool              // the variables this graph created were made equal on all replicas
@@ -58,11 +59,18 @@ func (e *EvalStep) run(gb *data.GlobalBatch) (*Gathered, error) {
 	if err := checkLabels(gb, e.classes); err != nil {
 		return nil, err
 	}
+	if e.exec != nil && e.layouts != j.layouts {
+		// Traced before a training step laid the variables out sharded (Config.Sharding): its
+		// graphs take them as they were laid out then, and PJRT would refuse their shards.
+		e.exec.Finalize()
+		e.exec = nil
+	}
 	if e.exec == nil {
 		e.exec, err = j.newExec(e.graphFn, strategy.Eval)
 		if err != nil {
 			return nil, err
 		}
+		e.layouts = j.layouts
 	}
 	outs, err := j.execCreatingVariables(&e.synced, func() ([]*tensors.Tensor, error) { return e.execTracing(gb, args) })
 	if err != nil {

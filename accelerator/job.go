@@ -43,7 +43,13 @@ type Job struct {
 	// without SetComputeDType, see precision.go); InvalidDType when they do not.
 	autocast dtypes.DType
 	memPlan  *MemoryPlan // the largest memory plan made (memcheck.go)
-	micro    int         // WithAutoBatch's micro-batches per global batch (0: not chosen yet)
+	// frozen are the paths of the frozen weights: the variables, not trainable, that a
+	// training step's loss reads (Backward notes them; sharding.go's variableKind).
+	frozen map[string]bool
+	// layouts counts the changes of a variable's sharding spec (layOutVariables): a graph
+	// traced before the latest takes its variables laid out as they were then.
+	layouts int
+	micro   int // WithAutoBatch's micro-batches per global batch (0: not chosen yet)
 	// busy records this rank's busy time for the straggler report (straggler.go); nil until
 	// the first step, and always with $GOACCEL_STRAGGLER_EVERY=0.
 	busy *busyRecorder

@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
 )
 
 // The memory plan of a Job's training steps: made when a step first runs a batch of new
@@ -80,7 +81,7 @@ func (t *TrainStep) planAt(gb *data.GlobalBatch, args []any, accumulating bool) 
 			stats.Apply = memplan.XLAStats(applyG)
 		}
 	}
-	vars := memplan.Vars(j.store, g, applyG, isAccumulator)
+	vars := memplan.Vars(j.store, g, applyG, func(v *model.Variable) memplan.Kind { return residentKind(j.variableKind(v)) })
 	if o, ok := t.runner.(strategy.StateOutsideStore); ok { // zero1's optimizer state
 		state, err := o.PlanState()
 		if err != nil {
@@ -179,12 +180,14 @@ func sameShapes(args []any, shs []shapes.Shape) bool {
 	return true
 }
 
-// residentKind is the part of ResidentBytes that a variable of kind k counts in (kindFixed:
-// the optimizer state's).
+// residentKind is the part of ResidentBytes (and of the memory plan) that a variable of kind
+// k counts in (kindFixed: the optimizer state's).
 func residentKind(k varKind) memplan.Kind {
 	switch k {
 	case kindWeights:
 		return memplan.KindWeights
+	case kindFrozen:
+		return memplan.KindFrozen
 	case kindGradients:
 		return memplan.KindGradients
 	}
@@ -205,7 +208,7 @@ func (j *Job) ResidentBytes() ([]ResidentBytes, error) {
 		if err != nil {
 			return nil, wrapOp("Job.ResidentBytes", err)
 		}
-		k := residentKind(variableKind(v))
+		k := residentKind(j.variableKind(v))
 		for _, t := range held {
 			if err := memplan.AddOnDevice(out, j.acc.backend, t, k); err != nil {
 				return nil, wrapOp("Job.ResidentBytes", fmt.Errorf("accelerator: %s: %w", v.Path(), err))

@@ -15,44 +15,65 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 )
 
-// TestResidentBytesExact: on the MLP, every device holds exactly each variable's shard (or
-// its full value when it stays replicated), for each sharding level on 4 devices.
+// TestResidentBytesExact: on the MLP, and on the MLP with its hidden layer frozen, every
+// device holds exactly each variable's shard (or its full value when it stays replicated), for
+// each sharding level on 4 devices; the frozen layer counts as frozen weights, 576 bytes on
+// each device (144 under zero3).
 func TestResidentBytesExact(t *testing.T) {
 	x, y := toyData(64)
-	for _, level := range []sharding{shardNo, shardZero1, shardZero2, shardZero3} {
-		a := newXLASharded(t, 4, level.String())
-		loader, err := data.NewLoader[toyPoint](toyPoints(x, y), data.LoaderConfig[toyPoint]{GlobalBatchSize: 16, Collate: collateToyPoints})
-		if err != nil {
-			t.Fatal(err)
+	models := map[string]func(s *model.Scope, x *Node) *Node{"MLP": mlpLogits, "frozen MLP": frozenMLPLogits}
+	for _, name := range []string{"MLP", "frozen MLP"} {
+		for _, level := range []sharding{shardNo, shardZero1, shardZero2, shardZero3} {
+			residentExact(t, name, models[name], level, x, y)
 		}
-		res, err := shardRun(a, nil, loader, 1, func(s *model.Scope, in []*Node) *Node { return mlpLogits(s, in[0]) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		job := res.job
-		var counted memplan.Resident
-		for v := range job.Store().IterVariables() {
-			n := v.Shape().ByteSize()
-			if level.sharded(variableKind(v)) && slices.ContainsFunc(v.Shape().Dimensions, func(d int) bool { return d%4 == 0 }) {
-				n /= 4 // sharded on an axis that 4 divides
-			}
-			counted.Add(residentKind(variableKind(v)), n)
-		}
-		want := ResidentBytes(counted)
-		got, err := job.ResidentBytes()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != 4 {
-			t.Fatalf("%s: %d devices' bytes, want 4", level, len(got))
-		}
-		for d, r := range got {
-			if r != want {
-				t.Errorf("%s: device %d holds %+v, want %+v", level, d, r, want)
-			}
-		}
-		t.Logf("%s: per device %+v", level, got[0])
 	}
+}
+
+// residentExact is TestResidentBytesExact's check of one model at one level.
+func residentExact(t *testing.T, name string, logits func(s *model.Scope, x *Node) *Node, level sharding, x [][]float32, y []int32) {
+	t.Helper()
+	a := newXLASharded(t, 4, level.String())
+	loader, err := data.NewLoader[toyPoint](toyPoints(x, y), data.LoaderConfig[toyPoint]{GlobalBatchSize: 16, Collate: collateToyPoints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := shardRun(a, nil, loader, 1, func(s *model.Scope, in []*Node) *Node { return logits(s, in[0]) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := res.job
+	var counted memplan.Resident
+	for v := range job.Store().IterVariables() {
+		n := v.Shape().ByteSize()
+		if level.sharded(job.variableKind(v)) && slices.ContainsFunc(v.Shape().Dimensions, func(d int) bool { return d%4 == 0 }) {
+			n /= 4 // sharded on an axis that 4 divides
+		}
+		counted.Add(residentKind(job.variableKind(v)), n)
+	}
+	wantFrozen := int64(0)
+	if name == "frozen MLP" {
+		wantFrozen = frozenBytes
+		if level == shardZero3 {
+			wantFrozen /= 4
+		}
+	}
+	if counted.Frozen != wantFrozen {
+		t.Errorf("%s %s: the frozen weights count %d bytes, want %d", name, level, counted.Frozen, wantFrozen)
+	}
+	want := ResidentBytes(counted)
+	got, err := job.ResidentBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 {
+		t.Fatalf("%s %s: %d devices' bytes, want 4", name, level, len(got))
+	}
+	for d, r := range got {
+		if r != want {
+			t.Errorf("%s %s: device %d holds %+v, want %+v", name, level, d, r, want)
+		}
+	}
+	t.Logf("%s %s: per device %+v", name, level, got[0])
 }
 
 // bertBase2Layers is BERT-base's widths (hidden 768, 12 heads, feed-forward 3072, vocabulary

@@ -25,10 +25,16 @@ type MemoryPlan struct {
 	Shards   int
 	// Weights is the trainable variables (fp32 master weights under mixed precision).
 	Weights int64
+	// Frozen is the frozen weights: the variables the step's loss reads that are not
+	// trainable (a LoRA base model's; also running statistics such as batch norm's, which no
+	// gradient reaches either), with no gradient and no optimizer state. Like the weights
+	// they are divided only by zero3. The plan's line names them ("frozen weights") when
+	// there are any.
+	Frozen int64
 	// Gradients is one gradient per trainable variable, of its dtype.
 	Gradients int64
 	// OptimizerState is the other variables of the store: the optimizer's moments and step
-	// count (Adam: twice the weights), a loss scale, batch-norm statistics.
+	// count (Adam: twice the weights), a loss scale, the random state.
 	OptimizerState int64
 	// Accumulators is the gradient accumulators of WithGradientAccumulation / WithAutoBatch
 	// (one per trainable variable, and the weight), 0 without accumulation.
@@ -53,14 +59,14 @@ type MemoryPlan struct {
 // plan is p as package memplan computes with it.
 func (p MemoryPlan) plan() memplan.Plan {
 	return memplan.Plan{PerDeviceBatch: p.PerDeviceBatch, Sharding: p.Sharding, Shards: p.Shards, Weights: p.Weights,
-		Gradients: p.Gradients, OptimizerState: p.OptimizerState, Accumulators: p.Accumulators,
+		Frozen: p.Frozen, Gradients: p.Gradients, OptimizerState: p.OptimizerState, Accumulators: p.Accumulators,
 		Temporaries: p.Temporaries, Budget: p.Budget, Source: p.Source, Basis: p.basis}
 }
 
 // memoryPlan is memplan's plan p as the accelerator returns it.
 func memoryPlan(p memplan.Plan) MemoryPlan {
 	return MemoryPlan{PerDeviceBatch: p.PerDeviceBatch, Sharding: p.Sharding, Shards: p.Shards, Weights: p.Weights,
-		Gradients: p.Gradients, OptimizerState: p.OptimizerState, Accumulators: p.Accumulators,
+		Frozen: p.Frozen, Gradients: p.Gradients, OptimizerState: p.OptimizerState, Accumulators: p.Accumulators,
 		Temporaries: p.Temporaries, Budget: p.Budget, Source: p.Source, basis: p.Basis}
 }
 
@@ -102,6 +108,9 @@ var ErrMemoryBudget = memplan.ErrBudget
 type ResidentBytes struct {
 	// Weights is the bytes of the trainable variables.
 	Weights int64
+	// Frozen is the bytes of the frozen weights (MemoryPlan.Frozen's variables). A training
+	// step tells them apart, so before the job's first one they count as OptimizerState.
+	Frozen int64
 	// Gradients is the bytes of goaccel's gradient accumulators (goaccel/grad_accum/* and
 	// goaccel/grad_weight), present with gradient accumulation. Gradients that live only
 	// inside a step are temporaries of the compiled graph, not counted here.
@@ -111,5 +120,5 @@ type ResidentBytes struct {
 	OptimizerState int64
 }
 
-// Total is the sum of the three kinds.
+// Total is the sum of the kinds.
 func (r ResidentBytes) Total() int64 { return memplan.Resident(r).Total() }

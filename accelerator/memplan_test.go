@@ -83,6 +83,13 @@ func planToy(t *testing.T, a *Accelerator, perDevice int, opts ...PrepareOption)
 // planToyWith is planToy with another optimizer.
 func planToyWith(t *testing.T, a *Accelerator, perDevice int, opt optimizer.Interface, opts ...PrepareOption) (*Job, *TrainStep, data.Source) {
 	t.Helper()
+	return planModel(t, a, perDevice, opt, mlpLogits, opts...)
+}
+
+// planModel is planToyWith with another model of the toy data's 8 features.
+func planModel(t *testing.T, a *Accelerator, perDevice int, opt optimizer.Interface, logits func(s *model.Scope, x *Node) *Node,
+	opts ...PrepareOption) (*Job, *TrainStep, data.Source) {
+	t.Helper()
 	x, y := toyData(2 * perDevice * a.NumReplicas())
 	src := &fixedSource{x: x, y: y, batch: perDevice}
 	job, err := a.Prepare(model.NewStore(), opt, src, opts...)
@@ -90,7 +97,7 @@ func planToyWith(t *testing.T, a *Accelerator, perDevice int, opt optimizer.Inte
 		t.Fatal(err)
 	}
 	train := job.TrainStep(func(s *model.Scope, b GraphBatch) *Node {
-		lv := CrossEntropy(mlpLogits(s, b.Inputs[0]), b.Labels, b.Mask)
+		lv := CrossEntropy(logits(s, b.Inputs[0]), b.Labels, b.Mask)
 		a.Backward(s, lv)
 		return lv
 	})

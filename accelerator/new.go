@@ -228,9 +228,17 @@ func (a *Accelerator) openGo() error {
 	return nil
 }
 
-// cpuDevices is the number of XLA CPU devices asked for (0: the plugin's default) and where
-// it came from: Config.Devices (cfg), else $GOACCEL_DEVICES, else XLA_FLAGS's
-// --xla_force_host_platform_device_count.
+// defaultCPUDevices is how many XLA CPU devices New creates when nothing asks for a number
+// (the plugin's own default is 4). One device already spreads its products over every core,
+// so more devices in one process only add a replica of the state each and a fixed cost per
+// step: measured, 4 devices took 7% longer end to end on a 2-core Zen 3 and 10% and 26-30%
+// longer per step on 2-core Intel and Zen 4 machines (docs/performance.md, "Devices in one
+// process").
+const defaultCPUDevices = 1
+
+// cpuDevices is the number of XLA CPU devices asked for (0: none asked, New creates
+// defaultCPUDevices) and where it came from: Config.Devices (cfg), else $GOACCEL_DEVICES,
+// else XLA_FLAGS's --xla_force_host_platform_device_count.
 func cpuDevices(cfg int) (int, setting, error) {
 	if cfg > 0 {
 		return cfg, setting{"Devices", "Config.Devices", strconv.Itoa(cfg)}, nil
@@ -274,6 +282,8 @@ func (a *Accelerator) openXLA(p Plugin) error {
 					"or raise the limit with $%s", n, limit, why, envvar.MaxCPUDevices.Name)
 			}
 			cpuCount, want, asked = n, n, s
+		} else {
+			cpuCount = defaultCPUDevices
 		}
 	}
 	config, opts, err := xlaClientOptions(p, cpuCount, a.knobs)

@@ -279,9 +279,10 @@ type Config struct {
 	// and Preallocate).
 	Backend string
 	// Devices is how many devices to use; 0 means all that were found. On the XLA CPU
-	// plugin it is also how many host devices are created (default 4 there, or
-	// $GOACCEL_DEVICES, or --xla_force_host_platform_device_count in $XLA_FLAGS), at most
-	// max(8, CPU cores) unless $GOACCEL_MAX_CPU_DEVICES sets another cap.
+	// plugin it is also how many host devices are created: $GOACCEL_DEVICES, or
+	// --xla_force_host_platform_device_count in $XLA_FLAGS, else 1 (one device already uses
+	// every core, and more in one process were slower: docs/backends.md), at most max(8, CPU
+	// cores) unless $GOACCEL_MAX_CPU_DEVICES sets another cap.
 	Devices int
 	// MixedPrecision is "no" (the default, also "fp32"), "bf16" or "fp16"; empty means
 	// $GOACCEL_MIXED_PRECISION, else "no". With "bf16" or "fp16" the model computes its

@@ -20,7 +20,13 @@ import (
 //
 //	zero1: the optimizer state (Adam's moments and whatever else is not a weight or goaccel's own)
 //	zero2: zero1 plus the gradient accumulators (goaccel/grad_accum/*)
-//	zero3: zero2 plus the weights (the trainable variables; FSDP's FULL_SHARD)
+//	zero3: zero2 plus the weights (the trainable variables; FSDP's FULL_SHARD), frozen ones too
+//
+// A frozen weight (Trainable off, as LoRA leaves a base model's: read by the step, with no
+// gradient and no optimizer state) is a weight: replicated under zero1 and zero2, sharded
+// under zero3. It is told from the optimizer state (also not trainable) by the step: the
+// variables that the loss reads when Backward runs, before the optimizer creates or reads
+// its own (Job.noteFrozen).
 //
 // A variable is sharded on the first of its axes that D divides (axis 0 when it can), with a
 // full-rank spec (that axis over "data", every other axis replicated); a scalar, a variable
@@ -36,7 +42,7 @@ import (
 //     (errTraceOnly), the specs are set, then the real graph is traced and compiled;
 //   - full-rank specs: with the short form ShardShape reports the full shape before step 1.
 
-// varKind is what a Store variable holds, for sharding and for ResidentBytes.
+// varKind is what a Store variable holds, for sharding, the memory plan and ResidentBytes.
 type varKind int
 
 const (
@@ -44,9 +50,12 @@ const (
 	kindGradients                // goaccel's gradient accumulators
 	kindOptimizer                // everything else: the optimizer's moments and counters, the learning rate
 	kindFixed                    // never sharded: the random state, goaccel's gradient norm
+	kindFrozen                   // frozen weights: not trainable, read by the loss (Job.noteFrozen)
 )
 
-func variableKind(v *model.Variable) varKind {
+// variableKind is the kind of v in the job's Store. A variable no training step has read
+// yet, and not trainable, is optimizer state.
+func (j *Job) variableKind(v *model.Variable) varKind {
 	switch p := v.Path(); {
 	case isAccumulator(p):
 		return kindGradients
@@ -54,8 +63,20 @@ func variableKind(v *model.Variable) varKind {
 		return kindWeights
 	case p == model.JoinPath("/", model.RNGStateVariableName), p == strategy.NormPath:
 		return kindFixed
+	case j.frozen[p]:
+		return kindFrozen
 	}
 	return kindOptimizer
+}
+
+// noteFrozen records v, a variable the loss of a training step reads and that is not
+// trainable, as a frozen weight (kindFrozen) of the job: Backward calls it before it builds
+// the update, so the optimizer's own variables are never among them.
+func (j *Job) noteFrozen(v *model.Variable) {
+	if j.frozen == nil {
+		j.frozen = map[string]bool{}
+	}
+	j.frozen[v.Path()] = true
 }
 
 // sharded reports whether the level shards variables of kind k.
@@ -65,7 +86,7 @@ func (s sharding) sharded(k varKind) bool {
 		return s >= shardZero1
 	case kindGradients:
 		return s >= shardZero2
-	case kindWeights:
+	case kindWeights, kindFrozen:
 		return s >= shardZero3
 	}
 	return false
@@ -81,7 +102,7 @@ func (j *Job) shardsVariables() bool {
 func (j *Job) variableSpec(v *model.Variable) (*distributed.ShardingSpec, error) {
 	mesh := j.mesh
 	replicated := distributed.NewReplicatedShardingSpec(mesh)
-	if !j.acc.shard.sharded(variableKind(v)) {
+	if !j.acc.shard.sharded(j.variableKind(v)) {
 		return replicated, nil
 	}
 	d := mesh.NumDevices()
@@ -115,6 +136,7 @@ func (j *Job) layOutVariables() error {
 		if sameSpec(v.ShardingSpec(), spec) {
 			continue
 		}
+		j.layouts++
 		if v.SetShardingSpec(spec) == nil {
 			continue
 		}

@@ -139,13 +139,14 @@ func compareSharded(t *testing.T, name string, ref, got shardedResult) {
 	t.Logf("%s: %d batches; max |loss diff| %.2g, max |param diff| %.2g from unsharded", name, len(ref.losses), worstLoss, worstParam)
 }
 
-// checkLayout fails unless the store's variables are sharded as the level says: at least one
-// variable of each kind the level shards is sharded, with each shard 1/D of it, and none of
-// the others.
-func checkLayout(t *testing.T, name string, store *model.Store, level sharding, devices int) {
+// checkLayout fails unless the job's variables are sharded as the level says: at least one
+// variable of each kind the level shards is sharded (of the frozen weights, when there are
+// any), with each shard 1/D of it, and none of the others.
+func checkLayout(t *testing.T, name string, job *Job, level sharding, devices int) {
 	t.Helper()
 	seen := map[varKind]bool{}
-	for v := range store.IterVariables() {
+	frozen := false
+	for v := range job.Store().IterVariables() {
 		if !v.HasValue() {
 			continue
 		}
@@ -154,7 +155,8 @@ func checkLayout(t *testing.T, name string, store *model.Store, level sharding, 
 			t.Fatalf("%s: %s: %v", name, v.Path(), err)
 		}
 		sharded := !dv.ShardingSpec().IsReplicated()
-		k := variableKind(v)
+		k := job.variableKind(v)
+		frozen = frozen || k == kindFrozen
 		if sharded && !level.sharded(k) {
 			t.Errorf("%s: %s (kind %d) is sharded (%s)", name, v.Path(), k, dv.ShardingSpec())
 		}
@@ -165,8 +167,8 @@ func checkLayout(t *testing.T, name string, store *model.Store, level sharding, 
 			}
 		}
 	}
-	for _, k := range []varKind{kindOptimizer, kindGradients, kindWeights} {
-		if level.sharded(k) && !seen[k] {
+	for _, k := range []varKind{kindOptimizer, kindGradients, kindWeights, kindFrozen} {
+		if level.sharded(k) && !seen[k] && (k != kindFrozen || frozen) {
 			t.Errorf("%s: no variable of kind %d is sharded", name, k)
 		}
 	}
@@ -177,22 +179,27 @@ func checkLayout(t *testing.T, name string, store *model.Store, level sharding, 
 // within 2e-5, and the variables laid out as each level says.
 func TestShardedEquivalenceMLP(t *testing.T) {
 	t.Parallel()
+	compareLevels(t, "MLP 1x4", toyShardedRun(t, mlpLogits))
+}
+
+// toyShardedRun is compareLevels's run of logits, a model of the toy data's 8 features: 30
+// updates (shardRun's) on 4 devices at global batch 16, shuffled, under the given sharding.
+func toyShardedRun(t *testing.T, logits func(s *model.Scope, x *Node) *Node) func(sharding string) shardedResult {
 	x, y := toyData(203)
-	run := func(sharding string) shardedResult {
+	return func(sharding string) shardedResult {
 		loader, err := data.NewLoader[toyPoint](toyPoints(x, y), data.LoaderConfig[toyPoint]{
 			GlobalBatchSize: 16, Shuffle: true, Seed: 3, Collate: collateToyPoints})
 		if err != nil {
 			t.Fatal(err)
 		}
 		res, err := shardRun(newXLASharded(t, 4, sharding), nil, loader, 30, func(s *model.Scope, in []*Node) *Node {
-			return mlpLogits(s, in[0])
+			return logits(s, in[0])
 		})
 		if err != nil {
 			t.Fatalf("Sharding %q: %v", sharding, err)
 		}
 		return res
 	}
-	compareLevels(t, "MLP 1x4", run)
 }
 
 // compareLevels runs zero1, zero2 and zero3 and compares each with the unsharded run (which
@@ -206,7 +213,7 @@ func compareLevels(t *testing.T, name string, run func(sharding string) shardedR
 	for _, level := range []sharding{shardZero1, shardZero2, shardZero3} {
 		got := run(level.String())
 		compareSharded(t, name+" "+level.String(), ref, got)
-		checkLayout(t, name+" "+level.String(), got.store, level, 4)
+		checkLayout(t, name+" "+level.String(), got.job, level, 4)
 	}
 }
 
@@ -369,19 +376,27 @@ func TestGoMLXShardedOutputSpecBug(t *testing.T) {
 
 // TestShardedEvaluate: an evaluation before training (which lays the new weights out
 // replicated) does not stop ZeRO-3 from sharding them, and after ZeRO-3 training on 4 devices
-// (weights sharded) Evaluate computes the same logits as after the unsharded run.
+// (weights sharded) Evaluate computes the same logits as after the unsharded run; the same on
+// the MLP with its hidden layer frozen (frozen weights sharded, as the weights, and changed by
+// no step).
 func TestShardedEvaluate(t *testing.T) {
 	t.Parallel()
+	shardedEvaluate(t, "MLP", mlpLogits)
+	shardedEvaluate(t, "frozen MLP", frozenMLPLogits)
+}
+
+// shardedEvaluate is TestShardedEvaluate on the model mlp.
+func shardedEvaluate(t *testing.T, name string, mlp func(s *model.Scope, x *Node) *Node) {
 	x, y := toyData(64)
 	logits := map[string][]float64{}
 	for _, level := range []string{"no", "zero3"} {
 		a := newXLASharded(t, 4, level)
 		evaluate := func(job *Job) []float64 {
 			got, err := job.Evaluate(&fixedSource{x: x[:20], y: y[:20], batch: 2}, job.EvalStep(func(s *model.Scope, b GraphBatch) []*Node {
-				return []*Node{mlpLogits(s, b.Inputs[0])}
+				return []*Node{mlp(s, b.Inputs[0])}
 			}))
 			if err != nil {
-				t.Fatalf("%s: Evaluate: %v", level, err)
+				t.Fatalf("%s %s: Evaluate: %v", name, level, err)
 			}
 			f, err := got.Floats(0)
 			if err != nil {
@@ -399,21 +414,21 @@ func TestShardedEvaluate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := shardRun(a, store, loader, 3, func(s *model.Scope, in []*Node) *Node { return mlpLogits(s, in[0]) })
+		res, err := shardRun(a, store, loader, 3, func(s *model.Scope, in []*Node) *Node { return mlp(s, in[0]) })
 		if err != nil {
-			t.Fatalf("%s: %v", level, err)
+			t.Fatalf("%s %s: %v", name, level, err)
 		}
 		if level == "zero3" {
-			checkLayout(t, "zero3 after an evaluation", store, shardZero3, 4)
+			checkLayout(t, name+" zero3 after an evaluation", res.job, shardZero3, 4)
 		}
 		logits[level] = evaluate(res.job)
 	}
 	if len(logits["zero3"]) != len(logits["no"]) || len(logits["no"]) != 60 {
-		t.Fatalf("logits: %d unsharded, %d zero3, want 60", len(logits["no"]), len(logits["zero3"]))
+		t.Fatalf("%s logits: %d unsharded, %d zero3, want 60", name, len(logits["no"]), len(logits["zero3"]))
 	}
 	for i, v := range logits["no"] {
 		if math.Abs(logits["zero3"][i]-v) > equivTol {
-			t.Fatalf("logit %d: zero3 %g, unsharded %g", i, logits["zero3"][i], v)
+			t.Fatalf("%s logit %d: zero3 %g, unsharded %g", name, i, logits["zero3"][i], v)
 		}
 	}
 }
@@ -436,8 +451,44 @@ func TestShardedVerified(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s with Verify 1: %v", level, err)
 		} else {
-			checkLayout(t, level+" verified", res.store, map[string]sharding{"zero1": shardZero1, "zero3": shardZero3}[level], 4)
+			checkLayout(t, level+" verified", res.job, map[string]sharding{"zero1": shardZero1, "zero3": shardZero3}[level], 4)
 		}
 		a.Close()
+	}
+}
+
+// TestShardedEvaluateSameStep: an EvalStep that ran before zero3 training on 4 devices laid
+// the variables out sharded (trainer.Fit runs its evaluation once on the first batch, to build
+// the model) evaluates after it, with the unsharded run's logits; on the MLP and on the MLP
+// with a frozen layer. Before the fix its graph took the variables whole and PJRT refused
+// their shards (E0102 RuntimeProgramInputMismatch).
+func TestShardedEvaluateSameStep(t *testing.T) {
+	t.Parallel()
+	x, y := toyData(64)
+	for name, mlp := range map[string]func(s *model.Scope, x *Node) *Node{"MLP": mlpLogits, "frozen MLP": frozenMLPLogits} {
+		logits := map[string][]float64{}
+		for _, level := range []string{"no", "zero3"} {
+			job, train, _ := planModel(t, newXLASharded(t, 4, level), 4, zero1Adam(), mlp)
+			ev := job.EvalStep(func(s *model.Scope, b GraphBatch) []*Node { return []*Node{mlp(s, b.Inputs[0])} })
+			if _, err := ev.Run(firstBatch(t, job)); err != nil {
+				t.Fatalf("%s %s: before training: %v", name, level, err)
+			}
+			runBatches(t, job, train, 3, func(float64) {})
+			got, err := job.Evaluate(&fixedSource{x: x[:16], y: y[:16], batch: 4}, ev)
+			if err != nil {
+				t.Fatalf("%s %s: after training: %v", name, level, err)
+			}
+			if logits[level], err = got.Floats(0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(logits["no"]) != 48 || len(logits["zero3"]) != 48 {
+			t.Fatalf("%s: %d unsharded logits, %d zero3, want 48", name, len(logits["no"]), len(logits["zero3"]))
+		}
+		for i, v := range logits["no"] {
+			if math.Abs(logits["zero3"][i]-v) > equivTol {
+				t.Fatalf("%s logit %d: zero3 %g, unsharded %g", name, i, logits["zero3"][i], v)
+			}
+		}
 	}
 }

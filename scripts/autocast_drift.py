@@ -38,7 +38,10 @@ def main():
     for bf16 in (False, True):
         losses = replay(folder, record, bf16)
         worst = max(abs(a - b) for a, b in zip(losses, record["losses"]))
-        print(f"{'bf16' if bf16 else 'fp32'}: largest loss difference from the record {worst:.3g}; first steps {[round(x, 4) for x in losses[:5]]}")
+        # relative to the record's loss, to at least 0.1, as the Go tests' CheckMixed compares
+        rel = max(abs(a - b) / max(abs(b), 0.1) for a, b in zip(losses, record["losses"]))
+        print(f"{'bf16' if bf16 else 'fp32'}: largest loss difference from the record {worst:.3g} (relative {rel:.3g}); "
+              f"first steps {[round(x, 4) for x in losses[:5]]}")
 
 
 if __name__ == "__main__":

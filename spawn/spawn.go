@@ -26,9 +26,10 @@
 //
 // The flags, read anywhere before a "--" and removed from os.Args so that the program's own
 // flag parsing never sees them, in torchrun's spellings too: --nproc N (also --nprocs,
-// --nproc_per_node, --nproc-per-node; N is a number, gpu: one per visible GPU, or auto: the
-// GPUs, else 1) and --max_restarts N (--max-restarts). A program whose own flag has one of
-// these names passes Config.Nproc to Run instead.
+// --nproc_per_node, --nproc-per-node; N is a number, or torchrun's gpu: one per visible GPU,
+// cpu: one per CPU core, or auto: gpu if there are GPUs, else cpu) and --max_restarts N
+// (--max-restarts). A program whose own flag has one of these names passes Config.Nproc to
+// Run instead.
 //
 // # With hostmalloc
 //
@@ -181,5 +182,5 @@ func want(flag string) string {
 	if flag == "max_restarts" {
 		return "0 or more restarts of the group after a rank fails"
 	}
-	return "a positive number of ranks, gpu or auto"
+	return "a positive number of ranks, gpu, cpu or auto"
 }

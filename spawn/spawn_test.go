@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,7 +60,8 @@ func TestPlan(t *testing.T) {
 		{args: []string{"--nproc", "4", "--epochs", "3"}, nproc: 4, rest: []string{"--epochs", "3"}},
 		{args: []string{"--epochs=3", "--nproc_per_node=2"}, nproc: 2, rest: []string{"--epochs=3"}},
 		{args: []string{"-nprocs", "2", "--max-restarts", "1"}, nproc: 2, max: 1, rest: []string{}},
-		{args: []string{"--nproc-per-node", "auto"}, env: []string{"CUDA_VISIBLE_DEVICES="}, nproc: 1, rest: []string{}},
+		{args: []string{"--nproc-per-node", "auto"}, env: []string{"CUDA_VISIBLE_DEVICES="}, nproc: runtime.NumCPU(), rest: []string{}},
+		{args: []string{"--nproc", "cpu"}, env: []string{"CUDA_VISIBLE_DEVICES=0,1"}, nproc: runtime.NumCPU(), rest: []string{}},
 		{args: []string{"x", "--", "--nproc", "4"}, rest: []string{"x", "--", "--nproc", "4"}},
 		{args: []string{"nproc", "4"}, rest: []string{"nproc", "4"}},
 		{cfg: Config{Nproc: 3}, args: []string{"--nproc", "4"}, nproc: 3, rest: []string{}},
@@ -73,7 +75,7 @@ func TestPlan(t *testing.T) {
 		// An sbatch script has SLURM_PROCID=0 and SLURM_NTASKS but no step: it is no rank (Slurm 22.05).
 		{args: []string{"--nproc", "2"}, env: []string{"SLURM_PROCID=0", "SLURM_NTASKS=2"}, nproc: 2, rest: []string{}},
 		{cfg: Config{Nproc: 2}, env: []string{"RANK=1", "WORLD_SIZE=2"}},
-		{args: []string{"--nproc", "zero"}, err: `--nproc "zero": want a positive number, gpu or auto`},
+		{args: []string{"--nproc", "zero"}, err: `--nproc "zero": want a positive number, gpu, cpu or auto`},
 		{args: []string{"--nprocs=0"}, err: `--nprocs "0": want a positive number`},
 		{args: []string{"--nproc"}, err: "--nproc needs a value"},
 		{args: []string{"--max_restarts", "-1"}, err: `--max_restarts "-1": want 0 or more`},

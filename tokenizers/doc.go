@@ -15,6 +15,10 @@
 //   - a PostProcessor, which adds the special tokens around one text or a pair of texts and
 //     gives the type ids (TemplateProcessing, RobertaProcessing, BertProcessing).
 //
+// EncodeOffsets also gives each token's span in the original text (transformers'
+// return_offsets_mapping): every component keeps the alignment of the normalized text with
+// the original (see Aligned), in bytes; CharOffsets converts to transformers' code points.
+//
 // LoadSentencePiece reads a SentencePiece model (spm.model) directly and builds the pipeline
 // that transformers' conversion of it would write.
 //

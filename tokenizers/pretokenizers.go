@@ -14,6 +14,17 @@ type Word struct {
 	// AtStart tells whether the word begins at the first character of the text (Metaspace's
 	// prepend_scheme "first" prepends only there).
 	AtStart bool
+	// spans, when not nil, are the original spans of Text's bytes (see Aligned).
+	spans []Offset
+}
+
+// slice is w.Text[i:j], its spans too.
+func (w Word) slice(i, j int, atStart bool) Word {
+	out := Word{Text: w.Text[i:j], AtStart: atStart}
+	if w.spans != nil {
+		out.spans = w.spans[i:j]
+	}
+	return out
 }
 
 // PreTokenizer cuts the normalized pieces of a text into words (tokenizer.json's
@@ -35,12 +46,25 @@ type Metaspace struct {
 func (m Metaspace) PreTokenize(words []Word) []Word {
 	out := make([]Word, 0, len(words))
 	for _, w := range words {
-		s := strings.ReplaceAll(w.Text, " ", m.Replacement)
-		if !strings.HasPrefix(s, m.Replacement) && (m.PrependScheme == "always" || m.PrependScheme == "first" && w.AtStart) {
-			s = m.Replacement + s
+		prepend := !strings.HasPrefix(w.Text, " ") && !strings.HasPrefix(w.Text, m.Replacement) &&
+			(m.PrependScheme == "always" || m.PrependScheme == "first" && w.AtStart)
+		var rw Word
+		if w.spans == nil {
+			s := strings.ReplaceAll(w.Text, " ", m.Replacement)
+			if prepend {
+				s = m.Replacement + s
+			}
+			rw = Word{Text: s, AtStart: w.AtStart}
+		} else {
+			a := Aligned{Text: w.Text, spans: w.spans}.Map(func(c string) string { return strings.ReplaceAll(c, " ", m.Replacement) })
+			if prepend {
+				a = PrependAligned(m.Replacement, a)
+			}
+			rw = Word{Text: a.Text, AtStart: w.AtStart, spans: a.spans}
 		}
+		s := rw.Text
 		if !m.Split {
-			out = append(out, Word{Text: s, AtStart: w.AtStart})
+			out = append(out, rw)
 			continue
 		}
 		// Cut before each replacement: "▁▁a▁b" is "▁", "▁a", "▁b".
@@ -48,7 +72,7 @@ func (m Metaspace) PreTokenize(words []Word) []Word {
 		for i := 0; i < len(s); {
 			if strings.HasPrefix(s[i:], m.Replacement) {
 				if i > start {
-					out = append(out, Word{Text: s[start:i], AtStart: w.AtStart && start == 0})
+					out = append(out, rw.slice(start, i, w.AtStart && start == 0))
 					start = i
 				}
 				i += len(m.Replacement)
@@ -58,7 +82,7 @@ func (m Metaspace) PreTokenize(words []Word) []Word {
 			i += n
 		}
 		if start < len(s) {
-			out = append(out, Word{Text: s[start:], AtStart: w.AtStart && start == 0})
+			out = append(out, rw.slice(start, len(s), w.AtStart && start == 0))
 		}
 	}
 	return out
@@ -101,7 +125,7 @@ func splitRuns(words []Word, class func(rune) int) []Word {
 		start, cur := 0, 0
 		flush := func(end int) {
 			if cur != 0 && end > start {
-				out = append(out, Word{Text: w.Text[start:end], AtStart: w.AtStart && start == 0})
+				out = append(out, w.slice(start, end, w.AtStart && start == 0))
 			}
 		}
 		for i, r := range w.Text {

@@ -69,6 +69,15 @@ type node struct {
 
 // AppendIDs appends the ids of the best segmentation of word.
 func (u *Unigram) AppendIDs(word string, out []int32) []int32 {
+	for _, s := range u.appendSpans(word, nil) {
+		out = append(out, s.id)
+	}
+	return out
+}
+
+// appendSpans appends the pieces of the best segmentation of word, each with the bytes of
+// word it covers (the byte pieces of an unknown stretch each cover the whole stretch).
+func (u *Unigram) appendSpans(word string, out []span) []span {
 	best := make([]node, len(word)+1)
 	for i := range best {
 		best[i].start = -1
@@ -122,10 +131,12 @@ func (u *Unigram) AppendIDs(word string, out []int32) []int32 {
 	for i := len(rev) - 1; i >= 0; i-- {
 		s := rev[i]
 		if s.id != u.unk {
-			out = append(out, s.id)
+			out = append(out, s)
 			continue
 		}
-		out = u.appendUnknown(word[s.start:s.end], out)
+		for _, id := range u.appendUnknown(word[s.start:s.end], nil) {
+			out = append(out, span{start: s.start, end: s.end, id: id})
+		}
 	}
 	return out
 }

@@ -122,7 +122,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.LoraR, "lora_r", o.LoraR, "with --use_peft: the rank of LoRA's update (PEFT's r)")
 	fs.Float64Var(&o.LoraAlpha, "lora_alpha", o.LoraAlpha, "with --use_peft: LoRA's update is scaled by lora_alpha/lora_r")
 	fs.Float64Var(&o.LoraDropout, "lora_dropout", o.LoraDropout, "with --use_peft: dropout rate on the adapted layers' inputs, in LoRA's branch")
-	fs.StringVar(&o.LoraTargetModules, "lora_target_modules", "", `with --use_peft: the linear layers to adapt, comma-separated module names or their last parts ("query,value"); empty: PEFT's defaults for the family (query,value; q_lin,v_lin for DistilBERT)`)
+	fs.StringVar(&o.LoraTargetModules, "lora_target_modules", "", `with --use_peft: the linear layers to adapt, comma-separated module names or their last parts ("query,value"); empty: the family's defaults (PEFT's query,value; query_proj,value_proj for DeBERTa; q_lin,v_lin for DistilBERT and Wqkv for ModernBERT, which PEFT has no defaults for)`)
 	fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of the split, the shuffling and the initialisation")
 	fs.Float64Var(&o.TestSize, "test_size", o.TestSize, "fraction of the data held out for testing")
 	fs.Int64Var(&o.LoggingSteps, "logging_steps", o.LoggingSteps, "write the mean training loss to metrics.jsonl every this many optimizer steps (and at step 1), as Hugging Face's logging_steps")

@@ -4,8 +4,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/goaccel/goaccel/examples/internal/exampletest"
 
 	"github.com/goaccel/goaccel/models/auto"
 	"github.com/goaccel/goaccel/models/bert"
@@ -59,5 +62,47 @@ func TestUsePEFT(t *testing.T) {
 	}
 	if _, err := auto.Load(best, model.NewStore(), auto.Options{MaxLen: o.MaxLen, LoadHead: true}); err != nil {
 		t.Errorf("best/ (merged) does not load: %v", err)
+	}
+}
+
+// TestLoRASameLossesOn1And2Processes: --use_peft trains a BERT-family model (the built-in
+// tiny BERT), ModernBERT and DeBERTa-v3 (their tiny checkpoints) at a fixed global batch (8)
+// with the same step losses on 1 process of 1 XLA CPU device and, under the launcher (MPI),
+// on 2 processes of 1 device each, within 1e-5; both runs write best/adapter.
+func TestLoRASameLossesOn1And2Processes(t *testing.T) {
+	plugin := cpuPlugin(t)
+	cache, _ := modernBERTCache(t)
+	t.Setenv("HF_HUB_CACHE", cache)
+	folders := map[string][]string{
+		"bert":       nil, // the built-in tiny BERT
+		"modernbert": {"--model_dir", "org/tiny-modernbert"},
+		"deberta-v2": {"--model_dir", filepath.Join("..", "..", "models", "deberta", "testdata", "tiny")}, // read only
+	}
+	const steps = 4
+	for _, family := range []string{"bert", "modernbert", "deberta-v2"} {
+		t.Run(family, func(t *testing.T) {
+			args := func(dir string) []string {
+				return append([]string{"--backend", plugin, "--use_peft", "--lora_r", "4", "--lora_alpha", "8",
+					"--global_batch_size", "8", "--max_steps", strconv.Itoa(steps), "--max_len", "24", "--dropout", "0",
+					"--workers", "0", "--logging_steps", "1", "--learning_rate", "1e-2", "--output_dir", dir}, folders[family]...)
+			}
+			root := t.TempDir()
+			one := filepath.Join(root, "1")
+			if out, err := exampletest.Child(t, append(args(one), "--devices", "1")...).CombinedOutput(); err != nil {
+				t.Fatalf("1 process: %v\n%s", err, out)
+			}
+			ref := stepLosses(t, one)
+			if len(ref) != steps {
+				t.Fatalf("1 process: %d step losses, want %d", len(ref), steps)
+			}
+			multi := exampletest.LaunchTwo(t, root, args)
+			d := checkSameLosses(t, "2 processes", stepLosses(t, multi), ref)
+			for _, dir := range []string{one, multi} {
+				if _, err := os.Stat(filepath.Join(dir, "best", "adapter", "adapter_model.safetensors")); err != nil {
+					t.Errorf("no adapter in best/: %v", err)
+				}
+			}
+			t.Logf("%s with LoRA (r 4, alpha 8): step losses %v on 1 process; max abs diff %.2g on 2 processes", family, ref, d)
+		})
 	}
 }

@@ -16,13 +16,25 @@
 // (its default mode, in which an I- after O starts an entity) over the gathered sentences;
 // the best model by F1 is written to best/, a folder that transformers'
 // AutoModelForTokenClassification loads with its tag names.
+//
+// --do_predict --test_file F tags F's sentences (read as --validation_file is; each
+// sentence's words joined by spaces make its text) with best/ and writes
+// predict_results.jsonl into the run directory: per sentence its index, text and entities,
+// as transformers' pipeline("token-classification", aggregation_strategy=...) gives them
+// (--aggregation_strategy: none, simple, first, average, max). The default is first, not
+// the pipeline's none: training labels only a word's first piece, so the other pieces'
+// labels are untrained noise that only first ignores (with --label_all_tokens, average
+// and simple work too). run_ner.py writes per-word tags (predictions.txt) instead; the
+// entities carry character offsets into the text.
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/goaccel/goaccel/accelerator"
@@ -40,14 +52,15 @@ import (
 // options are the program's flags, named as run_ner.py and TrainingArguments name them.
 type options struct {
 	TrainFile, ValidationFile, TextColumn, LabelColumn, ModelDir, OutputDir, Backend, ReportTo string
+	TestFile, Aggregation                                                                      string
 	Epochs, MaxSteps, BatchSize, GlobalBatchSize, MaxLen, Devices, Workers                     int
 	LoggingSteps, EvalSteps, Seed                                                              int64
 	LearningRate, TestSize, Dropout                                                            float64
-	LabelAllTokens                                                                             bool
+	LabelAllTokens, DoPredict                                                                  bool
 }
 
 func defaultOptions() options {
-	return options{TextColumn: "tokens", LabelColumn: "ner_tags", Epochs: 3, BatchSize: 32, MaxLen: 64, Workers: 2,
+	return options{TextColumn: "tokens", LabelColumn: "ner_tags", Aggregation: string(auto.AggregateFirst), Epochs: 3, BatchSize: 32, MaxLen: 64, Workers: 2,
 		LoggingSteps: 10, Seed: 42, TestSize: 0.1, Dropout: -1, ReportTo: trainer.ReportJSONL}
 }
 
@@ -79,6 +92,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.Backend, "backend", "", `backend: "go", "xla:cpu", "xla:cuda" or a plugin path; empty: discover`)
 	fs.IntVar(&o.Workers, "workers", o.Workers, "goroutines that tokenize batches ahead of training")
 	fs.StringVar(&o.ReportTo, "report_to", o.ReportTo, "loggers besides metrics.jsonl: tensorboard, csv, all, none")
+	fs.BoolVar(&o.DoPredict, "do_predict", false, "after training, tag --test_file's sentences with best/ and write their entities to predict_results.jsonl in the run directory")
+	fs.StringVar(&o.TestFile, "test_file", "", "file(s) of sentences to tag with --do_predict, read as --validation_file")
+	fs.StringVar(&o.Aggregation, "aggregation_strategy", o.Aggregation, "how --do_predict groups the tokens into entities, as transformers' pipeline: none, simple, first, average, max (first: the word's first piece, the one training labels)")
 	// run_ner.py's spellings: the same variables under their names, so that an error names
 	// the flag as typed.
 	fs.IntVar(&o.Epochs, "num_train_epochs", o.Epochs, "--epochs")
@@ -122,6 +138,18 @@ func main() {
 // run is the whole program: setup, the sentences and their tags, the model with a token
 // head, then trainer.Fit's epochs of training and entity-level evaluation.
 func run(o options, out io.Writer) (*trainer.Result, int, error) {
+	var predictTexts []string
+	switch {
+	case o.DoPredict && o.TestFile == "":
+		return nil, 0, fmt.Errorf("--do_predict needs --test_file: the sentences to tag")
+	case !o.DoPredict && o.TestFile != "":
+		return nil, 0, fmt.Errorf("--test_file %s is read by --do_predict only: add --do_predict", o.TestFile)
+	case o.DoPredict: // read before training: a bad file stops the run before it starts
+		var err error
+		if predictTexts, err = readTestTexts(o); err != nil {
+			return nil, 0, err
+		}
+	}
 	loggers, err := trainer.ReportTo(o.ReportTo)
 	if err != nil {
 		return nil, 0, fmt.Errorf("--report_to: %w", err)
@@ -192,7 +220,75 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	}
 	acc.Printf("best entity F1 %.4f (step %d of %d); best model (a Hugging Face folder) in %s", res.Best, res.BestStep,
 		res.Steps, res.BestCheckpoint)
-	return res, 0, nil
+	if o.DoPredict && acc.IsMainProcess() {
+		if err := predict(acc, o, res.BestCheckpoint, dir, predictTexts); err != nil {
+			return res, 0, fmt.Errorf("--do_predict: %w", err)
+		}
+	}
+	return res, 0, acc.WaitForEveryone()
+}
+
+// readTestTexts reads --test_file's sentences as texts: each one's words joined by spaces.
+// The aggregation strategy is checked here too, before training.
+func readTestTexts(o options) ([]string, error) {
+	switch auto.Aggregation(o.Aggregation) {
+	case auto.AggregateNone, auto.AggregateSimple, auto.AggregateFirst, auto.AggregateAverage, auto.AggregateMax:
+	default:
+		return nil, fmt.Errorf("--aggregation_strategy %q: want none, simple, first, average or max", o.Aggregation)
+	}
+	sentences, _, err := table.LoadTagged(o.TestFile, table.TagSpec{WordsColumn: o.TextColumn, TagsColumn: o.LabelColumn})
+	if err != nil {
+		return nil, fmt.Errorf("--test_file: %w", err)
+	}
+	texts := make([]string, len(sentences))
+	for i, s := range sentences {
+		texts[i] = strings.Join(s.Words, " ")
+	}
+	return texts, nil
+}
+
+// predict tags texts with the best model (bestDir, loaded with its token head) and writes
+// predict_results.jsonl into dir: one object per text, its index, text and entities (entity
+// or entity_group, score, word, start, end in characters; index with --aggregation_strategy
+// none), as transformers' token-classification pipeline gives them.
+func predict(acc *accelerator.Accelerator, o options, bestDir, dir string, texts []string) error {
+	m, err := auto.Load(bestDir, model.NewStore(), auto.Options{MaxLen: o.MaxLen, Head: auto.TokenClassification, LoadHead: true})
+	if err != nil {
+		return err
+	}
+	p, err := auto.NewTokenPredictor(m, acc.Backend(), max(o.BatchSize, 1), auto.Aggregation(o.Aggregation))
+	if err != nil {
+		return err
+	}
+	found, err := p.Predict(texts)
+	if err != nil {
+		return err
+	}
+	var jsonl strings.Builder
+	n := 0
+	for i, entities := range found {
+		rows := make([]map[string]any, len(entities))
+		for j, e := range entities {
+			rows[j] = map[string]any{"score": e.Score, "word": e.Word, "start": e.Start, "end": e.End}
+			if auto.Aggregation(o.Aggregation) == auto.AggregateNone {
+				rows[j]["entity"], rows[j]["index"] = e.Entity, e.Index
+			} else {
+				rows[j]["entity_group"] = e.Entity
+			}
+		}
+		n += len(entities)
+		line, err := json.Marshal(map[string]any{"index": i, "text": texts[i], "entities": rows})
+		if err != nil {
+			return err
+		}
+		jsonl.Write(append(line, '\n'))
+	}
+	path := filepath.Join(dir, "predict_results.jsonl")
+	if err := os.WriteFile(path, []byte(jsonl.String()), 0o644); err != nil {
+		return err
+	}
+	acc.Printf("tagged %d sentences of %s with %s: %d entities (%s) in %s", len(texts), o.TestFile, bestDir, n, o.Aggregation, path)
+	return nil
 }
 
 // loadData reads the tagged sentences (the built-in ones, or --train_file) and the tag map,

@@ -40,11 +40,14 @@ func records(t *testing.T, dir string) ([]float64, map[string]float64) {
 }
 
 // TestDefaultRunLearns: the built-in sentences on the tiny BERT learn the entities (F1
-// well above what tagging everything O gives, 0), and best/ is a token-classification
-// folder with the tag names that the registry loads back.
+// well above what tagging everything O gives, 0), best/ is a token-classification folder
+// with the tag names that the registry loads back, and --do_predict writes the entities of
+// --test_file's sentences, most of the gold ones among them (type and text).
 func TestDefaultRunLearns(t *testing.T) {
 	o := defaultOptions()
 	o.Backend, o.Devices, o.Epochs, o.Workers, o.OutputDir = acceltest.CPUPlugin(t), 1, 4, 0, t.TempDir()
+	o.DoPredict, o.TestFile = true, filepath.Join(t.TempDir(), "test.conll")
+	writeCoNLL(t, o.TestFile, 20, 3)
 	var out bytes.Buffer
 	res, _, err := run(o, &out)
 	if err != nil {
@@ -72,6 +75,60 @@ func TestDefaultRunLearns(t *testing.T) {
 	m, err := auto.Load(filepath.Join(o.OutputDir, "best"), nil, auto.Options{MaxLen: o.MaxLen, Head: auto.TokenClassification, LoadHead: true})
 	if err != nil || m.NumLabels() != len(sample.EntityTags()) {
 		t.Errorf("loading best/ back: %v", err)
+	}
+	checkPredictions(t, filepath.Join(o.OutputDir, "predict_results.jsonl"), 20, 3)
+}
+
+// checkPredictions reads predict_results.jsonl and counts the gold entities of
+// sample.Entities(n, seed) (a type and its words) that it has; it wants most of them.
+func checkPredictions(t *testing.T, path string, n int, seed uint64) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(lines) != n {
+		t.Fatalf("%s: %d lines for %d sentences", path, len(lines), n)
+	}
+	tags := sample.EntityTags()
+	gold, found := 0, 0
+	for i, s := range sample.Entities(n, seed) {
+		var row struct {
+			Text     string `json:"text"`
+			Entities []struct {
+				Group      string `json:"entity_group"`
+				Start, End int
+			} `json:"entities"`
+		}
+		if err := json.Unmarshal([]byte(lines[i]), &row); err != nil {
+			t.Fatal(err)
+		}
+		if row.Text != strings.Join(s.Words, " ") {
+			t.Fatalf("line %d: text %q, want the sentence's words %q", i+1, row.Text, s.Words)
+		}
+		have := map[string]bool{}
+		for _, e := range row.Entities {
+			have[e.Group+" "+string([]rune(row.Text)[e.Start:e.End])] = true
+		}
+		for j := 0; j < len(s.Words); j++ {
+			name := tags[s.Tags[j]]
+			if !strings.HasPrefix(name, "B-") {
+				continue
+			}
+			k := j + 1
+			for k < len(s.Words) && tags[s.Tags[k]] == "I-"+name[2:] {
+				k++
+			}
+			gold++
+			if have[name[2:]+" "+strings.Join(s.Words[j:k], " ")] {
+				found++
+			}
+		}
+	}
+	t.Logf("--do_predict: %d of the %d gold entities found", found, gold)
+	if gold == 0 || found*2 < gold {
+		t.Errorf("--do_predict found %d of %d gold entities: want most", found, gold)
 	}
 }
 
@@ -186,6 +243,10 @@ func TestBadInput(t *testing.T) {
 		{"validation alone", func(o *options) { o.ValidationFile = three }, "--validation_file " + three + " needs --train_file"},
 		{"missing file", func(o *options) { o.TrainFile = filepath.Join(dir, "none.conll") }, "none.conll"},
 		{"dropout", func(o *options) { o.Dropout = 1 }, "--dropout 1"},
+		{"predict without a file", func(o *options) { o.DoPredict = true }, "--do_predict needs --test_file"},
+		{"a test file without predict", func(o *options) { o.TestFile = three }, "--test_file " + three + " is read by --do_predict only"},
+		{"bad test file", func(o *options) { o.DoPredict, o.TestFile = true, mismatch }, "--test_file: " + mismatch},
+		{"aggregation", func(o *options) { o.DoPredict, o.TestFile, o.Aggregation = true, three, "mean" }, `--aggregation_strategy "mean"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

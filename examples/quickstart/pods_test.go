@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,10 +22,7 @@ func TestQuickstartPods(t *testing.T) {
 	testutil.NeedMPI(t)
 	dir := t.TempDir()
 	bin := buildQuickstart(t, dir)
-	goaccel := filepath.Join(dir, "goaccel")
-	if out, err := exec.Command("go", "build", "-o", goaccel, "../../cmd/goaccel").CombinedOutput(); err != nil {
-		t.Fatalf("go build goaccel: %v\n%s", err, out)
-	}
+	goaccel := buildGoaccel(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	want := oneProcess(t, ctx, bin)

@@ -46,12 +46,28 @@ func buildQuickstart(t *testing.T, dir string) string {
 	return bin
 }
 
+// buildGoaccel builds the goaccel command into dir.
+func buildGoaccel(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "goaccel")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/goaccel").CombinedOutput(); err != nil {
+		t.Fatalf("go build goaccel: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // oneProcess runs bin as one process with 2 XLA CPU devices (the global batch of 2
 // processes of 1 device) and returns its epoch lines.
 func oneProcess(t *testing.T, ctx context.Context, bin string) []string {
 	t.Helper()
+	return oneProcessOn(t, ctx, bin, 2)
+}
+
+// oneProcessOn is oneProcess with devices XLA CPU devices.
+func oneProcessOn(t *testing.T, ctx context.Context, bin string, devices int) []string {
+	t.Helper()
 	c := exec.CommandContext(ctx, bin)
-	c.Env = bareEnv(envvar.Devices.KV("2"))
+	c.Env = bareEnv(envvar.Devices.KV(strconv.Itoa(devices)))
 	out, err := c.CombinedOutput()
 	if err != nil {
 		t.Fatalf("quickstart as one process: %v\n%s", err, out)

@@ -38,7 +38,7 @@ var (
 	// PETNNodes is PET_NNODES.
 	PETNNodes = str("PET_NNODES", "--nnodes for goaccel launch when not given: N, or MIN:MAX for an elastic job", Kubeflow, User)
 	// PETNprocPerNode is PET_NPROC_PER_NODE.
-	PETNprocPerNode = str("PET_NPROC_PER_NODE", "--nproc_per_node for goaccel launch when not given (a number, gpu or auto)", Kubeflow, User)
+	PETNprocPerNode = str("PET_NPROC_PER_NODE", "--nproc_per_node for goaccel launch when not given (a number, gpu, cpu or auto, as torchrun reads them)", Kubeflow, User)
 	// PETNodeRank is PET_NODE_RANK.
 	PETNodeRank = integer("PET_NODE_RANK", "--node_rank for goaccel launch when not given", Kubeflow, User)
 	// PETMasterAddr is PET_MASTER_ADDR.

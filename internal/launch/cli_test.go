@@ -3,8 +3,10 @@ package launch
 import (
 	"bytes"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseArgs(t *testing.T) {
@@ -38,6 +40,11 @@ func TestParseArgs(t *testing.T) {
 			return i.cfg.MasterPort == 0 && i.cfg.MasterAddr == "127.0.0.1"
 		}},
 		{[]string{"--timeout", "30m", "--", "x"}, func(i *invocation) bool { return i.cfg.Timeout.Minutes() == 30 && i.cfg.Program == "x" }},
+		{[]string{"--nnodes", "1:2", "--rdzv_conf", "close_timeout=0", "x"}, func(i *invocation) bool { return i.cfg.CloseTimeout < 0 }},
+		{[]string{"--nnodes", "1:2", "--rdzv_conf", "close_timeout=45", "x"}, func(i *invocation) bool {
+			return i.cfg.CloseTimeout == 45*time.Second
+		}},
+		{[]string{"x"}, func(i *invocation) bool { return i.cfg.CloseTimeout == 0 }}, // Run's default: DefaultCloseTimeout
 		// Elastic: the master is --node_rank 0; the others give none (-1), or any other value.
 		{[]string{"--nnodes", "2:4", "--node_rank", "0", "--max_restarts", "3", "x"}, func(i *invocation) bool {
 			c := i.cfg
@@ -144,16 +151,77 @@ func TestResolveNproc(t *testing.T) {
 		spec string
 		env  []string
 		want int
-	}{{"4", none, 4}, {"gpu", gpus, 2}, {"auto", gpus, 2}, {"auto", none, 1},
-		{"auto", []string{"CUDA_VISIBLE_DEVICES=0,1", "GOMLX_BACKEND=xla:cpu"}, 1}} {
+	}{{"4", none, 4}, {"gpu", gpus, 2}, {"auto", gpus, 2}, {"", gpus, 2}, {"", none, 1},
+		// torchrun's cpu and auto without GPUs: one rank per core (torch's cpu_count, the affinity's).
+		{"cpu", none, runtime.NumCPU()}, {"cpu", gpus, runtime.NumCPU()}, {"auto", none, runtime.NumCPU()},
+		{"auto", []string{"CUDA_VISIBLE_DEVICES=0,1", "GOMLX_BACKEND=xla:cpu"}, runtime.NumCPU()},
+		{"", []string{"CUDA_VISIBLE_DEVICES=0,1", "GOMLX_BACKEND=xla:cpu"}, 1}} {
 		if n, err := ResolveNproc(c.spec, c.env); err != nil || n != c.want {
 			t.Errorf("ResolveNproc(%q, %v) = %d, %v; want %d", c.spec, c.env, n, err, c.want)
 		}
 	}
-	for _, spec := range []string{"0", "-1", "many"} {
-		if _, err := ResolveNproc(spec, none); err == nil {
-			t.Errorf("ResolveNproc(%q) accepted", spec)
+	for spec, want := range map[string]string{
+		"0":    `--nproc_per_node "0": want a positive number, gpu, cpu or auto`,
+		"-1":   `--nproc_per_node "-1": want a positive number, gpu, cpu or auto`,
+		"many": `--nproc_per_node "many": want a positive number, gpu, cpu or auto`,
+		"gpu":  "--nproc_per_node gpu: no GPU is visible (CUDA_VISIBLE_DEVICES, /dev/nvidia*): give a number, cpu or auto",
+	} {
+		if _, err := ResolveNproc(spec, none); err == nil || err.Error() != want {
+			t.Errorf("ResolveNproc(%q) = %v, want the error %q", spec, err, want)
 		}
+	}
+}
+
+// TestNprocCPU: --nproc_per_node cpu (and $PET_NPROC_PER_NODE=cpu, and auto without GPUs)
+// starts one rank per core, each with one CPU device, or its share of GOACCEL_DEVICES when
+// that is set (more ranks than those devices is then an error, as for a number).
+func TestNprocCPU(t *testing.T) {
+	none := "CUDA_VISIBLE_DEVICES="
+	for _, c := range []struct {
+		args, env []string
+	}{
+		{[]string{"--nproc_per_node", "cpu", "x"}, []string{none}},
+		{[]string{"--nproc-per-node=auto", "x"}, []string{none}},
+		{[]string{"x"}, []string{none, "PET_NPROC_PER_NODE=cpu"}},
+	} {
+		inv, err := parseArgs(c.args, c.env)
+		if err != nil {
+			t.Fatalf("%v with %v: %v", c.args, c.env, err)
+		}
+		if inv.cfg.NprocPerNode != runtime.NumCPU() {
+			t.Errorf("%v with %v: %d ranks, want one per core (%d)", c.args, c.env, inv.cfg.NprocPerNode, runtime.NumCPU())
+		}
+		if _, _, err := splitNode(inv.cfg.Env, inv.cfg.NprocPerNode); err != nil {
+			t.Errorf("%v with %v: %v", c.args, c.env, err)
+		}
+	}
+	// The node's CPU devices for n ranks of one core each: what splitNode gives each rank.
+	for _, c := range []struct {
+		n    int
+		env  []string
+		want string // each rank's GOACCEL_DEVICES
+	}{
+		{2, []string{none}, "1"},                        // one device a rank, whatever the count
+		{16, []string{none}, "1"},                       //
+		{16, []string{none, "GOACCEL_DEVICES=32"}, "2"}, // the user's devices, shared
+		{16, []string{none, "GOACCEL_DEVICES=16"}, "1"},
+	} {
+		shares, _, err := splitNode(c.env, c.n)
+		if err != nil {
+			t.Fatalf("%d ranks, %v: %v", c.n, c.env, err)
+		}
+		if got := shares[c.n-1].vars["GOACCEL_DEVICES"]; got != c.want {
+			t.Errorf("%d ranks, %v: GOACCEL_DEVICES=%s a rank, want %s", c.n, c.env, got, c.want)
+		}
+	}
+	// More ranks than the devices GOACCEL_DEVICES gives stays an error.
+	if _, _, err := splitNode([]string{none, "GOACCEL_DEVICES=4"}, 16); err == nil {
+		t.Errorf("16 ranks with GOACCEL_DEVICES=4 was accepted")
+	}
+	// gpu without a GPU, from PET_NPROC_PER_NODE: named as the variable.
+	_, err := parseArgs([]string{"x"}, []string{none, "PET_NPROC_PER_NODE=gpu"})
+	if want := "$PET_NPROC_PER_NODE (--nproc_per_node) gpu: no GPU is visible"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("PET_NPROC_PER_NODE=gpu without GPUs: %v, want %q", err, want)
 	}
 }
 
@@ -186,8 +254,8 @@ func TestSplitNode(t *testing.T) {
 		"3 ranks x 2 CPU devices use 6 of the 8 of this node (GOACCEL_DEVICES=8): 2 are left unused; --nproc_per_node 1, 2, 4 or 8 uses them all" {
 		t.Errorf("8 CPU devices / 3 ranks: %q", note)
 	}
-	if got, _ := devs([]string{"CUDA_VISIBLE_DEVICES="}, 2, "GOACCEL_DEVICES"); !reflect.DeepEqual(got, []string{"2", "2"}) {
-		t.Errorf("default CPU devices / 2 ranks: %v", got)
+	if got, note := devs([]string{"CUDA_VISIBLE_DEVICES="}, 3, "GOACCEL_DEVICES"); !reflect.DeepEqual(got, []string{"1", "1", "1"}) || note != "" {
+		t.Errorf("no GOACCEL_DEVICES, 3 ranks: %v %q, want one device each and no note", got, note)
 	}
 	if got, _ := devs([]string{"CUDA_VISIBLE_DEVICES=0,1", "GOMLX_BACKEND=cpu", "GOACCEL_DEVICES=2"}, 2, "CUDA_VISIBLE_DEVICES"); !reflect.DeepEqual(got, []string{"", ""}) {
 		t.Errorf("a CPU backend must not be given GPUs: %v", got)

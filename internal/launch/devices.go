@@ -11,10 +11,6 @@ import (
 	"github.com/goaccel/goaccel/internal/envvar"
 )
 
-// DefaultCPUDevices is the number of XLA CPU devices a node is taken to have when
-// $GOACCEL_DEVICES is not set; --nproc_per_node N gives each rank DefaultCPUDevices/N of them.
-const DefaultCPUDevices = 4
-
 // lookup reads a variable of the table (internal/envvar) from an environment list ("K=V");
 // the last one wins, as in exec.
 func lookup(env []string, key string) (string, bool) { return envvar.Lookup(env, key) }
@@ -59,27 +55,34 @@ func visibleGPUs(env []string) []string {
 	return ids
 }
 
-// ResolveNproc turns --nproc_per_node's value into a number of ranks: a positive number;
-// "gpu": one rank per visible GPU (an error without GPUs); "auto": one per visible GPU, else 1
-// (one process driving all the CPU devices, goaccel's default).
+// ResolveNproc turns --nproc_per_node's value into a number of ranks, with torchrun's words:
+// a positive number; "gpu": one rank per visible GPU (an error without GPUs); "cpu": one rank
+// per CPU core this process may run on (its affinity, as torch's cpu_count); "auto": one per
+// visible GPU, else one per core. "" (the flag not given) is goaccel's default: one per
+// visible GPU, else 1 (one process driving all of the node's CPU devices).
 func ResolveNproc(spec string, env []string) (int, error) {
 	switch spec {
 	case "gpu":
 		g := visibleGPUs(env)
 		if len(g) == 0 {
 			return 0, fmt.Errorf("--nproc_per_node gpu: no GPU is visible (CUDA_VISIBLE_DEVICES, /dev/nvidia*): " +
-				"give a number, or auto")
+				"give a number, cpu or auto")
 		}
 		return len(g), nil
+	case "cpu":
+		return runtime.NumCPU(), nil
 	case "auto", "":
 		if g := visibleGPUs(env); len(g) > 0 {
 			return len(g), nil
+		}
+		if spec == "auto" {
+			return runtime.NumCPU(), nil
 		}
 		return 1, nil
 	}
 	n, err := strconv.Atoi(spec)
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("--nproc_per_node %q: want a positive number, gpu or auto", spec)
+		return 0, fmt.Errorf("--nproc_per_node %q: want a positive number, gpu, cpu or auto", spec)
 	}
 	return n, nil
 }
@@ -91,7 +94,7 @@ type share struct {
 
 // splitNode divides this node among n local ranks: the visible GPUs (each rank a contiguous
 // share of $CUDA_VISIBLE_DEVICES; with more ranks than GPUs, ranks share a GPU evenly) or else
-// the CPU devices ($GOACCEL_DEVICES, default DefaultCPUDevices; each rank gets total/n), and
+// the CPU devices (each rank gets $GOACCEL_DEVICES/n of them, or one when it is not set), and
 // the cores: GOMAXPROCS and OMP_NUM_THREADS = max(1, cores/n) unless already set. The note,
 // when not empty, says what was left unused.
 func splitNode(env []string, n int) (shares []share, note string, err error) {
@@ -118,8 +121,10 @@ func splitNode(env []string, n int) (shares []share, note string, err error) {
 				"divide it: choose a divisor or multiple of %d, or set CUDA_VISIBLE_DEVICES", n, g, strings.Join(gpus, ","), g)
 		}
 	} else {
-		total := DefaultCPUDevices
-		from := "the default; set GOACCEL_DEVICES for more"
+		// Without $GOACCEL_DEVICES each rank gets one XLA CPU device (the accelerator's default:
+		// more devices in one process are slower); with it, it is the node's total, shared out.
+		total := n
+		from := ""
 		v, set := lookup(env, envvar.Devices.Name)
 		if set {
 			total, err = strconv.Atoi(v)

@@ -39,7 +39,7 @@
 // MPICH's PMI_FD, PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS; its share of
 // the node: CUDA_VISIBLE_DEVICES (a contiguous share of the visible GPUs, or one shared GPU
 // when there are more ranks than GPUs) or, without GPUs, GOACCEL_DEVICES = total/nproc_per_node
-// of the CPU devices (total: $GOACCEL_DEVICES, else DefaultCPUDevices); GOMAXPROCS and
+// of the CPU devices when $GOACCEL_DEVICES sets the total, else 1; GOMAXPROCS and
 // OMP_NUM_THREADS = max(1, cores/nproc_per_node) unless already set; and, with several local
 // ranks and no more ranks than CPUs, a CPU binding: rank i runs on the i-th contiguous block of
 // the launcher's CPUs (listed in GOACCEL_CPUS), because XLA's CPU client and the Go runtime size

@@ -400,7 +400,7 @@ func parseNNodes(v string) (min, max int, err error) {
 
 // parseRdzvConf reads torchrun's --rdzv_conf "key=value,key=value": last_call_timeout,
 // join_timeout and close_timeout, in seconds or as a duration (the other keys of torchrun's
-// are refused by name).
+// are refused by name); a key not given is 0, and close_timeout=0 is -1 (close at once).
 func parseRdzvConf(v string) (lastCall, join, closeWait time.Duration, err error) {
 	for _, item := range strings.Split(v, ",") {
 		item = strings.TrimSpace(item)
@@ -428,6 +428,9 @@ func parseRdzvConf(v string) (lastCall, join, closeWait time.Duration, err error
 			join = d
 		default:
 			closeWait = d
+			if d == 0 {
+				closeWait = -1 // Config.CloseTimeout's "at once"
+			}
 		}
 	}
 	return lastCall, join, closeWait, nil

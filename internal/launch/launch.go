@@ -58,8 +58,10 @@ type Config struct {
 	// whose MasterAddr names this machine try to serve the rendezvous itself: the first that
 	// binds MasterPort is the master, the others join it (torchrun's c10d backend).
 	BindMaster bool
-	// CloseTimeout is torchrun's --rdzv_conf close_timeout, accepted for its command lines:
-	// goaccel's master closes the rendezvous when the job ends and tells every launcher at once.
+	// CloseTimeout is torchrun's --rdzv_conf close_timeout: how long the master, once the job
+	// ended, keeps its rendezvous open for the launchers still connected to hear the end and
+	// hang up (a launcher that joins meanwhile is told the job is over); it stops listening as
+	// soon as they all did. Default DefaultCloseTimeout; negative: it closes at once.
 	CloseTimeout time.Duration
 	// MaxRestarts is how many times the whole group restarts after a worker failure (in an
 	// elastic job, also after the loss of a node).
@@ -130,6 +132,9 @@ func (c *Config) nnodesSpec() string {
 
 // DefaultLastCallTimeout is Config.LastCallTimeout's default (torchrun's last_call_timeout).
 const DefaultLastCallTimeout = 30 * time.Second
+
+// DefaultCloseTimeout is Config.CloseTimeout's default (torchrun's close_timeout).
+const DefaultCloseTimeout = 30 * time.Second
 
 // DefaultMasterPort is the master's port for a job of several nodes without --master_port (torchrun's).
 const DefaultMasterPort = 29500
@@ -212,6 +217,9 @@ func (c *Config) defaults() error {
 	}
 	if c.LastCallTimeout <= 0 {
 		c.LastCallTimeout = DefaultLastCallTimeout
+	}
+	if c.CloseTimeout == 0 {
+		c.CloseTimeout = DefaultCloseTimeout
 	}
 	if c.StopGrace <= 0 {
 		c.StopGrace = defaultStopGrace

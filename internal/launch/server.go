@@ -42,6 +42,14 @@ type server struct {
 	lastCall time.Duration
 	// rdzvID is the job's --rdzv_id: a launcher that gives another is refused.
 	rdzvID string
+	// closeTimeout bounds how long close waits for the launchers to hang up (Config.CloseTimeout:
+	// torchrun's close_timeout); 0 or less: it does not wait.
+	closeTimeout time.Duration
+	// conns holds the admitted connections still open; hungUp hears of each one that closes.
+	conns  map[*peerConn]bool
+	hungUp chan struct{}
+	// closeWaits, when not nil (tests), is closed when close begins to wait for the launchers.
+	closeWaits chan struct{}
 
 	mu        sync.Mutex
 	attempt   int               // the attempt being formed or run
@@ -109,7 +117,8 @@ func newServer(addr, secret string, storePort int, cfg *Config, sayf func(string
 	}
 	s := &server{ln: ln, secret: secret, storePort: storePort, nnodes: cfg.NNodes, maxRestarts: cfg.MaxRestarts,
 		joinTimeout: cfg.JoinTimeout, sayEvery: cfg.sayEvery(), minNodes: cfg.MinNodes, lastCall: cfg.LastCallTimeout,
-		joined: map[int]*peerConn{}, closed: make(chan struct{}), sayf: sayf, id: serverCount.Add(1)}
+		joined: map[int]*peerConn{}, closed: make(chan struct{}), sayf: sayf, id: serverCount.Add(1),
+		closeTimeout: cfg.CloseTimeout, conns: map[*peerConn]bool{}, hungUp: make(chan struct{}, 1)}
 	s.armJoinTimer()
 	go s.serve()
 	go s.sayWhileJoining()
@@ -156,14 +165,59 @@ func seconds(d time.Duration) string {
 // port is the port the server listens on.
 func (s *server) port() int { return s.ln.Addr().(*net.TCPAddr).Port }
 
+// close closes the rendezvous of a job that is over (torchrun's shutdown of its rendezvous
+// handler): a launcher that joins now is told so (s.final). It waits, at
+// most s.closeTimeout, for every launcher still connected to hang up (the launchers of the job
+// hang up once they heard its end, and a spare or a latecomer once it heard that it is over),
+// so that each hears the job's verdict from the master rather than finding its connection
+// lost or its port closed; then it stops listening, and says which launchers it closed without.
 func (s *server) close() {
 	s.mu.Lock()
 	if s.joinTimer != nil {
 		s.joinTimer.Stop()
 	}
 	s.mu.Unlock()
+	if s.closeTimeout > 0 {
+		limit := time.NewTimer(s.closeTimeout)
+		defer limit.Stop()
+		if s.closeWaits != nil {
+			close(s.closeWaits)
+		}
+	wait:
+		for {
+			s.mu.Lock()
+			var open []string
+			for p := range s.conns {
+				open = append(open, p.describe())
+			}
+			s.mu.Unlock()
+			if len(open) == 0 {
+				break
+			}
+			select {
+			case <-s.hungUp:
+			case <-limit.C:
+				sort.Strings(open)
+				s.say("closing the rendezvous without waiting any longer for %s to hang up (--rdzv_conf close_timeout=%s)",
+					strings.Join(open, ", "), seconds(s.closeTimeout))
+				break wait
+			}
+		}
+	}
 	_ = s.ln.Close()
 	close(s.closed)
+}
+
+// describe names a connected launcher for the master's messages: its id, else its node rank,
+// else its address.
+func (p *peerConn) describe() string {
+	switch {
+	case p.name != "":
+		return p.name
+	case p.node >= 0:
+		return fmt.Sprintf("the launcher of node_rank %d", p.node)
+	}
+	return "the connection from " + p.conn.RemoteAddr().String()
 }
 
 func (s *server) serve() {
@@ -188,10 +242,20 @@ func (s *server) handle(c net.Conn) {
 		return
 	}
 	p := &peerConn{conn: c, node: -1, rank: -1}
+	s.mu.Lock()
+	s.conns[p] = true
+	s.mu.Unlock()
 	for {
 		line, err := readLine(r)
 		if err != nil {
 			s.launcherGone(p)
+			s.mu.Lock()
+			delete(s.conns, p)
+			s.mu.Unlock()
+			select {
+			case s.hungUp <- struct{}{}:
+			default:
+			}
 			return
 		}
 		if pmiDebug {

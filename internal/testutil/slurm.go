@@ -36,9 +36,18 @@ func (s *Slurm) Command(env []string, name string, args ...string) *exec.Cmd {
 // NeedSlurm starts a Slurm cluster of this machine for the test, or skips it loudly (fails it
 // when CI is set) when the test does not run as root or Debian's slurm-wlm and munge are not
 // installed (`apt-get install -y slurm-wlm munge`; .ci/run installs them).
-func NeedSlurm(t testing.TB) *Slurm {
+func NeedSlurm(t testing.TB) *Slurm { return NeedSlurmNodes(t, 1) }
+
+// NeedSlurmNodes is NeedSlurm with nodes nodes: 1, or 2 (n1 and n2, each a network namespace
+// with its own slurmd, host name and an /etc/hosts naming both; see scripts/slurm_cluster.sh),
+// which also need ip, unshare and nsenter.
+func NeedSlurmNodes(t testing.TB, nodes int) *Slurm {
 	t.Helper()
-	for _, p := range []string{"slurmctld", "slurmd", "munged", "srun", "sbatch", "scontrol"} {
+	tools := []string{"slurmctld", "slurmd", "munged", "srun", "sbatch", "scontrol"}
+	if nodes > 1 {
+		tools = append(tools, "ip", "unshare", "nsenter")
+	}
+	for _, p := range tools {
 		if _, err := exec.LookPath(p); err != nil {
 			Missing(t, "a Slurm test needs "+p, "as root: apt-get install -y slurm-wlm munge")
 		}
@@ -51,7 +60,7 @@ func NeedSlurm(t testing.TB) *Slurm {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := exec.Command(script, "start", dir)
+	start := exec.Command(script, "start", dir, strconv.Itoa(nodes))
 	start.Env = append(envvar.Environ(), envvar.SlurmctldPort.KV(strconv.Itoa(FreePort(t))),
 		envvar.SlurmdPort.KV(strconv.Itoa(FreePort(t))))
 	out, err := start.CombinedOutput()

@@ -72,7 +72,7 @@ type Options struct {
 	// Dropout, when not nil, is every dropout rate of the model (nil: the folder's).
 	Dropout *float64
 	// GradientCheckpointing recomputes each layer's activations in the backward pass
-	// (families that have it; an error for the others).
+	// (every family's Config.GradientCheckpointing).
 	GradientCheckpointing bool
 	// ProblemType is what the head is trained for, as transformers' problem_type:
 	// "single_label_classification", "multi_label_classification" or "regression" (with
@@ -82,7 +82,8 @@ type Options struct {
 	// LoRA, when not nil, attaches a LoRA adapter of this configuration (zero fields: PEFT's
 	// defaults, see models/lora): the encoder is frozen, the adapter and the head train, and
 	// SavePretrained writes the merged model with the adapter as PEFT's files in its
-	// subfolder adapter/. The bert family has it; the others refuse it.
+	// subfolder adapter/. Every family has it (see docs/lora.md for each one's defaults and
+	// the head's tensors that train).
 	LoRA *lora.Config
 }
 

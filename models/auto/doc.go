@@ -30,4 +30,26 @@
 // prepares (its Store holds the weights); m.Logits takes the tokenizer's inputs in every
 // family; m.SavePretrained writes a folder that transformers' Auto classes load, tokenizer
 // included.
+//
+// # Predictions
+//
+// NewPredictor classifies texts as transformers' text-classification pipeline does;
+// NewTokenPredictor finds the entities of texts with a token-classification head as its
+// token-classification ("ner") pipeline does, with the same aggregation strategies:
+//
+//	m, err := auto.Load("best", model.NewStore(), auto.Options{Head: auto.TokenClassification, LoadHead: true})
+//	if err != nil {
+//		return err
+//	}
+//	p, err := auto.NewTokenPredictor(m, acc.Backend(), 32, auto.AggregateSimple)
+//	if err != nil {
+//		return err
+//	}
+//	entities, err := p.Predict([]string{"Angela Merkel met Emmanuel Macron in Berlin"})
+//	if err != nil {
+//		return err
+//	}
+//	for _, e := range entities[0] { // e.g. PER, "Angela Merkel", 0, 13, 0.98
+//		fmt.Println(e.Entity, e.Word, e.Start, e.End, e.Score)
+//	}
 package auto

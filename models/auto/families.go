@@ -9,6 +9,7 @@ import (
 	"github.com/goaccel/goaccel/internal/fsutil"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/deberta"
+	"github.com/goaccel/goaccel/models/lora"
 	"github.com/goaccel/goaccel/models/modernbert"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
@@ -88,10 +89,8 @@ func bertModel(clf *bert.Classifier, tok *bert.Tokenizer, opts Options, dir stri
 		rate := *opts.Dropout
 		cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb, cfg.ClassifierDropout = rate, rate, &rate
 	}
-	if opts.LoRA != nil {
-		if _, err := clf.AttachLoRA(*opts.LoRA, dir); err != nil {
-			return nil, fmt.Errorf("auto: LoRA: %w", err)
-		}
+	if err := opts.attachLoRA(clf.AttachLoRA, dir); err != nil {
+		return nil, err
 	}
 	return &Model{Family: cfg.Family(), Classifier: clf, Tokenizer: tok, logits: clf.Logits,
 		labels: func() []string { return cfg.Labels }, numLabels: func() int { return cfg.NumLabels },
@@ -101,14 +100,12 @@ func bertModel(clf *bert.Classifier, tok *bert.Tokenizer, opts Options, dir stri
 
 // loadModernBERT loads ModernBERT with the folder's tokenizer (tokenizer.json, or vocab.txt).
 func loadModernBERT(dir string, store *model.Store, opts Options) (*Model, error) {
-	if err := opts.onlyBERT(dir, "modernbert"); err != nil {
-		return nil, err
-	}
 	clf, err := modernbert.LoadPretrained(dir, store, modernbert.LoadOptions{NumLabels: opts.NumLabels, LoadHead: opts.LoadHead, Head: opts.Head})
 	if err != nil {
 		return nil, err
 	}
 	cfg := &clf.Config
+	cfg.GradientCheckpointing = opts.GradientCheckpointing
 	tok, err := opts.tokenizer(dir, cfg.CheckMaxLen, cfg.VocabSize)
 	if err != nil {
 		return nil, err
@@ -119,6 +116,9 @@ func loadModernBERT(dir string, store *model.Store, opts Options) (*Model, error
 	if opts.Dropout != nil {
 		rate := *opts.Dropout
 		cfg.AttentionDropout, cfg.EmbeddingDropout, cfg.MLPDropout, cfg.ClassifierDropout = rate, rate, rate, rate
+	}
+	if err := opts.attachLoRA(clf.AttachLoRA, dir); err != nil {
+		return nil, err
 	}
 	return &Model{Family: "modernbert", Dir: dir, Classifier: clf, Tokenizer: tok,
 		logits:    func(s *model.Scope, inputs []*Node) *Node { return clf.Logits(s, inputs[:2]) }, // no token types
@@ -136,14 +136,12 @@ func loadModernBERT(dir string, store *model.Store, opts Options) (*Model, error
 // loadDeBERTa loads DeBERTa-v2 and -v3 with the folder's tokenizer (spm.model, or
 // tokenizer.json).
 func loadDeBERTa(dir string, store *model.Store, opts Options) (*Model, error) {
-	if err := opts.onlyBERT(dir, "deberta-v2"); err != nil {
-		return nil, err
-	}
 	clf, err := deberta.LoadPretrained(dir, store, deberta.LoadOptions{NumLabels: opts.NumLabels, LoadHead: opts.LoadHead, Head: opts.Head})
 	if err != nil {
 		return nil, err
 	}
 	cfg := &clf.Config
+	cfg.GradientCheckpointing = opts.GradientCheckpointing
 	tok, err := opts.tokenizer(dir, cfg.CheckMaxLen, cfg.VocabSize)
 	if err != nil {
 		return nil, err
@@ -154,6 +152,9 @@ func loadDeBERTa(dir string, store *model.Store, opts Options) (*Model, error) {
 	if opts.Dropout != nil {
 		rate := *opts.Dropout
 		cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb, cfg.PoolerDropout, cfg.ClsDropout = rate, rate, rate, &rate
+	}
+	if err := opts.attachLoRA(clf.AttachLoRA, dir); err != nil {
+		return nil, err
 	}
 	return &Model{Family: "deberta-v2", Dir: dir, Classifier: clf, Tokenizer: tok, logits: clf.Logits,
 		labels:    func() []string { return cfg.Labels },
@@ -167,14 +168,14 @@ func loadDeBERTa(dir string, store *model.Store, opts Options) (*Model, error) {
 		}}, nil
 }
 
-// onlyBERT refuses, for a family that has neither yet, the options only the bert family
-// implements: gradient checkpointing and LoRA.
-func (o Options) onlyBERT(dir, modelType string) error {
-	switch {
-	case o.GradientCheckpointing:
-		return fmt.Errorf("auto: %s: gradient checkpointing is not supported for model_type %s (the bert family has it)", dir, modelType)
-	case o.LoRA != nil:
-		return fmt.Errorf("auto: %s: LoRA is not supported for model_type %s yet (the bert family has it)", dir, modelType)
+// attachLoRA attaches opts.LoRA's adapter, when there is one, by the family's attach (after
+// the head's classes are set: the classifier's shape is part of the adapter).
+func (o Options) attachLoRA(attach func(cfg lora.Config, baseNameOrPath string) (*lora.Adapter, error), dir string) error {
+	if o.LoRA == nil {
+		return nil
+	}
+	if _, err := attach(*o.LoRA, dir); err != nil {
+		return fmt.Errorf("auto: LoRA: %w", err)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package auto
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -33,22 +32,24 @@ type Prediction struct {
 // compiled program; a short last batch is filled with copies of its first text, whose
 // results are dropped). It is not safe for concurrent use: give each goroutine its own.
 type Predictor struct {
-	m     *Model
-	exec  *model.Exec
-	batch int
+	runner
 	apply func([]float64) []float64
 }
 
-// NewPredictor returns a Predictor of a loaded model (Load, or a fine-tuned best/ folder
-// loaded with Options.LoadHead) on backend (an accelerator's Backend(), or GoMLX's
-// compute.New()), batchSize texts a batch (0: 32). The model's sequence-classification head
-// is used; the token-classification head is refused.
-func NewPredictor(m *Model, backend compute.Backend, batchSize int) (*Predictor, error) {
+// runner runs a model's forward pass on batches of texts of a fixed size.
+type runner struct {
+	m     *Model
+	exec  *model.Exec
+	batch int
+}
+
+// newRunner compiles m's forward pass on backend; what names the caller in errors.
+func newRunner(what string, m *Model, backend compute.Backend, batchSize int) (runner, error) {
 	switch {
 	case m == nil || backend == nil:
-		return nil, errors.New("auto: NewPredictor: nil model or backend")
+		return runner{}, fmt.Errorf("auto: %s: nil model or backend", what)
 	case batchSize < 0:
-		return nil, fmt.Errorf("auto: NewPredictor: batch size %d: want at least 1 (0: 32)", batchSize)
+		return runner{}, fmt.Errorf("auto: %s: batch size %d: want at least 1 (0: 32)", what, batchSize)
 	case batchSize == 0:
 		batchSize = 32
 	}
@@ -56,9 +57,47 @@ func NewPredictor(m *Model, backend compute.Backend, batchSize int) (*Predictor,
 		return m.Logits(s, inputs)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("auto: NewPredictor: %w", err)
+		return runner{}, fmt.Errorf("auto: %s: %w", what, err)
 	}
-	p := &Predictor{m: m, exec: exec, batch: batchSize}
+	return runner{m: m, exec: exec, batch: batchSize}, nil
+}
+
+// run returns the logits of chunk (at most a batch of texts; a short one is filled with
+// copies of its first text): flat float32 data of the given dimensions, batch first, and
+// the input ids ([batch, length]).
+func (r *runner) run(chunk []string) (logits []float32, dims []int, ids []int32, err error) {
+	examples := make([]text.Labeled, r.batch)
+	for i := range examples {
+		examples[i].Text = chunk[0] // the filler of a short last batch
+		if i < len(chunk) {
+			examples[i].Text = chunk[i]
+		}
+	}
+	inputs, _, err := r.m.Tokenizer.Collate(examples)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	args := make([]any, len(inputs))
+	for i, x := range inputs {
+		args[i] = x
+	}
+	outs, err := r.exec.Call(args...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return tensors.MustCopyFlatData[float32](outs[0]), outs[0].Shape().Dimensions, tensors.MustCopyFlatData[int32](inputs[0]), nil
+}
+
+// NewPredictor returns a Predictor of a loaded model (Load, or a fine-tuned best/ folder
+// loaded with Options.LoadHead) on backend (an accelerator's Backend(), or GoMLX's
+// compute.New()), batchSize texts a batch (0: 32). The model's sequence-classification head
+// is used; the token-classification head is refused.
+func NewPredictor(m *Model, backend compute.Backend, batchSize int) (*Predictor, error) {
+	r, err := newRunner("NewPredictor", m, backend, batchSize)
+	if err != nil {
+		return nil, err
+	}
+	p := &Predictor{runner: r}
 	switch {
 	case m.ProblemType() == "regression":
 		p.apply = slices.Clone[[]float64]
@@ -75,30 +114,13 @@ func (p *Predictor) Predict(texts []string) ([]Prediction, error) {
 	out := make([]Prediction, 0, len(texts))
 	for start := 0; start < len(texts); start += p.batch {
 		chunk := texts[start:min(start+p.batch, len(texts))]
-		examples := make([]text.Labeled, p.batch)
-		for i := range examples {
-			examples[i].Text = chunk[0] // the filler of a short last batch
-			if i < len(chunk) {
-				examples[i].Text = chunk[i]
-			}
-		}
-		inputs, _, err := p.m.Tokenizer.Collate(examples)
+		flat, dims, _, err := p.run(chunk)
 		if err != nil {
 			return nil, fmt.Errorf("auto: Predict: %w", err)
 		}
-		args := make([]any, len(inputs))
-		for i, x := range inputs {
-			args[i] = x
-		}
-		outs, err := p.exec.Call(args...)
-		if err != nil {
-			return nil, fmt.Errorf("auto: Predict: %w", err)
-		}
-		dims := outs[0].Shape().Dimensions
 		if len(dims) != 2 {
-			return nil, fmt.Errorf("auto: Predict: the model's logits have shape %v: want [batch, classes] (a sequence-classification head)", dims)
+			return nil, fmt.Errorf("auto: Predict: the model's logits have shape %v: want [batch, classes] (a sequence-classification head; NewTokenPredictor is for a token-classification one)", dims)
 		}
-		flat := tensors.MustCopyFlatData[float32](outs[0])
 		k := dims[1]
 		for i := range chunk {
 			row := make([]float64, k)

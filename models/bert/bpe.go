@@ -53,6 +53,7 @@ type byteLevelBPE struct {
 	fuseUnk        bool
 	ignoreMerges   bool
 	prefix, suffix string // continuing_subword_prefix and end_of_word_suffix (empty for RoBERTa)
+	trimOffsets    bool   // RobertaProcessing's trim_offsets: offsets leave out a token's spaces
 }
 
 // normalize applies the tokenizer.json normalizer.
@@ -88,14 +89,31 @@ func (m *byteLevelBPE) appendPlain(text string, out []int32) []int32 {
 
 // appendWord appends the BPE ids of one pre-tokenized (byte-mapped) word.
 func (m *byteLevelBPE) appendWord(word string, out []int32) []int32 {
+	for _, p := range m.appendPieces(word, nil) {
+		out = append(out, p.id)
+	}
+	return out
+}
+
+// piece is a token of a word and the characters of the word it covers: word[start:end] in
+// runes (for a byte-mapped word, its bytes before the mapping).
+type piece struct {
+	start, end int
+	id         int32
+}
+
+// appendPieces appends the BPE tokens of one pre-tokenized (byte-mapped) word.
+func (m *byteLevelBPE) appendPieces(word string, out []piece) []piece {
+	runes := []rune(word)
 	if m.ignoreMerges {
 		if id, ok := m.ids[word]; ok {
-			return append(out, id)
+			return append(out, piece{0, len(runes), id})
 		}
 	}
-	runes := []rune(word)
 	symbols := make([]string, len(runes))
+	sizes := make([]int, len(runes)) // the characters of the word each symbol covers
 	for i, r := range runes {
+		sizes[i] = 1
 		s := string(r)
 		if i > 0 {
 			s = m.prefix + s
@@ -117,29 +135,32 @@ func (m *byteLevelBPE) appendWord(word string, out []int32) []int32 {
 		}
 		left, right := symbols[best], symbols[best+1]
 		merged := left + strings.TrimPrefix(right, m.prefix)
-		next := symbols[:0:0]
+		next, nextSizes := symbols[:0:0], sizes[:0:0]
 		for i := 0; i < len(symbols); i++ {
 			if i+1 < len(symbols) && symbols[i] == left && symbols[i+1] == right {
-				next = append(next, merged)
+				next, nextSizes = append(next, merged), append(nextSizes, sizes[i]+sizes[i+1])
 				i++
 				continue
 			}
-			next = append(next, symbols[i])
+			next, nextSizes = append(next, symbols[i]), append(nextSizes, sizes[i])
 		}
-		symbols = next
+		symbols, sizes = next, nextSizes
 	}
 	lastUnk := false
-	for _, s := range symbols {
+	pos := 0
+	for i, s := range symbols {
 		id, ok := m.ids[s]
 		switch {
 		case ok:
-			out, lastUnk = append(out, id), false
+			out, lastUnk = append(out, piece{pos, pos + sizes[i], id}), false
 		case m.unk < 0:
 			// No unk_token: the symbol is dropped, as the tokenizers library does.
 		case m.fuseUnk && lastUnk:
+			out[len(out)-1].end = pos + sizes[i]
 		default:
-			out, lastUnk = append(out, m.unk), true
+			out, lastUnk = append(out, piece{pos, pos + sizes[i], m.unk}), true
 		}
+		pos += sizes[i]
 	}
 	return out
 }
@@ -217,9 +238,10 @@ type bpeJSON struct {
 		UseRegex       *bool  `json:"use_regex"`
 	} `json:"pre_tokenizer"`
 	PostProcessor *struct {
-		Type string `json:"type"`
-		Sep  []any  `json:"sep"`
-		Cls  []any  `json:"cls"`
+		Type        string `json:"type"`
+		Sep         []any  `json:"sep"`
+		Cls         []any  `json:"cls"`
+		TrimOffsets *bool  `json:"trim_offsets"`
 	} `json:"post_processor"`
 	Model struct {
 		Type                    string           `json:"type"`
@@ -297,6 +319,9 @@ func newByteLevelBPE(doc *bpeJSON) (*byteLevelBPE, error) {
 	m := &byteLevelBPE{ids: map[string]int32{}, ranks: map[string]int{}, normalizers: normalize,
 		addPrefixSpace: pt.AddPrefixSpace, useRegex: pt.UseRegex == nil || *pt.UseRegex, unk: -1,
 		fuseUnk: md.FuseUnk, ignoreMerges: md.IgnoreMerges}
+	if pp := doc.PostProcessor; pp != nil && pp.Type == "RobertaProcessing" {
+		m.trimOffsets = pp.TrimOffsets == nil || *pp.TrimOffsets
+	}
 	if md.ContinuingSubwordPrefix != nil {
 		m.prefix = *md.ContinuingSubwordPrefix
 	}

@@ -404,6 +404,9 @@ func (c Config) CheckMaxLen(maxLen int) error {
 // HeadDim is the width of one attention head, HiddenSize / NumAttentionHeads.
 func (c Config) HeadDim() int { return c.HiddenSize / c.NumAttentionHeads }
 
+// dropout reports whether the encoder's layers draw dropout (either rate above 0).
+func (c Config) dropout() bool { return c.HiddenDropoutProb > 0 || c.AttentionProbsDropoutProb > 0 }
+
 // classifierDropout is the dropout rate applied to the pooled output before the head.
 func (c Config) classifierDropout() float64 {
 	if c.ClassifierDropout != nil {

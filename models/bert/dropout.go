@@ -3,6 +3,7 @@ package bert
 import (
 	"math"
 
+	"github.com/goaccel/goaccel/models/internal/remat"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
@@ -117,13 +118,13 @@ func splitUint64(w *Node) (lo, hi *Node) {
 // rngStateVariable is the Store's random state variable, created from the Store's seed the
 // way GoMLX's own random functions create it when the Store has none yet.
 func rngStateVariable(store *model.Store) *model.Variable {
-	if v := storeRNGState(store); v != nil {
+	if v := remat.RandomState(store); v != nil {
 		return v
 	}
 	if err := store.ResetRNGState(); err != nil {
 		exceptions.Panicf("bert: dropout needs the Store's random state: %v", err)
 	}
-	return storeRNGState(store)
+	return remat.RandomState(store)
 }
 
 // Dropout is this package's dropout (torch.nn.Dropout in training, with the keyed-hash masks

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/goaccel/goaccel/models/internal/half"
+	rematerialise "github.com/goaccel/goaccel/models/internal/remat"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -59,9 +60,9 @@ func (c *Classifier) Encoder(s *model.Scope, inputIDs, attentionMask, tokenTypeI
 	layerScope := at(s, f.layers)
 	remat := cfg.GradientCheckpointing && s.IsTraining(x.Graph())
 	for i := range cfg.NumHiddenLayers {
-		x = encoderLayer(layerScope.At("%d", i), cfg, checkpointInput(s.Store(), cfg, x, remat), mask)
+		x = encoderLayer(layerScope.At("%d", i), cfg, rematerialise.Begin(s.Store(), cfg.dropout(), x, remat), mask)
 	}
-	hidden = checkpointOutput(s.Store(), cfg, x, remat)
+	hidden = rematerialise.End(s.Store(), cfg.dropout(), x, remat)
 	if cfg.hasPooler() {
 		pooled = Tanh(linear(s.At("pooler").At("dense"), cfg, firstToken(hidden), cfg.HiddenSize))
 	}

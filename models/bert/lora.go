@@ -129,3 +129,30 @@ func (c *Classifier) merged() (*Classifier, error) {
 	cfg.adapter = nil
 	return &Classifier{Config: cfg, store: store, compute: c.compute}, nil
 }
+
+// LoRABaseOf is the lora.Base of a classifier of another family (models/modernbert,
+// models/deberta) whose head for PEFT is its final classifier and whose linear layers are
+// its 2-D weights that are not embeddings (lora.DenseLayers): model_type modelType, the task
+// type of head, all the classifier's tensors, the classifier's own tensors (trained and
+// saved with the adapter, as PEFT's modules_to_save "classifier" and "score", matched as
+// name suffixes) and every other tensor frozen, a prediction head or pooler before the
+// classifier included (PEFT does not name them).
+func LoRABaseOf(modelType, nameOrPath string, head Head, all, classifier []TensorSpec) lora.Base {
+	task := lora.SeqCls
+	if head == TokenClassification {
+		task = lora.TokenCls
+	}
+	b := lora.Base{ModelType: modelType, NameOrPath: nameOrPath, TaskType: task, Dropout: dropout}
+	isHead := map[string]bool{}
+	for _, t := range classifier {
+		isHead[t.Name] = true
+		b.Head = append(b.Head, lora.Tensor{Name: t.Name, Dims: t.Dims})
+	}
+	for _, t := range all {
+		if !isHead[t.Name] {
+			b.Frozen = append(b.Frozen, lora.Tensor{Name: t.Name, Dims: t.Dims})
+		}
+	}
+	b.Linears = lora.DenseLayers(b.Frozen)
+	return b
+}

@@ -517,9 +517,18 @@ func (w *wordPiece) appendPlain(normalized string, out []int32) []int32 {
 // (with the "##" prefix after the first piece) is taken; if some position matches nothing,
 // or the word is longer than maxChars runes, the whole word becomes [UNK].
 func (w *wordPiece) word(word string, out []int32) []int32 {
+	for _, p := range w.pieces(word, nil) {
+		out = append(out, p.id)
+	}
+	return out
+}
+
+// pieces appends the pieces of one word as word does, each with the runes of the word it
+// covers.
+func (w *wordPiece) pieces(word string, out []piece) []piece {
 	runes := []rune(word)
 	if len(runes) > w.maxChars {
-		return append(out, w.unk)
+		return append(out, piece{0, len(runes), w.unk})
 	}
 	mark := len(out)
 	for start := 0; start < len(runes); {
@@ -536,9 +545,9 @@ func (w *wordPiece) word(word string, out []int32) []int32 {
 			}
 		}
 		if found < 0 {
-			return append(out[:mark], w.unk)
+			return append(out[:mark], piece{0, len(runes), w.unk})
 		}
-		out = append(out, found)
+		out = append(out, piece{start, end, found})
 		start = end
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/half"
+	"github.com/goaccel/goaccel/models/lora"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -41,6 +42,7 @@ type Classifier struct {
 
 	store   *model.Store
 	compute half.Compute
+	adapter *lora.Adapter // the LoRA adapter linear consults (nil: none); see AttachLoRA
 }
 
 // NewClassifier returns a classifier for cfg whose variables live in store (a new Store when
@@ -101,6 +103,9 @@ func (c *Classifier) Logits(s *model.Scope, inputs []*Node) *Node {
 	if len(inputs) == 3 {
 		types = inputs[2]
 	}
+	// The variables this graph created (a fresh head, LoRA's) get the adapter's trainable
+	// flags before a training step takes the trainable ones (nothing without an adapter).
+	defer c.adapter.Freeze(c.store)
 	hidden := c.Encoder(s, inputs[0], inputs[1], types)
 	if c.Config.Head == bert.TokenClassification {
 		return c.TokenHead(s, hidden)
@@ -150,7 +155,8 @@ func (c *Classifier) normal(g *Graph, shape shapes.Shape) *Node {
 }
 
 // linear is torch.nn.Linear with HF variable names: weight [out, in] (fresh: normal), and
-// bias [out] (fresh: zeros) when bias is set. The result is float32; under mixed precision
+// bias [out] (fresh: zeros) when bias is set, plus the update of the LoRA adapter on the
+// layers it targets (see AttachLoRA). The result is float32; under mixed precision
 // the product runs on the compute dtype (half.Linear), x converted to it where it is not.
 func (c *Classifier) linear(s *model.Scope, x *Node, outDim int, bias bool) *Node {
 	g := x.Graph()
@@ -160,10 +166,13 @@ func (c *Classifier) linear(s *model.Scope, x *Node, outDim int, bias bool) *Nod
 	if bias {
 		b = s.WithInitializer(Zeros).VariableWithShape("bias", shapes.Make(variableDType, outDim)).NodeValue(g)
 	}
+	var y *Node
 	if c.compute.Mixed() {
-		return half.Linear(x, w, b, c.compute.DType())
+		y = half.Linear(x, w, b, c.compute.DType())
+	} else {
+		y = nn.Dense(ConvertDType(x, variableDType), w, b, compute.DenseLayoutOutputsInput)
 	}
-	return nn.Dense(ConvertDType(x, variableDType), w, b, compute.DenseLayoutOutputsInput)
+	return c.adapter.Linear(s, x, y) // LoRA's update on the layers it targets (none without an adapter)
 }
 
 // layerNorm is torch.nn.LayerNorm over the last axis (eps layer_norm_eps) with HF variable

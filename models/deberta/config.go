@@ -123,6 +123,15 @@ type Config struct {
 	// loaded.
 	Head bert.Head `json:"-"`
 
+	// GradientCheckpointing turns on activation checkpointing (rematerialisation) per
+	// encoder layer in training graphs, as transformers' gradient_checkpointing_enable():
+	// only each layer's input is kept for the backward pass, and the layer's activations
+	// (dropout's random bits included) are recomputed from it there, trading about one more
+	// forward pass of compute for the memory of the activations. Losses and gradients are
+	// those of the plain graph. It is a training choice, not part of the architecture:
+	// config.json neither reads nor writes it.
+	GradientCheckpointing bool `json:"-"`
+
 	// architectures is config.json's architectures as ParseConfig read it (LoadPretrained
 	// checks LoadOptions.Head against it).
 	architectures []string

@@ -14,9 +14,18 @@ import (
 // have values (run the model once, or load it, first). Each file is written atomically. The
 // tokenizer's files (spm.model) are not this package's business: copy them from the folder
 // the model came from.
+//
+// A classifier with a LoRA adapter is written merged (each targeted weight W +
+// (alpha/r)·B·A, PEFT's merge_and_unload), and its adapter is written too, as PEFT's files,
+// into the subfolder "adapter" (AdapterDir), which peft.PeftModel.from_pretrained reads onto
+// the base model.
 func SavePretrained(dir string, c *Classifier) error {
 	if c == nil || c.store == nil {
 		return fmt.Errorf("deberta: SavePretrained: nil classifier or classifier without a Store")
+	}
+	c, err := c.forSaving(dir)
+	if err != nil {
+		return fmt.Errorf("deberta: SavePretrained: %w", err)
 	}
 	cfgJSON, err := c.Config.JSON()
 	if err != nil {

@@ -311,10 +311,10 @@ func TestTrainingParity(t *testing.T) {
 // TestMixedPrecision: under bf16 and fp16 (SetComputeDType) the logits of the padded batch
 // stay within 5% of float32's and are not equal to them, on every checkpoint (relative
 // attention with c2p and p2c, absolute positions, the other attention options); and the
-// training record's 20 SGD steps under the accelerator's bf16 stay within 0.5 of PyTorch's
-// float32 losses: the record's fourth step overshoots (lr 0.1, loss 0.47 -> 2.70), which
-// makes it sensitive to rounding, and PyTorch's own bf16 autocast moves that step by 0.172
-// (scripts/autocast_drift.py), goaccel's by 0.333.
+// training record's 20 SGD steps under the accelerator's bf16 stay within 30% of PyTorch's
+// float32 losses (relative, see CheckMixed): the record's fourth step overshoots (lr 0.1,
+// loss 0.47 -> 2.70), which makes steps 3 to 5 sensitive to rounding; there goaccel's bf16
+// moves by 16% at most, PyTorch's own bf16 autocast by 6.4% (scripts/autocast_drift.py).
 func TestMixedPrecision(t *testing.T) {
 	f := loadFixtures(t)
 	backend := familytest.XLA(t)
@@ -325,5 +325,18 @@ func TestMixedPrecision(t *testing.T) {
 		})
 	}
 	clf := loadFixture(t, "tiny")
-	f.Models["tiny"].Train.CheckMixed(t, clf, clf.Logits, "bf16", 0.5, f.Transformers)
+	f.Models["tiny"].Train.CheckMixed(t, clf, clf.Logits, "bf16", 0.3, f.Transformers)
+}
+
+// TestGradientCheckpointing: with GradientCheckpointing, and dropout on in every layer (0.1,
+// the relative embeddings' included), the training record's 20 SGD steps (6 in -short) give
+// the plain graph's losses, and the training graph has more matrix products (see
+// familytest's CheckGradientCheckpointing).
+func TestGradientCheckpointing(t *testing.T) {
+	m := loadFixtures(t).Models["tiny"]
+	m.Train.CheckGradientCheckpointing(t, func(checkpoint bool) (model.StoreProvider, func(*model.Scope, []*Node) *Node) {
+		clf := loadFixture(t, m.Folder)
+		clf.Config.HiddenDropoutProb, clf.Config.AttentionProbsDropoutProb, clf.Config.GradientCheckpointing = 0.1, 0.1, checkpoint
+		return clf, clf.Logits
+	}, m.Batch.InputIDs, m.Batch.AttentionMask)
 }

@@ -47,13 +47,17 @@ type Base struct {
 	NameOrPath string
 	// TaskType is SeqCls or TokenCls.
 	TaskType string
-	// Linears are the model's linear layers outside the head: the layers a target may name.
+	// Linears are the model's linear layers outside Head: the layers a target may name (a
+	// frozen layer of a head, such as ModernBERT's head.dense or DeBERTa's pooler.dense, is
+	// one, as in PEFT).
 	Linears []Linear
 	// Head are the head's tensors, trained in full and saved with the adapter (PEFT's
 	// modules_to_save: its "classifier" and "score" modules, and the modules whose names end
 	// with them, such as DistilBERT's "pre_classifier").
 	Head []Tensor
-	// Frozen are the other tensors of the base (the encoder): not trained, not saved.
+	// Frozen are the other tensors of the base (the encoder, and the layers of a head that
+	// PEFT's modules_to_save does not name: ModernBERT's head.dense and head.norm, DeBERTa's
+	// pooler): not trained, not saved with the adapter.
 	Frozen []Tensor
 	// Dropout is the family's dropout (rate on x, active only in training graphs); nil uses
 	// GoMLX's layers.DropoutStatic.

@@ -34,9 +34,11 @@ const (
 
 // defaultTargets are the target modules by model_type: PEFT's
 // TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING (peft 0.21.2) for the families it lists.
-// DistilBERT is not in PEFT's table (PEFT asks for target_modules): its attention's query and
-// value projections are the equivalent of the others' defaults. modernbert's Wqkv fuses query,
-// key and value.
+// DistilBERT and ModernBERT are not in PEFT's table (PEFT asks for target_modules): for
+// DistilBERT its attention's query and value projections are the equivalent of the others'
+// defaults; ModernBERT has no separate query and value projections, and its fused Wqkv
+// (query, key and value in one layer) is what PEFT's table gives the families built so
+// (mpt's "Wqkv").
 var defaultTargets = map[string][]string{
 	"bert":        {"query", "value"},
 	"roberta":     {"query", "value"},
@@ -44,11 +46,13 @@ var defaultTargets = map[string][]string{
 	"electra":     {"query", "value"},
 	"distilbert":  {"q_lin", "v_lin"},
 	"deberta-v2":  {"query_proj", "value_proj"},
+	"modernbert":  {"Wqkv"},
 }
 
 // DefaultTargetModules returns the target modules a Config without TargetModules adapts for
-// a model_type (PEFT's defaults: query and value for bert, roberta, xlm-roberta and electra;
-// q_lin and v_lin for distilbert), or nil when there is no default for it.
+// a model_type (PEFT's defaults: query and value for bert, roberta, xlm-roberta and electra,
+// query_proj and value_proj for deberta-v2; goaccel's where PEFT has none: q_lin and v_lin
+// for distilbert, Wqkv for modernbert), or nil when there is no default for it.
 func DefaultTargetModules(modelType string) []string {
 	return slices.Clone(defaultTargets[modelType])
 }

@@ -10,7 +10,9 @@
 // 1/sqrt(in))) and B [out, r] zero, so that an adapter before its first step computes the base
 // model exactly. The base weights are frozen (not trainable: no gradient, no optimizer state);
 // A and B of every targeted layer and the classification head (PEFT's modules_to_save of a
-// SEQ_CLS or TOKEN_CLS model) train.
+// SEQ_CLS or TOKEN_CLS model: the modules whose names end with "classifier" or "score", so
+// ModernBERT's prediction head and DeBERTa's pooler before the classifier stay frozen)
+// train.
 //
 // The family describes its model once (Base: its linear layers and its head's tensors) and
 // calls Adapter.Linear in the one function that builds a linear layer; a nil *Adapter leaves

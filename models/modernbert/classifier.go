@@ -7,6 +7,7 @@ import (
 
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/half"
+	"github.com/goaccel/goaccel/models/lora"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -46,6 +47,7 @@ type Classifier struct {
 
 	store   *model.Store
 	compute half.Compute
+	adapter *lora.Adapter // the LoRA adapter linear consults (nil: none); see AttachLoRA
 }
 
 // NewClassifier returns a classifier for cfg whose variables live in store (a new Store when
@@ -100,6 +102,9 @@ func (c *Classifier) Logits(s *model.Scope, inputs []*Node) *Node {
 	if len(inputs) != 2 {
 		exceptions.Panicf("modernbert: Classifier.Logits wants [input_ids, attention_mask], got %d inputs", len(inputs))
 	}
+	// The variables this graph created (a fresh classifier, LoRA's) get the adapter's
+	// trainable flags before a training step takes the trainable ones (nothing without one).
+	defer c.adapter.Freeze(c.store)
 	hidden := c.Encoder(s, inputs[0], inputs[1])
 	if c.Config.Head == bert.TokenClassification {
 		return c.TokenHead(s, hidden)
@@ -173,10 +178,13 @@ func (c *Classifier) linear(s *model.Scope, x *Node, outDim int, bias bool, std 
 	if bias {
 		b = s.WithInitializer(Zeros).VariableWithShape("bias", shapes.Make(variableDType, outDim)).NodeValue(g)
 	}
+	var y *Node
 	if c.compute.Mixed() {
-		return half.Linear(x, w, b, c.compute.DType())
+		y = half.Linear(x, w, b, c.compute.DType())
+	} else {
+		y = nn.Dense(ConvertDType(x, variableDType), w, b, compute.DenseLayoutOutputsInput)
 	}
-	return nn.Dense(ConvertDType(x, variableDType), w, b, compute.DenseLayoutOutputsInput)
+	return c.adapter.Linear(s, x, y) // LoRA's update on the layers it targets (none without an adapter)
 }
 
 // layerNorm is torch.nn.LayerNorm over the last axis (eps norm_eps) with HF variable names:

@@ -5,6 +5,7 @@ import (
 
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/half"
+	"github.com/goaccel/goaccel/models/internal/remat"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
@@ -27,6 +28,9 @@ import (
 //   - mlp: Wi's output split into input and gate halves, act(input)·gate (GeGLU with the exact
 //     GELU for hidden_activation "gelu"), dropout (mlp_dropout), Wo;
 //   - final_norm.
+//
+// With Config.GradientCheckpointing, training graphs keep only each layer's input for the
+// backward pass and recompute the layer there.
 //
 // inputIDs and attentionMask are integer [B, L] nodes; attentionMask is 1 for real tokens and
 // 0 for padding. The scores of the keys a query does not see are replaced by the float32
@@ -57,6 +61,9 @@ func (c *Classifier) Encoder(s *model.Scope, inputIDs, attentionMask *Node) *Nod
 	near := LessOrEqual(Abs(Sub(q, k)), Scalar(g, dtypes.Int32, cfg.LocalAttention/2))
 	local := LogicalAnd(global, BroadcastToDims(Reshape(near, 1, 1, seqLen, seqLen), batch, 1, seqLen, seqLen))
 
+	// With GradientCheckpointing each layer is recomputed from its input in the backward pass.
+	checkpoint := cfg.GradientCheckpointing && s.IsTraining(g)
+	dropout := cfg.AttentionDropout > 0 || cfg.MLPDropout > 0
 	ropes := map[string][2]*Node{}
 	for i := range cfg.NumHiddenLayers {
 		kind := cfg.LayerTypes[i]
@@ -72,9 +79,9 @@ func (c *Classifier) Encoder(s *model.Scope, inputIDs, attentionMask *Node) *Nod
 		if !cfg.IsGlobal(i) {
 			mask = local
 		}
-		x = c.layer(ms.At("layers").At("%d", i), i, x, mask, ropes[kind])
+		x = c.layer(ms.At("layers").At("%d", i), i, remat.Begin(c.store, dropout, x, checkpoint), mask, ropes[kind])
 	}
-	return c.layerNorm(ms.At("final_norm"), x)
+	return c.layerNorm(ms.At("final_norm"), remat.End(c.store, dropout, x, checkpoint))
 }
 
 // checkInputs panics with a clear message when the encoder inputs do not have the expected

@@ -13,9 +13,18 @@ import (
 // spellings, id2label, label2id) and model.safetensors with HF tensor names, float32. All of
 // the classifier's variables must have values (run the model once, or load it, first). Each
 // file is written atomically. The tokenizer's files are not this package's business.
+//
+// A classifier with a LoRA adapter is written merged (each targeted weight W +
+// (alpha/r)·B·A, PEFT's merge_and_unload), and its adapter is written too, as PEFT's files,
+// into the subfolder "adapter" (AdapterDir), which peft.PeftModel.from_pretrained reads onto
+// the base model.
 func SavePretrained(dir string, c *Classifier) error {
 	if c == nil || c.store == nil {
 		return fmt.Errorf("modernbert: SavePretrained: nil classifier or classifier without a Store")
+	}
+	c, err := c.forSaving(dir)
+	if err != nil {
+		return fmt.Errorf("modernbert: SavePretrained: %w", err)
 	}
 	cfgJSON, err := c.Config.JSON()
 	if err != nil {

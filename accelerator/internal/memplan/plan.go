@@ -1,8 +1,9 @@
 // Package memplan is the arithmetic of the accelerator's memory plan: what one device holds
-// during a training step, split into weights, gradients, optimizer state, gradient
-// accumulators and temporaries, under each sharding kind; the budget check and its error; the
-// plan's line; XLA's compiled memory statistics, read from a compiled graph; and the count of
-// the device buffers a store's variables hold now (the accelerator's ResidentBytes).
+// during a training step, split into weights, frozen weights, gradients, optimizer state,
+// gradient accumulators and temporaries, under each sharding kind; the budget check and its
+// error; the plan's line; XLA's compiled memory statistics, read from a compiled graph; and
+// the count of the device buffers a store's variables hold now (the accelerator's
+// ResidentBytes).
 //
 // It knows nothing of jobs, steps or strategies: the accelerator compiles a step, gathers its
 // variables (Vars) and statistics (XLAStats) and calls Make. The accelerator's public
@@ -29,6 +30,7 @@ type Plan struct {
 	Sharding       string
 	Shards         int
 	Weights        int64
+	Frozen         int64
 	Gradients      int64
 	OptimizerState int64
 	Accumulators   int64
@@ -59,7 +61,7 @@ func (p Plan) WithSharding(kind string, shards int) (Plan, error) {
 
 // Total is the bytes one device needs for the step: the sum of the plan's parts.
 func (p Plan) Total() int64 {
-	return p.Weights + p.Gradients + p.OptimizerState + p.Accumulators + p.Temporaries
+	return p.Weights + p.Frozen + p.Gradients + p.OptimizerState + p.Accumulators + p.Temporaries
 }
 
 // Fits reports whether the plan fits its budget (always, without a budget).
@@ -90,7 +92,7 @@ type planItem struct {
 
 func (p Plan) items() []planItem {
 	return []planItem{
-		{"weights", p.Weights}, {"gradients", p.Gradients}, {"optimizer state", p.OptimizerState},
+		{"weights", p.Weights}, {"frozen weights", p.Frozen}, {"gradients", p.Gradients}, {"optimizer state", p.OptimizerState},
 		{"gradient accumulators", p.Accumulators}, {"temporaries", p.Temporaries},
 	}
 }
@@ -99,7 +101,7 @@ func (p Plan) items() []planItem {
 func (p Plan) String() string {
 	var parts []string
 	for _, it := range p.items() {
-		if it.bytes > 0 || it.name != "gradient accumulators" {
+		if it.bytes > 0 || (it.name != "gradient accumulators" && it.name != "frozen weights") {
 			parts = append(parts, it.name+" "+bytesize.Format(it.bytes))
 		}
 	}
@@ -136,21 +138,22 @@ type Var struct {
 	Bytes     int64
 	Dims      []int // the variable's dimensions (none for a scalar)
 	Trainable bool  // a weight (with a gradient)
+	Frozen    bool  // a frozen weight: read by the step, with no gradient and no optimizer state
 	Accum     bool  // a gradient accumulator
 	InGraph   bool  // an argument of the compiled program the plan was made from
 	InApply   bool  // an argument of its apply program (Stats.Apply)
 }
 
 // Vars lists the store's variables for a plan; g and apply, if not nil, mark those the step's
-// graph and its apply graph (a host-reduced step's second graph) use. isAccum tells a
-// gradient accumulator by its path.
-func Vars(store *model.Store, g, apply *Graph, isAccum func(path string) bool) []Var {
+// graph and its apply graph (a host-reduced step's second graph) use. kind is the part each
+// variable counts in (the one the accelerator's sharding and ResidentBytes use).
+func Vars(store *model.Store, g, apply *Graph, kind func(v *model.Variable) Kind) []Var {
 	var vs []Var
 	for v := range store.IterVariables() {
 		sh := v.Shape()
-		pv := Var{Bytes: sh.ByteSize(), Accum: isAccum(v.Path()), InGraph: g != nil && v.InUseByGraph(g),
-			InApply: apply != nil && v.InUseByGraph(apply)}
-		pv.Trainable = v.Trainable && !pv.Accum
+		k := kind(v)
+		pv := Var{Bytes: sh.ByteSize(), Trainable: k == KindWeights, Frozen: k == KindFrozen, Accum: k == KindGradients,
+			InGraph: g != nil && v.InUseByGraph(g), InApply: apply != nil && v.InUseByGraph(apply)}
 		pv.Dims = sh.Dimensions
 		vs = append(vs, pv)
 	}
@@ -172,7 +175,7 @@ func shardedBytes(v Var, n int) int64 {
 }
 
 // splitWays is how many ways the sharding kind over n shards splits the optimizer state,
-// the gradients (and their accumulators) and the weights.
+// the gradients (and their accumulators) and the weights (frozen or not).
 func splitWays(kind string, n int) (stateN, gradN, weightN int, err error) {
 	switch kind {
 	case "", "no":
@@ -193,7 +196,7 @@ func (v Var) heldBytes(stateN, gradN, weightN int) int64 {
 	switch {
 	case v.Accum:
 		return shardedBytes(v, gradN)
-	case v.Trainable:
+	case v.Trainable, v.Frozen:
 		return shardedBytes(v, weightN)
 	}
 	return shardedBytes(v, stateN)
@@ -218,7 +221,8 @@ func (s *Stats) required() int64 { return s.Inputs + s.Outputs - s.Aliases + s.T
 
 // Make builds a plan from the variables, the compiled step's statistics (nil: none) and a
 // sharding kind over n shards: "zero1" divides the optimizer state by n, "zero2" also the
-// gradients (and their accumulators), "zero3" also the weights. batch is the per-device
+// gradients (and their accumulators), "zero3" also the weights, frozen ones included. A
+// frozen weight has no gradient and no optimizer state. batch is the per-device
 // batch and budget the device memory budget (0: none).
 func Make(vars []Var, stats *Stats, kind string, n, batch int, budget int64) (Plan, error) {
 	if kind == "" {
@@ -250,6 +254,8 @@ func Make(vars []Var, stats *Stats, kind string, n, batch int, budget int64) (Pl
 			p.Weights += shardedBytes(v, weightN)
 			p.Gradients += shardedBytes(v, gradN)
 			fullGrads += v.Bytes
+		case v.Frozen:
+			p.Frozen += shardedBytes(v, weightN)
 		default:
 			p.OptimizerState += shardedBytes(v, stateN)
 		}

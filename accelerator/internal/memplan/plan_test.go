@@ -56,3 +56,40 @@ func TestMemoryPlanSharding(t *testing.T) {
 		t.Errorf("temporaries %d (%s), want %d from XLA", p.Temporaries, p.Source, 1000+144+500)
 	}
 }
+
+// TestMemoryPlanFrozen: a frozen [8, 4] weight beside a trainable [3] bias and its Adam
+// moments is frozen weights, split only by zero3 (as the weights), with no gradient and no
+// optimizer state; the line names it when there is one, and Largest can name it.
+func TestMemoryPlanFrozen(t *testing.T) {
+	frozen := Var{Bytes: 8 * 4 * 4, Dims: []int{8, 4}, Frozen: true}
+	b := Var{Bytes: 3 * 4, Dims: []int{3}, Trainable: true}
+	mb := Var{Bytes: b.Bytes, Dims: []int{3}}
+	vars := []Var{frozen, b, mb, mb}
+	type parts struct{ weights, frozen, grads, state int64 }
+	for kind, want := range map[string]parts{
+		"no":    {12, 128, 12, 24},
+		"zero1": {12, 128, 12, 24},
+		"zero2": {12, 128, 12, 24},
+		"zero3": {12, 32, 12, 24},
+	} {
+		p, err := Make(vars, nil, kind, 4, 16, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := (parts{p.Weights, p.Frozen, p.Gradients, p.OptimizerState}); got != want {
+			t.Errorf("%s over 4: weights, frozen, gradients, state = %v, want %v", kind, got, want)
+		}
+		if p.Total() != want.weights+want.frozen+want.grads+want.state {
+			t.Errorf("%s over 4: total %d, want the sum of the parts %d", kind, p.Total(), want.weights+want.frozen+want.grads+want.state)
+		}
+		if name, n := p.Largest(); name != "frozen weights" || n != want.frozen {
+			t.Errorf("%s over 4: largest part %s (%d), want the frozen weights (%d)", kind, name, n, want.frozen)
+		}
+		if s := p.String(); !strings.Contains(s, fmt.Sprintf("weights 12 B + frozen weights %d B + gradients 12 B", want.frozen)) {
+			t.Errorf("%s over 4: line %q does not name the frozen weights after the weights", kind, s)
+		}
+	}
+	if p, _ := Make([]Var{b, mb, mb}, nil, "no", 1, 16, 0); strings.Contains(p.String(), "frozen") {
+		t.Errorf("a plan without frozen weights names them: %q", p.String())
+	}
+}

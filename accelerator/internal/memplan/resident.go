@@ -15,12 +15,13 @@ import (
 // accelerator.ResidentBytes, in the same order, and mean the same (their godoc is there).
 type Resident struct {
 	Weights        int64
+	Frozen         int64
 	Gradients      int64
 	OptimizerState int64
 }
 
-// Total is the sum of the three kinds.
-func (r Resident) Total() int64 { return r.Weights + r.Gradients + r.OptimizerState }
+// Total is the sum of the kinds.
+func (r Resident) Total() int64 { return r.Weights + r.Frozen + r.Gradients + r.OptimizerState }
 
 // Kind is the part of Resident that a variable's buffers count in.
 type Kind int
@@ -29,6 +30,7 @@ const (
 	KindWeights   Kind = iota // trainable variables
 	KindGradients             // gradient accumulators
 	KindOptimizer             // everything else
+	KindFrozen                // frozen weights: read by the step, not trainable (a LoRA base model's)
 )
 
 // Add adds n bytes to the part of kind k.
@@ -36,6 +38,8 @@ func (r *Resident) Add(k Kind, n int64) {
 	switch k {
 	case KindWeights:
 		r.Weights += n
+	case KindFrozen:
+		r.Frozen += n
 	case KindGradients:
 		r.Gradients += n
 	default:

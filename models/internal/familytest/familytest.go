@@ -262,7 +262,7 @@ func collate(batch []example) ([]*tensors.Tensor, *tensors.Tensor, error) {
 // test is skipped loudly (a failure under CI).
 func (r *TrainRun) Check(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, tolerance float64, transformers string) {
 	t.Helper()
-	losses := r.losses(t, clf, logits, "no")
+	losses := r.run(t, clf, logits, r.sgd(), len(r.Losses), "no", nil)
 	worst := r.compare(t, losses, tolerance, transformers)
 	t.Logf("%d SGD steps (lr %g): losses %.4f -> %.4f, max abs diff from transformers %s %.3g",
 		len(losses), r.LearningRate, losses[0], losses[len(losses)-1], transformers, worst)
@@ -271,16 +271,25 @@ func (r *TrainRun) Check(t testing.TB, clf model.StoreProvider, logits func(s *m
 // CheckMixed runs the record's SGD steps as Check does under the accelerator's mixed
 // precision (precision "bf16" or "fp16": Prepare hands the compute dtype to clf's
 // SetComputeDType) and fails the test when a loss differs from PyTorch's float32 one by more
-// than tolerance, or when every loss equals it (the half-precision products did not run).
+// than tolerance relative to it (to at least 0.1: a loss near 0 is compared as if it were
+// 0.1), or when every loss equals it (the half-precision products did not run).
 func (r *TrainRun) CheckMixed(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, precision string, tolerance float64, transformers string) {
 	t.Helper()
-	losses := r.losses(t, clf, logits, precision)
-	worst := r.compare(t, losses, tolerance, transformers)
+	losses := r.run(t, clf, logits, r.sgd(), len(r.Losses), precision, nil)
+	worst, worstRel := 0.0, 0.0
+	for i, want := range r.Losses {
+		d := math.Abs(losses[i] - want)
+		rel := d / max(math.Abs(want), 0.1)
+		worst, worstRel = max(worst, d), max(worstRel, rel)
+		if !(rel <= tolerance) {
+			t.Errorf("step %d: loss %.6f in %s, transformers %s %.6f in float32 (diff %.3g, relative %.3g)", i+1, losses[i], precision, transformers, want, d, rel)
+		}
+	}
 	if worst == 0 {
 		t.Errorf("%s: every loss equals float32's: the products did not run in half precision", precision)
 	}
-	t.Logf("%d SGD steps in %s (lr %g): losses %.4f -> %.4f, max abs diff from transformers %s in float32 %.3g",
-		len(losses), precision, r.LearningRate, losses[0], losses[len(losses)-1], transformers, worst)
+	t.Logf("%d SGD steps in %s (lr %g): losses %.4f -> %.4f, max diff from transformers %s in float32 %.3g (relative %.3g)",
+		len(losses), precision, r.LearningRate, losses[0], losses[len(losses)-1], transformers, worst, worstRel)
 }
 
 // compare fails the test for each loss further than tolerance from the record's and returns
@@ -298,8 +307,17 @@ func (r *TrainRun) compare(t testing.TB, losses []float64, tolerance float64, tr
 	return worst
 }
 
-// losses runs the record's SGD steps on clf with the accelerator's MixedPrecision precision.
-func (r *TrainRun) losses(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, precision string) []float64 {
+// sgd is the record's optimizer: plain SGD at its learning rate.
+func (r *TrainRun) sgd() optimizer.Interface {
+	return optimizer.StochasticGradientDescent().WithLearningRate(r.LearningRate).WithDecay(false).Done()
+}
+
+// run trains clf for steps steps of opt on the record's batches, taken in turn, the way users
+// train (accelerator.New, Prepare, TrainStep, CrossEntropy, Backward, on one XLA CPU device,
+// with the accelerator's MixedPrecision precision), and returns each step's loss; done (when
+// not nil) runs after the last step, while the variables' values are still on the
+// accelerator's backend.
+func (r *TrainRun) run(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, opt optimizer.Interface, steps int, precision string, done func()) []float64 {
 	t.Helper()
 	acc, err := accelerator.New(accelerator.Config{Backend: testutil.CPUPlugin(t), Devices: 1, Quiet: true, Seed: 1, MixedPrecision: precision})
 	if err != nil {
@@ -320,7 +338,6 @@ func (r *TrainRun) losses(t testing.TB, clf model.StoreProvider, logits func(s *
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := optimizer.StochasticGradientDescent().WithLearningRate(r.LearningRate).WithDecay(false).Done()
 	job, err := acc.Prepare(clf, opt, loader)
 	if err != nil {
 		t.Fatal(err)
@@ -331,7 +348,7 @@ func (r *TrainRun) losses(t testing.TB, clf model.StoreProvider, logits func(s *
 		return l
 	})
 	var losses []float64
-	for len(losses) < len(r.Losses) {
+	for len(losses) < steps {
 		for gb, err := range job.Batches() {
 			if err != nil {
 				t.Fatal(err)
@@ -344,12 +361,100 @@ func (r *TrainRun) losses(t testing.TB, clf model.StoreProvider, logits func(s *
 			if err != nil {
 				t.Fatal(err)
 			}
-			if losses = append(losses, v); len(losses) == len(r.Losses) {
+			if losses = append(losses, v); len(losses) == steps {
 				break
 			}
 		}
 	}
+	if done != nil {
+		done()
+	}
 	return losses
+}
+
+// Replay runs the record's SGD steps on clf as Check does (accelerator.New, Prepare,
+// TrainStep on one XLA CPU device, MixedPrecision "no") and returns the losses.
+func (r *TrainRun) Replay(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node) []float64 {
+	t.Helper()
+	return r.run(t, clf, logits, r.sgd(), len(r.Losses), "no", nil)
+}
+
+// Prefix is the record cut to its first n steps (all of them when it has fewer).
+func (r *TrainRun) Prefix(n int) *TrainRun {
+	c := *r
+	c.Losses = r.Losses[:min(n, len(r.Losses))]
+	return &c
+}
+
+// TrainingProducts builds clf's training graph once on backend (logits on one batch in
+// training mode, their sum as a loss, its gradient with respect to every trainable float
+// variable) and counts its matrix products: activation checkpointing's recompute adds
+// some.
+func TrainingProducts(t testing.TB, backend compute.Backend, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, ids, mask [][]int32) int {
+	t.Helper()
+	count := 0
+	exec, err := model.NewExec(backend, clf.Store(), func(s *model.Scope, ids, mask *Node) *Node {
+		g := ids.Graph()
+		s.Store().SetTraining(g, true)
+		loss := ReduceAllSum(logits(s, []*Node{ids, mask}))
+		var vars []*Node
+		for v := range s.Store().IterVariables() {
+			if v.Trainable && v.DType().IsFloat() {
+				vars = append(vars, v.NodeValue(g))
+			}
+		}
+		grads := Gradient(loss, vars...)
+		for _, n := range g.Nodes() {
+			if n.Type() == NodeTypeDotGeneral || n.Type() == NodeTypeFusedDense {
+				count++
+			}
+		}
+		return Add(loss, ReduceAllSum(grads[0]))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.Call(Matrix(ids), Matrix(mask)); err != nil {
+		t.Fatalf("building the training graph: %v", err)
+	}
+	return count
+}
+
+// CheckGradientCheckpointing replays the record (its first 6 steps in -short mode) on two
+// classifiers from load, without and with gradient checkpointing (load sets the family's
+// Config.GradientCheckpointing, and dropout in every layer so that the recompute must
+// reproduce its random bits), and fails the test unless the losses agree within 1e-5 (float32
+// summation order: the recompute is another XLA program, and the steps carry its rounding; a
+// dropout mask drawn anew would move a loss by far more) and the checkpointed training graph
+// has more matrix products than the plain one (the recompute is there). ids and mask are the
+// batch the graphs are counted on.
+func (r *TrainRun) CheckGradientCheckpointing(t *testing.T, load func(checkpoint bool) (model.StoreProvider, func(*model.Scope, []*Node) *Node), ids, mask [][]int32) {
+	t.Helper()
+	record := r
+	if testing.Short() { // tier 1: 6 steps; make test-all: all of them
+		record = r.Prefix(6)
+	}
+	run := func(checkpoint bool) ([]float64, int) {
+		clf, logits := load(checkpoint) // a fresh classifier each time: the graphs run on two backends
+		products := TrainingProducts(t, XLA(t), clf, logits, ids, mask)
+		clf, logits = load(checkpoint)
+		return record.Replay(t, clf, logits), products
+	}
+	plain, plainProducts := run(false)
+	remat, rematProducts := run(true)
+	t.Logf("plain losses %.6f, with checkpointing %.6f; matrix products %d and %d", plain, remat, plainProducts, rematProducts)
+	if rematProducts <= plainProducts {
+		t.Errorf("the checkpointed training graph has %d matrix products, the plain one %d: no recompute", rematProducts, plainProducts)
+	}
+	worst := 0.0
+	for i := range plain {
+		d := math.Abs(remat[i] - plain[i])
+		worst = max(worst, d)
+		if !(d <= 1e-5) {
+			t.Errorf("step %d: loss %.7f with checkpointing, %.7f without (diff %.3g)", i+1, remat[i], plain[i], d)
+		}
+	}
+	t.Logf("largest loss difference %.3g", worst)
 }
 
 // MixedClassifier is a family's classifier with its own mixed precision.

@@ -1,4 +1,7 @@
-package bert
+// Package remat is the model families' activation checkpointing (their
+// Config.GradientCheckpointing): each encoder layer recomputed in the backward pass from its
+// input, dropout's random bits with it. See Begin.
+package remat
 
 import (
 	"github.com/gomlx/compute/dtypes"
@@ -6,7 +9,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 )
 
-// Activation checkpointing (Config.GradientCheckpointing) uses GoMLX's own facility:
+// Activation checkpointing uses GoMLX's own facility:
 // Node.Checkpoint marks a layer's input as kept for the backward pass and everything computed
 // from it as to be recomputed there; Node.StopCheckpoint after the last layer keeps the
 // pooler and the head out of the recompute. graph.Gradient then clones each layer's forward
@@ -16,14 +19,14 @@ import (
 // The Store's random state is tied to each layer's checkpoint, so that dropout's random bits
 // are recomputed too instead of kept.
 
-// checkpointInput marks x, the input of an encoder layer, as a checkpoint when on, and ties
-// the random state to it.
-func checkpointInput(store *model.Store, cfg Config, x *Node, on bool) *Node {
+// Begin marks x, the input of an encoder layer, as a checkpoint when on, and ties the
+// Store's random state to it when the layers draw dropout (dropout).
+func Begin(store *model.Store, dropout bool, x *Node, on bool) *Node {
 	if !on {
 		return x
 	}
 	x = x.Checkpoint()
-	if state := rngState(store, cfg); state != nil {
+	if state := rngState(store, dropout); state != nil {
 		// The state is a checkpoint too (the recompute of this layer's draws stops there, not
 		// at the first layer), plus 0·x[0, …, 0]: the same state while x is finite, but
 		// computed from x's checkpoint. A bare Checkpoint of the state would not do: XLA folds
@@ -37,29 +40,29 @@ func checkpointInput(store *model.Store, cfg Config, x *Node, on bool) *Node {
 	return x
 }
 
-// checkpointOutput ends the checkpointed blocks at the encoder's last hidden state when on,
-// and releases the random state from them.
-func checkpointOutput(store *model.Store, cfg Config, x *Node, on bool) *Node {
+// End ends the checkpointed blocks at the encoder's last hidden state x when on, and
+// releases the random state from them (dropout as for Begin).
+func End(store *model.Store, dropout bool, x *Node, on bool) *Node {
 	if !on {
 		return x
 	}
-	if state := rngState(store, cfg); state != nil {
+	if state := rngState(store, dropout); state != nil {
 		state.SetNodeValue(state.NodeValue(x.Graph()).StopCheckpoint())
 	}
 	return x.StopCheckpoint()
 }
 
 // rngState is the Store's random state variable when the layers draw dropout from it, else nil.
-func rngState(store *model.Store, cfg Config) *model.Variable {
-	if cfg.HiddenDropoutProb <= 0 && cfg.AttentionProbsDropoutProb <= 0 {
+func rngState(store *model.Store, dropout bool) *model.Variable {
+	if !dropout {
 		return nil
 	}
-	return storeRNGState(store)
+	return RandomState(store)
 }
 
-// storeRNGState is the Store's random state variable (model.RNGStateVariableName) when it
-// has a value, else nil.
-func storeRNGState(store *model.Store) *model.Variable {
+// RandomState is the Store's random state variable (model.RNGStateVariableName) when it has a
+// value, else nil.
+func RandomState(store *model.Store) *model.Variable {
 	if v := store.GetVariable(model.JoinPath("/", model.RNGStateVariableName)); v != nil && v.HasValue() {
 		return v
 	}

@@ -1,0 +1,104 @@
+package deberta
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/lora"
+)
+
+// LoRA in DeBERTa: the classifier describes itself to models/lora once (LoRABase) and its
+// linear-layer function hands each layer's output to the attached adapter, as in models/bert.
+// Attach an adapter before building any graph.
+
+// AttachLoRA attaches a new LoRA adapter of cfg (zero fields: PEFT's defaults for
+// deberta-v2: r 8, lora_alpha 8, no dropout, target modules query_proj and value_proj) to the
+// classifier: from then on the targeted linear layers compute W + (alpha/r)·B·A, the
+// adapter's A and B and the classifier train, and every other variable is frozen (no
+// gradient, no optimizer state), the ContextPooler's pooler.dense included: PEFT's sequence
+// and token classifiers train the modules named "classifier" and "score" only (LoRABase).
+// With share_att_key (DeBERTa-v3) the relative embeddings go through query_proj and key_proj
+// too, and so through their update, as in PEFT. baseNameOrPath is written into
+// adapter_config.json as base_model_name_or_path ("" writes null). A target module that
+// names none of the linear layers (query_proj, key_proj, value_proj, attention.output.dense,
+// intermediate.dense, output.dense, pooler.dense, embed_proj, pos_key_proj, pos_query_proj
+// where the config has them) is an error that lists them.
+// Call it before any graph of the classifier is built; a classifier has at most one adapter.
+func (c *Classifier) AttachLoRA(cfg lora.Config, baseNameOrPath string) (*lora.Adapter, error) {
+	if c.adapter != nil {
+		return nil, fmt.Errorf("deberta: AttachLoRA: the classifier already has a LoRA adapter (targets %q)", c.adapter.Targets())
+	}
+	a, err := lora.Attach(cfg, c.Config.LoRABase(baseNameOrPath), c.store)
+	if err != nil {
+		return nil, fmt.Errorf("deberta: %w", err)
+	}
+	c.adapter = a
+	return a, nil
+}
+
+// Adapter returns the classifier's LoRA adapter, nil when it has none.
+func (c *Classifier) Adapter() *lora.Adapter { return c.adapter }
+
+// LoRABase describes the classifier of c to models/lora: model_type "deberta-v2", the task
+// type of its Head, its linear layers (every dense weight of the encoder, and pooler.dense),
+// its head for PEFT (the classifier, which trains and is saved with the adapter) and its
+// other tensors, frozen: as PEFT's modules_to_save ("classifier", "score", matched as name
+// suffixes) does not name the pooler, pooler.dense stays as loaded (or as first
+// initialised, for a checkpoint without it, such as microsoft/deberta-v3-base).
+func (c Config) LoRABase(baseNameOrPath string) lora.Base {
+	return bert.LoRABaseOf("deberta-v2", baseNameOrPath, c.Head, c.Tensors(), c.ClassifierTensors())
+}
+
+// LoadAdapter attaches to the classifier the LoRA adapter saved in dir (PEFT's
+// adapter_config.json and adapter_model.safetensors, as SaveAdapter or PEFT's save_pretrained
+// write them) and loads its tensors and the classifier's into the classifier's Store. Errors
+// name what does not fit (another task type, a target module DeBERTa lacks, tensors of
+// other names or shapes, a configuration goaccel does not compute); nothing is attached or
+// written on error.
+func LoadAdapter(dir string, c *Classifier) (*lora.Adapter, error) {
+	if c.adapter != nil {
+		return nil, fmt.Errorf("deberta: LoadAdapter %s: the classifier already has a LoRA adapter", dir)
+	}
+	a, err := lora.LoadFrom(dir, c.Config.LoRABase, c.store)
+	if err != nil {
+		return nil, fmt.Errorf("deberta: %w", err)
+	}
+	c.adapter = a
+	return a, nil
+}
+
+// AdapterDir is the subfolder of a SavePretrained folder that holds a LoRA classifier's
+// adapter, as PEFT's files.
+const AdapterDir = bert.AdapterDir
+
+// SaveAdapter writes the classifier's LoRA adapter into dir as PEFT's files
+// (adapter_config.json, adapter_model.safetensors: A and B of the targeted layers and the
+// classifier), which peft.PeftModel.from_pretrained reads onto the base model. The
+// classifier must have an adapter and values for its variables.
+func SaveAdapter(dir string, c *Classifier) error {
+	if c.adapter == nil {
+		return fmt.Errorf("deberta: SaveAdapter: the classifier has no LoRA adapter (AttachLoRA or LoadAdapter first)")
+	}
+	if err := c.adapter.Save(dir, c.store); err != nil {
+		return fmt.Errorf("deberta: %w", err)
+	}
+	return nil
+}
+
+// forSaving writes the adapter of c into dir's AdapterDir and returns the classifier to write
+// into dir: c with its adapter folded into the base weights (a new Store), or c itself when it
+// has none.
+func (c *Classifier) forSaving(dir string) (*Classifier, error) {
+	if c.adapter == nil {
+		return c, nil
+	}
+	if err := SaveAdapter(filepath.Join(dir, AdapterDir), c); err != nil {
+		return nil, err
+	}
+	store, err := c.adapter.Merged(c.store)
+	if err != nil {
+		return nil, fmt.Errorf("deberta: %w", err)
+	}
+	return &Classifier{Config: c.Config, store: store}, nil
+}
