@@ -242,6 +242,12 @@ type bpeJSON struct {
 		Sep         []any  `json:"sep"`
 		Cls         []any  `json:"cls"`
 		TrimOffsets *bool  `json:"trim_offsets"`
+		// TemplateProcessing's (answerdotai/ModernBERT-base's tokenizer.json has one).
+		Single        []templatePiece `json:"single"`
+		Pair          []templatePiece `json:"pair"`
+		SpecialTokens map[string]struct {
+			IDs []int32 `json:"ids"`
+		} `json:"special_tokens"`
 	} `json:"post_processor"`
 	Model struct {
 		Type                    string           `json:"type"`
@@ -364,17 +370,40 @@ func newByteLevelBPE(doc *bpeJSON) (*byteLevelBPE, error) {
 	return m, nil
 }
 
+// templatePiece is one piece of a TemplateProcessing template: a special token or a text.
+type templatePiece struct {
+	SpecialToken *struct {
+		ID     string `json:"id"`
+		TypeID int32  `json:"type_id"`
+	} `json:"SpecialToken"`
+	Sequence *struct {
+		ID     string `json:"id"`
+		TypeID int32  `json:"type_id"`
+	} `json:"Sequence"`
+}
+
 // bpeSpecials reads the post-processor's tokens: RobertaProcessing (<s> A </s>, pairs
-// <s> A </s></s> B </s>, every type id 0) or BertProcessing ([CLS] A [SEP], pairs
-// [CLS] A [SEP] B [SEP] with type ids 1 on B). The padding token is "<pad>", or "[PAD]".
+// <s> A </s></s> B </s>, every type id 0), BertProcessing ([CLS] A [SEP], pairs
+// [CLS] A [SEP] B [SEP] with type ids 1 on B), or a TemplateProcessing of either layout
+// (templateSpecials). The padding token is "<pad>", or "[PAD]".
 func bpeSpecials(doc *bpeJSON, ids map[string]int32) (*specialTokens, error) {
 	pp := doc.PostProcessor
+	if pp != nil && pp.Type == "TemplateProcessing" {
+		sp, err := templateSpecials(pp.Single, pp.Pair, func(name string) ([]int32, bool) {
+			t, ok := pp.SpecialTokens[name]
+			return t.IDs, ok
+		})
+		if err != nil {
+			return nil, fmt.Errorf("post_processor TemplateProcessing: %w", err)
+		}
+		return withPad(sp, ids)
+	}
 	if pp == nil || (pp.Type != "RobertaProcessing" && pp.Type != "BertProcessing") {
 		kind := "none"
 		if pp != nil {
 			kind = fmt.Sprintf("%q", pp.Type)
 		}
-		return nil, fmt.Errorf("post_processor %s is not supported with BPE: RobertaProcessing and BertProcessing are", kind)
+		return nil, fmt.Errorf("post_processor %s is not supported with BPE: RobertaProcessing, BertProcessing and TemplateProcessing are", kind)
 	}
 	pair := func(what string, v []any) (int32, error) {
 		if len(v) == 2 {
@@ -398,6 +427,11 @@ func bpeSpecials(doc *bpeJSON, ids map[string]int32) (*specialTokens, error) {
 	if pp.Type == "BertProcessing" {
 		sp.pairSeps, sp.pairTypeID = 1, 1
 	}
+	return withPad(sp, ids)
+}
+
+// withPad sets sp's padding token: "<pad>", or "[PAD]".
+func withPad(sp *specialTokens, ids map[string]int32) (*specialTokens, error) {
 	for _, name := range []string{"<pad>", PadToken} {
 		if id, ok := ids[name]; ok {
 			sp.pad = id
@@ -405,4 +439,74 @@ func bpeSpecials(doc *bpeJSON, ids map[string]int32) (*specialTokens, error) {
 		}
 	}
 	return nil, fmt.Errorf("the vocabulary has no padding token (<pad> or %s)", PadToken)
+}
+
+// templateSpecials reads a TemplateProcessing whose templates have one of the two layouts
+// this package encodes: single X $A Y, pair X $A Y $B Y (BERT's, $B and its Y with one type
+// id, 0 or 1) or X $A Y Y $B Y (RoBERTa's, every type id 0), X and Y special tokens of one id
+// each (special resolves a name to its ids). Another template is an error that shows it.
+func templateSpecials(single, pair []templatePiece, special func(string) ([]int32, bool)) (*specialTokens, error) {
+	show := func(tpl []templatePiece) string {
+		var parts []string
+		for _, p := range tpl {
+			switch {
+			case p.SpecialToken != nil:
+				parts = append(parts, fmt.Sprintf("%s:%d", p.SpecialToken.ID, p.SpecialToken.TypeID))
+			case p.Sequence != nil:
+				parts = append(parts, fmt.Sprintf("$%s:%d", p.Sequence.ID, p.Sequence.TypeID))
+			default:
+				parts = append(parts, "?")
+			}
+		}
+		return strings.Join(parts, " ")
+	}
+	refuse := func() (*specialTokens, error) {
+		return nil, fmt.Errorf("single %q, pair %q: the templates supported are \"X $A Y\" with pairs "+
+			"\"X $A Y $B:t Y:t\" (BERT's) or \"X $A Y Y $B Y\" (RoBERTa's), X and Y special tokens of one id", show(single), show(pair))
+	}
+	id := func(p templatePiece) (int32, int32, bool) {
+		if p.SpecialToken == nil {
+			return 0, 0, false
+		}
+		ids, ok := special(p.SpecialToken.ID)
+		if !ok || len(ids) != 1 {
+			return 0, 0, false
+		}
+		return ids[0], p.SpecialToken.TypeID, true
+	}
+	seq := func(p templatePiece, name string) (int32, bool) {
+		if p.Sequence == nil || p.Sequence.ID != name {
+			return 0, false
+		}
+		return p.Sequence.TypeID, true
+	}
+	if len(single) != 3 {
+		return refuse()
+	}
+	cls, t0, ok1 := id(single[0])
+	ta, ok2 := seq(single[1], "A")
+	sep, t1, ok3 := id(single[2])
+	if !ok1 || !ok2 || !ok3 || t0 != 0 || ta != 0 || t1 != 0 {
+		return refuse()
+	}
+	same := func(p templatePiece, want int32, typeID int32) bool {
+		got, t, ok := id(p)
+		return ok && got == want && t == typeID
+	}
+	head := len(pair) >= 3 && same(pair[0], cls, 0) && same(pair[2], sep, 0)
+	if ta, ok := seq(pair[1], "A"); !head || !ok || ta != 0 {
+		return refuse()
+	}
+	switch len(pair) {
+	case 5: // X $A Y $B:t Y:t
+		if tb, ok := seq(pair[3], "B"); ok && same(pair[4], sep, tb) && (tb == 0 || tb == 1) {
+			sp := &specialTokens{cls: cls, sep: sep, pairSeps: 1, pairTypeID: tb}
+			return sp, nil
+		}
+	case 6: // X $A Y Y $B Y
+		if tb, ok := seq(pair[4], "B"); ok && tb == 0 && same(pair[3], sep, 0) && same(pair[5], sep, 0) {
+			return &specialTokens{cls: cls, sep: sep, pairSeps: 2, pairTypeID: 0}, nil
+		}
+	}
+	return refuse()
 }

@@ -1,6 +1,7 @@
 package bert
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -143,4 +144,80 @@ func FuzzByteLevelBPE(f *testing.F) {
 			t.Fatalf("Tokenize(%q) maps back to %q", text, back)
 		}
 	})
+}
+
+// TestBPETemplateProcessing: a byte-level BPE tokenizer.json whose post-processor is a
+// TemplateProcessing (answerdotai/ModernBERT-base's is: [CLS] $A [SEP], pairs [CLS] $A [SEP]
+// $B:1 [SEP]:1) encodes as the BertProcessing or RobertaProcessing it spells, texts and pairs
+// with their type ids; a template of another layout is refused, shown as written.
+func TestBPETemplateProcessing(t *testing.T) {
+	src := filepath.Join("testdata", "roberta_bpe")
+	raw, err := os.ReadFile(filepath.Join(src, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	special := func(name string, typeID int) map[string]any {
+		return map[string]any{"SpecialToken": map[string]any{"id": name, "type_id": typeID}}
+	}
+	seq := func(name string, typeID int) map[string]any {
+		return map[string]any{"Sequence": map[string]any{"id": name, "type_id": typeID}}
+	}
+	template := func(single, pair []map[string]any) map[string]any {
+		return map[string]any{"type": "TemplateProcessing", "single": single, "pair": pair,
+			"special_tokens": map[string]any{"<s>": map[string]any{"id": "<s>", "ids": []int{0}, "tokens": []string{"<s>"}},
+				"</s>": map[string]any{"id": "</s>", "ids": []int{2}, "tokens": []string{"</s>"}}}}
+	}
+	// folder writes the fixture's tokenizer.json with another post-processor.
+	folder := func(pp map[string]any) string {
+		var doc map[string]any
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc["post_processor"] = pp
+		dir := t.TempDir()
+		b, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	single := []map[string]any{special("<s>", 0), seq("A", 0), special("</s>", 0)}
+	for _, c := range []struct {
+		name     string
+		template map[string]any
+		like     map[string]any
+	}{
+		{"RoBERTa's layout", template(single, []map[string]any{special("<s>", 0), seq("A", 0), special("</s>", 0), special("</s>", 0), seq("B", 0), special("</s>", 0)}),
+			map[string]any{"type": "RobertaProcessing", "sep": []any{"</s>", 2}, "cls": []any{"<s>", 0}}},
+		{"BERT's layout", template(single, []map[string]any{special("<s>", 0), seq("A", 0), special("</s>", 0), seq("B", 1), special("</s>", 1)}),
+			map[string]any{"type": "BertProcessing", "sep": []any{"</s>", 2}, "cls": []any{"<s>", 0}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := LoadTokenizer(folder(c.template), 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := LoadTokenizer(folder(c.like), 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, text := range []string{"the movie was great", "GoAccel is fun", ""} {
+				if g, w := got.Encode(text), want.Encode(text); !slices.Equal(g, w) {
+					t.Errorf("Encode(%q) = %v, want %v", text, g, w)
+				}
+			}
+			gi, gt := got.EncodePair("a fine movie", "was it?")
+			wi, wt := want.EncodePair("a fine movie", "was it?")
+			if !slices.Equal(gi, wi) || !slices.Equal(gt, wt) {
+				t.Errorf("EncodePair = %v %v, want %v %v", gi, gt, wi, wt)
+			}
+		})
+	}
+	odd := template(single, []map[string]any{special("<s>", 0), seq("A", 0), seq("B", 0), special("</s>", 0)})
+	if _, err := LoadTokenizer(folder(odd), 16); err == nil || !strings.Contains(err.Error(), `pair "<s>:0 $A:0 $B:0 </s>:0"`) {
+		t.Errorf("a pair template of another layout: err = %v, want one showing it", err)
+	}
 }
