@@ -42,7 +42,7 @@ type Classifier struct {
 
 	store   *model.Store
 	compute half.Compute
-	adapter *lora.Adapter // the LoRA adapter linear consults (nil: none); see AttachLoRA
+	lora    lora.Slot // the LoRA adapter linear consults (none: empty); see AttachLoRA
 }
 
 // NewClassifier returns a classifier for cfg whose variables live in store (a new Store when
@@ -105,7 +105,7 @@ func (c *Classifier) Logits(s *model.Scope, inputs []*Node) *Node {
 	}
 	// The variables this graph created (a fresh head, LoRA's) get the adapter's trainable
 	// flags before a training step takes the trainable ones (nothing without an adapter).
-	defer c.adapter.Freeze(c.store)
+	defer c.lora.Adapter().Freeze(c.store)
 	hidden := c.Encoder(s, inputs[0], inputs[1], types)
 	if c.Config.Head == bert.TokenClassification {
 		return c.TokenHead(s, hidden)
@@ -172,7 +172,7 @@ func (c *Classifier) linear(s *model.Scope, x *Node, outDim int, bias bool) *Nod
 	} else {
 		y = nn.Dense(ConvertDType(x, variableDType), w, b, compute.DenseLayoutOutputsInput)
 	}
-	return c.adapter.Linear(s, x, y) // LoRA's update on the layers it targets (none without an adapter)
+	return c.lora.Adapter().Linear(s, x, y) // LoRA's update on the layers it targets (none without an adapter)
 }
 
 // layerNorm is torch.nn.LayerNorm over the last axis (eps layer_norm_eps) with HF variable

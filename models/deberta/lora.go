@@ -1,7 +1,6 @@
 package deberta
 
 import (
-	"fmt"
 	"path/filepath"
 
 	"github.com/goaccel/goaccel/models/bert"
@@ -26,19 +25,11 @@ import (
 // where the config has them) is an error that lists them.
 // Call it before any graph of the classifier is built; a classifier has at most one adapter.
 func (c *Classifier) AttachLoRA(cfg lora.Config, baseNameOrPath string) (*lora.Adapter, error) {
-	if c.adapter != nil {
-		return nil, fmt.Errorf("deberta: AttachLoRA: the classifier already has a LoRA adapter (targets %q)", c.adapter.Targets())
-	}
-	a, err := lora.Attach(cfg, c.Config.LoRABase(baseNameOrPath), c.store)
-	if err != nil {
-		return nil, fmt.Errorf("deberta: %w", err)
-	}
-	c.adapter = a
-	return a, nil
+	return c.lora.Attach("deberta", cfg, c.Config.LoRABase(baseNameOrPath), c.store)
 }
 
 // Adapter returns the classifier's LoRA adapter, nil when it has none.
-func (c *Classifier) Adapter() *lora.Adapter { return c.adapter }
+func (c *Classifier) Adapter() *lora.Adapter { return c.lora.Adapter() }
 
 // LoRABase describes the classifier of c to models/lora: model_type "deberta-v2", the task
 // type of its Head, its linear layers (every dense weight of the encoder, and pooler.dense),
@@ -57,15 +48,7 @@ func (c Config) LoRABase(baseNameOrPath string) lora.Base {
 // other names or shapes, a configuration goaccel does not compute); nothing is attached or
 // written on error.
 func LoadAdapter(dir string, c *Classifier) (*lora.Adapter, error) {
-	if c.adapter != nil {
-		return nil, fmt.Errorf("deberta: LoadAdapter %s: the classifier already has a LoRA adapter", dir)
-	}
-	a, err := lora.LoadFrom(dir, c.Config.LoRABase, c.store)
-	if err != nil {
-		return nil, fmt.Errorf("deberta: %w", err)
-	}
-	c.adapter = a
-	return a, nil
+	return c.lora.Load("deberta", dir, c.Config.LoRABase, c.store)
 }
 
 // AdapterDir is the subfolder of a SavePretrained folder that holds a LoRA classifier's
@@ -76,29 +59,15 @@ const AdapterDir = bert.AdapterDir
 // (adapter_config.json, adapter_model.safetensors: A and B of the targeted layers and the
 // classifier), which peft.PeftModel.from_pretrained reads onto the base model. The
 // classifier must have an adapter and values for its variables.
-func SaveAdapter(dir string, c *Classifier) error {
-	if c.adapter == nil {
-		return fmt.Errorf("deberta: SaveAdapter: the classifier has no LoRA adapter (AttachLoRA or LoadAdapter first)")
-	}
-	if err := c.adapter.Save(dir, c.store); err != nil {
-		return fmt.Errorf("deberta: %w", err)
-	}
-	return nil
-}
+func SaveAdapter(dir string, c *Classifier) error { return c.lora.Save("deberta", dir, c.store) }
 
 // forSaving writes the adapter of c into dir's AdapterDir and returns the classifier to write
 // into dir: c with its adapter folded into the base weights (a new Store), or c itself when it
 // has none.
 func (c *Classifier) forSaving(dir string) (*Classifier, error) {
-	if c.adapter == nil {
-		return c, nil
-	}
-	if err := SaveAdapter(filepath.Join(dir, AdapterDir), c); err != nil {
-		return nil, err
-	}
-	store, err := c.adapter.Merged(c.store)
-	if err != nil {
-		return nil, fmt.Errorf("deberta: %w", err)
+	store, err := c.lora.Merged("deberta", filepath.Join(dir, AdapterDir), c.store)
+	if err != nil || store == nil {
+		return c, err
 	}
 	return &Classifier{Config: c.Config, store: store}, nil
 }

@@ -81,3 +81,68 @@ func DenseLayers(tensors []Tensor) []Linear {
 	}
 	return out
 }
+
+// Slot is where a classifier of a family keeps its one adapter (nil: none), and what its
+// AttachLoRA, LoadAdapter, SaveAdapter and SavePretrained's merge do with it; family (the
+// package's name) starts their errors.
+type Slot struct {
+	adapter *Adapter
+}
+
+// Adapter returns the slot's adapter, nil when it has none (a nil Adapter's Linear and
+// Freeze do nothing).
+func (s *Slot) Adapter() *Adapter { return s.adapter }
+
+// Attach puts a new adapter of cfg on base into the slot (Attach); the slot must be empty.
+func (s *Slot) Attach(family string, cfg Config, base Base, store *model.Store) (*Adapter, error) {
+	if s.adapter != nil {
+		return nil, fmt.Errorf("%s: AttachLoRA: the classifier already has a LoRA adapter (targets %q)", family, s.adapter.Targets())
+	}
+	a, err := Attach(cfg, base, store)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", family, err)
+	}
+	s.adapter = a
+	return a, nil
+}
+
+// Load puts the adapter saved in dir into the slot (LoadFrom); the slot must be empty.
+func (s *Slot) Load(family, dir string, base func(nameOrPath string) Base, store *model.Store) (*Adapter, error) {
+	if s.adapter != nil {
+		return nil, fmt.Errorf("%s: LoadAdapter %s: the classifier already has a LoRA adapter", family, dir)
+	}
+	a, err := LoadFrom(dir, base, store)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", family, err)
+	}
+	s.adapter = a
+	return a, nil
+}
+
+// Save writes the slot's adapter into dir as PEFT's files (Adapter.Save).
+func (s *Slot) Save(family, dir string, store *model.Store) error {
+	if s.adapter == nil {
+		return fmt.Errorf("%s: SaveAdapter: the classifier has no LoRA adapter (AttachLoRA or LoadAdapter first)", family)
+	}
+	if err := s.adapter.Save(dir, store); err != nil {
+		return fmt.Errorf("%s: %w", family, err)
+	}
+	return nil
+}
+
+// Merged writes the slot's adapter into adapterDir (Save) and returns a new Store with it
+// folded into the base weights (Adapter.Merged), what SavePretrained writes; nil without an
+// adapter.
+func (s *Slot) Merged(family, adapterDir string, store *model.Store) (*model.Store, error) {
+	if s.adapter == nil {
+		return nil, nil
+	}
+	if err := s.Save(family, adapterDir, store); err != nil {
+		return nil, err
+	}
+	merged, err := s.adapter.Merged(store)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", family, err)
+	}
+	return merged, nil
+}
