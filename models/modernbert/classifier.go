@@ -8,7 +8,6 @@ import (
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/half"
 	"github.com/goaccel/goaccel/models/lora"
-	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
@@ -169,7 +168,7 @@ func (c *Classifier) outStd() float64 {
 // linear is torch.nn.Linear with HF variable names: weight [out, in] (fresh: truncated
 // normal with standard deviation std), and bias [out] (fresh: zeros) when bias is set. The
 // result is float32; under mixed precision the product runs on the compute dtype
-// (half.Linear), x converted to it where it is not.
+// (half.Compute.Dense), x converted to it where it is not.
 func (c *Classifier) linear(s *model.Scope, x *Node, outDim int, bias bool, std float64) *Node {
 	g := x.Graph()
 	inDim := x.Shape().Dimensions[x.Rank()-1]
@@ -178,13 +177,7 @@ func (c *Classifier) linear(s *model.Scope, x *Node, outDim int, bias bool, std 
 	if bias {
 		b = s.WithInitializer(Zeros).VariableWithShape("bias", shapes.Make(variableDType, outDim)).NodeValue(g)
 	}
-	var y *Node
-	if c.compute.Mixed() {
-		y = half.Linear(x, w, b, c.compute.DType())
-	} else {
-		y = nn.Dense(ConvertDType(x, variableDType), w, b, compute.DenseLayoutOutputsInput)
-	}
-	return c.lora.Adapter().Linear(s, x, y) // LoRA's update on the layers it targets (none without an adapter)
+	return c.lora.Adapter().Linear(s, x, c.compute.Dense(x, w, b)) // LoRA's update on the layers it targets (none without an adapter)
 }
 
 // layerNorm is torch.nn.LayerNorm over the last axis (eps norm_eps) with HF variable names:

@@ -3,7 +3,10 @@ package half
 import (
 	"fmt"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
+	"github.com/gomlx/gomlx/ml/nn"
 )
 
 // Compute is the compute dtype of a family's classifier, the one its SetComputeDType sets:
@@ -30,3 +33,13 @@ func (c Compute) DType() dtypes.DType {
 
 // Mixed reports whether the products run in half precision (BFloat16 or Float16).
 func (c Compute) Mixed() bool { return c.DType().IsHalfPrecision() }
+
+// Dense is torch.nn.Linear in the compute dtype: x [..., in] by w [out, in] plus b [out] (nil:
+// none), float32 [..., out]; under mixed precision the product runs on half-precision
+// operands (Linear), else GoMLX's fused dense on float32 operands.
+func (c Compute) Dense(x, w, b *Node) *Node {
+	if c.Mixed() {
+		return Linear(x, w, b, c.DType())
+	}
+	return nn.Dense(ConvertDType(x, dtypes.Float32), w, b, compute.DenseLayoutOutputsInput)
+}
