@@ -121,8 +121,9 @@ type templateJSON struct {
 	} `json:"Sequence"`
 }
 
-// parsePostProcessor builds the post-processor of raw; null is none (nil).
-func parsePostProcessor(raw json.RawMessage, source string) (PostProcessor, error) {
+// ParsePostProcessor builds the post-processor of raw (a tokenizer.json's "post_processor"), source
+// naming the file in errors; null is none (nil).
+func ParsePostProcessor(raw json.RawMessage, source string) (PostProcessor, error) {
 	if isNull(raw) {
 		return nil, nil
 	}

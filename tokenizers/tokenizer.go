@@ -112,7 +112,7 @@ func Parse(contents []byte, source string) (*Tokenizer, error) {
 	if t.preTokenizer, err = parsePreTokenizer(doc.PreTokenizer, source); err != nil {
 		return nil, err
 	}
-	if t.post, err = parsePostProcessor(doc.PostProcessor, source); err != nil {
+	if t.post, err = ParsePostProcessor(doc.PostProcessor, source); err != nil {
 		return nil, err
 	}
 	added := make([]AddedToken, len(doc.AddedTokens))

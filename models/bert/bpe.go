@@ -1,9 +1,13 @@
 package bert
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/goaccel/goaccel/tokenizers"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -237,19 +241,8 @@ type bpeJSON struct {
 		AddPrefixSpace bool   `json:"add_prefix_space"`
 		UseRegex       *bool  `json:"use_regex"`
 	} `json:"pre_tokenizer"`
-	PostProcessor *struct {
-		Type        string `json:"type"`
-		Sep         []any  `json:"sep"`
-		Cls         []any  `json:"cls"`
-		TrimOffsets *bool  `json:"trim_offsets"`
-		// TemplateProcessing's (answerdotai/ModernBERT-base's tokenizer.json has one).
-		Single        []templatePiece `json:"single"`
-		Pair          []templatePiece `json:"pair"`
-		SpecialTokens map[string]struct {
-			IDs []int32 `json:"ids"`
-		} `json:"special_tokens"`
-	} `json:"post_processor"`
-	Model struct {
+	PostProcessor *bpePostProcessor `json:"post_processor"`
+	Model         struct {
 		Type                    string           `json:"type"`
 		Dropout                 *float64         `json:"dropout"`
 		UnkToken                *string          `json:"unk_token"`
@@ -370,16 +363,25 @@ func newByteLevelBPE(doc *bpeJSON) (*byteLevelBPE, error) {
 	return m, nil
 }
 
-// templatePiece is one piece of a TemplateProcessing template: a special token or a text.
-type templatePiece struct {
-	SpecialToken *struct {
-		ID     string `json:"id"`
-		TypeID int32  `json:"type_id"`
-	} `json:"SpecialToken"`
-	Sequence *struct {
-		ID     string `json:"id"`
-		TypeID int32  `json:"type_id"`
-	} `json:"Sequence"`
+// bpePostProcessor is tokenizer.json's post_processor as the BPE reader takes it: the fields
+// of RobertaProcessing and BertProcessing, and the raw text for a TemplateProcessing (which
+// tokenizers.ParsePostProcessor reads).
+type bpePostProcessor struct {
+	Type        string `json:"type"`
+	Sep         []any  `json:"sep"`
+	Cls         []any  `json:"cls"`
+	TrimOffsets *bool  `json:"trim_offsets"`
+	raw         json.RawMessage
+}
+
+// UnmarshalJSON reads the fields and keeps the raw text.
+func (p *bpePostProcessor) UnmarshalJSON(b []byte) error {
+	type fields bpePostProcessor
+	if err := json.Unmarshal(b, (*fields)(p)); err != nil {
+		return err
+	}
+	p.raw = slices.Clone(b)
+	return nil
 }
 
 // bpeSpecials reads the post-processor's tokens: RobertaProcessing (<s> A </s>, pairs
@@ -389,10 +391,15 @@ type templatePiece struct {
 func bpeSpecials(doc *bpeJSON, ids map[string]int32) (*specialTokens, error) {
 	pp := doc.PostProcessor
 	if pp != nil && pp.Type == "TemplateProcessing" {
-		sp, err := templateSpecials(pp.Single, pp.Pair, func(name string) ([]int32, bool) {
-			t, ok := pp.SpecialTokens[name]
-			return t.IDs, ok
-		})
+		parsed, err := tokenizers.ParsePostProcessor(pp.raw, "tokenizer.json")
+		if err != nil {
+			return nil, err
+		}
+		names := make(map[int32]string, len(ids))
+		for name, id := range ids {
+			names[id] = name
+		}
+		sp, err := templateSpecials(parsed.(*tokenizers.TemplateProcessing), names)
 		if err != nil {
 			return nil, fmt.Errorf("post_processor TemplateProcessing: %w", err)
 		}
@@ -444,67 +451,58 @@ func withPad(sp *specialTokens, ids map[string]int32) (*specialTokens, error) {
 // templateSpecials reads a TemplateProcessing whose templates have one of the two layouts
 // this package encodes: single X $A Y, pair X $A Y $B Y (BERT's, $B and its Y with one type
 // id, 0 or 1) or X $A Y Y $B Y (RoBERTa's, every type id 0), X and Y special tokens of one id
-// each (special resolves a name to its ids). Another template is an error that shows it.
-func templateSpecials(single, pair []templatePiece, special func(string) ([]int32, bool)) (*specialTokens, error) {
-	show := func(tpl []templatePiece) string {
+// each. Another template is an error that shows it (names: the tokens of the ids).
+func templateSpecials(t *tokenizers.TemplateProcessing, names map[int32]string) (*specialTokens, error) {
+	show := func(tpl []tokenizers.TemplatePiece) string {
 		var parts []string
 		for _, p := range tpl {
-			switch {
-			case p.SpecialToken != nil:
-				parts = append(parts, fmt.Sprintf("%s:%d", p.SpecialToken.ID, p.SpecialToken.TypeID))
-			case p.Sequence != nil:
-				parts = append(parts, fmt.Sprintf("$%s:%d", p.Sequence.ID, p.Sequence.TypeID))
-			default:
-				parts = append(parts, "?")
+			if p.Special == nil {
+				parts = append(parts, fmt.Sprintf("$%s:%d", p.Seq, p.TypeID))
+				continue
 			}
+			var toks []string
+			for _, id := range p.Special {
+				toks = append(toks, names[id])
+			}
+			parts = append(parts, fmt.Sprintf("%s:%d", strings.Join(toks, "+"), p.TypeID))
 		}
 		return strings.Join(parts, " ")
 	}
 	refuse := func() (*specialTokens, error) {
 		return nil, fmt.Errorf("single %q, pair %q: the templates supported are \"X $A Y\" with pairs "+
-			"\"X $A Y $B:t Y:t\" (BERT's) or \"X $A Y Y $B Y\" (RoBERTa's), X and Y special tokens of one id", show(single), show(pair))
+			"\"X $A Y $B:t Y:t\" (BERT's) or \"X $A Y Y $B Y\" (RoBERTa's), X and Y special tokens of one id", show(t.Single), show(t.Pair))
 	}
-	id := func(p templatePiece) (int32, int32, bool) {
-		if p.SpecialToken == nil {
-			return 0, 0, false
-		}
-		ids, ok := special(p.SpecialToken.ID)
-		if !ok || len(ids) != 1 {
-			return 0, 0, false
-		}
-		return ids[0], p.SpecialToken.TypeID, true
-	}
-	seq := func(p templatePiece, name string) (int32, bool) {
-		if p.Sequence == nil || p.Sequence.ID != name {
+	// special is piece p's one id when it is a special token of one id with type id typeID.
+	special := func(p tokenizers.TemplatePiece, typeID int32) (int32, bool) {
+		if len(p.Special) != 1 || p.TypeID != typeID {
 			return 0, false
 		}
-		return p.Sequence.TypeID, true
+		return p.Special[0], true
 	}
-	if len(single) != 3 {
+	text := func(p tokenizers.TemplatePiece, name string) bool { return p.Special == nil && p.Seq == name }
+	single, pair := t.Single, t.Pair
+	if len(single) != 3 || !text(single[1], "A") || single[1].TypeID != 0 {
 		return refuse()
 	}
-	cls, t0, ok1 := id(single[0])
-	ta, ok2 := seq(single[1], "A")
-	sep, t1, ok3 := id(single[2])
-	if !ok1 || !ok2 || !ok3 || t0 != 0 || ta != 0 || t1 != 0 {
+	cls, ok1 := special(single[0], 0)
+	sep, ok2 := special(single[2], 0)
+	if !ok1 || !ok2 {
 		return refuse()
 	}
-	same := func(p templatePiece, want int32, typeID int32) bool {
-		got, t, ok := id(p)
-		return ok && got == want && t == typeID
+	is := func(p tokenizers.TemplatePiece, want, typeID int32) bool {
+		got, ok := special(p, typeID)
+		return ok && got == want
 	}
-	head := len(pair) >= 3 && same(pair[0], cls, 0) && same(pair[2], sep, 0)
-	if ta, ok := seq(pair[1], "A"); !head || !ok || ta != 0 {
+	if len(pair) < 3 || !is(pair[0], cls, 0) || !text(pair[1], "A") || pair[1].TypeID != 0 || !is(pair[2], sep, 0) {
 		return refuse()
 	}
 	switch len(pair) {
 	case 5: // X $A Y $B:t Y:t
-		if tb, ok := seq(pair[3], "B"); ok && same(pair[4], sep, tb) && (tb == 0 || tb == 1) {
-			sp := &specialTokens{cls: cls, sep: sep, pairSeps: 1, pairTypeID: tb}
-			return sp, nil
+		if tb := pair[3].TypeID; text(pair[3], "B") && is(pair[4], sep, tb) && (tb == 0 || tb == 1) {
+			return &specialTokens{cls: cls, sep: sep, pairSeps: 1, pairTypeID: tb}, nil
 		}
 	case 6: // X $A Y Y $B Y
-		if tb, ok := seq(pair[4], "B"); ok && tb == 0 && same(pair[3], sep, 0) && same(pair[5], sep, 0) {
+		if text(pair[4], "B") && pair[4].TypeID == 0 && is(pair[3], sep, 0) && is(pair[5], sep, 0) {
 			return &specialTokens{cls: cls, sep: sep, pairSeps: 2, pairTypeID: 0}, nil
 		}
 	}
