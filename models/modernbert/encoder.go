@@ -164,6 +164,11 @@ func (c *Classifier) attention(s *model.Scope, x, mask *Node, rope [2]*Node) *No
 // rotaryTables returns RoPE's cos and sin [1, 1, L, headDim] for positions 0..L-1 and base theta,
 // computed as transformers does in float32: inverse frequencies 1/theta^(2i/headDim) rounded
 // to float32, angles position·frequency in float32, each frequency twice (the two halves).
+//
+// The tables are computed here and enter the graph as constants: built from Iota in the graph,
+// XLA fused Cos and Sin into every rotary product that reads them, so each layer's forward and
+// backward passes evaluated them again for every element of [B, heads, L, D] (8.5% of a
+// ModernBERT-base bf16 training step's CPU samples; docs/performance.md).
 func rotaryTables(g *Graph, seqLen, headDim int, theta float64) (cos, sin *Node) {
 	half := headDim / 2
 	inv := make([]float32, half)
@@ -171,10 +176,18 @@ func rotaryTables(g *Graph, seqLen, headDim int, theta float64) (cos, sin *Node)
 		exponent := float32(2*i) / float32(headDim)
 		inv[i] = float32(1 / float64(float32(math.Pow(theta, float64(exponent)))))
 	}
-	pos := Iota(g, shapes.Make(dtypes.Float32, seqLen, 1), 0)
-	angles := Mul(pos, Reshape(Const(g, inv), 1, half)) // [L, half]
-	angles = Concatenate([]*Node{angles, angles}, -1)   // [L, headDim]
-	return Reshape(Cos(angles), 1, 1, seqLen, headDim), Reshape(Sin(angles), 1, 1, seqLen, headDim)
+	cosT, sinT := make([]float32, seqLen*half), make([]float32, seqLen*half)
+	for p := range seqLen {
+		for i, f := range inv {
+			angle := float64(float32(p) * f) // the product rounded to float32, as in transformers
+			cosT[p*half+i], sinT[p*half+i] = float32(math.Cos(angle)), float32(math.Sin(angle))
+		}
+	}
+	table := func(t []float32) *Node {
+		n := Reshape(Const(g, t), seqLen, half)
+		return Reshape(Concatenate([]*Node{n, n}, -1), 1, 1, seqLen, headDim)
+	}
+	return table(cosT), table(sinT)
 }
 
 // applyRotary is transformers' apply_rotary_pos_emb on x [B, heads, L, D]:
