@@ -3,7 +3,7 @@
 
 A small SentencePiece Unigram model in DeBERTa-v3's layout ([PAD] [CLS] [SEP] [UNK] as pieces
 0..3, VOCAB pieces, a small normalization rule table so that spm.model keeps a precompiled_charsmap
-and stays a few KB) is trained on the rt-polarity sentences. Three tiny random DebertaV2ForSequenceClassification checkpoints are made
+and stays a few KB) is trained on the rt-polarity sentences. Four tiny random DebertaV2ForSequenceClassification checkpoints are made
 by transformers itself (its own initialisation, seeded) and saved with save_pretrained under
 models/deberta/testdata/:
 
@@ -17,6 +17,10 @@ models/deberta/testdata/:
                pos_query_proj), no buckets with max_relative_positions 16 (distances are
                clamped), position_biased_input, type_vocab_size 2, embedding_size 24
                (embed_proj), norm_rel_ebd "none", gelu_new and a tanh pooler, bfloat16;
+  * tiny_v3/   tiny's layout with DeBERTa-v3's own position_buckets 256 and max_position_embeddings
+               512: 512 rows of relative embeddings, of which a 40-token batch reads only the
+               middle ones (models/deberta projects those rows alone), hidden 16, 2 heads, 2 layers,
+               2 labels, bfloat16;
   * tiny_abs/  relative_attention false with pos_att_type ["c2p"] (which still widens the
                scaling, as in transformers) and norm_rel_ebd "layer_norm" (a LayerNorm that is
                there but unused), absolute positions, relu, bfloat16.
@@ -86,8 +90,12 @@ MODELS = {
                      pooler_hidden_act="tanh", cls_dropout=0.0),
     "tiny_abs": dict(COMMON, num_hidden_layers=2, num_labels=3, relative_attention=False, pos_att_type=["c2p"],
                      norm_rel_ebd="layer_norm", position_biased_input=True, type_vocab_size=0, hidden_act="relu"),
+    "tiny_v3": dict(COMMON, hidden_size=16, num_attention_heads=2, intermediate_size=19, max_position_embeddings=512, num_hidden_layers=2, num_labels=2, relative_attention=True,
+                    position_buckets=256, max_relative_positions=-1, pos_att_type="p2c|c2p", share_att_key=True,
+                    norm_rel_ebd="layer_norm", position_biased_input=False, type_vocab_size=0,
+                    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, pooler_dropout=0.0),
 }
-BF16 = {"tiny_alt", "tiny_abs"}
+BF16 = {"tiny_alt", "tiny_abs", "tiny_v3"}
 SEQ_LEN = 40
 LENGTHS = [40, 23, 9, 1]
 TEXT_LEN = 48

@@ -71,7 +71,9 @@ func (c *Classifier) Encoder(s *model.Scope, inputIDs, attentionMask, tokenTypeI
 
 	var gathers [2]*Node
 	if cfg.RelativeAttention {
-		gathers = cfg.relativeGathers(g, seqLen)
+		var rows [2]int
+		gathers, rows = cfg.relativeGathers(g, seqLen)
+		rel = Slice(rel, AxisRange(rows[0], rows[1])) // only the rows some distance reads
 	}
 	// With GradientCheckpointing each layer is recomputed from its input in the backward pass
 	// (the relative embeddings, computed once before the layers, are kept).
@@ -193,10 +195,10 @@ func (c *Classifier) heads(x *Node) *Node {
 }
 
 // attention is DisentangledSelfAttention: the context [B, L, hidden], before the output
-// projection. rel is the (normalised) relative embeddings [2·span, hidden] and gathers the
-// c2p and p2c tables of relativeGathers, nil without relative attention. Under mixed
-// precision every product runs on the compute dtype (see products), the scaling, the mask,
-// the softmax and its dropout on float32.
+// projection. rel is the rows of the (normalised) relative embeddings that relativeGathers
+// reads, [rows, hidden], and gathers its c2p and p2c tables, nil without relative attention.
+// Under mixed precision every product runs on the compute dtype (see products), the scaling,
+// the mask, the softmax and its dropout on float32.
 func (c *Classifier) attention(s *model.Scope, x, mask, rel *Node, gathers [2]*Node) *Node {
 	cfg := c.Config
 	g := x.Graph()
@@ -223,7 +225,7 @@ func (c *Classifier) attention(s *model.Scope, x, mask, rel *Node, gathers [2]*N
 			if cfg.ShareAttKey {
 				name = "key_proj"
 			}
-			full := p.relative(q, project(name, relDrop)) // [B, heads, L, 2·span]
+			full := p.relative(q, project(name, relDrop)) // [B, heads, L, rows]
 			relScores = Div(gatherRelative(full, gathers[0]), scale)
 		}
 		if cfg.Has(P2C) {
@@ -249,8 +251,8 @@ func (c *Classifier) attention(s *model.Scope, x, mask, rel *Node, gathers [2]*N
 
 // attentionProducts are the three kinds of product of the disentangled attention, each with
 // a float32 result: scores (queries [B, heads, L, D] by keys: [B, heads, L, L]), relative
-// (the content [B, heads, L, D] by the projected relative embeddings [heads, 2·span, D]:
-// [B, heads, L, 2·span]) and mix (probabilities by values).
+// (the content [B, heads, L, D] by the projected relative embeddings [heads, rows, D]:
+// [B, heads, L, rows]) and mix (probabilities by values).
 type attentionProducts struct {
 	scores, relative, mix func(a, b *Node) *Node
 }
@@ -273,7 +275,7 @@ func (c *Classifier) products() attentionProducts {
 	return attentionProducts{
 		scores: func(a, b *Node) *Node { return half.Product(a, b, dt, half.ScoreAxes(2)) },
 		relative: func(a, b *Node) *Node {
-			d, rd := a.Shape().Dimensions, b.Shape().Dimensions // [B, heads, L, D], [heads, 2·span, D]
+			d, rd := a.Shape().Dimensions, b.Shape().Dimensions // [B, heads, L, D], [heads, rows, D]
 			b = BroadcastToDims(InsertAxes(b, 0), d[0], rd[0], rd[1], rd[2])
 			return half.Product(a, b, dt, half.ScoreAxes(2))
 		},
@@ -282,24 +284,26 @@ func (c *Classifier) products() attentionProducts {
 }
 
 // relativeGathers returns where each score's relative terms are read, as [L, L, 2] tables of
-// (token, column) pairs over the per-token relative scores [L, 2·span]: for c2p, the score of
-// query q and key k reads query q's row at the column of the distance q-k; for p2c, key k's row
-// at the column of the distance k-q (see relativeColumns).
-func (c Config) relativeGathers(g *Graph, seqLen int) [2]*Node {
-	c2p, p2c := c.relativeColumns(seqLen)
+// (token, column) pairs over the per-token relative scores [L, rows[1]-rows[0]]: for c2p, the
+// score of query q and key k reads query q's row at the column of the distance q-k; for p2c,
+// key k's row at the column of the distance k-q (see relativeColumns). rows is the range of
+// rows of the relative embeddings [2·span, hidden] that the columns read (see readColumns).
+func (c Config) relativeGathers(g *Graph, seqLen int) (tables [2]*Node, rows [2]int) {
+	c2p, p2c, rows := c.readColumns(seqLen)
 	q := Iota(g, shapes.Make(dtypes.Int32, seqLen, seqLen), 0)
 	k := Iota(g, shapes.Make(dtypes.Int32, seqLen, seqLen), 1)
 	column := func(columns []int32, from, to *Node) *Node { // columns[to - from + L-1]
 		d := AddScalar(Sub(to, from), seqLen-1)
 		return Reshape(Gather(Const(g, columns), InsertAxes(d, -1)), seqLen, seqLen)
 	}
-	return [2]*Node{
+	tables = [2]*Node{
 		Stack([]*Node{q, column(c2p, k, q)}, -1),
 		Stack([]*Node{k, column(p2c, q, k)}, -1),
 	}
+	return tables, rows
 }
 
-// gatherRelative picks, from per-token relative scores full [B, heads, L, 2·span], the score
+// gatherRelative picks, from per-token relative scores full [B, heads, L, rows], the score
 // of each (query, key) pair at the (token, column) pair the table [L, L, 2] gives:
 // [B, heads, L, L].
 func gatherRelative(full, table *Node) *Node {

@@ -87,8 +87,8 @@ func loadFixtures(t *testing.T) *fixtures {
 	if err != nil {
 		t.Fatalf("reading testdata/fixtures.json: %v", err)
 	}
-	if len(f.Models) != 3 || f.Models["tiny"] == nil {
-		t.Fatalf("testdata/fixtures.json has models %d, want tiny, tiny_alt and tiny_abs", len(f.Models))
+	if len(f.Models) != 4 || f.Models["tiny"] == nil || f.Models["tiny_v3"] == nil {
+		t.Fatalf("testdata/fixtures.json has models %d, want tiny, tiny_alt, tiny_abs and tiny_v3", len(f.Models))
 	}
 	return f
 }
@@ -180,11 +180,12 @@ func tensorsOf(configPath string) ([]TensorSpec, error) {
 // included) and the logits of a padded batch match transformers' within tolerance, on the
 // pure-Go backend and on XLA's CPU backend; on tiny also a 40-token sequence (distances up
 // to 39 over 8 buckets) and texts tokenized by transformers, and Logits gives what Encoder and
-// Head give.
+// Head give. tiny_v3 has DeBERTa-v3's 512 rows of relative embeddings, of which its batch
+// reads 96 (TestRelativeRows).
 func TestParityWithTransformers(t *testing.T) {
 	f := loadFixtures(t)
 	for _, b := range familytest.Backends(t) {
-		for _, name := range []string{"tiny", "tiny_alt", "tiny_abs"} {
+		for _, name := range []string{"tiny", "tiny_alt", "tiny_abs", "tiny_v3"} {
 			m := f.Models[name]
 			clf := loadFixture(t, m.Folder)
 			for _, c := range []struct {
@@ -339,4 +340,30 @@ func TestGradientCheckpointing(t *testing.T) {
 		clf.Config.HiddenDropoutProb, clf.Config.AttentionProbsDropoutProb, clf.Config.GradientCheckpointing = 0.1, 0.1, checkpoint
 		return clf, clf.Logits
 	}, m.Batch.InputIDs, m.Batch.AttentionMask)
+}
+
+// TestRelativeRows: the encoder reads only the rows of the relative embeddings that some
+// distance reaches, and each shifted column reads the row the whole table's column read:
+// tiny_v3 (512 rows) at its batch's 40 tokens reads rows 208-303 (distances -39..39 around row
+// 256, widened to 16s), tiny (16 rows) reads them all.
+func TestRelativeRows(t *testing.T) {
+	for _, c := range []struct {
+		folder string
+		seqLen int
+		rows   [2]int
+	}{{"tiny_v3", 40, [2]int{208, 304}}, {"tiny_v3", 1, [2]int{256, 272}}, {"tiny", 40, [2]int{0, 16}}, {"tiny_alt", 40, [2]int{0, 32}}} {
+		clf := loadFixture(t, c.folder)
+		c2p, p2c, rows := clf.Config.readColumns(c.seqLen)
+		if rows != c.rows {
+			t.Errorf("%s at L %d: rows %v, want %v", c.folder, c.seqLen, rows, c.rows)
+		}
+		full2p, fullp2c := clf.Config.relativeColumns(c.seqLen)
+		for i := range c2p {
+			for _, p := range [][2]int32{{c2p[i], full2p[i]}, {p2c[i], fullp2c[i]}} {
+				if p[0] < 0 || int(p[0]) >= rows[1]-rows[0] || int(p[0])+rows[0] != int(p[1]) {
+					t.Fatalf("%s at L %d, distance %d: column %d of rows %v, the whole table's %d", c.folder, c.seqLen, i-(c.seqLen-1), p[0], rows, p[1])
+				}
+			}
+		}
+	}
 }

@@ -1,6 +1,9 @@
 package deberta
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // Relative positions. The distance from query position q to key position k is q-k; with
 // position_buckets > 0 it is mapped to a log bucket (LogBucket), and its relative embedding
@@ -68,4 +71,26 @@ func (c Config) relativeColumns(seqLen int) (c2p, p2c []int32) {
 		p2c[i] = int32(min(max(span-d, 0), 2*span-1))
 	}
 	return c2p, p2c
+}
+
+// readColumns is relativeColumns counted from the first row that some distance of seqLen
+// tokens reads, with that range of rows of the relative embeddings, [first, end): the
+// distances of L tokens reach at most 2·L-1 of the 2·span rows (127 of 512 for DeBERTa-v3 at
+// L 64), so the encoder projects and multiplies only those rows. The range is widened to
+// multiples of 16 rows: at DeBERTa-v3-small's shape (L 128) the 255 rows read made the
+// training step 0.9x the whole table's, 256 rows 1.1x (docs/performance.md).
+func (c Config) readColumns(seqLen int) (c2p, p2c []int32, rows [2]int) {
+	c2p, p2c = c.relativeColumns(seqLen)
+	first, last := c2p[0], c2p[0]
+	for _, col := range slices.Concat(c2p, p2c) {
+		first, last = min(first, col), max(last, col)
+	}
+	const align = 16
+	end := min(int32(2*c.attSpan()), (last+align)/align*align)
+	first = max(0, min(first/align*align, end-align))
+	for i := range c2p {
+		c2p[i] -= first
+		p2c[i] -= first
+	}
+	return c2p, p2c, [2]int{int(first), int(end)}
 }
