@@ -58,6 +58,7 @@ type server struct {
 	running   bool              // every node joined and got its "go"
 	stopped   bool              // a stop was sent for this attempt
 	final     bool              // no more attempts: finished, or stopped without restart
+	finalWhy  string            // why an env:// job ended before it ran (memberRefused), told to a process that joins after
 	done      map[int]bool      // nodes whose ranks all exited 0
 	world     int
 	bases     map[int]int // node rank -> its first global rank, for this attempt
@@ -352,6 +353,8 @@ func (s *server) onLauncher(p *peerConn, m message) {
 		switch {
 		case err1 != nil || err2 != nil || nproc < 1:
 			refuse("malformed join: " + m.format(true))
+		case s.final && s.finalWhy != "":
+			refuse(s.finalWhy)
 		case s.final:
 			refuse("the job is already over")
 		case node < 0 || node >= s.nnodes:
@@ -575,13 +578,14 @@ func btoi(b bool) int {
 }
 
 // memberRefused refuses a process of an env:// job whose variables disagree with rank 0's,
-// and ends the job: every process that came stops with the same message, before any trains.
+// and ends the job: every process that came, or comes after, stops with the same message,
+// before any trains.
 // s.mu is held.
 func (s *server) memberRefused(p *peerConn, attempt int, why string) {
 	stop := msg("stop", "attempt", attempt, "restart", 0, "kind", "join", "why", why)
 	p.send(stop, true)
 	if !s.final && !s.running {
-		s.final = true
+		s.final, s.finalWhy = true, why
 		s.broadcast(stop)
 	}
 }
