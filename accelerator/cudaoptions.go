@@ -152,7 +152,8 @@ func refuseCUDAKnobs(knobs []cudaKnob, backend string) error {
 
 // xlaClientOptions builds what go-xla's NewWithOptions is given for plugin p: the
 // config string (the plugin's path, then tf32 and preallocate after commas) and the client
-// options map (cpu_device_count when cpuCount > 0, memory_fraction). The knobs are refused on
+// options map (cpu_device_count when cpuCount > 0, asynchronous false for one CPU device,
+// memory_fraction). The knobs are refused on
 // any plugin but CUDA's: on the CPU plugin tf32=on would make go-xla ask for a TF32 dot
 // algorithm, and the others mean nothing there.
 func xlaClientOptions(p Plugin, cpuCount int, knobs []cudaKnob) (string, pjrt.NamedValuesMap, error) {
@@ -167,6 +168,16 @@ func xlaClientOptions(p Plugin, cpuCount int, knobs []cudaKnob) (string, pjrt.Na
 		}
 		if cpuCount > 0 {
 			opts["cpu_device_count"] = int64(cpuCount)
+		}
+		if p.Kind == plugins.CPU && cpuCount == 1 {
+			// One device: each execution runs on the calling thread (goaccel waits for it
+			// anyway), not on the client's pool. On the pool, at a random step, a step's
+			// temporaries were allocated while the last step's were still held by the pool
+			// thread that ran it, and the block cache then kept both resident: ModernBERT's
+			// 40-step bf16 run peaked at 1.6-1.9 or 2.6-2.7 GB from the same command, 1.9-2.2
+			// GB in 4 of 4 runs with this, at the same speed (docs/endtoend.md). Not with
+			// several devices: their executions must run at the same time for collectives.
+			opts["asynchronous"] = false
 		}
 		return p.Path, opts, nil
 	}

@@ -183,3 +183,23 @@ func TestGoXLAReadsTheOptions(t *testing.T) {
 		b.Finalize()
 	}
 }
+
+// TestCPUClientOptions: XLA's CPU client gets the device count asked for, and runs a single
+// device's executions on the calling thread (asynchronous false); several devices keep the
+// client's pool, and a count left to XLA (0) sets neither.
+func TestCPUClientOptions(t *testing.T) {
+	cpu := Plugin{Path: "/opt/xla/pjrt_c_api_cpu_plugin.so", Kind: plugins.CPU, From: "the test"}
+	for _, tc := range []struct {
+		count int
+		want  pjrt.NamedValuesMap
+	}{
+		{1, pjrt.NamedValuesMap{"cpu_device_count": int64(1), "asynchronous": false}},
+		{4, pjrt.NamedValuesMap{"cpu_device_count": int64(4)}},
+		{0, pjrt.NamedValuesMap{}},
+	} {
+		config, opts, err := xlaClientOptions(cpu, tc.count, nil)
+		if err != nil || config != cpu.Path || !reflect.DeepEqual(opts, tc.want) {
+			t.Errorf("%d devices: %q %v %v, want %q %v", tc.count, config, opts, err, cpu.Path, tc.want)
+		}
+	}
+}
