@@ -192,10 +192,22 @@ func selfAttention(s *model.Scope, n layerNames, cfg Config, x, mask *Node) *Nod
 	batch, seqLen := dims[0], dims[1]
 	heads, headDim := cfg.NumAttentionHeads, cfg.HeadDim()
 	project := func(name string) *Node {
-		p := ConvertDType(linear(at(s, name), cfg, x, cfg.HiddenSize), x.DType())
+		return ConvertDType(linear(at(s, name), cfg, x, cfg.HiddenSize), x.DType())
+	}
+	ps := []*Node{project(n.query), project(n.key), project(n.value)}
+	if x.DType() != variableDType {
+		// Under mixed precision the projections are rounded to the compute dtype before they
+		// are split into heads: across the barrier the bias, the rounding and the transpose to
+		// [B, heads, L, D] are two loops (one elementwise, one plain copy) where XLA otherwise
+		// fuses them into one loop that transposes while it converts, about 3x slower per
+		// element on XLA's CPU plugin (docs/performance.md, "MiniLM-shaped bf16 steps"). In
+		// float32 the barrier made the step slower, so it is left out there.
+		ps = OptimizationBarriers(ps...)
+	}
+	heads4 := func(p *Node) *Node {
 		return TransposeAllAxes(Reshape(p, batch, seqLen, heads, headDim), 0, 2, 1, 3) // [B, heads, L, D]
 	}
-	q, k, v := project(n.query), project(n.key), project(n.value)
+	q, k, v := heads4(ps[0]), heads4(ps[1]), heads4(ps[2])
 	opts := attention.CoreOptions{
 		Scale:         1 / math.Sqrt(float64(headDim)),
 		AttentionMask: mask,
