@@ -138,7 +138,7 @@
 // XLA's CPU runtime allocates each step's temporaries afresh, and with glibc's default malloc
 // every step faults that memory in again. Importing this package changes nothing in how the
 // process allocates; a program opts in with a blank import of package hostmalloc, which links
-// in a malloc of its own for requests of 4 MiB or more (the block cache, internal/blockcache)
+// in a malloc of its own for requests of 256 KiB or more (the block cache, internal/blockcache)
 // that keeps freed blocks for the next step, at about glibc's defaults' peak memory
 // ($GOACCEL_HOST_MALLOC=system turns it off, keep picks glibc's own settings instead by
 // re-executing the program at start). On the CPU plugin without that import, the plan line

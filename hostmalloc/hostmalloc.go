@@ -7,7 +7,7 @@
 // XLA's CPU runtime allocates each execution's temporaries afresh, in blocks too large for
 // glibc's default settings to keep, so with glibc alone every training step faults that
 // memory in again. A program that imports this package does not pay that: the block cache
-// linked into it (internal/blockcache, its own malloc for requests of 4 MiB or more) keeps
+// linked into it (internal/blockcache, its own malloc for requests of 256 KiB or more) keeps
 // the freed blocks, at about glibc's defaults' peak memory. Importing accelerator alone
 // links none of this in (a library does not change how the whole process allocates); its
 // plan line on the CPU plugin says so. GOACCEL_HOST_MALLOC picks another way:
@@ -115,6 +115,6 @@ func Describe() string {
 	case !blockcache.Linked:
 		return "glibc " + v + " defaults"
 	}
-	return fmt.Sprintf("glibc %s with goaccel's block cache: requests of %d MiB or more are kept for reuse when freed, "+
-		"holding at most 1.25 x the most in use at once (%s=system: glibc's defaults)", v, blockcache.MinBytes>>20, Env)
+	return fmt.Sprintf("glibc %s with goaccel's block cache: requests of %d KiB or more are kept for reuse when freed, "+
+		"holding at most 1.25 x the most in use at once (%s=system: glibc's defaults)", v, blockcache.MinBytes>>10, Env)
 }

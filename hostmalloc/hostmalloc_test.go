@@ -129,7 +129,7 @@ func TestDescribe(t *testing.T) {
 	for _, tc := range []struct {
 		hostMalloc, tunables, want string
 	}{
-		{"", "", "with goaccel's block cache: requests of 4 MiB or more are kept for reuse"},
+		{"", "", "with goaccel's block cache: requests of 256 KiB or more are kept for reuse"},
 		{"keep", "", "with goaccel's block cache"}, // not re-executed: the cache stays on
 		{" System", "", "defaults (GOACCEL_HOST_MALLOC=system)"},
 		{"keep", Tunables, "freed memory kept for reuse (GOACCEL_HOST_MALLOC=keep: GLIBC_TUNABLES="},

@@ -29,7 +29,7 @@ extern void *__libc_realloc(void *, size_t);
 extern void *__libc_memalign(size_t, size_t);
 
 #define BC_GRAIN ((size_t)2 << 20)       // blocks start and end on 2 MiB boundaries
-#define BC_MIN ((size_t)4 << 20)         // requests this large or larger are cached
+#define BC_MIN ((size_t)256 << 10)       // requests this large or larger are cached (blockcache.go: why)
 #define BC_REGION ((size_t)1 << 40)      // 1 TiB of address space, PROT_NONE until used
 #define BC_SLOTS (BC_REGION / BC_GRAIN)  // one capacity entry per 2 MiB of the region
 #define BC_FREE_MAX 1024                 // free blocks remembered
@@ -181,7 +181,11 @@ static void *bc_alloc(size_t n, int *fresh) {
 		struct bc_free *f = &bc_frees[i];
 		if (f->cap < need) continue;
 		if (f->resident) {
-			if (f->cap <= 2 * need && (best < 0 || f->cap < bc_frees[best].cap)) best = i;
+			// Of the smallest that fit, the most recently freed: its lines may still be in
+			// the CPU's caches (a buffer freed and asked for again within one step).
+			if (f->cap <= 2 * need && (best < 0 || f->cap < bc_frees[best].cap ||
+			                           (f->cap == bc_frees[best].cap && f->tick > bc_frees[best].tick)))
+				best = i;
 		} else if (best_released < 0 || f->cap < bc_frees[best_released].cap) {
 			best_released = i;
 		}

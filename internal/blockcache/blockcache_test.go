@@ -83,6 +83,24 @@ func TestSmallRequestsGoToGlibc(t *testing.T) {
 	}
 }
 
+// TestMostRecentlyFreedFirst: of the free blocks that fit best, a request gets the one
+// freed last (its lines may still be in the CPU's caches), then the one before it.
+func TestMostRecentlyFreedFirst(t *testing.T) {
+	n := int(MinBytes) // every block below is one 2 MiB grain
+	a, b := cMalloc(n), cMalloc(n)
+	if !owns(a) || !owns(b) {
+		t.Fatalf("malloc(%d) did not come from the cache", n)
+	}
+	cFree(a)
+	cFree(b)
+	first, second := cMalloc(n), cMalloc(n)
+	defer cFree(first)
+	defer cFree(second)
+	if first != b || second != a {
+		t.Errorf("after freeing %p then %p, two malloc(%d) gave %p and %p; want the last freed first", a, b, n, first, second)
+	}
+}
+
 // TestCallocZeroesReusedBlock: calloc on a block that held data returns zeros.
 func TestCallocZeroesReusedBlock(t *testing.T) {
 	n := 6 * mib

@@ -17,4 +17,4 @@ func Read() Stats { return Stats{Why: "not built in (Linux with cgo only)"} }
 const Linked = false
 
 // MinBytes is the smallest request the cache would serve.
-var MinBytes int64 = 4 << 20
+var MinBytes int64 = 256 << 10
