@@ -118,10 +118,8 @@ func (c *Classifier) layer(s *model.Scope, index int, x, mask *Node, rope [2]*No
 	keep := func(x *Node) *Node { return ConvertDType(x, dt) }
 	wide := func(x *Node) *Node { return ConvertDType(x, variableDType) }
 	ms := s.At("mlp")
-	wi := keep(c.linear(ms.At("Wi"), c.layerNorm(s.At("mlp_norm"), x), 2*cfg.IntermediateSize, cfg.MLPBias, c.inStd()))
-	last := wi.Rank() - 1
-	input := wide(SliceAxis(wi, last, AxisRange(0, cfg.IntermediateSize)))
-	gate := wide(SliceAxis(wi, last, AxisRange(cfg.IntermediateSize, 2*cfg.IntermediateSize)))
+	input, gate := c.linearHalves(ms.At("Wi"), c.layerNorm(s.At("mlp_norm"), x), cfg.IntermediateSize, cfg.MLPBias, c.inStd())
+	input, gate = wide(keep(input)), wide(keep(gate))
 	y := bert.Dropout(ms.At("drop"), Mul(bert.Activate(cfg.HiddenActivation, input), gate), cfg.MLPDropout)
 	return Add(x, c.linear(ms.At("Wo"), keep(y), cfg.HiddenSize, cfg.MLPBias, c.outStd()))
 }

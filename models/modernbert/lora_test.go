@@ -45,3 +45,12 @@ func TestLoRATokenHead(t *testing.T) {
 		t.Errorf("token classifier's base: task %s, head %v; want TOKEN_CLS and the classifier", b.TaskType, b.Head)
 	}
 }
+
+// TestLoRAOnWi: an adapter on Wi (whose two halves linearHalves multiplies apart when no
+// adapter targets it) gives the logits of its merged folder, loaded without an adapter,
+// within 1e-5 (familytest.LoRAKit.CheckSave with Wi as the extra target).
+func TestLoRAOnWi(t *testing.T) {
+	k := loraKit(t)
+	k.Extra = "Wi"
+	k.CheckSave(t)
+}
