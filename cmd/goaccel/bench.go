@@ -189,8 +189,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			o.TorchScript = findTorchScript(self)
 		}
 		if o.TorchScript == "" {
-			fmt.Fprintln(stderr, "goaccel bench: scripts/bench_torch.py not found (run from the repository root, "+
-				"or pass --torch_script); measuring goaccel only")
+			o.NoTorch = "scripts/bench_torch.py not found (run from the repository root, or pass --torch_script)"
+			fmt.Fprintf(stderr, "goaccel bench: %s; measuring goaccel only\n", o.NoTorch)
 			o.Python = ""
 		}
 	}

@@ -48,6 +48,8 @@ type Options struct {
 	BaselineWorker []string
 	// Python is the Python interpreter for the PyTorch side; "" disables it.
 	Python string
+	// NoTorch says why Python is "" (the tables' note); "" reads as --python none.
+	NoTorch string
 	// TorchScript is the path of scripts/bench_torch.py.
 	TorchScript string
 	// TorchGoaccelMalloc runs PyTorch with the glibc malloc settings goaccel gives itself
@@ -279,6 +281,9 @@ func Run(o Options) ([]*Measurement, error) {
 	}
 	defer jsonl.Close()
 	torchVersion, torchMissing, bertMissing := TorchStatus(o.Python)
+	if o.Python == "" && o.NoTorch != "" {
+		torchMissing = o.NoTorch
+	}
 	if torchMissing != "" {
 		fmt.Fprintln(o.Log, "bench: no PyTorch comparison:", torchMissing)
 	} else {
