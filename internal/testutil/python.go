@@ -70,3 +70,25 @@ func RunPythonJSON(t testing.TB, what, python, script string, out any, args ...s
 		t.Fatalf("%s: reading the Python output %q: %v", what, stdout, err)
 	}
 }
+
+// TorchPython returns the Python that GOACCEL_TORCH_PYTHON names (a venv outside the
+// repository with torch, transformers, tokenizers, sentencepiece, peft and seqeval: `make
+// torch-venv` builds it, and make test-all and .ci/run set the variable to it), for the half of
+// a test that compares goaccel with PyTorch, transformers or PEFT at run time; half says what
+// that part checks. Without the variable, or when it names no file, the test is skipped with a
+// line that starts with SKIPPING, except when the CI environment variable is set: CI builds
+// the venv, and its absence fails the test.
+func TorchPython(t testing.TB, half string) string {
+	t.Helper()
+	python := envvar.TorchPython.Value()
+	why := "GOACCEL_TORCH_PYTHON (a Python with torch, transformers and peft, outside the repository) is not set"
+	if python != "" {
+		if _, err := os.Stat(python); err != nil {
+			why = fmt.Sprintf("GOACCEL_TORCH_PYTHON names %s: %v", python, err)
+		} else {
+			return python
+		}
+	}
+	Missing(t, half+": "+why, "make torch-venv, then GOACCEL_TORCH_PYTHON=$(make -s torch-python)")
+	return ""
+}

@@ -328,9 +328,6 @@ func TestFamilyIgnoresUnusedPooler(t *testing.T) {
 // transformers (a venv outside the repository), in transformers too.
 func TestFamilySavePretrained(t *testing.T) {
 	python := os.Getenv("GOACCEL_TORCH_PYTHON")
-	if python == "" {
-		t.Log("NOTE: GOACCEL_TORCH_PYTHON is not set: the saved folders are not loaded by transformers here, only by this package")
-	}
 	backend := mustGoBackend(t)
 	for _, f := range loadFamilyFixtures(t) {
 		t.Run(f.ModelType, func(t *testing.T) {
@@ -353,7 +350,7 @@ func TestFamilySavePretrained(t *testing.T) {
 				t.Errorf("the saved %s folder gives other logits", f.ModelType)
 			}
 			if python == "" {
-				return
+				testutil.TorchPython(t, "the transformers half")
 			}
 			ids, _ := json.Marshal(f.InputIDs)
 			mask, _ := json.Marshal(f.AttentionMask)
@@ -532,8 +529,7 @@ print(json.dumps(out))
 func TestBPEClassifierSavedLoadsInTransformers(t *testing.T) {
 	python := os.Getenv("GOACCEL_TORCH_PYTHON")
 	if python == "" {
-		t.Skip("SKIPPING: GOACCEL_TORCH_PYTHON (a Python with torch and transformers, outside the repository) is not set: " +
-			"the saved RoBERTa classifier is not loaded by transformers here")
+		testutil.TorchPython(t, "the saved RoBERTa classifier loaded by transformers")
 	}
 	tok, err := LoadTokenizer(filepath.Join("testdata", "roberta_bpe"), 24)
 	if err != nil {

@@ -137,7 +137,7 @@ func TestLoRAMiniLM(t *testing.T) {
 	want := loraLogits(t, backend, clf, in)
 	python := os.Getenv("GOACCEL_TORCH_PYTHON")
 	if python == "" {
-		t.Skip("SKIPPING the PEFT half: GOACCEL_TORCH_PYTHON (a Python with torch, transformers and peft, outside the repository) is not set")
+		testutil.TorchPython(t, "the PEFT half")
 	}
 	ids, _ := json.Marshal(texts)
 	script := `

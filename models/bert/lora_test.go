@@ -256,7 +256,7 @@ print(json.dumps({"peft": peft.__version__, "adapter": run(pm), "merged": run(me
 func peftPrelude(t *testing.T, python string, f *familyFixture) string {
 	t.Helper()
 	if python == "" {
-		t.Skip("SKIPPING the PEFT half: GOACCEL_TORCH_PYTHON (a Python with torch, transformers and peft, outside the repository) is not set")
+		testutil.TorchPython(t, "the PEFT half")
 	}
 	ids, _ := json.Marshal(f.InputIDs)
 	mask, _ := json.Marshal(f.AttentionMask)

@@ -164,7 +164,7 @@ func TestTokenSavePretrained(t *testing.T) {
 				t.Errorf("the saved %s folder gives other logits", f.ModelType)
 			}
 			if python == "" {
-				t.Skip("SKIPPING the transformers half: GOACCEL_TORCH_PYTHON (a Python with torch and transformers, outside the repository) is not set")
+				testutil.TorchPython(t, "the transformers half")
 			}
 			ids, _ := json.Marshal(f.InputIDs)
 			mask, _ := json.Marshal(f.AttentionMask)

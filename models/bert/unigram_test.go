@@ -117,7 +117,7 @@ func TestDebertaTokenizerSaved(t *testing.T) {
 	// install: the torch venv of the model parity tests has it.
 	python := os.Getenv("GOACCEL_TORCH_PYTHON")
 	if python == "" {
-		t.Skip("SKIPPING the transformers half: GOACCEL_TORCH_PYTHON (a Python with transformers and sentencepiece, outside the repository) is not set")
+		testutil.TorchPython(t, "the transformers half")
 	}
 	textsJSON, _ := json.Marshal(savedTokenizerTexts)
 	script := fmt.Sprintf(`

@@ -160,7 +160,7 @@ func TestSavePretrainedRoundTrip(t *testing.T) {
 				t.Errorf("the saved folder gives logits %g away", d)
 			}
 			if python == "" {
-				t.Skip("SKIPPING the transformers half: GOACCEL_TORCH_PYTHON (a Python with torch and transformers, outside the repository) is not set")
+				testutil.TorchPython(t, "the transformers half")
 			}
 			ids, _ := json.Marshal(in.InputIDs)
 			mask, _ := json.Marshal(in.AttentionMask)

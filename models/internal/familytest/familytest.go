@@ -601,7 +601,7 @@ func CheckTransformersTokenLogits(t testing.TB, dir, class, label1 string, want 
 	t.Helper()
 	python := envvar.TorchPython.Value()
 	if python == "" {
-		t.Skip("SKIPPING the transformers half: GOACCEL_TORCH_PYTHON (a Python with torch and transformers, outside the repository) is not set")
+		testutil.TorchPython(t, "the transformers half")
 	}
 	in, _ := json.Marshal(map[string]any{"input_ids": ids, "attention_mask": mask, "token_type_ids": typeIDs})
 	const script = `

@@ -266,7 +266,7 @@ func (k LoRAKit[C]) CheckSave(t *testing.T) {
 	}
 	python := envvar.TorchPython.Value()
 	if python == "" {
-		t.Skip("SKIPPING the PEFT half: GOACCEL_TORCH_PYTHON (a Python with torch, transformers and peft, outside the repository) is not set")
+		testutil.TorchPython(t, "the PEFT half")
 	}
 	b := k.Train.Batches[0]
 	in, _ := json.Marshal(map[string]any{"input_ids": b.InputIDs, "attention_mask": b.AttentionMask, "targets": cfg.TargetModules})
