@@ -17,8 +17,9 @@ type PostProcessor interface {
 // TemplatePiece is one piece of a template: a special token (its ids) or a text (Sequence
 // "A" or "B"), with the type id of its tokens.
 type TemplatePiece struct {
-	Special []int32 // the ids of a special token; nil for a text
-	Seq     string  // "A" or "B" for a text
+	Special []int32  // the ids of a special token; nil for a text
+	Tokens  []string // the tokens of those ids, as the file names them (one per id)
+	Seq     string   // "A" or "B" for a text
 	TypeID  int32
 }
 
@@ -65,6 +66,16 @@ func (t *TemplateProcessing) Process(a, b *Encoding) Encoding {
 	return out
 }
 
+// usesSeq tells whether a template lays out the text seq ("A" or "B").
+func usesSeq(tpl []TemplatePiece, seq string) bool {
+	for _, p := range tpl {
+		if p.Special == nil && p.Seq == seq {
+			return true
+		}
+	}
+	return false
+}
+
 // specialPair is RobertaProcessing's and BertProcessing's ["<s>", 0].
 type specialPair struct {
 	token string
@@ -84,13 +95,16 @@ func (s *specialPair) UnmarshalJSON(b []byte) error {
 
 // newBertLike is BertProcessing (cls A sep, cls A sep B sep with B's type id 1) or
 // RobertaProcessing (cls A sep, cls A sep sep B sep with type ids 0) as a template.
-func newBertLike(cls, sep int32, roberta bool) *TemplateProcessing {
-	c, s := []int32{cls}, []int32{sep}
-	t := &TemplateProcessing{Single: []TemplatePiece{{Special: c}, {Seq: "A"}, {Special: s}}}
+func newBertLike(cls, sep specialPair, roberta bool) *TemplateProcessing {
+	c := TemplatePiece{Special: []int32{cls.id}, Tokens: []string{cls.token}}
+	s := TemplatePiece{Special: []int32{sep.id}, Tokens: []string{sep.token}}
+	s1 := s
+	s1.TypeID = 1
+	t := &TemplateProcessing{Single: []TemplatePiece{c, {Seq: "A"}, s}}
 	if roberta {
-		t.Pair = []TemplatePiece{{Special: c}, {Seq: "A"}, {Special: s}, {Special: s}, {Seq: "B"}, {Special: s}}
+		t.Pair = []TemplatePiece{c, {Seq: "A"}, s, s, {Seq: "B"}, s}
 	} else {
-		t.Pair = []TemplatePiece{{Special: c}, {Seq: "A"}, {Special: s}, {Seq: "B", TypeID: 1}, {Special: s, TypeID: 1}}
+		t.Pair = []TemplatePiece{c, {Seq: "A"}, s, {Seq: "B", TypeID: 1}, s1}
 	}
 	return t
 }
@@ -102,8 +116,9 @@ type postProcessorJSON struct {
 	RawSingle     json.RawMessage `json:"single"`
 	RawPair       json.RawMessage `json:"pair"`
 	SpecialTokens map[string]struct {
-		ID  string  `json:"id"`
-		IDs []int32 `json:"ids"`
+		ID     string   `json:"id"`
+		IDs    []int32  `json:"ids"`
+		Tokens []string `json:"tokens"`
 	} `json:"special_tokens"`
 	Cls *specialPair `json:"cls"`
 	Sep *specialPair `json:"sep"`
@@ -136,7 +151,7 @@ func ParsePostProcessor(raw json.RawMessage, source string) (PostProcessor, erro
 		if p.Cls == nil || p.Sep == nil {
 			return nil, fmt.Errorf("tokenizers: %s: post-processor %s without cls or sep", source, p.Type)
 		}
-		return newBertLike(p.Cls.id, p.Sep.id, p.Type == "RobertaProcessing"), nil
+		return newBertLike(*p.Cls, *p.Sep, p.Type == "RobertaProcessing"), nil
 	case "TemplateProcessing":
 		t := &TemplateProcessing{}
 		for _, side := range []struct {
@@ -155,13 +170,25 @@ func ParsePostProcessor(raw json.RawMessage, source string) (PostProcessor, erro
 					if !ok {
 						return nil, fmt.Errorf("tokenizers: %s: TemplateProcessing %s: special token %q is not in special_tokens", source, side.name, piece.SpecialToken.ID)
 					}
-					*side.into = append(*side.into, TemplatePiece{Special: sp.IDs, TypeID: piece.SpecialToken.TypeID})
+					if len(sp.IDs) == 0 || len(sp.Tokens) != len(sp.IDs) {
+						return nil, fmt.Errorf("tokenizers: %s: TemplateProcessing special token %q has %d ids and %d tokens: want one token per id, at least one",
+							source, piece.SpecialToken.ID, len(sp.IDs), len(sp.Tokens))
+					}
+					*side.into = append(*side.into, TemplatePiece{Special: sp.IDs, Tokens: sp.Tokens, TypeID: piece.SpecialToken.TypeID})
 				case piece.Sequence != nil && (piece.Sequence.ID == "A" || piece.Sequence.ID == "B"):
 					*side.into = append(*side.into, TemplatePiece{Seq: piece.Sequence.ID, TypeID: piece.Sequence.TypeID})
 				default:
 					return nil, fmt.Errorf("tokenizers: %s: TemplateProcessing %s: a piece is neither SpecialToken nor Sequence A or B", source, side.name)
 				}
 			}
+		}
+		// The single template lays out one text: $A, never $B (there is none); the pair
+		// template lays out both.
+		if !usesSeq(t.Single, "A") || usesSeq(t.Single, "B") {
+			return nil, fmt.Errorf("tokenizers: %s: TemplateProcessing single must use $A and not $B (it lays out one text)", source)
+		}
+		if !usesSeq(t.Pair, "A") || !usesSeq(t.Pair, "B") {
+			return nil, fmt.Errorf("tokenizers: %s: TemplateProcessing pair must use both $A and $B", source)
 		}
 		return t, nil
 	}

@@ -114,7 +114,7 @@ func LoadSentencePiece(path string, opts SentencePieceOptions) (*Tokenizer, erro
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("tokenizers: %s: the model has no piece %q or %q (the cls and sep tokens)", path, opts.Cls, opts.Sep)
 	}
-	t.post = newBertLike(cls, sep, false)
+	t.post = newBertLike(specialPair{opts.Cls, cls}, specialPair{opts.Sep, sep}, false)
 	return newTokenizer(t, added)
 }
 

@@ -155,6 +155,9 @@ func newTokenizer(t *Tokenizer, added []AddedToken) (*Tokenizer, error) {
 		t.tokens = append(t.tokens, a.Content)
 		t.ids[a.Content] = a.ID
 	}
+	if err := t.checkSpecials(); err != nil {
+		return nil, err
+	}
 	var normalize func(string) string
 	if t.normalizer != nil {
 		normalize = t.normalizer.Normalize
@@ -163,12 +166,47 @@ func newTokenizer(t *Tokenizer, added []AddedToken) (*Tokenizer, error) {
 	return t, nil
 }
 
+// checkSpecials checks the special tokens of the post-processor against the vocabulary:
+// each must be in it, with the id the post-processor gives it, so that every id Encode
+// makes is one of the VocabSize tokens.
+func (t *Tokenizer) checkSpecials() error {
+	tp, ok := t.post.(*TemplateProcessing)
+	if !ok {
+		return nil
+	}
+	for _, tpl := range [][]TemplatePiece{tp.Single, tp.Pair} {
+		for _, p := range tpl {
+			for i, id := range p.Special {
+				tok := ""
+				if i < len(p.Tokens) {
+					tok = p.Tokens[i]
+				}
+				have, ok := t.ids[tok]
+				switch {
+				case !ok:
+					return fmt.Errorf("tokenizers: %s: the post-processor's special token %q (id %d) is not in the vocabulary", t.source, tok, id)
+				case have != id:
+					return fmt.Errorf("tokenizers: %s: the post-processor gives the special token %q id %d, but the vocabulary gives it id %d", t.source, tok, id, have)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // WithMaxLen returns a copy of the tokenizer that truncates its encodings to at most maxLen
 // ids, special tokens included (0: no truncation), as transformers' truncation=True,
 // max_length=maxLen does: longest_first for a pair.
 func (t *Tokenizer) WithMaxLen(maxLen int) (*Tokenizer, error) {
-	if maxLen < 0 || maxLen > 0 && t.post != nil && maxLen < t.post.Added(true) {
-		return nil, fmt.Errorf("tokenizers: max length %d is below the %d special tokens of a pair", maxLen, t.post.Added(true))
+	pairSpecials := 0
+	if t.post != nil {
+		pairSpecials = t.post.Added(true)
+	}
+	if maxLen < 0 {
+		return nil, fmt.Errorf("tokenizers: max length %d is negative", maxLen)
+	}
+	if maxLen > 0 && maxLen < pairSpecials {
+		return nil, fmt.Errorf("tokenizers: max length %d is below the %d special tokens of a pair", maxLen, pairSpecials)
 	}
 	c := *t
 	c.maxLen = maxLen
