@@ -339,14 +339,16 @@ func newByteLevelBPE(doc *bpeJSON) (*byteLevelBPE, error) {
 				return nil, fmt.Errorf("merge %d %q is not two tokens separated by a space", rank, v)
 			}
 		case []any: // ["Ġ", "t"], tokenizers 0.20 and later
-			l, ok1 := v[0].(string)
-			r, ok2 := v[len(v)-1].(string)
-			if len(v) != 2 || !ok1 || !ok2 {
-				return nil, fmt.Errorf("merge %d %v is not a pair of tokens", rank, v)
+			var ok1, ok2 bool
+			if len(v) == 2 {
+				left, ok1 = v[0].(string)
+				right, ok2 = v[1].(string)
 			}
-			left, right = l, r
+			if !ok1 || !ok2 {
+				return nil, fmt.Errorf("merge %d %s is not a pair of tokens", rank, showJSON(v))
+			}
 		default:
-			return nil, fmt.Errorf("merge %d %v is not a pair of tokens", rank, v)
+			return nil, fmt.Errorf("merge %d %s is not a pair of tokens", rank, showJSON(v))
 		}
 		key := left + " " + right
 		if _, dup := m.ranks[key]; !dup {
@@ -399,7 +401,11 @@ func bpeSpecials(doc *bpeJSON, ids map[string]int32) (*specialTokens, error) {
 		for name, id := range ids {
 			names[id] = name
 		}
-		sp, err := templateSpecials(parsed.(*tokenizers.TemplateProcessing), names)
+		tp := parsed.(*tokenizers.TemplateProcessing)
+		if err := checkTemplateIDs(tp, ids); err != nil {
+			return nil, err
+		}
+		sp, err := templateSpecials(tp, names)
 		if err != nil {
 			return nil, fmt.Errorf("post_processor TemplateProcessing: %w", err)
 		}
@@ -415,12 +421,17 @@ func bpeSpecials(doc *bpeJSON, ids map[string]int32) (*specialTokens, error) {
 	pair := func(what string, v []any) (int32, error) {
 		if len(v) == 2 {
 			if name, ok := v[0].(string); ok {
-				if id, ok := v[1].(float64); ok && ids[name] == int32(id) {
-					return int32(id), nil
+				if id, ok := v[1].(float64); ok {
+					if have, ok := ids[name]; ok && float64(have) == id {
+						return have, nil
+					} else if !ok {
+						return 0, fmt.Errorf("post_processor %s token %q is not in the vocabulary", what, name)
+					}
+					return 0, fmt.Errorf("post_processor %s %s gives %q id %g, but the vocabulary gives it id %d", what, showJSON(v), name, id, ids[name])
 				}
 			}
 		}
-		return 0, fmt.Errorf("post_processor %s %v is not a [token, id] pair of the vocabulary", what, v)
+		return 0, fmt.Errorf("post_processor %s %s is not a [token, id] pair", what, showJSON(v))
 	}
 	cls, err := pair("cls", pp.Cls)
 	if err != nil {
@@ -435,6 +446,35 @@ func bpeSpecials(doc *bpeJSON, ids map[string]int32) (*specialTokens, error) {
 		sp.pairSeps, sp.pairTypeID = 1, 1
 	}
 	return withPad(sp, ids)
+}
+
+// checkTemplateIDs checks that each special token of a TemplateProcessing is in the
+// vocabulary with the ids the template gives it.
+func checkTemplateIDs(tp *tokenizers.TemplateProcessing, ids map[string]int32) error {
+	for _, tpl := range [][]tokenizers.TemplatePiece{tp.Single, tp.Pair} {
+		for _, p := range tpl {
+			for i, id := range p.Special {
+				tok := p.Tokens[i] // ParsePostProcessor gives one token per id
+				have, ok := ids[tok]
+				switch {
+				case !ok:
+					return fmt.Errorf("post_processor TemplateProcessing: special token %q (id %d) is not in the vocabulary", tok, id)
+				case have != id:
+					return fmt.Errorf("post_processor TemplateProcessing: special token %q has id %d, but the vocabulary gives it id %d", tok, id, have)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// showJSON is v as JSON, for errors that show what the file says.
+func showJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 // withPad sets sp's padding token: "<pad>", or "[PAD]".
