@@ -72,20 +72,15 @@ func (c Config) LoRABase(baseNameOrPath string) lora.Base {
 // or predicting on the base model the classifier holds. Errors name what does not fit: an
 // adapter of another task type, a target module the family lacks, tensors another base
 // would have (names, shapes, layers), a configuration goaccel does not compute (DoRA,
-// rsLoRA, per-layer ranks...). Nothing is attached or written on error.
+// rsLoRA, per-layer ranks...), a frozen tensor of the classifier without a value (a
+// classifier made by NewClassifier and never run or loaded: PEFT's files do not hold the
+// encoder, which would be drawn at random). Nothing is attached or written on error.
 func LoadAdapter(dir string, c *Classifier) (*lora.Adapter, error) {
 	if c.Config.adapter != nil {
 		return nil, fmt.Errorf("bert: LoadAdapter %s: the classifier already has a LoRA adapter", dir)
 	}
-	saved, err := lora.ReadConfig(dir)
+	a, err := lora.LoadFrom(dir, c.Config.LoRABase, c.store)
 	if err != nil {
-		return nil, fmt.Errorf("bert: %w", err)
-	}
-	a, err := lora.New(saved.Config, c.Config.LoRABase(saved.BaseModel))
-	if err != nil {
-		return nil, fmt.Errorf("bert: adapter %s: %w", dir, err)
-	}
-	if err := a.Load(dir, c.store); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
 	c.Config.adapter = a

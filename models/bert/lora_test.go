@@ -439,3 +439,37 @@ print(json.dumps({"logits": run(pm)}))
 		})
 	}
 }
+
+// TestLoRAAdapterNeedsTheBase: an adapter (A, B and the head, as PEFT's files hold) loaded onto
+// a classifier whose frozen encoder has no values yet (NewClassifier on a new Store) is
+// refused naming the tensors and the merged folder: the encoder would be drawn at random and
+// the model would not be the one trained. Onto a classifier with values it loads, as
+// lora.LoadFrom loads the other families' adapters.
+func TestLoRAAdapterNeedsTheBase(t *testing.T) {
+	backend := mustGoBackend(t)
+	micro, tok := newMicroModel(t, backend, 1, 8)
+	if _, err := micro.AttachLoRA(lora.Config{R: 2}, ""); err != nil {
+		t.Fatal(err)
+	}
+	logitsOnce(t, backend, micro, tok.EncodeBatch([]string{"the movie"}), false)
+	dir := filepath.Join(t.TempDir(), "adapter")
+	if err := SaveAdapter(dir, micro, nil); err != nil {
+		t.Fatal(err)
+	}
+	bare, err := NewClassifier(microConfig(tok.VocabSize()), model.NewStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadAdapter(dir, bare)
+	t.Logf("adapter onto a classifier without values: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "bert.embeddings.word_embeddings.weight") || !strings.Contains(err.Error(), "merged folder") {
+		t.Errorf("adapter onto a classifier without values: got %v, want an error naming its tensors and the merged folder", err)
+	}
+	if bare.Adapter() != nil {
+		t.Error("the refused adapter was attached")
+	}
+	base, _ := newMicroModel(t, backend, 1, 8)
+	if _, err := LoadAdapter(dir, base); err != nil {
+		t.Errorf("adapter onto a classifier with values: %v", err)
+	}
+}
