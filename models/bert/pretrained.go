@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/goaccel/goaccel/checkpoint"
 	"github.com/goaccel/goaccel/checkpoint/safetensors"
+	"github.com/goaccel/goaccel/internal/localpath"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -153,11 +155,17 @@ func weightsFiles(dir string) ([]string, error) {
 		}
 		seen := map[string]bool{}
 		var files []string
-		for _, f := range doc.WeightMap {
-			if !seen[f] {
-				seen[f] = true
-				files = append(files, filepath.Join(dir, filepath.FromSlash(f)))
+		for _, tensor := range slices.Sorted(maps.Keys(doc.WeightMap)) {
+			f := doc.WeightMap[tensor]
+			if seen[f] {
+				continue
 			}
+			seen[f] = true
+			path, err := localpath.Join(dir, f)
+			if err != nil {
+				return nil, fmt.Errorf("bert: %s: weight_map[%q]: %w", index, tensor, err)
+			}
+			files = append(files, path)
 		}
 		if len(files) == 0 {
 			return nil, fmt.Errorf("bert: %s lists no weight files", index)
