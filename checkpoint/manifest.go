@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/goaccel/goaccel/internal/localpath"
 )
 
 // File names inside a checkpoint directory.
@@ -84,7 +86,11 @@ func readManifest(dir string) (*manifest, error) {
 		if name != filepath.Base(name) || name == ManifestFile {
 			return nil, corrupt(dir, fmt.Errorf("%s lists an invalid file name %q", ManifestFile, name))
 		}
-		info, err := os.Stat(filepath.Join(dir, name))
+		path, err := localpath.Join(dir, name)
+		if err != nil {
+			return nil, corrupt(dir, fmt.Errorf("%s: %w", ManifestFile, err))
+		}
+		info, err := os.Stat(path)
 		if err != nil {
 			return nil, corrupt(dir, fmt.Errorf("file %s listed in %s: %w", name, ManifestFile, err))
 		}
