@@ -67,11 +67,13 @@ type backendReport struct {
 // envVar is one variable of goaccel's table (internal/envvar) and its value here.
 type envVar struct {
 	Name    string   `json:"name"`
-	Value   *string  `json:"value"` // nil: unset
+	Value   *string  `json:"value"` // nil: unset, or Secret
 	Meaning string   `json:"meaning"`
 	Kind    string   `json:"kind"`
 	SetBy   []string `json:"set_by"`
 	Planned bool     `json:"planned,omitempty"` // declared for a coming feature, not read yet
+	Set     bool     `json:"set"`
+	Secret  bool     `json:"secret,omitempty"` // a credential: its value is never shown
 }
 
 // open asks accelerator.New for a backend and describes what it got; failures are reported,
@@ -130,12 +132,15 @@ func collectEnv() envReport {
 	}
 	rep.HostMalloc = hostmalloc.Describe()
 	for _, t := range envvar.All() {
-		v := envVar{Name: t.Name, Meaning: t.Meaning, Kind: string(t.Kind), Planned: t.Planned}
+		v := envVar{Name: t.Name, Meaning: t.Meaning, Kind: string(t.Kind), Planned: t.Planned, Secret: t.Secret}
 		for _, s := range t.SetBy {
 			v.SetBy = append(v.SetBy, string(s))
 		}
 		if val, ok := t.Lookup(); ok {
-			v.Value = &val
+			v.Set = true
+			if !t.Secret { // a bug report is no place for a credential: set or unset only
+				v.Value = &val
+			}
 		}
 		rep.Env = append(rep.Env, v)
 	}
@@ -234,12 +239,18 @@ func printEnv(w io.Writer, rep envReport) {
 	fmt.Fprintln(w, "- Environment (every variable goaccel reads or writes; docs/environment.md):")
 	for _, e := range rep.Env {
 		val := "(unset)"
-		if e.Value != nil {
+		switch {
+		case e.Secret && e.Set:
+			val = "(set, not shown)"
+		case e.Value != nil:
 			val = fmt.Sprintf("%q", *e.Value)
 		}
 		meaning := e.Meaning
 		if e.Planned {
 			meaning = "planned, not read yet: " + meaning
+		}
+		if e.Secret {
+			meaning = "secret, its value never shown: " + meaning
 		}
 		fmt.Fprintf(w, "    %s=%s  %s (set by %s)\n", e.Name, val, meaning, strings.Join(e.SetBy, ", "))
 	}

@@ -23,12 +23,17 @@ func TestEnvPrintsTheTable(t *testing.T) {
 	}
 	for _, v := range envvar.All() {
 		val := "(unset)"
-		if s, ok := v.Lookup(); ok {
+		if s, ok := v.Lookup(); ok && v.Secret {
+			val = "(set, not shown)"
+		} else if ok {
 			val = fmt.Sprintf("%q", s)
 		}
 		meaning := v.Meaning
 		if v.Planned {
 			meaning = "planned, not read yet: " + meaning
+		}
+		if v.Secret {
+			meaning = "secret, its value never shown: " + meaning
 		}
 		want := fmt.Sprintf("    %s=%s  %s (set by %s)\n", v.Name, val, meaning, v.Setters())
 		if !strings.Contains(out, want) {
@@ -51,7 +56,7 @@ func TestEnvPrintsTheTable(t *testing.T) {
 	}
 	for i, e := range rep.Env {
 		v := all[i]
-		if e.Name != v.Name || e.Meaning != v.Meaning || e.Kind != string(v.Kind) || len(e.SetBy) != len(v.SetBy) || e.Planned != v.Planned {
+		if e.Name != v.Name || e.Meaning != v.Meaning || e.Kind != string(v.Kind) || len(e.SetBy) != len(v.SetBy) || e.Planned != v.Planned || e.Secret != v.Secret {
 			t.Errorf("env --json entry %d = %+v, want the table's %+v", i, e, *v)
 		}
 		if v.Name == "GROUP_RANK" && (e.Value == nil || *e.Value != "1") {

@@ -60,6 +60,10 @@ type Var struct {
 	SetBy []Setter
 	// Planned marks a variable declared for a coming feature: nothing reads it yet.
 	Planned bool
+	// Secret marks a credential (a job secret, an access token): what describes the
+	// environment to a person (goaccel env, whose output goes into bug reports) says whether
+	// it is set, never its value.
+	Secret bool
 }
 
 // Lookup returns the variable's value and whether it is set.
@@ -288,6 +292,18 @@ func paths(name, meaning string, by ...Setter) Paths {
 
 func planned(kind Kind, name, meaning string) *Var {
 	return declare(kind, true, name, meaning, []Setter{User})
+}
+
+// secret marks v Secret.
+func (v *Var) secret() *Var {
+	v.Secret = true
+	return v
+}
+
+// secret marks s Secret.
+func (s String) secret() String {
+	s.Var.secret()
+	return s
 }
 
 // RankMark returns the first variable in env (a list of "NAME=value") that a launcher sets to

@@ -257,12 +257,16 @@ func markdown() string {
 	b.WriteString("where the tests that read them are described: docs/families.md, docs/sharding.md). This page is made\n")
 	b.WriteString("from it (`go test ./internal/envvar -run TestDoc -update`; the test fails when they differ), and\n")
 	b.WriteString("`goaccel env` prints it with the values set in your environment. A variable marked *planned* is\n")
-	b.WriteString("declared for a coming feature and not read yet.\n\n")
+	b.WriteString("declared for a coming feature and not read yet; of one marked *secret* `goaccel env` says only\n")
+	b.WriteString("whether it is set (its output goes into bug reports).\n\n")
 	b.WriteString("| Variable | Meaning | Value | Set by |\n|---|---|---|---|\n")
 	for _, v := range All() {
 		meaning := v.Meaning
 		if v.Planned {
 			meaning = "*planned, not read yet:* " + meaning
+		}
+		if v.Secret {
+			meaning = "*secret, its value never shown:* " + meaning
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", v.Name, meaning, v.Kind, v.Setters())
 	}

@@ -235,6 +235,10 @@ var (
 	HFHome = str("HF_HOME", "Hugging Face's home folder; the hub cache is its hub/ unless HF_HUB_CACHE is set (default $XDG_CACHE_HOME/huggingface)", User)
 	// XDGCacheHome is XDG_CACHE_HOME.
 	XDGCacheHome = str("XDG_CACHE_HOME", "the user's cache folder; Hugging Face's home is its huggingface/ unless HF_HOME is set (default ~/.cache)", User, OS)
+	// HFToken is HF_TOKEN.
+	HFToken = planned(KindString, "HF_TOKEN", "a Hugging Face access token, for downloading a gated or private model from the Hub").secret()
+	// HFHubToken is HUGGING_FACE_HUB_TOKEN.
+	HFHubToken = planned(KindString, "HUGGING_FACE_HUB_TOKEN", "huggingface_hub's older name for HF_TOKEN").secret()
 )
 
 // Host memory (the block cache linked in with accelerator, and the hostmalloc package).
@@ -254,7 +258,7 @@ var (
 	// ExampleChild is GOACCEL_EXAMPLE_CHILD.
 	ExampleChild = str("GOACCEL_EXAMPLE_CHILD", "1 in an example's test binary that its own tests start as the program (examples/internal/exampletest)", Goaccel)
 	// JobSecret is GOACCEL_JOB_SECRET.
-	JobSecret = str("GOACCEL_JOB_SECRET", "the secret every launcher of a job of several nodes proves to the others (the same on every node, at least 16 bytes; never sent: a challenge and an HMAC); a job of one node makes its own; goaccel launch removes it from its ranks", User)
+	JobSecret = str("GOACCEL_JOB_SECRET", "the secret every launcher of a job of several nodes proves to the others (the same on every node, at least 16 bytes; never sent: a challenge and an HMAC); a job of one node makes its own; goaccel launch removes it from its ranks", User).secret()
 	// LaunchDebug is GOACCEL_LAUNCH_DEBUG.
 	LaunchDebug = boolean("GOACCEL_LAUNCH_DEBUG", "true or 1: goaccel launch's master logs every line it receives from the launchers, and each launcher every PMI line of its ranks, on stderr", User)
 	// SlurmctldPort is GOACCEL_SLURMCTLD_PORT.
