@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/goaccel/goaccel/trainer/args"
 )
 
 // TestFlags: run_classification.py's and the Trainer's names, kebab-case spellings, the
@@ -21,20 +23,24 @@ func TestFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := options{DataDir: "d", ModelDir: "m", MixedPrecision: "no", Epochs: 2, MaxSteps: 30, BatchSize: 8, MaxLen: 32,
-		Workers: 2, LearningRate: 3e-5, TestSize: 0.2, WeightDecay: 0.01, Seed: 7, ReportTo: "none", LoggingSteps: 1,
-		TrainFile: "t.parquet", ValidationFile: "v.csv", TextColumnNames: "a,b", LabelColumnName: "y", TextColumnDelimiter: " [SEP] ",
-		GradAccum: 4, MaxGradNorm: 1, WarmupRatio: 0.1, WarmupSteps: 3, Schedule: "linear", Patience: 2, EvalSteps: 6,
-		SaveSteps: 5, SaveTotalLimit: 2, AsyncSave: true, GradientCheckpointing: true,
-		UsePEFT: true, LoraR: 16, LoraAlpha: 32, LoraDropout: 0.05, LoraTargetModules: "query,key,value"}
+	tr := args.Defaults()
+	tr.ModelDir, tr.Epochs, tr.MaxSteps, tr.BatchSize, tr.LearningRate, tr.WeightDecay = "m", 2, 30, 8, 3e-5, 0.01
+	tr.Seed, tr.ReportTo, tr.LoggingSteps, tr.Dropout, tr.GradAccum, tr.MaxGradNorm = 7, "none", 1, 0, 4, 1
+	tr.WarmupRatio, tr.WarmupSteps, tr.Schedule, tr.Patience, tr.EvalSteps = 0.1, 3, "linear", 2, 6
+	tr.SaveSteps, tr.SaveTotalLimit, tr.AsyncSave, tr.GradientCheckpointing = 5, 2, true, true
+	tr.UsePEFT, tr.LoraR, tr.LoraAlpha, tr.LoraDropout, tr.LoraTargetModules = true, 16, 32, 0.05, "query,key,value"
+	want := options{Training: tr, DataDir: "d", MaxLen: 32, TestSize: 0.2,
+		TrainFile: "t.parquet", ValidationFile: "v.csv", TextColumnNames: "a,b", LabelColumnName: "y", TextColumnDelimiter: " [SEP] "}
 	if o != want {
 		t.Errorf("flags:\n got %+v\nwant %+v", o, want)
 	}
 	o = defaultOptions()
-	if err := newFlagSet(&o).Parse([]string{"--lr", "0.5", "--num_train_epochs", "5", "--max-seq-length", "48"}); err != nil ||
-		o.LearningRate != 0.5 || o.Epochs != 5 || o.MaxLen != 48 {
-		t.Errorf("--lr 0.5 --num_train_epochs 5 --max-seq-length 48: %v, learning rate %g, epochs %d, max_len %d", err,
-			o.LearningRate, o.Epochs, o.MaxLen)
+	if err := newFlagSet(&o).Parse([]string{"--lr", "0.5", "--num_train_epochs", "5", "--max-seq-length", "48",
+		"--per_device_train_batch_size", "4", "--model_name_or_path", "org/name"}); err != nil ||
+		o.LearningRate != 0.5 || o.Epochs != 5 || o.MaxLen != 48 || o.BatchSize != 4 || o.ModelDir != "org/name" {
+		t.Errorf("--lr 0.5 --num_train_epochs 5 --max-seq-length 48 --per_device_train_batch_size 4 --model_name_or_path org/name: "+
+			"%v, learning rate %g, epochs %d, max_len %d, batch size %d, model %q", err, o.LearningRate, o.Epochs, o.MaxLen,
+			o.BatchSize, o.ModelDir)
 	}
 	o = defaultOptions()
 	if err := newFlagSet(&o).Parse([]string{"--batchsize", "1"}); err == nil || !strings.Contains(err.Error(), "batchsize") {

@@ -8,18 +8,15 @@ import (
 
 	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/trainer"
+	"github.com/goaccel/goaccel/trainer/args"
 )
 
 // TestGlobalBatchSizeFlag: --global_batch_size replaces --batch_size; both given, a zero or a
 // negative one are refused naming the flags and values.
 func TestGlobalBatchSizeFlag(t *testing.T) {
-	parse := func(args ...string) (options, error) {
+	parse := func(argv ...string) (options, error) {
 		o := defaultOptions()
-		fs := newFlagSet(&o)
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		return o, o.useGlobalBatch(fs)
+		return o, args.Parse(newFlagSet(&o), &o.Training, argv)
 	}
 	o, err := parse("--global-batch-size", "16")
 	if err != nil || o.GlobalBatchSize != 16 || o.BatchSize != 0 {

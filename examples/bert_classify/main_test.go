@@ -205,27 +205,12 @@ func checkReports(t *testing.T, dir string) {
 // optimizer) refuses it.
 func TestBadFlagsNameTheFlag(t *testing.T) {
 	o := defaultOptions()
-	names := exampletest.FlagNames(newFlagSet(&o))
-	for alias := range aliases {
-		names = append(names, alias)
-	}
-	testutil.BadFlags(t, names, exampletest.ShortRunArgs, map[string]string{
-		"data_dir": "/nonexistent/rt", "model_dir": t.TempDir(), "output_dir": exampletest.RegularFile(t), "epochs": "-1", "max_steps": "-1",
-		"batch_size": "0", "global_batch_size": "0", "learning_rate": "-1", "weight_decay": "-1", "max_len": "4096",
-		"dropout": "1", "test_size": "1.5", "mixed_precision": "fp8", "sharding": "fsdp", "devices": "-1",
-		"backend": "tpu", "workers": "-1", "report_to": "wandb", "logging_steps": "0",
+	names := exampletest.FlagNames(newFlagSet(&o), aliases)
+	bad, none := exampletest.SharedBadFlags(t, map[string]string{
+		"data_dir": "/nonexistent/rt", "max_len": "4096", "test_size": "1.5",
 		"train_file": "/nonexistent/train.csv", "validation_file": "/nonexistent/dev.csv", "text_column_names": "",
 		"label_column_name": "", "text_column_delimiter": "|", "problem_type": "ranking", "label_delimiter": "|", "test_file": "/nonexistent/test.csv",
-		"gradient_accumulation_steps": "0", "lr_scheduler_type": "cosine_restarts", "warmup_ratio": "1.5",
-		"warmup_steps": "-1", "max_grad_norm": "-1", "patience": "-1", "eval_steps": "-1", "save_steps": "-1",
-		"save_total_limit": "-1", "lora_r": "0", "lora_alpha": "-1", "lora_dropout": "1", "lora_target_modules": "q_lin",
-		// Hugging Face's names and the earlier --lr are aliases: the error names them as typed.
-		"num_train_epochs": "-1", "max_seq_length": "4096", "lr": "-1",
-	}, map[string]string{
-		"async_save":             "a boolean: both values are valid",
-		"gradient_checkpointing": "a boolean: both values are valid",
-		"do_predict":             "a boolean; without --test_file it is refused naming itself (TestDoPredict)",
-		"seed":                   "any integer is a seed",
-		"use_peft":               "a boolean: both values are valid (TestUsePEFT)",
-	}, exampletest.RunChild)
+		"max_seq_length": "4096", // run_classification.py's alias of --max_len
+	})
+	testutil.BadFlags(t, names, exampletest.ShortRunArgs, bad, none, exampletest.RunChild)
 }

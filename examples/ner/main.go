@@ -32,7 +32,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,101 +42,70 @@ import (
 	"github.com/goaccel/goaccel/data/text"
 	"github.com/goaccel/goaccel/models/auto"
 	"github.com/goaccel/goaccel/models/bert/sample"
-	"github.com/goaccel/goaccel/optim"
 	"github.com/goaccel/goaccel/trainer"
+	"github.com/goaccel/goaccel/trainer/args"
 	"github.com/gomlx/gomlx/ml/model"
 	flag "github.com/spf13/pflag"
 )
 
-// options are the program's flags, named as run_ner.py and TrainingArguments name them.
+// options are the program's flags: the shared training flags (trainer/args, Hugging Face's
+// TrainingArguments) and run_ner.py's own.
 type options struct {
-	TrainFile, ValidationFile, TextColumn, LabelColumn, ModelDir, OutputDir, Backend, ReportTo string
-	TestFile, Aggregation                                                                      string
-	Epochs, MaxSteps, BatchSize, GlobalBatchSize, MaxLen, Devices, Workers                     int
-	LoggingSteps, EvalSteps, Seed                                                              int64
-	LearningRate, TestSize, Dropout                                                            float64
-	LabelAllTokens, DoPredict                                                                  bool
+	args.Training
+	TrainFile, ValidationFile, TextColumn, LabelColumn, TestFile, Aggregation string
+	MaxLen                                                                    int
+	TestSize                                                                  float64
+	LabelAllTokens                                                            bool
 }
 
 func defaultOptions() options {
-	return options{TextColumn: "tokens", LabelColumn: "ner_tags", Aggregation: string(auto.AggregateFirst), Epochs: 3, BatchSize: 32, MaxLen: 64, Workers: 2,
-		LoggingSteps: 10, Seed: 42, TestSize: 0.1, Dropout: -1, ReportTo: trainer.ReportJSONL}
+	o := options{Training: args.Defaults(), TextColumn: "tokens", LabelColumn: "ner_tags", Aggregation: string(auto.AggregateFirst),
+		MaxLen: 64, TestSize: 0.1}
+	o.BatchSize = 32
+	return o
 }
 
+// aliases are this program's other spellings of its flags (run_ner.py's); the shared flags'
+// are args.Aliases.
+var aliases = map[string]string{"max_seq_length": "max_len"}
+
 func newFlagSet(o *options) *flag.FlagSet {
-	fs := flag.NewFlagSet("ner", flag.ContinueOnError)
-	fs.SortFlags = false
-	fs.SetNormalizeFunc(func(_ *flag.FlagSet, name string) flag.NormalizedName { // --batch-size is --batch_size
-		return flag.NormalizedName(strings.ReplaceAll(name, "-", "_"))
-	})
+	fs := args.NewFlagSet("ner", aliases)
+	o.AddFlags(fs)
+	fs.Lookup("learning_rate").Usage = "peak learning rate of Adam (also --lr); 0: 2e-5 with --model_dir, 3e-3 for the tiny default model"
+	fs.Lookup("model_dir").Usage = "Hugging Face folder or cached Hub id of any family of the registry (also --model_name_or_path); empty: a tiny random BERT"
+	fs.Lookup("batch_size").Usage = "sentences per device (also --per_device_train_batch_size)"
+	fs.Lookup("do_predict").Usage = "after training, tag --test_file's sentences with best/ and write their entities to predict_results.jsonl in the run directory"
+	fs.Lookup("patience").Usage = "stop after this many evaluations without a better entity F1 (0: never)"
 	fs.StringVar(&o.TrainFile, "train_file", "", "CoNLL (.conll, .txt, .bio, .iob), JSON Lines (.jsonl, .json) or Parquet file(s), comma-separated, globs allowed; empty: the built-in sentences")
 	fs.StringVar(&o.ValidationFile, "validation_file", "", "file(s) to evaluate on, as --train_file; empty: --test_size of the training sentences")
 	fs.StringVar(&o.TextColumn, "text_column_name", o.TextColumn, "JSON Lines and Parquet: the list of words")
 	fs.StringVar(&o.LabelColumn, "label_column_name", o.LabelColumn, "JSON Lines and Parquet: the list of tags (strings: O, B-TYPE, I-TYPE)")
-	fs.StringVar(&o.ModelDir, "model_dir", "", "Hugging Face folder or cached Hub id of any family of the registry (also --model_name_or_path); empty: a tiny random BERT")
-	fs.StringVar(&o.OutputDir, "output_dir", "", "run directory; empty: runs/ner-<time>, or the interrupted run of the same command")
-	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "number of epochs (also --num_train_epochs)")
-	fs.IntVar(&o.MaxSteps, "max_steps", 0, "optimizer steps of the whole run; overrides --epochs (0: --epochs decides)")
-	fs.IntVar(&o.BatchSize, "batch_size", o.BatchSize, "sentences per device (also --per_device_train_batch_size)")
-	fs.IntVar(&o.GlobalBatchSize, "global_batch_size", 0, "sentences per global batch, split over the devices and processes (instead of --batch_size)")
 	fs.IntVar(&o.MaxLen, "max_len", o.MaxLen, "tokens per sentence, special tokens included (also --max_seq_length): longer sentences lose their last words")
-	fs.Float64Var(&o.LearningRate, "learning_rate", 0, "Adam's rate; 0: 2e-5 with --model_dir, 3e-3 for the tiny default model")
 	fs.BoolVar(&o.LabelAllTokens, "label_all_tokens", false, "label every piece of a word (a B- tag's later pieces as I-), not only its first")
-	fs.Float64Var(&o.Dropout, "dropout", o.Dropout, "dropout rate of every layer; negative: the model's own")
-	fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of the split, the shuffling and the initialisation")
 	fs.Float64Var(&o.TestSize, "test_size", o.TestSize, "fraction of the training sentences held out when there is no --validation_file")
-	fs.Int64Var(&o.LoggingSteps, "logging_steps", o.LoggingSteps, "write the mean training loss every this many steps")
-	fs.Int64Var(&o.EvalSteps, "eval_steps", 0, "also evaluate every this many steps (0: at the end of each epoch only)")
-	fs.IntVar(&o.Devices, "devices", 0, "devices to use; 0: all found")
-	fs.StringVar(&o.Backend, "backend", "", `backend: "go", "xla:cpu", "xla:cuda" or a plugin path; empty: discover`)
-	fs.IntVar(&o.Workers, "workers", o.Workers, "goroutines that tokenize batches ahead of training")
-	fs.StringVar(&o.ReportTo, "report_to", o.ReportTo, "loggers besides metrics.jsonl: tensorboard, csv, all, none")
-	fs.BoolVar(&o.DoPredict, "do_predict", false, "after training, tag --test_file's sentences with best/ and write their entities to predict_results.jsonl in the run directory")
 	fs.StringVar(&o.TestFile, "test_file", "", "file(s) of sentences to tag with --do_predict, read as --validation_file")
 	fs.StringVar(&o.Aggregation, "aggregation_strategy", o.Aggregation, "how --do_predict groups the tokens into entities, as transformers' pipeline: none, simple, first, average, max (first: the word's first piece, the one training labels)")
-	// run_ner.py's spellings: the same variables under their names, so that an error names
-	// the flag as typed.
-	fs.IntVar(&o.Epochs, "num_train_epochs", o.Epochs, "--epochs")
-	fs.IntVar(&o.MaxLen, "max_seq_length", o.MaxLen, "--max_len")
-	fs.IntVar(&o.BatchSize, "per_device_train_batch_size", o.BatchSize, "--batch_size")
-	fs.StringVar(&o.ModelDir, "model_name_or_path", "", "--model_dir")
-	for _, alias := range []string{"num_train_epochs", "max_seq_length", "per_device_train_batch_size", "model_name_or_path"} {
-		_ = fs.MarkHidden(alias)
-	}
 	return fs
 }
 
 func main() {
 	o := defaultOptions()
-	fs := newFlagSet(&o)
-	err := fs.Parse(os.Args[1:])
-	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
-	}
-	if err == nil && fs.Changed("global_batch_size") {
-		if fs.Changed("batch_size") || fs.Changed("per_device_train_batch_size") {
-			err = fmt.Errorf("--batch_size and --global_batch_size are both given: give one")
-		}
-		o.BatchSize = 0
-	}
-	if err != nil {
-		if err != flag.ErrHelp {
-			fmt.Fprintf(os.Stderr, "ner: %v (--help lists the flags)\n", err)
-			os.Exit(2)
-		}
-		return
-	}
-	_, code, err := run(o, os.Stdout)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ner:", err)
-		code = 1
-	}
-	accelerator.Exit(code)
+	args.Main("ner", newFlagSet(&o), &o.Training, aliases, func() (int, error) {
+		_, code, err := run(o, os.Stdout)
+		return code, err
+	})
 }
 
 // run is the whole program: setup, the sentences and their tags, the model with a token
 // head, then trainer.Fit's epochs of training and entity-level evaluation.
 func run(o options, out io.Writer) (*trainer.Result, int, error) {
+	if err := o.Check(); err != nil {
+		return nil, 0, err
+	}
+	if err := o.checkOwn(); err != nil {
+		return nil, 0, err
+	}
 	var predictTexts []string
 	switch {
 	case o.DoPredict && o.TestFile == "":
@@ -150,13 +118,13 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 			return nil, 0, err
 		}
 	}
-	loggers, err := trainer.ReportTo(o.ReportTo)
+	loggers, err := o.Loggers()
 	if err != nil {
-		return nil, 0, fmt.Errorf("--report_to: %w", err)
+		return nil, 0, err
 	}
-	acc, err := accelerator.New(accelerator.Config{Backend: o.Backend, Devices: o.Devices, Seed: o.Seed, Output: out})
+	acc, err := o.NewAccelerator(out)
 	if err != nil {
-		return nil, 0, accelerator.NameFlags(err, map[string]string{"Backend": "--backend", "Devices": "--devices"})
+		return nil, 0, err
 	}
 	defer acc.Close()
 	dir, err := trainer.ChooseRunDir(acc, o.OutputDir, "ner")
@@ -180,14 +148,14 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 		Workers: o.Workers, Collate: m.Tokenizer.TagCollator(pieceTag(o, tags))}
 	testLoader, err := data.NewLoader(testSet, cfg)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, args.NameFlags(err)
 	}
 	cfg.Shuffle = true
 	trainLoader, err := data.NewLoader(trainSet, cfg)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, args.NameFlags(err)
 	}
-	opt, err := optim.Adam(optim.AdamConfig{})
+	opt, err := o.Optimizer()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -196,24 +164,16 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 		return nil, 0, err
 	}
 	acc.Printf("training on %d sentences, testing on %d", trainSet.Len(), testSet.Len())
-	epochs, lr := o.Epochs, o.LearningRate
-	if o.MaxSteps > 0 {
-		epochs = 0
+	lr := 3e-3 // the tiny model from scratch
+	if o.ModelDir != "" {
+		lr = 2e-5 // fine-tuning a pretrained encoder
 	}
-	switch {
-	case lr != 0:
-	case o.ModelDir != "": // fine-tuning a pretrained encoder
-		lr = 2e-5
-	default: // the tiny model from scratch
-		lr = 3e-3
-	}
-	res, err := tr.Fit(trainLoader, testLoader, trainer.Config{OutputDir: dir, Epochs: epochs, MaxSteps: int64(o.MaxSteps),
-		LearningRate: lr, LogEvery: o.LoggingSteps, EvalEvery: o.EvalSteps, BestMetric: "f1", Output: out, Interrupt: intr,
-		Loggers: loggers, SaveBest: m.SavePretrained, Extra: map[string]any{"train_file": o.TrainFile, "validation_file": o.ValidationFile,
-			"model_dir": o.ModelDir, "max_len": o.MaxLen, "label_all_tokens": o.LabelAllTokens, "tags": tags, "batch_size": o.BatchSize,
-			"global_batch_size": o.GlobalBatchSize, "test_size": o.TestSize, "dropout": o.Dropout}})
+	res, err := tr.Fit(trainLoader, testLoader, o.Fit(dir, lr, "f1", trainer.Config{Output: out, Interrupt: intr,
+		Loggers: loggers, SaveBest: m.SavePretrained, Extra: map[string]any{"train_file": o.TrainFile,
+			"validation_file": o.ValidationFile, "max_len": o.MaxLen, "label_all_tokens": o.LabelAllTokens, "tags": tags,
+			"test_size": o.TestSize}}))
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, args.NameFlags(err)
 	}
 	if res.Interrupted {
 		return res, intr.ExitCode(), nil
@@ -228,14 +188,29 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	return res, 0, acc.WaitForEveryone()
 }
 
-// readTestTexts reads --test_file's sentences as texts: each one's words joined by spaces.
-// The aggregation strategy is checked here too, before training.
-func readTestTexts(o options) ([]string, error) {
+// checkOwn refuses values of the program's own flags that nothing below would name: an
+// unknown aggregation strategy (before training, with or without --do_predict), an empty
+// column name, and column names given without a file to read them from.
+func (o options) checkOwn() error {
 	switch auto.Aggregation(o.Aggregation) {
 	case auto.AggregateNone, auto.AggregateSimple, auto.AggregateFirst, auto.AggregateAverage, auto.AggregateMax:
 	default:
-		return nil, fmt.Errorf("--aggregation_strategy %q: want none, simple, first, average or max", o.Aggregation)
+		return fmt.Errorf("--aggregation_strategy %q: want none, simple, first, average or max", o.Aggregation)
 	}
+	d := defaultOptions()
+	for _, f := range [][3]string{{"text_column_name", o.TextColumn, d.TextColumn}, {"label_column_name", o.LabelColumn, d.LabelColumn}} {
+		switch {
+		case f[1] == "":
+			return fmt.Errorf("--%s %q: a column name is empty", f[0], f[1])
+		case f[1] != f[2] && o.TrainFile == "" && o.TestFile == "":
+			return fmt.Errorf("--%s %q needs --train_file (or --test_file): the built-in sentences have no columns", f[0], f[1])
+		}
+	}
+	return nil
+}
+
+// readTestTexts reads --test_file's sentences as texts: each one's words joined by spaces.
+func readTestTexts(o options) ([]string, error) {
 	sentences, _, err := table.LoadTagged(o.TestFile, table.TagSpec{WordsColumn: o.TextColumn, TagsColumn: o.LabelColumn})
 	if err != nil {
 		return nil, fmt.Errorf("--test_file: %w", err)
@@ -324,12 +299,14 @@ func loadData(o options) (train, test data.Dataset[text.Tagged], tags []string, 
 // loadModel builds the token classifier: a pretrained encoder of any family with a fresh
 // token head of the data's tags, or a tiny random BERT over the built-in vocabulary.
 func loadModel(o options, tags []string) (*auto.Model, error) {
-	opts := auto.Options{MaxLen: o.MaxLen, Labels: tags, Head: auto.TokenClassification}
-	switch {
-	case math.IsNaN(o.Dropout) || o.Dropout >= 1:
-		return nil, fmt.Errorf("--dropout %g: want a rate below 1 (negative: the model's own)", o.Dropout)
-	case o.Dropout >= 0:
-		opts.Dropout = &o.Dropout
+	opts := auto.Options{MaxLen: o.MaxLen, Labels: tags, Head: auto.TokenClassification,
+		GradientCheckpointing: o.GradientCheckpointing}
+	var err error
+	if opts.Dropout, err = o.DropoutRate(); err != nil {
+		return nil, err
+	}
+	if opts.LoRA, err = o.LoRA(); err != nil {
+		return nil, err
 	}
 	if o.ModelDir == "" {
 		clf, tok, err := sample.TinyClassifier(model.NewStore(), o.MaxLen)
@@ -340,7 +317,7 @@ func loadModel(o options, tags []string) (*auto.Model, error) {
 	}
 	m, err := auto.Load(o.ModelDir, model.NewStore(), opts)
 	if err != nil {
-		return nil, fmt.Errorf("--model_dir %s: %w", o.ModelDir, err)
+		return nil, fmt.Errorf("--model_dir %s: %w", o.ModelDir, o.NameTargets(err))
 	}
 	return m, nil
 }

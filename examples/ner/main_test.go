@@ -12,6 +12,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator/acceltest"
 	"github.com/goaccel/goaccel/examples/internal/exampletest"
+	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/auto"
 	"github.com/goaccel/goaccel/models/bert/sample"
 	"github.com/goaccel/goaccel/trainer"
@@ -261,4 +262,19 @@ func TestBadInput(t *testing.T) {
 	if out, err := exampletest.Child(t, "--num_train_epochs", "x").CombinedOutput(); err == nil || !strings.Contains(string(out), "num_train_epochs") {
 		t.Errorf("a bad --num_train_epochs: %v\n%s", err, out)
 	}
+}
+
+// TestBadFlagsNameTheFlag: a bad value of any flag, the shared training flags (trainer/args)
+// and run_ner.py's own, stops the program with an error that names the flag as typed.
+func TestBadFlagsNameTheFlag(t *testing.T) {
+	o := defaultOptions()
+	names := exampletest.FlagNames(newFlagSet(&o), aliases)
+	bad, none := exampletest.SharedBadFlags(t, map[string]string{
+		"train_file": "/nonexistent/train.conll", "validation_file": "/nonexistent/dev.conll", "max_len": "4096",
+		"test_size": "1.5", "test_file": "/nonexistent/test.conll", "aggregation_strategy": "mean",
+		"text_column_name": "", "label_column_name": "",
+		"max_seq_length": "4096", // run_ner.py's alias of --max_len
+	})
+	none["label_all_tokens"] = "a boolean: both values are valid"
+	testutil.BadFlags(t, names, exampletest.ShortRunArgs, bad, none, exampletest.RunChild)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/goaccel/goaccel/internal/launch"
 	"github.com/goaccel/goaccel/internal/testutil"
+	"github.com/goaccel/goaccel/trainer/args"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -207,11 +208,43 @@ func SameRun(t testing.TB, full, resumed string) {
 	}
 }
 
-// FlagNames lists fs's flags, for testutil.BadFlags.
-func FlagNames(fs *pflag.FlagSet) []string {
+// FlagNames lists fs's flags and the aliases (the shared flags', args.Aliases, and the
+// program's own), for testutil.BadFlags.
+func FlagNames(fs *pflag.FlagSet, aliases map[string]string) []string {
 	var names []string
 	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	for alias := range aliases {
+		names = append(names, alias)
+	}
+	for alias := range args.Aliases {
+		names = append(names, alias)
+	}
 	return names
+}
+
+// SharedBadFlags are bad values of the shared training flags (trainer/args) and their
+// aliases, for testutil.BadFlags, merged with the program's own (which win), and the reasons
+// why the shared flags without a bad value have none.
+func SharedBadFlags(t *testing.T, own map[string]string) (bad, none map[string]string) {
+	bad = map[string]string{"model_dir": t.TempDir(), "output_dir": RegularFile(t), "epochs": "-1", "max_steps": "-1",
+		"batch_size": "0", "global_batch_size": "0", "learning_rate": "-1", "weight_decay": "-1", "dropout": "1",
+		"mixed_precision": "fp8", "sharding": "fsdp", "devices": "-1", "backend": "tpu", "workers": "-1", "report_to": "wandb",
+		"logging_steps": "0", "gradient_accumulation_steps": "0", "lr_scheduler_type": "cosine_restarts", "warmup_ratio": "1.5",
+		"warmup_steps": "-1", "max_grad_norm": "-1", "patience": "-1", "eval_steps": "-1", "save_steps": "-1",
+		"save_total_limit": "-1", "lora_r": "0", "lora_alpha": "-1", "lora_dropout": "1", "lora_target_modules": "q_lin",
+		// Hugging Face's names and the earlier --lr are aliases: the error names them as typed.
+		"num_train_epochs": "-1", "lr": "-1", "per_device_train_batch_size": "0", "model_name_or_path": "/nonexistent/model"}
+	for k, v := range own {
+		bad[k] = v
+	}
+	none = map[string]string{
+		"async_save":             "a boolean: both values are valid",
+		"gradient_checkpointing": "a boolean: both values are valid",
+		"do_predict":             "a boolean; without --test_file it is refused naming itself",
+		"seed":                   "any integer is a seed",
+		"use_peft":               "a boolean: both values are valid",
+	}
+	return bad, none
 }
 
 // RunChild is testutil.BadFlags's run for an example: the program (Child) with args, its output and
