@@ -1,8 +1,11 @@
-// Package optim holds goaccel's optimizers: Adam and AdamW with PyTorch's defaults, built on
-// GoMLX's Adam so that their Store variables (and so checkpoints) are GoMLX's. They work with
-// accelerator.Prepare, trainer.New and trainer.Fit alike:
+// Package optim holds goaccel's optimizers with PyTorch's meanings: Adam and AdamW with
+// PyTorch's defaults, built on GoMLX's Adam so that their Store variables (and so
+// checkpoints) are GoMLX's, and SGD as torch.optim.SGD (momentum, dampening, Nesterov, coupled
+// weight decay), which GoMLX's SGD has none of. They work with accelerator.Prepare,
+// trainer.New and trainer.Fit alike:
 //
 //	opt, err := optim.Adam(optim.AdamConfig{LearningRate: 2e-5, WeightDecay: 0.01}) // HF's AdamW
+//	opt, err := optim.SGD(optim.SGDConfig{LearningRate: 0.1, Momentum: 0.9, WeightDecay: 5e-4}) // the CIFAR-10 recipe
 //	job, err := acc.Prepare(store, opt, loader)
 //
 // Under trainer.Fit the rate is Config.LearningRate's (with its schedule): build the optimizer
