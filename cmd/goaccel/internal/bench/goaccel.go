@@ -178,8 +178,8 @@ func (r *goaccelRun) close() { r.acc.Close() }
 
 // MLP is the benchmark's multilayer perceptron: 512 inputs -> Layers x Hidden (ReLU) -> 10
 // logits, the model of PyTorch's torch.nn.Sequential of Linear and ReLU layers. Its variables
-// are float32; with SetComputeDType(BFloat16) or (Float16) (mixed precision) the activations and
-// products are 16-bit and the logits float32.
+// are float32; with SetComputeDType(BFloat16) or (Float16) (mixed precision) the products, forward
+// and backward, take 16-bit operands (mixedDense), the rest is float32, as PyTorch's autocast.
 type MLP struct {
 	// Hidden and Layers are the width and the number of hidden layers.
 	Hidden, Layers int
@@ -200,21 +200,23 @@ func (m *MLP) SetComputeDType(dt dtypes.DType) error {
 	return nil
 }
 
-// Logits builds the forward pass of x [B, 512] to float32 logits [B, 10].
+// Logits builds the forward pass of x [B, 512] to float32 logits [B, 10]. Under mixed precision
+// each layer's product runs on 16-bit operands with a float32 result (mixedDense), its bias and
+// ReLU in float32, and the activation is rounded to the compute dtype once, for the next product.
 func (m *MLP) Logits(s *model.Scope, x *Node) *Node {
 	dt := m.dtype
 	if dt == dtypes.InvalidDType {
 		dt = dtypes.Float32
 	}
-	x = ConvertDType(x, dt)
 	for i := range m.Layers {
-		x = activation.Relu(dense(s.In("hidden_%d", i), x, m.Hidden))
+		x = activation.Relu(dense(s.In("hidden_%d", i), ConvertDType(x, dt), m.Hidden))
 	}
-	return ConvertDType(dense(s.In("out"), x, 10), dtypes.Float32)
+	return dense(s.In("out"), ConvertDType(x, dt), 10)
 }
 
-// dense is a float32-weights linear layer computing in x's dtype (torch.nn.Linear's default
-// initialisation is replaced by GoMLX's default initializer; timing does not depend on it).
+// dense is a float32-weights linear layer on x, float32 [rows, out]: GoMLX's fused dense for
+// float32 x, mixedDense for 16-bit x (torch.nn.Linear's default initialisation is replaced by
+// GoMLX's default initializer; timing does not depend on it).
 func dense(s *model.Scope, x *Node, out int) *Node {
 	g := x.Graph()
 	in := x.Shape().Dimensions[1]
@@ -223,5 +225,5 @@ func dense(s *model.Scope, x *Node, out int) *Node {
 	if x.DType() == dtypes.Float32 {
 		return nn.Dense(x, w, b, compute.DenseLayoutInputOutputs)
 	}
-	return Add(DotProduct(x, ConvertDType(w, x.DType())), InsertAxes(ConvertDType(b, x.DType()), 0))
+	return mixedDense(x, w, b)
 }
