@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -224,11 +225,16 @@ func Inspect(nameOrDir string) (Info, error) {
 }
 
 // Load loads the classifier and tokenizer of a Hugging Face folder, or of a Hub id found in
-// the local cache (Resolve), into store (nil: a new one), choosing the family by
-// config.json's model_type (Families). The encoder's weights are the folder's; the
-// classification head is fresh unless opts.LoadHead. Errors name the folder and what is
-// wrong: an unknown model_type, a missing or misshapen tensor, a tokenizer component that
-// is not supported, a tokenizer whose ids do not fit the model's vocabulary.
+// the local cache (Resolve), into store, choosing the family by config.json's model_type
+// (Families). The encoder's weights are the folder's; the classification head is fresh
+// unless opts.LoadHead. Errors name the folder and what is wrong: an unknown model_type, a
+// missing or misshapen tensor, a tokenizer component that is not supported, a tokenizer
+// whose ids do not fit the model's vocabulary.
+//
+// Each model has a store of its own: nil makes a new one; a store given must hold no
+// variable yet but GoMLX's own (the random state SetRNGStateFromSeed sets, named "#..."). A
+// store that holds another model's is refused: loading would write this folder's weights
+// under that model and every Predictor built on it, whose answers would change unannounced.
 func Load(nameOrDir string, store *model.Store, opts Options) (*Model, error) {
 	info, err := Inspect(nameOrDir)
 	if err != nil {
@@ -236,10 +242,28 @@ func Load(nameOrDir string, store *model.Store, opts Options) (*Model, error) {
 	}
 	if store == nil {
 		store = model.NewStore()
+	} else if err := unused(store); err != nil {
+		return nil, fmt.Errorf("auto: Load %s: %w", nameOrDir, err)
 	}
 	m, err := familyOf(info.ModelType).load(info.Dir, store, opts)
 	if err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// unused refuses a store that holds variables other than GoMLX's own ("#rngState"...).
+func unused(store *model.Store) error {
+	var held []string
+	for v := range store.IterVariables() {
+		if !strings.HasPrefix(v.Name(), "#") {
+			held = append(held, v.Path())
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	slices.Sort(held)
+	return fmt.Errorf("the store already holds %d variables of a model (%s, ...): loading would replace its weights "+
+		"under it and its predictors; give each model its own store (nil: a new one)", len(held), held[0])
 }

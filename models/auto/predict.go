@@ -1,12 +1,17 @@
 package auto
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
+	"weak"
 
 	"github.com/goaccel/goaccel/data/text"
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -28,52 +33,120 @@ type Prediction struct {
 	Scores []float64
 }
 
-// Predictor classifies texts with a Model on a backend, in batches of a fixed size (one
-// compiled program; a short last batch is filled with copies of its first text, whose
-// results are dropped). It is not safe for concurrent use: give each goroutine its own.
+// Predictor classifies texts with a Model on a backend, at most a batch of texts at a time.
+//
+// A batch of n texts runs at the smallest power of two that holds n (at most the batch size;
+// the rows past n are copies of the first text's, whose results are dropped) and is padded to
+// the smallest power of two, at least 16, that holds its longest text (at most the tokenizer's
+// MaxLen), as transformers' pipeline pads a batch to its longest text: one text costs a
+// forward pass of one short row, not a whole batch at MaxLen. Each such shape is one program,
+// compiled on its first use; with B the batch size and L the MaxLen a Predictor compiles at most
+// (⌊log₂ B⌋+1)·(⌊log₂(L/16)⌋+1) programs, one more of a factor when B or L is not a power of
+// two: 24 at batch 32 and MaxLen 128, 6 at batch 4 and MaxLen 32. Padding changes no answer:
+// the padded positions are masked out of attention.
+//
+// A Predictor is safe for concurrent use: goroutines tokenize and score their texts in
+// parallel and take turns for the forward pass, one at a time per model Store (the Store's
+// variables, made and drawn on the first call for a fresh head, are not safe to share). The
+// Store must not change under it: train it, or Load into it, and the answers change.
 type Predictor struct {
-	runner
+	*runner
 	apply func([]float64) []float64
 }
 
-// runner runs a model's forward pass on batches of texts of a fixed size.
+// leastLen is the shortest length a batch is padded to.
+const leastLen = 16
+
+// runner runs a model's forward pass on batches of at most batch texts, padded to buckets.
 type runner struct {
-	m     *Model
-	exec  *model.Exec
-	batch int
+	m       *Model
+	backend compute.Backend
+	exec    *model.Exec
+	batch   int
+	sizes   []int       // the batch sizes a batch runs at: powers of two, then batch
+	lock    *sync.Mutex // the model Store's (storeLock), held while the Exec runs
 }
 
 // newRunner compiles m's forward pass on backend; what names the caller in errors.
-func newRunner(what string, m *Model, backend compute.Backend, batchSize int) (runner, error) {
+func newRunner(what string, m *Model, backend compute.Backend, batchSize int) (*runner, error) {
 	switch {
 	case m == nil || backend == nil:
-		return runner{}, fmt.Errorf("auto: %s: nil model or backend", what)
+		return nil, fmt.Errorf("auto: %s: nil model or backend", what)
 	case batchSize < 0:
-		return runner{}, fmt.Errorf("auto: %s: batch size %d: want at least 1 (0: 32)", what, batchSize)
+		return nil, fmt.Errorf("auto: %s: batch size %d: want at least 1 (0: 32)", what, batchSize)
 	case batchSize == 0:
 		batchSize = 32
 	}
-	exec, err := model.NewExec(backend, m.Classifier.Store(), func(s *model.Scope, inputs []*Node) *Node {
+	if backend.IsFinalized() {
+		return nil, fmt.Errorf("auto: %s: %w", what, errClosed)
+	}
+	store := m.Classifier.Store()
+	exec, err := model.NewExec(backend, store, func(s *model.Scope, inputs []*Node) *Node {
 		return m.Logits(s, inputs)
 	})
 	if err != nil {
-		return runner{}, fmt.Errorf("auto: %s: %w", what, err)
+		return nil, fmt.Errorf("auto: %s: %w", what, err)
 	}
-	return runner{m: m, exec: exec, batch: batchSize}, nil
+	r := &runner{m: m, backend: backend, exec: exec, batch: batchSize, sizes: buckets(1, batchSize), lock: storeLock(store)}
+	if t, ok := m.Tokenizer.(interface{ MaxLen() int }); ok {
+		exec.SetMaxCache(len(r.sizes) * len(buckets(leastLen, t.MaxLen())))
+	}
+	return r, nil
 }
 
-// run returns the logits of chunk (at most a batch of texts; a short one is filled with
-// copies of its first text): flat float32 data of the given dimensions, batch first, and
-// the input ids ([batch, length]).
-func (r *runner) run(chunk []string) (logits []float32, dims []int, ids []int32, err error) {
-	examples := make([]text.Labeled, r.batch)
-	for i := range examples {
-		examples[i].Text = chunk[0] // the filler of a short last batch
-		if i < len(chunk) {
-			examples[i].Text = chunk[i]
+// errClosed is the error of a Predictor whose backend was finalized.
+var errClosed = errors.New("the backend is closed (Accelerator.Close finalizes it): make the predictor on an open one")
+
+// buckets are the powers of two from least (or limit, when it is smaller) up to limit, and
+// limit.
+func buckets(least, limit int) []int {
+	var out []int
+	for b := least; b < limit; b *= 2 {
+		out = append(out, b)
+	}
+	return append(out, limit)
+}
+
+// bucket is the first of buckets that holds n (the last when none does).
+func bucket(n int, buckets []int) int {
+	for _, b := range buckets {
+		if b >= n {
+			return b
 		}
 	}
+	return buckets[len(buckets)-1]
+}
+
+// storeLocks holds a mutex per model Store that a predictor runs on, keyed weakly so that a
+// Store no longer used is collected (its entry with it).
+var storeLocks sync.Map // weak.Pointer[model.Store] -> *sync.Mutex
+
+// storeLock is store's mutex: every predictor on store takes it to run the forward pass.
+func storeLock(store *model.Store) *sync.Mutex {
+	key := weak.Make(store)
+	l, loaded := storeLocks.LoadOrStore(key, &sync.Mutex{})
+	if !loaded {
+		runtime.AddCleanup(store, func(k weak.Pointer[model.Store]) { storeLocks.Delete(k) }, key)
+	}
+	return l.(*sync.Mutex)
+}
+
+// run returns the logits of chunk (1 to batch texts, each tokenized once), run at the buckets
+// of its count and of its longest text: flat float32 data of the given dimensions, rows first
+// (the rows past len(chunk) are copies of the first), and the input ids ([rows, length]).
+func (r *runner) run(chunk []string) (logits []float32, dims []int, ids []int32, err error) {
+	if r.backend.IsFinalized() {
+		return nil, nil, nil, errClosed
+	}
+	examples := make([]text.Labeled, len(chunk))
+	for i, s := range chunk {
+		examples[i].Text = s
+	}
 	inputs, _, err := r.m.Tokenizer.Collate(examples)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	inputs, idsData, err := r.pad(inputs, len(chunk))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -81,16 +154,62 @@ func (r *runner) run(chunk []string) (logits []float32, dims []int, ids []int32,
 	for i, x := range inputs {
 		args[i] = x
 	}
+	r.lock.Lock()
 	outs, err := r.exec.Call(args...)
+	r.lock.Unlock()
 	if err != nil {
+		if r.backend.IsFinalized() {
+			return nil, nil, nil, errClosed
+		}
 		return nil, nil, nil, err
 	}
-	return tensors.MustCopyFlatData[float32](outs[0]), outs[0].Shape().Dimensions, tensors.MustCopyFlatData[int32](inputs[0]), nil
+	return tensors.MustCopyFlatData[float32](outs[0]), outs[0].Shape().Dimensions, idsData, nil
+}
+
+// pad returns the n texts' inputs (int32 [n, L], the attention mask second) cut to the
+// length bucket of the longest text (the last column whose mask is not 0) and filled to the
+// batch bucket of n with copies of the first row, and the input ids as they are run.
+func (r *runner) pad(inputs []*tensors.Tensor, n int) ([]*tensors.Tensor, []int32, error) {
+	if len(inputs) < 2 {
+		return nil, nil, fmt.Errorf("the tokenizer made %d inputs: want input ids and an attention mask", len(inputs))
+	}
+	flat := make([][]int32, len(inputs))
+	for i, x := range inputs {
+		if d := x.Shape().Dimensions; x.DType() != dtypes.Int32 || len(d) != 2 || d[0] != n || d[1] != inputs[0].Shape().Dimensions[1] {
+			return nil, nil, fmt.Errorf("the tokenizer's input %d is %s: want int32 [%d, length] as its others", i, x.Shape(), n)
+		}
+		flat[i] = tensors.MustCopyFlatData[int32](x)
+	}
+	length := inputs[0].Shape().Dimensions[1]
+	longest := 0
+	for i, m := range flat[1] {
+		if m != 0 {
+			longest = max(longest, i%length+1)
+		}
+	}
+	rows, cols := bucket(n, r.sizes), bucket(longest, buckets(min(leastLen, length), length))
+	if rows == n && cols == length {
+		return inputs, flat[0], nil
+	}
+	out := make([]*tensors.Tensor, len(inputs))
+	for i, data := range flat {
+		cut := make([]int32, rows*cols)
+		for row := range rows {
+			from := 0 // the filler rows repeat the first
+			if row < n {
+				from = row
+			}
+			copy(cut[row*cols:(row+1)*cols], data[from*length:from*length+cols])
+		}
+		out[i], flat[i] = tensors.FromFlatDataAndDimensions(cut, rows, cols), cut
+	}
+	return out, flat[0], nil
 }
 
 // NewPredictor returns a Predictor of a loaded model (Load, or a fine-tuned best/ folder
 // loaded with Options.LoadHead) on backend (an accelerator's Backend(), or GoMLX's
-// compute.New()), batchSize texts a batch (0: 32). The model's sequence-classification head
+// compute.New()), at most batchSize texts a batch (0: 32; see Predictor for the batch and
+// length buckets a batch runs at). The model's sequence-classification head
 // is used; the token-classification head is refused.
 func NewPredictor(m *Model, backend compute.Backend, batchSize int) (*Predictor, error) {
 	r, err := newRunner("NewPredictor", m, backend, batchSize)

@@ -18,12 +18,9 @@ type pipelineFixture struct {
 	MultiLabel  []map[string]float64 `json:"multi_label"`
 }
 
-// TestPredictMatchesPipeline: a Predictor on a DeBERTa-v3 folder answers what transformers'
-// text-classification pipeline answers on it, the same top label and every score within 1e-5:
-// softmax for a single-label head, sigmoid for a multi-label one (the same weights, the
-// folder's problem_type changed), on texts with accents, CJK, emoji, special tokens, an empty
-// text and one longer than max_len, in batches of 4 (a short last batch).
-func TestPredictMatchesPipeline(t *testing.T) {
+// predictFixture is testdata/predict_pipeline.json.
+func predictFixture(t *testing.T) pipelineFixture {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("testdata", "predict_pipeline.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +29,16 @@ func TestPredictMatchesPipeline(t *testing.T) {
 	if err := json.Unmarshal(raw, &f); err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+// TestPredictMatchesPipeline: a Predictor on a DeBERTa-v3 folder answers what transformers'
+// text-classification pipeline answers on it, the same top label and every score within 1e-5:
+// softmax for a single-label head, sigmoid for a multi-label one (the same weights, the
+// folder's problem_type changed), on texts with accents, CJK, emoji, special tokens, an empty
+// text and one longer than max_len, in batches of 4 (a short last batch).
+func TestPredictMatchesPipeline(t *testing.T) {
+	f := predictFixture(t)
 	for _, c := range []struct {
 		name string
 		want []map[string]float64

@@ -70,13 +70,21 @@ type Entity struct {
 //
 // Texts are truncated at the tokenizer's MaxLen (the pipeline truncates at the tokenizer's
 // model_max_length; give Options.MaxLen the same); the pipeline's stride, which tags a long
-// text in overlapping windows, is not implemented. Like Predictor, a TokenPredictor runs
-// fixed-size batches and is not safe for concurrent use.
+// text in overlapping windows, is not implemented.
+//
+// The special tokens left out are those the tokenizer's post-processor adds ([CLS] and
+// [SEP], <s> and </s>: the pipeline's special_tokens_mask); with a tokenizer.json whose
+// post_processor is null every token is the text's and may be an entity, and a special token
+// typed in the text is a token of it, as in the pipeline. Batches, length buckets, the
+// programs compiled and concurrent use are as a Predictor's.
 type TokenPredictor struct {
-	runner
+	*runner
 	tok   offsetTokenizer
 	agg   Aggregation
 	names []string
+	// before and after are the number of special tokens the post-processor puts before and
+	// after the text's tokens.
+	before, after int
 }
 
 // offsetTokenizer is what a TokenPredictor needs of the model's tokenizer (bert.Tokenizer's
@@ -90,7 +98,7 @@ type offsetTokenizer interface {
 }
 
 // NewTokenPredictor returns a TokenPredictor of a loaded token-classification model on
-// backend, batchSize texts a batch (0: 32), grouping with the aggregation strategy agg (""
+// backend, at most batchSize texts a batch (0: 32), grouping with the aggregation strategy agg (""
 // is AggregateNone, the pipeline's default).
 func NewTokenPredictor(m *Model, backend compute.Backend, batchSize int, agg Aggregation) (*TokenPredictor, error) {
 	switch agg {
@@ -118,7 +126,41 @@ func NewTokenPredictor(m *Model, backend compute.Backend, batchSize int, agg Agg
 			names[i] = l[i]
 		}
 	}
-	return &TokenPredictor{runner: r, tok: tok, agg: agg, names: names}, nil
+	before, after, err := specials(tok)
+	if err != nil {
+		return nil, fmt.Errorf("auto: NewTokenPredictor: %w", err)
+	}
+	return &TokenPredictor{runner: r, tok: tok, agg: agg, names: names, before: before, after: after}, nil
+}
+
+// specials finds how many special tokens tok's post-processor puts before and after a text's
+// tokens: the encoding of the empty text is all of them, and a short text's has its tokens
+// between the two parts (a probe whose tokens are not special ids tells where they part).
+func specials(tok offsetTokenizer) (before, after int, err error) {
+	all, _, err := tok.EncodeOffsets("")
+	if err != nil {
+		return 0, 0, err
+	}
+	n := len(all)
+	for _, probe := range []string{"a", "x", "the", "1"} {
+		ids, _, err := tok.EncodeOffsets(probe)
+		if err != nil {
+			return 0, 0, err
+		}
+		if len(ids) <= n {
+			return n, 0, nil // no token of a text fits beside the special ones: there is nothing to tag
+		}
+		var fits []int
+		for k := 0; k <= n; k++ {
+			if slices.Equal(ids[:k], all[:k]) && slices.Equal(ids[len(ids)-(n-k):], all[k:]) {
+				fits = append(fits, k)
+			}
+		}
+		if len(fits) == 1 {
+			return fits[0], n - fits[0], nil
+		}
+	}
+	return 0, 0, fmt.Errorf("cannot tell which of the tokenizer's ids for a text are the special tokens %v it adds", all)
 }
 
 // Predict returns the entities of each text, in order, each text's in the order of the
@@ -167,7 +209,7 @@ func (p *TokenPredictor) entities(text string, ids []int32, offs []tokenizers.Of
 	unk, hasUnk := p.tok.UnkID()
 	prefix := p.tok.SubwordPrefix()
 	var toks []token
-	for i := 1; i < len(ids)-1; i++ { // EncodeOffsets puts the special tokens first and last
+	for i := p.before; i < len(ids)-p.after; i++ { // the post-processor's special tokens are left out
 		row := make([]float64, k)
 		for j := range row {
 			row[j] = float64(logits[i*k+j])
