@@ -62,14 +62,13 @@ type Aligned struct {
 // by base (the position of text in a longer original).
 func NewAligned(text string, base int) Aligned {
 	spans := make([]Offset, len(text))
-	for i, r := range text {
-		n := utf8.RuneLen(r)
-		if n < 0 {
-			n = 1
-		}
-		for j := i; j < i+n && j < len(text); j++ {
+	for i := 0; i < len(text); {
+		// A byte that is not UTF-8 is a character of its own (DecodeRune's width 1).
+		_, n := utf8.DecodeRuneInString(text[i:])
+		for j := i; j < i+n; j++ {
 			spans[j] = Offset{base + i, base + i + n}
 		}
+		i += n
 	}
 	return Aligned{Text: text, spans: spans}
 }

@@ -91,6 +91,9 @@ func TestSpecialTokenIDs(t *testing.T) {
 			`"<cls>" (id 0) is not in the vocabulary`},
 		{`{"type": "TemplateProcessing", ` + tpl + `, "special_tokens": {"<s>": {"id": "<s>", "ids": [], "tokens": []}, "</s>": {"id": "</s>", "ids": [2], "tokens": ["</s>"]}}}`,
 			`"<s>" has 0 ids`},
+		// Found by FuzzParse: a special token without ids was taken for the text $A.
+		{`{"type": "TemplateProcessing", ` + tpl + `, "special_tokens": {"<s>": {"id": "<s>", "ids": [0], "tokens": ["<s>"]}, "</s>": {"id": "</s>", "tokens": ["</s>"]}}}`,
+			`"</s>" has 0 ids`},
 		{`{"type": "RobertaProcessing", "cls": ["<s>", 0], "sep": ["</s>", -3]}`, `"</s>" id -3`},
 		{`{"type": "BertProcessing", "cls": ["[CLS]", 0], "sep": ["</s>", 2]}`, `"[CLS]" (id 0) is not in the vocabulary`},
 	} {
@@ -99,6 +102,29 @@ func TestSpecialTokenIDs(t *testing.T) {
 		_, err := parseDoc(t, doc)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "edited.json") {
 			t.Errorf("post_processor %s:\nerror %v, want one naming edited.json and with %s", c.post, err, c.want)
+		}
+	}
+}
+
+// TestOffsetsInvalidUTF8: a byte that is not UTF-8 is a character of one byte: its tokens'
+// offsets stay within the text (found by FuzzParse).
+func TestOffsetsInvalidUTF8(t *testing.T) {
+	tok, err := parseDoc(t, xlmrDoc(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"\xc4", "a\xffb", "é\xe2\x82"} {
+		e, offs, err := tok.EncodeOffsets(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(offs) != len(e.IDs) {
+			t.Fatalf("EncodeOffsets(%q): %d offsets, %d ids", text, len(offs), len(e.IDs))
+		}
+		for _, o := range offs {
+			if o.Start < 0 || o.Start > o.End || o.End > len(text) {
+				t.Errorf("EncodeOffsets(%q): offset %v outside the %d bytes", text, o, len(text))
+			}
 		}
 	}
 }

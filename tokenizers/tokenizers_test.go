@@ -10,7 +10,7 @@ import (
 )
 
 // xlmrDoc is the XLM-R fixture's tokenizer.json, decoded for editing.
-func xlmrDoc(t *testing.T) map[string]json.RawMessage {
+func xlmrDoc(t testing.TB) map[string]json.RawMessage {
 	t.Helper()
 	contents, err := os.ReadFile(filepath.Join("testdata", "xlmr", "tokenizer.json"))
 	if err != nil {
