@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/goaccel/goaccel/tokenizers"
 
@@ -170,13 +171,21 @@ func (m *byteLevelBPE) appendPieces(word string, out []piece) []piece {
 }
 
 // splitGPT2 splits text as GPT-2's pattern does (see the top of this file); every byte of
-// text is in exactly one piece.
+// text is in exactly one piece, a byte that is not UTF-8 (a character U+FFFD for the
+// pattern) kept as it is.
 func splitGPT2(text string) []string {
-	rs := []rune(text)
+	rs := make([]rune, 0, len(text))
+	at := make([]int, 0, len(text)+1) // the byte offset of each rune, then len(text)
+	for i := 0; i < len(text); {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		rs, at = append(rs, r), append(at, i)
+		i += n
+	}
+	at = append(at, len(text))
 	var pieces []string
 	for i := 0; i < len(rs); {
 		n := gpt2Match(rs, i)
-		pieces = append(pieces, string(rs[i:i+n]))
+		pieces = append(pieces, text[at[i]:at[i+n]])
 		i += n
 	}
 	return pieces

@@ -58,8 +58,8 @@ func (t *Tokenizer) WithBuckets(lengths ...int) (*Tokenizer, error) {
 // withMaxLen returns a copy of the tokenizer that makes sequences of maxLen tokens (no
 // buckets).
 func (t *Tokenizer) withMaxLen(maxLen int) (*Tokenizer, error) {
-	if maxLen < 2 {
-		return nil, fmt.Errorf("bert: max_len must be at least 2, got %d", maxLen)
+	if err := t.special.checkMaxLen(maxLen); err != nil {
+		return nil, err
 	}
 	t2 := *t
 	t2.maxLen, t2.buckets = maxLen, []int{maxLen}

@@ -76,6 +76,14 @@ type specialTokens struct {
 	pairTypeID    int32 // type id of the second text: 1 (BERT), 0 (RoBERTa)
 }
 
+// checkMaxLen refuses a maxLen that cannot hold the special tokens of a pair of texts.
+func (sp *specialTokens) checkMaxLen(maxLen int) error {
+	if n := 2 + sp.pairSeps; maxLen < n {
+		return fmt.Errorf("bert: max_len must be at least %d (a pair of texts holds %d special tokens), got %d", n, n, maxLen)
+	}
+	return nil
+}
+
 // wordPiece is BERT's segmenter: basic tokenization, then WordPiece.
 type wordPiece struct {
 	ids      map[string]int32 // the model's vocabulary (no added token beyond it)
@@ -149,8 +157,8 @@ func LoadTokenizer(dir string, maxLen int) (*Tokenizer, error) {
 // newTokenizer checks a WordPiece vocabulary (token i has id i) and maxLen, gives ids to the
 // added tokens of sp, and indexes the tokens.
 func newTokenizer(tokens []string, maxLen int, opts basicOptions, sp *folderSpecials, source string) (*Tokenizer, error) {
-	if maxLen < 2 {
-		return nil, fmt.Errorf("bert: max_len must be at least 2 ([CLS] and [SEP]), got %d", maxLen)
+	if maxLen < 3 {
+		return nil, fmt.Errorf("bert: max_len must be at least 3 (a pair of texts holds [CLS], [SEP] and [SEP]), got %d", maxLen)
 	}
 	if len(tokens) == 0 {
 		return nil, fmt.Errorf("bert: %s: empty vocabulary", source)
@@ -262,9 +270,6 @@ func readTokenizerJSON(path string, maxLen int) (*Tokenizer, error) {
 
 // readBPEJSON reads a byte-level BPE tokenizer.json (RoBERTa's).
 func readBPEJSON(contents []byte, path string, maxLen int) (*Tokenizer, error) {
-	if maxLen < 2 {
-		return nil, fmt.Errorf("bert: max_len must be at least 2 (<s> and </s>), got %d", maxLen)
-	}
 	var doc bpeJSON
 	if err := json.Unmarshal(contents, &doc); err != nil {
 		return nil, fmt.Errorf("bert: parsing %s: %w", path, err)
@@ -289,6 +294,9 @@ func readBPEJSON(contents []byte, path string, maxLen int) (*Tokenizer, error) {
 	special, err := bpeSpecials(&doc, all)
 	if err != nil {
 		return nil, fmt.Errorf("bert: %s: %w", path, err)
+	}
+	if err := special.checkMaxLen(maxLen); err != nil {
+		return nil, err
 	}
 	return &Tokenizer{tokens: tokens, ids: all, modelSize: len(tokens), maxLen: maxLen, seg: seg, special: *special,
 		added: tokenizers.NewAddedVocab(added, seg.normalize), buckets: []int{maxLen}, vocabFrom: path, json: contents}, nil

@@ -238,7 +238,7 @@ func TestTokenizerErrors(t *testing.T) {
 		{"missing vocab file", func() (*Tokenizer, error) { return NewTokenizer(filepath.Join(dir, "nope.txt"), 16) }, "nope.txt"},
 		{"empty vocab", func() (*Tokenizer, error) { return NewTokenizer(empty, 16) }, "empty"},
 		{"no [SEP]", func() (*Tokenizer, error) { return NewTokenizer(noSep, 16) }, "no [SEP] token"},
-		{"max_len too small", func() (*Tokenizer, error) { return NewTokenizerFromVocab(microVocab, 1) }, "max_len must be at least 2"},
+		{"max_len too small", func() (*Tokenizer, error) { return NewTokenizerFromVocab(microVocab, 1) }, "max_len must be at least 3"},
 		{"folder without vocab", func() (*Tokenizer, error) { return LoadTokenizer(t.TempDir(), 16) }, "neither vocab.txt nor tokenizer.json nor spm.model"},
 		{"Unigram without unk_id", func() (*Tokenizer, error) { return LoadTokenizer(unigram, 16) }, `a Unigram model without unk_id is not supported`},
 		{"WordLevel tokenizer.json", func() (*Tokenizer, error) { return LoadTokenizer(wordLevel, 16) }, `model type "WordLevel" is not supported: WordPiece, BPE (byte-level) and Unigram are`},

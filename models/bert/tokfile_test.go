@@ -2,12 +2,15 @@ package bert_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/tokenizers"
 )
 
 // These tests go through the package's exported API only (LoadTokenizer and the
@@ -136,5 +139,68 @@ func TestBPESpecialTokenIDs(t *testing.T) {
 			continue
 		}
 		wantErr(t, "post_processor "+string(mustJSON(t, c.post)), err, "tokenizer.json", c.want)
+	}
+}
+
+// TestInvalidUTF8 (found by FuzzTokenizerJSON): a byte that is not UTF-8 is kept as the
+// byte it is by every kind of tokenizer, Encode and EncodeOffsets agree, and the offsets stay
+// within the text.
+func TestInvalidUTF8(t *testing.T) {
+	for _, dir := range []string{filepath.Join("testdata", "roberta_bpe"), filepath.Join("..", "..", "tokenizers", "testdata", "xlmr")} {
+		tok, err := bert.LoadTokenizer(dir, 32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range []string{"\xbc", "a\xffb c", "é\xe2\x82 x"} {
+			var ids []int32
+			var offs []tokenizers.Offset
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("%s: EncodeOffsets(%q) panicked: %v", dir, text, r)
+					}
+				}()
+				ids, offs, err = tok.EncodeOffsets(text)
+			}()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tok.Encode(text); !slices.Equal(ids, want) {
+				t.Errorf("%s: EncodeOffsets(%q) ids %v, Encode %v", dir, text, ids, want)
+			}
+			for _, o := range offs {
+				if o.Start < 0 || o.Start > o.End || o.End > len(text) {
+					t.Errorf("%s: EncodeOffsets(%q): offset %v outside the %d bytes", dir, text, o, len(text))
+				}
+			}
+		}
+	}
+}
+
+// TestPairFitsMaxLen (found by FuzzTokenizerJSON): a MaxLen below the special tokens of a
+// pair (3 for BERT's layout, 4 for RoBERTa's) is refused when the tokenizer is made, since
+// EncodePair could not keep to it; at the smallest length allowed, pairs fit.
+func TestPairFitsMaxLen(t *testing.T) {
+	vocab := strings.Split(strings.TrimSuffix(string(readFixture(t, "..", "auto", "testdata", "ner_bert", "vocab.txt")), "\n"), "\n")
+	for _, c := range []struct {
+		name string
+		load func(maxLen int) (*bert.Tokenizer, error)
+		min  int
+	}{
+		{"WordPiece", func(n int) (*bert.Tokenizer, error) { return bert.NewTokenizerFromVocab(vocab, n) }, 3},
+		{"BPE", func(n int) (*bert.Tokenizer, error) {
+			return bert.LoadTokenizer(filepath.Join("testdata", "roberta_bpe"), n)
+		}, 4},
+	} {
+		if _, err := c.load(c.min - 1); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("at least %d", c.min)) {
+			t.Errorf("%s at max_len %d: error %v, want one saying at least %d", c.name, c.min-1, err, c.min)
+		}
+		tok, err := c.load(c.min)
+		if err != nil {
+			t.Fatalf("%s at max_len %d: %v", c.name, c.min, err)
+		}
+		if ids, _ := tok.EncodePair("hello there", "general kenobi"); len(ids) > c.min {
+			t.Errorf("%s: EncodePair at max_len %d gives %d ids", c.name, c.min, len(ids))
+		}
 	}
 }
