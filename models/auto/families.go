@@ -194,7 +194,7 @@ func (o Options) tokenizer(dir string, checkMaxLen func(int) error, vocabSize in
 	if err != nil {
 		return nil, err
 	}
-	if err := fitsVocab(dir, tok.VocabSize(), vocabSize); err != nil {
+	if err := fitsVocab(dir, tok, vocabSize); err != nil {
 		return nil, err
 	}
 	return tok, nil
@@ -218,11 +218,11 @@ func (o Options) setHead(numLabels *int, names *[]string, problem *string) error
 }
 
 // fitsVocab refuses a tokenizer whose ids reach past the model's embedding table (a
-// gather there would read a clamped row: a silent wrong answer).
-func fitsVocab(dir string, tokens, vocabSize int) error {
-	if tokens > vocabSize {
-		return fmt.Errorf("auto: %s: the tokenizer has %d tokens but config.json's vocab_size is %d: "+
-			"its ids would reach past the embedding table", dir, tokens, vocabSize)
+// gather there would read a clamped row: a silent wrong answer), by the rule every family
+// follows (bert.Tokenizer.CheckVocabSize: at most vocab_size tokens).
+func fitsVocab(dir string, tok *bert.Tokenizer, vocabSize int) error {
+	if err := tok.CheckVocabSize(vocabSize, filepath.Join(dir, "config.json")); err != nil {
+		return fmt.Errorf("auto: %w", err)
 	}
 	return nil
 }

@@ -37,9 +37,10 @@ func SavePretrained(dir string, c *Classifier, tok *Tokenizer) error {
 	if err != nil {
 		return fmt.Errorf("bert: SavePretrained: %w", err)
 	}
-	if tok != nil && tok.VocabSize() != c.Config.VocabSize {
-		return fmt.Errorf("bert: SavePretrained: tokenizer has %d tokens but the model's vocab_size is %d",
-			tok.VocabSize(), c.Config.VocabSize)
+	if tok != nil {
+		if err := tok.CheckVocabSize(c.Config.VocabSize, "the model"); err != nil {
+			return fmt.Errorf("bert: SavePretrained: %w", err)
+		}
 	}
 	cfgJSON, err := c.Config.JSON()
 	if err != nil {

@@ -106,9 +106,8 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 	if err != nil {
 		return nil, nil, err
 	}
-	if tok.VocabSize() != cfg.VocabSize {
-		return nil, nil, fmt.Errorf("bert: vocabulary %s has %d tokens but the word embeddings (vocab_size in %s) have %d rows",
-			tok.vocabFrom, tok.VocabSize(), filepath.Join(dir, "config.json"), cfg.VocabSize)
+	if err := tok.CheckVocabSize(cfg.VocabSize, filepath.Join(dir, "config.json")); err != nil {
+		return nil, nil, err
 	}
 	if store == nil {
 		store = model.NewStore()

@@ -394,6 +394,23 @@ func (t *Tokenizer) MaxLen() int { return t.maxLen }
 // vocabulary included (transformers' len(tokenizer)).
 func (t *Tokenizer) VocabSize() int { return len(t.tokens) }
 
+// CheckVocabSize checks the tokenizer against a model whose word embeddings have vocabSize
+// rows (config.json's vocab_size; config names that file in the error): every id the
+// tokenizer makes is one of its VocabSize tokens (the special tokens, the unknown token and
+// the added ones included: that is checked when it is read), so it fits when it has at most
+// vocabSize tokens. More rows than tokens is fine (embeddings padded to a multiple, as
+// transformers' pad_to_multiple_of makes them); fewer is an error naming the first token
+// past the rows, whose id a gather would clamp to the last row.
+func (t *Tokenizer) CheckVocabSize(vocabSize int, config string) error {
+	if len(t.tokens) <= vocabSize {
+		return nil
+	}
+	first := max(vocabSize, 0)
+	return fmt.Errorf("bert: tokenizer %s has %d tokens but %s's vocab_size is %d: the word embeddings have %d rows, "+
+		"and token %q (id %d) and the %d after it would reach past them", t.vocabFrom, len(t.tokens), config, vocabSize, vocabSize,
+		t.tokens[first], first, len(t.tokens)-first-1)
+}
+
 // Vocab returns a copy of the vocabulary (token i has id i).
 func (t *Tokenizer) Vocab() []string { return slices.Clone(t.tokens) }
 
