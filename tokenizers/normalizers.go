@@ -23,12 +23,37 @@ type UnicodeForm struct{ Form norm.Form }
 // Normalize puts s in the form.
 func (u UnicodeForm) Normalize(s string) string { return u.Form.String(s) }
 
-// Lowercase lowercases every character, as Rust's char::to_lowercase does (İ becomes "i̇").
+// Lowercase lowercases every character, as the tokenizers library does (Rust's
+// char::to_lowercase, one character at a time): İ becomes "i̇" (i and a combining dot), a
+// final Σ is σ, and the letters Unicode 16 added have their lowercase although Go's
+// unicode tables (Unicode 15) lack them. It is the one lowercasing rule of the package and
+// of models/bert.
 type Lowercase struct{}
 
 // Normalize lowercases s.
 func (Lowercase) Normalize(s string) string {
-	return strings.Map(unicode.ToLower, strings.ReplaceAll(s, "\u0130", "i\u0307"))
+	return strings.Map(toLower, strings.ReplaceAll(s, "\u0130", "i\u0307"))
+}
+
+// toLower is unicode.ToLower with the case pairs of Unicode 16 that Go's tables lack.
+func toLower(r rune) rune {
+	switch {
+	case r >= 0x10D50 && r <= 0x10D65: // Garay
+		return r + 0x20
+	case r >= 0x16EA0 && r <= 0x16EB8: // Beria Erfe
+		return r + 0x1B
+	}
+	switch r {
+	case 0x1C89:
+		return 0x1C8A
+	case 0xA7CB:
+		return 0x0264
+	case 0xA7CC, 0xA7CE, 0xA7D2, 0xA7D4, 0xA7DA:
+		return r + 1
+	case 0xA7DC:
+		return 0x019B
+	}
+	return unicode.ToLower(r)
 }
 
 // Strip removes the whitespace at the left and/or the right of the text.

@@ -128,3 +128,20 @@ func TestOffsetsInvalidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// lowercaseCases are letters whose lowercase is special, with what the tokenizers library's
+// Lowercase makes of them (0.23.3): İ becomes two characters, a final Σ is σ (the mapping is
+// per character), and the letters of Unicode 16 (Go's tables are Unicode 15) have their pairs.
+var lowercaseCases = map[string]string{
+	"İstanbul": "i\u0307stanbul", "ΟΔΟΣ": "οδοσ", "ǅ": "ǆ", "ẞ": "ß", "\u212A": "k", "Ⅻ": "ⅻ", "ᾈ": "ᾀ",
+	"\u1C89": "\u1C8A", "\uA7DC": "\u019B", "\uA7CB": "\u0264", "\U00010D50": "\U00010D70", "\U00016EA0": "\U00016EBB",
+}
+
+// TestLowercaseAsTheLibrary: Lowercase is the tokenizers library's, letter for letter.
+func TestLowercaseAsTheLibrary(t *testing.T) {
+	for in, want := range lowercaseCases {
+		if got := (Lowercase{}).Normalize(in); got != want {
+			t.Errorf("Lowercase(%q) = %q (%+q), want %q (%+q)", in, got, got, want, want)
+		}
+	}
+}

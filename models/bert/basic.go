@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/goaccel/goaccel/tokenizers"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -48,7 +49,7 @@ func normalizeBert(text string, opts basicOptions) string {
 	}
 	out := cleaned.String()
 	if opts.lowercase {
-		out = strings.ToLower(out)
+		out = tokenizers.Lowercase{}.Normalize(out)
 	}
 	if opts.stripAccents {
 		out = stripAccents(out)

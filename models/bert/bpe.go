@@ -296,7 +296,7 @@ func (n *normalizerJSON) normalizers() ([]func(string) string, error) {
 	case "NFKD":
 		return []func(string) string{norm.NFKD.String}, nil
 	case "Lowercase":
-		return []func(string) string{strings.ToLower}, nil
+		return []func(string) string{tokenizers.Lowercase{}.Normalize}, nil
 	}
 	return nil, fmt.Errorf("normalizer %q is not supported with BPE: none, Sequence, NFC, NFD, NFKC, NFKD and Lowercase are", n.Type)
 }

@@ -204,3 +204,41 @@ func TestPairFitsMaxLen(t *testing.T) {
 		}
 	}
 }
+
+// TestLowercaseOneRule: the WordPiece (do_lower_case) and BPE (a Lowercase normalizer)
+// tokenizers lowercase as the tokenizers library does (as the tokenizers package's
+// Lowercase): "İ" is "i" and a combining dot, not "i". The letters of Unicode 16, which Go's
+// tables (Unicode 15) do not know, are checked on BPE only: BERT's cleaning drops the
+// characters it takes for unassigned.
+func TestLowercaseOneRule(t *testing.T) {
+	cases := map[string]string{"İstanbul": "i\u0307stanbul", "ΟΔΟΣ": "οδοσ", "ǅ": "ǆ", "ẞ": "ß", "\u212A": "k", "ᾈ": "ᾀ"}
+	newer := map[string]string{"\u1C89": "\u1C8A", "\uA7DC": "\u019B", "\U00010D50": "\U00010D70"}
+	vocab := []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
+	for _, want := range cases {
+		vocab = append(vocab, want)
+	}
+	dir := folderWith(t, map[string]any{"vocab.txt": strings.Join(vocab, "\n") + "\n",
+		"tokenizer_config.json": map[string]any{"do_lower_case": true, "strip_accents": false}})
+	wp, err := bert.LoadTokenizer(dir, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := robertaDoc(t)
+	doc["normalizer"] = map[string]any{"type": "Lowercase"}
+	bpe, err := bert.LoadTokenizer(folderWith(t, map[string]any{"tokenizer.json": doc}), 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range cases {
+		if got := wp.Tokenize(in); !slices.Equal(got, []string{want}) {
+			t.Errorf("WordPiece Tokenize(%q) = %q, want [%q]", in, got, want)
+		}
+	}
+	for _, m := range []map[string]string{cases, newer} {
+		for in, want := range m {
+			if got, w := bpe.Encode(in), bpe.Encode(want); !slices.Equal(got, w) {
+				t.Errorf("BPE Encode(%q) = %v, want Encode(%q) = %v", in, got, want, w)
+			}
+		}
+	}
+}
