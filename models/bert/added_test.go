@@ -26,9 +26,11 @@ func microWordPieceJSON(t *testing.T, addedTokens string) string {
 		vocab[tok] = i
 	}
 	doc := map[string]any{
-		"added_tokens": json.RawMessage(addedTokens),
-		"normalizer":   map[string]any{"type": "BertNormalizer", "lowercase": true, "strip_accents": nil, "handle_chinese_chars": true},
-		"model":        map[string]any{"type": "WordPiece", "vocab": vocab, "unk_token": UnkToken, "continuing_subword_prefix": "##", "max_input_chars_per_word": 100},
+		"added_tokens":   json.RawMessage(addedTokens),
+		"normalizer":     map[string]any{"type": "BertNormalizer", "lowercase": true, "strip_accents": nil, "handle_chinese_chars": true},
+		"pre_tokenizer":  map[string]any{"type": "BertPreTokenizer"},
+		"post_processor": map[string]any{"type": "BertProcessing", "cls": []any{ClsToken, vocab[ClsToken]}, "sep": []any{SepToken, vocab[SepToken]}},
+		"model":          map[string]any{"type": "WordPiece", "vocab": vocab, "unk_token": UnkToken, "continuing_subword_prefix": "##", "max_input_chars_per_word": 100},
 	}
 	contents, err := json.Marshal(doc)
 	if err != nil {

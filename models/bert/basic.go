@@ -19,6 +19,8 @@ type basicOptions struct {
 	lowercase    bool // lowercase every word (uncased models)
 	stripAccents bool // remove combining marks after NFD decomposition
 	chineseChars bool // isolate CJK ideographs as separate words
+	noClean      bool // keep control characters and whitespace as they are (BertNormalizer's clean_text false)
+	none         bool // no normalizer at all (a tokenizer.json's "normalizer": null)
 }
 
 // basicTokenize splits text into words and punctuation marks.
@@ -26,18 +28,22 @@ func basicTokenize(text string, opts basicOptions) []string {
 	return preTokenizeBert(normalizeBert(text, opts), nil)
 }
 
-// normalizeBert is the first half of basic tokenization (HF's BertNormalizer): the text
-// cleaned, CJK ideographs between spaces, whitespace made spaces, lowercased and stripped of
-// its accents when opts say so.
+// normalizeBert is the first half of basic tokenization (the tokenizers library's
+// BertNormalizer): the text cleaned (unless opts.noClean), CJK ideographs between spaces,
+// whitespace made spaces, lowercased and stripped of its accents when opts say so; nothing
+// with opts.none. The text is not put in a Unicode normalization form first (the library
+// does not: a decomposed "é" of a cased model stays two characters).
 func normalizeBert(text string, opts basicOptions) string {
-	text = norm.NFC.String(text)
+	if opts.none {
+		return text
+	}
 	var cleaned strings.Builder
 	cleaned.Grow(len(text) + 8)
 	for _, r := range text {
 		switch {
-		case r == 0 || r == unicode.ReplacementChar || isControl(r):
+		case !opts.noClean && (r == 0 || r == unicode.ReplacementChar || isControl(r)):
 			continue
-		case isWhitespace(r):
+		case !opts.noClean && isWhitespace(r):
 			cleaned.WriteByte(' ')
 		case opts.chineseChars && isCJK(r):
 			cleaned.WriteByte(' ')

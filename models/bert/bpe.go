@@ -400,7 +400,16 @@ func (p *bpePostProcessor) UnmarshalJSON(b []byte) error {
 // [CLS] A [SEP] B [SEP] with type ids 1 on B), or a TemplateProcessing of either layout
 // (templateSpecials). The padding token is "<pad>", or "[PAD]".
 func bpeSpecials(doc *bpeJSON, ids map[string]int32) (*specialTokens, error) {
-	pp := doc.PostProcessor
+	sp, err := postSpecials(doc.PostProcessor, ids, "BPE")
+	if err != nil {
+		return nil, err
+	}
+	return withPad(sp, ids)
+}
+
+// postSpecials reads the special tokens of a post-processor (see bpeSpecials) for a
+// tokenizer of the given kind (named in errors); the padding token is left to the caller.
+func postSpecials(pp *bpePostProcessor, ids map[string]int32, kind string) (*specialTokens, error) {
 	if pp != nil && pp.Type == "TemplateProcessing" {
 		parsed, err := tokenizers.ParsePostProcessor(pp.raw, "tokenizer.json")
 		if err != nil {
@@ -418,14 +427,14 @@ func bpeSpecials(doc *bpeJSON, ids map[string]int32) (*specialTokens, error) {
 		if err != nil {
 			return nil, fmt.Errorf("post_processor TemplateProcessing: %w", err)
 		}
-		return withPad(sp, ids)
+		return sp, nil
 	}
 	if pp == nil || (pp.Type != "RobertaProcessing" && pp.Type != "BertProcessing") {
-		kind := "none"
+		what := "none"
 		if pp != nil {
-			kind = fmt.Sprintf("%q", pp.Type)
+			what = fmt.Sprintf("%q", pp.Type)
 		}
-		return nil, fmt.Errorf("post_processor %s is not supported with BPE: RobertaProcessing, BertProcessing and TemplateProcessing are", kind)
+		return nil, fmt.Errorf("post_processor %s is not supported with %s: RobertaProcessing, BertProcessing and TemplateProcessing are", what, kind)
 	}
 	pair := func(what string, v []any) (int32, error) {
 		if len(v) == 2 {
@@ -454,7 +463,7 @@ func bpeSpecials(doc *bpeJSON, ids map[string]int32) (*specialTokens, error) {
 	if pp.Type == "BertProcessing" {
 		sp.pairSeps, sp.pairTypeID = 1, 1
 	}
-	return withPad(sp, ids)
+	return sp, nil
 }
 
 // checkTemplateIDs checks that each special token of a TemplateProcessing is in the

@@ -309,10 +309,15 @@ func readWordPieceJSON(contents []byte, path string, maxLen int) (*Tokenizer, er
 		AddedTokens []addedJSON `json:"added_tokens"`
 		Normalizer  *struct {
 			Type               string `json:"type"`
+			CleanText          *bool  `json:"clean_text"`
 			Lowercase          *bool  `json:"lowercase"`
 			StripAccents       *bool  `json:"strip_accents"`
 			HandleChineseChars *bool  `json:"handle_chinese_chars"`
 		} `json:"normalizer"`
+		PreTokenizer *struct {
+			Type string `json:"type"`
+		} `json:"pre_tokenizer"`
+		PostProcessor *bpePostProcessor `json:"post_processor"`
 		Model struct {
 			Vocab                   map[string]int32 `json:"vocab"`
 			UnkToken                string           `json:"unk_token"`
@@ -323,10 +328,17 @@ func readWordPieceJSON(contents []byte, path string, maxLen int) (*Tokenizer, er
 	if err := json.Unmarshal(contents, &doc); err != nil {
 		return nil, fmt.Errorf("bert: parsing %s: %w", path, err)
 	}
-	opts := basicOptions{lowercase: true, stripAccents: true, chineseChars: true}
+	// The file's pipeline runs: "normalizer": null is none (a cased model keeps its case), a
+	// BertNormalizer has its switches; the pre-tokenizer must be BertPreTokenizer, and the
+	// post-processor's special tokens are the file's.
+	opts := basicOptions{none: true}
 	if n := doc.Normalizer; n != nil {
 		if n.Type != "BertNormalizer" {
-			return nil, fmt.Errorf("bert: %s: normalizer %q is not supported with WordPiece: only BertNormalizer is", path, n.Type)
+			return nil, fmt.Errorf("bert: %s: normalizer %q is not supported with WordPiece: only BertNormalizer (or none) is", path, n.Type)
+		}
+		opts = basicOptions{lowercase: true, chineseChars: true}
+		if n.CleanText != nil {
+			opts.noClean = !*n.CleanText
 		}
 		if n.Lowercase != nil {
 			opts.lowercase = *n.Lowercase
@@ -354,10 +366,26 @@ func readWordPieceJSON(contents []byte, path string, maxLen int) (*Tokenizer, er
 		sp.withID = append(sp.withID, a.Token(*a.ID))
 		sp.explicit[a.Content] = true
 	}
+	if pt := doc.PreTokenizer; pt == nil || pt.Type != "BertPreTokenizer" {
+		what := "none"
+		if pt != nil {
+			what = fmt.Sprintf("%q", pt.Type)
+		}
+		return nil, fmt.Errorf("bert: %s: pre_tokenizer %s is not supported with WordPiece: only BertPreTokenizer is", path, what)
+	}
 	t, err := newTokenizer(tokens, maxLen, opts, sp, path)
 	if err != nil {
 		return nil, err
 	}
+	special, err := postSpecials(doc.PostProcessor, t.ids, "WordPiece")
+	if err != nil {
+		return nil, fmt.Errorf("bert: %s: %w", path, err)
+	}
+	special.pad = t.special.pad
+	if err := special.checkMaxLen(maxLen); err != nil {
+		return nil, err
+	}
+	t.special, t.json = *special, contents
 	wp := t.seg.(*wordPiece)
 	if doc.Model.ContinuingSubwordPrefix != nil {
 		wp.prefix = *doc.Model.ContinuingSubwordPrefix

@@ -174,8 +174,10 @@ func TestTokenizerFromFiles(t *testing.T) {
 		vocabMap[tok] = i
 	}
 	doc := map[string]any{
-		"normalizer": map[string]any{"type": "BertNormalizer", "lowercase": true, "strip_accents": nil, "handle_chinese_chars": true},
-		"model":      map[string]any{"type": "WordPiece", "vocab": vocabMap, "unk_token": UnkToken, "continuing_subword_prefix": "##", "max_input_chars_per_word": 100},
+		"normalizer":     map[string]any{"type": "BertNormalizer", "lowercase": true, "strip_accents": nil, "handle_chinese_chars": true},
+		"pre_tokenizer":  map[string]any{"type": "BertPreTokenizer"},
+		"post_processor": map[string]any{"type": "BertProcessing", "cls": []any{ClsToken, vocabMap[ClsToken]}, "sep": []any{SepToken, vocabMap[SepToken]}},
+		"model":          map[string]any{"type": "WordPiece", "vocab": vocabMap, "unk_token": UnkToken, "continuing_subword_prefix": "##", "max_input_chars_per_word": 100},
 	}
 	contents, _ := json.Marshal(doc)
 	if err := os.WriteFile(filepath.Join(jsonDir, "tokenizer.json"), contents, 0o644); err != nil {
