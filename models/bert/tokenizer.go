@@ -318,7 +318,7 @@ func readWordPieceJSON(contents []byte, path string, maxLen int) (*Tokenizer, er
 			Type string `json:"type"`
 		} `json:"pre_tokenizer"`
 		PostProcessor *bpePostProcessor `json:"post_processor"`
-		Model struct {
+		Model         struct {
 			Vocab                   map[string]int32 `json:"vocab"`
 			UnkToken                string           `json:"unk_token"`
 			ContinuingSubwordPrefix *string          `json:"continuing_subword_prefix"`

@@ -37,8 +37,12 @@ func wordPieceDoc(t testing.TB, normalizer, preTokenizer, post any, model map[st
 // bertTemplate is BERT's TemplateProcessing with the ids of [CLS] and [SEP] in the NER
 // fixture's vocabulary.
 func bertTemplate() map[string]any {
-	sp := func(id string, typ int) any { return map[string]any{"SpecialToken": map[string]any{"id": id, "type_id": typ}} }
-	seq := func(id string, typ int) any { return map[string]any{"Sequence": map[string]any{"id": id, "type_id": typ}} }
+	sp := func(id string, typ int) any {
+		return map[string]any{"SpecialToken": map[string]any{"id": id, "type_id": typ}}
+	}
+	seq := func(id string, typ int) any {
+		return map[string]any{"Sequence": map[string]any{"id": id, "type_id": typ}}
+	}
 	return map[string]any{"type": "TemplateProcessing",
 		"single": []any{sp("[CLS]", 0), seq("A", 0), sp("[SEP]", 0)},
 		"pair":   []any{sp("[CLS]", 0), seq("A", 0), sp("[SEP]", 0), seq("B", 1), sp("[SEP]", 1)},
