@@ -27,8 +27,8 @@ const mlpDumpChildEnv = "GOACCEL_TEST_MLP_DUMP_CHILD"
 // TestMLPBF16ProductsOnBF16Operands compiles the bench MLP's bf16 training step on XLA's CPU
 // plugin (in a child process, dumping XLA's optimised modules) and checks that every matrix
 // product of the step, forward and backward, multiplies bf16 operands. Through GoMLX's Dot the
-// forward products carried a float32 dot algorithm and both backward ones ran in float32, so the
-// plugin multiplied float32 in 10 of the 14 products of the default MLP (docs/performance.md).
+// forward products carried a float32 dot algorithm and both backward ones ran on float32
+// operands: 9 of the default MLP's 14 products (docs/performance.md, "The MLP's bf16 step").
 func TestMLPBF16ProductsOnBF16Operands(t *testing.T) {
 	if os.Getenv(mlpDumpChildEnv) != "" {
 		spec := Spec{Work: "mlp", Batch: 256, Hidden: 512, Layers: 2, Precision: "bf16", Devices: 1,
