@@ -1,8 +1,10 @@
 package auto
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,5 +63,72 @@ func TestPaddedVocabEveryFamily(t *testing.T) {
 	}
 	if _, err := Load(big, nil, Options{MaxLen: 12}); err == nil || !strings.Contains(err.Error(), `"[NEW]"`) {
 		t.Errorf("101 tokens for vocab_size 100: err = %v, want one naming [NEW]", err)
+	}
+}
+
+// TestWordPieceJSONSavedAsRead: a WordPiece tokenizer.json that vocab.txt cannot say (a
+// continuing_subword_prefix other than "##", a max_input_chars_per_word other than 100, no
+// normalizer) is written back as the tokenizer.json it was, and the saved folder encodes
+// every text as the original tokenizer does.
+func TestWordPieceJSONSavedAsRead(t *testing.T) {
+	vocab := map[string]int{}
+	for _, tok := range sample.Vocab() {
+		tok = strings.Replace(tok, "##", "@@", 1)
+		if _, dup := vocab[tok]; !dup {
+			vocab[tok] = len(vocab)
+		}
+	}
+	texts := []string{"a charming , often hilarious movie .", "Dull and FAR too long", "unbelievably overwrought"}
+	for name, c := range map[string]struct {
+		normalizer any
+		model      map[string]any
+	}{
+		"prefix @@":     {map[string]any{"type": "BertNormalizer", "lowercase": true}, map[string]any{"continuing_subword_prefix": "@@"}},
+		"max chars 6":   {map[string]any{"type": "BertNormalizer", "lowercase": true}, map[string]any{"continuing_subword_prefix": "@@", "max_input_chars_per_word": 6}},
+		"no normalizer": {nil, map[string]any{"continuing_subword_prefix": "@@"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := map[string]any{"type": "WordPiece", "unk_token": "[UNK]", "vocab": vocab}
+			for k, v := range c.model {
+				m[k] = v
+			}
+			doc := map[string]any{"normalizer": c.normalizer, "pre_tokenizer": map[string]any{"type": "BertPreTokenizer"},
+				"post_processor": map[string]any{"type": "BertProcessing", "cls": []any{"[CLS]", vocab["[CLS]"]}, "sep": []any{"[SEP]", vocab["[SEP]"]}},
+				"model":          m}
+			b, err := json.Marshal(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := t.TempDir()
+			if err := os.WriteFile(filepath.Join(src, "tokenizer.json"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tok, err := bert.LoadTokenizer(src, 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clf, err := bert.NewClassifier(bert.TinyConfig(tok.VocabSize()), model.NewStore())
+			if err != nil {
+				t.Fatal(err)
+			}
+			mdl, err := BERT(clf, tok, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			logits(t, mdl, texts)
+			out := t.TempDir()
+			if err := mdl.SavePretrained(out); err != nil {
+				t.Fatal(err)
+			}
+			back, err := bert.LoadTokenizer(out, 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, text := range texts {
+				if got, want := back.Encode(text), tok.Encode(text); !slices.Equal(got, want) {
+					t.Errorf("Encode(%q) after the round trip %v, before %v", text, got, want)
+				}
+			}
+		})
 	}
 }

@@ -13,8 +13,9 @@ import (
 // with the Config's Head (BertForSequenceClassification, RobertaForTokenClassification, ...;
 // a token classifier's folder is read by transformers' AutoModelForTokenClassification) that
 // LoadPretrained (with LoadOptions.LoadHead) and transformers' from_pretrained can read:
-// config.json, the tokenizer when tok is not nil (vocab.txt for WordPiece, tokenizer.json for
-// BPE, with tokenizer_config.json) and model.safetensors with HF tensor names, float32. All
+// config.json, the tokenizer when tok is not nil (vocab.txt for WordPiece, or the
+// tokenizer.json it was read from when vocab.txt cannot say its pipeline; tokenizer.json for
+// BPE; with tokenizer_config.json) and model.safetensors with HF tensor names, float32. All
 // of the classifier's variables must have values (run the model once, or load it, first).
 // Each file is written atomically.
 //
@@ -62,13 +63,30 @@ var tokenizerClass = map[string]string{"bert": "BertTokenizer", "distilbert": "D
 
 // writeFiles writes the tokenizer's files into a model folder: vocab.txt for WordPiece (the
 // added tokens, with their ids and flags, in tokenizer_config.json's added_tokens_decoder,
-// which transformers reads), the tokenizer.json it was read from for BPE, and
+// which transformers reads; a WordPiece tokenizer.json that vocab.txt cannot say is written as
+// it was read, see vocabTxtSays), the tokenizer.json it was read from for BPE, and
 // tokenizer_config.json.
 func (t *Tokenizer) writeFiles(dir string, cfg Config) error {
 	maxLen := cfg.MaxPositionEmbeddings - cfg.positionOffset()
 	var tokCfg map[string]any
 	switch seg := t.seg.(type) {
 	case *wordPiece:
+		if t.json != nil && !t.vocabTxtSays(seg) {
+			// A tokenizer.json whose pipeline vocab.txt and tokenizer_config.json cannot say
+			// is written back as it was read.
+			if err := fsutil.WriteFileAtomic(filepath.Join(dir, "tokenizer.json"), t.json); err != nil {
+				return fmt.Errorf("bert: SavePretrained: %w", err)
+			}
+			tokCfg = map[string]any{
+				"tokenizer_class":  tokenizerClass[cfg.Family()],
+				"model_max_length": maxLen,
+				"cls_token":        t.tokens[t.special.cls],
+				"sep_token":        t.tokens[t.special.sep],
+				"pad_token":        t.tokens[t.special.pad],
+				"unk_token":        t.tokens[seg.unk],
+			}
+			break
+		}
 		if err := t.WriteVocab(filepath.Join(dir, "vocab.txt")); err != nil {
 			return err
 		}
@@ -136,6 +154,14 @@ func (t *Tokenizer) writeFiles(dir string, cfg Config) error {
 		return fmt.Errorf("bert: SavePretrained: %w", err)
 	}
 	return nil
+}
+
+// vocabTxtSays tells whether vocab.txt and tokenizer_config.json say all of a WordPiece
+// pipeline, as LoadTokenizer reads them back: BERT's normalizer with clean_text, the "##"
+// prefix, words of at most 100 characters, BERT's layout of a pair.
+func (t *Tokenizer) vocabTxtSays(wp *wordPiece) bool {
+	return !wp.basic.none && !wp.basic.noClean && wp.prefix == "##" && wp.maxChars == maxWordChars &&
+		t.special.pairSeps == 1 && t.special.pairTypeID == 1
 }
 
 // addedDecoder is tokenizer_config.json's added_tokens_decoder: the added tokens by id.
