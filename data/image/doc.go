@@ -1,0 +1,37 @@
+// Package image reads images as data: files decoded to 8-bit RGB the way transformers'
+// load_image does with Pillow, and image datasets (folders as torchvision's ImageFolder and
+// Hugging Face's imagefolder read them, CIFAR-10 and CIFAR-100 in both their formats).
+//
+// # Decoding
+//
+// Decoder.Decode and Load read PNG, JPEG (baseline and progressive, any subsampling, gray,
+// CMYK and YCCK), GIF (its first frame), BMP, TIFF and WebP, found from the file's bytes. The
+// result is what Pillow gives for ImageOps.exif_transpose(Image.open(f)).convert("RGB"):
+//
+//   - the EXIF orientation (1 to 8) is applied, read from JPEG's APP1 segment, PNG's eXIf
+//     chunk, WebP's EXIF chunk or the TIFF file's first IFD;
+//   - gray is replicated into the three channels; alpha is dropped, not composited (an
+//     RGBA pixel (10, 20, 30, 0) is (10, 20, 30)); a palette is looked up, the transparent
+//     entry keeping its own colour; 16-bit colour keeps its high byte, 16-bit gray (Pillow's
+//     I;16) is clipped to 255; CMYK becomes (255-C)(255-K)/255 per channel with Pillow's
+//     rounding, after the Adobe inversion that libjpeg and Go's decoder both undo.
+//
+// PNG, GIF, BMP, TIFF and WebP pixels equal Pillow 13.0.0's byte for byte (the tests compare
+// with fixtures Pillow decoded). JPEG pixels come from Go's image/jpeg, which upsamples
+// chroma and rounds its inverse DCT differently from libjpeg-turbo: docs/images.md gives the
+// measured differences from Pillow on photos.
+//
+// The header is read first: an image of more than Decoder.MaxPixels pixels (by default
+// DefaultMaxPixels, Pillow's DecompressionBombError limit) is refused before its pixels are
+// decoded. Every error names the file.
+//
+// # The image layout
+//
+// goaccel lays images out channels last: an image is HWC (row, column, channel) and a batch
+// NHWC. It is the layout GoMLX's layers use by default (layers.Convolution,
+// images.ChannelsLast) and the one XLA's CPU backend runs convolutions in natively (its
+// Eigen kernels are NHWC; other layouts are transposed around them), and it is the decoded
+// file's own order, so no transpose is needed between the file and the tensor. Models
+// converted from PyTorch, which is NCHW, transpose their convolution kernels once at load,
+// not every batch at run time.
+package image
