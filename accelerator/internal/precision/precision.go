@@ -104,7 +104,7 @@ func (p Precision) Caveat(backend string, plugin plugins.Kind, bf16Dots bool) st
 	case backend != "xla" || plugin != plugins.CPU:
 		return ""
 	case p == BF16 && !bf16Dots:
-		return " (expect about 0.6x fp32's speed here: this CPU lacks bfloat16 dot instructions " +
+		return " (slower than fp32 here, about 0.6x its speed: this CPU lacks bfloat16 dot instructions " +
 			"(avx512_bf16, amx_bf16), so XLA's CPU plugin adds conversions to every matrix product and " +
 			"saves no arithmetic; --mixed_precision no trains faster; `goaccel bench --precision fp32,bf16` " +
 			"measures it; figures in docs/performance.md)"
