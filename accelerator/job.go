@@ -304,7 +304,23 @@ func (j *Job) execCreatingVariables(synced *bool, exec func() ([]*tensors.Tensor
 	if err := j.resetAccumulators(); err != nil { // the first execution added to them already
 		return nil, err
 	}
-	return exec()
+	// The first execution updated the buffers once already, on rank 0 from the variables
+	// every process has now: the second must not update them again (BatchNorm's
+	// num_batches_tracked would count the batch twice). Each process keeps its first
+	// execution's; the update then makes them rank 0's (strategy.Buffers).
+	buffers := &j.env().Buffers
+	saved, err := buffers.Save()
+	if err != nil {
+		return nil, fmt.Errorf("accelerator: %w", err)
+	}
+	if outs, err = exec(); err != nil {
+		return nil, err
+	}
+	if err := buffers.Restore(saved); err != nil {
+		finalizeAll(outs)
+		return nil, fmt.Errorf("accelerator: %w", err)
+	}
+	return outs, nil
 }
 
 // resetAccumulators sets the gradient accumulators (goaccel/grad_accum, goaccel/grad_weight)

@@ -109,8 +109,12 @@ func (h hostReduced) newStep(t *TrainStep) strategy.Runner {
 	return strategy.NewHost(t.job.env(), runnerStep{t}, strategy.Mean(r))
 }
 
+// syncVariables makes the variables rank 0's, but for the rank-local accumulators and the
+// model's buffers, which each process's first step changed on its own part of the batch and
+// which the update makes rank 0's (strategy.Buffers): comparing them would rerun that step.
 func (h hostReduced) syncVariables(j *Job) (bool, error) {
-	return collective.SyncVariables(h.grp, j.store, isAccumulator)
+	env := j.env()
+	return collective.SyncVariables(h.grp, j.store, func(path string) bool { return isAccumulator(path) || env.Buffers.Has(path) })
 }
 func (h hostReduced) gather(local *Gathered) (*Gathered, error) { return gatherRanks(h.grp, local) }
 func (hostReduced) shardsOverProcesses() bool                   { return false }

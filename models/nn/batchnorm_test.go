@@ -252,11 +252,10 @@ type bnExample struct {
 	label int32
 }
 
-// TestBatchNormSameRunOn1And2Devices: a model with BatchNorm trained with SGD at a global
-// batch of 7 (on 2 devices, shares 4+3 with one padded slot) gives the same losses and the
-// same running statistics on 1 and 2 XLA CPU devices: the statistics are the global batch's.
-func TestBatchNormSameRunOn1And2Devices(t *testing.T) {
-	plugin := acceltest.CPUPlugin(t)
+// bnTrain trains a model with BatchNorm with SGD at a global batch of 7 for 2 epochs (4 global
+// batches each) on acc and returns its losses and the running statistics (running_mean,
+// running_var, num_batches_tracked).
+func bnTrain(acc *accelerator.Accelerator) (losses []float64, stats [][]float64, err error) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	examples := make([]bnExample, 28)
 	for i := range examples {
@@ -273,50 +272,77 @@ func TestBatchNormSameRunOn1And2Devices(t *testing.T) {
 		}
 		return []*tensors.Tensor{tensors.FromValue(xs)}, tensors.FromValue(ys), nil
 	}
-	run := func(devices int) (losses []float64, stats [][]float64) {
+	loader, err := data.NewLoader(data.FromSlice(examples), data.LoaderConfig[bnExample]{GlobalBatchSize: 7, Shuffle: true,
+		Seed: 5, Collate: collate})
+	if err != nil {
+		return nil, nil, err
+	}
+	opt, err := optim.SGD(optim.SGDConfig{LearningRate: 0.1, Momentum: 0.9, WeightDecay: 5e-4})
+	if err != nil {
+		return nil, nil, err
+	}
+	job, err := acc.Prepare(model.NewStore(), opt, loader)
+	if err != nil {
+		return nil, nil, err
+	}
+	step := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *Node {
+		h := BatchNorm(s.In("bn"), layers.Dense(s.In("hidden"), b.Inputs[0], true, 6), b.Mask, BatchNormConfig{})
+		l := accelerator.CrossEntropy(layers.Dense(s.In("out"), Tanh(h), true, 3), b.Labels, b.Mask)
+		acc.Backward(s, l)
+		return l
+	})
+	for range 2 {
+		for batch, err := range job.Batches() {
+			if err != nil {
+				return nil, nil, err
+			}
+			loss, err := step.Run(batch)
+			if err != nil {
+				return nil, nil, err
+			}
+			v, err := loss.Value()
+			if err != nil {
+				return nil, nil, err
+			}
+			losses = append(losses, v)
+		}
+	}
+	for _, p := range []string{"/bn/running_mean", "/bn/running_var", "/bn/num_batches_tracked"} {
+		v := job.Store().GetVariable(p)
+		t, err := v.Value()
+		if err != nil {
+			return nil, nil, err
+		}
+		var vals []float64
+		if err := t.ConstFlatData(func(flat any) {
+			switch f := flat.(type) {
+			case []float32:
+				vals = f64(f)
+			case []int64:
+				vals = []float64{float64(f[0])}
+			}
+		}); err != nil {
+			return nil, nil, err
+		}
+		stats = append(stats, vals)
+	}
+	return losses, stats, nil
+}
+
+// TestBatchNormSameRunOn1And2Devices: a model with BatchNorm (bnTrain: global batches of 7,
+// on 2 devices shares 4+3 with one padded slot) gives the same losses and the same running
+// statistics on 1 and 2 XLA CPU devices: the statistics are the global batch's.
+func TestBatchNormSameRunOn1And2Devices(t *testing.T) {
+	plugin := acceltest.CPUPlugin(t)
+	run := func(devices int) ([]float64, [][]float64) {
 		acc, err := accelerator.New(accelerator.Config{Backend: plugin, Devices: devices, Quiet: true, Seed: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer acc.Close()
-		loader, err := data.NewLoader(data.FromSlice(examples), data.LoaderConfig[bnExample]{GlobalBatchSize: 7, Shuffle: true,
-			Seed: 5, Collate: collate})
+		losses, stats, err := bnTrain(acc)
 		if err != nil {
 			t.Fatal(err)
-		}
-		opt, err := optim.SGD(optim.SGDConfig{LearningRate: 0.1, Momentum: 0.9, WeightDecay: 5e-4})
-		if err != nil {
-			t.Fatal(err)
-		}
-		store := model.NewStore()
-		job, err := acc.Prepare(store, opt, loader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		step := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *Node {
-			h := BatchNorm(s.In("bn"), layers.Dense(s.In("hidden"), b.Inputs[0], true, 6), b.Mask, BatchNormConfig{})
-			l := accelerator.CrossEntropy(layers.Dense(s.In("out"), Tanh(h), true, 3), b.Labels, b.Mask)
-			acc.Backward(s, l)
-			return l
-		})
-		for range 2 {
-			for batch, err := range job.Batches() {
-				if err != nil {
-					t.Fatal(err)
-				}
-				loss, err := step.Run(batch)
-				if err != nil {
-					t.Fatal(err)
-				}
-				v, err := loss.Value()
-				if err != nil {
-					t.Fatal(err)
-				}
-				losses = append(losses, v)
-			}
-		}
-		for _, p := range []string{"/bn/running_mean", "/bn/running_var", "/bn/num_batches_tracked"} {
-			stats = append(stats, storeFloats(t, job.Store(), p))
 		}
 		return losses, stats
 	}

@@ -62,6 +62,9 @@ type Env struct {
 	Group collective.Group
 	// TL is the run's timeline (nil: off).
 	TL *timeline.Recorder
+	// Buffers are the model's buffers that the job's gradients graphs change (Host notes
+	// them), made rank 0's after each update.
+	Buffers Buffers
 }
 
 // Devices is the number of devices the job's graphs run on.

@@ -97,14 +97,25 @@ func (p *Host) Run(gb *data.GlobalBatch, args []any, accumulate bool) (*tensors.
 	}
 	total := p.window + weight
 	p.window = 0
-	return tensors.FromValue(lossSum / weight), p.red.Apply(gb, total)
+	if err := p.red.Apply(gb, total); err != nil {
+		return nil, err
+	}
+	if err := p.env.Buffers.Sync(p.env); err != nil {
+		return nil, errorAt("making the buffers rank 0's", gb, err)
+	}
+	return tensors.FromValue(lossSum / weight), nil
 }
 
 // graphFn is graph 1 of the update's batch or, with accumulate, of a batch before it.
 func (p *Host) graphFn(accumulate bool) GraphFn {
-	return p.step.GradientsGraph(accumulate, func(vars []*model.Variable, lossDType dtypes.DType) {
+	inner := p.step.GradientsGraph(accumulate, func(vars []*model.Variable, lossDType dtypes.DType) {
 		p.vars, p.lossDType = vars, lossDType
 	})
+	return func(s *model.Scope, inputs []*Node) []*Node {
+		out := inner(s, inputs)
+		p.env.Buffers.Note(s.Store(), inputs[0].Graph())
+		return out
+	}
 }
 
 // gradients runs graph 1 on the batch and reads this process's loss, weight and (on the
