@@ -102,17 +102,21 @@ deps-status:
 	@mpirun --version 2>/dev/null | grep -q "Open MPI" && echo "test deps: Open MPI: $$(command -v mpirun)" || \
 	  echo "test deps: Open MPI's mpirun NOT found: the quickstart-under-mpirun test will be SKIPPED (apt-get install openmpi-bin; .ci/run installs it as root)"
 
-# FUZZTIME is per target (make fuzz runs 4 targets one after the other): a duration, or a count
-# of inputs such as 3000x. make test-all gives a count: with a duration, Go 1.26's fuzzing
-# coordinator can fail a target with a bare "context deadline exceeded" at the deadline when a
-# worker is slow to stop on a loaded machine, with no failing input (go.dev/issue/75804, fixed
-# in Go 1.27); a count sets no deadline.
+# FUZZTIME is per target: make fuzz runs every Fuzz function of the module's tests (found by
+# name, so a new parser's fuzz target runs without a line here), one after the other, each
+# from its seed corpus (the package's fixtures; crashers found earlier in testdata/fuzz/). A
+# duration, or a count of inputs such as 3000x. make test-all gives a count: with a duration,
+# Go 1.26's fuzzing coordinator can fail a target with a bare "context deadline exceeded" at
+# the deadline when a worker is slow to stop on a loaded machine, with no failing input
+# (go.dev/issue/75804, fixed in Go 1.27); a count sets no deadline.
 FUZZTIME ?= 30s
 fuzz:
-	$(GO) test ./data/text -run '^$$' -fuzz '^FuzzParseTSV$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./data/table -run '^$$' -fuzz '^FuzzCSV$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./data/table -run '^$$' -fuzz '^FuzzJSONLines$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./models/bert -run '^$$' -fuzz '^FuzzByteLevelBPE$$' -fuzztime $(FUZZTIME)
+	@set -e; for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	  for target in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go | cut -c6- | sort -u); do \
+	    echo "fuzz: $$dir $$target ($(FUZZTIME))"; \
+	    $(GO) test $$dir -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME); \
+	  done; \
+	done
 
 # deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only) and MPICH
 # (for the multi-process tests) with `goaccel setup --dir .deps`, then the Python packages of the
