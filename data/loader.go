@@ -64,6 +64,11 @@ type LoaderConfig[T any] struct {
 	Workers int
 	// Collate makes the tensors of a global batch (see CollateFunc). It is required.
 	Collate CollateFunc[T]
+	// Augment, when set, transforms each example before Collate (on the workers, with
+	// Workers > 0), given its ExampleKey: random augmentations drawn from key.Rand() are then
+	// the same on every topology and worker count, and after a resume. It returns a new
+	// example and leaves its argument as it was: a padding slot may share it.
+	Augment func(example T, key ExampleKey) (T, error)
 }
 
 func (c LoaderConfig[T]) validate(caller string) error {
@@ -188,6 +193,9 @@ func (l *loaderBase[T]) epoch(produce globalBatchSlots[T]) iter.Seq2[*GlobalBatc
 			return produce(ps, func(index int, build func() ([]T, []*Batch, error)) bool {
 				return emit(func() (*GlobalBatch, error) {
 					examples, batches, err := build()
+					if err == nil {
+						err = augment(examples, batches, ps.seed, ps.epoch, l.cfg.Augment)
+					}
 					if err == nil {
 						err = collateGlobalBatch(examples, batches, l.cfg.Collate)
 					}
