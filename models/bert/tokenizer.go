@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/goaccel/goaccel/tokenizers"
 )
@@ -48,6 +50,8 @@ type Tokenizer struct {
 	modelSize int              // the model's vocabulary: tokens[:modelSize] (vocab.txt)
 	maxLen    int
 	seg       segmenter
+	cut       bool                   // long texts may be encoded chunk by chunk (canCut)
+	rstrip    []string               // the rstrip tokens' contents, raw and normalized (canCut)
 	added     *tokenizers.AddedVocab // matched in the text before the segmenter (see added.go)
 	special   specialTokens
 	buckets   []int // optional padding lengths, ascending, the last one == maxLen
@@ -182,6 +186,7 @@ func newTokenizer(tokens []string, maxLen int, opts basicOptions, sp *folderSpec
 	t := &Tokenizer{tokens: table, ids: all, modelSize: len(tokens), maxLen: maxLen, seg: wp, buckets: []int{maxLen},
 		vocabFrom: source, special: specialTokens{cls: all[sp.cls], sep: all[sp.sep], pad: all[sp.pad], pairSeps: 1, pairTypeID: 1}}
 	t.added = tokenizers.NewAddedVocab(added, wp.normalize)
+	t.cut = t.canCut()
 	return t, nil
 }
 
@@ -298,8 +303,10 @@ func readBPEJSON(contents []byte, path string, maxLen int) (*Tokenizer, error) {
 	if err := special.checkMaxLen(maxLen); err != nil {
 		return nil, err
 	}
-	return &Tokenizer{tokens: tokens, ids: all, modelSize: len(tokens), maxLen: maxLen, seg: seg, special: *special,
-		added: tokenizers.NewAddedVocab(added, seg.normalize), buckets: []int{maxLen}, vocabFrom: path, json: contents}, nil
+	t := &Tokenizer{tokens: tokens, ids: all, modelSize: len(tokens), maxLen: maxLen, seg: seg, special: *special,
+		added: tokenizers.NewAddedVocab(added, seg.normalize), buckets: []int{maxLen}, vocabFrom: path, json: contents}
+	t.cut = t.canCut()
+	return t, nil
 }
 
 // readWordPieceJSON reads a HF tokenizers file whose model is WordPiece and whose normalizer
@@ -492,13 +499,19 @@ func (t *Tokenizer) Tokenize(text string) []string {
 // Encode returns the ids of [CLS] + the tokens of text + [SEP] (<s> ... </s> for RoBERTa),
 // the tokens truncated so that the whole sequence has at most MaxLen ids. No padding is
 // added.
+//
+// A WordPiece or BPE tokenizer reads a long text only as far as those MaxLen ids need: in
+// chunks of about 8 KiB, each cut before a space where that gives the same ids as the whole
+// text (see Tokenizer.nextCut), so that a 4 MB text costs what its first chunk does. A text
+// with no such space, or a tokenizer with an added token holding whitespace, is encoded
+// whole. A Unigram tokenizer encodes the whole text.
 func (t *Tokenizer) Encode(text string) []int32 {
 	if t.uni != nil {
 		return t.uni.Encode(text).IDs
 	}
 	ids := make([]int32, 1, t.maxLen)
 	ids[0] = t.special.cls
-	ids = t.appendIDs(text, ids)
+	ids, _ = t.appendCapped(text, ids, t.maxLen-2, false)
 	if len(ids) > t.maxLen-1 {
 		ids = ids[:t.maxLen-1]
 	}
@@ -511,7 +524,9 @@ func (t *Tokenizer) Encode(text string) []int32 {
 // every type id 0 (RoBERTa). When the whole is longer than MaxLen the texts are cut
 // "longest first": the longer one is cut to what the shorter one leaves, and both to half
 // when each is longer than that. An empty b is no pair, as in transformers: the result is
-// Encode(a), with type ids 0.
+// Encode(a), with type ids 0. Longest first needs the number of tokens of both texts, so
+// both are read whole, but in chunks as Encode reads them, holding at most MaxLen ids of
+// each: the memory is bounded, the time is that of the whole texts.
 func (t *Tokenizer) EncodePair(a, b string) (ids, typeIDs []int32) {
 	if b == "" {
 		ids = t.Encode(a)
@@ -521,15 +536,15 @@ func (t *Tokenizer) EncodePair(a, b string) (ids, typeIDs []int32) {
 		e := t.uni.EncodePair(a, b)
 		return e.IDs, e.TypeIDs
 	}
-	first, second := t.appendIDs(a, nil), t.appendIDs(b, nil)
 	sp := t.special
-	room := t.maxLen - 2 - sp.pairSeps
-	if room < 0 {
-		room = 0
-	}
-	if len(first)+len(second) > room {
-		n1, n2 := tokenizers.LongestFirst(len(first), len(second), room)
-		first, second = first[:n1], second[:n2]
+	room := max(t.maxLen-2-sp.pairSeps, 0)
+	// Longest first needs the number of tokens of each text; no more than room of them are
+	// kept.
+	first, n1 := t.appendCapped(a, nil, room, true)
+	second, n2 := t.appendCapped(b, nil, room, true)
+	if n1+n2 > room {
+		k1, k2 := tokenizers.LongestFirst(n1, n2, room)
+		first, second = first[:k1], second[:k2]
 	}
 	ids = make([]int32, 0, len(first)+len(second)+2+sp.pairSeps)
 	ids = append(append(append(ids, sp.cls), first...), sp.sep)
@@ -541,6 +556,83 @@ func (t *Tokenizer) EncodePair(a, b string) (ids, typeIDs []int32) {
 		ids, typeIDs = append(ids, id), append(typeIDs, sp.pairTypeID)
 	}
 	return ids, typeIDs
+}
+
+// chunkSize is the length from which appendCapped encodes a text piece by piece.
+const chunkSize = 8 << 10
+
+// appendCapped appends to out the first keep ids of text (appendIDs) and returns them with
+// the number of ids of the whole text. A text longer than chunkSize is encoded chunk by chunk
+// (see Tokenizer.nextCut), so that only keep ids are held: without count it stops at the chunk that
+// completes them (the whole count is then not known: total is at least keep), with count it
+// goes on counting. A tokenizer whose texts cannot be cut (see canCut), or a text without a
+// place to cut it, is encoded whole.
+func (t *Tokenizer) appendCapped(text string, out []int32, keep int, count bool) ([]int32, int) {
+	base := len(out)
+	if !t.cut || len(text) <= chunkSize {
+		out = t.appendIDs(text, out)
+		total := len(out) - base
+		return out[:base+min(total, keep)], total
+	}
+	total := 0
+	for text != "" {
+		end := t.nextCut(text)
+		n := len(out)
+		out = t.appendIDs(text[:end], out)
+		total += len(out) - n
+		out = out[:base+min(total, keep)]
+		if total >= keep && !count {
+			break
+		}
+		text = text[end:]
+	}
+	return out, total
+}
+
+// nextCut is where the first chunk of text ends: at the first space at or after chunkSize
+// whose previous character is not whitespace and before which no rstrip token ends, or at
+// the end. Cut there, the chunks encode to the ids of the whole: BERT's and BPE's
+// normalizers change a character with its combining marks only, a space never composes with
+// what precedes it, the pre-tokenizers cut a word before such a space (GPT-2's pattern
+// included: the space goes with what follows), no added token can match across it (canCut),
+// and none ending there would take the spaces after it.
+func (t *Tokenizer) nextCut(text string) int {
+	for i := chunkSize; i < len(text); i++ {
+		if text[i] != ' ' {
+			continue
+		}
+		r, _ := utf8.DecodeLastRuneInString(text[:i])
+		if unicode.Is(unicode.White_Space, r) {
+			continue
+		}
+		word := text[strings.LastIndexFunc(text[:i], unicode.IsSpace)+1 : i]
+		if !slices.ContainsFunc(t.rstrip, func(c string) bool {
+			return strings.HasSuffix(word, c) || strings.HasSuffix(t.seg.normalize(word), c)
+		}) {
+			return i
+		}
+	}
+	return len(text)
+}
+
+// canCut tells whether the tokenizer's texts may be cut as nextCut does (no added token
+// holds whitespace, in its content or normalized), and lists the contents of the rstrip
+// tokens, raw and normalized, for nextCut.
+func (t *Tokenizer) canCut() bool {
+	if t.seg == nil {
+		return false
+	}
+	t.rstrip = nil
+	for _, a := range t.added.Tokens() {
+		norm := t.seg.normalize(a.Content)
+		if strings.ContainsFunc(a.Content+norm, unicode.IsSpace) {
+			return false
+		}
+		if a.RStrip {
+			t.rstrip = append(t.rstrip, a.Content, norm)
+		}
+	}
+	return true
 }
 
 // appendIDs appends the ids of text to out: the added tokens found in it, and the

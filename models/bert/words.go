@@ -27,6 +27,9 @@ func (t *Tokenizer) EncodeWords(words []string) (ids, wordIDs []int32) {
 	}
 	ids, wordIDs = []int32{t.special.cls}, []int32{-1}
 	for i, w := range words {
+		if len(ids) >= t.maxLen-1 {
+			break // the words after it would be truncated away
+		}
 		n := len(ids)
 		ids = t.appendWordIDs(w, ids)
 		for range len(ids) - n {
