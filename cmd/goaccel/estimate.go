@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/internal/bytesize"
 	"github.com/goaccel/goaccel/internal/flagsuggest"
+	"github.com/goaccel/goaccel/models/auto"
 	"github.com/goaccel/goaccel/models/bert"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -26,8 +26,8 @@ type estimateOptions struct {
 }
 
 // estimateCmd prints the memory plan of a classifier's training step (Adam) for a model folder
-// of the BERT family (BERT, DistilBERT, ELECTRA, RoBERTa: config.json's model_type), compiled
-// on XLA's CPU plugin without running: the same plan TrainStep.Run prints.
+// of any family models/auto loads (config.json's model_type), compiled on XLA's CPU plugin
+// without running: the same plan TrainStep.Run prints.
 func estimateCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("goaccel estimate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -42,12 +42,12 @@ func estimateCmd(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: goaccel estimate [flags] MODEL_DIR\n\n"+
 			"Prints the memory plan per device of a training step (Adam) of the classifier in MODEL_DIR\n"+
-			"(a Hugging Face folder with config.json; BERT, DistilBERT, ELECTRA or RoBERTa by its model_type):\n"+
+			"(a Hugging Face folder with config.json, or a Hub id in the local cache; model_type %s):\n"+
 			"weights, gradients, optimizer state and the compiled step's temporaries, from XLA's compiled\n"+
 			"memory statistics. Nothing is trained or loaded but the config.\n\n"+
 			"Exit status: 0 the plan fits the budget (or there is none), 1 an error, 2 a usage error,\n"+
 			"%d the plan does not fit --device_memory ($GOACCEL_DEVICE_MEMORY): the largest part and the ways out go to stderr.\n\n",
-			exitDoesNotFit)
+			strings.Join(auto.Families(), ", "), exitDoesNotFit)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -106,15 +106,18 @@ func suggestFlag(fs *flag.FlagSet, err error) error {
 }
 
 // estimate compiles the classifier's training step for a synthetic batch and returns its
-// plan, the model's family (config.json's model_type: bert, distilbert, electra, roberta) and
+// plan, the model's family (config.json's model_type, of any family models/auto loads) and
 // its parameter count.
 func estimate(dir string, o estimateOptions) (accelerator.MemoryPlan, string, int, error) {
 	var zero accelerator.MemoryPlan
-	cfg, err := bert.LoadConfig(filepath.Join(dir, "config.json"))
+	if err := o.check(); err != nil {
+		return zero, "", 0, err
+	}
+	blank, err := auto.NewBlank(dir, o.numLabels, o.seqLen)
 	if err != nil {
 		return zero, "", 0, err
 	}
-	e, err := newEstimateJob(cfg, o)
+	e, err := newEstimateJob(blank, o)
 	if err != nil {
 		return zero, "", 0, err
 	}
@@ -128,11 +131,20 @@ func estimate(dir string, o estimateOptions) (accelerator.MemoryPlan, string, in
 			return zero, "", 0, fmt.Errorf("--sharding: %w", err)
 		}
 	}
-	return plan, cfg.Family(), e.params, nil
+	return plan, blank.Family, e.params, nil
 }
 
-// estimateJob is a BERT classifier's training step, prepared on XLA's CPU plugin with a
-// synthetic global batch to compile it for.
+// check refuses the shapes that no step has.
+func (o estimateOptions) check() error {
+	if o.batchSize < 1 || o.seqLen < 2 || o.devices < 1 || o.numLabels < 0 {
+		return fmt.Errorf("--batch_size %d, --seq_len %d, --devices %d, --num_labels %d: want >= 1, >= 2, >= 1 and >= 0",
+			o.batchSize, o.seqLen, o.devices, o.numLabels)
+	}
+	return nil
+}
+
+// estimateJob is a classifier's training step, prepared on XLA's CPU plugin with a synthetic
+// global batch to compile it for.
 type estimateJob struct {
 	acc    *accelerator.Accelerator
 	train  *accelerator.TrainStep
@@ -140,17 +152,10 @@ type estimateJob struct {
 	params int
 }
 
-// newEstimateJob prepares cfg's classifier with Adam for o's shapes; the caller closes acc.
-func newEstimateJob(cfg bert.Config, o estimateOptions) (*estimateJob, error) {
-	if o.batchSize < 1 || o.seqLen < 2 || o.devices < 1 || o.numLabels < 0 {
-		return nil, fmt.Errorf("--batch_size %d, --seq_len %d, --devices %d, --num_labels %d: want >= 1, >= 2, >= 1 and >= 0",
-			o.batchSize, o.seqLen, o.devices, o.numLabels)
-	}
-	if o.numLabels > 0 {
-		cfg.NumLabels = o.numLabels
-	}
-	if err := cfg.CheckMaxLen(o.seqLen); err != nil {
-		return nil, fmt.Errorf("--seq_len %d: %w", o.seqLen, err)
+// newEstimateJob prepares blank's classifier with Adam for o's shapes; the caller closes acc.
+func newEstimateJob(blank *auto.Blank, o estimateOptions) (*estimateJob, error) {
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	var budget int64
 	if o.deviceMemory != "" {
@@ -164,25 +169,24 @@ func newEstimateJob(cfg bert.Config, o estimateOptions) (*estimateJob, error) {
 	if err != nil {
 		return nil, accelerator.NameFlags(err, map[string]string{"Devices": "--devices", "MixedPrecision": "--mixed_precision"})
 	}
-	clf, err := bert.NewClassifier(cfg, model.NewStore())
-	if err == nil {
-		var job *accelerator.Job
-		if job, err = acc.Prepare(clf, optimizer.Adam().Done(), nil); err == nil {
-			train := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *Node {
-				l := accelerator.CrossEntropy(clf.Logits(s, b.Inputs), b.Labels, b.Mask)
-				acc.Backward(s, l)
-				return l
-			})
-			return &estimateJob{acc: acc, train: train, batch: syntheticBatch(o.devices, o.batchSize, o.seqLen), params: clf.NumParameters()}, nil
-		}
+	job, err := acc.Prepare(blank.Classifier, optimizer.Adam().Done(), nil)
+	if err != nil {
+		acc.Close()
+		return nil, err
 	}
-	acc.Close()
-	return nil, err
+	train := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *Node {
+		l := accelerator.CrossEntropy(blank.Logits(s, b.Inputs), b.Labels, b.Mask)
+		acc.Backward(s, l)
+		return l
+	})
+	return &estimateJob{acc: acc, train: train, batch: syntheticBatch(o.devices, o.batchSize, o.seqLen, blank.Inputs),
+		params: blank.Classifier.NumParameters()}, nil
 }
 
-// syntheticBatch is a global batch of BERT inputs (token ids, attention mask, token types;
-// all [b, seqLen] int32) and labels for devices devices, every slot real.
-func syntheticBatch(devices, b, seqLen int) *data.GlobalBatch {
+// syntheticBatch is a global batch of a text classifier's inputs (token ids, attention mask
+// and, with 3 inputs, token types; all [b, seqLen] int32) and labels for devices devices,
+// every slot real.
+func syntheticBatch(devices, b, seqLen, inputs int) *data.GlobalBatch {
 	gb := &data.GlobalBatch{}
 	for range devices {
 		sh := &data.Batch{Real: make([]bool, b), Indices: make([]int, b), Positions: make([]int, b)}
@@ -197,7 +201,7 @@ func syntheticBatch(devices, b, seqLen int) *data.GlobalBatch {
 			tensors.FromFlatDataAndDimensions(make([]int32, b*seqLen), b, seqLen),
 			tensors.FromFlatDataAndDimensions(ones, b, seqLen),
 			tensors.FromFlatDataAndDimensions(make([]int32, b*seqLen), b, seqLen),
-		}
+		}[:inputs]
 		sh.Labels = tensors.FromFlatDataAndDimensions(make([]int32, b), b)
 		sh.Mask = tensors.FromFlatDataAndDimensions(sh.Real, b)
 		gb.Shards = append(gb.Shards, sh)

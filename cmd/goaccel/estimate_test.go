@@ -18,6 +18,7 @@ import (
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/internal/bytesize"
 	"github.com/goaccel/goaccel/internal/testutil"
+	"github.com/goaccel/goaccel/models/auto"
 	"github.com/goaccel/goaccel/models/bert"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -176,7 +177,7 @@ func peakChild(t *testing.T, kind string) {
 		sh.Mask = tensors.FromFlatDataAndDimensions(sh.Real, n)
 		gb = &data.GlobalBatch{Shards: []*data.Batch{sh}}
 	case "bert":
-		e, err := newEstimateJob(bert.TinyConfig(1000), estimateOptions{batchSize: 64, seqLen: 128, devices: 1, sharding: "no"})
+		e, err := newEstimateJob(bertBlank(t, bert.TinyConfig(1000)), estimateOptions{batchSize: 64, seqLen: 128, devices: 1, sharding: "no"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +188,7 @@ func peakChild(t *testing.T, kind string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := newEstimateJob(cfg, estimateOptions{batchSize: 16, seqLen: 128, devices: 1, sharding: "no"})
+		e, err := newEstimateJob(bertBlank(t, cfg), estimateOptions{batchSize: 16, seqLen: 128, devices: 1, sharding: "no"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,4 +305,14 @@ func TestEstimateFollowsFamily(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bertBlank is the auto.Blank of a BERT classifier of cfg, fresh.
+func bertBlank(t *testing.T, cfg bert.Config) *auto.Blank {
+	t.Helper()
+	clf, err := bert.NewClassifier(cfg, model.NewStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &auto.Blank{Family: cfg.Family(), Classifier: clf, Inputs: 3, Logits: clf.Logits}
 }
