@@ -125,7 +125,11 @@ def main():
     add("lossless.webp", save(Image.fromarray(rgb), "WEBP", lossless=True))
     add("lossless_rgba.webp", save(Image.fromarray(rgba), "WEBP", lossless=True))
     add("orient8.webp", save(Image.fromarray(rgb), "WEBP", lossless=True, exif=exif_orientation(8)))
-    add("lossy.webp", save(Image.fromarray(photo(32, 24)), "WEBP", quality=90), exact=False)
+    # Lossy WebP: exact too (the fancy upsampler and BT.601 conversion of libwebp).
+    add("lossy.webp", save(Image.fromarray(photo(32, 24)), "WEBP", quality=90))
+    add("lossy_odd.webp", save(Image.fromarray(photo(33, 25)), "WEBP", quality=80))
+    lrgba = np.concatenate([photo(31, 22), rng.integers(0, 256, (22, 31, 1), dtype=np.uint8)], -1)
+    add("lossy_rgba.webp", save(Image.fromarray(lrgba), "WEBP", quality=85))
 
     # JPEG: compared within a tolerance (Go's decoder is not libjpeg-turbo).
     ph = Image.fromarray(photo(40, 24))
@@ -136,6 +140,9 @@ def main():
     add("gray.jpg", save(ph.convert("L"), "JPEG", quality=95), exact=False)
     add("cmyk.jpg", save(ph.convert("CMYK"), "JPEG", quality=95), exact=False)
     add("orient6.jpg", save(ph, "JPEG", quality=95, exif=exif_orientation(6)), exact=False)
+    odd = Image.fromarray(photo(41, 23))
+    add("q420_odd.jpg", save(odd, "JPEG", quality=90, subsampling=2), exact=False)
+    add("q422_odd.jpg", save(odd, "JPEG", quality=90, subsampling=1), exact=False)
     add("orient3.jpg", save(ph, "JPEG", quality=95, exif=exif_orientation(3)), exact=False)
 
     with open(os.path.join(dec, "manifest.json"), "w") as f:

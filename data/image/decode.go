@@ -92,7 +92,7 @@ func (d Decoder) Decode(name string, data []byte) (m *RGB, err error) {
 		}
 		return nil, fmt.Errorf("image: %s: corrupt or truncated %s file: %w", name, format, err)
 	}
-	out := toRGB(img)
+	out := toRGB(img, format)
 	if o := orientation(format, data); o > 1 {
 		out = transpose(out, o)
 	}
@@ -144,7 +144,7 @@ func mulDiv255(a, b int) int {
 // toRGB is Pillow's convert("RGB") of the decoded image: gray replicated, alpha dropped
 // (not composited), palettes looked up, 16-bit samples cut to their high byte (16-bit gray,
 // Pillow's I;16, clipped to 255 instead), CMYK by Pillow's cmyk2rgb.
-func toRGB(img stdimage.Image) *RGB {
+func toRGB(img stdimage.Image, format string) *RGB {
 	b := img.Bounds()
 	w, h := b.Dx(), b.Dy()
 	out := &RGB{Width: w, Height: h, Pix: make([]uint8, w*h*3)}
@@ -185,13 +185,13 @@ func toRGB(img stdimage.Image) *RGB {
 			}
 		}
 	case *stdimage.YCbCr:
-		for y := range h {
-			for x := range w {
-				yi, ci := m.YOffset(x+b.Min.X, y+b.Min.Y), m.COffset(x+b.Min.X, y+b.Min.Y)
-				i := (y*w + x) * 3
-				p[i], p[i+1], p[i+2] = color.YCbCrToRGB(m.Y[yi], m.Cb[ci], m.Cr[ci])
-			}
+		if format == "webp" {
+			webpToRGB(m, p)
+		} else {
+			ycbcrToRGB(m, p)
 		}
+	case *stdimage.NYCbCrA: // lossy WebP with alpha: the alpha plane dropped
+		webpToRGB(&m.YCbCr, p)
 	case *stdimage.CMYK:
 		for y := range h {
 			for x := range w {

@@ -31,7 +31,7 @@ func readManifest(t testing.TB) map[string]fixture {
 
 // jpegTolerance is the largest per-channel difference from Pillow (libjpeg-turbo) allowed on
 // the small JPEG and lossy WebP fixtures; docs/images.md measures it on photos.
-const jpegTolerance = 70
+const jpegTolerance = 3
 
 // TestDecodeEqualsPillow decodes every fixture and compares with the RGB bytes Pillow 13.0.0
 // gave for exif_transpose(open(f)).convert("RGB"): byte for byte for the lossless formats.
