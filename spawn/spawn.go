@@ -28,8 +28,10 @@
 // flag parsing never sees them, in torchrun's spellings too: --nproc N (also --nprocs,
 // --nproc_per_node, --nproc-per-node; N is a number, or torchrun's gpu: one per visible GPU,
 // cpu: one per CPU core, or auto: gpu if there are GPUs, else cpu) and --max_restarts N
-// (--max-restarts). A program whose own flag has one of these names passes Config.Nproc to
-// Run instead.
+// (--max-restarts), and the switch --oversubscribe: without a visible GPU, more ranks than the
+// CPU cores of the process's affinity are refused (exit status 2, naming the flag and the
+// cores) unless it is given (or Config.Oversubscribe). A program whose own flag has one of
+// these names passes Config.Nproc to Run instead.
 //
 // # With hostmalloc
 //
@@ -59,6 +61,9 @@ type Config struct {
 	MaxRestarts int
 	// LogDir receives LogDir/attempt_A/rank_R/{stdout,stderr}.log ("": a new temporary folder).
 	LogDir string
+	// Oversubscribe starts more ranks than the CPU cores of this process's affinity when no
+	// GPU is visible (refused otherwise); false reads --oversubscribe from the command line.
+	Oversubscribe bool
 }
 
 // Ranks is Run(Config{}): the ranks are chosen by --nproc on the command line.
@@ -117,6 +122,7 @@ func plan(args, env []string, cfg Config) (decision, error) {
 	d := decision{nproc: cfg.Nproc, maxRestarts: cfg.MaxRestarts}
 	given := map[string]string{} // flag -> value, as typed
 	typed := map[string]string{} // flag -> its spelling on the command line
+	oversubscribe := cfg.Oversubscribe
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -124,6 +130,17 @@ func plan(args, env []string, cfg Config) (decision, error) {
 			break
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name == "oversubscribe" && strings.HasPrefix(a, "-") { // a switch: no value of its own
+			b, err := strconv.ParseBool(value)
+			if !hasValue {
+				b, err = true, nil
+			}
+			if err != nil {
+				return d, fmt.Errorf("%s=%q: want true or false (or --oversubscribe alone)", a[:len(a)-len(value)-1], value)
+			}
+			oversubscribe = oversubscribe || b
+			continue
+		}
 		which, ok := flags[name]
 		if !ok || !strings.HasPrefix(a, "-") {
 			d.args = append(d.args, a)
@@ -173,6 +190,15 @@ func plan(args, env []string, cfg Config) (decision, error) {
 				typed["nproc"], v, mark.Name, value, setBy)
 		}
 		d.nproc = 0
+	}
+	if d.nproc > 0 && !oversubscribe {
+		what := fmt.Sprintf("spawn.Config.Nproc %d", d.nproc)
+		if cfg.Nproc == 0 {
+			what = fmt.Sprintf("%s %s", typed["nproc"], given["nproc"])
+		}
+		if err := launch.CheckCPURanks(what, d.nproc, env); err != nil {
+			return d, err
+		}
 	}
 	return d, nil
 }

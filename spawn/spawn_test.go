@@ -57,14 +57,14 @@ func TestPlan(t *testing.T) {
 		err        string
 	}{
 		{args: []string{"--epochs", "3"}, rest: []string{"--epochs", "3"}},
-		{args: []string{"--nproc", "4", "--epochs", "3"}, nproc: 4, rest: []string{"--epochs", "3"}},
+		{args: []string{"--nproc", "4", "--oversubscribe", "--epochs", "3"}, nproc: 4, rest: []string{"--epochs", "3"}}, // 4 ranks on CI's 2 cores
 		{args: []string{"--epochs=3", "--nproc_per_node=2"}, nproc: 2, rest: []string{"--epochs=3"}},
 		{args: []string{"-nprocs", "2", "--max-restarts", "1"}, nproc: 2, max: 1, rest: []string{}},
 		{args: []string{"--nproc-per-node", "auto"}, env: []string{"CUDA_VISIBLE_DEVICES="}, nproc: runtime.NumCPU(), rest: []string{}},
 		{args: []string{"--nproc", "cpu"}, env: []string{"CUDA_VISIBLE_DEVICES=0,1"}, nproc: runtime.NumCPU(), rest: []string{}},
 		{args: []string{"x", "--", "--nproc", "4"}, rest: []string{"x", "--", "--nproc", "4"}},
 		{args: []string{"nproc", "4"}, rest: []string{"nproc", "4"}},
-		{cfg: Config{Nproc: 3}, args: []string{"--nproc", "4"}, nproc: 3, rest: []string{}},
+		{cfg: Config{Nproc: 3, Oversubscribe: true}, args: []string{"--nproc", "4"}, nproc: 3, rest: []string{}},
 		{args: []string{"--nproc", "4"}, env: []string{"RANK=0", "WORLD_SIZE=4"}, rest: []string{},
 			notice: "--nproc 4 ignored: this process is already a rank (RANK=0 (set by torchrun, goaccel launch))"},
 		{args: []string{"--nproc", "4"}, env: []string{"RANK=2", "WORLD_SIZE=4"}, rest: []string{}},

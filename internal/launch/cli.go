@@ -61,7 +61,7 @@ type flagValues struct {
 	nproc, nnodes, masterAddr, logDir, timeout, joinTimeout, hosts, hostfile, secretFile, rdzvConf *string
 	rdzvBackend, rdzvEndpoint, rdzvID                                                              *string
 	nodeRank, masterPort, maxRestarts, tee, np                                                     *int
-	standalone, noMPICheck, noCPUBind, selfTest, help                                              *bool
+	standalone, noMPICheck, noCPUBind, oversubscribe, selfTest, help                               *bool
 }
 
 // newFlags defines the launcher's flags; "_" and "-" are the same in their names.
@@ -109,6 +109,8 @@ func newFlags() (*flag.FlagSet, *flagValues) {
 		"bandwidth, host names and interfaces, in one table; a node_rank > 0 that cannot reach the master fails within 10 s")
 	v.noMPICheck = fs.Bool("no-mpi-check", false, "start several ranks even when no MPI library is found (programs that do not use MPI)")
 	v.noCPUBind = fs.Bool("no-cpu-bind", false, "leave every rank on all CPUs (default with several local ranks: each is bound to its share)")
+	v.oversubscribe = fs.Bool("oversubscribe", false, "start more ranks than this machine's CPU cores (its CPU affinity) when no GPU is visible "+
+		"(refused without it: the ranks would take turns on the cores)")
 	v.help = fs.BoolP("help", "h", false, "show this help")
 	return fs, v
 }
@@ -269,6 +271,18 @@ func parseArgs(args []string, env []string) (inv *invocation, err error) {
 			return nil, flagError{err}
 		}
 	}
+	if !*v.oversubscribe {
+		flag := fmt.Sprintf("--nproc_per_node %d", c.NprocPerNode)
+		switch {
+		case len(inv.hosts) > 0:
+			flag = fmt.Sprintf("-H's first host (this machine) with %d slots", c.NprocPerNode)
+		case fs.Changed("np"):
+			flag = fmt.Sprintf("-np %d", c.NprocPerNode)
+		}
+		if err := CheckCPURanks(flag, c.NprocPerNode, env); err != nil {
+			return nil, flagError{err}
+		}
+	}
 	if *v.secretFile != "" {
 		if c.Secret, err = readSecretFile(*v.secretFile, os.Stdin); err != nil {
 			return nil, flagError{err}
@@ -299,6 +313,9 @@ func parseArgs(args []string, env []string) (inv *invocation, err error) {
 	}
 	if c.NoCPUBind {
 		inv.forward = append(inv.forward, "--no_cpu_bind")
+	}
+	if *v.oversubscribe {
+		inv.forward = append(inv.forward, "--oversubscribe")
 	}
 	if inv.selfTest {
 		inv.forward = append(inv.forward, "--selftest")

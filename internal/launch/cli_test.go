@@ -80,7 +80,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown flag", nil, []string{"--nproc_per_nod", "2", "true"}, []string{"unknown flag --nproc_per_nod (did you mean --nproc_per_node?)"}},
 		{"unknown kebab flag", nil, []string{"--max-restart", "2", "true"}, []string{"did you mean --max-restarts?"}},
 		{"no program", nil, []string{"--nproc_per_node", "2"}, []string{"no program to run", "usage: goaccel launch"}},
-		{"more ranks than devices", nil, []string{"--nproc_per_node", "8", "true"},
+		{"more ranks than devices", nil, []string{"--nproc_per_node", "8", "--oversubscribe", "true"},
 			[]string{"--nproc_per_node 8 is more than the 4 CPU devices", "GOACCEL_DEVICES=4"}},
 		{"more ranks than GPUs", map[string]string{"CUDA_VISIBLE_DEVICES": "0,1"}, []string{"--nproc_per_node", "3", "--no_mpi_check", "true"},
 			[]string{"--nproc_per_node 3 does not divide the 2 visible GPUs"}},

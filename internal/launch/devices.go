@@ -87,6 +87,19 @@ func ResolveNproc(spec string, env []string) (int, error) {
 	return n, nil
 }
 
+// CheckCPURanks refuses n ranks on this machine when no GPU is visible (env, as Config.Env)
+// and n is more than the CPU cores the launcher may run on (its affinity mask, as
+// runtime.NumCPU reads it): the ranks would take turns on the cores, and MPI's collectives
+// spin-wait. The error starts with what (the flag and its value, as the user gave them)
+// and says that --oversubscribe starts them anyway; the caller decides whether it asked.
+func CheckCPURanks(what string, n int, env []string) error {
+	if cores := runtime.NumCPU(); n > cores && len(visibleGPUs(env)) == 0 {
+		return fmt.Errorf("%s: more ranks than the %d CPU cores this launcher may run on (its CPU affinity), and no GPU is visible: "+
+			"each rank needs a core; give fewer ranks (cpu: one per core), or --oversubscribe to start them anyway", what, cores)
+	}
+	return nil
+}
+
 // share is what one local rank gets of this node: its environment variables for devices and threads.
 type share struct {
 	vars map[string]string
