@@ -57,8 +57,9 @@ func ycbcrToRGB(m *stdimage.YCbCr, p []uint8) {
 		cr = upsample(m.Cr[c0:], m.CStride, cw, ch, hs, vs, w, h)
 	}
 	for y := range h {
+		yr := m.Y[m.YOffset(b.Min.X, b.Min.Y+y):]
 		for x := range w {
-			yy := int32(m.Y[m.YOffset(x+b.Min.X, y+b.Min.Y)])
+			yy := int32(yr[x])
 			var u, v uint8
 			if fancy {
 				u, v = cb[y*w+x], cr[y*w+x]
