@@ -145,6 +145,29 @@ def main():
     add("q422_odd.jpg", save(odd, "JPEG", quality=90, subsampling=1), exact=False)
     add("orient3.jpg", save(ph, "JPEG", quality=95, exif=exif_orientation(3)), exact=False)
 
+    # Netpbm (torchvision lists .ppm and .pgm): Pillow writes P5/P6 at maxval 255; other
+    # maxvals, 16-bit and the plain forms written by hand. A separate generator keeps the
+    # other fixtures' random draws unchanged.
+    r2 = np.random.default_rng(59)
+    add("rgb.ppm", save(Image.fromarray(rgb), "PPM"))
+    add("l.pgm", save(Image.fromarray(gray), "PPM"))
+    g100 = r2.integers(0, 101, (H, W), dtype=np.uint8)
+    add("max100.pgm", b"P5\n# a comment\n%d %d\n100\n" % (W, H) + g100.tobytes())
+    c1000 = r2.integers(0, 1001, (H, W, 3), dtype=np.uint16)
+    add("max1000.ppm", b"P6 %d %d 1000\n" % (W, H) + c1000.astype(">u2").tobytes())
+    g16 = r2.integers(0, 65536, (H, W), dtype=np.uint16)
+    g16[0, :3] = [0, 200, 300]
+    add("gray16.pgm", b"P5 %d %d 65535\n" % (W, H) + g16.astype(">u2").tobytes())
+    g4000 = r2.integers(0, 4001, (H, W), dtype=np.uint16)
+    add("max4000.pgm", b"P5 %d %d 4000\n" % (W, H) + g4000.astype(">u2").tobytes())
+    p3 = r2.integers(0, 16, (H, W, 3))
+    add("plain.ppm", b"P3\n%d %d\n15\n" % (W, H) + "\n".join(" ".join(str(v) for v in row.reshape(-1)) for row in p3).encode() + b"\n")
+    p2 = r2.integers(0, 256, (H, W))
+    add("plain.pgm", b"P2 %d %d 255\n" % (W, H) + " ".join(str(v) for v in p2.reshape(-1)).encode() + b"\n")
+    bits = r2.integers(0, 2, (H, W))
+    add("plain.pbm", b"P1\n%d %d\n" % (W, H) + "\n".join("".join(str(v) for v in row) for row in bits).encode() + b"\n")
+    add("bits.pbm", save(Image.fromarray(bits.astype(bool)), "PPM"))
+
     with open(os.path.join(dec, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
 

@@ -59,7 +59,7 @@ func (d Decoder) Load(path string) (*RGB, error) {
 }
 
 // Decode decodes the image file held in data; name (a path) is only used in errors. The
-// format (PNG, JPEG, GIF, BMP, TIFF, WebP) is found from the data, not from the name.
+// format (PNG, JPEG, GIF, BMP, TIFF, WebP, PPM/PGM/PBM) is found from the data, not from the name.
 func (d Decoder) Decode(name string, data []byte) (m *RGB, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -68,7 +68,7 @@ func (d Decoder) Decode(name string, data []byte) (m *RGB, err error) {
 	}()
 	format := sniff(data)
 	if format == "" {
-		return nil, fmt.Errorf("image: %s: not an image in a known format (PNG, JPEG, GIF, BMP, TIFF, WebP)", name)
+		return nil, fmt.Errorf("image: %s: not an image in a known format (PNG, JPEG, GIF, BMP, TIFF, WebP, PPM/PGM/PBM)", name)
 	}
 	cfg, err := codecs[format].config(bytes.NewReader(data))
 	if err != nil {
@@ -114,6 +114,8 @@ func sniff(b []byte) string {
 		return "tiff"
 	case len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WEBP":
 		return "webp"
+	case len(b) >= 3 && b[0] == 'P' && b[1] >= '1' && b[1] <= '6' && isPNMSpace(b[2]):
+		return "pnm"
 	}
 	return ""
 }
@@ -129,6 +131,7 @@ var codecs = map[string]struct {
 	"bmp":  {bmp.DecodeConfig, readerDecoder(bmp.Decode)},
 	"tiff": {tiff.DecodeConfig, readerDecoder(tiff.Decode)},
 	"webp": {webp.DecodeConfig, readerDecoder(webp.Decode)},
+	"pnm":  {pnmConfig, decodePNM},
 }
 
 func readerDecoder(f func(io.Reader) (stdimage.Image, error)) func([]byte) (stdimage.Image, error) {
@@ -150,6 +153,8 @@ func toRGB(img stdimage.Image, format string) *RGB {
 	out := &RGB{Width: w, Height: h, Pix: make([]uint8, w*h*3)}
 	p := out.Pix
 	switch m := img.(type) {
+	case rgbImage:
+		return m.m
 	case *stdimage.Gray:
 		for y := range h {
 			row := m.Pix[y*m.Stride : y*m.Stride+w]

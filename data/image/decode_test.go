@@ -103,6 +103,9 @@ func TestDecodeBadFiles(t *testing.T) {
 			t.Errorf("%s: error %q, want the path and %q", c.file, err, c.want)
 		}
 	}
+	if _, err := (image.Decoder{}).Decode("short.ppm", []byte("P6 4 4 255\n\x00\x01")); err == nil || !strings.Contains(err.Error(), "short.ppm: truncated pnm file") {
+		t.Errorf("truncated PPM: %v", err)
+	}
 	// The limit is configurable: a small one refuses a fixture, a negative one lifts it.
 	if _, err := (image.Decoder{MaxPixels: 100}).Load("testdata/decode/rgb.png"); err == nil || !strings.Contains(err.Error(), "13x9 = 117 pixels") {
 		t.Errorf("MaxPixels 100: %v", err)

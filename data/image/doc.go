@@ -5,8 +5,8 @@
 // # Decoding
 //
 // Decoder.Decode and Load read PNG, JPEG (baseline and progressive, any subsampling, gray,
-// CMYK and YCCK), GIF (its first frame), BMP, TIFF and WebP, found from the file's bytes. The
-// result is what Pillow gives for ImageOps.exif_transpose(Image.open(f)).convert("RGB"):
+// CMYK and YCCK), GIF (its first frame), BMP, TIFF, WebP and Netpbm (PPM, PGM, PBM), found
+// from the file's bytes. The result is what Pillow gives for ImageOps.exif_transpose(Image.open(f)).convert("RGB"):
 //
 //   - the EXIF orientation (1 to 8) is applied, read from JPEG's APP1 segment, PNG's eXIf
 //     chunk, WebP's EXIF chunk or the TIFF file's first IFD;
@@ -16,7 +16,7 @@
 //     I;16) is clipped to 255; CMYK becomes (255-C)(255-K)/255 per channel with Pillow's
 //     rounding, after the Adobe inversion that libjpeg and Go's decoder both undo.
 //
-// PNG, GIF, BMP, TIFF and WebP (lossless and lossy) pixels equal Pillow 13.0.0's byte for
+// PNG, GIF, BMP, TIFF, WebP (lossless and lossy) and Netpbm pixels equal Pillow 13.0.0's byte for
 // byte (the tests compare with fixtures Pillow decoded). JPEG chroma is upsampled and
 // converted to RGB exactly as libjpeg-turbo does (its "fancy" triangle filter and fixed-point
 // tables); the inverse DCT is Go's image/jpeg's, not libjpeg's, which leaves pixels within 3

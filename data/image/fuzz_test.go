@@ -3,6 +3,7 @@ package image
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -56,6 +57,37 @@ func FuzzCIFARBinary(f *testing.F) {
 			if len(pixels) != len(labels)*cifarPixels || (hundred && len(coarse) != len(labels)) {
 				t.Fatalf("%d labels, %d coarse, %d pixel bytes", len(labels), len(coarse), len(pixels))
 			}
+		}
+	})
+}
+
+// FuzzDecode: any bytes decode to a well-formed image or give an error; a panic (which
+// Decode turns into a "decoder failed" error) is a failure. Seeds are the decoding fixtures.
+func FuzzDecode(f *testing.F) {
+	files, err := filepath.Glob("testdata/decode/*")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, p := range files {
+		if filepath.Ext(p) == ".rgb" || filepath.Ext(p) == ".json" {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := Decoder{MaxPixels: 1 << 20}.Decode("fuzz", b)
+		if err != nil {
+			if strings.Contains(err.Error(), "decoder failed") {
+				t.Fatal(err)
+			}
+			return
+		}
+		if m.Width <= 0 || m.Height <= 0 || len(m.Pix) != m.Width*m.Height*3 {
+			t.Fatalf("%dx%d image with %d bytes", m.Width, m.Height, len(m.Pix))
 		}
 	})
 }
