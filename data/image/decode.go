@@ -182,6 +182,18 @@ func toRGB(img stdimage.Image, format string) *RGB {
 				p[i], p[i+1], p[i+2] = m.Pix[j], m.Pix[j+1], m.Pix[j+2]
 			}
 		}
+	case *stdimage.RGBA: // PNG RGB, BMP: opaque pixels copied, others unpremultiplied
+		for y := range h {
+			for x := range w {
+				j, i := y*m.Stride+4*x, (y*w+x)*3
+				if m.Pix[j+3] == 255 {
+					p[i], p[i+1], p[i+2] = m.Pix[j], m.Pix[j+1], m.Pix[j+2]
+					continue
+				}
+				c := color.NRGBA64Model.Convert(m.RGBAAt(x+b.Min.X, y+b.Min.Y)).(color.NRGBA64)
+				p[i], p[i+1], p[i+2] = uint8(c.R>>8), uint8(c.G>>8), uint8(c.B>>8)
+			}
+		}
 	case *stdimage.NRGBA64:
 		for y := range h {
 			for x := range w {
