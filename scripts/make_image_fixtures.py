@@ -190,6 +190,17 @@ def main():
     with open(os.path.join(bad, "truncated.jpg"), "wb") as f:
         f.write(jpg[: len(jpg) // 2])
 
+    # A small image folder (torchvision's ImageFolder layout) for the examples.
+    r3 = np.random.default_rng(60)
+    for name in ["cat/cat_1.png", "cat/cat_2.png", "cat/more/cat_3.jpg", "dog/dog_1.png", "dog/dog_2.webp", "dog/notes.txt"]:
+        p = os.path.join(OUT, "folder", name)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        if name.endswith(".txt"):
+            open(p, "w").write("not an image: left out\n")
+            continue
+        im = Image.fromarray(r3.integers(0, 256, (6, 8, 3), dtype=np.uint8))
+        im.save(p, quality=90) if name.endswith(".jpg") else im.save(p, lossless=True) if name.endswith(".webp") else im.save(p)
+
     cifar(OUT)
 
 
