@@ -1,0 +1,12 @@
+package modernbert
+
+import (
+	"testing"
+
+	"github.com/goaccel/goaccel/internal/configfuzz"
+)
+
+// FuzzParseConfig: whatever config.json holds, ParseConfig returns a configuration whose
+// tensors can be listed, or an error naming the file; it never panics. The seeds are the
+// fixtures' config.json files (testdata/*/config.json).
+func FuzzParseConfig(f *testing.F) { configfuzz.Fuzz(f, "modernbert", ParseConfig) }
