@@ -61,7 +61,7 @@ func NameFlags(err error) error {
 }
 
 // flagNames renames configuration fields to the flags that set them, for NameFlags.
-var flagNames = strings.NewReplacer("AdamConfig.WeightDecay", "--weight_decay",
+var flagNames = strings.NewReplacer("AdamConfig.WeightDecay", "--weight_decay", "SGDConfig.WeightDecay", "--weight_decay",
 	"LoaderConfig.BatchSize", "--batch_size", "LoaderConfig.GlobalBatchSize", "--global_batch_size",
 	"LoaderConfig.Workers", "--workers", "Config.OutputDir", "--output_dir", "Config.LearningRate", "--learning_rate",
 	"Config.Schedule", "--lr_scheduler_type", "Config.WarmupSteps", "--warmup_steps", "Config.WarmupRatio", "--warmup_ratio",
