@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 )
 
 // Tokenizer is a tokenizer.json pipeline: added vocabulary, normalizer, pre-tokenizer,
@@ -19,6 +20,8 @@ type Tokenizer struct {
 	tokens       []string         // id -> token: the model's vocabulary, then the added tokens beyond it
 	ids          map[string]int32 // token -> id
 	maxLen       int              // truncation: at most this many ids, special tokens included; 0: none
+	cut          bool             // long texts may be encoded chunk by chunk (canCut)
+	rstrip       []string         // the rstrip tokens' contents, raw and normalized (canCut)
 	source       string
 }
 
@@ -163,6 +166,7 @@ func newTokenizer(t *Tokenizer, added []AddedToken) (*Tokenizer, error) {
 		normalize = t.normalizer.Normalize
 	}
 	t.added = NewAddedVocab(added, normalize)
+	t.cut = t.canCut(added)
 	return t, nil
 }
 
@@ -261,19 +265,52 @@ func (t *Tokenizer) Kind() string {
 
 // encodeText is the encoding of one text before truncation and post-processing: type ids 0.
 func (t *Tokenizer) encodeText(text string) Encoding {
+	e, _ := t.encodeCapped(text, len(text)+1, false)
+	return e
+}
+
+// chunkSize is the length from which encodeCapped encodes a text piece by piece.
+const chunkSize = 8 << 10
+
+// encodeCapped is the first keep tokens of encodeText(text), and the number of tokens of the
+// whole text. A text longer than chunkSize is encoded chunk by chunk (see nextCut), so that
+// only keep tokens are held: without count it stops at the chunk that completes them (total
+// is then at least keep), with count it goes on counting. A pipeline whose texts cannot be
+// cut (see canCut), or a text without a place to cut it, is encoded whole.
+func (t *Tokenizer) encodeCapped(text string, keep int, count bool) (Encoding, int) {
 	var e Encoding
+	word, total := int32(0), 0
+	for first := true; text != ""; first = false {
+		end := len(text)
+		if t.cut && len(text) > chunkSize {
+			end = t.nextCut(text)
+		}
+		n := len(e.IDs)
+		word = t.encodeChunk(text[:end], first, word, &e)
+		total += len(e.IDs) - n
+		e.truncate(keep)
+		if total >= keep && !count {
+			break
+		}
+		text = text[end:]
+	}
+	return e, total
+}
+
+// encodeChunk appends the encoding of a chunk of a text (the first one when first), its
+// words numbered from word; it returns the next word's number.
+func (t *Tokenizer) encodeChunk(text string, first bool, word int32, e *Encoding) int32 {
 	var normalize func(string) string
 	if t.normalizer != nil {
 		normalize = t.normalizer.Normalize
 	}
-	word := int32(0)
 	t.added.Split(text, normalize, func(piece string, tok *AddedToken, atStart bool) {
 		if tok != nil {
 			e.append(tok.ID, 0, word)
 			word++
 			return
 		}
-		words := []Word{{Text: piece, AtStart: atStart}}
+		words := []Word{{Text: piece, AtStart: atStart && first}}
 		if t.preTokenizer != nil {
 			words = t.preTokenizer.PreTokenize(words)
 		}
@@ -286,19 +323,101 @@ func (t *Tokenizer) encodeText(text string) Encoding {
 			word++
 		}
 	})
-	return e
+	return word
+}
+
+// nextCut is where the first chunk of text ends: at the first space at or after chunkSize
+// whose previous character is an ASCII letter, digit or punctuation mark that the normalizer
+// keeps as it is, and before which no rstrip token ends; or at the end. Cut there, the
+// chunks encode to the whole text's tokens (canCut says for which pipelines): such a space
+// begins a grapheme cluster and a Unicode normalization segment, the normalizers (Precompiled,
+// Unicode forms, Lowercase, Strip on the right, Replace of space runs) give the first chunk
+// the end they give the whole text, the pre-tokenizers cut a word before the space (Metaspace
+// is told that the later chunks do not start the text), and no added token can match across
+// it or take the spaces after it.
+func (t *Tokenizer) nextCut(text string) int {
+	for i := chunkSize; i < len(text); i++ {
+		if text[i] != ' ' {
+			continue
+		}
+		prev := text[i-1]
+		if prev <= ' ' || prev >= 0x7f || t.normalizer != nil && t.normalizer.Normalize(text[i-1:i]) != text[i-1:i] {
+			continue
+		}
+		word := text[strings.LastIndexFunc(text[:i], isUnicodeSpace)+1 : i]
+		if !slices.ContainsFunc(t.rstrip, func(c string) bool {
+			return strings.HasSuffix(word, c) || t.normalizer != nil && strings.HasSuffix(t.normalizer.Normalize(word), c)
+		}) {
+			return i
+		}
+	}
+	return len(text)
+}
+
+// canCut tells whether the pipeline's texts may be cut as nextCut does: a normalizer made of
+// Precompiled, Unicode forms, Lowercase, Strip without left, and Replace of runs of spaces by
+// one (SentencePiece's); a pre-tokenizer (Metaspace, WhitespaceSplit, Whitespace); no added
+// token with whitespace in its content, normalized or not. It lists the rstrip tokens'
+// contents, raw and normalized, for nextCut.
+func (t *Tokenizer) canCut(added []AddedToken) bool {
+	var normOK func(n Normalizer) bool
+	normOK = func(n Normalizer) bool {
+		switch n := n.(type) {
+		case nil, *Precompiled, UnicodeForm, Lowercase:
+			return true
+		case Strip:
+			return !n.Left
+		case Replace:
+			return n.Pattern.String() == " {2,}" && n.Content == " "
+		case NormalizerSequence:
+			return !slices.ContainsFunc(n, func(m Normalizer) bool { return !normOK(m) })
+		}
+		return false
+	}
+	var preOK func(p PreTokenizer) bool
+	preOK = func(p PreTokenizer) bool {
+		switch p := p.(type) {
+		case Metaspace, WhitespaceSplit, Whitespace:
+			return true
+		case PreTokenizerSequence:
+			return len(p) > 0 && !slices.ContainsFunc(p, func(q PreTokenizer) bool { return !preOK(q) })
+		}
+		return false
+	}
+	if !normOK(t.normalizer) || !preOK(t.preTokenizer) {
+		return false
+	}
+	t.rstrip = nil
+	for _, a := range added {
+		norm := a.Content
+		if t.normalizer != nil {
+			norm = t.normalizer.Normalize(a.Content)
+		}
+		if strings.ContainsFunc(a.Content+norm, isUnicodeSpace) {
+			return false
+		}
+		if a.RStrip {
+			t.rstrip = append(t.rstrip, a.Content, norm)
+		}
+	}
+	return true
 }
 
 // Encode returns the encoding of text with the post-processor's special tokens, truncated
-// to MaxLen.
+// to MaxLen. With a MaxLen, a long text is read only as far as those ids need, in chunks of
+// about 8 KiB cut before a space where that gives the whole text's ids (see
+// Tokenizer.nextCut; a pipeline canCut refuses, or a text with no such space, is encoded
+// whole).
 func (t *Tokenizer) Encode(text string) Encoding {
-	e := t.encodeText(text)
 	added := 0
 	if t.post != nil {
 		added = t.post.Added(false)
 	}
+	var e Encoding
 	if t.maxLen > 0 {
-		e.truncate(max(t.maxLen-added, 0))
+		e, _ = t.encodeCapped(text, max(t.maxLen-added, 0), false)
+	} else {
+		e = t.encodeText(text)
 	}
 	if t.post == nil {
 		return e
@@ -309,20 +428,29 @@ func (t *Tokenizer) Encode(text string) Encoding {
 // EncodePair returns the encoding of a pair of texts with the post-processor's special
 // tokens, the texts truncated longest first so that the whole has at most MaxLen ids.
 // Without a post-processor the type ids of b are 1. An empty b is no pair, as in
-// transformers: the result is Encode(a).
+// transformers: the result is Encode(a). Longest first needs both texts' numbers of tokens:
+// they are read whole, in chunks as Encode reads them, holding at most MaxLen ids of each.
 func (t *Tokenizer) EncodePair(a, b string) Encoding {
 	if b == "" {
 		return t.Encode(a)
 	}
-	ea, eb := t.encodeText(a), t.encodeText(b)
 	added := 0
 	if t.post != nil {
 		added = t.post.Added(true)
 	}
-	if room := t.maxLen - added; t.maxLen > 0 && len(ea.IDs)+len(eb.IDs) > room {
-		n1, n2 := LongestFirst(len(ea.IDs), len(eb.IDs), max(room, 0))
-		ea.truncate(n1)
-		eb.truncate(n2)
+	var ea, eb Encoding
+	if room := max(t.maxLen-added, 0); t.maxLen > 0 {
+		// Longest first needs both texts' numbers of tokens; no more than room are kept.
+		var n1, n2 int
+		ea, n1 = t.encodeCapped(a, room, true)
+		eb, n2 = t.encodeCapped(b, room, true)
+		if n1+n2 > room {
+			k1, k2 := LongestFirst(n1, n2, room)
+			ea.truncate(k1)
+			eb.truncate(k2)
+		}
+	} else {
+		ea, eb = t.encodeText(a), t.encodeText(b)
 	}
 	if t.post == nil {
 		for i := range eb.TypeIDs {

@@ -7,16 +7,19 @@ package tokenizers
 // the whole is truncated to MaxLen and wrapped in the post-processor's special tokens (word
 // id -1).
 func (t *Tokenizer) EncodeWords(words []string) Encoding {
+	added := 0
+	if t.post != nil {
+		added = t.post.Added(false)
+	}
 	var e Encoding
 	for i, w := range words {
+		if t.maxLen > 0 && len(e.IDs) >= t.maxLen-added {
+			break // the words after it would be truncated away
+		}
 		one := t.encodeText(w)
 		for j := range one.IDs {
 			e.append(one.IDs[j], 0, int32(i))
 		}
-	}
-	added := 0
-	if t.post != nil {
-		added = t.post.Added(false)
 	}
 	if t.maxLen > 0 {
 		e.truncate(max(t.maxLen-added, 0))
