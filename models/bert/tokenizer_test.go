@@ -72,7 +72,7 @@ func TestEncodeTruncates(t *testing.T) {
 	}{
 		{8, "the movie", []int32{id(ClsToken), id("the"), id("movie"), id(SepToken)}},
 		{5, "the movie was great !", []int32{id(ClsToken), id("the"), id("movie"), id("was"), id(SepToken)}},
-		{2, "the movie", []int32{id(ClsToken), id(SepToken)}},
+		{3, "the movie", []int32{id(ClsToken), id("the"), id(SepToken)}}, // 3: the least, a pair holds 3 special tokens
 		{4, "", []int32{id(ClsToken), id(SepToken)}},
 		{4, "unaffable", []int32{id(ClsToken), id("un"), id("##aff"), id(SepToken)}},
 	}
