@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/goaccel/goaccel/internal/envvar"
@@ -82,10 +83,13 @@ func revisionFlag(revision string) string {
 func findSnapshot(repo, revision string) (string, []string) {
 	ref := filepath.Join(repo, "refs", filepath.FromSlash(revision))
 	tried := []string{ref}
+	if slices.Contains(strings.Split(revision, "/"), "..") { // a revision never leaves refs/ or snapshots/
+		return "", tried
+	}
 	if b, err := os.ReadFile(ref); err == nil {
 		hash := strings.TrimSpace(string(b))
 		dir := filepath.Join(repo, "snapshots", hash)
-		if hash != "" && !strings.ContainsAny(hash, `/\`) && isDir(dir) {
+		if hash != "" && hash != "." && hash != ".." && !strings.ContainsAny(hash, `/\`) && isDir(dir) {
 			return dir, tried
 		}
 		tried[0] += " (names " + hash + ")"
