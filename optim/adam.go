@@ -5,7 +5,7 @@
 // trainer.New and trainer.Fit alike:
 //
 //	opt, err := optim.Adam(optim.AdamConfig{LearningRate: 2e-5, WeightDecay: 0.01}) // HF's AdamW
-//	opt, err := optim.SGD(optim.SGDConfig{LearningRate: 0.1, Momentum: 0.9, WeightDecay: 5e-4}) // the CIFAR-10 recipe
+//	opt, err = optim.SGD(optim.SGDConfig{LearningRate: 0.1, Momentum: 0.9, WeightDecay: 5e-4}) // the CIFAR-10 recipe
 //	job, err := acc.Prepare(store, opt, loader)
 //
 // Under trainer.Fit the rate is Config.LearningRate's (with its schedule): build the optimizer

@@ -3,7 +3,7 @@ package modernbert
 import (
 	"testing"
 
-	"github.com/goaccel/goaccel/internal/configfuzz"
+	"github.com/goaccel/goaccel/models/internal/configfuzz"
 )
 
 // FuzzParseConfig: whatever config.json holds, ParseConfig returns a configuration whose

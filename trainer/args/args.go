@@ -4,15 +4,15 @@
 // program that registers them, checked in one place and turned into the accelerator's and
 // trainer.Fit's configurations. A program adds only its own flags (its data and task):
 //
-//	t := args.Defaults()
-//	t.BatchSize = 32                         // this program's default
-//	fs := args.NewFlagSet("ner", nil)        // kebab-case spellings and the aliases work
-//	t.AddFlags(fs)
-//	fs.StringVar(&trainFile, "train_file", "", "...")
-//	if err := args.Parse(fs, &t, os.Args[1:]); err != nil { ... }
-//	acc, err := accelerator.New(t.Accelerator(os.Stdout))
-//	...
-//	res, err := tr.Fit(trainLoader, testLoader, t.Fit(dir, lr, "f1", ...))
+// t := args.Defaults()
+// t.BatchSize = 32                         // this program's default
+// fs := args.NewFlagSet("ner", nil)        // kebab-case spellings and the aliases work
+// t.AddFlags(fs)
+// fs.StringVar(&trainFile, "train_file", "", "...")
+// if err := args.Parse(fs, &t, os.Args[1:]); err != nil { ... }
+// acc, err := accelerator.New(t.Accelerator(os.Stdout))
+// ...
+// res, err := tr.Fit(trainLoader, testLoader, t.Fit(dir, lr, "f1", ...))
 //
 // Every error names the flag as the user typed it (AsTyped, NameFlags).
 package args

@@ -3,12 +3,12 @@
 // generator it is given; through data.LoaderConfig.Augment that is the example's own
 // (data.ExampleKey.Rand), so an example gets the same crop and flip on every topology:
 //
-//	train := transforms.Compose{transforms.RandomCrop{Size: 32, Padding: 4}, transforms.RandomHorizontalFlip{P: 0.5}}
-//	cfg.Augment = func(ex image.Example, key data.ExampleKey) (image.Example, error) {
-//	    m, err := train.Apply(ex.Image, key.Rand())
-//	    ex.Image = m
-//	    return ex, err
-//	}
+// train := transforms.Compose{transforms.RandomCrop{Size: 32, Padding: 4}, transforms.RandomHorizontalFlip{P: 0.5}}
+// cfg.Augment = func(ex image.Example, key data.ExampleKey) (image.Example, error) {
+// m, err := train.Apply(ex.Image, key.Rand())
+// ex.Image = m
+// return ex, err
+// }
 //
 // ToTensor and Normalize are one step here, Normalize.Floats: the pixels /255, minus the
 // mean, over the standard deviation, per channel, as float32 HWC.
