@@ -175,7 +175,14 @@ test-openmpi: deps
 # none fails instead of skipping.
 TORCH_PINS := torch==2.15.0 transformers==5.25.0 tokenizers==0.23.3 sentencepiece==0.2.3 \
   peft==0.21.2 seqeval==1.2.2 safetensors==0.8.0 numpy==2.4.6
-torch-venv: $(TORCH_VENV)/.installed
+# The image comparisons (torchvision's transforms and DataLoader, transformers' Pillow image
+# processors, scikit-image's sample photos) add VISION_PINS to the same venv: a second stamp,
+# so that adding them does not rebuild torch (about a minute).
+VISION_PINS := torchvision==0.29.2 pillow==13.0.0 scikit-image==0.26.0
+torch-venv: $(TORCH_VENV)/.installed-vision
+$(TORCH_VENV)/.installed-vision: $(TORCH_VENV)/.installed
+	$(TORCH_PYTHON) -m pip install --quiet --disable-pip-version-check $(TORCH_PINS) $(VISION_PINS)
+	touch $@
 torch-python:
 	@echo $(TORCH_PYTHON)
 $(TORCH_VENV)/.installed:
