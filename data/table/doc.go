@@ -1,9 +1,11 @@
-// Package table reads text-classification datasets from files with named columns: CSV (a header
+// Package table reads classification datasets from files with named columns: CSV (a header
 // row, quoted fields, any delimiter: .csv, .tsv), JSON Lines (.jsonl, .json: one object per line)
 // and Parquet (.parquet, the format of the Hugging Face Hub's data set conversions). The user
-// names the text column(s) and the label column (Spec); Open returns the files, one or many (a
+// names the input column(s) and the label column (Spec); Open returns the files, one or many (a
 // data set's shards), as one data.Stream of text.Labeled examples that never holds a file in
-// memory: data.NewStreamLoader serves it as is, data.Collect loads it to shuffle.
+// memory: data.NewStreamLoader serves it as is, data.Collect loads it to shuffle. OpenImages
+// reads an image column instead of text columns (Hugging Face's Image feature, or paths) as a
+// data.Stream of ImageRow, with the same label rules; package data/image decodes it (image.OpenTable).
 //
 //	files, err := table.Glob("data/train-*.parquet")
 //	train, err := table.Open(table.Spec{TextColumns: []string{"sentence"}, LabelColumn: "label"}, files...)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // parquetSource reads the selected columns of a Parquet file row group by row group, a page
@@ -20,6 +22,8 @@ type parquetSource struct {
 	cols   []string
 	leaves []int // column index of each selected column
 	lists  []listLevels
+	// images: per selected column, how its cells are images (the image column of OpenImages)
+	images []parquetImage
 	groups []parquet.RowGroup
 
 	group     int   // current row group (-1 before the first)
@@ -27,6 +31,16 @@ type parquetSource struct {
 	inGroup   int64 // rows of it already read
 	row       int   // rows of the file already read
 	cursors   []*pageCursor
+	paths     []*pageCursor // per selected column: the cursor of an image struct's path field
+}
+
+// parquetImage says how a column's cells are images: not at all, as a struct of bytes and
+// path (Hugging Face's Image feature; leaves holds the bytes field, pathLeaf the path), or as
+// one binary field (bytes, or a path when it is annotated as a string).
+type parquetImage struct {
+	image    bool
+	pathLeaf int // the path field's column index, -1 when the column is one field
+	isPath   bool
 }
 
 func openParquet(path string, cols []string, spec Spec) (s source, err error) {
@@ -55,6 +69,17 @@ func openParquet(path string, cols []string, spec Spec) (s source, err error) {
 	}
 	p := &parquetSource{path: path, f: f, pf: pf, cols: cols, groups: pf.RowGroups(), group: -1}
 	for i, c := range cols {
+		if i < len(cols)-1 && spec.ImageColumn != "" { // the image column (the last is the label)
+			img, leaf, err := imageLeaves(pf.Schema(), path, c)
+			if err != nil {
+				return nil, err
+			}
+			p.images = append(p.images, img)
+			p.lists = append(p.lists, listLevels{})
+			p.leaves = append(p.leaves, leaf)
+			continue
+		}
+		p.images = append(p.images, parquetImage{pathLeaf: -1})
 		var have []string
 		top := false
 		for _, fl := range pf.Schema().Fields() {
@@ -239,10 +264,12 @@ func (c *pageCursor) close() {
 }
 
 func (p *parquetSource) closeCursors() {
-	for _, c := range p.cursors {
-		c.close()
+	for _, c := range append(p.cursors, p.paths...) {
+		if c != nil {
+			c.close()
+		}
 	}
-	p.cursors = nil
+	p.cursors, p.paths = nil, nil
 }
 
 func (p *parquetSource) next(vals []value) (w where, err error) {
@@ -270,8 +297,13 @@ func (p *parquetSource) next(vals []value) (w where, err error) {
 		g := p.groups[p.group]
 		p.groupRows, p.inGroup = g.NumRows(), 0
 		chunks := g.ColumnChunks()
-		for _, leaf := range p.leaves {
+		for i, leaf := range p.leaves {
 			p.cursors = append(p.cursors, &pageCursor{pages: chunks[leaf].Pages(), buf: make([]parquet.Value, 256)})
+			var pc *pageCursor
+			if pl := p.images[i].pathLeaf; pl >= 0 {
+				pc = &pageCursor{pages: chunks[pl].Pages(), buf: make([]parquet.Value, 256)}
+			}
+			p.paths = append(p.paths, pc)
 		}
 	}
 	p.inGroup++
@@ -289,17 +321,110 @@ func (p *parquetSource) next(vals []value) (w where, err error) {
 			}
 			continue
 		}
-		v, ok, err := c.value()
+		v, err := p.cell(c, i, w)
 		if err != nil {
-			return w, fmt.Errorf("%s:%s, column %q: reading the column (corrupt file?): %w", p.path, w, p.cols[i], err)
+			return w, err
 		}
-		if !ok {
-			return w, fmt.Errorf("%s:%s, column %q: the column ends before the row group's %d rows (corrupt file?)",
-				p.path, w, p.cols[i], p.groupRows)
+		if !p.images[i].image {
+			vals[i] = parquetValue(v)
+			continue
 		}
-		vals[i] = parquetValue(v)
+		var pv parquet.Value
+		if p.paths[i] != nil {
+			if pv, err = p.cell(p.paths[i], i, w); err != nil {
+				return w, err
+			}
+		}
+		vals[i] = p.imageValue(i, v, pv)
 	}
 	return w, nil
+}
+
+// cell reads the next value of cursor c of selected column i, in row w.
+func (p *parquetSource) cell(c *pageCursor, i int, w where) (parquet.Value, error) {
+	v, ok, err := c.value()
+	if err != nil {
+		return v, fmt.Errorf("%s:%s, column %q: reading the column (corrupt file?): %w", p.path, w, p.cols[i], err)
+	}
+	if !ok {
+		return v, fmt.Errorf("%s:%s, column %q: the column ends before the row group's %d rows (corrupt file?)",
+			p.path, w, p.cols[i], p.groupRows)
+	}
+	return v, nil
+}
+
+// imageValue is the image cell of selected column i: its bytes value b and, for a struct,
+// its path value pv. A struct that is null itself (definition level 0) is a null cell.
+func (p *parquetSource) imageValue(i int, b, pv parquet.Value) value {
+	img := p.images[i]
+	switch {
+	case img.pathLeaf >= 0 && b.IsNull() && b.DefinitionLevel() == 0:
+		return value{text: "null", kind: kindNull}
+	case img.pathLeaf < 0 && b.IsNull():
+		return value{text: "null", kind: kindNull}
+	case img.isPath:
+		return value{kind: kindImage, text: "an image path", path: string(b.ByteArray()), hasPath: true}
+	}
+	v := value{kind: kindImage, text: "an image"}
+	if !b.IsNull() {
+		v.bytes = append([]byte{}, b.ByteArray()...) // the page's buffer is reused
+	}
+	if img.pathLeaf >= 0 && !pv.IsNull() {
+		v.path, v.hasPath = string(pv.ByteArray()), true
+	}
+	return v
+}
+
+// imageLeaves finds the leaves of image column c: a struct of a binary "bytes" and a string
+// "path" field (Hugging Face's Image feature), or one binary or string field.
+func imageLeaves(schema *parquet.Schema, path, c string) (parquetImage, int, error) {
+	var have []string
+	var node parquet.Node
+	for _, fl := range schema.Fields() {
+		have = append(have, fl.Name())
+		if fl.Name() == c {
+			node = fl
+		}
+	}
+	if node == nil {
+		return parquetImage{}, 0, missingColumn(path, c, have)
+	}
+	if node.Leaf() {
+		leaf, _ := schema.Lookup(c)
+		if node.Repeated() || node.Type().Kind() != parquet.ByteArray {
+			return parquetImage{}, 0, fmt.Errorf("%s: column %q holds %s values, not images (want Hugging Face's Image "+
+				"feature, a struct of bytes and path, or a binary or string column)", path, c, kindName(node))
+		}
+		return parquetImage{image: true, pathLeaf: -1, isPath: isString(node)}, leaf.ColumnIndex, nil
+	}
+	b, okB := schema.Lookup(c, "bytes")
+	pt, okP := schema.Lookup(c, "path")
+	if node.Repeated() || len(node.Fields()) != 2 || !okB || !okP || !b.Node.Leaf() || !pt.Node.Leaf() ||
+		b.MaxRepetitionLevel > 0 || pt.MaxRepetitionLevel > 0 ||
+		b.Node.Type().Kind() != parquet.ByteArray || pt.Node.Type().Kind() != parquet.ByteArray {
+		return parquetImage{}, 0, fmt.Errorf("%s: column %q is a group but not an image (want Hugging Face's Image "+
+			"feature: a struct of a binary \"bytes\" and a string \"path\")", path, c)
+	}
+	return parquetImage{image: true, pathLeaf: pt.ColumnIndex}, b.ColumnIndex, nil
+}
+
+// kindName names the values of a leaf node, as parquet-go's Kind names them.
+func kindName(n parquet.Node) string {
+	if n.Repeated() {
+		return "repeated " + n.Type().Kind().String()
+	}
+	return n.Type().Kind().String()
+}
+
+// isString says whether a leaf is annotated as UTF-8 text.
+func isString(n parquet.Node) bool {
+	if lt := n.Type().LogicalType(); lt != nil {
+		if _, ok := lt.Value.(*format.StringType); ok {
+			return true
+		}
+	}
+	ct := n.Type().ConvertedType()
+	return ct != nil && *ct == deprecated.UTF8
 }
 
 // checkEnd checks that no column of the row group just read has more values than its rows.

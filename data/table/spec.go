@@ -15,11 +15,15 @@ const DefaultMaxRowBytes = 16 << 20
 // holds text or identifiers, and the map would grow with the file.
 const MaxLabels = 10_000
 
-// Spec says which columns of a table make a text-classification example.
+// Spec says which columns of a table make an example: the input (text columns for Open, an
+// image column for OpenImages) and the label.
 type Spec struct {
 	// TextColumns are the columns whose texts, joined with TextDelimiter, make the example's
-	// text (several for sentence pairs). At least one.
+	// text (several for sentence pairs). At least one for Open; none for OpenImages.
 	TextColumns []string
+	// ImageColumn is the column of images for OpenImages (see Images for the cells it reads:
+	// Hugging Face's Image feature, or a path). Empty for Open.
+	ImageColumn string
 	// LabelColumn is the column of the class label. Required.
 	LabelColumn string
 	// TextDelimiter joins the texts of several TextColumns; empty means a space, the default
@@ -58,12 +62,25 @@ func (s Spec) maxRowBytes() int {
 	return s.MaxRowBytes
 }
 
-// columns are the columns read, in the order a source returns their values: the text
-// columns, then the label column.
-func (s Spec) columns() []string { return append(slices.Clone(s.TextColumns), s.LabelColumn) }
+// columns are the columns read, in the order a source returns their values: the input
+// columns (the text columns, or the image column), then the label column.
+func (s Spec) columns() []string {
+	if s.ImageColumn != "" {
+		return []string{s.ImageColumn, s.LabelColumn}
+	}
+	return append(slices.Clone(s.TextColumns), s.LabelColumn)
+}
 
-func (s Spec) validate() error {
-	if len(s.TextColumns) == 0 {
+// validate checks spec for Open (images false) or OpenImages (images true).
+func (s Spec) validate(images bool) error {
+	switch {
+	case images && s.ImageColumn == "":
+		return fmt.Errorf("table: OpenImages: no image column named (Spec.ImageColumn)")
+	case images && len(s.TextColumns) > 0:
+		return fmt.Errorf("table: OpenImages: Spec.TextColumns %q are set: an image table's input is its Spec.ImageColumn %q only", s.TextColumns, s.ImageColumn)
+	case !images && s.ImageColumn != "":
+		return fmt.Errorf("table: Open reads text columns, but Spec.ImageColumn is %q: use OpenImages for a table of images", s.ImageColumn)
+	case !images && len(s.TextColumns) == 0:
 		return fmt.Errorf("table: no text column named (Spec.TextColumns)")
 	}
 	for _, c := range s.TextColumns {

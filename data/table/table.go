@@ -28,6 +28,7 @@ const (
 	kindFloat // a number with a fraction or an exponent (JSON), a float or double (Parquet)
 	kindList  // a JSON array: items holds its elements
 	kindOther // an object, a nested list: not a text, not a label
+	kindImage // a Parquet struct of bytes and path (Hugging Face's Image feature)
 )
 
 // value is one cell of a selected column: its text (strings as they are, integers in decimal,
@@ -36,6 +37,11 @@ type value struct {
 	text  string
 	kind  kind
 	items []value // kindList's elements
+	// kindImage: the struct's fields, nil when null (bytes) or empty when null (path,
+	// hasPath false).
+	bytes   []byte
+	path    string
+	hasPath bool
 }
 
 // where is a row's place in its file, for error messages.
@@ -101,11 +107,16 @@ type Table struct {
 // spec.Labels is nil, reads the label column of every file once to build the label map (see
 // the package doc); a pass over a Parquet file then reads that column only.
 func Open(spec Spec, files ...string) (*Table, error) {
-	if err := spec.validate(); err != nil {
+	if err := spec.validate(false); err != nil {
 		return nil, err
 	}
+	return open(spec, files)
+}
+
+// open is Open and OpenImages after their spec checks.
+func open(spec Spec, files []string) (*Table, error) {
 	if len(files) == 0 {
-		return nil, fmt.Errorf("table: Open: no files given")
+		return nil, fmt.Errorf("table: no files given")
 	}
 	for _, path := range files {
 		src, err := openSource(path, spec.columns(), spec)
@@ -181,7 +192,7 @@ func labelText(path string, w where, col string, v value) (string, error) {
 	switch v.kind {
 	case kindNull:
 		return "", rowError(path, w, col, "the label is null")
-	case kindOther, kindFloat, kindList:
+	case kindOther, kindFloat, kindList, kindImage:
 		return "", rowError(path, w, col, "label %s is not an integer, a string or a boolean", v.text)
 	}
 	if v.text == "" {
@@ -244,7 +255,7 @@ func (t *Table) readFile(path string, yield func(text.Labeled, error) bool) (mor
 			sb.WriteString(v.text)
 		}
 		ex := text.Labeled{Text: sb.String()}
-		if err := t.target(&ex, path, w, vals[nText]); err != nil {
+		if ex.Label, ex.Values, err = t.target(path, w, vals[nText]); err != nil {
 			return false, err
 		}
 		if !yield(ex, nil) {

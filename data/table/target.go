@@ -4,8 +4,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-
-	"github.com/goaccel/goaccel/data/text"
 )
 
 // Problem is what a label column holds, named as Hugging Face's problem_type.
@@ -131,46 +129,45 @@ func checkDistinct(path string, w where, col string, names []string) error {
 	return nil
 }
 
-// target sets ex's label from cell v: the class id, the multi-label flags over the label
-// map, or the regression value.
-func (t *Table) target(ex *text.Labeled, path string, w where, v value) error {
+// target reads cell v as the row's label: the class id (single-label), or the values (the
+// multi-label flags over the label map, or the regression value).
+func (t *Table) target(path string, w where, v value) (label int, values []float32, err error) {
 	col := t.spec.LabelColumn
 	switch t.problem {
 	case Regression:
 		if v.kind == kindNull {
-			return rowError(path, w, col, "the regression target is null")
+			return 0, nil, rowError(path, w, col, "the regression target is null")
 		}
 		f, err := strconv.ParseFloat(strings.TrimSpace(v.text), 64)
-		if err != nil || v.kind == kindBool || v.kind == kindList || v.kind == kindOther {
-			return rowError(path, w, col, "regression target %s is not a number", strconv.Quote(v.text))
+		if err != nil || v.kind == kindBool || v.kind == kindList || v.kind == kindOther || v.kind == kindImage {
+			return 0, nil, rowError(path, w, col, "regression target %s is not a number", strconv.Quote(v.text))
 		}
 		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > math.MaxFloat32 {
-			return rowError(path, w, col, "regression target %s is not a finite float32", v.text)
+			return 0, nil, rowError(path, w, col, "regression target %s is not a finite float32", v.text)
 		}
-		ex.Values = []float32{float32(f)}
+		return 0, []float32{float32(f)}, nil
 	case MultiLabel:
 		names, err := splitNames(t.spec, path, w, v)
 		if err != nil {
-			return err
+			return 0, nil, err
 		}
-		ex.Values = make([]float32, t.labels.Len())
+		values = make([]float32, t.labels.Len())
 		for _, n := range names {
 			id, ok := t.labels.ID(n)
 			if !ok {
-				return rowError(path, w, col, "class %q is not in the label map (%s)", n, t.labels)
+				return 0, nil, rowError(path, w, col, "class %q is not in the label map (%s)", n, t.labels)
 			}
-			ex.Values[id] = 1
+			values[id] = 1
 		}
-	default:
-		name, err := labelText(path, w, col, v)
-		if err != nil {
-			return err
-		}
-		id, ok := t.labels.ID(name)
-		if !ok {
-			return rowError(path, w, col, "label %q is not in the label map (%s)", name, t.labels)
-		}
-		ex.Label = id
+		return 0, values, nil
 	}
-	return nil
+	name, err := labelText(path, w, col, v)
+	if err != nil {
+		return 0, nil, err
+	}
+	id, ok := t.labels.ID(name)
+	if !ok {
+		return 0, nil, rowError(path, w, col, "label %q is not in the label map (%s)", name, t.labels)
+	}
+	return id, nil, nil
 }
