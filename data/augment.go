@@ -1,6 +1,7 @@
 package data
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 )
@@ -36,8 +37,11 @@ func splitmix(x uint64) uint64 {
 }
 
 // augment runs the loader's Augment on the examples of a global batch (in the order of the
-// batches' slots), each with its key; a padding slot gets its example's key too.
-func augment[T any](examples []T, batches []*Batch, seed int64, epoch int, fn func(T, ExampleKey) (T, error)) (err error) {
+// batches' slots), each with its key; a padding slot gets its example's key too. The slots
+// marked in out (left out already) are not augmented; an example whose Augment returns a Skip
+// error is left out too (its slot masked, counted by skips) and every such slot gets an
+// augmented stand-in.
+func augment[T any](examples []T, batches []*Batch, out []bool, seed int64, epoch int, fn func(T, ExampleKey) (T, error), skips *skips) (err error) {
 	if fn == nil {
 		return nil
 	}
@@ -46,14 +50,34 @@ func augment[T any](examples []T, batches []*Batch, seed int64, epoch int, fn fu
 			err = fmt.Errorf("augment panicked: %v", p)
 		}
 	}()
-	i := 0
+	i, left := 0, false
 	for _, b := range batches {
-		for _, index := range b.Indices {
-			if examples[i], err = fn(examples[i], ExampleKey{Seed: seed, Epoch: epoch, Index: index}); err != nil {
+		for k, index := range b.Indices {
+			if out != nil && out[i] {
+				i, left = i+1, true
+				continue
+			}
+			ex, err := fn(examples[i], ExampleKey{Seed: seed, Epoch: epoch, Index: index})
+			switch {
+			case err != nil && errors.Is(err, ErrSkipped):
+				if b.Real[k] || b.Positions[k] >= 0 {
+					skips.note(index, err)
+				}
+				if out == nil {
+					out = make([]bool, len(examples))
+				}
+				out[i], left = true, true
+				b.Real[k], b.Positions[k] = false, -1
+			case err != nil:
 				return fmt.Errorf("augmenting example %d: %w", index, err)
+			default:
+				examples[i] = ex
 			}
 			i++
 		}
+	}
+	if left {
+		return standIns(examples, out)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"errors"
 	"fmt"
 	"iter"
 
@@ -69,6 +70,10 @@ type LoaderConfig[T any] struct {
 	// the same on every topology and worker count, and after a resume. It returns a new
 	// example and leaves its argument as it was: a padding slot may share it.
 	Augment func(example T, key ExampleKey) (T, error)
+	// OnSkip, when set, is told of each example left out because Dataset.Get or Augment
+	// returned a Skip error (its index and the error), from the workers' goroutines: it must
+	// be safe for concurrent use. The loaders count them either way (Skipped).
+	OnSkip func(index int, err error)
 }
 
 func (c LoaderConfig[T]) validate(caller string) error {
@@ -94,8 +99,9 @@ func (c LoaderConfig[T]) validate(caller string) error {
 // the Source methods that only read or move the position, and the loop that hands out the
 // global batches of a pass.
 type loaderBase[T any] struct {
-	cfg LoaderConfig[T]
-	pos *position
+	cfg   LoaderConfig[T]
+	pos   *position
+	skips *skips
 }
 
 // newLoaderBase is the part of NewLoader and NewStreamLoader that is the same for both; n is
@@ -106,7 +112,7 @@ func newLoaderBase[T any](caller string, n int, cfg LoaderConfig[T]) (loaderBase
 		return loaderBase[T]{}, fmt.Errorf("%s: %d examples make no full batch of %d and LoaderConfig.DropLast is set; "+
 			"lower the batch size or unset DropLast", caller, n, lay.perGlobal(1))
 	}
-	return loaderBase[T]{cfg: cfg, pos: newPosition(cfg.Seed, lay)}, nil
+	return loaderBase[T]{cfg: cfg, pos: newPosition(cfg.Seed, lay), skips: &skips{onSkip: cfg.OnSkip}}, nil
 }
 
 // Distribute splits the data over numReplicas replicas (devices x processes), of which this
@@ -177,7 +183,8 @@ func (l *loaderBase[T]) SetEpoch(epoch int) { l.pos.setEpoch(epoch) }
 // globalBatchSlots produces the global batches of a pass: for each, the examples of all local
 // replicas' batches together (replica after replica) and the batches with their slots
 // (Real, Indices, Positions) filled in, through emit.
-type globalBatchSlots[T any] func(ps pass, emit func(index int, build func() ([]T, []*Batch, error)) bool) error
+// out marks the slots of examples left out (Skip), which hold a stand-in.
+type globalBatchSlots[T any] func(ps pass, emit func(index int, build func() ([]T, []*Batch, []bool, error)) bool) error
 
 // epoch runs one pass: produce finds the examples of each global batch (on a goroutine of its
 // own when Workers > 0), the workers collate them, and the global batches are handed out in
@@ -190,11 +197,11 @@ func (l *loaderBase[T]) epoch(produce globalBatchSlots[T]) iter.Seq2[*GlobalBatc
 			return
 		}
 		jobs := func(emit func(job) bool) error {
-			return produce(ps, func(index int, build func() ([]T, []*Batch, error)) bool {
+			return produce(ps, func(index int, build func() ([]T, []*Batch, []bool, error)) bool {
 				return emit(func() (*GlobalBatch, error) {
-					examples, batches, err := build()
+					examples, batches, out, err := build()
 					if err == nil {
-						err = augment(examples, batches, ps.seed, ps.epoch, l.cfg.Augment)
+						err = augment(examples, batches, out, ps.seed, ps.epoch, l.cfg.Augment, l.skips)
 					}
 					if err == nil {
 						err = collateGlobalBatch(examples, batches, l.cfg.Collate)
@@ -276,10 +283,10 @@ func (l *Loader[T]) sampler(numReplicas int, seed int64) DistributedSampler {
 // An error (a dataset read, a collate failure) ends the pass without consuming the failed
 // global batch.
 func (l *Loader[T]) Epoch() iter.Seq2[*GlobalBatch, error] {
-	return l.epoch(func(ps pass, emit func(int, func() ([]T, []*Batch, error)) bool) error {
+	return l.epoch(func(ps pass, emit func(int, func() ([]T, []*Batch, []bool, error)) bool) error {
 		perm := l.sampler(ps.numReplicas, ps.seed).perm(ps.epoch)
 		for t := ps.start; t < ps.batches; t++ {
-			if !emit(t, func() ([]T, []*Batch, error) { return l.slots(ps, perm, t) }) {
+			if !emit(t, func() ([]T, []*Batch, []bool, error) { return l.slots(ps, perm, t) }) {
 				return nil
 			}
 		}
@@ -291,11 +298,11 @@ func (l *Loader[T]) Epoch() iter.Seq2[*GlobalBatch, error] {
 // real examples is the sampler's wrap-around padding (per-device batches, within the
 // replicas' equal shares of the rest of the epoch) or a filler that repeats the batch's first
 // example (or, for a batch with no real example, the global batch's first).
-func (l *Loader[T]) slots(ps pass, perm []int, t int) ([]T, []*Batch, error) {
+func (l *Loader[T]) slots(ps pass, perm []int, t int) ([]T, []*Batch, []bool, error) {
 	lay, r := l.pos.lay, ps.numReplicas
 	sampled := ps.base + (l.n-ps.base+r-1)/r*r // end of the wrap-around padding (per-device batches)
 	first, _ := ps.slot(lay, t, 0, 0)
-	return dealSlots(lay, ps, t, func(rank, k, p int, inShare bool) (ex T, index int, isReal, repeat bool, err error) {
+	return dealSlots(lay, ps, t, l.skips, func(rank, k, p int, inShare bool) (ex T, index int, isReal, repeat bool, err error) {
 		isReal = inShare && p < l.n
 		switch {
 		case isReal || (lay.global == 0 && p < sampled):
@@ -316,19 +323,37 @@ func (l *Loader[T]) slots(ps pass, perm []int, t int) ([]T, []*Batch, error) {
 // StreamLoader share: slot k of replica rank, at position p of the pass (inShare: p is in the
 // replica's share of the global batch), holds the example fill returns with its index, and is
 // real or not (a position of -1); repeat fills it instead with a copy of the batch's first
-// example (k > 0 only).
-func dealSlots[T any](lay layout, ps pass, t int, fill func(rank, k, p int, inShare bool) (ex T, index int, isReal, repeat bool, err error)) ([]T, []*Batch, error) {
+// example (k > 0 only). An example whose fill fails with a Skip error is left out: its slot
+// (and the slots repeating it) is masked and marked in out, holding a stand-in, and skips
+// counts it.
+func dealSlots[T any](lay layout, ps pass, t int, skips *skips, fill func(rank, k, p int, inShare bool) (ex T, index int, isReal, repeat bool, err error)) ([]T, []*Batch, []bool, error) {
 	bs := lay.share(ps.numReplicas)
 	examples, batches := make([]T, 0, bs*len(ps.replicas)), make([]*Batch, len(ps.replicas))
+	var out []bool // allocated at the first example left out
+	mark := func(slot int) {
+		if out == nil {
+			out = make([]bool, cap(examples))
+		}
+		out[slot] = true
+	}
 	for j, rank := range ps.replicas {
 		b, firstSlot := newBatch(bs), len(examples)
 		for k := range bs {
 			p, inShare := ps.slot(lay, t, rank, k)
 			ex, index, isReal, repeat, err := fill(rank, k, p, inShare)
 			switch {
+			case err != nil && errors.Is(err, ErrSkipped):
+				if isReal { // a padding slot repeats an example counted where it is real
+					skips.note(index, err)
+				}
+				mark(len(examples))
+				isReal = false
 			case err != nil:
-				return nil, nil, err
+				return nil, nil, nil, err
 			case repeat:
+				if out != nil && out[firstSlot] {
+					mark(len(examples))
+				}
 				examples = append(examples, examples[firstSlot])
 				b.Indices[k], b.Positions[k] = b.Indices[0], -1
 				continue
@@ -341,7 +366,12 @@ func dealSlots[T any](lay layout, ps pass, t int, fill func(rank, k, p int, inSh
 		}
 		batches[j] = b
 	}
-	return examples, batches, nil
+	if out != nil {
+		if err := standIns(examples, out); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return examples, batches, out, nil
 }
 
 var (

@@ -67,7 +67,7 @@ func NewStreamLoader[T any](s Stream[T], cfg LoaderConfig[T]) (*StreamLoader[T],
 // (see Loader.Epoch); the epoch number only numbers them, the order of a stream is the same in
 // every epoch. The stream is read on a goroutine of its own when Workers > 0.
 func (l *StreamLoader[T]) Epoch() iter.Seq2[*GlobalBatch, error] {
-	return l.epoch(func(ps pass, emit func(int, func() ([]T, []*Batch, error)) bool) error {
+	return l.epoch(func(ps pass, emit func(int, func() ([]T, []*Batch, []bool, error)) bool) error {
 		perGlobalBatch := l.pos.lay.perGlobal(ps.numReplicas)
 		skip, i := ps.base+(ps.start-ps.segStart)*perGlobalBatch, 0
 		t := ps.start
@@ -78,7 +78,7 @@ func (l *StreamLoader[T]) Epoch() iter.Seq2[*GlobalBatch, error] {
 			}
 			ex, index := round, t
 			round, t = make([]T, 0, perGlobalBatch), t+1
-			return emit(index, func() ([]T, []*Batch, error) { return l.slots(ps, ex, index) })
+			return emit(index, func() ([]T, []*Batch, []bool, error) { return l.slots(ps, ex, index) })
 		}
 		for ex, err := range l.s.All() {
 			if err != nil {
@@ -111,9 +111,9 @@ func (l *StreamLoader[T]) Epoch() iter.Seq2[*GlobalBatch, error] {
 // slots deals the examples of global batch t (its round of the stream, short in the last one)
 // to the local replicas' batches. A slot past the end of the stream or of the share repeats
 // its batch's first example, or the global batch's.
-func (l *StreamLoader[T]) slots(ps pass, round []T, t int) ([]T, []*Batch, error) {
+func (l *StreamLoader[T]) slots(ps pass, round []T, t int) ([]T, []*Batch, []bool, error) {
 	base, _ := ps.slot(l.pos.lay, t, 0, 0) // stream number of round[0]
-	return dealSlots(l.pos.lay, ps, t, func(_, k, p int, inShare bool) (ex T, index int, isReal, repeat bool, err error) {
+	return dealSlots(l.pos.lay, ps, t, l.skips, func(_, k, p int, inShare bool) (ex T, index int, isReal, repeat bool, err error) {
 		switch q := p - base; {
 		case inShare && q < len(round):
 			return round[q], p, true, false, nil
