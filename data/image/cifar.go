@@ -7,11 +7,16 @@ import (
 	"strings"
 )
 
-// Example is one example of image classification: an image and its class index.
+// Example is one example of image classification: an image and its class index. Folder,
+// CIFAR and Table all give Examples (each is a data.Dataset[Example] whose Get decodes one,
+// on the loader's workers).
 type Example struct {
 	Image *RGB
 	// Label is the index of the class in the dataset's Classes.
 	Label int
+	// Values holds, for a Table of another problem, the multi-label flags (one 0/1 per class)
+	// or the regression value; nil for single-label classification.
+	Values []float32
 	// Source says where the example came from: the file, or for CIFAR the batch file and
 	// the record's index in it ("data_batch_2[17]").
 	Source string

@@ -1,6 +1,18 @@
 // Package image reads images as data: files decoded to 8-bit RGB the way transformers'
 // load_image does with Pillow, and image datasets (folders as torchvision's ImageFolder and
-// Hugging Face's imagefolder read them, CIFAR-10 and CIFAR-100 in both their formats).
+// Hugging Face's imagefolder read them, Parquet and JSON Lines tables with an image column as
+// Hugging Face datasets writes them, CIFAR-10 and CIFAR-100 in both their formats).
+//
+// # Datasets
+//
+// Folder (OpenFolder), Table (OpenTable) and CIFAR (LoadCIFAR) are each a
+// data.Dataset[Example]: the same example type, served by data.NewLoader, which calls Get on
+// its workers, so decoding runs in parallel, LoaderConfig.Workers global batches ahead at
+// most twice over. Folder and Table hold a list (the files, or the rows' places), never the
+// images: a folder of 1.3 million JPEGs costs its paths. CIFAR holds its 60,000 images' bytes,
+// as torchvision does. With FolderOptions.SkipBad or TableOptions.SkipBad an image that does
+// not decode is left out of training and counted (see data.Skip), as --skip_bad_images asks;
+// without it, it ends the pass with an error naming the file (and, for a table, the row).
 //
 // # Decoding
 //

@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/goaccel/goaccel/data"
 )
 
 // Extensions are the file name endings Folder takes as images, compared without regard to
@@ -38,6 +40,12 @@ type FolderOptions struct {
 	LabelColumn string
 	// Decoder decodes the images (its MaxPixels limit).
 	Decoder Decoder
+	// SkipBad leaves out of training an image that does not decode (truncated, corrupt, not
+	// an image, over Decoder.MaxPixels): Get returns its error marked with data.Skip, so the
+	// loaders mask its slot and count it (data.Loader.Skipped), as --skip_bad_images asks.
+	// Without it such an image ends the pass with an error naming the file. A file that
+	// cannot be read (removed, no permission) is an error either way.
+	SkipBad bool
 }
 
 // Folder is a folder of image files as a data.Dataset[Example]. Opening it lists the files
@@ -64,6 +72,7 @@ type Folder struct {
 	files   []string
 	labels  []int
 	dec     Decoder
+	skipBad bool
 }
 
 // Len is the number of images.
@@ -74,11 +83,23 @@ func (f *Folder) Get(i int) (Example, error) {
 	if i < 0 || i >= len(f.files) {
 		return Example{}, fmt.Errorf("image: folder index %d out of range [0, %d)", i, len(f.files))
 	}
-	m, err := f.dec.Load(f.files[i])
+	b, err := os.ReadFile(f.files[i])
 	if err != nil {
-		return Example{}, err
+		return Example{}, fmt.Errorf("image: %w", err)
+	}
+	m, err := f.dec.Decode(f.files[i], b)
+	if err != nil {
+		return Example{}, badImage(err, f.skipBad)
 	}
 	return Example{Image: m, Label: f.labels[i], Source: f.files[i]}, nil
+}
+
+// badImage is the error of an image that does not decode: marked with data.Skip when skip.
+func badImage(err error, skip bool) error {
+	if skip {
+		return data.Skip(err)
+	}
+	return err
 }
 
 // Path is the file of image i.
@@ -93,7 +114,7 @@ func OpenFolder(root string, opts FolderOptions) (*Folder, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("image: %s is not a folder", root)
 	}
-	f := &Folder{dec: opts.Decoder}
+	f := &Folder{dec: opts.Decoder, skipBad: opts.SkipBad}
 	var names []string // one label name per file
 	switch meta := metadataFile(root); {
 	case opts.LabelPattern != nil:
