@@ -21,11 +21,21 @@ import (
 //     "macro_precision", "macro_recall", "macro_f1", "loss" (the mean cross-entropy), and with
 //     2 classes also "precision", "recall" and "f1" of class 1 (the positive class).
 func SingleLabelClassification(numClasses int, logits func(s *model.Scope, inputs []*Node) *Node) Task {
-	checked := func(s *model.Scope, inputs []*Node) *Node {
+	return SingleLabelClassificationOfBatch(numClasses, func(s *model.Scope, b accelerator.GraphBatch) *Node {
+		return logits(s, b.Inputs)
+	})
+}
+
+// SingleLabelClassificationOfBatch is SingleLabelClassification for a model whose logits
+// depend on the whole batch, not only its inputs: the logits function receives the
+// GraphBatch, mask included, in training and in evaluation, so a layer with batch statistics
+// (models/nn.BatchNorm) can keep the padding slots out of them.
+func SingleLabelClassificationOfBatch(numClasses int, logits func(s *model.Scope, b accelerator.GraphBatch) *Node) Task {
+	checked := func(s *model.Scope, b accelerator.GraphBatch) *Node {
 		if numClasses < 2 {
 			exceptions.Panicf("trainer: SingleLabelClassification: numClasses = %d, want at least 2", numClasses)
 		}
-		l := logits(s, inputs)
+		l := logits(s, b)
 		if l.Rank() != 2 || l.Shape().Dimensions[1] != numClasses {
 			exceptions.Panicf("trainer: SingleLabelClassification: the logits function returned shape %s, want [batch, %d]",
 				l.Shape(), numClasses)
@@ -38,10 +48,10 @@ func SingleLabelClassification(numClasses int, logits func(s *model.Scope, input
 	}
 	return Task{
 		Loss: func(s *model.Scope, b accelerator.GraphBatch) *Node {
-			return accelerator.CrossEntropy(checked(s, b.Inputs), b.Labels, b.Mask)
+			return accelerator.CrossEntropy(checked(s, b), b.Labels, b.Mask)
 		},
 		Eval: func(s *model.Scope, b accelerator.GraphBatch) []*Node {
-			l := checked(s, b.Inputs)
+			l := checked(s, b)
 			return []*Node{l, accelerator.PerExampleCrossEntropy(l, b.Labels)}
 		},
 		Metrics: func(g *accelerator.Gathered) (map[string]float64, error) {

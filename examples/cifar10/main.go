@@ -145,10 +145,9 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	}
 	store := model.NewStore()
 	net := resnet18{width: width, classes: len(classes)}
-	task := trainer.SingleLabelClassification(len(classes), func(s *model.Scope, in []*Node) *Node { return net.logits(s, in[0], nil) })
-	task.Loss = func(s *model.Scope, b accelerator.GraphBatch) *Node { // BatchNorm's statistics leave out the padding
-		return accelerator.CrossEntropy(net.logits(s, b.Inputs[0], b.Mask), b.Labels, b.Mask)
-	}
+	task := trainer.SingleLabelClassificationOfBatch(len(classes), func(s *model.Scope, b accelerator.GraphBatch) *Node {
+		return net.logits(s, b.Inputs[0], b.Mask) // BatchNorm's statistics leave out the padding
+	})
 	tr, err := trainer.New(acc, store, opt, task)
 	if err != nil {
 		return nil, 0, err
@@ -255,8 +254,8 @@ func synthetic(n int, seed int64) data.Slice[image.Example] {
 type resnet18 struct{ width, classes int }
 
 // logits maps images [B, 32, 32, 3] to logits [B, classes]; mask ([B], the real examples)
-// keeps padding out of BatchNorm's statistics (nil in evaluation, where the running
-// statistics normalise).
+// keeps padding out of BatchNorm's statistics in training (in evaluation the running
+// statistics normalise and it is not used).
 func (r resnet18) logits(s *model.Scope, x, mask *Node) *Node {
 	bn := func(s *model.Scope, x *Node) *Node { return nn.BatchNorm(s, x, mask, nn.BatchNormConfig{}) }
 	h := activation.Relu(bn(s.In("bn1"), conv(s.In("conv1"), x, r.width, 3, 1)))
