@@ -111,6 +111,10 @@ type normalizerJSON struct {
 	Pattern             *patternJSON      `json:"pattern"`
 	Content             string            `json:"content"`
 	Prepend             string            `json:"prepend"`
+	CleanText           *bool             `json:"clean_text"`
+	HandleChineseChars  *bool             `json:"handle_chinese_chars"`
+	StripAccents        *bool             `json:"strip_accents"`
+	Lowercase           *bool             `json:"lowercase"`
 }
 
 // patternJSON is the pattern of Replace and Split: a string or a regular expression.
@@ -160,6 +164,14 @@ func parseNormalizer(raw json.RawMessage, source string) (Normalizer, error) {
 		return UnicodeForm{norm.NFKD}, nil
 	case "Lowercase":
 		return Lowercase{}, nil
+	case "BertNormalizer":
+		b := BertNormalizer{CleanText: orTrue(n.CleanText), HandleChineseChars: orTrue(n.HandleChineseChars),
+			Lowercase: orTrue(n.Lowercase)}
+		b.StripAccents = b.Lowercase // null follows lowercase
+		if n.StripAccents != nil {
+			b.StripAccents = *n.StripAccents
+		}
+		return b, nil
 	case "Strip":
 		return Strip{Left: n.StripLeft, Right: n.StripRight}, nil
 	case "Prepend":
@@ -192,8 +204,11 @@ func parseNormalizer(raw json.RawMessage, source string) (Normalizer, error) {
 		}
 		return seq, nil
 	}
-	return nil, fmt.Errorf("tokenizers: normalizer type %q in %s is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, Strip, Replace, Prepend, Precompiled, Sequence)", n.Type, source)
+	return nil, fmt.Errorf("tokenizers: normalizer type %q in %s is not supported (supported: BertNormalizer, NFC, NFD, NFKC, NFKD, Lowercase, Strip, Replace, Prepend, Precompiled, Sequence)", n.Type, source)
 }
+
+// orTrue is *b, true when the file does not say.
+func orTrue(b *bool) bool { return b == nil || *b }
 
 // isNull tells whether a JSON value is absent or null.
 func isNull(raw json.RawMessage) bool {

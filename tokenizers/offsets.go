@@ -300,6 +300,7 @@ func (t *Tokenizer) EncodeOffsets(text string) (Encoding, []Offset, error) {
 	var offs []Offset
 	var err error
 	word := int32(0)
+	trim, _ := t.post.(*TemplateProcessing)
 	t.added.SplitAligned(text, func(a Aligned) Aligned {
 		n, nerr := t.normalizeAligned(a)
 		if nerr != nil {
@@ -321,7 +322,11 @@ func (t *Tokenizer) EncodeOffsets(text string) (Encoding, []Offset, error) {
 			wa := Aligned{Text: w.Text, spans: w.spans}
 			for _, s := range sm.appendSpans(w.Text, nil) {
 				e.append(s.id, 0, word)
-				offs = append(offs, wa.Span(s.start, s.end))
+				o := wa.Span(s.start, s.end)
+				if trim != nil && trim.TrimOffsets {
+					o = trimOffset(t.tokens[s.id], o, trim.AddPrefixSpace && (len(offs) == 0 || o.Start == 0))
+				}
+				offs = append(offs, o)
 			}
 			word++
 		}

@@ -24,8 +24,13 @@ type TemplatePiece struct {
 }
 
 // TemplateProcessing lays out the encoding as its Single and Pair templates say.
+// RobertaProcessing, BertProcessing and the ByteLevel post-processor are read as templates.
 type TemplateProcessing struct {
 	Single, Pair []TemplatePiece
+	// TrimOffsets (RobertaProcessing's and ByteLevel's trim_offsets) makes the offset of a
+	// byte-level token leave out the spaces ("Ġ") it begins or ends with, except the one
+	// space of a text's first token when AddPrefixSpace (the pre-tokenizer put it there).
+	TrimOffsets, AddPrefixSpace bool
 }
 
 // Added counts the special tokens of a template.
@@ -120,8 +125,10 @@ type postProcessorJSON struct {
 		IDs    []int32  `json:"ids"`
 		Tokens []string `json:"tokens"`
 	} `json:"special_tokens"`
-	Cls *specialPair `json:"cls"`
-	Sep *specialPair `json:"sep"`
+	Cls            *specialPair `json:"cls"`
+	Sep            *specialPair `json:"sep"`
+	TrimOffsets    *bool        `json:"trim_offsets"`
+	AddPrefixSpace *bool        `json:"add_prefix_space"`
 }
 
 // templateJSON is one piece of a TemplateProcessing template.
@@ -151,7 +158,14 @@ func ParsePostProcessor(raw json.RawMessage, source string) (PostProcessor, erro
 		if p.Cls == nil || p.Sep == nil {
 			return nil, fmt.Errorf("tokenizers: %s: post-processor %s without cls or sep", source, p.Type)
 		}
-		return newBertLike(*p.Cls, *p.Sep, p.Type == "RobertaProcessing"), nil
+		t := newBertLike(*p.Cls, *p.Sep, p.Type == "RobertaProcessing")
+		if p.Type == "RobertaProcessing" {
+			t.TrimOffsets, t.AddPrefixSpace = orTrue(p.TrimOffsets), orTrue(p.AddPrefixSpace)
+		}
+		return t, nil
+	case "ByteLevel":
+		return &TemplateProcessing{Single: []TemplatePiece{{Seq: "A"}}, Pair: []TemplatePiece{{Seq: "A"}, {Seq: "B", TypeID: 1}},
+			TrimOffsets: orTrue(p.TrimOffsets), AddPrefixSpace: orTrue(p.AddPrefixSpace)}, nil
 	case "TemplateProcessing":
 		t := &TemplateProcessing{}
 		for _, side := range []struct {
@@ -192,5 +206,5 @@ func ParsePostProcessor(raw json.RawMessage, source string) (PostProcessor, erro
 		}
 		return t, nil
 	}
-	return nil, fmt.Errorf("tokenizers: post-processor type %q in %s is not supported (supported: TemplateProcessing, RobertaProcessing, BertProcessing)", p.Type, source)
+	return nil, fmt.Errorf("tokenizers: post-processor type %q in %s is not supported (supported: TemplateProcessing, RobertaProcessing, BertProcessing, ByteLevel)", p.Type, source)
 }

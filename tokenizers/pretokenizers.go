@@ -158,6 +158,7 @@ type preTokenizerJSON struct {
 	PrependScheme  *string           `json:"prepend_scheme"`
 	AddPrefixSpace *bool             `json:"add_prefix_space"`
 	Split          *bool             `json:"split"`
+	UseRegex       *bool             `json:"use_regex"`
 }
 
 // parsePreTokenizer builds the pre-tokenizer of raw; null is none (nil).
@@ -172,6 +173,10 @@ func parsePreTokenizer(raw json.RawMessage, source string) (PreTokenizer, error)
 	switch p.Type {
 	case "WhitespaceSplit":
 		return WhitespaceSplit{}, nil
+	case "BertPreTokenizer":
+		return BertPreTokenizer{}, nil
+	case "ByteLevel":
+		return ByteLevel{AddPrefixSpace: orTrue(p.AddPrefixSpace), UseRegex: orTrue(p.UseRegex)}, nil
 	case "Whitespace":
 		return Whitespace{}, nil
 	case "Metaspace":
@@ -205,5 +210,5 @@ func parsePreTokenizer(raw json.RawMessage, source string) (PreTokenizer, error)
 		}
 		return seq, nil
 	}
-	return nil, fmt.Errorf("tokenizers: pre-tokenizer type %q in %s is not supported (supported: Metaspace, WhitespaceSplit, Whitespace, Sequence)", p.Type, source)
+	return nil, fmt.Errorf("tokenizers: pre-tokenizer type %q in %s is not supported (supported: BertPreTokenizer, ByteLevel, Metaspace, WhitespaceSplit, Whitespace, Sequence)", p.Type, source)
 }

@@ -1,7 +1,6 @@
 package tokenizers
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -23,6 +22,7 @@ type Tokenizer struct {
 	cut          bool             // long texts may be encoded chunk by chunk (canCut)
 	rstrip       []string         // the rstrip tokens' contents, raw and normalized (canCut)
 	source       string
+	specials     map[string]string // role ("pad_token"...) -> token, as the folder's files name them
 }
 
 // Encoding is what a tokenizer makes of a text or a pair of texts: the ids, their type ids
@@ -86,49 +86,66 @@ func Load(path string) (*Tokenizer, error) {
 
 // Parse reads the contents of a tokenizer.json; source names it in errors.
 func Parse(contents []byte, source string) (*Tokenizer, error) {
+	t, added, err := parsePipeline(contents, source)
+	if err != nil {
+		return nil, err
+	}
+	return newTokenizer(t, added)
+}
+
+// parsePipeline reads a tokenizer.json's pipeline and added tokens, not yet indexed.
+func parsePipeline(contents []byte, source string) (*Tokenizer, []AddedToken, error) {
 	var doc tokenizerJSON
 	if err := json.Unmarshal(contents, &doc); err != nil {
-		return nil, fmt.Errorf("tokenizers: parsing %s: %w", source, err)
+		return nil, nil, fmt.Errorf("tokenizers: parsing %s: %w", source, err)
 	}
 	var kind struct {
 		Type string `json:"type"`
 	}
 	if err := json.Unmarshal(doc.Model, &kind); err != nil {
-		return nil, fmt.Errorf("tokenizers: %s: parsing the model: %w", source, err)
+		return nil, nil, fmt.Errorf("tokenizers: %s: parsing the model: %w", source, err)
 	}
 	var model Model
+	var err error
 	switch kind.Type {
 	case "Unigram":
-		u, err := parseUnigram(doc.Model, source)
-		if err != nil {
-			return nil, err
-		}
-		model = u
+		model, err = parseUnigram(doc.Model, source)
+	case "WordPiece":
+		model, err = parseWordPiece(doc.Model, source)
+	case "BPE":
+		model, err = parseBPE(doc.Model, source)
 	default:
-		return nil, fmt.Errorf("tokenizers: model type %q in %s is not supported (supported: Unigram)", kind.Type, source)
+		return nil, nil, fmt.Errorf("tokenizers: model type %q in %s is not supported (supported: WordPiece, BPE, Unigram)", kind.Type, source)
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	t := &Tokenizer{model: model, source: source}
-	var err error
 	if t.normalizer, err = parseNormalizer(doc.Normalizer, source); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if t.preTokenizer, err = parsePreTokenizer(doc.PreTokenizer, source); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if t.post, err = ParsePostProcessor(doc.PostProcessor, source); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	added := make([]AddedToken, len(doc.AddedTokens))
 	for i, a := range doc.AddedTokens {
 		if a.Content == "" || a.ID == nil {
-			return nil, fmt.Errorf("tokenizers: %s: added token %d (%q) has no content or no id", source, i, a.Content)
+			return nil, nil, fmt.Errorf("tokenizers: %s: added token %d (%q) has no content or no id", source, i, a.Content)
 		}
 		added[i] = a.Token(*a.ID)
 	}
-	return newTokenizer(t, added)
+	return t, added, nil
 }
 
-// newTokenizer indexes the vocabulary of t's model and the added tokens.
+// newTokenizer indexes the vocabulary of t's model and the added tokens. The added tokens
+// must have the ids the tokenizers library gives them when it reads them in this order: a
+// token of the vocabulary its id there, another the id after the largest added id so far
+// when that is beyond the vocabulary, else the vocabulary's size. The library does not read
+// the ids of the file: it assigns these, and a file whose ids differ gets ids that disagree
+// with it (and with the model it was saved with), so it is refused, naming the token.
 func newTokenizer(t *Tokenizer, added []AddedToken) (*Tokenizer, error) {
 	vocab := t.model.Vocab()
 	t.tokens = slices.Clone(vocab)
@@ -136,27 +153,30 @@ func newTokenizer(t *Tokenizer, added []AddedToken) (*Tokenizer, error) {
 	for i, tok := range vocab {
 		t.ids[tok] = int32(i)
 	}
-	// The added tokens beyond the vocabulary take the next ids, in the order of their ids.
-	var beyond []AddedToken
+	maxAdded := int64(-1)
 	for _, a := range added {
-		if id, ok := t.ids[a.Content]; ok {
-			if id != a.ID {
-				return nil, fmt.Errorf("tokenizers: %s: added token %q has id %d, but the vocabulary gives it id %d", t.source, a.Content, a.ID, id)
+		want, ok := t.ids[a.Content]
+		why := "its id in the vocabulary"
+		if !ok {
+			switch {
+			case maxAdded >= int64(len(vocab)):
+				want, why = int32(maxAdded+1), "the id after the largest added one"
+			default:
+				want, why = int32(len(vocab)), fmt.Sprintf("the first id after the vocabulary's %d tokens", len(vocab))
 			}
-			continue
 		}
-		beyond = append(beyond, a)
-	}
-	slices.SortStableFunc(beyond, func(a, b AddedToken) int { return cmp.Compare(a.ID, b.ID) })
-	for _, a := range beyond {
-		if prev, ok := t.ids[a.Content]; ok && prev == a.ID {
-			continue // declared twice
+		if a.ID != want {
+			if int(want) < len(t.tokens) && int(want) >= len(vocab) && t.tokens[want] == a.Content {
+				why = "the id it was given before"
+			}
+			return nil, fmt.Errorf("tokenizers: %s: added token %q has id %d, but the tokenizers library gives it id %d (%s): refused, as the ids would disagree with the file",
+				t.source, a.Content, a.ID, want, why)
 		}
-		if int(a.ID) != len(t.tokens) {
-			return nil, fmt.Errorf("tokenizers: %s: added token %q has id %d, want %d: the ids after the vocabulary's %d must follow each other", t.source, a.Content, a.ID, len(t.tokens), len(vocab))
+		if !ok {
+			t.tokens = append(t.tokens, a.Content)
+			t.ids[a.Content] = a.ID
 		}
-		t.tokens = append(t.tokens, a.Content)
-		t.ids[a.Content] = a.ID
+		maxAdded = max(maxAdded, int64(want))
 	}
 	if err := t.checkSpecials(); err != nil {
 		return nil, err
@@ -254,14 +274,33 @@ func (t *Tokenizer) Tokenize(text string) []string {
 // IDs returns the ids of text, without special tokens and without truncation.
 func (t *Tokenizer) IDs(text string) []int32 { return t.encodeText(text).IDs }
 
-// Kind is the type of the model: "Unigram".
+// Kind is the type of the model: "WordPiece", "BPE" or "Unigram".
 func (t *Tokenizer) Kind() string {
 	switch t.model.(type) {
 	case *Unigram:
 		return "Unigram"
+	case *WordPiece:
+		return "WordPiece"
+	case *BPE:
+		return "BPE"
 	}
 	return fmt.Sprintf("%T", t.model)
 }
+
+// Normalizer is the pipeline's normalizer (nil: none).
+func (t *Tokenizer) Normalizer() Normalizer { return t.normalizer }
+
+// PreTokenizer is the pipeline's pre-tokenizer (nil: none).
+func (t *Tokenizer) PreTokenizer() PreTokenizer { return t.preTokenizer }
+
+// Model is the pipeline's model (*WordPiece, *BPE or *Unigram).
+func (t *Tokenizer) Model() Model { return t.model }
+
+// PostProcessor is the pipeline's post-processor (nil: none).
+func (t *Tokenizer) PostProcessor() PostProcessor { return t.post }
+
+// Source names the file the tokenizer was read from.
+func (t *Tokenizer) Source() string { return t.source }
 
 // encodeText is the encoding of one text before truncation and post-processing: type ids 0.
 func (t *Tokenizer) encodeText(text string) Encoding {
@@ -363,7 +402,7 @@ func (t *Tokenizer) canCut(added []AddedToken) bool {
 	var normOK func(n Normalizer) bool
 	normOK = func(n Normalizer) bool {
 		switch n := n.(type) {
-		case nil, *Precompiled, UnicodeForm, Lowercase:
+		case nil, *Precompiled, UnicodeForm, Lowercase, BertNormalizer:
 			return true
 		case Strip:
 			return !n.Left
@@ -377,8 +416,10 @@ func (t *Tokenizer) canCut(added []AddedToken) bool {
 	var preOK func(p PreTokenizer) bool
 	preOK = func(p PreTokenizer) bool {
 		switch p := p.(type) {
-		case Metaspace, WhitespaceSplit, Whitespace:
+		case Metaspace, WhitespaceSplit, Whitespace, BertPreTokenizer:
 			return true
+		case ByteLevel:
+			return p.UseRegex // GPT-2's pattern cuts a word before a space
 		case PreTokenizerSequence:
 			return len(p) > 0 && !slices.ContainsFunc(p, func(q PreTokenizer) bool { return !preOK(q) })
 		}

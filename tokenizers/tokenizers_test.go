@@ -56,12 +56,15 @@ func TestUnsupportedComponent(t *testing.T) {
 	}
 }
 
-// TestAddedTokenIDs: the added tokens beyond the vocabulary must take the ids after it,
-// without gaps; one in the vocabulary must have its id there.
+// TestAddedTokenIDs: an added token must have the id the tokenizers library gives it (its id
+// in the vocabulary, or the next one after the vocabulary and the added tokens before it);
+// the error names the token and both ids (see TestAddedIDRuleMatchesLibrary).
 func TestAddedTokenIDs(t *testing.T) {
 	for _, c := range []struct{ added, want string }{
-		{`[{"id": 3005, "content": "<new>", "special": true}]`, `added token "<new>" has id 3005, want 3002`},
-		{`[{"id": 7, "content": "<s>", "special": true}]`, `added token "<s>" has id 7, but the vocabulary gives it id 0`},
+		{`[{"id": 3005, "content": "<new>", "special": true}]`, `added token "<new>" has id 3005, but the tokenizers library gives it id 3002`},
+		{`[{"id": 7, "content": "<s>", "special": true}]`, `added token "<s>" has id 7, but the tokenizers library gives it id 0 (its id in the vocabulary)`},
+		{`[{"id": 3003, "content": "<b>", "special": true}, {"id": 3002, "content": "<a>", "special": true}]`,
+			`added token "<b>" has id 3003, but the tokenizers library gives it id 3002`},
 	} {
 		doc := xlmrDoc(t)
 		doc["added_tokens"] = json.RawMessage(c.added)
@@ -70,9 +73,8 @@ func TestAddedTokenIDs(t *testing.T) {
 			t.Errorf("added_tokens %s: error %v, want %q", c.added, err, c.want)
 		}
 	}
-	// Declared out of order, they are put in the order of their ids.
 	doc := xlmrDoc(t)
-	doc["added_tokens"] = json.RawMessage(`[{"id": 3003, "content": "<b>", "special": true}, {"id": 3002, "content": "<a>", "special": true}]`)
+	doc["added_tokens"] = json.RawMessage(`[{"id": 3002, "content": "<a>", "special": true}, {"id": 3003, "content": "<b>", "special": true}]`)
 	tok, err := Load(writeDoc(t, doc))
 	if err != nil {
 		t.Fatal(err)

@@ -243,8 +243,8 @@ func TestTokenizerErrors(t *testing.T) {
 		{"max_len too small", func() (*Tokenizer, error) { return NewTokenizerFromVocab(microVocab, 1) }, "max_len must be at least 3"},
 		{"folder without vocab", func() (*Tokenizer, error) { return LoadTokenizer(t.TempDir(), 16) }, "neither vocab.txt nor tokenizer.json nor spm.model"},
 		{"Unigram without unk_id", func() (*Tokenizer, error) { return LoadTokenizer(unigram, 16) }, `a Unigram model without unk_id is not supported`},
-		{"WordLevel tokenizer.json", func() (*Tokenizer, error) { return LoadTokenizer(wordLevel, 16) }, `model type "WordLevel" is not supported: WordPiece, BPE (byte-level) and Unigram are`},
-		{"BPE without ByteLevel", func() (*Tokenizer, error) { return LoadTokenizer(bpe, 16) }, `pre_tokenizer none is not supported with BPE`},
+		{"WordLevel tokenizer.json", func() (*Tokenizer, error) { return LoadTokenizer(wordLevel, 16) }, `model type "WordLevel" in ` + filepath.Join(wordLevel, "tokenizer.json") + ` is not supported (supported: WordPiece, BPE, Unigram)`},
+		{"BPE with an empty vocabulary", func() (*Tokenizer, error) { return LoadTokenizer(bpe, 16) }, `BPE model has an empty vocabulary`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/goaccel/goaccel/internal/fsutil"
+	"github.com/goaccel/goaccel/tokenizers"
 )
 
 // DefaultVocabWords is the number of whole words BuildVocab is usually asked to keep for a
@@ -24,9 +25,10 @@ const DefaultVocabWords = 8000
 func BuildVocab(texts []string, maxWords int) []string {
 	counts := make(map[string]int)
 	chars := make(map[string]bool)
-	opts := basicOptions{lowercase: true, stripAccents: true, chineseChars: true}
+	norm := tokenizers.BertNormalizer{CleanText: true, HandleChineseChars: true, StripAccents: true, Lowercase: true}
 	for _, text := range texts {
-		for _, word := range basicTokenize(text, opts) {
+		for _, w := range (tokenizers.BertPreTokenizer{}).PreTokenize([]tokenizers.Word{{Text: norm.Normalize(text)}}) {
+			word := w.Text
 			counts[word]++
 			for _, r := range word {
 				chars[string(r)] = true

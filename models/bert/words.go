@@ -2,7 +2,6 @@ package bert
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/data/text"
@@ -13,54 +12,6 @@ import (
 // classification: special tokens, padding, and the pieces of a word after its first
 // (PyTorch's CrossEntropyLoss ignore_index, and metrics.IgnoreIndex).
 const IgnoreIndex = -100
-
-// EncodeWords tokenizes a sentence given as its words, as transformers' tokenizers do with
-// is_split_into_words=True (run_ner.py's call): each word on its own, a byte-level BPE
-// word with a space before it (add_prefix_space=True, which transformers requires for
-// such input), a SentencePiece word with its "▁"; the pieces truncated so that the whole,
-// special tokens included, has at most MaxLen ids. wordIDs[i] is the index of the word
-// that token i comes from, -1 for the special tokens: transformers' word_ids().
-func (t *Tokenizer) EncodeWords(words []string) (ids, wordIDs []int32) {
-	if t.uni != nil {
-		e := t.uni.EncodeWords(words)
-		return e.IDs, e.WordIDs
-	}
-	ids, wordIDs = []int32{t.special.cls}, []int32{-1}
-	for i, w := range words {
-		if len(ids) >= t.maxLen-1 {
-			break // the words after it would be truncated away
-		}
-		n := len(ids)
-		ids = t.appendWordIDs(w, ids)
-		for range len(ids) - n {
-			wordIDs = append(wordIDs, int32(i))
-		}
-	}
-	if len(ids) > t.maxLen-1 {
-		ids, wordIDs = ids[:t.maxLen-1], wordIDs[:t.maxLen-1]
-	}
-	return append(ids, t.special.sep), append(wordIDs, -1)
-}
-
-// appendWordIDs appends the ids of one word: appendIDs, except that a byte-level BPE
-// tokenizer puts a space before each piece of the word that is not an added token (the
-// ByteLevel pre-tokenizer's add_prefix_space, which runs on the text between added tokens:
-// a word that is a special token gets no space).
-func (t *Tokenizer) appendWordIDs(word string, out []int32) []int32 {
-	if t.Kind() != "BPE" {
-		return t.appendIDs(word, out)
-	}
-	spaced := func(normalized string, out []int32) []int32 {
-		if !strings.HasPrefix(normalized, " ") {
-			normalized = " " + normalized
-		}
-		return t.seg.appendPlain(normalized, out)
-	}
-	if t.added == nil {
-		return spaced(t.seg.normalize(word), out)
-	}
-	return t.added.AppendIDs(word, t.seg.normalize, spaced, out)
-}
 
 // AlignTags gives each token of a sentence encoded by EncodeWords its label, as run_ner.py
 // aligns word labels: the first token of word w gets tags[w]; the special tokens get

@@ -75,6 +75,10 @@ func TestWordPieceJSONPipelineParity(t *testing.T) {
 		{"uncased BertNormalizer", wordPieceDoc(t, bertNorm(true, true, nil), bertPre, bertProc, nil)},
 		{"clean_text false", wordPieceDoc(t, bertNorm(false, true, false), bertPre, bertProc, nil)},
 		{"prefix and max chars", wordPieceDoc(t, nil, bertPre, bertTemplate(), map[string]any{"continuing_subword_prefix": "##", "max_input_chars_per_word": 4})},
+		{"NFD and Lowercase", wordPieceDoc(t, map[string]any{"type": "Sequence", "normalizers": []any{map[string]any{"type": "NFD"},
+			map[string]any{"type": "Lowercase"}}}, bertPre, bertTemplate(), nil)},
+		{"Whitespace pre-tokenizer", wordPieceDoc(t, nil, map[string]any{"type": "Whitespace"}, bertTemplate(), nil)},
+		{"no pre-tokenizer", wordPieceDoc(t, nil, nil, bertTemplate(), nil)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := folderWith(t, map[string]any{"tokenizer.json": c.doc})
@@ -107,7 +111,8 @@ print(json.dumps({"single": [tok.encode(x).ids for x in texts], "pair": [e.ids f
 	}
 }
 
-// TestWordPieceJSONRefusals: a pipeline part that the WordPiece reader cannot run is an error
+// TestWordPieceJSONRefusals: a pipeline part that the tokenizers package does not implement,
+// or a post-processor that adds no [CLS] and [SEP] (which a BERT model needs), is an error
 // naming it and the file.
 func TestWordPieceJSONRefusals(t *testing.T) {
 	bertPre := map[string]any{"type": "BertPreTokenizer"}
@@ -115,11 +120,10 @@ func TestWordPieceJSONRefusals(t *testing.T) {
 		doc  map[string]any
 		want string
 	}{
-		{wordPieceDoc(t, map[string]any{"type": "Sequence", "normalizers": []any{map[string]any{"type": "NFD"}}}, bertPre, bertTemplate(), nil), `normalizer "Sequence"`},
-		{wordPieceDoc(t, nil, map[string]any{"type": "Whitespace"}, bertTemplate(), nil), `pre_tokenizer "Whitespace"`},
-		{wordPieceDoc(t, nil, nil, bertTemplate(), nil), `pre_tokenizer none`},
-		{wordPieceDoc(t, nil, bertPre, nil, nil), `post_processor none`},
-		{wordPieceDoc(t, nil, bertPre, map[string]any{"type": "ByteLevel"}, nil), `post_processor "ByteLevel"`},
+		{wordPieceDoc(t, map[string]any{"type": "Sequence", "normalizers": []any{map[string]any{"type": "Fancy"}}}, bertPre, bertTemplate(), nil), `normalizer type "Fancy"`},
+		{wordPieceDoc(t, nil, map[string]any{"type": "Digits"}, bertTemplate(), nil), `pre-tokenizer type "Digits"`},
+		{wordPieceDoc(t, nil, bertPre, nil, nil), `the post_processor adds no special tokens`},
+		{wordPieceDoc(t, nil, bertPre, map[string]any{"type": "ByteLevel"}, nil), `the post_processor adds no special tokens`},
 	} {
 		dir := folderWith(t, map[string]any{"tokenizer.json": c.doc})
 		_, err := loadNoPanic(t, dir, 16)
