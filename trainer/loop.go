@@ -26,11 +26,13 @@ func (f *fit) loop() error {
 		epoch := pos.Epoch
 		f.prog.StartEpoch(epoch, pos.BatchesConsumed, f.step)
 		ranSteps := false
-		for st, err := range f.job.Batches() {
+		var wait time.Duration // the last batch's wait, set by timedBatches
+		for st, err := range timedBatches(f.job.Batches(), &wait) {
 			if err != nil {
 				f.prog.EndEpoch("")
 				return wrapf(err, "reading the training data of epoch %d", epoch+1)
 			}
+			ran := time.Now()
 			l, err := f.trainStep.Run(st)
 			if err != nil {
 				f.prog.EndEpoch("")
@@ -41,6 +43,7 @@ func (f *fit) loop() error {
 				f.prog.EndEpoch("")
 				return wrapf(err, "reading the loss of step %d", f.step+1)
 			}
+			f.waits.add(wait, time.Since(ran))
 			if math.IsNaN(lv) || math.IsInf(lv, 0) {
 				f.prog.EndEpoch("")
 				return fmt.Errorf("trainer: the training loss is %g at epoch %d, batch %d (update %d): training diverged; "+
@@ -205,6 +208,7 @@ func (f *fit) trainRecord(epoch float64) error {
 		r.GradNorm = orNaN(f.job.GradNorm())
 	}
 	f.lossScaleRecord(&r)
+	r.DataWait, f.waits.sinceRecord = f.waits.sinceRecord.Seconds(), 0
 	if dt := time.Since(f.logAt).Seconds(); dt > 0 {
 		r.ExamplesPerSec = float64(f.examplesAtLog) / dt
 	}
@@ -391,6 +395,9 @@ func (f *fit) saveLast() error {
 // only saves the checkpoint: the resumed session evaluates and records where an
 // uninterrupted run would.
 func (f *fit) finish() error {
+	if line := f.waits.summary(); line != "" {
+		f.notice("trainer: %s", line)
+	}
 	if f.interrupted != nil {
 		if f.savedAt != f.step {
 			if err := f.saveLast(); err != nil {

@@ -18,11 +18,11 @@ const (
 )
 
 // Record is one line of metrics.jsonl. Optional numbers are absent (NaN in Go) when they do
-// not apply: a training record has Loss, LR and ExamplesPerSec (and GradNorm when clipping
-// is on), an evaluation record has Eval. Non-finite numbers are written as the strings
+// not apply: a training record has Loss, LR, ExamplesPerSec and DataWait (and GradNorm when
+// clipping is on), an evaluation record has Eval. Non-finite numbers are written as the strings
 // "NaN", "Inf" and "-Inf", since JSON has no such numbers.
 //
-//	{"kind":"train","step":20,"epoch":0.4,"loss":0.6012,"lr":0.0009,"examples_per_s":5120,"elapsed_s":3.1,"time":"2025-..."}
+//	{"kind":"train","step":20,"epoch":0.4,"loss":0.6012,"lr":0.0009,"examples_per_s":5120,"data_wait_s":0.02,"elapsed_s":3.1,"time":"2025-..."}
 //	{"kind":"eval","step":50,"epoch":1,"elapsed_s":7.9,"eval":{"accuracy":0.81,"f1":0.80,"loss":0.43},"time":"..."}
 type Record struct {
 	Kind string
@@ -38,6 +38,11 @@ type Record struct {
 	GradNorm float64
 	// ExamplesPerSec is the training throughput since the previous training record.
 	ExamplesPerSec float64
+	// DataWait is the time in seconds this process's training steps waited for their
+	// batches since the previous training record ("data_wait_s"): the loader's Next, the
+	// reading, augmenting and collating it did not finish ahead of the step. A training
+	// record has it; it is absent (NaN) elsewhere, and 0 means absent too.
+	DataWait float64
 	// LossScale is, under MixedPrecision "fp16", the dynamic loss scale after the last
 	// update, and SkippedUpdates the updates skipped so far for a non-finite gradient
 	// ("loss_scale" and "skipped_updates"); LossScale is 0 (both absent) otherwise.
@@ -112,6 +117,9 @@ func (r Record) fields() []field {
 	add(field{key: "lr", v: r.LR})
 	add(field{key: "grad_norm", v: r.GradNorm})
 	add(field{key: "examples_per_s", v: r.ExamplesPerSec})
+	if r.DataWait > 0 {
+		add(field{key: "data_wait_s", v: r.DataWait})
+	}
 	if r.LossScale > 0 {
 		add(field{key: "loss_scale", v: r.LossScale})
 		add(field{key: "skipped_updates", integer: true, v: float64(r.SkippedUpdates)})
@@ -197,7 +205,7 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 		name string
 		dst  *float64
 	}{{"epoch", &out.Epoch}, {"loss", &out.Loss}, {"lr", &out.LR}, {"grad_norm", &out.GradNorm},
-		{"examples_per_s", &out.ExamplesPerSec}, {"elapsed_s", &out.Elapsed}} {
+		{"examples_per_s", &out.ExamplesPerSec}, {"data_wait_s", &out.DataWait}, {"elapsed_s", &out.Elapsed}} {
 		v, err := num(f.name)
 		if err != nil {
 			return fmt.Errorf("field %q: %w", f.name, err)

@@ -128,10 +128,11 @@ type fit struct {
 	best   *checkpoint.Manager
 	notice func(format string, args ...any)
 
-	ranksThrough   int   // the updates of the last ranks record (ranks.go)
-	step           int64 // optimizer updates done
-	micro          int64 // batches run by this job (the job was created at an update boundary)
-	spe            int   // steps (batches) per epoch
+	waits          dataWaits // the training steps' waits for data (datawait.go)
+	ranksThrough   int       // the updates of the last ranks record (ranks.go)
+	step           int64     // optimizer updates done
+	micro          int64     // batches run by this job (the job was created at an update boundary)
+	spe            int       // steps (batches) per epoch
 	start          time.Time
 	elapsed0       float64
 	logAt          time.Time // time of the last training record
