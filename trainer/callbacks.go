@@ -11,12 +11,26 @@ var ErrStop = errors.New("trainer: stop requested by a callback")
 // Callbacks are called by Fit on the main process and on every other process alike. A nil
 // field is skipped. They run on Fit's goroutine, between steps: a slow callback slows training.
 type Callbacks struct {
+	// OnTrainBegin is called once per Fit, before the first training step, with the model's
+	// variables in place (built by Task.Eval on the first training batch, or restored from
+	// the checkpoint of a resumed run): the weights the next step starts from, for example
+	// to export them. Without Task.Eval the variables are only created by the first step.
+	OnTrainBegin func(TrainBeginEvent) error
 	// OnStep is called after every optimizer update.
 	OnStep func(StepEvent) error
 	// OnEval is called after every evaluation, once the best model has been updated.
 	OnEval func(EvalEvent) error
 	// OnEpochEnd is called at the end of every epoch, after its evaluation and checkpoint.
 	OnEpochEnd func(EpochEvent) error
+}
+
+// TrainBeginEvent describes the start of training in a session.
+type TrainBeginEvent struct {
+	// Step is the number of updates already done: 0 on a new run, the checkpoint's on a
+	// resumed one.
+	Step int64
+	// Resumed is the checkpoint the session continues from ("" for a new run).
+	Resumed string
 }
 
 // StepEvent describes an optimizer update.

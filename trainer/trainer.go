@@ -264,6 +264,11 @@ func (t *Trainer) Fit(train, eval data.Source, cfg Config) (res *Result, err err
 			}
 		}
 	}()
+	if cb := cfg.Callbacks.OnTrainBegin; cb != nil {
+		if err := f.callback("OnTrainBegin", cb(TrainBeginEvent{Step: f.step, Resumed: resumed})); err != nil {
+			return nil, err
+		}
+	}
 	if err := f.loop(); err != nil {
 		return nil, err
 	}
