@@ -25,6 +25,18 @@ func init() {
 	}
 }
 
+// clampTab[v+clampOff] is clamp8(v) for the sums of convertRow (luma 0..255 plus a chroma term
+// within -256..256), so the loop needs no branch.
+var clampTab [1024]uint8
+
+const clampOff = 384
+
+func init() {
+	for i := range clampTab {
+		clampTab[i] = clamp8(int32(i - clampOff))
+	}
+}
+
 func clamp8(v int32) uint8 {
 	if v < 0 {
 		return 0
@@ -35,11 +47,11 @@ func clamp8(v int32) uint8 {
 	return uint8(v)
 }
 
-// ycbcrToRGB converts m into p (HWC, w*h*3 bytes).
+// ycbcrToRGB converts m into p (HWC, w*h*3 bytes), a row at a time: the row's chroma
+// upsampled (or looked up) into two row buffers, then converted.
 func ycbcrToRGB(m *stdimage.YCbCr, p []uint8) {
 	b := m.Bounds()
 	w, h := b.Dx(), b.Dy()
-	var cb, cr []uint8 // full-resolution chroma, w*h each
 	hs, vs := 1, 1
 	switch m.SubsampleRatio {
 	case stdimage.YCbCrSubsampleRatio422:
@@ -51,96 +63,104 @@ func ycbcrToRGB(m *stdimage.YCbCr, p []uint8) {
 	}
 	cw, ch := (w+hs-1)/hs, (h+vs-1)/vs
 	fancy := (hs == 2 && cw > 2) || (hs == 1 && vs == 2)
-	if fancy {
-		c0 := m.COffset(b.Min.X, b.Min.Y)
-		cb = upsample(m.Cb[c0:], m.CStride, cw, ch, hs, vs, w, h)
-		cr = upsample(m.Cr[c0:], m.CStride, cw, ch, hs, vs, w, h)
-	}
+	full := m.SubsampleRatio == stdimage.YCbCrSubsampleRatio444
+	c0 := m.COffset(b.Min.X, b.Min.Y)
+	ub, vb := make([]uint8, w), make([]uint8, w)
+	colsum := make([]int32, cw)
 	for y := range h {
-		yr := m.Y[m.YOffset(b.Min.X, b.Min.Y+y):]
-		for x := range w {
-			yy := int32(yr[x])
-			var u, v uint8
-			if fancy {
-				u, v = cb[y*w+x], cr[y*w+x]
-			} else {
+		yr := m.Y[m.YOffset(b.Min.X, b.Min.Y+y):][:w]
+		u, v := ub, vb
+		switch {
+		case fancy:
+			upsampleRow(m.Cb[c0:], m.CStride, cw, ch, hs, vs, y, colsum, ub)
+			upsampleRow(m.Cr[c0:], m.CStride, cw, ch, hs, vs, y, colsum, vb)
+		case full:
+			ci := m.COffset(b.Min.X, b.Min.Y+y)
+			u, v = m.Cb[ci:][:w], m.Cr[ci:][:w]
+		default: // samples repeated, as Go's decoder does
+			for x := range w {
 				ci := m.COffset(x+b.Min.X, y+b.Min.Y)
-				u, v = m.Cb[ci], m.Cr[ci]
+				ub[x], vb[x] = m.Cb[ci], m.Cr[ci]
 			}
-			i := (y*w + x) * 3
-			p[i] = clamp8(yy + crR[v])
-			p[i+1] = clamp8(yy + (cbG[u]+crG[v])>>fixBits)
-			p[i+2] = clamp8(yy + cbB[u])
 		}
+		convertRow(p[y*w*3:][:w*3], yr, u, v)
 	}
 }
 
-// upsample is libjpeg-turbo's fancy upsampling of one chroma plane of cw x ch samples (row
-// stride stride) to w x h; rows beyond the edges repeat the edge rows, as libjpeg's context
-// rows do.
-func upsample(src []uint8, stride, cw, ch, hs, vs, w, h int) []uint8 {
-	out := make([]uint8, w*h)
-	colsum := make([]int32, cw)
-	for oy := range h {
-		row := src[(oy/vs)*stride:]
-		if vs == 2 {
-			near, v := oy/2, oy%2
-			far := max(near-1, 0)
-			bias := int32(1)
-			if v == 1 {
-				far, bias = min(near+1, ch-1), 2
-			}
-			nr, fr := src[near*stride:], src[far*stride:]
-			for i := range cw {
-				colsum[i] = 3*int32(nr[i]) + int32(fr[i])
-			}
-			if hs == 1 { // h1v2
-				for x := range w {
-					out[oy*w+x] = uint8((colsum[x] + bias) >> 2)
-				}
-				continue
-			}
-			// h2v2
-			o := out[oy*w:]
-			for i := range cw {
-				var a, c int32
-				if i == 0 {
-					a = (colsum[0]*4 + 8) >> 4
-				} else {
-					a = (colsum[i]*3 + colsum[i-1] + 8) >> 4
-				}
-				if i == cw-1 {
-					c = (colsum[i]*4 + 7) >> 4
-				} else {
-					c = (colsum[i]*3 + colsum[i+1] + 7) >> 4
-				}
-				if 2*i < w {
-					o[2*i] = uint8(a)
-				}
-				if 2*i+1 < w {
-					o[2*i+1] = uint8(c)
-				}
-			}
-			continue
+// convertRow is jdcolor.c's YCbCr to RGB conversion of one row: luma yr, chroma u and v (as
+// long as yr), into out (3 bytes a pixel).
+func convertRow(out, yr, u, v []uint8) {
+	u, v = u[:len(yr)], v[:len(yr)]
+	out = out[:3*len(yr)]
+	for x, yv := range yr {
+		yy := int32(yv)
+		cu, cv := u[x], v[x]
+		o := out[3*x : 3*x+3 : 3*x+3]
+		o[0] = clampTab[(yy+crR[cv]+clampOff)&1023]
+		o[1] = clampTab[(yy+(cbG[cu]+crG[cv])>>fixBits+clampOff)&1023]
+		o[2] = clampTab[(yy+cbB[cu]+clampOff)&1023]
+	}
+}
+
+// upsampleRow is libjpeg-turbo's fancy upsampling of one chroma plane of cw x ch samples (row
+// stride stride) for output row oy, into o (the row's width); rows beyond the edges repeat
+// the edge rows, as libjpeg's context rows do. colsum is scratch of cw values.
+func upsampleRow(src []uint8, stride, cw, ch, hs, vs, oy int, colsum []int32, o []uint8) {
+	w := len(o)
+	if vs == 2 {
+		near, v := oy/2, oy%2
+		far := max(near-1, 0)
+		bias := int32(1)
+		if v == 1 {
+			far, bias = min(near+1, ch-1), 2
 		}
-		// h2v1
-		o := out[oy*w:]
+		nr, fr := src[near*stride:][:cw], src[far*stride:][:cw]
+		colsum = colsum[:cw]
+		for i := range colsum {
+			colsum[i] = 3*int32(nr[i]) + int32(fr[i])
+		}
+		if hs == 1 { // h1v2
+			for x := range o {
+				o[x] = uint8((colsum[x] + bias) >> 2)
+			}
+			return
+		}
+		// h2v2
 		for i := range cw {
-			in := int32(row[i])
-			a, c := in, in
-			if i > 0 {
-				a = (3*in + int32(row[i-1]) + 1) >> 2
+			var a, c int32
+			if i == 0 {
+				a = (colsum[0]*4 + 8) >> 4
+			} else {
+				a = (colsum[i]*3 + colsum[i-1] + 8) >> 4
 			}
-			if i < cw-1 {
-				c = (3*in + int32(row[i+1]) + 2) >> 2
-			}
-			if 2*i < w {
-				o[2*i] = uint8(a)
+			if i == cw-1 {
+				c = (colsum[i]*4 + 7) >> 4
+			} else {
+				c = (colsum[i]*3 + colsum[i+1] + 7) >> 4
 			}
 			if 2*i+1 < w {
-				o[2*i+1] = uint8(c)
+				o[2*i], o[2*i+1] = uint8(a), uint8(c)
+			} else {
+				o[2*i] = uint8(a)
 			}
 		}
+		return
 	}
-	return out
+	// h2v1
+	row := src[oy*stride:][:cw]
+	for i := range cw {
+		in := int32(row[i])
+		a, c := in, in
+		if i > 0 {
+			a = (3*in + int32(row[i-1]) + 1) >> 2
+		}
+		if i < cw-1 {
+			c = (3*in + int32(row[i+1]) + 2) >> 2
+		}
+		if 2*i+1 < w {
+			o[2*i], o[2*i+1] = uint8(a), uint8(c)
+		} else {
+			o[2*i] = uint8(a)
+		}
+	}
 }
