@@ -6,53 +6,27 @@ import (
 )
 
 // TokensToString is the text of a list of tokens as transformers' convert_tokens_to_string
-// makes it with the decoder of the model's kind: WordPiece joins the tokens with spaces, a
+// makes it: the pipeline's decoder (see Decode), or the one of the model's kind when the
+// file names none or one this package lacks: WordPiece joins the tokens with spaces, a
 // continuation piece ("##") glued to the one before, and cleans up the spaces before
-// punctuation and contractions (" ." -> ".", " n't" -> "n't", ...); byte-level BPE maps the
-// characters back to their bytes (a token with a character that is no byte's, such as a
-// space, is taken as its own UTF-8) and reads them as UTF-8, each bad sequence a U+FFFD;
-// Unigram turns "▁" into a space, except in the first token, where it is dropped.
+// punctuation and contractions; byte-level BPE maps the characters back to their bytes and
+// reads them as UTF-8; Unigram turns "▁" into spaces, the first token's dropped.
 func (t *Tokenizer) TokensToString(tokens []string) string {
-	var b strings.Builder
-	switch m := t.model.(type) {
-	case *WordPiece:
-		for i, tok := range tokens {
-			if i > 0 {
-				if rest, ok := strings.CutPrefix(tok, m.prefix); ok {
-					tok = rest
-				} else {
-					tok = " " + tok
-				}
-			}
-			b.WriteString(cleanUpTokenization(tok))
-		}
-	case *BPE:
-		var raw []byte
-		for _, tok := range tokens {
-			mark := len(raw)
-			for _, r := range tok {
-				by, ok := runeByte[r]
-				if !ok {
-					raw = append(raw[:mark], tok...)
-					break
-				}
-				raw = append(raw, by)
-			}
-		}
-		return lossyUTF8(raw)
-	default:
-		for i, tok := range tokens {
-			if i == 0 {
-				b.WriteString(strings.ReplaceAll(tok, "▁", ""))
-			} else {
-				b.WriteString(strings.ReplaceAll(tok, "▁", " "))
-			}
+	d := t.decoder
+	if d == nil || t.decoderErr != nil {
+		switch m := t.model.(type) {
+		case *WordPiece:
+			d = WordPieceDecoder{Prefix: m.prefix, Cleanup: true}
+		case *BPE:
+			d = ByteLevelDecoder{}
+		default:
+			d = MetaspaceDecoder{Replacement: "▁", PrependScheme: "always"}
 		}
 	}
-	return b.String()
+	return strings.Join(d.DecodeChain(tokens), "")
 }
 
-// cleanUpReplacer is transformers' clean_up_tokenization.
+// cleanUpReplacer is the WordPiece decoder's clean-up.
 var cleanUpReplacer = strings.NewReplacer(" .", ".", " ?", "?", " !", "!", " ,", ",", " ' ", "'", " n't", "n't",
 	" 'm", "'m", " do not", " don't", " 's", "'s", " 've", "'ve", " 're", "'re")
 

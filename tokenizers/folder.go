@@ -62,6 +62,7 @@ func FromFolder(dir string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.cleanUpSpaces = cfg.bool("clean_up_tokenization_spaces", false)
 	return t, nil
 }
 
@@ -262,7 +263,8 @@ func newWordPieceTokenizer(tokens []string, norm BertNormalizer, plan *addedPlan
 		}
 	}
 	wp := &WordPiece{vocab: tokens, ids: ids, prefix: "##", maxChars: DefaultMaxInputChars}
-	t := &Tokenizer{model: wp, normalizer: norm, preTokenizer: BertPreTokenizer{}, source: source, specials: roles}
+	t := &Tokenizer{model: wp, normalizer: norm, preTokenizer: BertPreTokenizer{}, source: source, specials: roles,
+		decoder: WordPieceDecoder{Prefix: "##", Cleanup: true}}
 	t, err := newTokenizer(t, plan.withIDs(ids, len(tokens)))
 	if err != nil {
 		return nil, err

@@ -54,7 +54,8 @@ type sentencePieceModel struct {
 //     byte_fallback;
 //   - added tokens: the control and unknown pieces (special, not normalized), then
 //     opts.Extra;
-//   - post-processor: opts.Cls and opts.Sep around the texts.
+//   - post-processor: opts.Cls and opts.Sep around the texts;
+//   - decoder: Metaspace, with the pre-tokenizer's prepend_scheme.
 func LoadSentencePiece(path string, opts SentencePieceOptions) (*Tokenizer, error) {
 	contents, err := os.ReadFile(path)
 	if err != nil {
@@ -91,6 +92,7 @@ func LoadSentencePiece(path string, opts SentencePieceOptions) (*Tokenizer, erro
 		scheme = "always"
 	}
 	t.preTokenizer = Metaspace{Replacement: "▁", PrependScheme: scheme, Split: true}
+	t.decoder = MetaspaceDecoder{Replacement: "▁", PrependScheme: scheme}
 
 	var added []AddedToken
 	have := map[string]int32{}

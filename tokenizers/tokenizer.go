@@ -23,6 +23,10 @@ type Tokenizer struct {
 	rstrip       []string         // the rstrip tokens' contents, raw and normalized (canCut)
 	source       string
 	specials     map[string]string // role ("pad_token"...) -> token, as the folder's files name them
+	decoder      Decoder           // nil: tokens joined by spaces
+	decoderErr   error             // the file's decoder is not supported: Decode fails with it
+	// cleanUpSpaces is tokenizer_config.json's clean_up_tokenization_spaces (Decode).
+	cleanUpSpaces bool
 }
 
 // Encoding is what a tokenizer makes of a text or a pair of texts: the ids, their type ids
@@ -42,14 +46,15 @@ func (e *Encoding) truncate(n int) {
 	}
 }
 
-// tokenizerJSON is the top of a tokenizer.json. The decoder (for turning ids back into text)
-// and the truncation and padding settings (which transformers sets per call) are not read.
+// tokenizerJSON is the top of a tokenizer.json. The truncation and padding settings (which
+// transformers sets per call) are not read.
 type tokenizerJSON struct {
 	AddedTokens   []AddedTokenJSON `json:"added_tokens"`
 	Normalizer    json.RawMessage  `json:"normalizer"`
 	PreTokenizer  json.RawMessage  `json:"pre_tokenizer"`
 	Model         json.RawMessage  `json:"model"`
 	PostProcessor json.RawMessage  `json:"post_processor"`
+	Decoder       json.RawMessage  `json:"decoder"`
 }
 
 // AddedTokenJSON is an added token as tokenizer.json (added_tokens) and
@@ -130,6 +135,8 @@ func parsePipeline(contents []byte, source string) (*Tokenizer, []AddedToken, er
 	if t.post, err = ParsePostProcessor(doc.PostProcessor, source); err != nil {
 		return nil, nil, err
 	}
+	// A decoder this package lacks does not keep the texts from being encoded: Decode fails.
+	t.decoder, t.decoderErr = parseDecoder(doc.Decoder, source)
 	added := make([]AddedToken, len(doc.AddedTokens))
 	for i, a := range doc.AddedTokens {
 		if a.Content == "" || a.ID == nil {

@@ -343,6 +343,12 @@ func (t *Tokenizer) EncodeWords(words []string) (ids, wordIDs []int32) {
 // TokensToString is the text of a list of tokens (tokenizers.Tokenizer.TokensToString).
 func (t *Tokenizer) TokensToString(tokens []string) string { return t.uni.TokensToString(tokens) }
 
+// Decode is the text of ids, as transformers' tokenizer.decode(ids, skip_special_tokens)
+// makes it (tokenizers.Tokenizer.Decode).
+func (t *Tokenizer) Decode(ids []int32, skipSpecialTokens bool) (string, error) {
+	return t.uni.Decode(ids, skipSpecialTokens)
+}
+
 // UnkID is the id of the unknown token ([UNK], <unk>), and false when the tokenizer has none
 // (a byte-level BPE without unk_token).
 func (t *Tokenizer) UnkID() (int32, bool) { return t.uni.UnkID() }
