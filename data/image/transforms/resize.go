@@ -327,15 +327,17 @@ func (p plane) horizontal(t weights) plane {
 		dst := out.row(y)
 		for i := range ow {
 			k := t.k[i*t.size : i*t.size+t.n[i]]
-			px := in[t.first[i]*3 : (t.first[i]+len(k))*3]
+			px := in[t.first[i]*3:]
 			s0, s1, s2 := int32(1<<(precision-1)), int32(1<<(precision-1)), int32(1<<(precision-1))
-			for x, kx := range k {
-				q := px[x*3 : x*3+3 : x*3+3]
+			for _, kx := range k {
+				q := px[:3:3]
 				s0 += int32(q[0]) * kx
 				s1 += int32(q[1]) * kx
 				s2 += int32(q[2]) * kx
+				px = px[3:]
 			}
-			dst[i*3], dst[i*3+1], dst[i*3+2] = clip8(s0), clip8(s1), clip8(s2)
+			d := dst[i*3 : i*3+3 : i*3+3]
+			d[0], d[1], d[2] = clip8(s0), clip8(s1), clip8(s2)
 		}
 	}
 	return out
