@@ -101,15 +101,11 @@ func stripAccents(s string) string {
 	return b.String()
 }
 
-// isBertWhitespace is BERT's whitespace: space, tab, newline, carriage return and the
-// Unicode space separators (Zs).
-func isBertWhitespace(r rune) bool {
-	switch r {
-	case ' ', '\t', '\n', '\r':
-		return true
-	}
-	return unicode.Is(unicode.Zs, r)
-}
+// isBertWhitespace is the library's BertNormalizer whitespace: the White_Space property
+// (Rust's char::is_whitespace: the line and paragraph separators too; the control
+// characters among them are dropped before as controls, except tab, newline and carriage
+// return).
+func isBertWhitespace(r rune) bool { return isUnicodeSpace(r) }
 
 // isBertControl is what BERT's cleaning drops: the "other" categories (control, format,
 // private use, surrogates, unassigned), except tab, newline and carriage return.

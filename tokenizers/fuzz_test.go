@@ -95,7 +95,34 @@ func exercise(t *testing.T, tok *Tokenizer, text string, maxLen int) {
 			t.Fatalf("Tokenize(%q) gives %q, which has no id", text, tk)
 		}
 	}
+	ids := tok.EncodePair(text, "b").IDs
+	for _, skip := range []bool{false, true} {
+		if _, err := tok.Decode(append(ids, -1, int32(tok.VocabSize())), skip); err != nil && tok.decoderErr == nil {
+			t.Fatalf("Decode(%v): %v", ids, err)
+		}
+	}
 }
+
+// bpeSeed is a small byte-level BPE tokenizer.json (RoBERTa's pipeline).
+const bpeSeed = `{"added_tokens": [{"id": 0, "content": "<s>", "special": true}, {"id": 1, "content": "<pad>", "special": true},
+	{"id": 2, "content": "</s>", "special": true}, {"id": 3, "content": "<mask>", "lstrip": true, "special": true},
+	{"id": 12, "content": "hyper", "normalized": true}],
+  "normalizer": {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Lowercase"}]},
+  "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+  "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0], "trim_offsets": true, "add_prefix_space": true},
+  "decoder": {"type": "ByteLevel"},
+  "model": {"type": "BPE", "dropout": null, "unk_token": null, "fuse_unk": false, "vocab": {"<s>": 0, "<pad>": 1, "</s>": 2, "<mask>": 3,
+    "a": 4, "b": 5, "c": 6, "Ġ": 7, "ab": 8, "abc": 9, "Ġa": 10, "aa": 11}, "merges": [["a", "b"], ["ab", "c"], "Ġ a", "a a"]}}`
+
+// wordPieceSeed is a small WordPiece tokenizer.json (BERT's pipeline).
+const wordPieceSeed = `{"added_tokens": [{"id": 0, "content": "[PAD]", "special": true}, {"id": 1, "content": "[UNK]", "special": true},
+	{"id": 2, "content": "[CLS]", "special": true}, {"id": 3, "content": "[SEP]", "special": true}, {"id": 11, "content": "[MASK]", "special": true}],
+  "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true, "strip_accents": null, "lowercase": true},
+  "pre_tokenizer": {"type": "BertPreTokenizer"},
+  "post_processor": {"type": "BertProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2]},
+  "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": true},
+  "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##", "max_input_chars_per_word": 100,
+    "vocab": {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "hello": 4, "world": 5, "!": 6, "##s": 7, "it": 8, "'": 9, "s": 10}}}`
 
 // FuzzParse: tokenizer.json, one of the seed documents with the edits the fuzzer makes to
 // its tree (tokfuzz.Mutate: byte flips would mostly make text that is not JSON).
@@ -106,6 +133,8 @@ func FuzzParse(f *testing.F) {
 		smallDoc(f, "deberta", 40, func(doc map[string]json.RawMessage) {
 			doc["post_processor"] = json.RawMessage(`{"type": "BertProcessing", "cls": ["[CLS]", 1], "sep": ["[SEP]", 2]}`)
 		}),
+		[]byte(bpeSeed),
+		[]byte(wordPieceSeed),
 		smallDoc(f, "xlmr", 300, func(doc map[string]json.RawMessage) {
 			doc["added_tokens"] = json.RawMessage(`[{"id": 3, "content": "<unk>", "special": true}, {"id": 300, "content": "<mask>", "lstrip": true, "special": true},
 				{"id": 301, "content": "time", "single_word": true, "normalized": true, "rstrip": true}]`)
