@@ -2,7 +2,8 @@
 """Reference outputs of Pillow's Image.resize, torchvision's transforms and transformers' image
 processors on scikit-image's sample photos, for data/image/transforms' parity tests.
 
-  image_resize_reference.py --fixtures DIR   small crops of the photos and their Pillow resizes
+  image_resize_reference.py --fixtures DIR   small crops of the photos, their Pillow resizes and
+                                             torchvision's brightness/contrast/saturation of one
                                              (PNG, < 1 MB; data/image/transforms/testdata/resize)
   image_resize_reference.py --full DIR       whole photos (raw RGB), Pillow resizes of them and
                                              the float outputs of ViTImageProcessor(Pil),
@@ -78,6 +79,27 @@ def fixtures(out):
                 cases.append({"source": src_file, "filter": fname, "width": tw, "height": th, "file": of, "mode": mode})
     with open(os.path.join(out, "cases.json"), "w") as f:
         json.dump({"pillow": Image.__version__, "cases": cases}, f, indent=0)
+    enhance(out)
+
+
+def enhance(out):
+    """torchvision's adjust_brightness, adjust_contrast, adjust_saturation on PIL images
+    (ImageEnhance's blends), for ColorJitter's deterministic part."""
+    from torchvision.transforms import functional as F
+
+    src = Image.open(os.path.join(out, "chelsea.png")).convert("RGB")
+    cases = []
+    for kind, fn, factors in [
+        ("brightness", F.adjust_brightness, [0.0, 0.6, 1.4, 2.5]),
+        ("contrast", F.adjust_contrast, [0.0, 0.5, 1.7]),
+        ("saturation", F.adjust_saturation, [0.0, 0.3, 1.8]),
+    ]:
+        for factor in factors:
+            of = f"chelsea_{kind}_{factor}.png"
+            fn(src, factor).save(os.path.join(out, of))
+            cases.append({"kind": kind, "factor": factor, "file": of})
+    with open(os.path.join(out, "enhance.json"), "w") as f:
+        json.dump({"pillow": Image.__version__, "source": "chelsea.png", "cases": cases}, f, indent=0)
 
 
 def raw(out, name, arr):
