@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Reading the tokenizer of a Hugging Face model folder, as transformers' AutoTokenizer does
@@ -38,7 +39,12 @@ var specialRoles = []string{"unk_token", "sep_token", "pad_token", "cls_token", 
 //     transformers' BertTokenizer adds them);
 //   - spm.model: a SentencePiece Unigram model as DeBERTa-v2/v3's converter builds it (see
 //     LoadSentencePiece), its special tokens [CLS], [SEP], [PAD], [UNK], [MASK] unless
-//     tokenizer_config.json or special_tokens_map.json rename them.
+//     tokenizer_config.json or special_tokens_map.json rename them;
+//   - vocab.json and merges.txt: RoBERTa's byte-level BPE, as transformers' RobertaTokenizer
+//     builds it: ByteLevel with tokenizer_config.json's add_prefix_space (false when absent),
+//     BPE without an unknown token, RobertaProcessing over cls_token and sep_token with its
+//     trim_offsets (true when absent), and the special tokens <s>, </s>, <unk>, <pad>, <mask>
+//     unless the files name others, with the added tokens as for vocab.txt.
 func FromFolder(dir string) (*Tokenizer, error) {
 	cfg, err := readFolderConfig(dir)
 	if err != nil {
@@ -56,8 +62,10 @@ func FromFolder(dir string) (*Tokenizer, error) {
 		t, err = readJSONFolder(dir, cfg)
 	case exists("spm.model"):
 		t, err = readSentencePieceFolder(dir, cfg)
+	case exists("vocab.json") && exists("merges.txt"):
+		t, err = readRobertaFolder(dir, cfg)
 	default:
-		return nil, fmt.Errorf("tokenizers: model folder %s has neither vocab.txt nor tokenizer.json nor spm.model", dir)
+		return nil, fmt.Errorf("tokenizers: model folder %s has neither vocab.txt nor tokenizer.json nor spm.model (nor vocab.json with merges.txt)", dir)
 	}
 	if err != nil {
 		return nil, err
@@ -221,7 +229,7 @@ func readWordPieceFolder(dir string, cfg *folderConfig) (*Tokenizer, error) {
 	}
 	norm := BertNormalizer{CleanText: true, Lowercase: cfg.bool("do_lower_case", true), HandleChineseChars: cfg.bool("tokenize_chinese_chars", true)}
 	norm.StripAccents = cfg.bool("strip_accents", norm.Lowercase) // null follows do_lower_case
-	plan, roles, err := readFolderAdded(cfg)
+	plan, roles, err := readFolderAdded(cfg, bertRoles())
 	if err != nil {
 		return nil, err
 	}
@@ -274,10 +282,24 @@ func newWordPieceTokenizer(tokens []string, norm BertNormalizer, plan *addedPlan
 	return t, nil
 }
 
-// readFolderAdded reads the added tokens of a vocab.txt folder from tokenizer_config.json,
-// special_tokens_map.json and added_tokens.json (each optional), and the roles of the
-// special tokens.
-func readFolderAdded(cfg *folderConfig) (*addedPlan, map[string]string, error) {
+// folderRoles are a tokenizer class's special tokens: the defaults of its roles, the order
+// transformers adds them in, and the roles that must be set.
+type folderRoles struct {
+	defaults map[string]string
+	order    []string
+	required []string
+}
+
+// bertRoles are BertTokenizer's.
+func bertRoles() folderRoles {
+	return folderRoles{defaults: map[string]string{"unk_token": bertUnk, "sep_token": bertSep, "pad_token": bertPad, "cls_token": bertCls, "mask_token": bertMask},
+		order: specialRoles, required: []string{"unk_token", "sep_token", "pad_token", "cls_token"}}
+}
+
+// readFolderAdded reads the added tokens of a folder without tokenizer.json from
+// tokenizer_config.json, special_tokens_map.json and added_tokens.json (each optional), and
+// the roles of the special tokens.
+func readFolderAdded(cfg *folderConfig, fr folderRoles) (*addedPlan, map[string]string, error) {
 	plan := &addedPlan{explicit: map[string]bool{}}
 	decoder, err := cfg.addedDecoder()
 	if err != nil {
@@ -302,16 +324,15 @@ func readFolderAdded(cfg *folderConfig) (*addedPlan, map[string]string, error) {
 	plan.withID = append(plan.withID, fromFile...)
 
 	roles := map[string]string{}
-	defaults := map[string]string{"unk_token": bertUnk, "sep_token": bertSep, "pad_token": bertPad, "cls_token": bertCls, "mask_token": bertMask}
-	for _, role := range specialRoles {
-		tok := AddedToken{Content: defaults[role], Special: true}
+	for _, role := range fr.order {
+		tok := AddedToken{Content: fr.defaults[role], Special: true}
 		raw, file := cfg.lookup(role)
 		if raw != nil {
 			if tok, err = parseSpecial(raw); err != nil {
 				return nil, nil, fmt.Errorf("tokenizers: %s: %s: %w", file, role, err)
 			}
 		}
-		if role != "mask_token" && role != "bos_token" && role != "eos_token" && tok.Content == "" {
+		if slices.Contains(fr.required, role) && tok.Content == "" {
 			return nil, nil, fmt.Errorf("tokenizers: %s: %s is not set", cfg.dir, role)
 		}
 		if tok.Content != "" {
@@ -441,4 +462,56 @@ func readJSONIfPresent(path string, v any) error {
 		return fmt.Errorf("tokenizers: parsing %s: %w", path, err)
 	}
 	return nil
+}
+
+// readRobertaFolder reads a folder with vocab.json and merges.txt.
+func readRobertaFolder(dir string, cfg *folderConfig) (*Tokenizer, error) {
+	vocabPath, mergesPath := filepath.Join(dir, "vocab.json"), filepath.Join(dir, "merges.txt")
+	var vocab map[string]int32
+	if err := readJSONIfPresent(vocabPath, &vocab); err != nil {
+		return nil, err
+	}
+	if len(vocab) == 0 {
+		return nil, fmt.Errorf("tokenizers: %s: empty vocabulary", vocabPath)
+	}
+	tokens, err := denseVocab(vocab, vocabPath)
+	if err != nil {
+		return nil, err
+	}
+	contents, err := os.ReadFile(mergesPath)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizers: %w", err)
+	}
+	m := &BPE{vocab: tokens, ids: vocab, ranks: map[string]int{}, unk: -1}
+	for i, line := range strings.Split(strings.TrimSuffix(string(contents), "\n"), "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if i == 0 && strings.HasPrefix(line, "#version") || line == "" {
+			continue
+		}
+		left, right, ok := strings.Cut(line, " ")
+		if !ok || strings.Contains(right, " ") {
+			return nil, fmt.Errorf("tokenizers: %s:%d: %q is not two tokens separated by a space", mergesPath, i+1, line)
+		}
+		if key := left + " " + right; !hasKey(m.ranks, key) {
+			m.ranks[key] = len(m.ranks)
+		}
+	}
+	prefixSpace := cfg.bool("add_prefix_space", false)
+	fr := folderRoles{defaults: map[string]string{"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "sep_token": "</s>",
+		"pad_token": "<pad>", "cls_token": "<s>", "mask_token": "<mask>"},
+		order:    []string{"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"},
+		required: []string{"sep_token", "cls_token"}}
+	plan, roles, err := readFolderAdded(cfg, fr)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tokenizer{model: m, preTokenizer: ByteLevel{AddPrefixSpace: prefixSpace, UseRegex: true}, decoder: ByteLevelDecoder{},
+		source: vocabPath, specials: roles}
+	if t, err = newTokenizer(t, plan.withIDs(vocab, len(tokens))); err != nil {
+		return nil, err
+	}
+	post := newBertLike(specialPair{roles["cls_token"], t.ids[roles["cls_token"]]}, specialPair{roles["sep_token"], t.ids[roles["sep_token"]]}, true)
+	post.TrimOffsets, post.AddPrefixSpace = cfg.bool("trim_offsets", true), prefixSpace
+	t.post = post
+	return t, nil
 }

@@ -145,6 +145,10 @@ func LoadTokenizer(dir string, maxLen int) (*Tokenizer, error) {
 		spm = name == "spm.model"
 		break
 	}
+	if tok.Kind() == "BPE" && contents == nil {
+		return nil, fmt.Errorf("bert: model folder %s has vocab.json and merges.txt but no tokenizer.json, which SavePretrained "+
+			"writes back: read it with tokenizers.FromFolder", dir)
+	}
 	t, err := wrap(tok, maxLen, contents)
 	if err == nil && spm {
 		t.json, t.spm = nil, contents

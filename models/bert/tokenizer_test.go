@@ -232,11 +232,18 @@ func TestTokenizerErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bpe, "tokenizer.json"), []byte(`{"model": {"type": "BPE", "vocab": {}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	slowBPE := t.TempDir()
+	for name, contents := range map[string]string{"vocab.json": `{"a": 0, "<s>": 1, "</s>": 2}`, "merges.txt": "#version: 0.2\n"} {
+		if err := os.WriteFile(filepath.Join(slowBPE, name), []byte(contents), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
 		name    string
 		load    func() (*Tokenizer, error)
 		wantErr string
 	}{
+		{"vocab.json and merges.txt", func() (*Tokenizer, error) { return LoadTokenizer(slowBPE, 16) }, "no tokenizer.json, which SavePretrained writes back"},
 		{"missing vocab file", func() (*Tokenizer, error) { return NewTokenizer(filepath.Join(dir, "nope.txt"), 16) }, "nope.txt"},
 		{"empty vocab", func() (*Tokenizer, error) { return NewTokenizer(empty, 16) }, "empty"},
 		{"no [SEP]", func() (*Tokenizer, error) { return NewTokenizer(noSep, 16) }, "no [SEP] token"},
