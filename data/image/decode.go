@@ -85,18 +85,39 @@ func (d Decoder) Decode(name string, data []byte) (m *RGB, err error) {
 		return nil, fmt.Errorf("image: %s: %dx%d = %d pixels is over the limit of %d (a decompression bomb?); raise Decoder.MaxPixels to read it",
 			name, cfg.Width, cfg.Height, px, limit)
 	}
+	if format == "jpeg" && libjpeg != nil {
+		m, ok, err := libjpeg(data, cfg.Width, cfg.Height)
+		if err != nil {
+			return nil, decodeError(name, format, err)
+		}
+		if ok {
+			if o := orientation(format, data); o > 1 {
+				m = transpose(m, o)
+			}
+			return m, nil
+		}
+	}
 	img, err := codecs[format].decode(data)
 	if err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("image: %s: truncated %s file: %w", name, format, err)
-		}
-		return nil, fmt.Errorf("image: %s: corrupt or truncated %s file: %w", name, format, err)
+		return nil, decodeError(name, format, err)
 	}
 	out := toRGB(img, format)
 	if o := orientation(format, data); o > 1 {
 		out = transpose(out, o)
 	}
 	return out, nil
+}
+
+// libjpeg, when set (built with -tags goaccel_libjpeg), decodes a JPEG file of w x h pixels
+// with libjpeg-turbo; ok false leaves the file to image/jpeg.
+var libjpeg func(data []byte, w, h int) (m *RGB, ok bool, err error)
+
+// decodeError names the file of a decoder's error, and says truncated when it is.
+func decodeError(name, format string, err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("image: %s: truncated %s file: %w", name, format, err)
+	}
+	return fmt.Errorf("image: %s: corrupt or truncated %s file: %w", name, format, err)
 }
 
 // sniff names the format from the file's first bytes.
