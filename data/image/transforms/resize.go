@@ -353,11 +353,14 @@ func (p plane) vertical(t weights) plane {
 			acc[i] = 1 << (precision - 1)
 		}
 		for y, ky := range t.k[j*t.size : j*t.size+t.n[j]] {
-			for i, q := range p.row(t.first[j] + y) {
+			row := p.row(t.first[j] + y)
+			acc := acc[:len(row)]
+			for i, q := range row {
 				acc[i] += int32(q) * ky
 			}
 		}
 		dst := out.row(j)
+		dst = dst[:len(acc)]
 		for i, s := range acc {
 			dst[i] = clip8(s)
 		}
