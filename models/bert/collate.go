@@ -2,7 +2,6 @@ package bert
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/goaccel/goaccel/data"
@@ -103,76 +102,18 @@ func (t *Tokenizer) EncodeBatch(texts []string) *Encoded {
 
 // Collate turns labeled examples into the classifier's inputs and labels; it has the
 // signature of data.CollateFunc[text.Labeled]. inputs are [input_ids, attention_mask,
-// token_type_ids], int32 [B, L] (see EncodeBatch), and labels are int32 [B]. It fails on an
-// empty batch and on negative labels.
+// token_type_ids], int32 [B, L] (see EncodeBatch); the labels are the task's, collated and
+// checked by text.Labels (int32 [B] classes, or float32 [B, K] values). It fails on an empty
+// batch and on the labels text.Labels refuses.
 func (t *Tokenizer) Collate(examples []text.Labeled) (inputs []*tensors.Tensor, labels *tensors.Tensor, err error) {
-	if len(examples) == 0 {
-		return nil, nil, fmt.Errorf("bert: Collate called with an empty batch")
-	}
-	if examples[0].Values != nil {
-		labels, err := collateValues(examples)
-		if err != nil {
-			return nil, nil, err
-		}
-		return t.EncodeBatch(texts(examples)).Tensors(), labels, nil
+	if labels, err = text.Labels(examples); err != nil {
+		return nil, nil, fmt.Errorf("bert: %w", err)
 	}
 	texts := make([]string, len(examples))
-	labelValues := make([]int32, len(examples))
 	for i, ex := range examples {
-		if ex.Values != nil {
-			return nil, nil, fmt.Errorf("bert: Collate: example %d (%q) has Values but example 0 has a class: "+
-				"a batch is all classes or all values", i, truncateForError(ex.Text))
-		}
-		if ex.Label < 0 {
-			return nil, nil, fmt.Errorf("bert: Collate: example %d (%q) has negative label %d", i, truncateForError(ex.Text), ex.Label)
-		}
 		texts[i] = ex.Text
-		labelValues[i] = int32(ex.Label)
 	}
-	return t.EncodeBatch(texts).Tensors(), tensors.FromFlatDataAndDimensions(labelValues, len(examples)), nil
-}
-
-// texts are the examples' texts.
-func texts(examples []text.Labeled) []string {
-	out := make([]string, len(examples))
-	for i, ex := range examples {
-		out[i] = ex.Text
-	}
-	return out
-}
-
-// collateValues makes the float32 [N, K] labels of examples whose targets are K values each
-// (regression: K = 1; multi-label classification: one 0/1 flag per class).
-func collateValues(examples []text.Labeled) (*tensors.Tensor, error) {
-	k := len(examples[0].Values)
-	if k == 0 {
-		return nil, fmt.Errorf("bert: Collate: example 0 (%q) has an empty Values: want at least one value", truncateForError(examples[0].Text))
-	}
-	flat := make([]float32, 0, len(examples)*k)
-	for i, ex := range examples {
-		if len(ex.Values) != k {
-			return nil, fmt.Errorf("bert: Collate: example %d (%q) has %d values, example 0 has %d: every example of a "+
-				"batch needs as many", i, truncateForError(ex.Text), len(ex.Values), k)
-		}
-		for j, v := range ex.Values {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, fmt.Errorf("bert: Collate: example %d (%q) has value %d = %g: targets must be finite",
-					i, truncateForError(ex.Text), j, v)
-			}
-		}
-		flat = append(flat, ex.Values...)
-	}
-	return tensors.FromFlatDataAndDimensions(flat, len(examples), k), nil
-}
-
-// truncateForError shortens text quoted in an error message.
-func truncateForError(text string) string {
-	const limit = 60
-	r := []rune(text)
-	if len(r) <= limit {
-		return text
-	}
-	return string(r[:limit]) + "..."
+	return t.EncodeBatch(texts).Tensors(), labels, nil
 }
 
 // Compile-time check that Collate fits the data loader.
