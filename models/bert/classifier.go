@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/goaccel/goaccel/models/internal/half"
+	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
@@ -119,20 +120,20 @@ func (c *Classifier) Head(s *model.Scope, pooled *Node) *Node {
 	switch f := cfg.family(); f.head {
 	case headPreClassify:
 		x = activation.Relu(linear(s.At("pre_classifier"), cfg, x, cfg.HiddenSize))
-		x = dropout(cs, x, rate)
+		x = hf.Dropout(cs, x, rate)
 		x = linear(cs, cfg, ConvertDType(x, dt), cfg.NumLabels)
 	case headDenseOut:
-		x = dropout(cs, x, rate)
+		x = hf.Dropout(cs, x, rate)
 		x = linear(cs.At("dense"), cfg, x, cfg.HiddenSize)
 		if f.modelType == "electra" {
 			x = activation.Gelu(x)
 		} else {
 			x = Tanh(x)
 		}
-		x = dropout(cs.At("out_proj"), x, rate)
+		x = hf.Dropout(cs.At("out_proj"), x, rate)
 		x = linear(cs.At("out_proj"), cfg, ConvertDType(x, dt), cfg.NumLabels)
 	default:
-		x = dropout(cs, x, rate)
+		x = hf.Dropout(cs, x, rate)
 		x = linear(cs, cfg, x, cfg.NumLabels)
 	}
 	return x
@@ -150,7 +151,7 @@ func (c *Classifier) TokenHead(s *model.Scope, hidden *Node) *Node {
 		exceptions.Panicf("bert: Classifier.TokenHead wants last hidden states [batch, seq_len, %d], got %s", cfg.HiddenSize, hidden.Shape())
 	}
 	cs := s.At("classifier")
-	x := dropout(cs, ConvertDType(hidden, c.dtype()), cfg.tokenDropout())
+	x := hf.Dropout(cs, ConvertDType(hidden, c.dtype()), cfg.tokenDropout())
 	return linear(cs, cfg, x, cfg.NumLabels)
 }
 

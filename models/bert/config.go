@@ -3,12 +3,10 @@ package bert
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/goaccel/goaccel/models/lora"
-	"maps"
-	"os"
-	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/goaccel/goaccel/models/internal/hf"
+	"github.com/goaccel/goaccel/models/lora"
 )
 
 // Config holds the hyperparameters of an encoder of the BERT family and its
@@ -153,13 +151,7 @@ func defaultConfig() Config {
 // gives another count (transformers then drops them too). Head is read from architectures
 // (HeadOf). The result is validated.
 func ParseConfig(contents []byte, name string) (Config, error) {
-	var head struct {
-		ModelType string         `json:"model_type"`
-		NumLabels *int           `json:"num_labels"`
-		ID2Label  map[string]any `json:"id2label"`
-		Label2ID  map[string]any `json:"label2id"`
-		Problem   *string        `json:"problem_type"`
-	}
+	var head hf.TaskKeys
 	if err := json.Unmarshal(contents, &head); err != nil {
 		return Config{}, fmt.Errorf("bert: parsing %s: %w", name, err)
 	}
@@ -188,67 +180,16 @@ func ParseConfig(contents []byte, name string) (Config, error) {
 	if f.modelType != "electra" {
 		cfg.EmbeddingSize = 0 // only ELECTRA reads embedding_size
 	}
-	if cfg.Labels, err = parseLabels(head.ID2Label, head.Label2ID); err != nil {
+	task, err := head.Task(cfg.NumLabels)
+	if err != nil {
 		return Config{}, fmt.Errorf("bert: %s: %w", name, err)
 	}
-	if head.NumLabels == nil && len(head.ID2Label) > 0 {
-		cfg.NumLabels = len(head.ID2Label)
-	}
-	if cfg.NumLabels != len(cfg.Labels) { // an explicit num_labels wins, as in transformers, and the names go
-		cfg.Labels = nil
-	}
-	if head.Problem != nil {
-		cfg.ProblemType = *head.Problem
-	}
-	cfg.Head, _ = HeadOf(cfg.Architectures)
+	cfg.NumLabels, cfg.Labels, cfg.ProblemType, cfg.Head = task.NumLabels, task.Labels, task.ProblemType, task.Head
 	if err := cfg.Validate(); err != nil {
 		return Config{}, fmt.Errorf("bert: %s: %w", name, err)
 	}
 	return cfg, nil
 }
-
-// parseLabels reads config.json's id2label (class ids "0" to "n-1" as keys) into
-// Config.Labels, checking it against label2id when the file has one; transformers' default
-// names LABEL_0, LABEL_1, ... are no names (nil).
-func parseLabels(id2label, label2id map[string]any) ([]string, error) {
-	if len(id2label) == 0 {
-		return nil, nil
-	}
-	labels := make([]string, len(id2label))
-	for k, v := range id2label {
-		id, err := strconv.Atoi(k)
-		if err != nil || id < 0 || id >= len(labels) {
-			return nil, fmt.Errorf("id2label has the key %q: want the class ids 0 to %d", k, len(labels)-1)
-		}
-		name, ok := v.(string)
-		if !ok {
-			return nil, fmt.Errorf("id2label[%q] is %v: want a string", k, v)
-		}
-		labels[id] = name
-	}
-	for _, name := range slices.Sorted(maps.Keys(label2id)) { // the first bad name in sorted order: one message for one file
-		v := label2id[name]
-		id, ok := v.(float64)
-		if !ok || id != float64(int(id)) || int(id) < 0 || int(id) >= len(labels) || labels[int(id)] != name {
-			return nil, fmt.Errorf("label2id[%q] is %v, but id2label names the classes %q", name, v, labels)
-		}
-	}
-	if len(label2id) > 0 && len(label2id) != len(labels) {
-		return nil, fmt.Errorf("label2id has %d entries, id2label %d", len(label2id), len(labels))
-	}
-	for i, l := range labels {
-		if l != defaultLabel(i) {
-			return labels, nil
-		}
-	}
-	return nil, nil
-}
-
-// defaultLabel is transformers' name of class i when a config names none.
-func defaultLabel(i int) string { return "LABEL_" + strconv.Itoa(i) }
-
-// labelName is the name of class i: Labels[i], else transformers' default.
-func (c Config) labelName(i int) string { return LabelName(c.Labels, i) }
 
 // unsupportedFamily is the error for a model_type outside the families.
 func unsupportedFamily(modelType string) error {
@@ -298,13 +239,7 @@ func parseDistilBERTConfig(contents []byte) (Config, error) {
 }
 
 // LoadConfig reads and validates a Hugging Face config.json file.
-func LoadConfig(path string) (Config, error) {
-	contents, err := os.ReadFile(path)
-	if err != nil {
-		return Config{}, fmt.Errorf("bert: reading model config: %w", err)
-	}
-	return ParseConfig(contents, path)
-}
+func LoadConfig(path string) (Config, error) { return hf.LoadConfig("bert", path, ParseConfig) }
 
 // Validate checks that the configuration describes an encoder this package can build.
 // Errors name the offending config.json key.
@@ -313,7 +248,7 @@ func (c Config) Validate() error {
 	if f == nil {
 		return unsupportedFamily(c.ModelType)
 	}
-	if err := ValidateProblemType(c.ProblemType); err != nil {
+	if err := hf.ValidateProblemType(c.ProblemType); err != nil {
 		return err
 	}
 	if err := c.Head.Validate(); err != nil {
@@ -341,7 +276,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s must be positive, got %d", p.key, p.value)
 		}
 	}
-	if err := ValidateLabels(c.Labels, c.NumLabels); err != nil {
+	if err := hf.ValidateLabels(c.Labels, c.NumLabels); err != nil {
 		return err
 	}
 	if c.HiddenSize%c.NumAttentionHeads != 0 {
@@ -435,16 +370,12 @@ func (c Config) JSON() ([]byte, error) {
 	out := c
 	out.Architectures = []string{f.architecture(c.Head)}
 	out.ModelType = f.modelType
-	head := headJSON{ID2Label: map[string]string{}, Label2ID: map[string]int{}, ProblemType: HeadProblemType(c.Head, c.ProblemType)}
-	for i := range c.NumLabels {
-		head.ID2Label[strconv.Itoa(i)] = c.labelName(i)
-		head.Label2ID[c.labelName(i)] = i
-	}
+	head := hf.Task{NumLabels: c.NumLabels, Labels: c.Labels, ProblemType: c.ProblemType, Head: c.Head}.JSON()
 	switch f.modelType {
 	case "distilbert":
 		return json.MarshalIndent(struct {
 			distilBERTConfig
-			headJSON
+			hf.TaskJSON
 		}{distilBERTConfig{
 			VocabSize: c.VocabSize, MaxPositionEmbeddings: c.MaxPositionEmbeddings, NLayers: c.NumHiddenLayers,
 			NHeads: c.NumAttentionHeads, Dim: c.HiddenSize, HiddenDim: c.IntermediateSize, Dropout: c.HiddenDropoutProb,
@@ -460,49 +391,6 @@ func (c Config) JSON() ([]byte, error) {
 	}
 	return json.MarshalIndent(struct {
 		Config
-		headJSON
+		hf.TaskJSON
 	}{out, head}, "", "  ")
-}
-
-// singleLabel is transformers' problem_type of a softmax classifier trained with
-// cross-entropy, the head of Classifier unless Config.ProblemType says otherwise.
-const singleLabel = "single_label_classification"
-
-// problemTypes are the problem_type values transformers' sequence classifiers know.
-var problemTypes = []string{singleLabel, "multi_label_classification", "regression"}
-
-// ValidateProblemType refuses a problem_type transformers does not know (empty is
-// single-label classification).
-func ValidateProblemType(p string) error {
-	if p != "" && !slices.Contains(problemTypes, p) {
-		return fmt.Errorf("problem_type %q: want %s (or none: %s)", p, strings.Join(problemTypes, ", "), singleLabel)
-	}
-	return nil
-}
-
-// ProblemTypeOrDefault is p, or single_label_classification when p is empty: what
-// config.json says.
-func ProblemTypeOrDefault(p string) string {
-	if p == "" {
-		return singleLabel
-	}
-	return p
-}
-
-// HeadProblemType is the problem_type config.json says for a head: p, or
-// single_label_classification when p is empty, for a sequence classifier; p for a token
-// classifier, where empty leaves the key out (transformers' token classifiers have none:
-// their loss is always cross-entropy per token).
-func HeadProblemType(h Head, p string) string {
-	if h == TokenClassification {
-		return p
-	}
-	return ProblemTypeOrDefault(p)
-}
-
-// headJSON is what config.json says of the classification head besides num_labels.
-type headJSON struct {
-	ID2Label    map[string]string `json:"id2label"`
-	Label2ID    map[string]int    `json:"label2id"`
-	ProblemType string            `json:"problem_type,omitempty"`
 }

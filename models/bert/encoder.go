@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/goaccel/goaccel/models/internal/half"
+	"github.com/goaccel/goaccel/models/internal/hf"
 	rematerialise "github.com/goaccel/goaccel/models/internal/remat"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -150,7 +151,7 @@ func embeddings(s *model.Scope, cfg Config, inputIDs, tokenTypeIDs *Node, dt dty
 		x = Add(x, lookup("token_type_embeddings", cfg.TypeVocabSize, tokenTypeIDs))
 	}
 	x = ConvertDType(layerNorm(es.At("LayerNorm"), cfg, x), dt)
-	x = dropout(es, x, cfg.HiddenDropoutProb)
+	x = hf.Dropout(es, x, cfg.HiddenDropoutProb)
 	if cfg.projectsEmbeddings() {
 		x = ConvertDType(linear(s.At("embeddings_project"), cfg, x, cfg.HiddenSize), dt)
 	}
@@ -173,13 +174,13 @@ func encoderLayer(s *model.Scope, cfg Config, x, mask *Node) *Node {
 	wide := func(x *Node) *Node { return ConvertDType(x, variableDType) }
 	a := selfAttention(s, n, cfg, x, mask)
 	a = linear(at(s, n.attnOut), cfg, a, cfg.HiddenSize)
-	a = dropout(at(s, n.attnOut), a, cfg.HiddenDropoutProb)
+	a = hf.Dropout(at(s, n.attnOut), a, cfg.HiddenDropoutProb)
 	x = keep(layerNorm(at(s, n.attnNorm), cfg, keep(Add(a, wide(x)))))
 
 	h := keep(linear(at(s, n.ffnIn), cfg, x, cfg.IntermediateSize))
 	h = keep(activation.Gelu(wide(h)))
 	h = linear(at(s, n.ffnOut), cfg, h, cfg.HiddenSize)
-	h = dropout(at(s, n.ffnOut), h, cfg.HiddenDropoutProb)
+	h = hf.Dropout(at(s, n.ffnOut), h, cfg.HiddenDropoutProb)
 	return keep(layerNorm(at(s, n.outNorm), cfg, keep(Add(h, wide(x)))))
 }
 
@@ -222,12 +223,12 @@ func selfAttention(s *model.Scope, n layerNames, cfg Config, x, mask *Node) *Nod
 		// Reduced precision: both products on x's dtype (half.Product), the softmax and dropout
 		// on their float32 results (as torch.autocast keeps softmax in float32).
 		scores := MulScalar(half.Product(q, k, x.DType(), half.ScoreAxes(2)), opts.Scale)
-		out = ConvertDType(half.Product(dropout(s, attentionProbs(scores, mask), rate), v, x.DType(), half.MixAxes(2)), x.DType())
+		out = ConvertDType(half.Product(hf.Dropout(s, attentionProbs(scores, mask), rate), v, x.DType(), half.MixAxes(2)), x.DType())
 	case rate > 0:
 		// attention.Core's own dropout would draw 32 bits per probability; with dropout
 		// it computes the attention decomposed anyway, as here.
 		scores := MulScalar(Einsum("bhqd,bhkd->bhqk", q, k), opts.Scale)
-		out = Einsum("bhqk,bhkd->bhqd", dropout(s, attentionProbs(scores, mask), rate), v)
+		out = Einsum("bhqk,bhkd->bhqd", hf.Dropout(s, attentionProbs(scores, mask), rate), v)
 	default:
 		out, _ = attention.Core(q, k, v, attention.LayoutBHSD, opts)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/goaccel/goaccel/internal/fsutil"
+	"github.com/goaccel/goaccel/models/internal/hf"
 )
 
 // SavePretrained writes the classifier as a Hugging Face folder of its family's classifier
@@ -47,8 +48,7 @@ func SavePretrained(dir string, c *Classifier, tok *Tokenizer) error {
 	if err != nil {
 		return fmt.Errorf("bert: SavePretrained: encoding config: %w", err)
 	}
-	varPath := func(name string) string { p, _ := VarPath(name); return p }
-	if err := WriteFolder(dir, c.store, c.Config.Tensors(), varPath, cfgJSON); err != nil {
+	if err := hf.WriteFolder(dir, c.store, c.Config.Tensors(), hf.VarPath, cfgJSON); err != nil {
 		return fmt.Errorf("bert: SavePretrained: %w", err)
 	}
 	if tok != nil {

@@ -309,8 +309,8 @@ func TestFamilyIgnoresUnusedPooler(t *testing.T) {
 		}
 		t.Run(f.ModelType, func(t *testing.T) {
 			h := f.HiddenShape[2]
-			dir := writeFamilyFolder(t, f, TensorSpec{f.ModelType + ".pooler.dense.weight", []int{h, h}},
-				TensorSpec{f.ModelType + ".pooler.dense.bias", []int{h}})
+			dir := writeFamilyFolder(t, f, TensorSpec{Name: f.ModelType + ".pooler.dense.weight", Dims: []int{h, h}},
+				TensorSpec{Name: f.ModelType + ".pooler.dense.bias", Dims: []int{h}})
 			clf, _, err := LoadPretrained(dir, model.NewStore(), LoadOptions{MaxLen: len(f.InputIDs[0]), LoadHead: true})
 			if err != nil {
 				t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/goaccel/goaccel/models/lora"
 )
 
@@ -43,11 +44,7 @@ func (c *Classifier) Adapter() *lora.Adapter { return c.Config.adapter }
 // the adapter, as PEFT's modules_to_save: "classifier", DistilBERT's "pre_classifier") and
 // the encoder's tensors (frozen).
 func (c Config) LoRABase(baseNameOrPath string) lora.Base {
-	task := lora.SeqCls
-	if c.Head == TokenClassification {
-		task = lora.TokenCls
-	}
-	b := lora.Base{ModelType: c.Family(), NameOrPath: baseNameOrPath, TaskType: task, Dropout: dropout}
+	b := lora.Base{ModelType: c.Family(), NameOrPath: baseNameOrPath, TaskType: hf.LoRATask(c.Head), Dropout: hf.Dropout}
 	enc := c.EncoderTensors()
 	dims := map[string][]int{}
 	for _, t := range enc {
@@ -87,10 +84,6 @@ func LoadAdapter(dir string, c *Classifier) (*lora.Adapter, error) {
 	return a, nil
 }
 
-// AdapterDir is the subfolder of a SavePretrained folder that holds a LoRA classifier's
-// adapter, as PEFT's files.
-const AdapterDir = "adapter"
-
 // SaveAdapter writes the classifier's LoRA adapter into dir as PEFT's files
 // (adapter_config.json, adapter_model.safetensors: A and B of the targeted layers and the
 // head), which peft.PeftModel.from_pretrained reads onto the base model, and the tokenizer's
@@ -123,31 +116,4 @@ func (c *Classifier) merged() (*Classifier, error) {
 	cfg := c.Config
 	cfg.adapter = nil
 	return &Classifier{Config: cfg, store: store, compute: c.compute}, nil
-}
-
-// LoRABaseOf is the lora.Base of a classifier of another family (models/modernbert,
-// models/deberta) whose head for PEFT is its final classifier and whose linear layers are
-// its 2-D weights that are not embeddings (lora.DenseLayers): model_type modelType, the task
-// type of head, all the classifier's tensors, the classifier's own tensors (trained and
-// saved with the adapter, as PEFT's modules_to_save "classifier" and "score", matched as
-// name suffixes) and every other tensor frozen, a prediction head or pooler before the
-// classifier included (PEFT does not name them).
-func LoRABaseOf(modelType, nameOrPath string, head Head, all, classifier []TensorSpec) lora.Base {
-	task := lora.SeqCls
-	if head == TokenClassification {
-		task = lora.TokenCls
-	}
-	b := lora.Base{ModelType: modelType, NameOrPath: nameOrPath, TaskType: task, Dropout: dropout}
-	isHead := map[string]bool{}
-	for _, t := range classifier {
-		isHead[t.Name] = true
-		b.Head = append(b.Head, lora.Tensor{Name: t.Name, Dims: t.Dims})
-	}
-	for _, t := range all {
-		if !isHead[t.Name] {
-			b.Frozen = append(b.Frozen, lora.Tensor{Name: t.Name, Dims: t.Dims})
-		}
-	}
-	b.Linears = lora.DenseLayers(b.Frozen)
-	return b
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/goaccel/goaccel/models/internal/hf"
 )
 
 // Variable names follow Hugging Face's sequence classifiers one to one: the HF tensor
@@ -13,21 +15,13 @@ import (
 // the way in or out. Each family keeps its own names ("roberta.encoder...",
 // "distilbert.transformer.layer.0.attention.q_lin.weight", "classifier.out_proj.weight").
 
-// TensorSpec names one tensor of the model in Hugging Face layout.
-type TensorSpec struct {
-	// Name is the HF tensor name, e.g. "bert.encoder.layer.0.output.dense.weight".
-	Name string
-	// Dims is the tensor's shape (PyTorch layout: dense weights are [out, in]).
-	Dims []int
-}
-
 // EncoderTensors lists the tensors of the encoder (embeddings, layers, and the pooler for
 // BERT's sequence classifier: its token classifier has none) for this configuration, in a fixed order, with HF names (the family's prefix,
 // "bert.", "roberta.", "distilbert." or "electra.").
 func (c Config) EncoderTensors() []TensorSpec {
 	f := c.family()
 	h, e := c.HiddenSize, c.embeddingSize()
-	var l TensorList
+	var l hf.TensorList
 	emb := joinName(f.prefix, "embeddings")
 	l.Add(emb+".word_embeddings.weight", c.VocabSize, e)
 	l.Add(emb+".position_embeddings.weight", c.MaxPositionEmbeddings, e)
@@ -61,7 +55,7 @@ func (c Config) EncoderTensors() []TensorSpec {
 // classifier's (Head TokenClassification) are "classifier.weight" [num_labels, hidden] and
 // "classifier.bias" in every family.
 func (c Config) HeadTensors() []TensorSpec {
-	var l TensorList
+	var l hf.TensorList
 	if c.Head == TokenClassification {
 		l.Linear("classifier", c.NumLabels, c.HiddenSize, true)
 		return l
@@ -90,12 +84,8 @@ func (c Config) Tensors() []TensorSpec {
 // "bert.pooler.dense.weight". It returns false for paths that are not classifier variables
 // of a supported family (optimizer state, RNG state, other models).
 func HFName(varPath string) (string, bool) {
-	p := strings.TrimPrefix(varPath, "/")
-	if p == "" || strings.Contains(p, ".") {
-		return "", false
-	}
-	name := strings.ReplaceAll(p, "/", ".")
-	if !isModelTensorName(name) {
+	name, ok := hf.HFName(varPath)
+	if !ok || !isModelTensorName(name) {
 		return "", false
 	}
 	return name, true
@@ -117,7 +107,7 @@ func (f *family) varPath(hfName string) (string, bool) {
 	if !isModelTensorName(name) {
 		return "", false
 	}
-	return "/" + strings.ReplaceAll(name, ".", "/"), true
+	return hf.VarPath(name), true
 }
 
 // canonicalName adds f's prefix to encoder tensors saved without it (BertModel, RobertaModel

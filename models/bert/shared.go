@@ -1,109 +1,63 @@
 package bert
 
 import (
-	"fmt"
-	"slices"
-	"strings"
-
-	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
-	"github.com/gomlx/gomlx/ml/layers/activation"
-	"github.com/gomlx/gomlx/support/exceptions"
+	"github.com/goaccel/goaccel/models/internal/hf"
 )
 
-// The functions below are the parts of this package's handling of Hugging Face folders and
-// layers that the other model packages (models/modernbert, models/deberta) share, so that
-// every family reads labels, lists tensors, names variables and words its errors the same
-// way.
+// The names below are models/internal/hf's, which every family shares (config.json's task
+// keys, heads, problem types); this package's API keeps them, as a BERT classifier's Config
+// has a Head and Labels.
 
-// ParseLabels reads a config.json's id2label (class ids "0" to "n-1" as keys) and label2id,
-// as encoding/json decodes them into map[string]any, into class names by class id, checking
-// one against the other. transformers' default names LABEL_0, LABEL_1, ... are no names
-// (nil), as in Config.Labels.
+// Head is the task a classifier's head is built for (Config.Head): what Logits returns and
+// which tensors the head has. Its zero value is SequenceClassification. A Config's
+// architectures names it (BertForSequenceClassification, BertForTokenClassification, ...);
+// LoadOptions.Head chooses it when a folder is loaded.
+type Head = hf.Head
+
+const (
+	// SequenceClassification is transformers' *ForSequenceClassification: one vector of
+	// logits per sequence, [batch, num_labels], from the family's pooled head.
+	SequenceClassification = hf.SequenceClassification
+	// TokenClassification is transformers' *ForTokenClassification: one vector of logits per
+	// token, [batch, seq_len, num_labels], from a linear classifier on each token's last
+	// hidden state.
+	TokenClassification = hf.TokenClassification
+)
+
+// TensorSpec names one tensor of the model in Hugging Face layout: its name
+// ("bert.encoder.layer.0.output.dense.weight") and PyTorch shape ([out, in] for dense
+// weights).
+type TensorSpec = hf.TensorSpec
+
+// AdapterDir is the subfolder of a SavePretrained folder that holds a LoRA classifier's
+// adapter, as PEFT's files.
+const AdapterDir = hf.AdapterDir
+
+// PyFloat is a float64 that JSON writes as Python reads a float (2 is written 2.0), as
+// transformers 5's strict configuration dataclasses want. Deprecated: it is the shared
+// models/internal/hf.PyFloat, which models/auto re-exports; use that.
+type PyFloat = hf.PyFloat
+
+// ParseLabels reads a config.json's id2label and label2id, as encoding/json decodes them,
+// into class names by class id (see Config.Labels). Deprecated: use models/auto's.
 func ParseLabels(id2label, label2id map[string]any) ([]string, error) {
-	return parseLabels(id2label, label2id)
-}
-
-// LabelName is the name of class i: labels[i], or transformers' default LABEL_i when labels
-// is empty.
-func LabelName(labels []string, i int) string {
-	if len(labels) > 0 {
-		return labels[i]
-	}
-	return defaultLabel(i)
+	return hf.ParseLabels(id2label, label2id)
 }
 
 // ValidateLabels checks class names (Config.Labels: none, or numLabels distinct names).
+// Deprecated: use models/auto's.
 func ValidateLabels(labels []string, numLabels int) error {
-	if len(labels) > 0 && len(labels) != numLabels {
-		return fmt.Errorf("id2label names %d classes (%q) but num_labels is %d", len(labels), labels, numLabels)
-	}
-	for i, l := range labels {
-		if j := slices.Index(labels, l); j != i {
-			return fmt.Errorf("id2label names classes %d and %d both %q: label2id would be ambiguous", j, i, l)
-		}
-	}
-	return nil
+	return hf.ValidateLabels(labels, numLabels)
 }
 
-// ListNames joins names for an error message, the first eight and a count of the others.
-func ListNames(names []string) string { return listNames(names) }
+// ValidateProblemType refuses a problem_type transformers does not know (empty is
+// single-label classification). Deprecated: use models/auto's.
+func ValidateProblemType(p string) error { return hf.ValidateProblemType(p) }
 
-// TensorList collects the tensors of a model in Hugging Face layout, as the families'
-// EncoderTensors and the like list them.
-type TensorList []TensorSpec
+// ProblemTypeOrDefault is p, or single_label_classification when p is empty: what
+// config.json says. Deprecated: use models/auto's.
+func ProblemTypeOrDefault(p string) string { return hf.ProblemTypeOrDefault(p) }
 
-// Add appends the tensor name of shape dims.
-func (l *TensorList) Add(name string, dims ...int) { *l = append(*l, TensorSpec{name, dims}) }
-
-// Linear appends a torch.nn.Linear's weight [out, in] and, with bias, its bias [out].
-func (l *TensorList) Linear(name string, out, in int, bias bool) {
-	l.Add(name+".weight", out, in)
-	if bias {
-		l.Add(name+".bias", out)
-	}
-}
-
-// Norm appends a LayerNorm's weight [width] and, with bias, its bias.
-func (l *TensorList) Norm(name string, width int, bias bool) {
-	l.Add(name+".weight", width)
-	if bias {
-		l.Add(name+".bias", width)
-	}
-}
-
-// DottedVarPath is the model.Store variable path (with a leading "/") of a HF tensor name
-// whose dots become scope separators: "model.final_norm.weight" -> "/model/final_norm/weight"
-// (the naming of models/modernbert and models/deberta).
-func DottedVarPath(hfName string) string { return "/" + strings.ReplaceAll(hfName, ".", "/") }
-
-// DottedHFName is the inverse of DottedVarPath, with or without the leading "/".
-func DottedHFName(varPath string) string {
-	return strings.ReplaceAll(strings.TrimPrefix(varPath, "/"), "/", ".")
-}
-
-// Activations lists the activation names (config.json's hidden_act, hidden_activation,
-// pooler_hidden_act...) that Activate computes, with transformers' meaning: "gelu" is the
-// exact (erf) GELU, "gelu_new" and "gelu_pytorch_tanh" its tanh approximation, "silu" and
-// "swish" x·sigmoid(x).
-func Activations() []string {
-	return []string{"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh"}
-}
-
-// Activate applies the activation named (one of Activations) to x; another name panics
-// (a Config's Validate refuses it first).
-func Activate(name string, x *Node) *Node {
-	switch name {
-	case "gelu":
-		return activation.Gelu(x)
-	case "gelu_new", "gelu_pytorch_tanh":
-		return activation.GeluApproximate(x)
-	case "relu":
-		return activation.Relu(x)
-	case "silu", "swish":
-		return activation.Swish(x)
-	case "tanh":
-		return Tanh(x)
-	}
-	exceptions.Panicf("activation %q is not supported (the Config's Validate refuses it; was the Config changed after?)", name)
-	return nil
-}
+// LabelName is the name of class i: labels[i], or transformers' default LABEL_i when labels
+// is empty (as config.json's id2label writes Config.Labels).
+func LabelName(labels []string, i int) string { return hf.LabelName(labels, i) }

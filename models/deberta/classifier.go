@@ -3,8 +3,8 @@ package deberta
 import (
 	"fmt"
 
-	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/half"
+	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/goaccel/goaccel/models/lora"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -106,7 +106,7 @@ func (c *Classifier) Logits(s *model.Scope, inputs []*Node) *Node {
 	// flags before a training step takes the trainable ones (nothing without an adapter).
 	defer c.lora.Adapter().Freeze(c.store)
 	hidden := c.Encoder(s, inputs[0], inputs[1], types)
-	if c.Config.Head == bert.TokenClassification {
+	if c.Config.Head == hf.TokenClassification {
 		return c.TokenHead(s, hidden)
 	}
 	return c.Head(s, hidden)
@@ -121,7 +121,7 @@ func (c *Classifier) TokenHead(s *model.Scope, hidden *Node) *Node {
 	if hidden.Rank() != 3 || hidden.Shape().Dimensions[2] != cfg.HiddenSize {
 		exceptions.Panicf("deberta: Classifier.TokenHead wants last hidden states [batch, seq_len, %d], got %s", cfg.HiddenSize, hidden.Shape())
 	}
-	x := bert.Dropout(s.At("dropout"), hidden, cfg.HiddenDropoutProb)
+	x := hf.Dropout(s.At("dropout"), hidden, cfg.HiddenDropoutProb)
 	return c.linear(s.At("classifier"), x, cfg.NumLabels, true)
 }
 
@@ -137,9 +137,9 @@ func (c *Classifier) Head(s *model.Scope, hidden *Node) *Node {
 	}
 	ps := s.At("pooler")
 	x := Reshape(Slice(hidden, AxisRange(), AxisRange(0, 1), AxisRange()), dims[0], dims[2])
-	x = bert.Dropout(ps.At("dropout"), x, cfg.PoolerDropout)
-	x = bert.Activate(cfg.PoolerHiddenAct, c.linear(ps.At("dense"), x, cfg.HiddenSize, true))
-	x = bert.Dropout(s.At("dropout"), x, cfg.clsDropout())
+	x = hf.Dropout(ps.At("dropout"), x, cfg.PoolerDropout)
+	x = hf.Activate(cfg.PoolerHiddenAct, c.linear(ps.At("dense"), x, cfg.HiddenSize, true))
+	x = hf.Dropout(s.At("dropout"), x, cfg.clsDropout())
 	return c.linear(s.At("classifier"), x, cfg.NumLabels, true)
 }
 

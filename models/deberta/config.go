@@ -3,12 +3,10 @@ package deberta
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/internal/hf"
 )
 
 // The relative-attention terms, as config.json's pos_att_type names them.
@@ -111,17 +109,17 @@ type Config struct {
 	// Labels names the classes by class id, as transformers' id2label (label2id is its
 	// inverse); nil leaves them unnamed (LABEL_0, LABEL_1, ... in config.json).
 	Labels []string `json:"-"`
-	// ProblemType is transformers' problem_type (models/bert's Config.ProblemType): empty or
+	// ProblemType is transformers' problem_type (as every family's): empty or
 	// "single_label_classification", "multi_label_classification" or "regression". The head
 	// is the same; it says which loss transformers computes with the folder.
 	ProblemType string `json:"-"`
-	// Head is the task head (models/bert's Head): SequenceClassification (the zero value:
+	// Head is the task head (the Head every family shares): SequenceClassification (the zero value:
 	// DebertaV2ForSequenceClassification, the ContextPooler then the classifier, [B,
 	// num_labels] logits) or TokenClassification (DebertaV2ForTokenClassification: dropout and
 	// the classifier on every token, [B, L, num_labels], no pooler). ParseConfig reads it from
 	// architectures, JSON writes the class of it, LoadOptions.Head sets it when a folder is
 	// loaded.
-	Head bert.Head `json:"-"`
+	Head hf.Head `json:"-"`
 
 	// GradientCheckpointing turns on activation checkpointing (rematerialisation) per
 	// encoder layer in training graphs, as transformers' gradient_checkpointing_enable():
@@ -138,10 +136,10 @@ type Config struct {
 }
 
 // Activations lists the activation names (hidden_act, pooler_hidden_act) this package
-// computes, with transformers' meaning (models/bert's Activations): "gelu" is the exact (erf)
+// computes, with transformers' meaning (the Activations every family shares): "gelu" is the exact (erf)
 // GELU, "gelu_new" and "gelu_pytorch_tanh" its tanh approximation, "silu" and "swish"
 // x·sigmoid(x), and "tanh".
-func Activations() []string { return bert.Activations() }
+func Activations() []string { return hf.Activations() }
 
 // defaultConfig holds DebertaV2Config's defaults, used for the keys a config.json leaves out
 // (embedding_size is hidden_size's, set after reading).
@@ -158,12 +156,7 @@ func defaultConfig() Config {
 // fileKeys are the config.json keys read besides Config's own fields, or read in another
 // form than the field's.
 type fileKeys struct {
-	ModelType         string          `json:"model_type"`
-	Architectures     []string        `json:"architectures"`
-	NumLabels         *int            `json:"num_labels"`
-	Problem           *string         `json:"problem_type"`
-	ID2Label          map[string]any  `json:"id2label"`
-	Label2ID          map[string]any  `json:"label2id"`
+	hf.TaskKeys
 	PosAttType        json.RawMessage `json:"pos_att_type"`
 	EmbeddingSize     *int            `json:"embedding_size"`
 	PoolerHiddenSize  *int            `json:"pooler_hidden_size"`
@@ -218,20 +211,12 @@ func ParseConfig(contents []byte, name string) (Config, error) {
 		return fail(fmt.Errorf("attention_head_size %d differs from hidden_size / num_attention_heads = %d: not supported",
 			*a, cfg.HiddenSize/cfg.NumAttentionHeads))
 	}
-	if cfg.Labels, err = bert.ParseLabels(keys.ID2Label, keys.Label2ID); err != nil {
+	task, err := keys.Task(cfg.NumLabels)
+	if err != nil {
 		return fail(err)
 	}
-	if keys.NumLabels == nil && len(keys.ID2Label) > 0 {
-		cfg.NumLabels = len(keys.ID2Label)
-	}
-	if cfg.NumLabels != len(cfg.Labels) { // an explicit num_labels wins, as in transformers
-		cfg.Labels = nil
-	}
-	if keys.Problem != nil {
-		cfg.ProblemType = *keys.Problem
-	}
+	cfg.NumLabels, cfg.Labels, cfg.ProblemType, cfg.Head = task.NumLabels, task.Labels, task.ProblemType, task.Head
 	cfg.architectures = keys.Architectures
-	cfg.Head, _ = bert.HeadOf(keys.Architectures)
 	if err := cfg.Validate(); err != nil {
 		return fail(err)
 	}
@@ -263,18 +248,12 @@ func parsePosAttType(raw json.RawMessage) ([]string, error) {
 }
 
 // LoadConfig reads and validates a DeBERTa-v2/v3 config.json file.
-func LoadConfig(path string) (Config, error) {
-	contents, err := os.ReadFile(path)
-	if err != nil {
-		return Config{}, fmt.Errorf("deberta: reading model config: %w", err)
-	}
-	return ParseConfig(contents, path)
-}
+func LoadConfig(path string) (Config, error) { return hf.LoadConfig("deberta", path, ParseConfig) }
 
 // Validate checks that the configuration describes a model this package can build; errors
 // name the config.json key.
 func (c Config) Validate() error {
-	if err := bert.ValidateProblemType(c.ProblemType); err != nil {
+	if err := hf.ValidateProblemType(c.ProblemType); err != nil {
 		return err
 	}
 	if err := c.Head.Validate(); err != nil {
@@ -344,7 +323,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s must be in [0, 1), got %g", r.key, r.value)
 		}
 	}
-	return bert.ValidateLabels(c.Labels, c.NumLabels)
+	return hf.ValidateLabels(c.Labels, c.NumLabels)
 }
 
 // HeadDim is the width of one attention head, HiddenSize / NumAttentionHeads.
@@ -404,41 +383,35 @@ func (c Config) clsDropout() float64 {
 // JSON returns the configuration as a config.json document for
 // DebertaV2ForSequenceClassification, or DebertaV2ForTokenClassification with Head
 // TokenClassification: model_type "deberta-v2", pos_att_type as a list, pooler_hidden_size,
-// id2label, label2id and problem_type (see bert.HeadProblemType), floats written as floats.
+// id2label, label2id and problem_type (see hf.HeadProblemType), floats written as floats.
 func (c Config) JSON() ([]byte, error) {
 	type extra struct {
-		ModelType        string            `json:"model_type"`
-		Architectures    []string          `json:"architectures"`
-		PoolerHiddenSize int               `json:"pooler_hidden_size"`
-		ID2Label         map[string]string `json:"id2label"`
-		Label2ID         map[string]int    `json:"label2id"`
-		ProblemType      string            `json:"problem_type,omitempty"`
+		ModelType        string   `json:"model_type"`
+		Architectures    []string `json:"architectures"`
+		PoolerHiddenSize int      `json:"pooler_hidden_size"`
+		hf.TaskJSON
 	}
 	e := extra{ModelType: "deberta-v2", Architectures: []string{"DebertaV2" + c.Head.String()},
-		PoolerHiddenSize: c.HiddenSize, ID2Label: map[string]string{}, Label2ID: map[string]int{},
-		ProblemType: bert.HeadProblemType(c.Head, c.ProblemType)}
-	for i := range c.NumLabels {
-		e.ID2Label[strconv.Itoa(i)] = bert.LabelName(c.Labels, i)
-		e.Label2ID[bert.LabelName(c.Labels, i)] = i
-	}
+		PoolerHiddenSize: c.HiddenSize,
+		TaskJSON:         hf.Task{NumLabels: c.NumLabels, Labels: c.Labels, ProblemType: c.ProblemType, Head: c.Head}.JSON()}
 	if c.PosAttType == nil {
 		c.PosAttType = []string{}
 	}
-	var cls *bert.PyFloat
+	var cls *hf.PyFloat
 	if c.ClsDropout != nil {
-		v := bert.PyFloat(*c.ClsDropout)
+		v := hf.PyFloat(*c.ClsDropout)
 		cls = &v
 	}
 	// transformers 5's configs are strict dataclasses: a float field must read as a float.
 	return json.MarshalIndent(struct {
 		Config
 		extra
-		HiddenDropoutProb         bert.PyFloat  `json:"hidden_dropout_prob"`
-		AttentionProbsDropoutProb bert.PyFloat  `json:"attention_probs_dropout_prob"`
-		InitializerRange          bert.PyFloat  `json:"initializer_range"`
-		LayerNormEps              bert.PyFloat  `json:"layer_norm_eps"`
-		PoolerDropout             bert.PyFloat  `json:"pooler_dropout"`
-		ClsDropout                *bert.PyFloat `json:"cls_dropout"`
-	}{c, e, bert.PyFloat(c.HiddenDropoutProb), bert.PyFloat(c.AttentionProbsDropoutProb), bert.PyFloat(c.InitializerRange),
-		bert.PyFloat(c.LayerNormEps), bert.PyFloat(c.PoolerDropout), cls}, "", "  ")
+		HiddenDropoutProb         hf.PyFloat  `json:"hidden_dropout_prob"`
+		AttentionProbsDropoutProb hf.PyFloat  `json:"attention_probs_dropout_prob"`
+		InitializerRange          hf.PyFloat  `json:"initializer_range"`
+		LayerNormEps              hf.PyFloat  `json:"layer_norm_eps"`
+		PoolerDropout             hf.PyFloat  `json:"pooler_dropout"`
+		ClsDropout                *hf.PyFloat `json:"cls_dropout"`
+	}{c, e, hf.PyFloat(c.HiddenDropoutProb), hf.PyFloat(c.AttentionProbsDropoutProb), hf.PyFloat(c.InitializerRange),
+		hf.PyFloat(c.LayerNormEps), hf.PyFloat(c.PoolerDropout), cls}, "", "  ")
 }

@@ -10,7 +10,7 @@
 // positions in v3), num_hidden_layers post-norm layers of disentangled self-attention and a
 // feed-forward block, the ContextPooler (the first token's state, a dense and
 // pooler_hidden_act) and the classifier, with dropout wherever transformers has it, active
-// only while the Store marks the graph as training (models/bert's Dropout).
+// only while the Store marks the graph as training (the dropout every family shares).
 // Classifier.Encoder returns the last hidden states (DebertaV2Model). With Config.Head
 // TokenClassification (LoadOptions.Head) it is DebertaV2ForTokenClassification: dropout
 // (hidden_dropout_prob) and the classifier on every token, [B, L, num_labels] logits

@@ -3,8 +3,8 @@ package deberta
 import (
 	"math"
 
-	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/half"
+	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/goaccel/goaccel/models/internal/remat"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -146,7 +146,7 @@ func (c *Classifier) embeddings(s *model.Scope, inputIDs, attentionMask, tokenTy
 	}
 	x = c.layerNorm(s.At("LayerNorm"), x)
 	x = Mul(x, InsertAxes(ConvertDType(attentionMask, x.DType()), -1))
-	return bert.Dropout(s.At("dropout"), x, cfg.HiddenDropoutProb)
+	return hf.Dropout(s.At("dropout"), x, cfg.HiddenDropoutProb)
 }
 
 // tokenEmbeddingInit draws fresh token embeddings N(0, initializer_range²) with the padding
@@ -168,16 +168,16 @@ func (c *Classifier) layer(s *model.Scope, x, mask, rel *Node, gathers [2]*Node)
 	as := s.At("attention")
 	ctx := c.attention(as.At("self"), x, mask, rel, gathers)
 	out := as.At("output")
-	h := bert.Dropout(out.At("dropout"), c.linear(out.At("dense"), ctx, cfg.HiddenSize, true), cfg.HiddenDropoutProb)
+	h := hf.Dropout(out.At("dropout"), c.linear(out.At("dense"), ctx, cfg.HiddenSize, true), cfg.HiddenDropoutProb)
 	x = c.layerNorm(out.At("LayerNorm"), Add(h, x))
 
 	// Under mixed precision the intermediate activation is kept in the compute dtype, before
 	// and after the activation (computed on float32); keep is the identity in float32.
 	keep := func(x *Node) *Node { return ConvertDType(x, c.compute.DType()) }
 	inter := keep(c.linear(s.At("intermediate").At("dense"), x, cfg.IntermediateSize, true))
-	inter = keep(bert.Activate(cfg.HiddenAct, ConvertDType(inter, variableDType)))
+	inter = keep(hf.Activate(cfg.HiddenAct, ConvertDType(inter, variableDType)))
 	out = s.At("output")
-	h = bert.Dropout(out.At("dropout"), c.linear(out.At("dense"), inter, cfg.HiddenSize, true), cfg.HiddenDropoutProb)
+	h = hf.Dropout(out.At("dropout"), c.linear(out.At("dense"), inter, cfg.HiddenSize, true), cfg.HiddenDropoutProb)
 	return c.layerNorm(out.At("LayerNorm"), Add(h, x))
 }
 
@@ -218,7 +218,7 @@ func (c *Classifier) attention(s *model.Scope, x, mask, rel *Node, gathers [2]*N
 	scale := Scalar(g, variableDType, float32(math.Sqrt(float64(float32(cfg.HeadDim()*factor)))))
 	scores := p.scores(q, ConvertDType(Div(ConvertDType(k, variableDType), scale), dt))
 	if cfg.RelativeAttention && len(cfg.PosAttType) > 0 {
-		relDrop := bert.Dropout(s.At("pos_dropout"), rel, cfg.HiddenDropoutProb)
+		relDrop := hf.Dropout(s.At("pos_dropout"), rel, cfg.HiddenDropoutProb)
 		var relScores *Node
 		if cfg.Has(C2P) {
 			name := "pos_key_proj"
@@ -244,7 +244,7 @@ func (c *Classifier) attention(s *model.Scope, x, mask, rel *Node, gathers [2]*N
 		scores = Add(scores, relScores)
 	}
 	scores = Where(BroadcastToShape(mask, scores.Shape()), scores, Scalar(g, scores.DType(), -math.MaxFloat32))
-	probs := bert.Dropout(s.At("dropout"), Softmax(scores, -1), cfg.AttentionProbsDropoutProb)
+	probs := hf.Dropout(s.At("dropout"), Softmax(scores, -1), cfg.AttentionProbsDropoutProb)
 	out := ConvertDType(p.mix(probs, v), dt)
 	return Reshape(TransposeAllAxes(out, 0, 2, 1, 3), batch, seqLen, h)
 }

@@ -1,14 +1,12 @@
 package deberta
 
 import (
-	"path/filepath"
-
-	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/goaccel/goaccel/models/lora"
 )
 
 // LoRA in DeBERTa: the classifier describes itself to models/lora once (LoRABase) and its
-// linear-layer function hands each layer's output to the attached adapter, as in models/bert.
+// linear-layer function hands each layer's output to the attached adapter, as in every family.
 // Attach an adapter before building any graph.
 
 // AttachLoRA attaches a new LoRA adapter of cfg (zero fields: PEFT's defaults for
@@ -38,7 +36,7 @@ func (c *Classifier) Adapter() *lora.Adapter { return c.lora.Adapter() }
 // suffixes) does not name the pooler, pooler.dense stays as loaded (or as first
 // initialised, for a checkpoint without it, such as microsoft/deberta-v3-base).
 func (c Config) LoRABase(baseNameOrPath string) lora.Base {
-	return bert.LoRABaseOf("deberta-v2", baseNameOrPath, c.Head, c.Tensors(), c.ClassifierTensors())
+	return hf.LoRABaseOf("deberta-v2", baseNameOrPath, c.Head, c.Tensors(), c.ClassifierTensors())
 }
 
 // LoadAdapter attaches to the classifier the LoRA adapter saved in dir (PEFT's
@@ -53,21 +51,10 @@ func LoadAdapter(dir string, c *Classifier) (*lora.Adapter, error) {
 
 // AdapterDir is the subfolder of a SavePretrained folder that holds a LoRA classifier's
 // adapter, as PEFT's files.
-const AdapterDir = bert.AdapterDir
+const AdapterDir = hf.AdapterDir
 
 // SaveAdapter writes the classifier's LoRA adapter into dir as PEFT's files
 // (adapter_config.json, adapter_model.safetensors: A and B of the targeted layers and the
 // classifier), which peft.PeftModel.from_pretrained reads onto the base model. The
 // classifier must have an adapter and values for its variables.
 func SaveAdapter(dir string, c *Classifier) error { return c.lora.Save("deberta", dir, c.store) }
-
-// forSaving writes the adapter of c into dir's AdapterDir and returns the classifier to write
-// into dir: c with its adapter folded into the base weights (a new Store), or c itself when it
-// has none.
-func (c *Classifier) forSaving(dir string) (*Classifier, error) {
-	store, err := c.lora.Merged("deberta", filepath.Join(dir, AdapterDir), c.store)
-	if err != nil || store == nil {
-		return c, err
-	}
-	return &Classifier{Config: c.Config, store: store}, nil
-}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/internal/hf"
 )
 
 // Variable names follow transformers' DebertaV2ForSequenceClassification one to one: the
@@ -13,9 +13,9 @@ import (
 // and dense weights keep PyTorch's [out, in] layout.
 
 // TensorSpec names one tensor of the model in Hugging Face layout: its name
-// ("deberta.encoder.rel_embeddings.weight") and PyTorch shape. It is models/bert's, so that
+// ("deberta.encoder.rel_embeddings.weight") and PyTorch shape. It is the one every family shares, so that
 // code over several families lists tensors the same way.
-type TensorSpec = bert.TensorSpec
+type TensorSpec = hf.TensorSpec
 
 // EncoderTensors lists the tensors of the encoder (DebertaV2Model, under "deberta."):
 //
@@ -31,7 +31,7 @@ type TensorSpec = bert.TensorSpec
 //     or max_relative_positions) and encoder.LayerNorm with norm_rel_ebd "layer_norm".
 func (c Config) EncoderTensors() []TensorSpec {
 	h, e := c.HiddenSize, c.EmbeddingSize
-	var l bert.TensorList
+	var l hf.TensorList
 	l.Add("deberta.embeddings.word_embeddings.weight", c.VocabSize, e)
 	if c.PositionBiasedInput {
 		l.Add("deberta.embeddings.position_embeddings.weight", c.MaxPositionEmbeddings, e)
@@ -74,7 +74,7 @@ func (c Config) EncoderTensors() []TensorSpec {
 // PoolerTensors lists the tensors of the ContextPooler, "pooler.dense.weight" [hidden, hidden]
 // and "pooler.dense.bias".
 func (c Config) PoolerTensors() []TensorSpec {
-	var l bert.TensorList
+	var l hf.TensorList
 	l.Linear("pooler.dense", c.HiddenSize, c.HiddenSize, true)
 	return l
 }
@@ -82,7 +82,7 @@ func (c Config) PoolerTensors() []TensorSpec {
 // ClassifierTensors lists the final classifier's tensors, "classifier.weight" [num_labels,
 // hidden] and "classifier.bias" [num_labels].
 func (c Config) ClassifierTensors() []TensorSpec {
-	var l bert.TensorList
+	var l hf.TensorList
 	l.Linear("classifier", c.NumLabels, c.HiddenSize, true)
 	return l
 }
@@ -91,19 +91,24 @@ func (c Config) ClassifierTensors() []TensorSpec {
 // ClassifierTensors for the sequence classifier; EncoderTensors and ClassifierTensors for the
 // token classifier (Head TokenClassification), which has no pooler.
 func (c Config) Tensors() []TensorSpec {
-	if c.Head == bert.TokenClassification {
+	if c.Head == hf.TokenClassification {
 		return append(c.EncoderTensors(), c.ClassifierTensors()...)
 	}
 	return append(append(c.EncoderTensors(), c.PoolerTensors()...), c.ClassifierTensors()...)
 }
 
+// names are the modules of the classifier's tensors: the encoder, the ContextPooler, the classifier.
+var names = hf.Names{Modules: []string{"deberta", "pooler", "classifier"}}
+
 // VarPath returns the model.Store variable path (with a leading "/") of a HF tensor name:
-// "deberta.encoder.LayerNorm.weight" -> "/deberta/encoder/LayerNorm/weight".
-func VarPath(hfName string) string { return bert.DottedVarPath(hfName) }
+// "deberta.encoder.LayerNorm.weight" -> "/deberta/encoder/LayerNorm/weight"; false for a name outside the
+// classifier's modules (deberta, pooler, classifier).
+func VarPath(hfName string) (string, bool) { return names.VarPath(hfName) }
 
 // HFName is the inverse of VarPath: the HF tensor name of a variable path, with or without
-// the leading "/".
-func HFName(varPath string) string { return bert.DottedHFName(varPath) }
+// the leading "/"; false for a path outside the classifier's modules (optimizer state, the
+// random state, another model's variables).
+func HFName(varPath string) (string, bool) { return names.HFName(varPath) }
 
 // canonicalName adds the "deberta." prefix to the encoder tensors of a bare DebertaV2Model
 // checkpoint, whose names start at "embeddings." or "encoder.".

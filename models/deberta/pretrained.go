@@ -1,30 +1,18 @@
 package deberta
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
-// LoadOptions configure LoadPretrained.
-type LoadOptions struct {
-	// NumLabels overrides the config's num_labels for a fresh classifier (0 keeps the
-	// config's). Another count than the config's drops its label names (id2label).
-	NumLabels int
-	// LoadHead loads the classifier too (a fine-tuned classifier with the head Head, such as
-	// one SavePretrained wrote), instead of initialising it fresh; the folder must then have
-	// "classifier.weight" and "classifier.bias", shaped for num_labels, and its config.json's
-	// architectures must not name the other head.
-	LoadHead bool
-	// Head is the head of the classifier returned (models/bert's Head):
-	// SequenceClassification (the zero value) or TokenClassification, whatever the folder's
-	// architectures say. Without LoadHead any checkpoint gives either head its encoder; the
-	// token classifier passes over a pooler.
-	Head bert.Head
-}
+// LoadOptions configure LoadPretrained: NumLabels for a fresh classifier, LoadHead to load
+// the classifier too ("classifier.weight" and "classifier.bias"), and Head, the head of the
+// classifier returned, whatever the folder's architectures say (without LoadHead any
+// checkpoint gives either head its encoder; the token classifier passes over a pooler).
+type LoadOptions = hf.LoadOptions
 
 // LoadPretrained loads a DeBERTa-v2/v3 Hugging Face folder (config.json with model_type
 // "deberta-v2", model.safetensors) into store, under the variable paths of Classifier
@@ -47,39 +35,26 @@ type LoadOptions struct {
 // from the config's, and tensors of another architecture (or more layers than
 // num_hidden_layers).
 func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifier, error) {
-	configPath, weights, err := bert.FolderFiles(dir)
-	if err != nil {
-		return nil, fmt.Errorf("deberta: %w", err)
-	}
-	cfg, err := LoadConfig(configPath)
+	cfg, store, err := folder.Load(dir, store, opts)
 	if err != nil {
 		return nil, err
-	}
-	if err := bert.CheckLoadHead(configPath, cfg.architectures, opts.Head, opts.LoadHead); err != nil {
-		return nil, fmt.Errorf("deberta: %w", err)
-	}
-	cfg.Head = opts.Head
-	if opts.NumLabels < 0 {
-		return nil, fmt.Errorf("deberta: NumLabels must not be negative, got %d", opts.NumLabels)
-	} else if opts.NumLabels > 0 && opts.NumLabels != cfg.NumLabels {
-		cfg.NumLabels, cfg.Labels = opts.NumLabels, nil
-	}
-	if store == nil {
-		store = model.NewStore()
-	}
-	if err := bert.LoadWeights(weights, store, cfg.weightPlan(opts.LoadHead), VarPath); err != nil {
-		return nil, fmt.Errorf("deberta: %w", err)
 	}
 	return NewClassifier(cfg, store)
 }
 
+// folder is DeBERTa's side of LoadPretrained and SavePretrained.
+var folder = hf.Folder[Config]{Family: "deberta", LoadConfig: LoadConfig, WeightPlan: Config.weightPlan,
+	Tensors: Config.Tensors, JSON: Config.JSON, Task: func(c *Config) hf.TaskFields {
+		return hf.TaskFields{NumLabels: &c.NumLabels, Labels: &c.Labels, Head: &c.Head, Architectures: c.architectures}
+	}}
+
 // weightPlan says which tensors LoadPretrained reads: the encoder, the pooler when the file
 // has it (the sequence classifier's: the token classifier passes it over), the classifier
 // with withHead; other heads and an unused position table are passed over.
-func (c Config) weightPlan(withHead bool) bert.WeightPlan {
-	plan := bert.WeightPlan{Required: c.EncoderTensors(), Whole: [][]TensorSpec{c.PoolerTensors()},
+func (c Config) weightPlan(withHead bool) hf.WeightPlan {
+	plan := hf.WeightPlan{Required: c.EncoderTensors(), Whole: [][]TensorSpec{c.PoolerTensors()},
 		Canonical: canonicalName, Layers: c.NumHiddenLayers}
-	if c.Head == bert.TokenClassification {
+	if c.Head == hf.TokenClassification {
 		plan.Whole, plan.Skipped = nil, c.PoolerTensors()
 	}
 	if withHead {

@@ -13,6 +13,7 @@ import (
 	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/familytest"
+	"github.com/goaccel/goaccel/models/internal/hf"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -282,7 +283,7 @@ func TestLoadPretrainedOtherHeads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if store.GetVariable(VarPath("pooler.dense.weight")) != nil || store.GetVariable(VarPath("classifier.weight")) != nil {
+			if store.GetVariable(hf.VarPath("pooler.dense.weight")) != nil || store.GetVariable(hf.VarPath("classifier.weight")) != nil {
 				t.Errorf("a pooler or classifier was loaded from a checkpoint that has none")
 			}
 			hidden, logits := hiddenAndLogits(t, backend, clf, in)
@@ -305,7 +306,7 @@ func TestPaddingRowNotTrained(t *testing.T) {
 	mask := [][]int32{{1, 1, 1, 1, 1}}
 	exec, err := model.NewExec(familytest.Go(t), clf.Store(), func(s *model.Scope, ids, mask *Node) *Node {
 		loss := ReduceAllSum(Square(clf.Logits(s, []*Node{ids, mask})))
-		table := clf.Store().GetVariable(VarPath("deberta.embeddings.word_embeddings.weight")).NodeValue(ids.Graph())
+		table := clf.Store().GetVariable(hf.VarPath("deberta.embeddings.word_embeddings.weight")).NodeValue(ids.Graph())
 		return Gradient(loss, table)[0]
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/familytest"
+	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
 	"github.com/gomlx/gomlx/core/tensors"
@@ -60,7 +61,7 @@ func TestTokenFromSequenceCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if store.GetVariable(VarPath("pooler.dense.weight")) != nil || store.GetVariable(VarPath("classifier.weight")) != nil {
+	if store.GetVariable(hf.VarPath("pooler.dense.weight")) != nil || store.GetVariable(hf.VarPath("classifier.weight")) != nil {
 		t.Error("want the pooler passed over and the classifier fresh")
 	}
 	exec, err := model.NewExec(familytest.Go(t), store, func(s *model.Scope, ids, mask, types *Node) (*Node, *Node) {
@@ -84,9 +85,9 @@ func TestTokenFromSequenceCheckpoint(t *testing.T) {
 
 	tokenDir := familytest.LoadTokenFixtures(t).Models["tiny"].WriteFolder(t)
 	seqStore := model.NewStore()
-	if _, err := LoadPretrained(tokenDir, seqStore, LoadOptions{}); err != nil || seqStore.GetVariable(VarPath("pooler.dense.weight")) != nil {
+	if _, err := LoadPretrained(tokenDir, seqStore, LoadOptions{}); err != nil || seqStore.GetVariable(hf.VarPath("pooler.dense.weight")) != nil {
 		t.Errorf("a token checkpoint for a sequence classifier: error %v, pooler loaded %v; want a fresh pooler",
-			err, seqStore.GetVariable(VarPath("pooler.dense.weight")) != nil)
+			err, seqStore.GetVariable(hf.VarPath("pooler.dense.weight")) != nil)
 	}
 	familytest.CheckHeadMismatch(t, "DebertaV2", tokenDir, filepath.Join("testdata", "tiny"), func(dir string, head bert.Head) error {
 		_, err := LoadPretrained(dir, model.NewStore(), LoadOptions{LoadHead: true, Head: head})

@@ -5,8 +5,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/half"
+	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/goaccel/goaccel/models/lora"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -105,7 +105,7 @@ func (c *Classifier) Logits(s *model.Scope, inputs []*Node) *Node {
 	// trainable flags before a training step takes the trainable ones (nothing without one).
 	defer c.lora.Adapter().Freeze(c.store)
 	hidden := c.Encoder(s, inputs[0], inputs[1])
-	if c.Config.Head == bert.TokenClassification {
+	if c.Config.Head == hf.TokenClassification {
 		return c.TokenHead(s, hidden)
 	}
 	return c.Head(s, c.Pool(hidden, inputs[1]))
@@ -152,8 +152,8 @@ func (c *Classifier) head(s *model.Scope, x *Node) *Node {
 	cfg := c.Config
 	hs := s.At("head")
 	x = c.linear(hs.At("dense"), x, cfg.HiddenSize, cfg.ClassifierBias, c.outStd())
-	x = c.layerNorm(hs.At("norm"), bert.Activate(cfg.ClassifierActivation, x))
-	x = bert.Dropout(s.At("drop"), x, cfg.ClassifierDropout)
+	x = c.layerNorm(hs.At("norm"), hf.Activate(cfg.ClassifierActivation, x))
+	x = hf.Dropout(s.At("drop"), x, cfg.ClassifierDropout)
 	return c.linear(s.At("classifier"), x, cfg.NumLabels, true, 1/math.Sqrt(float64(cfg.HiddenSize)))
 }
 

@@ -3,12 +3,10 @@ package modernbert
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/internal/hf"
 )
 
 // Layer types, as config.json's layer_types names them.
@@ -107,16 +105,16 @@ type Config struct {
 	// Labels names the classes by class id, as transformers' id2label (label2id is its
 	// inverse); nil leaves them unnamed (LABEL_0, LABEL_1, ... in config.json).
 	Labels []string `json:"-"`
-	// ProblemType is transformers' problem_type (models/bert's Config.ProblemType): empty or
+	// ProblemType is transformers' problem_type (as every family's): empty or
 	// "single_label_classification", "multi_label_classification" or "regression". The head
 	// is the same; it says which loss transformers computes with the folder.
 	ProblemType string `json:"-"`
-	// Head is the task head (models/bert's Head): SequenceClassification (the zero value:
+	// Head is the task head (the Head every family shares): SequenceClassification (the zero value:
 	// ModernBertForSequenceClassification, [B, num_labels] logits from the pooled states) or
 	// TokenClassification (ModernBertForTokenClassification: the same head on every token,
 	// [B, L, num_labels]); the tensors are the same. ParseConfig reads it from architectures,
 	// JSON writes the class of it, LoadOptions.Head sets it when a folder is loaded.
-	Head bert.Head `json:"-"`
+	Head hf.Head `json:"-"`
 
 	// GradientCheckpointing turns on activation checkpointing (rematerialisation) per
 	// encoder layer in training graphs, as transformers' gradient_checkpointing_enable():
@@ -133,10 +131,10 @@ type Config struct {
 }
 
 // Activations lists the activation names (hidden_activation, classifier_activation) this
-// package computes, with transformers' meaning (models/bert's Activations): "gelu" is the
+// package computes, with transformers' meaning (the Activations every family shares): "gelu" is the
 // exact (erf) GELU, "gelu_new" and "gelu_pytorch_tanh" its tanh approximation, "silu" and
 // "swish" x·sigmoid(x).
-func Activations() []string { return bert.Activations() }
+func Activations() []string { return hf.Activations() }
 
 // defaultConfig holds ModernBertConfig's defaults (ModernBERT-base's shape), used for the
 // keys a config.json leaves out.
@@ -156,18 +154,13 @@ const defaultGlobalEvery = 3
 
 // ropeParams is one entry of config.json's rope_parameters.
 type ropeParams struct {
-	RopeType  string        `json:"rope_type"`
-	RopeTheta *bert.PyFloat `json:"rope_theta"`
+	RopeType  string      `json:"rope_type"`
+	RopeTheta *hf.PyFloat `json:"rope_theta"`
 }
 
 // fileKeys are the config.json keys read besides Config's own fields.
 type fileKeys struct {
-	ModelType       string                 `json:"model_type"`
-	Architectures   []string               `json:"architectures"`
-	NumLabels       *int                   `json:"num_labels"`
-	Problem         *string                `json:"problem_type"`
-	ID2Label        map[string]any         `json:"id2label"`
-	Label2ID        map[string]any         `json:"label2id"`
+	hf.TaskKeys
 	GlobalEvery     *int                   `json:"global_attn_every_n_layers"`
 	RopeParameters  map[string]*ropeParams `json:"rope_parameters"`
 	RopeScaling     json.RawMessage        `json:"rope_scaling"`
@@ -194,20 +187,12 @@ func ParseConfig(contents []byte, name string) (Config, error) {
 		return Config{}, fmt.Errorf("modernbert: %s: %w", name, err)
 	}
 	var err error
-	if cfg.Labels, err = bert.ParseLabels(keys.ID2Label, keys.Label2ID); err != nil {
+	task, err := keys.Task(cfg.NumLabels)
+	if err != nil {
 		return Config{}, fmt.Errorf("modernbert: %s: %w", name, err)
 	}
-	if keys.NumLabels == nil && len(keys.ID2Label) > 0 {
-		cfg.NumLabels = len(keys.ID2Label)
-	}
-	if cfg.NumLabels != len(cfg.Labels) { // an explicit num_labels wins, as in transformers
-		cfg.Labels = nil
-	}
-	if keys.Problem != nil {
-		cfg.ProblemType = *keys.Problem
-	}
+	cfg.NumLabels, cfg.Labels, cfg.ProblemType, cfg.Head = task.NumLabels, task.Labels, task.ProblemType, task.Head
 	cfg.architectures = keys.Architectures
-	cfg.Head, _ = bert.HeadOf(keys.Architectures)
 	if err := cfg.Validate(); err != nil {
 		return Config{}, fmt.Errorf("modernbert: %s: %w", name, err)
 	}
@@ -265,18 +250,12 @@ func (c *Config) readLayout(keys fileKeys) error {
 }
 
 // LoadConfig reads and validates a ModernBERT config.json file.
-func LoadConfig(path string) (Config, error) {
-	contents, err := os.ReadFile(path)
-	if err != nil {
-		return Config{}, fmt.Errorf("modernbert: reading model config: %w", err)
-	}
-	return ParseConfig(contents, path)
-}
+func LoadConfig(path string) (Config, error) { return hf.LoadConfig("modernbert", path, ParseConfig) }
 
 // Validate checks that the configuration describes a model this package can build; errors
 // name the config.json key.
 func (c Config) Validate() error {
-	if err := bert.ValidateProblemType(c.ProblemType); err != nil {
+	if err := hf.ValidateProblemType(c.ProblemType); err != nil {
 		return err
 	}
 	if err := c.Head.Validate(); err != nil {
@@ -342,7 +321,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("initializer_range (%g) and initializer_cutoff_factor (%g) must not be negative",
 			c.InitializerRange, c.InitializerCutoffFactor)
 	}
-	return bert.ValidateLabels(c.Labels, c.NumLabels)
+	return hf.ValidateLabels(c.Labels, c.NumLabels)
 }
 
 // HeadDim is the width of one attention head, HiddenSize / NumAttentionHeads.
@@ -382,38 +361,32 @@ func (c Config) globalEvery() int {
 // ModernBertForSequenceClassification, or ModernBertForTokenClassification with Head
 // TokenClassification: both spellings of the layout (layer_types and rope_parameters, and
 // global_attn_every_n_layers when a period gives layer_types, with global_rope_theta and
-// local_rope_theta), id2label, label2id and problem_type (see bert.HeadProblemType).
+// local_rope_theta), id2label, label2id and problem_type (see hf.HeadProblemType).
 func (c Config) JSON() ([]byte, error) {
 	type extra struct {
 		ModelType      string                `json:"model_type"`
 		Architectures  []string              `json:"architectures"`
 		GlobalEvery    int                   `json:"global_attn_every_n_layers,omitempty"`
 		RopeParameters map[string]ropeParams `json:"rope_parameters"`
-		ID2Label       map[string]string     `json:"id2label"`
-		Label2ID       map[string]int        `json:"label2id"`
-		ProblemType    string                `json:"problem_type,omitempty"`
+		hf.TaskJSON
 	}
-	global, local := bert.PyFloat(c.GlobalRopeTheta), bert.PyFloat(c.LocalRopeTheta)
+	global, local := hf.PyFloat(c.GlobalRopeTheta), hf.PyFloat(c.LocalRopeTheta)
 	e := extra{ModelType: "modernbert", Architectures: []string{"ModernBert" + c.Head.String()},
-		GlobalEvery: c.globalEvery(), ID2Label: map[string]string{}, Label2ID: map[string]int{},
-		ProblemType: bert.HeadProblemType(c.Head, c.ProblemType),
+		GlobalEvery: c.globalEvery(),
+		TaskJSON:    hf.Task{NumLabels: c.NumLabels, Labels: c.Labels, ProblemType: c.ProblemType, Head: c.Head}.JSON(),
 		RopeParameters: map[string]ropeParams{
 			FullAttention:    {RopeType: "default", RopeTheta: &global},
 			SlidingAttention: {RopeType: "default", RopeTheta: &local},
 		}}
-	for i := range c.NumLabels {
-		e.ID2Label[strconv.Itoa(i)] = bert.LabelName(c.Labels, i)
-		e.Label2ID[bert.LabelName(c.Labels, i)] = i
-	}
 	// transformers 5's configs are strict dataclasses: a float field must read as a float.
 	return json.MarshalIndent(struct {
 		Config
 		extra
-		InitializerRange        bert.PyFloat `json:"initializer_range"`
-		InitializerCutoffFactor bert.PyFloat `json:"initializer_cutoff_factor"`
-		NormEps                 bert.PyFloat `json:"norm_eps"`
-		GlobalRopeTheta         bert.PyFloat `json:"global_rope_theta"`
-		LocalRopeTheta          bert.PyFloat `json:"local_rope_theta"`
-	}{c, e, bert.PyFloat(c.InitializerRange), bert.PyFloat(c.InitializerCutoffFactor), bert.PyFloat(c.NormEps),
-		bert.PyFloat(global), bert.PyFloat(local)}, "", "  ")
+		InitializerRange        hf.PyFloat `json:"initializer_range"`
+		InitializerCutoffFactor hf.PyFloat `json:"initializer_cutoff_factor"`
+		NormEps                 hf.PyFloat `json:"norm_eps"`
+		GlobalRopeTheta         hf.PyFloat `json:"global_rope_theta"`
+		LocalRopeTheta          hf.PyFloat `json:"local_rope_theta"`
+	}{c, e, hf.PyFloat(c.InitializerRange), hf.PyFloat(c.InitializerCutoffFactor), hf.PyFloat(c.NormEps),
+		hf.PyFloat(global), hf.PyFloat(local)}, "", "  ")
 }

@@ -12,7 +12,7 @@
 // RoPE base; a GeGLU feed-forward block), the final norm, pooling ("cls" or "mean"), the
 // prediction head (dense, activation, LayerNorm) and the classifier, with dropout wherever
 // transformers has it, active only while the Store marks the graph as training
-// (models/bert's Dropout). Classifier.Encoder returns the last hidden states (ModernBertModel).
+// (the dropout every family shares). Classifier.Encoder returns the last hidden states (ModernBertModel).
 // With Config.Head TokenClassification (LoadOptions.Head) it is ModernBertForTokenClassification:
 // no pooling, the prediction head, dropout and classifier on every token, [B, L, num_labels]
 // logits (Classifier.TokenHead), with the same tensors.

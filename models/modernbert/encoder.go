@@ -3,8 +3,8 @@ package modernbert
 import (
 	"math"
 
-	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/half"
+	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/goaccel/goaccel/models/internal/remat"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -50,7 +50,7 @@ func (c *Classifier) Encoder(s *model.Scope, inputIDs, attentionMask *Node) *Nod
 	table := es.At("tok_embeddings").WithInitializer(c.truncNormal(c.inStd())).
 		VariableWithShape("weight", shapes.Make(variableDType, cfg.VocabSize, cfg.HiddenSize)).NodeValue(g)
 	x := Gather(table, InsertAxes(ConvertDType(inputIDs, dtypes.Int32), -1)) // [B, L, H]
-	x = bert.Dropout(es.At("drop"), c.layerNorm(es.At("norm"), x), cfg.EmbeddingDropout)
+	x = hf.Dropout(es.At("drop"), c.layerNorm(es.At("norm"), x), cfg.EmbeddingDropout)
 
 	// Which keys each query sees, [B, 1, L, L]: the unpadded ones (global layers), within
 	// half the window (local layers).
@@ -120,7 +120,7 @@ func (c *Classifier) layer(s *model.Scope, index int, x, mask *Node, rope [2]*No
 	ms := s.At("mlp")
 	input, gate := c.linearHalves(ms.At("Wi"), c.layerNorm(s.At("mlp_norm"), x), cfg.IntermediateSize, cfg.MLPBias, c.inStd())
 	input, gate = wide(keep(input)), wide(keep(gate))
-	y := bert.Dropout(ms.At("drop"), Mul(bert.Activate(cfg.HiddenActivation, input), gate), cfg.MLPDropout)
+	y := hf.Dropout(ms.At("drop"), Mul(hf.Activate(cfg.HiddenActivation, input), gate), cfg.MLPDropout)
 	return Add(x, c.linear(ms.At("Wo"), keep(y), cfg.HiddenSize, cfg.MLPBias, c.outStd()))
 }
 
@@ -152,11 +152,11 @@ func (c *Classifier) attention(s *model.Scope, x, mask *Node, rope [2]*Node) *No
 	scores = Where(BroadcastToShape(mask, scores.Shape()), scores, Scalar(g, scores.DType(), -math.MaxFloat32))
 	probs := Softmax(scores, -1)
 	rate := cfg.AttentionDropout
-	probs = bert.Dropout(s, probs, rate)
+	probs = hf.Dropout(s, probs, rate)
 	out := ConvertDType(product(probs, v, "bhqk,bhkd->bhqd", half.MixAxes(2)), dt)
 	out = Reshape(TransposeAllAxes(out, 0, 2, 1, 3), batch, seqLen, cfg.HiddenSize)
 	out = c.linear(s.At("Wo"), out, cfg.HiddenSize, cfg.AttentionBias, c.outStd())
-	return bert.Dropout(s.At("out_drop"), out, rate)
+	return hf.Dropout(s.At("out_drop"), out, rate)
 }
 
 // rotaryTables returns RoPE's cos and sin [1, 1, L, headDim] for positions 0..L-1 and base theta,

@@ -1,11 +1,5 @@
 package modernbert
 
-import (
-	"fmt"
-
-	"github.com/goaccel/goaccel/models/bert"
-)
-
 // SavePretrained writes the classifier as a Hugging Face folder of
 // ModernBertForSequenceClassification (ModernBertForTokenClassification with Config.Head
 // TokenClassification) that LoadPretrained (with LoadOptions.LoadHead and Head) and
@@ -19,19 +13,8 @@ import (
 // into the subfolder "adapter" (AdapterDir), which peft.PeftModel.from_pretrained reads onto
 // the base model.
 func SavePretrained(dir string, c *Classifier) error {
-	if c == nil || c.store == nil {
-		return fmt.Errorf("modernbert: SavePretrained: nil classifier or classifier without a Store")
+	if c == nil {
+		return folder.Save(dir, Config{}, nil, nil)
 	}
-	c, err := c.forSaving(dir)
-	if err != nil {
-		return fmt.Errorf("modernbert: SavePretrained: %w", err)
-	}
-	cfgJSON, err := c.Config.JSON()
-	if err != nil {
-		return fmt.Errorf("modernbert: SavePretrained: encoding config: %w", err)
-	}
-	if err := bert.WriteFolder(dir, c.store, c.Config.Tensors(), VarPath, cfgJSON); err != nil {
-		return fmt.Errorf("modernbert: SavePretrained: %w", err)
-	}
-	return nil
+	return folder.Save(dir, c.Config, c.store, &c.lora)
 }

@@ -1,14 +1,12 @@
 package modernbert
 
 import (
-	"path/filepath"
-
-	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/goaccel/goaccel/models/lora"
 )
 
 // LoRA in ModernBERT: the classifier describes itself to models/lora once (LoRABase) and its
-// linear-layer function hands each layer's output to the attached adapter, as in models/bert.
+// linear-layer function hands each layer's output to the attached adapter, as in every family.
 // Attach an adapter before building any graph.
 
 // AttachLoRA attaches a new LoRA adapter of cfg (zero fields: r 8, lora_alpha 8, no dropout,
@@ -34,7 +32,7 @@ func (c *Classifier) Adapter() *lora.Adapter { return c.lora.Adapter() }
 // ("classifier", "score", matched as name suffixes) does not name head.dense and head.norm,
 // they stay as loaded (or as first initialised, for a checkpoint without them).
 func (c Config) LoRABase(baseNameOrPath string) lora.Base {
-	return bert.LoRABaseOf("modernbert", baseNameOrPath, c.Head, c.Tensors(), c.ClassifierTensors())
+	return hf.LoRABaseOf("modernbert", baseNameOrPath, c.Head, c.Tensors(), c.ClassifierTensors())
 }
 
 // LoadAdapter attaches to the classifier the LoRA adapter saved in dir (PEFT's
@@ -49,21 +47,10 @@ func LoadAdapter(dir string, c *Classifier) (*lora.Adapter, error) {
 
 // AdapterDir is the subfolder of a SavePretrained folder that holds a LoRA classifier's
 // adapter, as PEFT's files.
-const AdapterDir = bert.AdapterDir
+const AdapterDir = hf.AdapterDir
 
 // SaveAdapter writes the classifier's LoRA adapter into dir as PEFT's files
 // (adapter_config.json, adapter_model.safetensors: A and B of the targeted layers and the
 // classifier), which peft.PeftModel.from_pretrained reads onto the base model. The
 // classifier must have an adapter and values for its variables.
 func SaveAdapter(dir string, c *Classifier) error { return c.lora.Save("modernbert", dir, c.store) }
-
-// forSaving writes the adapter of c into dir's AdapterDir and returns the classifier to write
-// into dir: c with its adapter folded into the base weights (a new Store), or c itself when it
-// has none.
-func (c *Classifier) forSaving(dir string) (*Classifier, error) {
-	store, err := c.lora.Merged("modernbert", filepath.Join(dir, AdapterDir), c.store)
-	if err != nil || store == nil {
-		return c, err
-	}
-	return &Classifier{Config: c.Config, store: store}, nil
-}

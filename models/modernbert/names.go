@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/internal/hf"
 )
 
 // Variable names follow transformers' ModernBertForSequenceClassification one to one: the
@@ -12,16 +12,16 @@ import (
 // (dots become scope separators), and dense weights keep PyTorch's [out, in] layout.
 
 // TensorSpec names one tensor of the model in Hugging Face layout: its name
-// ("model.layers.0.attn.Wqkv.weight") and PyTorch shape. It is models/bert's, so that code
+// ("model.layers.0.attn.Wqkv.weight") and PyTorch shape. It is the one every family shares, so that code
 // over several families lists tensors the same way.
-type TensorSpec = bert.TensorSpec
+type TensorSpec = hf.TensorSpec
 
 // EncoderTensors lists the tensors of the encoder (ModernBertModel, under "model."): token
 // embeddings and their norm, each layer's attn_norm (not layer 0's), Wqkv, Wo, mlp_norm, Wi and
 // Wo, and final_norm. Biases appear as the config's norm_bias, attention_bias and mlp_bias say.
 func (c Config) EncoderTensors() []TensorSpec {
 	h := c.HiddenSize
-	var l bert.TensorList
+	var l hf.TensorList
 	l.Add("model.embeddings.tok_embeddings.weight", c.VocabSize, h)
 	l.Norm("model.embeddings.norm", h, c.NormBias)
 	for i := range c.NumHiddenLayers {
@@ -44,7 +44,7 @@ func (c Config) EncoderTensors() []TensorSpec {
 // checkpoint such as answerdotai/ModernBERT-base has them, and transformers starts a
 // classifier from them.
 func (c Config) PredictionHeadTensors() []TensorSpec {
-	var l bert.TensorList
+	var l hf.TensorList
 	l.Linear("head.dense", c.HiddenSize, c.HiddenSize, c.ClassifierBias)
 	l.Norm("head.norm", c.HiddenSize, c.NormBias)
 	return l
@@ -53,7 +53,7 @@ func (c Config) PredictionHeadTensors() []TensorSpec {
 // ClassifierTensors lists the final classifier's tensors, "classifier.weight" [num_labels,
 // hidden] and "classifier.bias" [num_labels].
 func (c Config) ClassifierTensors() []TensorSpec {
-	var l bert.TensorList
+	var l hf.TensorList
 	l.Linear("classifier", c.NumLabels, c.HiddenSize, true)
 	return l
 }
@@ -65,13 +65,18 @@ func (c Config) Tensors() []TensorSpec {
 	return append(append(c.EncoderTensors(), c.PredictionHeadTensors()...), c.ClassifierTensors()...)
 }
 
+// names are the modules of the classifier's tensors: the encoder, the prediction head, the classifier.
+var names = hf.Names{Modules: []string{"model", "head", "classifier"}}
+
 // VarPath returns the model.Store variable path (with a leading "/") of a HF tensor name:
-// "model.final_norm.weight" -> "/model/final_norm/weight".
-func VarPath(hfName string) string { return bert.DottedVarPath(hfName) }
+// "model.final_norm.weight" -> "/model/final_norm/weight"; false for a name outside the
+// classifier's modules (model, head, classifier).
+func VarPath(hfName string) (string, bool) { return names.VarPath(hfName) }
 
 // HFName is the inverse of VarPath: the HF tensor name of a variable path, with or without
-// the leading "/".
-func HFName(varPath string) string { return bert.DottedHFName(varPath) }
+// the leading "/"; false for a path outside the classifier's modules (optimizer state, the
+// random state, another model's variables).
+func HFName(varPath string) (string, bool) { return names.HFName(varPath) }
 
 // canonicalName adds the "model." prefix to the encoder tensors of a bare ModernBertModel
 // checkpoint, whose names start at "embeddings.", "layers." or "final_norm.".

@@ -13,6 +13,7 @@ import (
 	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/familytest"
+	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 )
@@ -244,10 +245,10 @@ func TestLoadPretrainedOtherHeads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			headLoaded := store.GetVariable(VarPath("head.dense.weight")) != nil
-			if headLoaded != (name == "masked-LM") || store.GetVariable(VarPath("classifier.weight")) != nil {
+			headLoaded := store.GetVariable(hf.VarPath("head.dense.weight")) != nil
+			if headLoaded != (name == "masked-LM") || store.GetVariable(hf.VarPath("classifier.weight")) != nil {
 				t.Errorf("head.dense loaded %v, classifier loaded %v: want the prediction head from a masked-LM checkpoint only, never the classifier",
-					headLoaded, store.GetVariable(VarPath("classifier.weight")) != nil)
+					headLoaded, store.GetVariable(hf.VarPath("classifier.weight")) != nil)
 			}
 			hidden, logits := hiddenAndLogits(t, backend, clf, in.InputIDs, in.AttentionMask)
 			if d := testutil.MaxAbsDiff(t, "hidden", hidden, want); d > tolerance {

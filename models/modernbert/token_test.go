@@ -8,6 +8,7 @@ import (
 	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/familytest"
+	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
 	"github.com/gomlx/gomlx/core/tensors"
@@ -77,7 +78,7 @@ func TestTokenFromSequenceCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if store.GetVariable(VarPath("head.dense.weight")) == nil || store.GetVariable(VarPath("classifier.weight")) != nil {
+	if store.GetVariable(hf.VarPath("head.dense.weight")) == nil || store.GetVariable(hf.VarPath("classifier.weight")) != nil {
 		t.Error("want the prediction head loaded and the classifier fresh")
 	}
 	exec, err := model.NewExec(familytest.Go(t), store, func(s *model.Scope, ids, mask *Node) (*Node, *Node) {

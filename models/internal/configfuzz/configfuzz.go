@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/internal/hf"
 )
 
 // Config is what the target asks of a family's parsed configuration.
 type Config interface {
-	Tensors() []bert.TensorSpec
+	Tensors() []hf.TensorSpec
 	CheckMaxLen(maxLen int) error
 }
 

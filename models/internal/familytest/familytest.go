@@ -23,7 +23,7 @@ import (
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/testutil"
-	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	_ "github.com/gomlx/compute/gobackend" // the pure-Go backend
@@ -199,7 +199,7 @@ func CopyFolder(t testing.TB, src string, edit func([]safetensors.Named) []safet
 
 // CheckTensors fails the test unless tensors, given the folder's config.json, lists the
 // tensors of its model.safetensors, name for name and shape for shape (in any order).
-func CheckTensors(t testing.TB, dir string, tensors func(configPath string) ([]bert.TensorSpec, error)) {
+func CheckTensors(t testing.TB, dir string, tensors func(configPath string) ([]hf.TensorSpec, error)) {
 	t.Helper()
 	ours, err := tensors(filepath.Join(dir, "config.json"))
 	if err != nil {
@@ -210,14 +210,14 @@ func CheckTensors(t testing.TB, dir string, tensors func(configPath string) ([]b
 		t.Fatal(err)
 	}
 	defer func() { _ = st.Close() }()
-	var theirs []bert.TensorSpec
+	var theirs []hf.TensorSpec
 	for _, info := range st.Header().Tensors {
-		theirs = append(theirs, bert.TensorSpec{Name: info.Name, Dims: info.Dims})
+		theirs = append(theirs, hf.TensorSpec{Name: info.Name, Dims: info.Dims})
 	}
-	for _, l := range [][]bert.TensorSpec{ours, theirs} {
+	for _, l := range [][]hf.TensorSpec{ours, theirs} {
 		sort.Slice(l, func(i, j int) bool { return l[i].Name < l[j].Name })
 	}
-	if !slices.EqualFunc(ours, theirs, func(a, b bert.TensorSpec) bool { return a.Name == b.Name && slices.Equal(a.Dims, b.Dims) }) {
+	if !slices.EqualFunc(ours, theirs, func(a, b hf.TensorSpec) bool { return a.Name == b.Name && slices.Equal(a.Dims, b.Dims) }) {
 		t.Errorf("tensors differ:\n ours   %v\n theirs %v", ours, theirs)
 	}
 }
@@ -559,8 +559,8 @@ func (m *TokenModel) Logits(t testing.TB) []float32 {
 }
 
 // Specs are the tensors transformers saved, sorted by name.
-func (m *TokenModel) Specs() []bert.TensorSpec {
-	var specs []bert.TensorSpec
+func (m *TokenModel) Specs() []hf.TensorSpec {
+	var specs []hf.TensorSpec
 	for _, entry := range m.Tensors {
 		name, _ := entry[0].(string)
 		raw, _ := entry[1].([]any)
@@ -568,7 +568,7 @@ func (m *TokenModel) Specs() []bert.TensorSpec {
 		for i, d := range raw {
 			dims[i] = int(d.(float64))
 		}
-		specs = append(specs, bert.TensorSpec{Name: name, Dims: dims})
+		specs = append(specs, hf.TensorSpec{Name: name, Dims: dims})
 	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	return specs
@@ -632,14 +632,14 @@ with torch.no_grad():
 // both the token folder tokenDir for a sequence classifier and the sequence folder seqDir for
 // a token classifier, with an error naming the folder's class (prefix + the head's suffix)
 // and both heads.
-func CheckHeadMismatch(t testing.TB, prefix, tokenDir, seqDir string, load func(dir string, head bert.Head) error) {
+func CheckHeadMismatch(t testing.TB, prefix, tokenDir, seqDir string, load func(dir string, head hf.Head) error) {
 	t.Helper()
 	for _, c := range []struct {
 		dir         string
-		named, head bert.Head
-	}{{tokenDir, bert.TokenClassification, bert.SequenceClassification}, {seqDir, bert.SequenceClassification, bert.TokenClassification}} {
+		named, head hf.Head
+	}{{tokenDir, hf.TokenClassification, hf.SequenceClassification}, {seqDir, hf.SequenceClassification, hf.TokenClassification}} {
 		err := load(c.dir, c.head)
-		name := func(h bert.Head) string { return strings.TrimPrefix(h.String(), "For") }
+		name := func(h hf.Head) string { return strings.TrimPrefix(h.String(), "For") }
 		for _, w := range []string{prefix + c.named.String(), "a " + name(c.named) + " checkpoint", "is " + name(c.head)} {
 			if err == nil || !strings.Contains(err.Error(), w) {
 				t.Errorf("LoadHead with Head %s on %s: error %v, want one saying %q", name(c.head), c.dir, err, w)
@@ -673,9 +673,9 @@ type TokenKit[C any] struct {
 	// Tolerance is the largest max-abs difference accepted from transformers' logits.
 	Tolerance float64
 	// Load loads folder dir with LoadHead and the head given.
-	Load func(dir string, head bert.Head) (C, error)
+	Load func(dir string, head hf.Head) (C, error)
 	// Config is the configuration of a classifier: its head and tensors.
-	Config func(clf C) (bert.Head, []bert.TensorSpec)
+	Config func(clf C) (hf.Head, []hf.TensorSpec)
 	// Logits runs the classifier's Logits once (inference) on m's batch, flattened.
 	Logits func(t *testing.T, backend compute.Backend, clf C, m *TokenModel) []float32
 	// Save sets the class names of the classifier and saves it into dir.
@@ -691,14 +691,14 @@ func (k TokenKit[C]) CheckParity(t *testing.T, f *TokenFixtures) {
 		dir := m.WriteFolder(t)
 		for _, b := range Backends(t) {
 			t.Run(name+"/"+b.Name, func(t *testing.T) {
-				clf, err := k.Load(dir, bert.TokenClassification)
+				clf, err := k.Load(dir, hf.TokenClassification)
 				if err != nil {
 					t.Fatal(err)
 				}
 				head, specs := k.Config(clf)
 				sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
-				if theirs := m.Specs(); head != bert.TokenClassification ||
-					!slices.EqualFunc(specs, theirs, func(a, b bert.TensorSpec) bool { return a.Name == b.Name && slices.Equal(a.Dims, b.Dims) }) {
+				if theirs := m.Specs(); head != hf.TokenClassification ||
+					!slices.EqualFunc(specs, theirs, func(a, b hf.TensorSpec) bool { return a.Name == b.Name && slices.Equal(a.Dims, b.Dims) }) {
 					t.Errorf("head %v, tensors differ from %s's:\n ours   %v\n theirs %v", head, m.Class, specs, theirs)
 				}
 				want := m.Logits(t)
@@ -722,7 +722,7 @@ func (k TokenKit[C]) CheckParity(t *testing.T, f *TokenFixtures) {
 // the same logits within Tolerance (CheckTransformersTokenLogits).
 func (k TokenKit[C]) CheckSave(t *testing.T, m *TokenModel, labels []string) {
 	t.Helper()
-	clf, err := k.Load(m.WriteFolder(t), bert.TokenClassification)
+	clf, err := k.Load(m.WriteFolder(t), hf.TokenClassification)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -730,9 +730,9 @@ func (k TokenKit[C]) CheckSave(t *testing.T, m *TokenModel, labels []string) {
 	if err := k.Save(out, clf, labels); err != nil {
 		t.Fatal(err)
 	}
-	class := k.Prefix + bert.TokenClassification.String()
+	class := k.Prefix + hf.TokenClassification.String()
 	CheckTokenConfig(t, out, class)
-	back, err := k.Load(out, bert.TokenClassification)
+	back, err := k.Load(out, hf.TokenClassification)
 	if err != nil {
 		t.Fatalf("loading the saved folder: %v", err)
 	}

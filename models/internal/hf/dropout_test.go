@@ -1,4 +1,4 @@
-package bert
+package hf
 
 import (
 	"fmt"
@@ -251,7 +251,7 @@ func must[T any](v T, err error) T {
 // this package's dropout (a keyed hash of each element's index), with a plain scaling of the values (no random
 // bits) as the floor.
 //
-//	go test ./models/bert -run '^$' -bench Dropout
+//	go test ./models/internal/hf -run '^$' -bench Dropout
 func BenchmarkDropout(b *testing.B) {
 	backend, err := xlaBackend()
 	if err != nil {
@@ -264,7 +264,7 @@ func BenchmarkDropout(b *testing.B) {
 	}{
 		{"scale only", func(s *model.Scope, x *Node) *Node { return MulScalar(x, 1/0.9) }},
 		{"layers.DropoutStatic", func(s *model.Scope, x *Node) *Node { return layers.DropoutStatic(s, x, 0.1) }},
-		{"bert dropout", func(s *model.Scope, x *Node) *Node { return dropout(s, x, 0.1) }},
+		{"hf dropout", func(s *model.Scope, x *Node) *Node { return dropout(s, x, 0.1) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			store := model.NewStore()

@@ -1,4 +1,4 @@
-package bert
+package hf
 
 import (
 	"math"
@@ -38,7 +38,7 @@ func dropoutThreshold(rate float64) uint64 {
 func dropout(s *model.Scope, x *Node, rate float64) *Node {
 	g := x.Graph()
 	if math.IsNaN(rate) {
-		exceptions.Panicf("bert: dropout rate is NaN (Config.Validate refuses it; was the Config changed after?)")
+		exceptions.Panicf("dropout rate is NaN (Config.Validate refuses it; was the Config changed after?)")
 	}
 	if rate <= 0 || !s.IsTraining(g) {
 		return x
@@ -122,13 +122,12 @@ func rngStateVariable(store *model.Store) *model.Variable {
 		return v
 	}
 	if err := store.ResetRNGState(); err != nil {
-		exceptions.Panicf("bert: dropout needs the Store's random state: %v", err)
+		exceptions.Panicf("dropout needs the Store's random state: %v", err)
 	}
 	return remat.RandomState(store)
 }
 
-// Dropout is this package's dropout (torch.nn.Dropout in training, with the keyed-hash masks
-// described at dropout), exported so that the other model packages (models/modernbert) drop
-// activations the same way from the same Store random state: it is x unchanged unless the
-// Store marks x's graph as training and rate > 0.
+// Dropout is torch.nn.Dropout in training, with the keyed-hash masks described at dropout,
+// which every family uses so that they drop activations the same way from the same Store
+// random state: it is x unchanged unless the Store marks x's graph as training and rate > 0.
 func Dropout(s *model.Scope, x *Node, rate float64) *Node { return dropout(s, x, rate) }

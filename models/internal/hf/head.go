@@ -1,18 +1,19 @@
-package bert
+package hf
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// Head is the task a classifier's head is built for, shared by every family (models/bert,
-// models/modernbert, models/deberta): what Logits returns and which tensors the head has.
-// Its zero value is SequenceClassification.
+// Head is the task a classifier's head is built for, shared by every family: what Logits
+// returns and which tensors the head has. Its zero value is SequenceClassification.
 //
 // A family's config.json names the head in architectures (BertForSequenceClassification,
-// BertForTokenClassification, ...); each family's ParseConfig reads it (HeadOf) and JSON
-// writes it back, and LoadOptions.Head chooses it when a folder is loaded.
+// DebertaV2ForTokenClassification, ...); each family's ParseConfig reads it (HeadOf) and JSON
+// writes it back, and LoadOptions.Head chooses it when a folder is loaded. A new head (the
+// image classifier's) is one more constant and one more entry of heads.
 type Head int
 
 const (
@@ -26,21 +27,44 @@ const (
 	TokenClassification
 )
 
+// headInfo is one Head constant with the suffix of transformers' class names and its Go name.
+type headInfo struct {
+	head           Head
+	suffix, goName string
+}
+
+// heads are the Head constants, with the suffix of transformers' class names and the Go name
+// of each, in the order HeadOf tries them.
+var heads = []headInfo{
+	{TokenClassification, "ForTokenClassification", "TokenClassification"},
+	{SequenceClassification, "ForSequenceClassification", "SequenceClassification"},
+}
+
+// index is h's entry of heads, -1 for another value.
+func (h Head) index() int {
+	return slices.IndexFunc(heads, func(e headInfo) bool { return e.head == h })
+}
+
 // String returns the suffix of transformers' class names for the head,
 // "ForSequenceClassification" or "ForTokenClassification" (Head(n) for another value).
 func (h Head) String() string {
-	switch h {
-	case SequenceClassification:
-		return "ForSequenceClassification"
-	case TokenClassification:
-		return "ForTokenClassification"
+	if i := h.index(); i >= 0 {
+		return heads[i].suffix
 	}
 	return "Head(" + strconv.Itoa(int(h)) + ")"
 }
 
+// goName is the Go name of a Head constant, for messages.
+func (h Head) goName() string {
+	if i := h.index(); i >= 0 {
+		return heads[i].goName
+	}
+	return h.String()
+}
+
 // Validate refuses a value that is not one of the Head constants.
 func (h Head) Validate() error {
-	if h != SequenceClassification && h != TokenClassification {
+	if h.index() < 0 {
 		return fmt.Errorf("head %s is not SequenceClassification or TokenClassification", h)
 	}
 	return nil
@@ -49,13 +73,13 @@ func (h Head) Validate() error {
 // HeadOf returns the head that config.json's architectures names: TokenClassification for a
 // class ending in "ForTokenClassification", SequenceClassification for one ending in
 // "ForSequenceClassification"; ok is false when no class names either (a base model, a
-// masked-LM or pre-training checkpoint, no architectures at all), and ParseConfig then
-// takes SequenceClassification.
+// masked-LM or pre-training checkpoint, no architectures at all), and the families then take
+// SequenceClassification.
 func HeadOf(architectures []string) (h Head, ok bool) {
 	for _, a := range architectures {
-		for _, h := range []Head{TokenClassification, SequenceClassification} {
-			if strings.HasSuffix(a, h.String()) {
-				return h, true
+		for _, e := range heads {
+			if strings.HasSuffix(a, e.suffix) {
+				return e.head, true
 			}
 		}
 	}
@@ -76,16 +100,7 @@ func CheckLoadHead(configPath string, architectures []string, want Head, loadHea
 	if named, ok := HeadOf(architectures); ok && named != want {
 		return fmt.Errorf("%s: architectures %q is a %s checkpoint, but the head to load (LoadOptions.Head with LoadHead) is %s: "+
 			"load it with Head %s, or without LoadHead for a fresh %s head",
-			configPath, architectures, headName(named), headName(want), headName(named), headName(want))
+			configPath, architectures, named.goName(), want.goName(), named.goName(), want.goName())
 	}
 	return nil
-}
-
-// headName is the Go name of a Head constant, for messages.
-func headName(h Head) string {
-	s := h.String()
-	if name, ok := strings.CutPrefix(s, "For"); ok {
-		return name
-	}
-	return s
 }
