@@ -98,6 +98,11 @@ def enhance(out):
             of = f"chelsea_{kind}_{factor}.png"
             fn(src, factor).save(os.path.join(out, of))
             cases.append({"kind": kind, "factor": factor, "file": of})
+    # torchvision's CenterCrop on PIL: round()ed corners, zero padding when the image is smaller.
+    for ch, cw in [(30, 20), (47, 47), (60, 50), (40, 80), (49, 65), (45, 61)]:
+        of = f"chelsea_centercrop_{ch}x{cw}.png"
+        F.center_crop(src, [ch, cw]).save(os.path.join(out, of))
+        cases.append({"kind": "centercrop", "height": ch, "width": cw, "file": of})
     with open(os.path.join(out, "enhance.json"), "w") as f:
         json.dump({"pillow": Image.__version__, "source": "chelsea.png", "cases": cases}, f, indent=0)
 

@@ -13,7 +13,9 @@ import (
 
 // TestColorAdjustEqualsTorchvision: brightness, contrast and saturation equal torchvision's
 // adjust_* on PIL images (ImageEnhance's blends against black, the gray mean, the gray image)
-// byte for byte, factors 0 to 2.5 (scripts/image_resize_reference.py --fixtures).
+// byte for byte, factors 0 to 2.5; CenterCrop equals torchvision's center_crop (rounded
+// corners, zero padding of an image smaller than the window) on six sizes
+// (scripts/image_resize_reference.py --fixtures).
 func TestColorAdjustEqualsTorchvision(t *testing.T) {
 	dir := filepath.Join("testdata", "resize")
 	raw, err := os.ReadFile(filepath.Join(dir, "enhance.json"))
@@ -23,8 +25,9 @@ func TestColorAdjustEqualsTorchvision(t *testing.T) {
 	var ref struct {
 		Source string
 		Cases  []struct {
-			Kind, File string
-			Factor     float64
+			Kind, File    string
+			Factor        float64
+			Height, Width int
 		}
 	}
 	if err := json.Unmarshal(raw, &ref); err != nil {
@@ -33,8 +36,18 @@ func TestColorAdjustEqualsTorchvision(t *testing.T) {
 	src := readPNG(t, filepath.Join(dir, ref.Source))
 	for _, c := range ref.Cases {
 		got := adjust(src, c.Kind, float32(c.Factor))
-		if d := compare(got, readPNG(t, filepath.Join(dir, c.File))); d.max != [3]int{} {
-			t.Errorf("%s %g: %v against torchvision", c.Kind, c.Factor, d)
+		if c.Kind == "centercrop" {
+			if got, err = (CenterCrop{Height: c.Height, Width: c.Width}).Apply(src, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := readPNG(t, filepath.Join(dir, c.File))
+		if got.Width != want.Width || got.Height != want.Height {
+			t.Errorf("%s: %dx%d, want %dx%d", c.File, got.Width, got.Height, want.Width, want.Height)
+			continue
+		}
+		if d := compare(got, want); d.max != [3]int{} {
+			t.Errorf("%s %g: %v against torchvision", c.File, c.Factor, d)
 		}
 	}
 }

@@ -98,17 +98,44 @@ func (c RandomCrop) Apply(m *image.RGB, r *rand.Rand) (*image.RGB, error) {
 	return crop(p, top, left, c.Size, c.Size), nil
 }
 
-// CenterCrop is torchvision's CenterCrop(size) on an image at least Size on each side: the
-// window's corner at round((h-Size)/2), round((w-Size)/2), rounding halves as torchvision's
-// int(round(...)) does (to even).
-type CenterCrop struct{ Size int }
+// CenterCrop is torchvision's CenterCrop(size): the central Size x Size window, or Height x
+// Width when Size is 0. The corner is at round((h-height)/2), round((w-width)/2), halves to
+// even as torchvision's int(round(...)); an image smaller than the window is first padded with
+// zeros, (d//2 before, (d+1)//2 after) as torchvision pads it.
+type CenterCrop struct{ Size, Height, Width int }
 
 // Apply implements Transform.
 func (c CenterCrop) Apply(m *image.RGB, _ *rand.Rand) (*image.RGB, error) {
-	if c.Size < 1 || c.Size > m.Width || c.Size > m.Height {
-		return nil, fmt.Errorf("transforms: CenterCrop.Size %d of a %dx%d image: want 1 to the image's sides", c.Size, m.Width, m.Height)
+	ch, cw := c.Height, c.Width
+	switch {
+	case c.Size != 0 && (ch != 0 || cw != 0):
+		return nil, fmt.Errorf("transforms: CenterCrop has Size %d and Height x Width %dx%d: set one", c.Size, ch, cw)
+	case c.Size != 0:
+		ch, cw = c.Size, c.Size
 	}
-	return crop(m, roundHalfEven(m.Height-c.Size), roundHalfEven(m.Width-c.Size), c.Size, c.Size), nil
+	if ch < 1 || cw < 1 {
+		return nil, fmt.Errorf("transforms: CenterCrop of %dx%d (Size %d): want a positive size", cw, ch, c.Size)
+	}
+	if ch <= m.Height && cw <= m.Width {
+		return crop(m, roundHalfEven(m.Height-ch), roundHalfEven(m.Width-cw), ch, cw), nil
+	}
+	// Padded: the image sits at (padTop, padLeft) of a ph x pw canvas.
+	padTop, padLeft := max(ch-m.Height, 0)/2, max(cw-m.Width, 0)/2
+	ph, pw := m.Height+padTop+(max(ch-m.Height, 0)+1)/2, m.Width+padLeft+(max(cw-m.Width, 0)+1)/2
+	top, left := roundHalfEven(ph-ch)-padTop, roundHalfEven(pw-cw)-padLeft
+	out := &image.RGB{Width: cw, Height: ch, Pix: make([]uint8, cw*ch*3)}
+	for y := range ch {
+		sy := top + y
+		if sy < 0 || sy >= m.Height {
+			continue
+		}
+		for x := range cw {
+			if sx := left + x; sx >= 0 && sx < m.Width {
+				copy(out.Pix[(y*cw+x)*3:(y*cw+x)*3+3], m.Pix[(sy*m.Width+sx)*3:(sy*m.Width+sx)*3+3])
+			}
+		}
+	}
+	return out, nil
 }
 
 // roundHalfEven is round(d/2) with Python's rounding of halves to even.
