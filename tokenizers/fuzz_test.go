@@ -95,6 +95,23 @@ func exercise(t *testing.T, tok *Tokenizer, text string, maxLen int) {
 			t.Fatalf("Tokenize(%q) gives %q, which has no id", text, tk)
 		}
 	}
+	for _, strategy := range []string{TruncateLongestFirst, TruncateOnlyFirst, TruncateOnlySecond} {
+		tr := Truncation{MaxLen: max(maxLen, 0) + 4, Strategy: strategy, Stride: maxLen % 3}
+		rows, err := tok.EncodeTruncated(tr, text, text+" b")
+		if err != nil {
+			continue
+		}
+		// The first row fits; a later one may not, where a text is cut to nothing (the library
+		// then makes the whole text one window).
+		for i, e := range rows {
+			checkEncoding(t, tok, "EncodeTruncated "+strategy, e, map[bool]int{true: tr.MaxLen}[i == 0])
+		}
+		for _, e := range Pad(rows, Padding{MultipleOf: 8, Left: maxLen%2 == 0}) {
+			if len(e.IDs)%8 != 0 || len(e.AttentionMask) != len(e.IDs) || len(e.TypeIDs) != len(e.IDs) || len(e.WordIDs) != len(e.IDs) {
+				t.Fatalf("Pad: %d ids, %d mask, %d type ids, %d word ids", len(e.IDs), len(e.AttentionMask), len(e.TypeIDs), len(e.WordIDs))
+			}
+		}
+	}
 	ids := tok.EncodePair(text, "b").IDs
 	for _, skip := range []bool{false, true} {
 		if _, err := tok.Decode(append(ids, -1, int32(tok.VocabSize())), skip); err != nil && tok.decoderErr == nil {

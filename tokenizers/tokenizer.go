@@ -31,9 +31,11 @@ type Tokenizer struct {
 
 // Encoding is what a tokenizer makes of a text or a pair of texts: the ids, their type ids
 // (token_type_ids) and their word ids (the index of the word each token comes from in its
-// text, -1 for the special tokens), all of the same length.
+// text, -1 for the special tokens), all of the same length; Pad also gives the attention
+// mask (nil: every id counts).
 type Encoding struct {
 	IDs, TypeIDs, WordIDs []int32
+	AttentionMask         []int32
 }
 
 func (e *Encoding) append(id, typeID, word int32) {
