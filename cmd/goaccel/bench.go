@@ -13,6 +13,7 @@ import (
 	"github.com/goaccel/goaccel/cmd/goaccel/internal/bench"
 	"github.com/goaccel/goaccel/internal/envvar"
 	"github.com/goaccel/goaccel/internal/plugins"
+	"github.com/goaccel/goaccel/models/auto"
 	flag "github.com/spf13/pflag"
 )
 
@@ -23,14 +24,14 @@ import torch), alternating timed rounds, and prints per work: steps/s, examples/
 first update, peak memory and the goaccel/PyTorch ratio (JSON lines, then a table). The run
 directory gets results.jsonl, table.txt, ratios.png and each worker's stderr.
 
-Works (--work, repeatable): mlp, tiny, minilm, base (the default run), and the other model
-families' classifiers, modernbert (ModernBERT-base's shape, models/modernbert against
-transformers' ModernBertForSequenceClassification) and deberta (DeBERTa-v3-small's,
-models/deberta against DebertaV2ForSequenceClassification), optionally with shape overrides, e.g.
+Works (--work, repeatable): mlp, tiny, minilm, base (the default run), and one per model family
+models/auto has (%s), the classifier of the family's reference model (%s),
+goaccel through models/auto against transformers' class for the family; optionally with shape
+overrides, e.g.
   --work mlp:hidden=4096:batch=4096 --work minilm:batch=32:seq=128 --work deberta:layers=2
-Defaults are the CPU shapes (mlp h1024 B256, tiny/minilm B64 L64, base B8 L64, modernbert and
-deberta B8 L128), or the GPU shapes when a GPU and XLA's CUDA plugin are found (mlp h4096 B4096,
-minilm B64 L128, base, modernbert and deberta B32 L128).
+Defaults are the CPU shapes (mlp h1024 B256, tiny/minilm B64 L64, base B8 L64, the families B8
+L128), or the GPU shapes when a GPU and XLA's CUDA plugin are found (mlp h4096 B4096, minilm
+B64 L128, base and the families B32 L128).
 goaccel runs with its block cache for large host blocks (the default); GOACCEL_HOST_MALLOC=system
 goaccel bench ... measures it with glibc's defaults, =keep with glibc's keep settings (PyTorch keeps
 glibc's defaults unless --torch_goaccel_malloc). The compute table gives each work's GFLOP/s
@@ -51,7 +52,7 @@ Flags:
 func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("goaccel bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	works := fs.StringArray("work", nil, "work to measure, NAME[:key=value]... (repeatable; default: mlp, tiny, minilm, base; also modernbert, deberta)")
+	works := fs.StringArray("work", nil, "work to measure, NAME[:key=value]... (repeatable; default: mlp, tiny, minilm, base; also "+strings.Join(bench.Families(), ", ")+")")
 	precisions := fs.StringSlice("precision", nil, "precisions: fp32, tf32 (GPU), bf16, fp16 (default: fp32 on CPU, tf32,bf16 on a GPU)")
 	shardings := fs.StringSlice("sharding", nil, "goaccel's Config.Sharding values to run each work under: no, zero1, zero2, zero3 (default: the accelerator's)")
 	devices := fs.IntSlice("devices", nil, "device counts to run goaccel on (default: 1, plus all GPUs when there are several; with --sharding: 4 CPU devices, or all GPUs)")
@@ -75,7 +76,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	sweepMaxTokens := fs.Int("sweep_max_tokens", 0, "drop the sweep's points with more tokens per step than this (0: keep all)")
 	sweepRedraw := fs.String("sweep_redraw", "", "with --sweep: measure nothing, write sweep.md and sweep.png again from this finished sweep's run directory (the other --sweep flags as in its run)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, benchUsage)
+		fmt.Fprintf(stderr, benchUsage, strings.Join(bench.Families(), ", "), familyReferences())
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args, stderr, true); !ok {
@@ -276,4 +277,15 @@ func machineName(gpus int) string {
 		}
 	}
 	return fmt.Sprintf("%s, %d cores", model, runtime.NumCPU())
+}
+
+// familyReferences lists the registered families' reference models.
+func familyReferences() string {
+	var refs []string
+	for _, f := range auto.Registered() {
+		if ref := f.Reference(); ref.Config != nil {
+			refs = append(refs, ref.Name)
+		}
+	}
+	return strings.Join(refs, ", ")
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/goaccel/goaccel/internal/bytesize"
 	"github.com/goaccel/goaccel/internal/flagsuggest"
 	"github.com/goaccel/goaccel/models/auto"
-	"github.com/goaccel/goaccel/models/bert"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -33,7 +32,7 @@ func estimateCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var o estimateOptions
 	fs.IntVar(&o.batchSize, "batch_size", 32, "per-device batch")
-	fs.IntVar(&o.seqLen, "seq_len", bert.DefaultMaxLen, "tokens per example, [CLS] and [SEP] included")
+	fs.IntVar(&o.seqLen, "seq_len", auto.DefaultMaxLen, "tokens per example, special tokens included")
 	fs.IntVar(&o.devices, "devices", 1, "XLA CPU devices the batch is sharded over (and the state, with --sharding)")
 	fs.IntVar(&o.numLabels, "num_labels", 0, "classes of the fresh classification head (0: the config's)")
 	fs.StringVar(&o.sharding, "sharding", "no", `"no", "zero1" (optimizer state sharded over the devices), "zero2" (and gradients), "zero3" (and weights)`)

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/goaccel/goaccel/models/auto"
+	"github.com/goaccel/goaccel/models/auto/autotest"
 	"github.com/goaccel/goaccel/models/deberta"
 	"github.com/goaccel/goaccel/models/modernbert"
 	"github.com/gomlx/gomlx/ml/model"
@@ -64,5 +67,25 @@ func TestEstimateEveryFamily(t *testing.T) {
 	if code := run([]string{"estimate", "--seq_len", "4096", "../../models/modernbert/testdata/tiny"}, &out, &errOut); code != 1 ||
 		!strings.Contains(errOut.String(), "--seq_len 4096") || !strings.Contains(errOut.String(), "max_position_embeddings") {
 		t.Errorf("--seq_len 4096 on ModernBERT: exit %d, %s", code, errOut.String())
+	}
+}
+
+// TestEstimateRegisteredFamily: a family registered through auto.Register (the toy of
+// models/auto/autotest, which goaccel does not name) is planned as the built-in ones are.
+func TestEstimateRegisteredFamily(t *testing.T) {
+	if auto.FamilyOf(autotest.ModelType) == nil {
+		if err := auto.Register(autotest.Family); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	cfg := `{"model_type": "toy-bag", "vocab_size": 8, "hidden_size": 4, "max_length": 16, "num_labels": 2}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := run([]string{"estimate", "--batch_size", "2", "--seq_len", "16", "--num_labels", "3", dir}, &out, &errOut)
+	if code != 0 || !strings.Contains(out.String(), "toy-bag classifier, 47 parameters") { // 8x4 + 4x3 + 3
+		t.Errorf("exit %d:\n%s%s", code, out.String(), errOut.String())
 	}
 }

@@ -73,7 +73,7 @@ var aliases = map[string]string{"max_seq_length": "max_len"}
 func newFlagSet(o *options) *flag.FlagSet {
 	fs := args.NewFlagSet("bert_classify", aliases)
 	o.AddFlags(fs)
-	fs.Lookup("model_dir").Usage = "Hugging Face folder (config.json, model.safetensors, the tokenizer's files) or Hub id found in the local Hugging Face cache (org/name[@revision]) of a BERT, DistilBERT, ELECTRA, RoBERTa, XLM-RoBERTa, ModernBERT or DeBERTa-v3 model (also --model_name_or_path); its label names (id2label), if any, must be the data's; empty: a tiny random BERT"
+	fs.Lookup("model_dir").Usage = "Hugging Face folder (config.json, model.safetensors, the tokenizer's files) or Hub id found in the local Hugging Face cache (org/name[@revision]) of a model whose model_type models/auto reads (" + strings.Join(auto.Families(), ", ") + "; also --model_name_or_path); its label names (id2label), if any, must be the data's; empty: a tiny random BERT"
 	fs.Lookup("learning_rate").Usage = "peak learning rate of Adam (also --lr); 0: 2e-5 with --model_dir, 1e-3 for the tiny default model"
 	fs.Lookup("patience").Usage = "stop after this many evaluations without a better test accuracy (0: never)"
 	fs.Lookup("workers").Usage = "goroutines that tokenize and collate batches ahead of training"
@@ -156,14 +156,18 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	if m.Dir != "" && m.Dir != o.ModelDir {
 		acc.Printf("--model_dir %s: the Hugging Face cache's %s", o.ModelDir, m.Dir)
 	}
+	tok := m.Tokenizer()
+	if tok == nil {
+		return nil, 0, fmt.Errorf("--model_dir %s: a %s model, whose processor (%s) takes no text", o.ModelDir, m.Family, m.Processor.Kind())
+	}
 	params := m.Classifier.NumParameters()
-	acc.Printf("model: %s (model_type in config.json), %s tokenizer, %d parameters", m.Family, m.Tokenizer.Kind(), params)
+	acc.Printf("model: %s (model_type in config.json), %s tokenizer, %d parameters", m.Family, tok.Kind(), params)
 	if w := acc.SlowBackendWarning(params); w != "" {
 		acc.Printf("%s", w)
 	}
 	// The loaders hold the DistributedSampler; Fit splits them over the devices and processes.
 	loaderConfig := data.LoaderConfig[text.Labeled]{BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize,
-		Seed: o.Seed, Workers: o.Workers, Collate: m.Tokenizer.Collate}
+		Seed: o.Seed, Workers: o.Workers, Collate: text.Collator(tok.Process)}
 	testLoader, err := data.NewLoader(testSet, loaderConfig)
 	if err != nil {
 		return nil, 0, args.NameFlags(err)

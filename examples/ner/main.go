@@ -143,9 +143,13 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	acc.Printf("model: %s (model_type in config.json), %s tokenizer, %d parameters", m.Family, m.Tokenizer.Kind(), m.Classifier.NumParameters())
+	tok := m.Tokenizer()
+	if tok == nil {
+		return nil, 0, fmt.Errorf("--model_dir %s: a %s model, whose processor (%s) takes no text", o.ModelDir, m.Family, m.Processor.Kind())
+	}
+	acc.Printf("model: %s (model_type in config.json), %s tokenizer, %d parameters", m.Family, tok.Kind(), m.Classifier.NumParameters())
 	cfg := data.LoaderConfig[text.Tagged]{BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize, Seed: o.Seed,
-		Workers: o.Workers, Collate: m.Tokenizer.TagCollator(pieceTag(o, tags))}
+		Workers: o.Workers, Collate: tok.TagCollator(pieceTag(o, tags))}
 	testLoader, err := data.NewLoader(testSet, cfg)
 	if err != nil {
 		return nil, 0, args.NameFlags(err)

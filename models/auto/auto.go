@@ -9,12 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/goaccel/goaccel/data"
-	"github.com/goaccel/goaccel/data/text"
-	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/goaccel/goaccel/models/lora"
 	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -27,29 +24,17 @@ type Classifier interface {
 	NumParameters() int
 }
 
-// Tokenizer turns labelled texts into the classifier's inputs: Collate has the signature of
-// data.CollateFunc[text.Labeled]; TagCollator makes the data.CollateFunc[text.Tagged] of
-// token classification (bert.Tokenizer's: words aligned as run_ner.py aligns them).
-type Tokenizer interface {
-	Collate(examples []text.Labeled) (inputs []*tensors.Tensor, labels *tensors.Tensor, err error)
-	TagCollator(pieceTag func(tag int) int) data.CollateFunc[text.Tagged]
-	// Kind names the tokenizer's model ("WordPiece", "byte-level BPE", "Unigram"...).
-	Kind() string
-	// VocabSize is the number of ids it makes.
-	VocabSize() int
-}
-
-// Head is the task of the classifier's head (models/bert's Head, shared by the families).
-type Head = bert.Head
+// Head is the task of the classifier's head (shared by the families).
+type Head = hf.Head
 
 // The heads Options.Head chooses, as transformers' Auto classes do.
 const (
 	// SequenceClassification: one vector of logits per text
 	// (AutoModelForSequenceClassification), the zero value.
-	SequenceClassification = bert.SequenceClassification
+	SequenceClassification = hf.SequenceClassification
 	// TokenClassification: one vector of logits per token (AutoModelForTokenClassification;
 	// named entities).
-	TokenClassification = bert.TokenClassification
+	TokenClassification = hf.TokenClassification
 )
 
 // Options are Load's choices, applied before any variable of the head exists.
@@ -99,7 +84,7 @@ func (o Options) labels(folderCount int, folderNames []string) ([]string, error)
 	case o.Labels != nil && n != 0 && len(o.Labels) != n:
 		return nil, fmt.Errorf("auto: %d Labels %q but NumLabels %d: give as many names as classes", len(o.Labels), o.Labels, n)
 	case o.Labels != nil:
-		if err := bert.ValidateLabels(o.Labels, len(o.Labels)); err != nil {
+		if err := hf.ValidateLabels(o.Labels, len(o.Labels)); err != nil {
 			return nil, fmt.Errorf("auto: Labels: %w", err)
 		}
 		return o.Labels, nil
@@ -125,47 +110,62 @@ func named(labels []string) []string {
 	return nil
 }
 
-// Model is a loaded classifier of any family with its tokenizer.
+// Model is a loaded classifier of any family with its input processor.
 type Model struct {
 	// Family is config.json's model_type ("bert" when it has none).
 	Family string
 	// Dir is the folder it was loaded from ("" for a model made in code).
 	Dir string
-	// Classifier is the model the accelerator prepares.
+	// Classifier is the model the accelerator prepares (the family's own classifier).
 	Classifier Classifier
-	// Tokenizer makes the inputs of Logits.
-	Tokenizer Tokenizer
+	// Processor makes the inputs of Logits from raw inputs: for a text family a Tokenizer
+	// (see Model.Tokenizer).
+	Processor Processor
 
-	logits    func(s *model.Scope, inputs []*Node) *Node
-	labels    func() []string
-	numLabels func() int
-	problem   func() string
-	save      func(dir string) error
+	net Network
 }
+
+// Tokenizer is the model's Processor when it is a text tokenizer, else nil.
+func (m *Model) Tokenizer() Tokenizer {
+	t, _ := m.Processor.(Tokenizer)
+	return t
+}
+
+// Network is the family's classifier behind the model, as its Family made it.
+func (m *Model) Network() Network { return m.net }
 
 // ProblemType is what the head is trained for, as transformers' problem_type:
 // "single_label_classification" (also when the folder says none), "multi_label_classification"
 // or "regression".
-func (m *Model) ProblemType() string { return bert.ProblemTypeOrDefault(m.problem()) }
+func (m *Model) ProblemType() string {
+	_, _, p := m.net.HeadFields()
+	return hf.ProblemTypeOrDefault(*p)
+}
 
-// Logits builds the forward pass: inputs are what Tokenizer.Collate makes ([input_ids,
+// Logits builds the forward pass: inputs are what the Processor makes (for text, [input_ids,
 // attention_mask, token_type_ids], int32 [B, L]; a family without token types ignores the
 // third), the result the float32 logits: [B, NumLabels], or [B, L, NumLabels] with the
 // token-classification head. It panics on bad inputs, as GoMLX
 // graph functions do (the accelerator turns the panic into an error).
-func (m *Model) Logits(s *model.Scope, inputs []*Node) *Node { return m.logits(s, inputs) }
+func (m *Model) Logits(s *model.Scope, inputs []*Node) *Node { return m.net.Logits(s, inputs) }
 
 // NumLabels is the number of classes.
-func (m *Model) NumLabels() int { return m.numLabels() }
+func (m *Model) NumLabels() int {
+	n, _, _ := m.net.HeadFields()
+	return *n
+}
 
 // Labels are the class names by class id (id2label), nil when unnamed.
-func (m *Model) Labels() []string { return m.labels() }
+func (m *Model) Labels() []string {
+	_, l, _ := m.net.HeadFields()
+	return *l
+}
 
 // SavePretrained writes a Hugging Face folder that Load (with Options.LoadHead) and
 // transformers' AutoModelForSequenceClassification and AutoTokenizer read: config.json with
-// the labels, model.safetensors, and the tokenizer's files. Every variable must have a value
+// the labels, model.safetensors, and the processor's files. Every variable must have a value
 // (run the model once, or load it, first).
-func (m *Model) SavePretrained(dir string) error { return m.save(dir) }
+func (m *Model) SavePretrained(dir string) error { return m.net.SavePretrained(dir, m.Processor) }
 
 // Info is what config.json says of a folder before it is loaded.
 type Info struct {
@@ -205,11 +205,10 @@ func Inspect(nameOrDir string) (Info, error) {
 	if info.ModelType == "" {
 		info.ModelType = "bert"
 	}
-	if familyOf(info.ModelType) == nil {
-		return Info{}, fmt.Errorf("auto: %s: model_type %q is not supported: the supported families are %s",
-			path, info.ModelType, strings.Join(Families(), ", "))
+	if FamilyOf(info.ModelType) == nil {
+		return Info{}, unsupported(path, info.ModelType)
 	}
-	if info.Labels, err = bert.ParseLabels(keys.ID2Label, keys.Label2ID); err != nil {
+	if info.Labels, err = hf.ParseLabels(keys.ID2Label, keys.Label2ID); err != nil {
 		return Info{}, fmt.Errorf("auto: %s: %w", path, err)
 	}
 	switch {
@@ -245,11 +244,15 @@ func Load(nameOrDir string, store *model.Store, opts Options) (*Model, error) {
 	} else if err := unused(store); err != nil {
 		return nil, fmt.Errorf("auto: Load %s: %w", nameOrDir, err)
 	}
-	m, err := familyOf(info.ModelType).load(info.Dir, store, opts)
+	if err := opts.Head.Validate(); err != nil {
+		return nil, fmt.Errorf("auto: Load %s: %w", nameOrDir, err)
+	}
+	net, proc, err := FamilyOf(info.ModelType).Load(info.Dir, store,
+		LoadRequest{Head: opts.Head, NumLabels: opts.NumLabels, LoadHead: opts.LoadHead, MaxLen: opts.MaxLen})
 	if err != nil {
 		return nil, err
 	}
-	return m, nil
+	return newModel(net, proc, opts, info.Dir)
 }
 
 // unused refuses a store that holds variables other than GoMLX's own ("#rngState"...).
@@ -266,4 +269,21 @@ func unused(store *model.Store) error {
 	slices.Sort(held)
 	return fmt.Errorf("the store already holds %d variables of a model (%s, ...): loading would replace its weights "+
 		"under it and its predictors; give each model its own store (nil: a new one)", len(held), held[0])
+}
+
+// setHead gives a family's config the head opts asks for: the number of classes and their
+// names (see labels), and the problem type (kept when opts says none).
+func (o Options) setHead(numLabels *int, names *[]string, problem *string) error {
+	labels, err := o.labels(*numLabels, *names)
+	if err != nil {
+		return err
+	}
+	*numLabels, *names = len(labels), named(labels)
+	if o.ProblemType != "" {
+		if err := hf.ValidateProblemType(o.ProblemType); err != nil {
+			return fmt.Errorf("auto: ProblemType: %w", err)
+		}
+		*problem = o.ProblemType
+	}
+	return nil
 }

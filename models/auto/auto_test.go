@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goaccel/goaccel/data/text"
 	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/bert/sample"
 	"github.com/goaccel/goaccel/models/modernbert"
@@ -31,13 +30,9 @@ func goBackend(t *testing.T) compute.Backend {
 // logits tokenizes texts with m's tokenizer and runs m.Logits once (inference).
 func logits(t *testing.T, m *Model, texts []string) []float32 {
 	t.Helper()
-	examples := make([]text.Labeled, len(texts))
-	for i, s := range texts {
-		examples[i] = text.Labeled{Text: s}
-	}
-	inputs, _, err := m.Tokenizer.Collate(examples)
+	inputs, err := m.Tokenizer().Process(texts)
 	if err != nil {
-		t.Fatalf("Collate: %v", err)
+		t.Fatalf("Process: %v", err)
 	}
 	exec, err := model.NewExec(goBackend(t), m.Classifier.Store(), func(s *model.Scope, in []*Node) *Node {
 		return m.Logits(s, in)
@@ -137,8 +132,8 @@ func TestModernBERTThroughTheRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	if m.Family != "modernbert" || m.Tokenizer.Kind() != "WordPiece" {
-		t.Fatalf("loaded family %q with a %s tokenizer, want modernbert with WordPiece", m.Family, m.Tokenizer.Kind())
+	if m.Family != "modernbert" || m.Processor.Kind() != "WordPiece" {
+		t.Fatalf("loaded family %q with a %s tokenizer, want modernbert with WordPiece", m.Family, m.Processor.Kind())
 	}
 	want := logits(t, m, texts)
 	out := t.TempDir()
@@ -351,8 +346,8 @@ func TestDeBERTaThroughTheRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	if m.Family != "deberta-v2" || m.Tokenizer.Kind() != "Unigram" {
-		t.Fatalf("loaded family %q with a %s tokenizer, want deberta-v2 with Unigram", m.Family, m.Tokenizer.Kind())
+	if m.Family != "deberta-v2" || m.Processor.Kind() != "Unigram" {
+		t.Fatalf("loaded family %q with a %s tokenizer, want deberta-v2 with Unigram", m.Family, m.Processor.Kind())
 	}
 	want := logits(t, m, texts)
 	out := t.TempDir()

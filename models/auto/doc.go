@@ -3,8 +3,18 @@
 // and AutoTokenizer do: one Load, one Model, so that a program fine-tunes, evaluates,
 // exports and resumes BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA, ModernBERT and
 // DeBERTa-v2/v3 the same way. Each family stays in its own package (models/bert,
-// models/modernbert, models/deberta); this package is the table that maps model_type to
-// it (Families), one line a family.
+// models/modernbert, models/deberta); this package is the registry that maps model_type to
+// it (Families): each family implements one interface, Family (read a config, load a folder
+// into a Network and its Processor, name its reference model for the bench), and Load applies
+// Options (head, labels, problem type, dropout, gradient checkpointing, LoRA) the same way to
+// every family. The built-in ones are one line each in families.go; a program's own family
+// joins with Register, as transformers' AutoModel.register (docs/families.md, and the toy of
+// package autotest).
+//
+// A family's input processor (Processor) turns raw inputs into the model's inputs: for text a
+// Tokenizer (Model.Tokenizer), whose Process the loader's collator calls
+// (text.Collator(m.Tokenizer().Process)); the labels are the task's (data.ClassLabels,
+// data.ValueLabels), so an image processor is a BatchProcessor of images with no text code.
 //
 // A folder is named by its path, or by a Hub id ("answerdotai/ModernBERT-base") that is
 // found, without network, in the local Hugging Face cache as transformers finds it offline
@@ -16,7 +26,7 @@
 //	if err != nil {
 //		return err
 //	}
-//	loader, err := data.NewLoader(train, data.LoaderConfig[text.Labeled]{BatchSize: 32, Shuffle: true, Collate: m.Tokenizer.Collate})
+//	loader, err := data.NewLoader(train, data.LoaderConfig[text.Labeled]{BatchSize: 32, Shuffle: true, Collate: text.Collator(m.Tokenizer().Process)})
 //	if err != nil {
 //		return err
 //	}

@@ -6,17 +6,31 @@ import (
 	"testing"
 )
 
-// TestEveryFamilyHasABlank: NewBlank builds every model_type Load reads (a family added to
-// the table without a blank builder fails here), and the fixtures' families come out named
+// TestEveryFamilyHasABlank: every registered family's reference config builds a blank
+// classifier whose facts are the shape asked for, and the fixtures' families come out named
 // by their model_type, with their inputs.
 func TestEveryFamilyHasABlank(t *testing.T) {
-	var blanks []string
-	for _, b := range blankBuilders {
-		blanks = append(blanks, b.types...)
+	var types []string
+	for _, f := range Registered() {
+		types = append(types, f.ModelTypes()...)
+		shape := Shape{Hidden: 16, Layers: 2, Heads: 2, FF: 32, Vocab: 64}
+		cfg, err := f.Reference().Config(shape, 16)
+		if err != nil {
+			t.Errorf("%s: reference config: %v", f.Name(), err)
+			continue
+		}
+		b, err := BlankOf(cfg, 3, 16, f.Name())
+		if err != nil {
+			t.Errorf("%s: %v", f.Name(), err)
+			continue
+		}
+		if b.Facts.Shape != shape || !slices.Contains(f.ModelTypes(), b.Family) || b.Classifier.NumParameters() == 0 {
+			t.Errorf("%s: blank %s of %+v, %d parameters; want %+v", f.Name(), b.Family, b.Facts, b.Classifier.NumParameters(), shape)
+		}
 	}
-	slices.Sort(blanks)
-	if !slices.Equal(blanks, Families()) {
-		t.Errorf("blank builders for %v, families %v", blanks, Families())
+	slices.Sort(types)
+	if !slices.Equal(types, Families()) {
+		t.Errorf("registered model types %v, Families %v", types, Families())
 	}
 	for _, c := range []struct {
 		dir, family string

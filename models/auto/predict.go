@@ -9,7 +9,6 @@ import (
 	"sync"
 	"weak"
 
-	"github.com/goaccel/goaccel/data/text"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -88,7 +87,7 @@ func newRunner(what string, m *Model, backend compute.Backend, batchSize int) (*
 		return nil, fmt.Errorf("auto: %s: %w", what, err)
 	}
 	r := &runner{m: m, backend: backend, exec: exec, batch: batchSize, sizes: buckets(1, batchSize), lock: storeLock(store)}
-	if t, ok := m.Tokenizer.(interface{ MaxLen() int }); ok {
+	if t, ok := m.Processor.(interface{ MaxLen() int }); ok {
 		exec.SetMaxCache(len(r.sizes) * len(buckets(leastLen, t.MaxLen())))
 	}
 	return r, nil
@@ -138,11 +137,11 @@ func (r *runner) run(chunk []string) (logits []float32, dims []int, ids []int32,
 	if r.backend.IsFinalized() {
 		return nil, nil, nil, errClosed
 	}
-	examples := make([]text.Labeled, len(chunk))
-	for i, s := range chunk {
-		examples[i].Text = s
+	tok := r.m.Tokenizer()
+	if tok == nil {
+		return nil, nil, nil, fmt.Errorf("the model's processor (%s) takes no text", r.m.Processor.Kind())
 	}
-	inputs, _, err := r.m.Tokenizer.Collate(examples)
+	inputs, err := tok.Process(chunk)
 	if err != nil {
 		return nil, nil, nil, err
 	}

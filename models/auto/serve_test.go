@@ -10,8 +10,6 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/accelerator"
-	"github.com/goaccel/goaccel/data/text"
-	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/bert/sample"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
 	"github.com/gomlx/gomlx/core/tensors"
@@ -21,15 +19,29 @@ import (
 // What a Predictor does when a service wraps it: the work a short batch costs, the programs
 // it compiles, sharing it across goroutines, a second Load into a store, a closed backend.
 
-// countingTokenizer is a model's tokenizer that counts the texts it is given to collate.
+// countingTokenizer is a model's tokenizer that counts the texts it is given to process.
 type countingTokenizer struct {
-	*bert.Tokenizer
+	*textTokenizer
 	texts atomic.Int64
 }
 
-func (c *countingTokenizer) Collate(examples []text.Labeled) ([]*tensors.Tensor, *tensors.Tensor, error) {
-	c.texts.Add(int64(len(examples)))
-	return c.Tokenizer.Collate(examples)
+func (c *countingTokenizer) Process(texts []string) ([]*tensors.Tensor, error) {
+	c.texts.Add(int64(len(texts)))
+	return c.textTokenizer.Process(texts)
+}
+
+// watchedNetwork is a model's network whose Logits records the shapes it builds.
+type watchedNetwork struct {
+	Network
+	progs *programs
+}
+
+func (w watchedNetwork) Logits(s *model.Scope, inputs []*Node) *Node {
+	d := inputs[0].Shape().Dimensions
+	w.progs.mu.Lock()
+	w.progs.shapes = append(w.progs.shapes, [2]int{d[0], d[1]})
+	w.progs.mu.Unlock()
+	return w.Network.Logits(s, inputs)
 }
 
 // programs records the input shape ([batch, length]) of every forward pass m's graph
@@ -43,21 +55,14 @@ type programs struct {
 // runs).
 func watch(t *testing.T, m *Model) (*countingTokenizer, *programs) {
 	t.Helper()
-	tok, ok := m.Tokenizer.(*bert.Tokenizer)
+	tok, ok := m.Processor.(*textTokenizer)
 	if !ok {
-		t.Fatalf("the model's tokenizer is a %T", m.Tokenizer)
+		t.Fatalf("the model's processor is a %T", m.Processor)
 	}
-	counting := &countingTokenizer{Tokenizer: tok}
-	m.Tokenizer = counting
+	counting := &countingTokenizer{textTokenizer: tok}
+	m.Processor = counting
 	progs := &programs{}
-	logits := m.logits
-	m.logits = func(s *model.Scope, inputs []*Node) *Node {
-		d := inputs[0].Shape().Dimensions
-		progs.mu.Lock()
-		progs.shapes = append(progs.shapes, [2]int{d[0], d[1]})
-		progs.mu.Unlock()
-		return logits(s, inputs)
-	}
+	m.net = watchedNetwork{m.net, progs}
 	return counting, progs
 }
 

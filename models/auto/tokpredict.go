@@ -111,9 +111,9 @@ func NewTokenPredictor(m *Model, backend compute.Backend, batchSize int, agg Agg
 	if m == nil {
 		return nil, fmt.Errorf("auto: NewTokenPredictor: nil model or backend")
 	}
-	tok, ok := m.Tokenizer.(offsetTokenizer)
+	tok, ok := m.Processor.(offsetTokenizer)
 	if !ok {
-		return nil, fmt.Errorf("auto: NewTokenPredictor: the model's tokenizer %T gives no offsets", m.Tokenizer)
+		return nil, fmt.Errorf("auto: NewTokenPredictor: the model's processor %T gives no offsets", m.Processor)
 	}
 	r, err := newRunner("NewTokenPredictor", m, backend, batchSize)
 	if err != nil {

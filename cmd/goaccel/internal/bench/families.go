@@ -1,142 +1,110 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 
-	"github.com/goaccel/goaccel/models/bert"
-	"github.com/goaccel/goaccel/models/deberta"
-	"github.com/goaccel/goaccel/models/modernbert"
+	"github.com/goaccel/goaccel/models/auto"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
 	"github.com/gomlx/gomlx/ml/model"
 )
 
-// The works of the other model families, "modernbert" and "deberta": random sequence
-// classifiers (2 labels) of a released model's shape, trained as the BERT works are (Adam,
-// a fixed batch of random tokens, no padding), goaccel through the family's package and
-// PyTorch through transformers' class for the family. Both sides build the model from one
-// config.json: the family's Config, parsed from the keys below, written back by its JSON
-// method (the file its SavePretrained writes) and handed to scripts/bench_torch.py, which
-// reads it with the family's configuration class.
+// The classifier works come from models/auto's registry, never from a family by name: a
+// work's Spec.Family is a model_type, and the family that reads it gives the work's
+// config.json (its Reference at the spec's shape), its classifier, its inputs and its FLOPs.
+// Each registered family with a reference has a work of its own, named by the family
+// (modernbert: ModernBERT-base's shape; deberta: DeBERTa-v3-small's; bert: BERT-base's), at
+// B=8 L=128 on CPU (128 tokens: ModernBERT's local layers see a 128-token window, so at
+// shorter sequences they would be global ones) and B=32 L=128 on a GPU. PyTorch trains the
+// same config.json with transformers' class for the family (scripts/bench_torch.py, which
+// knows bert, modernbert and deberta).
 
-// debertaBuckets is DeBERTa-v3's position_buckets: relative distances in 256 log buckets on
-// each side, 512 relative embeddings.
-const debertaBuckets = 256
-
-// Families are the model packages of the works that are not BERT: the work's name is the
-// family's.
-var Families = []string{"modernbert", "deberta"}
-
-// family is the model package the spec's work trains: "bert" (tiny, minilm, base),
-// "modernbert", "deberta", or "" for the MLP.
-func (s Spec) family() string {
-	switch s.Work {
-	case "mlp":
-		return ""
-	case "modernbert", "deberta":
-		return s.Work
+// familyWork is the work of a registered family, named by it.
+func familyWork(f auto.Family) (struct{ CPU, GPU Spec }, bool) {
+	ref := f.Reference()
+	if ref.Config == nil {
+		return struct{ CPU, GPU Spec }{}, false
 	}
-	return "bert"
+	s := Spec{Work: f.Name(), Family: f.ModelTypes()[0], Seq: 128, Hidden: ref.Shape.Hidden, Layers: ref.Shape.Layers,
+		Heads: ref.Shape.Heads, FF: ref.Shape.FF, Vocab: ref.Shape.Vocab}
+	cpu, gpu := s, s
+	cpu.Batch, gpu.Batch = 8, 32
+	return struct{ CPU, GPU Spec }{cpu, gpu}, true
 }
 
-// configKeys are the config.json keys of a family work at the spec's shape: ModernBERT-base's
-// values (answerdotai/ModernBERT-base's config.json: GeGLU with the exact GELU, a global layer
-// every 3rd layer, the others a 128-token window, RoPE bases 160000 and 10000, no biases, no
-// dropout, mean pooling) and DeBERTa-v3-small's (microsoft/deberta-v3-small: relative
-// attention with p2c and c2p over 256 log buckets, shared keys, the relative embeddings
-// LayerNorm'd, no absolute positions, no token types, dropout 0.1), with the spec's hidden
-// size, layers, heads, feed-forward width and vocabulary, and 2 labels.
-func (s Spec) configKeys() map[string]any {
-	keys := map[string]any{"vocab_size": s.Vocab, "hidden_size": s.Hidden, "num_hidden_layers": s.Layers,
-		"num_attention_heads": s.Heads, "intermediate_size": s.FF, "num_labels": 2}
-	f := func(v float64) bert.PyFloat { return bert.PyFloat(v) }
-	switch s.Work {
-	case "modernbert":
-		for k, v := range map[string]any{
-			"model_type": "modernbert", "hidden_activation": "gelu", "max_position_embeddings": max(8192, s.Seq),
-			"initializer_range": f(0.02), "initializer_cutoff_factor": f(2), "norm_eps": f(1e-5), "norm_bias": false,
-			"attention_bias": false, "mlp_bias": false, "classifier_bias": false,
-			"attention_dropout": f(0), "embedding_dropout": f(0), "mlp_dropout": f(0), "classifier_dropout": f(0),
-			"global_attn_every_n_layers": 3, "local_attention": 128,
-			"global_rope_theta": f(160000), "local_rope_theta": f(10000),
-			"classifier_pooling": "mean", "classifier_activation": "gelu",
-		} {
-			keys[k] = v
-		}
-		// The special tokens' ids (read by neither model but for the padding row of
-		// transformers' embedding table), ModernBERT-base's where the vocabulary has them.
-		pad, bos, eos := 50283, 50281, 50282
-		if s.Vocab <= pad {
-			pad, bos, eos = 0, 1, 2
-		}
-		keys["pad_token_id"], keys["bos_token_id"], keys["eos_token_id"] = pad, bos, eos
-		keys["cls_token_id"], keys["sep_token_id"] = bos, eos
-	case "deberta":
-		for k, v := range map[string]any{
-			"model_type": "deberta-v2", "hidden_act": "gelu", "hidden_dropout_prob": f(0.1),
-			"attention_probs_dropout_prob": f(0.1), "max_position_embeddings": 512, "type_vocab_size": 0,
-			"initializer_range": f(0.02), "layer_norm_eps": f(1e-7), "relative_attention": true,
-			"max_relative_positions": -1, "position_buckets": debertaBuckets, "pos_att_type": "p2c|c2p", "share_att_key": true,
-			"norm_rel_ebd": "layer_norm", "position_biased_input": false, "pad_token_id": 0,
-		} {
-			keys[k] = v
+// Families are the works of the registered families (see familyWork), in the order they
+// were registered.
+func Families() []string {
+	var out []string
+	for _, f := range auto.Registered() {
+		if _, own := ownWorks[f.Name()]; !own {
+			if _, ok := familyWork(f); ok {
+				out = append(out, f.Name())
+			}
 		}
 	}
-	return keys
+	return out
 }
 
-// familyConfig returns the config.json of a family work (see configKeys), as the family's
-// Config.JSON writes it after ParseConfig read and validated the keys.
+// lookupWork is the work of a name: the bench's own, or a registered family's.
+func lookupWork(name string) (struct{ CPU, GPU Spec }, bool) {
+	if w, ok := Works[name]; ok {
+		return w, true
+	}
+	if f := auto.FamilyNamed(name); f != nil {
+		return familyWork(f)
+	}
+	return struct{ CPU, GPU Spec }{}, false
+}
+
+// familyOf is the registered family of the spec's classifier.
+func (s Spec) familyOf() (auto.Family, error) {
+	f := auto.FamilyOf(s.Family)
+	if f == nil {
+		return nil, fmt.Errorf("bench: %s: no registered family reads model_type %q (%v)", s.Work, s.Family, auto.Families())
+	}
+	return f, nil
+}
+
+// config is the family's reference config at the spec's shape.
+func (s Spec) config() (auto.Config, error) {
+	f, err := s.familyOf()
+	if err != nil {
+		return nil, err
+	}
+	ref := f.Reference()
+	if ref.Config == nil {
+		return nil, fmt.Errorf("bench: %s: family %s has no reference config", s.Work, f.Name())
+	}
+	return ref.Config(auto.Shape{Hidden: s.Hidden, Layers: s.Layers, Heads: s.Heads, FF: s.FF, Vocab: s.Vocab}, s.Seq)
+}
+
+// familyConfig returns the config.json of a classifier work, as the family writes it, the
+// text handed to scripts/bench_torch.py.
 func (s Spec) familyConfig() ([]byte, error) {
-	keys, err := json.Marshal(s.configKeys())
+	cfg, err := s.config()
 	if err != nil {
 		return nil, err
 	}
-	name := s.Work + " work"
-	switch s.Work {
-	case "modernbert":
-		cfg, err := modernbert.ParseConfig(keys, name)
-		if err != nil {
-			return nil, err
-		}
-		return cfg.JSON()
-	case "deberta":
-		cfg, err := deberta.ParseConfig(keys, name)
-		if err != nil {
-			return nil, err
-		}
-		return cfg.JSON()
-	}
-	return nil, fmt.Errorf("bench: %s is not a model family's work (%v)", s.Work, Families)
+	return cfg.JSON()
 }
 
-// classifier is what the step needs of a sequence classifier: its Store and its logits of
-// the batch's inputs.
-type classifier interface {
+// classifier is what the step needs of a sequence classifier: the Store provider the
+// accelerator prepares (the family's own classifier) and its logits of the batch's inputs.
+type classifier struct {
 	model.StoreProvider
-	Logits(s *model.Scope, inputs []*Node) *Node
+	logits func(s *model.Scope, inputs []*Node) *Node
+	inputs int
 }
 
-// newClassifier builds the random classifier of a BERT or family work: models/bert's for
-// tiny, minilm and base (bertConfig), the family's for modernbert and deberta (familyConfig).
-func newClassifier(spec Spec) (classifier, error) {
-	if spec.family() == "bert" {
-		return bert.NewClassifier(bertConfig(spec), nil)
-	}
-	js, err := spec.familyConfig()
+// newClassifier builds the random classifier of a classifier work through its family.
+func newClassifier(spec Spec) (*classifier, error) {
+	cfg, err := spec.config()
 	if err != nil {
 		return nil, err
 	}
-	if spec.Work == "modernbert" {
-		cfg, err := modernbert.ParseConfig(js, "modernbert work")
-		if err != nil {
-			return nil, err
-		}
-		return modernbert.NewClassifier(cfg, nil)
-	}
-	cfg, err := deberta.ParseConfig(js, "deberta work")
+	net, err := cfg.New(nil)
 	if err != nil {
 		return nil, err
 	}
-	return deberta.NewClassifier(cfg, nil)
+	return &classifier{StoreProvider: net.Classifier(), logits: net.Logits, inputs: cfg.Facts().Inputs}, nil
 }

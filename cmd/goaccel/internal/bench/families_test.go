@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goaccel/goaccel/models/auto"
+	"github.com/goaccel/goaccel/models/auto/autotest"
 	"github.com/goaccel/goaccel/models/deberta"
 	"github.com/goaccel/goaccel/models/modernbert"
 )
@@ -67,7 +69,7 @@ func TestFamilyConfigs(t *testing.T) {
 // TestFamilyWorker runs goaccel's bench worker on a small model of each family on the
 // pure-Go backend, in fp32 and bf16: the family's classifier trains on the work's inputs.
 func TestFamilyWorker(t *testing.T) {
-	for _, work := range Families {
+	for _, work := range Families() {
 		for _, precision := range []string{"fp32", "bf16"} {
 			t.Run(work+"/"+precision, func(t *testing.T) {
 				spec, err := ParseWork(work+":batch=2:seq=8:hidden=16:layers=2:heads=2:ff=32:vocab=64", false)
@@ -95,5 +97,41 @@ func TestFamilyWorker(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRegisteredFamilyWork: a family registered after the program started (the toy of
+// models/auto/autotest, which no bench code names) is a work: ParseWork finds it, its FLOPs
+// are the family's count, PyTorch is skipped with the reason, and goaccel's worker trains it.
+func TestRegisteredFamilyWork(t *testing.T) {
+	if auto.FamilyNamed("toy") == nil {
+		if err := auto.Register(autotest.Family); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Contains(Families(), "toy") {
+		t.Fatalf("Families() = %v", Families())
+	}
+	spec, err := ParseWork("toy:batch=2:seq=8:hidden=4:vocab=16", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Precision, spec.Devices, spec.Backend = "fp32", 1, "go"
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := spec.FLOPsPerStep(), 3*2*2.0*4*2; got != want {
+		t.Errorf("FLOPsPerStep = %g, want %g (3 x the toy's head)", got, want)
+	}
+	if _, err := spec.torchArgs(); err == nil || !strings.Contains(err.Error(), "no twin of family toy") {
+		t.Errorf("torchArgs of the toy: %v", err)
+	}
+	raw, _ := json.Marshal(spec)
+	var out bytes.Buffer
+	if err := WorkerMain(string(raw), strings.NewReader("run 2\nquit\n"), &out); err != nil {
+		t.Fatal(err, out.String())
+	}
+	if !strings.Contains(out.String(), `"round"`) {
+		t.Errorf("worker output:\n%s", out.String())
 	}
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // FLOPsPerStep is the floating-point operations of one training step of the spec (the
-// global batch, all devices), counted from the model's matrix products only: 2 FLOPs per
+// global batch, all devices), counted from the model's matrix products only (by the family,
+// models/auto's Config.ForwardFLOPs, for a classifier): 2 FLOPs per
 // multiply-add, and the backward pass as twice the forward (forward + backward = 3 x
 // forward). Element-wise work, softmax, layer norm, embedding gathers, the loss and the
 // optimizer update are not counted. docs/performance.md states the formulas:
@@ -34,16 +35,11 @@ func (s Spec) FLOPsPerStep() float64 {
 	if !s.IsBERT() {
 		return 6 * b * (512*h + (l-1)*h*h + 10*h)
 	}
-	seq, f := float64(s.Seq), float64(s.FF)
-	head := b * (h*h + 2*h)
-	switch s.Work {
-	case "modernbert":
-		return 6 * (b*seq*l*(4*h*h+3*h*f+2*seq*h) + head)
-	case "deberta":
-		p := float64(debertaBuckets)
-		return 6 * (b*seq*l*(4*h*h+2*h*f+2*seq*h+4*p*h) + l*4*p*h*h + head)
+	cfg, err := s.config() // the family's count (auto.Config.ForwardFLOPs); Validate reports its error
+	if err != nil {
+		return 0
 	}
-	return 6 * (b*seq*l*(4*h*h+2*h*f+2*seq*h) + head)
+	return 3 * cfg.ForwardFLOPs(s.Batch, s.Seq)
 }
 
 // Peak is the machine's fp32 multiply-add rate, measured by this binary: a loop of 12

@@ -9,7 +9,6 @@ import (
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/hostmalloc"
-	"github.com/goaccel/goaccel/models/bert"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -65,14 +64,14 @@ func newGoaccelRun(spec Spec) (*goaccelRun, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, ok := clf.(accelerator.ComputeDTypeSetter); !ok && mp != "no" {
+		if _, ok := clf.StoreProvider.(accelerator.ComputeDTypeSetter); !ok && mp != "no" {
 			// goaccel's autocast cannot take them either: they ask for their variables as float32.
-			return nil, fmt.Errorf("models/%s has no mixed precision (no SetComputeDType): goaccel measures it in fp32 only", spec.family())
+			return nil, fmt.Errorf("the %s classifier has no mixed precision (no SetComputeDType): goaccel measures it in fp32 only", spec.Family)
 		}
-		m = clf
+		m = clf.StoreProvider
 		opt = optimizer.Adam().LearningRate(1e-4).WeightDecay(0.01).Done()
 		fn = func(s *model.Scope, b accelerator.GraphBatch) *Node {
-			l := accelerator.CrossEntropy(clf.Logits(s, b.Inputs), b.Labels, b.Mask)
+			l := accelerator.CrossEntropy(clf.logits(s, b.Inputs), b.Labels, b.Mask)
 			acc.Backward(s, l)
 			return l
 		}
@@ -95,20 +94,10 @@ func newGoaccelRun(spec Spec) (*goaccelRun, error) {
 	return r, nil
 }
 
-// bertConfig is the BERT classifier of the spec: HF BertConfig's defaults (dropout 0.1,
-// exact GELU, 2 labels) at the spec's shape.
-func bertConfig(spec Spec) bert.Config {
-	cfg := bert.TinyConfig(spec.Vocab)
-	cfg.HiddenSize, cfg.NumHiddenLayers, cfg.NumAttentionHeads, cfg.IntermediateSize =
-		spec.Hidden, spec.Layers, spec.Heads, spec.FF
-	cfg.MaxPositionEmbeddings = max(512, spec.Seq)
-	return cfg
-}
-
 // syntheticBatch is a fixed random global batch of the spec's shape, split in spec.Devices
 // equal shards: MLP inputs uniform in [-0.5, 0.5) with 10 classes; classifier token ids
-// uniform in the vocabulary, no padding, 2 classes (inputs: ids, mask, and BERT's token
-// types, all 0; ModernBERT has none and DeBERTa-v3's type_vocab_size is 0).
+// uniform in the vocabulary, no padding, 2 classes (inputs: ids, mask, and the token types,
+// all 0, for a family whose Logits takes them: auto.Facts.Inputs).
 func syntheticBatch(spec Spec) *data.GlobalBatch {
 	rng := rand.New(rand.NewPCG(1, 2))
 	per := spec.Batch / spec.Devices
@@ -131,7 +120,7 @@ func syntheticBatch(spec Spec) *data.GlobalBatch {
 			}
 			inputs = []*tensors.Tensor{tensors.FromFlatDataAndDimensions(ids, per, spec.Seq),
 				tensors.FromFlatDataAndDimensions(mask, per, spec.Seq)}
-			if spec.family() == "bert" {
+			if cfg, err := spec.config(); err == nil && cfg.Facts().Inputs == 3 {
 				inputs = append(inputs, tensors.FromFlatDataAndDimensions(types, per, spec.Seq))
 			}
 		} else {

@@ -2,9 +2,17 @@ package bench
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/goaccel/goaccel/models/auto"
 )
+
+// torchFamilies are the families scripts/bench_torch.py builds from a config.json (--work
+// NAME --config JSON): its own knowledge, not the registry's.
+var torchFamilies = []string{"modernbert", "deberta"}
 
 // Spec is one measurement: a work (model and batch shape) at one precision on some devices.
 // The same Spec drives goaccel's worker and PyTorch's (scripts/bench_torch.py), so both train
@@ -14,6 +22,9 @@ type Spec struct {
 	// family's classifier, "modernbert" (ModernBERT-base's shape) or "deberta"
 	// (DeBERTa-v3-small's); see Works.
 	Work string `json:"work"`
+	// Family is the model_type of a classifier work's family in models/auto's registry
+	// ("bert" for tiny, minilm and base); "" for the MLP.
+	Family string `json:"family,omitempty"`
 	// Batch is the global batch (examples per optimizer step, over all devices).
 	Batch int `json:"batch"`
 	// Seq is the classifier's sequence length (every example is full length: no padding).
@@ -79,7 +90,7 @@ func (s Spec) Validate() error {
 	case s.IsBERT() && (s.Seq < 2 || s.Heads <= 0 || s.Hidden%s.Heads != 0 || s.FF <= 0 || s.Vocab <= 0):
 		return fmt.Errorf("bench: %s: needs seq >= 2, heads dividing hidden, ff > 0, vocab > 0", s.Work)
 	}
-	if f := s.family(); f != "" && f != "bert" {
+	if s.IsBERT() {
 		if _, err := s.familyConfig(); err != nil {
 			return fmt.Errorf("bench: %s: %w", s.Work, err)
 		}
@@ -94,44 +105,55 @@ func (s Spec) Validate() error {
 
 // Works are the benchmark's works with their default shapes on CPU and on a GPU (the issue's
 // measurement points: the MLP at hidden 1024 / batch 256 on CPU and 4096 / 4096 on a GPU,
-// MiniLM at B=64 L=64 on CPU, BERT-base at B=32 L=128 on a GPU). BERT-base's CPU batch is
-// small so that the whole default run stays within minutes on a 2-core machine. The family
-// works (not in the default run, see DefaultWorks) have their released model's shape at
-// B=8 L=128 on CPU (128 tokens: ModernBERT's local layers see a 128-token window, so at
-// shorter sequences they would be global ones) and B=32 L=128 on a GPU.
-var Works = map[string]struct{ CPU, GPU Spec }{
+// MiniLM at B=64 L=64 on CPU, BERT-base at B=32 L=128 on a GPU), and the works of the families
+// registered in models/auto when the program starts (familyWork; not in the default run, see
+// DefaultWorks). BERT-base's CPU batch is small so that the whole default run stays within
+// minutes on a 2-core machine.
+var Works = allWorks()
+
+// ownWorks are the bench's own works: the MLP and three BERT shapes.
+var ownWorks = map[string]struct{ CPU, GPU Spec }{
 	"mlp": {
 		CPU: Spec{Work: "mlp", Batch: 256, Hidden: 1024, Layers: 4},
 		GPU: Spec{Work: "mlp", Batch: 4096, Hidden: 4096, Layers: 4},
 	},
 	"tiny": {
-		CPU: Spec{Work: "tiny", Batch: 64, Seq: 64, Hidden: 128, Layers: 2, Heads: 2, FF: 512, Vocab: 4096},
-		GPU: Spec{Work: "tiny", Batch: 64, Seq: 64, Hidden: 128, Layers: 2, Heads: 2, FF: 512, Vocab: 4096},
+		CPU: Spec{Work: "tiny", Family: "bert", Batch: 64, Seq: 64, Hidden: 128, Layers: 2, Heads: 2, FF: 512, Vocab: 4096},
+		GPU: Spec{Work: "tiny", Family: "bert", Batch: 64, Seq: 64, Hidden: 128, Layers: 2, Heads: 2, FF: 512, Vocab: 4096},
 	},
 	"minilm": {
-		CPU: Spec{Work: "minilm", Batch: 64, Seq: 64, Hidden: 384, Layers: 6, Heads: 12, FF: 1536, Vocab: 30522},
-		GPU: Spec{Work: "minilm", Batch: 64, Seq: 128, Hidden: 384, Layers: 6, Heads: 12, FF: 1536, Vocab: 30522},
+		CPU: Spec{Work: "minilm", Family: "bert", Batch: 64, Seq: 64, Hidden: 384, Layers: 6, Heads: 12, FF: 1536, Vocab: 30522},
+		GPU: Spec{Work: "minilm", Family: "bert", Batch: 64, Seq: 128, Hidden: 384, Layers: 6, Heads: 12, FF: 1536, Vocab: 30522},
 	},
 	"base": {
-		CPU: Spec{Work: "base", Batch: 8, Seq: 64, Hidden: 768, Layers: 12, Heads: 12, FF: 3072, Vocab: 30522},
-		GPU: Spec{Work: "base", Batch: 32, Seq: 128, Hidden: 768, Layers: 12, Heads: 12, FF: 3072, Vocab: 30522},
-	},
-	"modernbert": {
-		CPU: Spec{Work: "modernbert", Batch: 8, Seq: 128, Hidden: 768, Layers: 22, Heads: 12, FF: 1152, Vocab: 50368},
-		GPU: Spec{Work: "modernbert", Batch: 32, Seq: 128, Hidden: 768, Layers: 22, Heads: 12, FF: 1152, Vocab: 50368},
-	},
-	"deberta": {
-		CPU: Spec{Work: "deberta", Batch: 8, Seq: 128, Hidden: 768, Layers: 6, Heads: 12, FF: 3072, Vocab: 128100},
-		GPU: Spec{Work: "deberta", Batch: 32, Seq: 128, Hidden: 768, Layers: 6, Heads: 12, FF: 3072, Vocab: 128100},
+		CPU: Spec{Work: "base", Family: "bert", Batch: 8, Seq: 64, Hidden: 768, Layers: 12, Heads: 12, FF: 3072, Vocab: 30522},
+		GPU: Spec{Work: "base", Family: "bert", Batch: 32, Seq: 128, Hidden: 768, Layers: 12, Heads: 12, FF: 3072, Vocab: 30522},
 	},
 }
 
-// WorkOrder is the order works are listed and run in.
-var WorkOrder = []string{"mlp", "tiny", "minilm", "base", "modernbert", "deberta"}
+// allWorks are ownWorks and the registered families' works.
+func allWorks() map[string]struct{ CPU, GPU Spec } {
+	out := maps.Clone(ownWorks)
+	for _, f := range auto.Registered() {
+		if w, ok := familyWork(f); ok {
+			if _, taken := out[f.Name()]; !taken {
+				out[f.Name()] = w
+			}
+		}
+	}
+	return out
+}
+
+// WorkOrder is the order works are listed and run in: the bench's own, then the families'
+// in the order they were registered.
+var WorkOrder = append(slices.Clone(ownOrder), Families()...)
+
+// ownOrder is the order of ownWorks.
+var ownOrder = []string{"mlp", "tiny", "minilm", "base"}
 
 // DefaultWorks are the works `goaccel bench` runs without --work: the MLP and the BERTs. The
 // family works are asked for by name (each takes minutes on a 2-core machine).
-var DefaultWorks = WorkOrder[:4]
+var DefaultWorks = ownOrder
 
 // ParseWork reads a work argument "NAME[:key=value]..." (keys: batch, seq, hidden, layers,
 // heads, ff, vocab), starting from the work's CPU or GPU defaults:
@@ -140,9 +162,9 @@ var DefaultWorks = WorkOrder[:4]
 //	mlp:hidden=4096:batch=4096
 func ParseWork(arg string, gpu bool) (Spec, error) {
 	parts := strings.Split(arg, ":")
-	w, ok := Works[parts[0]]
+	w, ok := lookupWork(parts[0])
 	if !ok {
-		return Spec{}, fmt.Errorf("bench: unknown work %q: valid works are %s", parts[0], strings.Join(WorkOrder, ", "))
+		return Spec{}, fmt.Errorf("bench: unknown work %q: valid works are %s", parts[0], strings.Join(append(slices.Clone(ownOrder), Families()...), ", "))
 	}
 	s := w.CPU
 	if gpu {
@@ -168,17 +190,24 @@ func ParseWork(arg string, gpu bool) (Spec, error) {
 // its config.json (familyConfig) whole.
 func (s Spec) torchArgs() ([]string, error) {
 	args := []string{"--batch", strconv.Itoa(s.Batch), "--precision", s.Precision, "--warmup", strconv.Itoa(s.Warmup)}
-	switch s.family() {
-	case "":
+	switch {
+	case !s.IsBERT():
 		return append(args, "--work", "mlp", "--hidden", strconv.Itoa(s.Hidden), "--layers", strconv.Itoa(s.Layers)), nil
-	case "bert":
+	case s.Family == "bert": // the script's BertConfig from the shape's arguments
 		return append(args, "--work", "bert", "--seq", strconv.Itoa(s.Seq), "--vocab", strconv.Itoa(s.Vocab),
 			"--bert_hidden", strconv.Itoa(s.Hidden), "--bert_layers", strconv.Itoa(s.Layers),
 			"--bert_heads", strconv.Itoa(s.Heads), "--bert_ff", strconv.Itoa(s.FF)), nil
+	}
+	f, err := s.familyOf()
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(torchFamilies, f.Name()) {
+		return nil, fmt.Errorf("scripts/bench_torch.py has no twin of family %s (it has %v)", f.Name(), torchFamilies)
 	}
 	cfg, err := s.familyConfig()
 	if err != nil {
 		return nil, err
 	}
-	return append(args, "--work", s.Work, "--seq", strconv.Itoa(s.Seq), "--config", string(cfg)), nil
+	return append(args, "--work", f.Name(), "--seq", strconv.Itoa(s.Seq), "--config", string(cfg)), nil
 }
