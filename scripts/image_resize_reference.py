@@ -83,8 +83,9 @@ def fixtures(out):
 
 
 def enhance(out):
-    """torchvision's adjust_brightness, adjust_contrast, adjust_saturation on PIL images
-    (ImageEnhance's blends), for ColorJitter's deterministic part."""
+    """torchvision's adjust_brightness, adjust_contrast, adjust_saturation (ImageEnhance's
+    blends) and adjust_hue (through Pillow's HSV) on PIL images, for ColorJitter's
+    deterministic part; and its center_crop."""
     from torchvision.transforms import functional as F
 
     src = Image.open(os.path.join(out, "chelsea.png")).convert("RGB")
@@ -93,11 +94,20 @@ def enhance(out):
         ("brightness", F.adjust_brightness, [0.0, 0.6, 1.4, 2.5]),
         ("contrast", F.adjust_contrast, [0.0, 0.5, 1.7]),
         ("saturation", F.adjust_saturation, [0.0, 0.3, 1.8]),
+        ("hue", F.adjust_hue, [-0.5, -0.4, -0.1, 0.0, 0.05, 0.3, 0.5]),
     ]:
         for factor in factors:
             of = f"chelsea_{kind}_{factor}.png"
             fn(src, factor).save(os.path.join(out, of))
             cases.append({"kind": kind, "factor": factor, "file": of})
+    # Every hue sector: a 64x64 image of 16 levels of R, G and B.
+    lv = np.arange(16, dtype=np.uint8) * 17
+    cube = np.stack(np.meshgrid(lv, lv, lv, indexing="ij"), -1).reshape(64, 64, 3)
+    Image.fromarray(cube, "RGB").save(os.path.join(out, "rgbcube.png"))
+    for factor in [-0.45, -0.2, 0.0, 0.13, 0.5]:
+        of = f"rgbcube_hue_{factor}.png"
+        F.adjust_hue(Image.fromarray(cube, "RGB"), factor).save(os.path.join(out, of))
+        cases.append({"kind": "hue", "factor": factor, "file": of, "source": "rgbcube.png"})
     # torchvision's CenterCrop on PIL: round()ed corners, zero padding when the image is smaller.
     for ch, cw in [(30, 20), (47, 47), (60, 50), (40, 80), (49, 65), (45, 61)]:
         of = f"chelsea_centercrop_{ch}x{cw}.png"

@@ -8,21 +8,23 @@ import (
 	"github.com/goaccel/goaccel/data/image"
 )
 
-// ColorJitter is torchvision's ColorJitter(brightness, contrast, saturation) on a PIL image,
-// without hue: each non-zero setting x draws a factor uniform in [max(0, 1-x), 1+x], and the
-// adjustments run in a uniformly random order, each as Pillow's ImageEnhance blends it (8-bit,
-// truncated): brightness against black, contrast against the image's mean gray level,
-// saturation against its gray version. A zero setting skips its adjustment.
+// ColorJitter is torchvision's ColorJitter(brightness, contrast, saturation, hue) on a PIL
+// image: each non-zero setting x of the first three draws a factor uniform in
+// [max(0, 1-x), 1+x], Hue (at most 0.5) one uniform in [-Hue, Hue]; the adjustments run in a
+// uniformly random order (torchvision's randperm of four), each as torchvision does it on PIL:
+// Pillow's ImageEnhance blends (8-bit, truncated) for brightness (against black), contrast
+// (against the mean gray level) and saturation (against the gray image), and for hue a round
+// trip through Pillow's HSV with the hue byte shifted (wrapping). A zero setting skips its
+// adjustment.
 type ColorJitter struct {
-	Brightness, Contrast, Saturation float64
+	Brightness, Contrast, Saturation, Hue float64
 }
 
-var jitterKinds = [3]string{"brightness", "contrast", "saturation"}
+var jitterKinds = [4]string{"brightness", "contrast", "saturation", "hue"}
 
 // draw gives the order of the adjustments and their factors (by kind).
-func (j ColorJitter) draw(r *rand.Rand) (order [3]string, factors [3]float32) {
-	perm := r.Perm(3)
-	for i, p := range perm {
+func (j ColorJitter) draw(r *rand.Rand) (order [4]string, factors [4]float32) {
+	for i, p := range r.Perm(4) {
 		order[i] = jitterKinds[p]
 	}
 	for i, x := range [3]float64{j.Brightness, j.Contrast, j.Saturation} {
@@ -31,21 +33,24 @@ func (j ColorJitter) draw(r *rand.Rand) (order [3]string, factors [3]float32) {
 			factors[i] = float32(lo + (1+x-lo)*r.Float64())
 		}
 	}
+	if j.Hue != 0 {
+		factors[3] = float32(-j.Hue + 2*j.Hue*r.Float64())
+	}
 	return order, factors
 }
 
 // Apply implements Transform.
 func (j ColorJitter) Apply(m *image.RGB, r *rand.Rand) (*image.RGB, error) {
-	for i, x := range [3]float64{j.Brightness, j.Contrast, j.Saturation} {
-		if !(x >= 0) || math.IsInf(x, 0) {
-			return nil, fmt.Errorf("transforms: ColorJitter %s %g: want >= 0", [3]string{"Brightness", "Contrast", "Saturation"}[i], x)
+	settings := [4]float64{j.Brightness, j.Contrast, j.Saturation, j.Hue}
+	for i, x := range settings {
+		if !(x >= 0) || math.IsInf(x, 0) || (i == 3 && x > 0.5) {
+			return nil, fmt.Errorf("transforms: ColorJitter %s %g: want >= 0 (Hue at most 0.5)", [4]string{"Brightness", "Contrast", "Saturation", "Hue"}[i], x)
 		}
 	}
 	if j == (ColorJitter{}) {
 		return m, nil
 	}
 	order, factors := j.draw(r)
-	settings := [3]float64{j.Brightness, j.Contrast, j.Saturation}
 	for _, kind := range order {
 		for i, k := range jitterKinds {
 			if k == kind && settings[i] != 0 {
@@ -62,7 +67,7 @@ func luma(r, g, b uint8) uint8 {
 }
 
 // adjust is torchvision's adjust_brightness, adjust_contrast or adjust_saturation on a PIL
-// image: Image.blend(degenerate, m, factor).
+// image, Image.blend(degenerate, m, factor), or its adjust_hue.
 func adjust(m *image.RGB, kind string, factor float32) *image.RGB {
 	out := &image.RGB{Width: m.Width, Height: m.Height, Pix: make([]uint8, len(m.Pix))}
 	switch kind {
@@ -87,8 +92,68 @@ func adjust(m *image.RGB, kind string, factor float32) *image.RGB {
 				out.Pix[i+c] = blend(g, m.Pix[i+c], factor)
 			}
 		}
+	case "hue":
+		// np.int32(hue_factor * 255).astype(np.uint8), added with uint8 wrapping.
+		shift := uint8(int32(float64(factor) * 255))
+		for i := 0; i < len(m.Pix); i += 3 {
+			h, s, v := rgbToHSV(m.Pix[i], m.Pix[i+1], m.Pix[i+2])
+			out.Pix[i], out.Pix[i+1], out.Pix[i+2] = hsvToRGB(h+shift, s, v)
+		}
 	}
 	return out
+}
+
+// rgbToHSV is Pillow's convert("HSV") of one pixel (colorsys' formulas in C float, the hue
+// and saturation truncated to bytes).
+func rgbToHSV(r, g, b uint8) (h, s, v uint8) {
+	maxc, minc := max(r, g, b), min(r, g, b)
+	if maxc == minc {
+		return 0, 0, maxc
+	}
+	cr := float32(maxc - minc)
+	sat := cr / float32(maxc)
+	rc, gc, bc := float32(maxc-r)/cr, float32(maxc-g)/cr, float32(maxc-b)/cr
+	var hue float32
+	switch {
+	case r == maxc:
+		hue = bc - gc
+	case g == maxc:
+		hue = float32(2 + float64(rc) - float64(bc))
+	default:
+		hue = float32(4 + float64(gc) - float64(rc))
+	}
+	hue = float32(math.Mod(float64(hue)/6+1, 1))
+	return clipInt(int(float64(hue) * 255)), clipInt(int(float64(sat) * 255)), maxc
+}
+
+// hsvToRGB is Pillow's HSV to RGB conversion of one pixel.
+func hsvToRGB(h, s, v uint8) (r, g, b uint8) {
+	if s == 0 {
+		return v, v, v
+	}
+	sector := int(math.Floor(float64(h) * 6 / 255))
+	f := float32(float64(h)*6/255 - float64(sector))
+	fs := float32(float64(s) / 255)
+	p := clipInt(int(math.Round(float64(v) * (1 - float64(fs)))))
+	q := clipInt(int(math.Round(float64(v) * (1 - float64(fs*f)))))
+	t := clipInt(int(math.Round(float64(v) * (1 - float64(float64(fs)*(1-float64(f)))))))
+	switch sector % 6 {
+	case 0:
+		return v, t, p
+	case 1:
+		return q, v, p
+	case 2:
+		return p, v, t
+	case 3:
+		return p, q, v
+	case 4:
+		return t, p, v
+	}
+	return v, p, q
+}
+
+func clipInt(v int) uint8 {
+	return uint8(min(max(v, 0), 255))
 }
 
 // blend is Pillow's ImagingBlend of one value: a + alpha*(b-a) in C float, truncated, clipped

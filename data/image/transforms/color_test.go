@@ -13,7 +13,8 @@ import (
 
 // TestColorAdjustEqualsTorchvision: brightness, contrast and saturation equal torchvision's
 // adjust_* on PIL images (ImageEnhance's blends against black, the gray mean, the gray image)
-// byte for byte, factors 0 to 2.5; CenterCrop equals torchvision's center_crop (rounded
+// byte for byte, factors 0 to 2.5, and hue -0.5 to 0.5 (its HSV round trip, also on
+// 4096 colours spanning every hue sector); CenterCrop equals torchvision's center_crop (rounded
 // corners, zero padding of an image smaller than the window) on six sizes
 // (scripts/image_resize_reference.py --fixtures).
 func TestColorAdjustEqualsTorchvision(t *testing.T) {
@@ -26,6 +27,7 @@ func TestColorAdjustEqualsTorchvision(t *testing.T) {
 		Source string
 		Cases  []struct {
 			Kind, File    string
+			Source        string // ref.Source when empty
 			Factor        float64
 			Height, Width int
 		}
@@ -35,6 +37,10 @@ func TestColorAdjustEqualsTorchvision(t *testing.T) {
 	}
 	src := readPNG(t, filepath.Join(dir, ref.Source))
 	for _, c := range ref.Cases {
+		src := src
+		if c.Source != "" {
+			src = readPNG(t, filepath.Join(dir, c.Source))
+		}
 		got := adjust(src, c.Kind, float32(c.Factor))
 		if c.Kind == "centercrop" {
 			if got, err = (CenterCrop{Height: c.Height, Width: c.Width}).Apply(src, nil); err != nil {
@@ -52,33 +58,33 @@ func TestColorAdjustEqualsTorchvision(t *testing.T) {
 	}
 }
 
-// TestColorJitterDraws: each factor uniform in [max(0, 1-x), 1+x], the order of the three a
-// uniform permutation (torchvision's randperm); zero settings leave the image as it is; bad
-// settings are errors.
+// TestColorJitterDraws: each factor uniform in [max(0, 1-x), 1+x] (hue in [-x, x]), the
+// order of the four a uniform permutation (torchvision's randperm(4)); zero settings leave the
+// image as it is; bad settings are errors.
 func TestColorJitterDraws(t *testing.T) {
-	j := ColorJitter{Brightness: 0.4, Contrast: 0.2, Saturation: 1.5}
+	j := ColorJitter{Brightness: 0.4, Contrast: 0.2, Saturation: 1.5, Hue: 0.1}
 	r := rand.New(rand.NewPCG(4, 5))
-	orders := map[[3]string]int{}
-	var lo, hi [3]float64
-	lo = [3]float64{9, 9, 9}
+	orders := map[[4]string]int{}
+	var lo, hi [4]float64
+	lo = [4]float64{9, 9, 9, 9}
 	const n = 60000
 	for range n {
 		order, f := j.draw(r)
 		orders[order]++
-		for i := range 3 {
+		for i := range 4 {
 			lo[i], hi[i] = min(lo[i], float64(f[i])), max(hi[i], float64(f[i]))
 		}
 	}
-	if len(orders) != 6 {
-		t.Fatalf("orders %v", orders)
+	if len(orders) != 24 {
+		t.Fatalf("%d orders: %v", len(orders), orders)
 	}
 	for o, c := range orders {
-		if math.Abs(float64(c)/n-1.0/6) > 0.01 {
-			t.Errorf("order %v drawn %.4f of the time, want 1/6", o, float64(c)/n)
+		if math.Abs(float64(c)/n-1.0/24) > 0.005 {
+			t.Errorf("order %v drawn %.4f of the time, want 1/24", o, float64(c)/n)
 		}
 	}
-	want := [3][2]float64{{0.6, 1.4}, {0.8, 1.2}, {0, 2.5}}
-	for i := range 3 {
+	want := [4][2]float64{{0.6, 1.4}, {0.8, 1.2}, {0, 2.5}, {-0.1, 0.1}}
+	for i := range 4 {
 		if math.Abs(lo[i]-want[i][0]) > 0.01 || math.Abs(hi[i]-want[i][1]) > 0.01 {
 			t.Errorf("factor %d in [%.3f, %.3f], want [%g, %g]", i, lo[i], hi[i], want[i][0], want[i][1])
 		}
@@ -88,8 +94,14 @@ func TestColorJitterDraws(t *testing.T) {
 	if err != nil || !slices.Equal(same.Pix, m.Pix) {
 		t.Errorf("ColorJitter{} changed the image (%v)", err)
 	}
+	if _, err := j.Apply(m, r); err != nil {
+		t.Error(err)
+	}
 	if _, err := (ColorJitter{Contrast: -1}).Apply(m, r); err == nil || !strings.Contains(err.Error(), "Contrast") {
 		t.Errorf("negative contrast: %v", err)
+	}
+	if _, err := (ColorJitter{Hue: 0.6}).Apply(m, r); err == nil || !strings.Contains(err.Error(), "Hue 0.6") {
+		t.Errorf("hue 0.6: %v", err)
 	}
 }
 

@@ -12,7 +12,7 @@
 //
 // On 8-bit images (Transform): Resize (Pillow's resampling, byte-equal to Image.resize),
 // RandomResizedCrop, RandomCrop, CenterCrop, RandomHorizontalFlip, ColorJitter (brightness,
-// contrast, saturation). To floats (HWC float32): ToTensor (/255) and Normalize (ToTensor
+// contrast, saturation, hue). To floats (HWC float32): ToTensor (/255) and Normalize (ToTensor
 // and Normalize in one step); RandomErasing works on those floats in place. Pipeline chains
 // the two halves; ViTEval and ConvNextEval are transformers' evaluation processors.
 package transforms
