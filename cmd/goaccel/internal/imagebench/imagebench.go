@@ -27,13 +27,11 @@ import (
 const (
 	CIFAR = "cifar" // cifar-10-batches-py: RandomCrop(32, 4) + flip + normalise
 	PNG32 = "png32" // png32/<class>/*.png: the same pipeline
-	JPEG  = "jpeg"  // jpeg/<class>/*.jpg: Crop224 + flip + normalise
+	JPEG  = "jpeg"  // jpeg/<class>/*.jpg: RandomResizedCrop(224) + flip + normalise
+	// JPEGCenter is jpeg/ through CenterCrop(224) + flip + normalise: no resampling, so
+	// the rest of the pipeline is decoding.
+	JPEGCenter = "jpeg-center"
 )
-
-// Crop224 is the crop of the JPEG pipeline: RandomResizedCrop(224) once package transforms
-// has it; until then CenterCrop(224), which needs no resampling (so the JPEG figures
-// understate the work of the real recipe by a resize of the crop).
-var Crop224 transforms.Transform = transforms.CenterCrop{Size: 224}
 
 // Result is one measurement: wall time, and the CPU time of the process (user + system, all
 // its threads), which a machine shared with other jobs disturbs less.
@@ -77,11 +75,15 @@ func dataset(kind, dir string) (data.Dataset[image.Example], transforms.Transfor
 	case PNG32:
 		f, err := image.OpenFolder(filepath.Join(dir, "png32"), image.FolderOptions{})
 		return f, small, cifar, err
-	case JPEG:
+	case JPEG, JPEGCenter:
 		f, err := image.OpenFolder(filepath.Join(dir, "jpeg"), image.FolderOptions{})
-		return f, transforms.Compose{Crop224, transforms.RandomHorizontalFlip{P: 0.5}}, imagenet, err
+		var crop transforms.Transform = transforms.RandomResizedCrop{Size: 224}
+		if kind == JPEGCenter {
+			crop = transforms.CenterCrop{Size: 224}
+		}
+		return f, transforms.Compose{crop, transforms.RandomHorizontalFlip{P: 0.5}}, imagenet, err
 	}
-	return nil, nil, transforms.Normalize{}, fmt.Errorf("imagebench: kind %q: want %s, %s or %s", kind, CIFAR, PNG32, JPEG)
+	return nil, nil, transforms.Normalize{}, fmt.Errorf("imagebench: kind %q: want %s, %s, %s or %s", kind, CIFAR, PNG32, JPEG, JPEGCenter)
 }
 
 // Pipeline runs one shuffled epoch of kind below dir through a data.Loader with workers
@@ -156,6 +158,9 @@ func Collate(ex []image.Example, norm transforms.Normalize) ([]*tensors.Tensor, 
 // DecodeOnly decodes every file of kind's folder below dir (read and decode, nothing else) on
 // workers goroutines: the decoder's share of Pipeline's time.
 func DecodeOnly(kind, dir string, workers int) (Result, error) {
+	if kind == JPEGCenter {
+		kind = JPEG
+	}
 	var files []string
 	err := filepath.Walk(filepath.Join(dir, kind), func(p string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() {

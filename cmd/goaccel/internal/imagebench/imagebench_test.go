@@ -81,14 +81,14 @@ func TestPipelineFigures(t *testing.T) {
 		if up, err := exec.Command("uptime").Output(); err == nil {
 			t.Logf("round %d, GOMAXPROCS %d; uptime: %s", round+1, workers, strings.TrimSpace(string(up)))
 		}
-		for _, kind := range []string{CIFAR, PNG32, JPEG} {
+		for _, kind := range []string{CIFAR, PNG32, JPEGCenter, JPEG} {
 			r, err := Pipeline(kind, dir, workers, 128)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Log(r)
 			note(r.String())
-			if kind != CIFAR {
+			if kind == PNG32 || kind == JPEG {
 				if r, err = DecodeOnly(kind, dir, workers); err != nil {
 					t.Fatal(err)
 				}
