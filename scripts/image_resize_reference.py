@@ -108,6 +108,14 @@ def enhance(out):
         of = f"rgbcube_hue_{factor}.png"
         F.adjust_hue(Image.fromarray(cube, "RGB"), factor).save(os.path.join(out, of))
         cases.append({"kind": "hue", "factor": factor, "file": of, "source": "rgbcube.png"})
+    # torchvision's rotate (NEAREST, expand=False, fill 0 or a colour), on a non-square crop
+    # (90 and 270 through the affine path) and the square cube (through transposes).
+    for name, img in [("chelsea", src), ("rgbcube", Image.fromarray(cube, "RGB"))]:
+        for angle, fill in [(-30.5, None), (10.0, None), (45.0, [10, 200, 30]), (90.0, None), (180.0, None),
+                            (270.0, None), (123.4, None), (-400.0, None), (0.0, None), (1e-3, None)]:
+            of = f"{name}_rotate_{angle}.png"
+            F.rotate(img, angle, fill=fill).save(os.path.join(out, of))
+            cases.append({"kind": "rotate", "factor": angle, "fill": fill, "file": of, "source": name + ".png"})
     # torchvision's CenterCrop on PIL: round()ed corners, zero padding when the image is smaller.
     for ch, cw in [(30, 20), (47, 47), (60, 50), (40, 80), (49, 65), (45, 61)]:
         of = f"chelsea_centercrop_{ch}x{cw}.png"

@@ -14,7 +14,8 @@ import (
 // TestColorAdjustEqualsTorchvision: brightness, contrast and saturation equal torchvision's
 // adjust_* on PIL images (ImageEnhance's blends against black, the gray mean, the gray image)
 // byte for byte, factors 0 to 2.5, and hue -0.5 to 0.5 (its HSV round trip, also on
-// 4096 colours spanning every hue sector); CenterCrop equals torchvision's center_crop (rounded
+// 4096 colours spanning every hue sector); rotate (NEAREST, fill colour, angles past 360
+// and the transposed right angles) equals torchvision's rotate; CenterCrop equals torchvision's center_crop (rounded
 // corners, zero padding of an image smaller than the window) on six sizes
 // (scripts/image_resize_reference.py --fixtures).
 func TestColorAdjustEqualsTorchvision(t *testing.T) {
@@ -30,6 +31,7 @@ func TestColorAdjustEqualsTorchvision(t *testing.T) {
 			Source        string // ref.Source when empty
 			Factor        float64
 			Height, Width int
+			Fill          []uint8
 		}
 	}
 	if err := json.Unmarshal(raw, &ref); err != nil {
@@ -42,6 +44,11 @@ func TestColorAdjustEqualsTorchvision(t *testing.T) {
 			src = readPNG(t, filepath.Join(dir, c.Source))
 		}
 		got := adjust(src, c.Kind, float32(c.Factor))
+		if c.Kind == "rotate" {
+			var fill [3]uint8
+			copy(fill[:], c.Fill)
+			got = rotate(src, c.Factor, fill)
+		}
 		if c.Kind == "centercrop" {
 			if got, err = (CenterCrop{Height: c.Height, Width: c.Width}).Apply(src, nil); err != nil {
 				t.Fatal(err)
@@ -162,5 +169,33 @@ func TestRandomErasingDraws(t *testing.T) {
 	}
 	if err := (RandomErasing{P: 1}).Erase(pix[:5], w, h, r); err == nil || !strings.Contains(err.Error(), "5 values") {
 		t.Errorf("short buffer: %v", err)
+	}
+}
+
+// TestRandomRotationDraws: the angle is uniform in Degrees (torchvision's uniform_), a
+// rotation by it as rotate gives; bad ranges are errors.
+func TestRandomRotationDraws(t *testing.T) {
+	m := readPNG(t, filepath.Join("testdata", "resize", "chelsea.png"))
+	rr := RandomRotation{Degrees: [2]float64{-20, 35}, Fill: [3]uint8{1, 2, 3}}
+	lo, hi, sum := 99.0, -99.0, 0.0
+	const n = 20000
+	r := rand.New(rand.NewPCG(2, 3))
+	for range n {
+		a := rr.angle(r)
+		lo, hi, sum = min(lo, a), max(hi, a), sum+a
+	}
+	if lo < -20 || hi > 35 || lo > -19.9 || hi < 34.9 || math.Abs(sum/n-7.5) > 0.3 {
+		t.Errorf("angles in [%.2f, %.2f] mean %.2f; want uniform in [-20, 35]", lo, hi, sum/n)
+	}
+	got, err := rr.Apply(m, rand.New(rand.NewPCG(7, 7)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rotate(m, rr.angle(rand.New(rand.NewPCG(7, 7))), rr.Fill)
+	if !slices.Equal(got.Pix, want.Pix) {
+		t.Error("Apply is not rotate by the drawn angle")
+	}
+	if _, err := (RandomRotation{Degrees: [2]float64{5, -5}}).Apply(m, r); err == nil || !strings.Contains(err.Error(), "Degrees") {
+		t.Errorf("reversed range: %v", err)
 	}
 }

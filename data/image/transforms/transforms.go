@@ -11,10 +11,11 @@
 // }
 //
 // On 8-bit images (Transform): Resize (Pillow's resampling, byte-equal to Image.resize),
-// RandomResizedCrop, RandomCrop, CenterCrop, RandomHorizontalFlip, ColorJitter (brightness,
-// contrast, saturation, hue). To floats (HWC float32): ToTensor (/255) and Normalize (ToTensor
-// and Normalize in one step); RandomErasing works on those floats in place. Pipeline chains
-// the two halves; ViTEval and ConvNextEval are transformers' evaluation processors.
+// RandomResizedCrop, RandomCrop, CenterCrop, RandomHorizontalFlip, RandomRotation (nearest),
+// ColorJitter (brightness, contrast, saturation, hue). To floats (HWC float32): ToTensor
+// (/255) and Normalize (ToTensor and Normalize in one step); RandomErasing works on those
+// floats in place. Pipeline chains the two halves; ViTEval and ConvNextEval are
+// transformers' evaluation processors.
 package transforms
 
 import (
