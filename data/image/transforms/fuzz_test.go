@@ -9,7 +9,7 @@ import (
 
 // FuzzResize: any sizes and filter give an image of the asked size, a constant image stays
 // that constant (each output's weights sum to one), and RandomResizedCrop's window lies in
-// the image; nothing panics. Seeds: the fixtures' sizes (testdata/resize/cases.json).
+// the image, a rotation keeps the size; nothing panics. Seeds: the fixtures' sizes (testdata/resize/cases.json).
 func FuzzResize(f *testing.F) {
 	for _, s := range [][4]int{{64, 48, 24, 15}, {51, 67, 68, 16}, {70, 50, 1, 50}, {57, 53, 72, 70}, {64, 48, 81, 12}} {
 		f.Add(uint16(s[0]), uint16(s[1]), uint16(s[2]), uint16(s[3]), uint8(1), uint8(200), uint64(7))
@@ -41,6 +41,17 @@ func FuzzResize(f *testing.F) {
 		}
 		if _, err := c.Apply(m, r); err != nil {
 			t.Fatal(err)
+		}
+		// A rotation by any angle keeps the size, and a constant image stays that constant
+		// where the fill is the same constant.
+		rot := rotate(m, float64(seed%100000)/77-600, [3]uint8{value, value, value})
+		if rot.Width != m.Width || rot.Height != m.Height {
+			t.Fatalf("rotate gave %dx%d of %dx%d", rot.Width, rot.Height, w, h)
+		}
+		for _, v := range rot.Pix {
+			if v != value {
+				t.Fatalf("rotate of constant %d gave %d", value, v)
+			}
 		}
 	})
 }
