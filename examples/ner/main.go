@@ -149,7 +149,7 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	}
 	acc.Printf("model: %s (model_type in config.json), %s tokenizer, %d parameters", m.Family, tok.Kind(), m.Classifier.NumParameters())
 	cfg := data.LoaderConfig[text.Tagged]{BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize, Seed: o.Seed,
-		Workers: o.Workers, Collate: tok.TagCollator(pieceTag(o, tags))}
+		Workers: o.Workers, Collate: text.TagCollator(tok.ProcessWords, pieceTag(o, tags))}
 	testLoader, err := data.NewLoader(testSet, cfg)
 	if err != nil {
 		return nil, 0, args.NameFlags(err)

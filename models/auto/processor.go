@@ -5,8 +5,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/goaccel/goaccel/data"
-	"github.com/goaccel/goaccel/data/text"
 	"github.com/goaccel/goaccel/internal/fsutil"
 	"github.com/goaccel/goaccel/models/bert"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -32,11 +30,12 @@ type BatchProcessor[X any] interface {
 }
 
 // Tokenizer is the processor of a text family: texts to token ids, at most MaxLen a text
-// (special tokens included); TagCollator collates words tagged for token classification,
-// the tags aligned to the tokens as run_ner.py aligns them.
+// (special tokens included); ProcessWords takes sentences split into words (token
+// classification), padded to MaxLen, and gives each token's word (negative for a special
+// token), for text.TagCollator to align the task's tags with.
 type Tokenizer interface {
 	BatchProcessor[string]
-	TagCollator(pieceTag func(tag int) int) data.CollateFunc[text.Tagged]
+	ProcessWords(sentences [][]string) (inputs []*tensors.Tensor, wordIDs [][]int32, err error)
 	// MaxLen is the longest sequence it makes.
 	MaxLen() int
 	// VocabSize is the number of ids it makes.
@@ -60,6 +59,31 @@ func (t *textTokenizer) Process(texts []string) ([]*tensors.Tensor, error) {
 		return nil, fmt.Errorf("auto: Process: an empty batch")
 	}
 	return t.EncodeBatch(texts).Tensors(), nil
+}
+
+// ProcessWords tokenizes each sentence's words on their own (bert.Tokenizer.EncodeWords,
+// transformers' is_split_into_words) and pads the batch to MaxLen, so that the per-token
+// outputs of every batch line up.
+func (t *textTokenizer) ProcessWords(sentences [][]string) ([]*tensors.Tensor, [][]int32, error) {
+	n, width := len(sentences), t.MaxLen()
+	if n == 0 {
+		return nil, nil, fmt.Errorf("auto: ProcessWords: an empty batch")
+	}
+	enc := &bert.Encoded{Batch: n, Len: width, InputIDs: make([]int32, n*width), AttentionMask: make([]int32, n*width),
+		TokenTypeIDs: make([]int32, n*width)}
+	words := make([][]int32, n)
+	for i, s := range sentences {
+		ids, w := t.EncodeWords(s)
+		for p := range width {
+			if p < len(ids) {
+				enc.InputIDs[i*width+p], enc.AttentionMask[i*width+p] = ids[p], 1
+			} else {
+				enc.InputIDs[i*width+p] = t.PadID()
+			}
+		}
+		words[i] = w
+	}
+	return enc.Tensors(), words, nil
 }
 
 // SavePretrained copies the tokenizer files of the folder it was read from into dir, so that

@@ -19,8 +19,6 @@ import (
 	"strings"
 
 	"github.com/goaccel/goaccel/checkpoint"
-	"github.com/goaccel/goaccel/data"
-	"github.com/goaccel/goaccel/data/text"
 	"github.com/goaccel/goaccel/models/auto"
 	"github.com/goaccel/goaccel/models/lora"
 	"github.com/gomlx/compute/dtypes"
@@ -326,11 +324,18 @@ func (t *Tokenizer) Process(texts []string) ([]*tensors.Tensor, error) {
 		tensors.FromFlatDataAndDimensions(mask, len(texts), t.maxLen)}, nil
 }
 
-// TagCollator is refused: the toy has no token head.
-func (t *Tokenizer) TagCollator(func(int) int) data.CollateFunc[text.Tagged] {
-	return func([]text.Tagged) ([]*tensors.Tensor, *tensors.Tensor, error) {
-		return nil, nil, fmt.Errorf("toy: no token classification")
+// ProcessWords makes [ids, mask] of sentences split into words, each word one token.
+func (t *Tokenizer) ProcessWords(sentences [][]string) ([]*tensors.Tensor, [][]int32, error) {
+	texts := make([]string, len(sentences))
+	words := make([][]int32, len(sentences))
+	for i, s := range sentences {
+		texts[i] = strings.Join(s, " ")
+		for w := range min(len(s), t.maxLen) {
+			words[i] = append(words[i], int32(w))
+		}
 	}
+	inputs, err := t.Process(texts)
+	return inputs, words, err
 }
 
 // SavePretrained writes vocab.txt.
