@@ -71,7 +71,7 @@ func ExampleOpenTable() {
 			}
 			return nil, tensors.FromValue(labels), nil
 		},
-		OnSkip:  func(index int, err error) { fmt.Println("skipped:", err) }})
+		OnSkip: func(index int, err error) { fmt.Println("skipped:", err) }})
 	if err != nil {
 		fmt.Println(err)
 		return
