@@ -174,7 +174,12 @@ func (v *AddedVocab) AppendIDs(text string, normalize func(string) string, plain
 }
 
 // isUnicodeSpace is the White_Space property (Rust's char::is_whitespace and regex \s).
-func isUnicodeSpace(r rune) bool { return unicode.Is(unicode.White_Space, r) }
+func isUnicodeSpace(r rune) bool {
+	if r < 0x80 {
+		return r == ' ' || r >= '\t' && r <= '\r'
+	}
+	return unicode.Is(unicode.White_Space, r)
+}
 
 // isWordChar is a Unicode word character (regex \w): alphabetic, a mark, a decimal digit, a
 // connector punctuation ("_") or a joiner.

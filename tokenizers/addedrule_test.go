@@ -13,6 +13,7 @@ import (
 // the file and gives each token an id; where every id is the file's, Load gives the same ids,
 // and where one differs, Load refuses the file naming the first such token (in file order).
 func TestAddedIDRuleMatchesLibrary(t *testing.T) {
+	t.Parallel() // most of its time is Python's
 	py := testutil.NeedTransformers(t)
 	vocab := map[string]int{"[UNK]": 0, "a": 1, "b": 2, "c": 3, "d": 4}
 	type added struct {

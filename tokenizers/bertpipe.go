@@ -110,9 +110,11 @@ func isBertWhitespace(r rune) bool { return isUnicodeSpace(r) }
 // isBertControl is what BERT's cleaning drops: the "other" categories (control, format,
 // private use, surrogates, unassigned), except tab, newline and carriage return.
 func isBertControl(r rune) bool {
-	switch r {
-	case '\t', '\n', '\r':
+	switch {
+	case r == '\t' || r == '\n' || r == '\r':
 		return false
+	case r < 0x80:
+		return r < 0x20 || r == 0x7f
 	}
 	if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs) {
 		return true

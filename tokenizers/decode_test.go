@@ -49,6 +49,7 @@ func copyFolder(t *testing.T, src string, names []string, config map[string]any)
 // of texts, of pairs, and ids in odd orders (special tokens in the middle, continuation
 // pieces first).
 func TestDecodeMatchesTransformers(t *testing.T) {
+	t.Parallel() // most of its time is Python's
 	py := testutil.NeedTransformers(t)
 	bertDir := filepath.Join("..", "models", "auto", "testdata", "ner_bert")
 	type folder struct {

@@ -19,6 +19,12 @@
 // the next one after the vocabulary and the added tokens before it); a file that says another
 // id is refused, naming the token.
 //
+// Decode turns ids back into text with the file's decoder (WordPiece, ByteLevel, Metaspace,
+// Sequence), as transformers' tokenizer.decode does. EncodeTruncated cuts a text or a pair
+// as transformers' truncation strategies (longest_first, only_first, only_second) with a
+// stride and the overflowing windows, and Pad pads a batch (to the longest or a length,
+// pad_to_multiple_of, left or right) with its attention mask.
+//
 // EncodeOffsets also gives each token's span in the original text (transformers'
 // return_offsets_mapping): every component keeps the alignment of the normalized text with
 // the original (see Aligned), in bytes; CharOffsets converts to transformers' code points.

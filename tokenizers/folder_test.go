@@ -46,6 +46,7 @@ func robertaFiles(t *testing.T, config map[string]any) string {
 // ids, pairs and their type ids, character offsets, words and their word ids, and decoding,
 // with and without add_prefix_space.
 func TestRobertaFolderMatchesTransformers(t *testing.T) {
+	t.Parallel() // most of its time is Python's
 	py := testutil.NeedTransformers(t)
 	texts := []string{"Hello world! It's a <mask> movie.", "  two  spaces and café 東京 🎉 ", "<s>a</s>", "", "don't we'll"}
 	dirs := []string{robertaFiles(t, map[string]any{"tokenizer_class": "RobertaTokenizer", "add_prefix_space": false}),

@@ -13,6 +13,7 @@ import (
 // (İ, final Σ, ẞ, the Kelvin sign, title-case digraphs), letters newer than Go's Unicode
 // tables, accents, controls, odd spaces and CJK.
 func TestNormalizersMatchLibrary(t *testing.T) {
+	t.Parallel() // most of its time is Python's
 	py := testutil.NeedTransformers(t)
 	texts := []string{"İstanbul", "ΟΔΟΣ ΣΑΣ", "ǅ ǈ ǋ", "ẞ straße", "\u212A\u212B", "ᾈ ᾼ", "\u1C89\u1C90", "\uA7DC\uA7CB", "\U00010D50\U00016EA0",
 		"Crème BRÛLÉE", "e\u0301 A\u030A", "tab\tnl\nnul\x00\u200b\u00ad", "a\u3000b\u00a0c\u2028d\u2029e\u0085f\u000bg\u001ch\u180ei\u200bj\ufeffk", "東京タワー 한국어", "\ufffd\U000E0001x", ""}
@@ -53,6 +54,7 @@ print(json.dumps([[eval(e).normalize_str(x) for x in texts] for e in json.loads(
 // without the prefix space) cut texts into the words the tokenizers library's
 // pre_tokenize_str gives.
 func TestPreTokenizersMatchLibrary(t *testing.T) {
+	t.Parallel() // most of its time is Python's
 	py := testutil.NeedTransformers(t)
 	texts := []string{"Hello, world! It's $5+3=8^2 `x` ~y|z", "  two  spaces \t\n end ", "don't we'll I'd THEY'RE", "3.14 $100 ½ ٣",
 		"café 東京 🎉 a\u2028b\u00a0c\u3000d", "!!!? !!", "   ", "'s 'x", ""}

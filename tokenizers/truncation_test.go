@@ -41,6 +41,7 @@ func truncFolders(t *testing.T) []string {
 // 1 and 3, and lengths from the special tokens up; below them, where transformers does not
 // truncate at all, EncodeTruncated refuses.
 func TestTruncationMatchesTransformers(t *testing.T) {
+	t.Parallel() // most of its time is Python's
 	py := testutil.NeedTransformers(t)
 	type truncCase struct {
 		Strategy string `json:"strategy"`
@@ -126,6 +127,7 @@ print(json.dumps(out))
 // tokenizer(batch, padding=..., max_length, pad_to_multiple_of, padding_side) ids, attention
 // mask and type ids.
 func TestPaddingMatchesTransformers(t *testing.T) {
+	t.Parallel() // most of its time is Python's
 	py := testutil.NeedTransformers(t)
 	type padCase struct {
 		Padding    any    `json:"padding"`
