@@ -34,28 +34,36 @@ type TensorSpec = hf.TensorSpec
 const AdapterDir = hf.AdapterDir
 
 // PyFloat is a float64 that JSON writes as Python reads a float (2 is written 2.0), as
-// transformers 5's strict configuration dataclasses want. Deprecated: it is the shared
-// models/internal/hf.PyFloat, which models/auto re-exports; use that.
+// transformers 5's strict configuration dataclasses want.
+//
+// Deprecated: it is the one every family shares, which models/auto re-exports: use that.
 type PyFloat = hf.PyFloat
 
 // ParseLabels reads a config.json's id2label and label2id, as encoding/json decodes them,
-// into class names by class id (see Config.Labels). Deprecated: use models/auto's.
+// into class names by class id (see Config.Labels).
+//
+// Deprecated: models/auto re-exports the one every family shares: use that.
 func ParseLabels(id2label, label2id map[string]any) ([]string, error) {
 	return hf.ParseLabels(id2label, label2id)
 }
 
 // ValidateLabels checks class names (Config.Labels: none, or numLabels distinct names).
-// Deprecated: use models/auto's.
+//
+// Deprecated: models/auto re-exports the one every family shares: use that.
 func ValidateLabels(labels []string, numLabels int) error {
 	return hf.ValidateLabels(labels, numLabels)
 }
 
 // ValidateProblemType refuses a problem_type transformers does not know (empty is
-// single-label classification). Deprecated: use models/auto's.
+// single-label classification).
+//
+// Deprecated: models/auto re-exports the one every family shares: use that.
 func ValidateProblemType(p string) error { return hf.ValidateProblemType(p) }
 
 // ProblemTypeOrDefault is p, or single_label_classification when p is empty: what
-// config.json says. Deprecated: use models/auto's.
+// config.json says.
+//
+// Deprecated: models/auto re-exports the one every family shares: use that.
 func ProblemTypeOrDefault(p string) string { return hf.ProblemTypeOrDefault(p) }
 
 // LabelName is the name of class i: labels[i], or transformers' default LABEL_i when labels

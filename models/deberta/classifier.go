@@ -3,9 +3,7 @@ package deberta
 import (
 	"fmt"
 
-	"github.com/goaccel/goaccel/models/internal/half"
 	"github.com/goaccel/goaccel/models/internal/hf"
-	"github.com/goaccel/goaccel/models/lora"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
@@ -39,9 +37,10 @@ type Classifier struct {
 	// (the dropout rates aside, read when a graph is built).
 	Config Config
 
-	store   *model.Store
-	compute half.Compute
-	lora    lora.Slot // the LoRA adapter linear consults (none: empty); see AttachLoRA
+	// Base holds the Store, the compute dtype and the LoRA adapter: it gives the classifier
+	// Store, SetComputeDType (the projections, the content and relative scores, the mix of the values),
+	// ComputeDType, NumParameters, AttachLoRA (see LoRABase) and Adapter.
+	hf.Base
 }
 
 // NewClassifier returns a classifier for cfg whose variables live in store (a new Store when
@@ -51,37 +50,9 @@ func NewClassifier(cfg Config, store *model.Store) (*Classifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("deberta: invalid config: %w", err)
 	}
-	if store == nil {
-		store = model.NewStore()
-	}
-	return &Classifier{Config: cfg, store: store}, nil
-}
-
-// Store returns the model.Store that holds the classifier's variables.
-func (c *Classifier) Store() *model.Store { return c.store }
-
-// SetComputeDType selects the dtype of the matrix products: Float32 (the default), or
-// BFloat16 / Float16 for mixed precision. Variables stay float32 (the master weights the
-// optimizer updates) and are converted where used; the products (the projections, the
-// content and relative scores, the mix of the values) return float32, and what the layers
-// keep for the backward pass between them is in the compute dtype, while LayerNorm, the
-// softmax, the activations and the residual stream stay float32 (as torch.autocast computes
-// them). Encoder and Logits return float32. Call it before building any graph.
-func (c *Classifier) SetComputeDType(dtype dtypes.DType) error {
-	return c.compute.Set("deberta", dtype)
-}
-
-// ComputeDType returns the dtype of the matrix products (Float32 unless SetComputeDType
-// changed it).
-func (c *Classifier) ComputeDType() dtypes.DType { return c.compute.DType() }
-
-// NumParameters is the number of scalar weights of the classifier.
-func (c *Classifier) NumParameters() int {
-	n := 0
-	for _, t := range c.Config.Tensors() {
-		n += shapes.Make(variableDType, t.Dims...).Size()
-	}
-	return n
+	c := &Classifier{Config: cfg}
+	c.Base = hf.NewBase("deberta", store, func() hf.ClassifierConfig { return c.Config })
+	return c, nil
 }
 
 // Logits builds the classifier's forward pass: inputs are [input_ids, attention_mask,
@@ -104,7 +75,7 @@ func (c *Classifier) Logits(s *model.Scope, inputs []*Node) *Node {
 	}
 	// The variables this graph created (a fresh head, LoRA's) get the adapter's trainable
 	// flags before a training step takes the trainable ones (nothing without an adapter).
-	defer c.lora.Adapter().Freeze(c.store)
+	defer c.Adapter().Freeze(c.Store())
 	hidden := c.Encoder(s, inputs[0], inputs[1], types)
 	if c.Config.Head == hf.TokenClassification {
 		return c.TokenHead(s, hidden)
@@ -150,7 +121,7 @@ func (c *Classifier) normal(g *Graph, shape shapes.Shape) *Node {
 	if std == 0 {
 		std = 0.02
 	}
-	return MulScalar(c.store.RandomNormal(g, shape), std)
+	return MulScalar(c.Store().RandomNormal(g, shape), std)
 }
 
 // linear is torch.nn.Linear with HF variable names: weight [out, in] (fresh: normal), and
@@ -165,7 +136,7 @@ func (c *Classifier) linear(s *model.Scope, x *Node, outDim int, bias bool) *Nod
 	if bias {
 		b = s.WithInitializer(Zeros).VariableWithShape("bias", shapes.Make(variableDType, outDim)).NodeValue(g)
 	}
-	return c.lora.Adapter().Linear(s, x, c.compute.Dense(x, w, b)) // LoRA's update on the layers it targets (none without an adapter)
+	return c.Adapter().Linear(s, x, hf.Compute(&c.Base).Dense(x, w, b)) // LoRA's update on the layers it targets (none without an adapter)
 }
 
 // layerNorm is torch.nn.LayerNorm over the last axis (eps layer_norm_eps) with HF variable

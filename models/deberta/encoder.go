@@ -80,9 +80,9 @@ func (c *Classifier) Encoder(s *model.Scope, inputIDs, attentionMask, tokenTypeI
 	checkpoint := cfg.GradientCheckpointing && s.IsTraining(g)
 	dropout := cfg.HiddenDropoutProb > 0 || cfg.AttentionProbsDropoutProb > 0
 	for i := range cfg.NumHiddenLayers {
-		x = c.layer(es.At("layer").At("%d", i), remat.Begin(c.store, dropout, x, checkpoint), mask, rel, gathers)
+		x = c.layer(es.At("layer").At("%d", i), remat.Begin(c.Store(), dropout, x, checkpoint), mask, rel, gathers)
 	}
-	return remat.End(c.store, dropout, x, checkpoint)
+	return remat.End(c.Store(), dropout, x, checkpoint)
 }
 
 // checkInputs panics with a clear message when the encoder inputs do not have the expected
@@ -173,7 +173,7 @@ func (c *Classifier) layer(s *model.Scope, x, mask, rel *Node, gathers [2]*Node)
 
 	// Under mixed precision the intermediate activation is kept in the compute dtype, before
 	// and after the activation (computed on float32); keep is the identity in float32.
-	keep := func(x *Node) *Node { return ConvertDType(x, c.compute.DType()) }
+	keep := func(x *Node) *Node { return ConvertDType(x, hf.Compute(&c.Base).DType()) }
 	inter := keep(c.linear(s.At("intermediate").At("dense"), x, cfg.IntermediateSize, true))
 	inter = keep(hf.Activate(cfg.HiddenAct, ConvertDType(inter, variableDType)))
 	out = s.At("output")
@@ -205,7 +205,7 @@ func (c *Classifier) attention(s *model.Scope, x, mask, rel *Node, gathers [2]*N
 	dims := x.Shape().Dimensions
 	batch, seqLen := dims[0], dims[1]
 	h := cfg.HiddenSize
-	dt := c.compute.DType()
+	dt := hf.Compute(&c.Base).DType()
 	project := func(name string, x *Node) *Node { // [..., heads, n, D], in the compute dtype
 		return c.heads(ConvertDType(c.linear(s.At("%s", name), x, h, true), dt))
 	}
@@ -264,14 +264,14 @@ type attentionProducts struct {
 // speed on XLA's CPU plugin (DeBERTa-v3-small's shape, 2 layers: bf16 0.74x fp32's steps/s,
 // against 1.55x broadcast; docs/performance.md).
 func (c *Classifier) products() attentionProducts {
-	if !c.compute.Mixed() {
+	if !hf.Compute(&c.Base).Mixed() {
 		return attentionProducts{
 			scores:   func(a, b *Node) *Node { return Einsum("bhqd,bhkd->bhqk", a, b) },
 			relative: func(a, b *Node) *Node { return Einsum("bhqd,hsd->bhqs", a, b) },
 			mix:      func(a, b *Node) *Node { return Einsum("bhqk,bhkd->bhqd", a, b) },
 		}
 	}
-	dt := c.compute.DType()
+	dt := hf.Compute(&c.Base).DType()
 	return attentionProducts{
 		scores: func(a, b *Node) *Node { return half.Product(a, b, dt, half.ScoreAxes(2)) },
 		relative: func(a, b *Node) *Node {

@@ -1,5 +1,7 @@
 package deberta
 
+import "github.com/goaccel/goaccel/models/internal/hf"
+
 // SavePretrained writes the classifier as a Hugging Face folder of
 // DebertaV2ForSequenceClassification (DebertaV2ForTokenClassification with Config.Head
 // TokenClassification) that LoadPretrained (with LoadOptions.LoadHead and Head) and
@@ -15,7 +17,7 @@ package deberta
 // the base model.
 func SavePretrained(dir string, c *Classifier) error {
 	if c == nil {
-		return folder.Save(dir, Config{}, nil, nil)
+		return hf.SaveFolder(folder, dir, Config{}, nil)
 	}
-	return folder.Save(dir, c.Config, c.store, &c.lora)
+	return hf.SaveFolder(folder, dir, c.Config, &c.Base)
 }

@@ -7,27 +7,12 @@ import (
 
 // LoRA in DeBERTa: the classifier describes itself to models/lora once (LoRABase) and its
 // linear-layer function hands each layer's output to the attached adapter, as in every family.
-// Attach an adapter before building any graph.
-
-// AttachLoRA attaches a new LoRA adapter of cfg (zero fields: PEFT's defaults for
-// deberta-v2: r 8, lora_alpha 8, no dropout, target modules query_proj and value_proj) to the
-// classifier: from then on the targeted linear layers compute W + (alpha/r)·B·A, the
-// adapter's A and B and the classifier train, and every other variable is frozen (no
-// gradient, no optimizer state), the ContextPooler's pooler.dense included: PEFT's sequence
-// and token classifiers train the modules named "classifier" and "score" only (LoRABase).
-// With share_att_key (DeBERTa-v3) the relative embeddings go through query_proj and key_proj
-// too, and so through their update, as in PEFT. baseNameOrPath is written into
-// adapter_config.json as base_model_name_or_path ("" writes null). A target module that
-// names none of the linear layers (query_proj, key_proj, value_proj, attention.output.dense,
-// intermediate.dense, output.dense, pooler.dense, embed_proj, pos_key_proj, pos_query_proj
-// where the config has them) is an error that lists them.
-// Call it before any graph of the classifier is built; a classifier has at most one adapter.
-func (c *Classifier) AttachLoRA(cfg lora.Config, baseNameOrPath string) (*lora.Adapter, error) {
-	return c.lora.Attach("deberta", cfg, c.Config.LoRABase(baseNameOrPath), c.store)
-}
-
-// Adapter returns the classifier's LoRA adapter, nil when it has none.
-func (c *Classifier) Adapter() *lora.Adapter { return c.lora.Adapter() }
+// Classifier.AttachLoRA's defaults for deberta-v2 are PEFT's: r 8, lora_alpha 8, no dropout,
+// target modules query_proj and value_proj; the linear layers a target may name are
+// query_proj, key_proj, value_proj, attention.output.dense, intermediate.dense, output.dense,
+// pooler.dense, embed_proj, pos_key_proj and pos_query_proj, where the config has them. With
+// share_att_key (DeBERTa-v3) the relative embeddings go through query_proj and key_proj too,
+// and so through their update, as in PEFT. Attach an adapter before building any graph.
 
 // LoRABase describes the classifier of c to models/lora: model_type "deberta-v2", the task
 // type of its Head, its linear layers (every dense weight of the encoder, and pooler.dense),
@@ -46,7 +31,7 @@ func (c Config) LoRABase(baseNameOrPath string) lora.Base {
 // other names or shapes, a configuration goaccel does not compute); nothing is attached or
 // written on error.
 func LoadAdapter(dir string, c *Classifier) (*lora.Adapter, error) {
-	return c.lora.Load("deberta", dir, c.Config.LoRABase, c.store)
+	return hf.LoadAdapter(dir, &c.Base)
 }
 
 // AdapterDir is the subfolder of a SavePretrained folder that holds a LoRA classifier's
@@ -57,4 +42,4 @@ const AdapterDir = hf.AdapterDir
 // (adapter_config.json, adapter_model.safetensors: A and B of the targeted layers and the
 // classifier), which peft.PeftModel.from_pretrained reads onto the base model. The
 // classifier must have an adapter and values for its variables.
-func SaveAdapter(dir string, c *Classifier) error { return c.lora.Save("deberta", dir, c.store) }
+func SaveAdapter(dir string, c *Classifier) error { return hf.SaveAdapter(dir, &c.Base) }

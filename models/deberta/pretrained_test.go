@@ -11,7 +11,6 @@ import (
 
 	"github.com/goaccel/goaccel/checkpoint/safetensors"
 	"github.com/goaccel/goaccel/internal/testutil"
-	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/familytest"
 	"github.com/goaccel/goaccel/models/internal/hf"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
@@ -183,7 +182,7 @@ print(json.dumps({"class": type(m).__name__, "pos_att_type": m.config.pos_att_ty
 			}
 			testutil.RunPythonJSON(t, "transformers loading "+out, python, script, &res, out)
 			if res.Class != "DebertaV2ForSequenceClassification" || !slices.Equal(res.PosAttType, c.clf.Config.PosAttType) ||
-				res.ID2Label["0"] != bert.LabelName(c.clf.Config.Labels, 0) {
+				res.ID2Label["0"] != hf.LabelName(c.clf.Config.Labels, 0) {
 				t.Errorf("transformers read %s, pos_att_type %v, id2label %v", res.Class, res.PosAttType, res.ID2Label)
 			}
 			d := testutil.MaxAbsDiff(t, "logits", res.Logits, want)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/internal/testutil"
-	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/familytest"
 	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/gomlx/compute"
@@ -17,10 +16,10 @@ import (
 // tokenKit is what familytest's token checks need of this package.
 var tokenKit = familytest.TokenKit[*Classifier]{
 	Prefix: "DebertaV2", Tolerance: tolerance,
-	Load: func(dir string, head bert.Head) (*Classifier, error) {
+	Load: func(dir string, head hf.Head) (*Classifier, error) {
 		return LoadPretrained(dir, model.NewStore(), LoadOptions{LoadHead: true, Head: head})
 	},
-	Config: func(clf *Classifier) (bert.Head, []TensorSpec) { return clf.Config.Head, clf.Config.Tensors() },
+	Config: func(clf *Classifier) (hf.Head, []TensorSpec) { return clf.Config.Head, clf.Config.Tensors() },
 	Logits: func(t *testing.T, b compute.Backend, clf *Classifier, m *familytest.TokenModel) []float32 {
 		r := &run{Run: familytest.Run{InputIDs: m.InputIDs, AttentionMask: m.AttentionMask, TokenTypeIDs: m.TokenTypeIDs}}
 		return logitsOf(t, b, clf, r, false)
@@ -57,7 +56,7 @@ func TestTokenSavePretrained(t *testing.T) {
 func TestTokenFromSequenceCheckpoint(t *testing.T) {
 	in := loadFixtures(t).Models["tiny"].Batch
 	store := model.NewStore()
-	clf, err := LoadPretrained(filepath.Join("testdata", "tiny"), store, LoadOptions{NumLabels: 9, Head: bert.TokenClassification})
+	clf, err := LoadPretrained(filepath.Join("testdata", "tiny"), store, LoadOptions{NumLabels: 9, Head: hf.TokenClassification})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +88,7 @@ func TestTokenFromSequenceCheckpoint(t *testing.T) {
 		t.Errorf("a token checkpoint for a sequence classifier: error %v, pooler loaded %v; want a fresh pooler",
 			err, seqStore.GetVariable(hf.VarPath("pooler.dense.weight")) != nil)
 	}
-	familytest.CheckHeadMismatch(t, "DebertaV2", tokenDir, filepath.Join("testdata", "tiny"), func(dir string, head bert.Head) error {
+	familytest.CheckHeadMismatch(t, "DebertaV2", tokenDir, filepath.Join("testdata", "tiny"), func(dir string, head hf.Head) error {
 		_, err := LoadPretrained(dir, model.NewStore(), LoadOptions{LoadHead: true, Head: head})
 		return err
 	})

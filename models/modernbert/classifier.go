@@ -5,9 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/goaccel/goaccel/models/internal/half"
 	"github.com/goaccel/goaccel/models/internal/hf"
-	"github.com/goaccel/goaccel/models/lora"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck // GoMLX's graph API reads best dot-imported.
@@ -44,9 +42,10 @@ type Classifier struct {
 	// (ClassifierPooling and the dropout rates aside, read when a graph is built).
 	Config Config
 
-	store   *model.Store
-	compute half.Compute
-	lora    lora.Slot // the LoRA adapter linear consults (none: empty); see AttachLoRA
+	// Base holds the Store, the compute dtype and the LoRA adapter: it gives the classifier
+	// Store, SetComputeDType (the projections, the attention scores and the mix of the values; the rotary embeddings and GeGLU stay float32),
+	// ComputeDType, NumParameters, AttachLoRA (see LoRABase) and Adapter.
+	hf.Base
 }
 
 // NewClassifier returns a classifier for cfg whose variables live in store (a new Store when
@@ -56,37 +55,9 @@ func NewClassifier(cfg Config, store *model.Store) (*Classifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("modernbert: invalid config: %w", err)
 	}
-	if store == nil {
-		store = model.NewStore()
-	}
-	return &Classifier{Config: cfg, store: store}, nil
-}
-
-// Store returns the model.Store that holds the classifier's variables.
-func (c *Classifier) Store() *model.Store { return c.store }
-
-// SetComputeDType selects the dtype of the matrix products: Float32 (the default), or
-// BFloat16 / Float16 for mixed precision. Variables stay float32 (the master weights the
-// optimizer updates) and are converted where used; the products return float32, and what the
-// layers keep for the backward pass between them is in the compute dtype, while LayerNorm,
-// the rotary embeddings, the softmax, GELU and the residual stream stay float32 (as
-// torch.autocast computes them). Encoder and Logits return float32. Call it before building
-// any graph.
-func (c *Classifier) SetComputeDType(dtype dtypes.DType) error {
-	return c.compute.Set("modernbert", dtype)
-}
-
-// ComputeDType returns the dtype of the matrix products (Float32 unless SetComputeDType
-// changed it).
-func (c *Classifier) ComputeDType() dtypes.DType { return c.compute.DType() }
-
-// NumParameters is the number of scalar weights of the classifier.
-func (c *Classifier) NumParameters() int {
-	n := 0
-	for _, t := range c.Config.Tensors() {
-		n += shapes.Make(variableDType, t.Dims...).Size()
-	}
-	return n
+	c := &Classifier{Config: cfg}
+	c.Base = hf.NewBase("modernbert", store, func() hf.ClassifierConfig { return c.Config })
+	return c, nil
 }
 
 // Logits builds the classifier's forward pass: inputs are [input_ids, attention_mask]
@@ -103,7 +74,7 @@ func (c *Classifier) Logits(s *model.Scope, inputs []*Node) *Node {
 	}
 	// The variables this graph created (a fresh classifier, LoRA's) get the adapter's
 	// trainable flags before a training step takes the trainable ones (nothing without one).
-	defer c.lora.Adapter().Freeze(c.store)
+	defer c.Adapter().Freeze(c.Store())
 	hidden := c.Encoder(s, inputs[0], inputs[1])
 	if c.Config.Head == hf.TokenClassification {
 		return c.TokenHead(s, hidden)
@@ -177,7 +148,7 @@ func (c *Classifier) linear(s *model.Scope, x *Node, outDim int, bias bool, std 
 	if bias {
 		b = s.WithInitializer(Zeros).VariableWithShape("bias", shapes.Make(variableDType, outDim)).NodeValue(g)
 	}
-	return c.lora.Adapter().Linear(s, x, c.compute.Dense(x, w, b)) // LoRA's update on the layers it targets (none without an adapter)
+	return c.Adapter().Linear(s, x, hf.Compute(&c.Base).Dense(x, w, b)) // LoRA's update on the layers it targets (none without an adapter)
 }
 
 // linearHalves is linear with 2·half outputs returned as its two halves [..., half], each
@@ -201,11 +172,11 @@ func (c *Classifier) linearHalves(s *model.Scope, x *Node, half int, bias bool, 
 		if b != nil {
 			bi = Slice(b, r)
 		}
-		return c.compute.Dense(x, Slice(w, r), bi)
+		return hf.Compute(&c.Base).Dense(x, Slice(w, r), bi)
 	}
 	lo, hi = part(0), part(1)
 	whole := Concatenate([]*Node{lo, hi}, -1)
-	if updated := c.lora.Adapter().Linear(s, x, whole); updated != whole {
+	if updated := c.Adapter().Linear(s, x, whole); updated != whole {
 		last := updated.Rank() - 1
 		return SliceAxis(updated, last, AxisRange(0, half)), SliceAxis(updated, last, AxisRange(half, 2*half))
 	}
@@ -238,10 +209,10 @@ func (c *Classifier) truncNormal(std float64) model.VariableInitializer {
 		cutoff = 3
 	}
 	return func(g *Graph, shape shapes.Shape) *Node {
-		x := c.store.RandomNormal(g, shape)
+		x := c.Store().RandomNormal(g, shape)
 		limit := Scalar(g, shape.DType, cutoff)
 		for range truncRedraws {
-			x = Where(GreaterThan(Abs(x), limit), c.store.RandomNormal(g, shape), x)
+			x = Where(GreaterThan(Abs(x), limit), c.Store().RandomNormal(g, shape), x)
 		}
 		return MulScalar(ClipScalar(x, -cutoff, cutoff), std)
 	}

@@ -79,9 +79,9 @@ func (c *Classifier) Encoder(s *model.Scope, inputIDs, attentionMask *Node) *Nod
 		if !cfg.IsGlobal(i) {
 			mask = local
 		}
-		x = c.layer(ms.At("layers").At("%d", i), i, remat.Begin(c.store, dropout, x, checkpoint), mask, ropes[kind])
+		x = c.layer(ms.At("layers").At("%d", i), i, remat.Begin(c.Store(), dropout, x, checkpoint), mask, ropes[kind])
 	}
-	return c.layerNorm(ms.At("final_norm"), remat.End(c.store, dropout, x, checkpoint))
+	return c.layerNorm(ms.At("final_norm"), remat.End(c.Store(), dropout, x, checkpoint))
 }
 
 // checkInputs panics with a clear message when the encoder inputs do not have the expected
@@ -114,7 +114,7 @@ func (c *Classifier) layer(s *model.Scope, index int, x, mask *Node, rope [2]*No
 
 	// Under mixed precision Wi's output is kept in the compute dtype and widened for GeGLU,
 	// whose output is rounded to it for Wo (keep is the identity in float32).
-	dt := c.compute.DType()
+	dt := hf.Compute(&c.Base).DType()
 	keep := func(x *Node) *Node { return ConvertDType(x, dt) }
 	wide := func(x *Node) *Node { return ConvertDType(x, variableDType) }
 	ms := s.At("mlp")
@@ -141,9 +141,9 @@ func (c *Classifier) attention(s *model.Scope, x, mask *Node, rope [2]*Node) *No
 	// Under mixed precision both products run on the compute dtype (half.Product), the
 	// rotary embeddings, the softmax and its dropout on float32.
 	g := x.Graph()
-	dt := c.compute.DType()
+	dt := hf.Compute(&c.Base).DType()
 	product := func(a, b *Node, eq string, axes half.Axes) *Node {
-		if c.compute.Mixed() {
+		if hf.Compute(&c.Base).Mixed() {
 			return half.Product(a, b, dt, axes)
 		}
 		return Einsum(eq, a, b)

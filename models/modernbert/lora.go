@@ -7,23 +7,9 @@ import (
 
 // LoRA in ModernBERT: the classifier describes itself to models/lora once (LoRABase) and its
 // linear-layer function hands each layer's output to the attached adapter, as in every family.
-// Attach an adapter before building any graph.
-
-// AttachLoRA attaches a new LoRA adapter of cfg (zero fields: r 8, lora_alpha 8, no dropout,
-// target module Wqkv, see lora.DefaultTargetModules) to the classifier: from then on the
-// targeted linear layers compute W + (alpha/r)·B·A, the adapter's A and B and the classifier
-// train, and every other variable is frozen (no gradient, no optimizer state), the
-// prediction head's head.dense and head.norm included: PEFT's sequence and token classifiers
-// train the modules named "classifier" and "score" only (LoRABase). baseNameOrPath is written
-// into adapter_config.json as base_model_name_or_path ("" writes null). A target module that
-// names none of the linear layers (Wqkv, Wo, Wi, head.dense) is an error that lists them.
-// Call it before any graph of the classifier is built; a classifier has at most one adapter.
-func (c *Classifier) AttachLoRA(cfg lora.Config, baseNameOrPath string) (*lora.Adapter, error) {
-	return c.lora.Attach("modernbert", cfg, c.Config.LoRABase(baseNameOrPath), c.store)
-}
-
-// Adapter returns the classifier's LoRA adapter, nil when it has none.
-func (c *Classifier) Adapter() *lora.Adapter { return c.lora.Adapter() }
+// Classifier.AttachLoRA's defaults are r 8, lora_alpha 8, no dropout and the target module
+// Wqkv (lora.DefaultTargetModules); the linear layers a target may name are Wqkv, Wo, Wi and
+// head.dense. Attach an adapter before building any graph.
 
 // LoRABase describes the classifier of c to models/lora: model_type "modernbert", the task
 // type of its Head, its linear layers (each layer's attn.Wqkv, attn.Wo, mlp.Wi and mlp.Wo,
@@ -42,7 +28,7 @@ func (c Config) LoRABase(baseNameOrPath string) lora.Base {
 // other names or shapes, a configuration goaccel does not compute); nothing is attached or
 // written on error.
 func LoadAdapter(dir string, c *Classifier) (*lora.Adapter, error) {
-	return c.lora.Load("modernbert", dir, c.Config.LoRABase, c.store)
+	return hf.LoadAdapter(dir, &c.Base)
 }
 
 // AdapterDir is the subfolder of a SavePretrained folder that holds a LoRA classifier's
@@ -53,4 +39,4 @@ const AdapterDir = hf.AdapterDir
 // (adapter_config.json, adapter_model.safetensors: A and B of the targeted layers and the
 // classifier), which peft.PeftModel.from_pretrained reads onto the base model. The
 // classifier must have an adapter and values for its variables.
-func SaveAdapter(dir string, c *Classifier) error { return c.lora.Save("modernbert", dir, c.store) }
+func SaveAdapter(dir string, c *Classifier) error { return hf.SaveAdapter(dir, &c.Base) }

@@ -4,8 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/familytest"
+	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/goaccel/goaccel/models/lora"
 	"github.com/gomlx/gomlx/ml/model"
 )
@@ -39,7 +39,7 @@ func TestLoRATokenHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Head = bert.TokenClassification
+	cfg.Head = hf.TokenClassification
 	b := cfg.LoRABase("")
 	if b.TaskType != lora.TokenCls || len(b.Head) != 2 || b.Head[0].Name != "classifier.weight" {
 		t.Errorf("token classifier's base: task %s, head %v; want TOKEN_CLS and the classifier", b.TaskType, b.Head)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/goaccel/goaccel/checkpoint/safetensors"
 	"github.com/goaccel/goaccel/internal/testutil"
-	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/familytest"
 	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -183,7 +182,7 @@ print(json.dumps({"class": type(m).__name__, "layer_types": m.config.layer_types
 			}
 			testutil.RunPythonJSON(t, "transformers loading "+out, python, script, &res, out)
 			if res.Class != "ModernBertForSequenceClassification" || !slices.Equal(res.LayerTypes, clf.Config.LayerTypes) ||
-				res.Pooling != clf.Config.ClassifierPooling || res.ID2Label["0"] != bert.LabelName(clf.Config.Labels, 0) {
+				res.Pooling != clf.Config.ClassifierPooling || res.ID2Label["0"] != hf.LabelName(clf.Config.Labels, 0) {
 				t.Errorf("transformers read %s, layer_types %v, pooling %q, id2label %v", res.Class, res.LayerTypes, res.Pooling, res.ID2Label)
 			}
 			d := testutil.MaxAbsDiff(t, "logits", res.Logits, want)

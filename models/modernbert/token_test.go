@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/internal/testutil"
-	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/familytest"
 	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/gomlx/compute"
@@ -34,10 +33,10 @@ func tokenLogitsOf(t *testing.T, backend compute.Backend, clf *Classifier, ids, 
 // tokenKit is what familytest's token checks need of this package.
 var tokenKit = familytest.TokenKit[*Classifier]{
 	Prefix: "ModernBert", Tolerance: tolerance,
-	Load: func(dir string, head bert.Head) (*Classifier, error) {
+	Load: func(dir string, head hf.Head) (*Classifier, error) {
 		return LoadPretrained(dir, model.NewStore(), LoadOptions{LoadHead: true, Head: head})
 	},
-	Config: func(clf *Classifier) (bert.Head, []TensorSpec) { return clf.Config.Head, clf.Config.Tensors() },
+	Config: func(clf *Classifier) (hf.Head, []TensorSpec) { return clf.Config.Head, clf.Config.Tensors() },
 	Logits: func(t *testing.T, b compute.Backend, clf *Classifier, m *familytest.TokenModel) []float32 {
 		got, _ := tokenLogitsOf(t, b, clf, m.InputIDs, m.AttentionMask)
 		return got
@@ -74,7 +73,7 @@ func TestTokenFromSequenceCheckpoint(t *testing.T) {
 	f := loadFixtures(t)
 	in := f.Models["tiny"].Batch
 	store := model.NewStore()
-	clf, err := LoadPretrained(filepath.Join("testdata", "tiny"), store, LoadOptions{NumLabels: 9, Head: bert.TokenClassification})
+	clf, err := LoadPretrained(filepath.Join("testdata", "tiny"), store, LoadOptions{NumLabels: 9, Head: hf.TokenClassification})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +99,7 @@ func TestTokenFromSequenceCheckpoint(t *testing.T) {
 	}
 
 	tokenDir := familytest.LoadTokenFixtures(t).Models["tiny"].WriteFolder(t)
-	familytest.CheckHeadMismatch(t, "ModernBert", tokenDir, filepath.Join("testdata", "tiny"), func(dir string, head bert.Head) error {
+	familytest.CheckHeadMismatch(t, "ModernBert", tokenDir, filepath.Join("testdata", "tiny"), func(dir string, head hf.Head) error {
 		_, err := LoadPretrained(dir, model.NewStore(), LoadOptions{LoadHead: true, Head: head})
 		return err
 	})

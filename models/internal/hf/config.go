@@ -86,17 +86,6 @@ func (k TaskKeys) Task(numLabels int) (Task, error) {
 	return t, nil
 }
 
-// Validate checks the task: a known problem_type, a Head, and Labels fitting NumLabels.
-func (t Task) Validate() error {
-	if err := ValidateProblemType(t.ProblemType); err != nil {
-		return err
-	}
-	if err := t.Head.Validate(); err != nil {
-		return err
-	}
-	return ValidateLabels(t.Labels, t.NumLabels)
-}
-
 // TaskJSON is what config.json says of the task besides num_labels: embed it in the struct a
 // family's JSON writes.
 type TaskJSON struct {

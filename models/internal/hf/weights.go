@@ -263,14 +263,14 @@ func weightsMismatch(files, configPath string, missing, problems, unexpected []s
 	sort.Strings(unexpected)
 	var msgs []string
 	if len(missing) > 0 {
-		msgs = append(msgs, fmt.Sprintf("%d missing tensors: %s", len(missing), ListNames(missing)))
+		msgs = append(msgs, fmt.Sprintf("%d missing tensors: %s", len(missing), listNames(missing)))
 	}
 	if len(problems) > 0 {
-		msgs = append(msgs, fmt.Sprintf("%d tensors with the wrong shape or dtype: %s", len(problems), ListNames(problems)))
+		msgs = append(msgs, fmt.Sprintf("%d tensors with the wrong shape or dtype: %s", len(problems), listNames(problems)))
 	}
 	if len(unexpected) > 0 {
 		msgs = append(msgs, fmt.Sprintf("%d unexpected tensors (another architecture or configuration, such as biases or more layers than num_hidden_layers=%d): %s",
-			len(unexpected), layers, ListNames(unexpected)))
+			len(unexpected), layers, listNames(unexpected)))
 	}
 	if len(msgs) == 0 {
 		return nil
@@ -278,8 +278,8 @@ func weightsMismatch(files, configPath string, missing, problems, unexpected []s
 	return fmt.Errorf("weights in %s do not match %s: %s", files, configPath, strings.Join(msgs, "; "))
 }
 
-// ListNames joins names for an error message, the first eight and a count of the others.
-func ListNames(names []string) string {
+// listNames joins names for an error message, the first eight and a count of the others.
+func listNames(names []string) string {
 	const limit = 8
 	if len(names) <= limit {
 		return strings.Join(names, ", ")
