@@ -22,6 +22,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
@@ -49,10 +50,12 @@ type options struct {
 	Width    int     // channels of the first stage (64: ResNet-18); 0: 64 with --data_dir, 8 on the built-in set
 	Momentum float64 // SGD's
 	Augment  bool
+	Shuffle  bool   // a new order of the training set every epoch
+	SaveInit string // a safetensors file for the initial weights, under torch's names
 }
 
 func defaultOptions() options {
-	o := options{Training: args.Defaults(), Momentum: 0.9, Augment: true}
+	o := options{Training: args.Defaults(), Momentum: 0.9, Augment: true, Shuffle: true}
 	o.BatchSize, o.LearningRate, o.WeightDecay, o.Schedule, o.Epochs = 128, 0.1, 5e-4, "cosine", 5
 	return o
 }
@@ -67,6 +70,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.Width, "width", 0, "channels of the ResNet's first stage, doubled at each of the next three (64: ResNet-18); 0: 64 with --data_dir, 8 on the built-in set")
 	fs.Float64Var(&o.Momentum, "momentum", o.Momentum, "SGD's momentum")
 	fs.BoolVar(&o.Augment, "augment", o.Augment, "RandomCrop(32, padding=4) and RandomHorizontalFlip on the training images")
+	fs.BoolVar(&o.Shuffle, "shuffle", o.Shuffle, "a new order of the training images every epoch (DistributedSampler's shuffle; false: the files' order)")
+	fs.StringVar(&o.SaveInit, "save_init", "", "write the initial weights and BatchNorm statistics to this safetensors file, under the "+
+		"state_dict names of scripts/cifar10_torch.py's model (its --init), before the first step")
 	return fs
 }
 
@@ -97,6 +103,11 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 		return nil, 0, fmt.Errorf("--use_peft: the ResNet here has no LoRA targets (it trains every weight)")
 	case o.ModelDir != "":
 		return nil, 0, fmt.Errorf("--model_dir %s: this program builds its ResNet-18 itself (--width)", o.ModelDir)
+	}
+	if o.SaveInit != "" {
+		if st, err := os.Stat(filepath.Dir(o.SaveInit)); err != nil || !st.IsDir() {
+			return nil, 0, fmt.Errorf("--save_init %s: its folder %s does not exist", o.SaveInit, filepath.Dir(o.SaveInit))
+		}
 	}
 	train, test, classes, err := loadData(o.DataDir, o.Seed)
 	if err != nil {
@@ -131,7 +142,7 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	if err != nil {
 		return nil, 0, args.NameFlags(err)
 	}
-	cfg.Shuffle = true
+	cfg.Shuffle = o.Shuffle
 	if o.Augment {
 		cfg.Augment = augment
 	}
@@ -153,8 +164,24 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 		return nil, 0, err
 	}
 	acc.Printf("ResNet-18 (width %d), %d classes; training on %d images, testing on %d", width, len(classes), train.Len(), test.Len())
-	res, err := tr.Fit(trainLoader, testLoader, o.Fit(dir, o.LearningRate, "accuracy", trainer.Config{Output: out, Interrupt: intr,
-		Loggers: loggers, Extra: map[string]any{"data_dir": o.DataDir, "width": width, "momentum": o.Momentum, "augment": o.Augment}}))
+	fit := o.Fit(dir, o.LearningRate, "accuracy", trainer.Config{Output: out, Interrupt: intr, Loggers: loggers,
+		Extra: map[string]any{"data_dir": o.DataDir, "width": width, "momentum": o.Momentum, "augment": o.Augment, "shuffle": o.Shuffle}})
+	if o.SaveInit != "" {
+		fit.Callbacks.OnTrainBegin = func(ev trainer.TrainBeginEvent) error {
+			if ev.Step != 0 {
+				return fmt.Errorf("--save_init %s: the run resumes at step %d; the initial weights are a new run's (use another --output_dir)",
+					o.SaveInit, ev.Step)
+			}
+			if !acc.IsMainProcess() {
+				return nil
+			}
+			if err := exportTorch(o.SaveInit, store); err != nil {
+				return fmt.Errorf("--save_init %s: %w", o.SaveInit, err)
+			}
+			return nil
+		}
+	}
+	res, err := tr.Fit(trainLoader, testLoader, fit)
 	if err != nil {
 		return nil, 0, args.NameFlags(err)
 	}
@@ -277,7 +304,10 @@ func (r resnet18) logits(s *model.Scope, x, mask *Node) *Node {
 			h, in = activation.Relu(Add(y, shortcut)), out
 		}
 	}
-	return layers.Dense(s.In("fc"), ReduceMean(h, 1, 2), true, r.classes)
+	// torch.nn.Linear's default initialisation, the weight and the bias uniform in ±1/sqrt(in).
+	bound := 1 / math.Sqrt(float64(in))
+	fc := s.In("fc").WithInitializer(initializer.RandomUniformFn(s, -bound, bound))
+	return layers.Dense(fc, ReduceMean(h, 1, 2), true, r.classes)
 }
 
 // conv is torch.nn.Conv2d(in, out, k, stride, padding=k/2, bias=False) on NHWC, with its

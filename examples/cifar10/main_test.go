@@ -120,8 +120,10 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 	bad, none := exampletest.SharedBadFlags(t, map[string]string{
 		"data_dir": "/nonexistent/cifar", "width": "-1", "momentum": "-0.9", "model_dir": "org/name",
 		"model_name_or_path": "org/name", "lora_r": "4",
+		"save_init": "/nonexistent/folder/init.safetensors",
 	})
 	none["augment"] = "a boolean: both values are valid"
+	none["shuffle"] = "a boolean: both values are valid"
 	none["use_peft"] = "a boolean; with it the program refuses, naming --use_peft"
 	testutil.BadFlags(t, exampletest.FlagNames(newFlagSet(&o), nil), exampletest.ShortRunArgs, bad, none, exampletest.RunChild)
 }
