@@ -11,31 +11,12 @@ import (
 // IgnoreIndex is the label of the token positions that do not count in token
 // classification: special tokens, padding, and the pieces of a word after its first
 // (PyTorch's CrossEntropyLoss ignore_index, and metrics.IgnoreIndex).
-const IgnoreIndex = -100
+const IgnoreIndex = text.IgnoreIndex
 
 // AlignTags gives each token of a sentence encoded by EncodeWords its label, as run_ner.py
-// aligns word labels: the first token of word w gets tags[w]; the special tokens get
-// IgnoreIndex; a word's later tokens get IgnoreIndex, or pieceTag(tags[w]) when pieceTag
-// is not nil (run_ner.py's --label_all_tokens, where a B- tag's pieces become I-).
+// aligns word labels; it is text.AlignTags (the task's rule, shared by every processor).
 func AlignTags(wordIDs []int32, tags []int, pieceTag func(tag int) int) ([]int32, error) {
-	labels := make([]int32, len(wordIDs))
-	prev := int32(-1)
-	for i, w := range wordIDs {
-		switch {
-		case w < 0:
-			labels[i] = IgnoreIndex
-		case int(w) >= len(tags):
-			return nil, fmt.Errorf("bert: AlignTags: token %d comes from word %d, but there are %d tags", i, w, len(tags))
-		case w != prev:
-			labels[i] = int32(tags[w])
-		case pieceTag != nil:
-			labels[i] = int32(pieceTag(tags[w]))
-		default:
-			labels[i] = IgnoreIndex
-		}
-		prev = w
-	}
-	return labels, nil
+	return text.AlignTags(wordIDs, tags, pieceTag)
 }
 
 // CollateTagged turns sentences of words with tag ids into the model inputs ([input_ids,
