@@ -44,7 +44,8 @@
 // # Predictions
 //
 // NewPredictor classifies texts as transformers' text-classification pipeline does;
-// NewTokenPredictor finds the entities of texts with a token-classification head as its
+// NewPredictorOf classifies any input through a BatchProcessor of it (an image processor's
+// images, say) the same way, with no text code involved; NewTokenPredictor finds the entities of texts with a token-classification head as its
 // token-classification ("ner") pipeline does, with the same aggregation strategies:
 //
 //	m, err := auto.Load("best", model.NewStore(), auto.Options{Head: auto.TokenClassification, LoadHead: true})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/goaccel/goaccel/tokenizers"
 	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/core/tensors"
 )
 
 // Aggregation is how a TokenPredictor turns the labels of a text's tokens into entities:
@@ -78,7 +79,7 @@ type Entity struct {
 // typed in the text is a token of it, as in the pipeline. Batches, length buckets, the
 // programs compiled and concurrent use are as a Predictor's.
 type TokenPredictor struct {
-	*runner
+	*runner[string]
 	tok   offsetTokenizer
 	agg   Aggregation
 	names []string
@@ -115,7 +116,7 @@ func NewTokenPredictor(m *Model, backend compute.Backend, batchSize int, agg Agg
 	if !ok {
 		return nil, fmt.Errorf("auto: NewTokenPredictor: the model's processor %T gives no offsets", m.Processor)
 	}
-	r, err := newRunner("NewTokenPredictor", m, backend, batchSize)
+	r, err := textRunner("NewTokenPredictor", m, nil, backend, batchSize)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +170,7 @@ func (p *TokenPredictor) Predict(texts []string) ([][]Entity, error) {
 	out := make([][]Entity, 0, len(texts))
 	for start := 0; start < len(texts); start += p.batch {
 		chunk := texts[start:min(start+p.batch, len(texts))]
-		flat, dims, inputIDs, err := p.run(chunk)
+		flat, dims, inputs, err := p.run(chunk)
 		if err != nil {
 			return nil, fmt.Errorf("auto: TokenPredictor: %w", err)
 		}
@@ -177,6 +178,7 @@ func (p *TokenPredictor) Predict(texts []string) ([][]Entity, error) {
 			return nil, fmt.Errorf("auto: TokenPredictor: the model's logits have shape %v: want [batch, length, %d] (a token-classification head: Options.Head TokenClassification)", dims, len(p.names))
 		}
 		length, k := dims[1], dims[2]
+		inputIDs := tensors.MustCopyFlatData[int32](inputs[0])
 		for i, text := range chunk {
 			ids, offs, err := p.tok.EncodeOffsets(text)
 			if err != nil {
