@@ -35,17 +35,31 @@ const (
 	// TokenClassification: one vector of logits per token (AutoModelForTokenClassification;
 	// named entities).
 	TokenClassification = hf.TokenClassification
+	// ImageClassification: one vector of logits per image (AutoModelForImageClassification),
+	// the one head of an image family, which reads SequenceClassification (the zero value)
+	// as it.
+	ImageClassification = hf.ImageClassification
 )
 
 // Options are Load's choices, applied before any variable of the head exists.
 type Options struct {
 	// Head is the head to build: SequenceClassification (the zero value) or
-	// TokenClassification. Without LoadHead any checkpoint of the family gives its encoder
-	// to either; with LoadHead the folder must have been saved with this head.
+	// TokenClassification for a text family. Without LoadHead any checkpoint of the family
+	// gives its encoder to either; with LoadHead the folder must have been saved with this
+	// head. An image family builds ImageClassification (the zero value stands for it).
 	Head Head
-	// MaxLen is the tokenizer's sequence length, special tokens included; 0: 128 (or the
-	// model's longest, when shorter).
+	// MaxLen is a text family's tokenizer's sequence length, special tokens included; 0: 128
+	// (or the model's longest, when shorter). An image family refuses it.
 	MaxLen int
+	// ImageSize is an image family's image side in pixels, what its processor makes and
+	// its model takes; 0: the folder's (preprocessor_config.json's size, else config.json's
+	// image_size). A text family refuses it.
+	ImageSize int
+	// InterpolatePosEncoding lets a ViT take another ImageSize than its config.json's
+	// image_size, with its position embeddings interpolated (bicubic) as transformers'
+	// interpolate_pos_encoding=True; without it another size is an error. A text family
+	// refuses it.
+	InterpolatePosEncoding bool
 	// NumLabels is the classifier's number of classes; 0: the folder's (num_labels, 2 by
 	// default), or len(Labels) when Labels is given.
 	NumLabels int
@@ -144,8 +158,8 @@ func (m *Model) ProblemType() string {
 
 // Logits builds the forward pass: inputs are what the Processor makes (for text, [input_ids,
 // attention_mask, token_type_ids], int32 [B, L]; a family without token types ignores the
-// third), the result the float32 logits: [B, NumLabels], or [B, L, NumLabels] with the
-// token-classification head. It panics on bad inputs, as GoMLX
+// third; for images, [pixel_values], float32 [B, H, W, 3] NHWC), the result the float32
+// logits: [B, NumLabels], or [B, L, NumLabels] with the token-classification head. It panics on bad inputs, as GoMLX
 // graph functions do (the accelerator turns the panic into an error).
 func (m *Model) Logits(s *model.Scope, inputs []*Node) *Node { return m.net.Logits(s, inputs) }
 
@@ -162,8 +176,9 @@ func (m *Model) Labels() []string {
 }
 
 // SavePretrained writes a Hugging Face folder that Load (with Options.LoadHead) and
-// transformers' AutoModelForSequenceClassification and AutoTokenizer read: config.json with
-// the labels, model.safetensors, and the processor's files. Every variable must have a value
+// transformers' AutoModelForSequenceClassification and AutoTokenizer read (an image family's:
+// AutoModelForImageClassification and AutoImageProcessor): config.json with the labels,
+// model.safetensors, and the processor's files. Every variable must have a value
 // (run the model once, or load it, first).
 func (m *Model) SavePretrained(dir string) error { return m.net.SavePretrained(dir, m.Processor) }
 
@@ -244,15 +259,33 @@ func Load(nameOrDir string, store *model.Store, opts Options) (*Model, error) {
 	} else if err := unused(store); err != nil {
 		return nil, fmt.Errorf("auto: Load %s: %w", nameOrDir, err)
 	}
-	if err := opts.Head.Validate(); err != nil {
+	if err := opts.Head.Known(); err != nil {
 		return nil, fmt.Errorf("auto: Load %s: %w", nameOrDir, err)
 	}
 	net, proc, err := FamilyOf(info.ModelType).Load(info.Dir, store,
-		LoadRequest{Head: opts.Head, NumLabels: opts.NumLabels, LoadHead: opts.LoadHead, MaxLen: opts.MaxLen})
+		LoadRequest{Head: opts.Head, NumLabels: opts.NumLabels, LoadHead: opts.LoadHead, MaxLen: opts.MaxLen,
+			ImageSize: opts.ImageSize, InterpolatePosEncoding: opts.InterpolatePosEncoding})
 	if err != nil {
 		return nil, err
 	}
+	if err := opts.checkInput(net.Config().Facts()); err != nil {
+		return nil, fmt.Errorf("auto: Load %s: %w", nameOrDir, err)
+	}
 	return newModel(net, proc, opts, info.Dir)
+}
+
+// checkInput refuses the options of the other kind of input than the family's: MaxLen for
+// an image family, ImageSize and InterpolatePosEncoding for a text family.
+func (o Options) checkInput(f Facts) error {
+	switch {
+	case f.Image != nil && o.MaxLen != 0:
+		return fmt.Errorf("Options.MaxLen %d: model_type %q is an image family, whose inputs are images (Options.ImageSize)", o.MaxLen, f.ModelType)
+	case f.Image == nil && o.ImageSize != 0:
+		return fmt.Errorf("Options.ImageSize %d: model_type %q is a text family (Options.MaxLen)", o.ImageSize, f.ModelType)
+	case f.Image == nil && o.InterpolatePosEncoding:
+		return fmt.Errorf("Options.InterpolatePosEncoding: model_type %q is a text family, without image position embeddings", f.ModelType)
+	}
+	return nil
 }
 
 // unused refuses a store that holds variables other than GoMLX's own ("#rngState"...).

@@ -29,7 +29,9 @@ type Family interface {
 	// Load reads folder dir (a local folder with config.json) into store, a Store without
 	// variables: the config, the encoder's weights, the head's too with req.LoadHead (else
 	// a head of req.NumLabels classes, 0: the config's, made fresh on first use), and the
-	// input processor for sequences of req.MaxLen tokens.
+	// input processor: a text family's tokenizer for sequences of req.MaxLen tokens, an
+	// image family's image processor (preprocessor_config.json) for images of
+	// req.ImageSize pixels a side.
 	Load(dir string, store *model.Store, req LoadRequest) (Network, Processor, error)
 	// Reference is the released model whose config the bench trains at any shape.
 	Reference() Reference
@@ -38,15 +40,26 @@ type Family interface {
 // LoadRequest is what Load asks of Family.Load; the rest of Options is applied by Load to the
 // Network returned.
 type LoadRequest struct {
-	// Head is the head to build (SequenceClassification or TokenClassification).
+	// Head is the head to build: SequenceClassification or TokenClassification for a text
+	// family; an image family builds ImageClassification, and reads the zero value
+	// (SequenceClassification: what Options leaves it at) as ImageClassification too.
 	Head Head
 	// NumLabels is the fresh head's classes (0: the folder's).
 	NumLabels int
 	// LoadHead loads the folder's head too.
 	LoadHead bool
-	// MaxLen is the processor's sequence length, special tokens included (0: 128, or the
-	// model's longest when shorter).
+	// MaxLen is a text family's sequence length, special tokens included (0: 128, or the
+	// model's longest when shorter); Load refuses another value than 0 for an image family.
 	MaxLen int
+	// ImageSize is an image family's image side in pixels: the height and width its
+	// processor makes and its Logits takes (0: the folder's, preprocessor_config.json's size,
+	// else config.json's image_size); Load refuses another value than 0 for a text family.
+	ImageSize int
+	// InterpolatePosEncoding lets an image family with a position embedding per patch (ViT)
+	// take images of another size than config.json's image_size, its position embeddings
+	// resized by bicubic interpolation as transformers' interpolate_pos_encoding=True does;
+	// without it such a size is an error. Families without position embeddings ignore it.
+	InterpolatePosEncoding bool
 }
 
 // Config is a family's parsed config.json.
@@ -55,11 +68,13 @@ type Config interface {
 	Facts() Facts
 	// SetNumLabels gives the config a fresh head of n classes (n > 0), without names.
 	SetNumLabels(n int)
-	// CheckMaxLen refuses a sequence length the model cannot take.
+	// CheckMaxLen refuses an input size the model cannot take: a text family's sequence
+	// length in tokens; an image family's image side in pixels (Facts.Image).
 	CheckMaxLen(maxLen int) error
-	// ForwardFLOPs counts the floating-point operations of the matrix products of one
-	// forward pass over batch examples of seq tokens (2 per multiply-add; the bench counts a
-	// training step as 3 of them).
+	// ForwardFLOPs counts the floating-point operations of the matrix products (and
+	// convolutions) of one forward pass over batch examples of seq tokens, or for an image
+	// family of images seq pixels a side (2 per multiply-add; the bench counts a training
+	// step as 3 of them).
 	ForwardFLOPs(batch, seq int) float64
 	// New builds the classifier of the config with fresh weights in store (nil: a new one).
 	New(store *model.Store) (Network, error)
@@ -67,11 +82,22 @@ type Config interface {
 	JSON() ([]byte, error)
 }
 
-// Shape is the size of a transformer classifier: the bench's knobs.
+// Shape is the size of a transformer classifier: the bench's knobs. An image transformer
+// (ViT) has no vocabulary (Vocab 0); a convolutional family maps its own sizes onto these
+// (its Reference says how) or leaves them 0.
 type Shape struct {
 	// Hidden is hidden_size, Layers num_hidden_layers, Heads num_attention_heads, FF
 	// intermediate_size, Vocab vocab_size.
 	Hidden, Layers, Heads, FF, Vocab int
+}
+
+// ImageFacts are what an image family's config says of its input.
+type ImageFacts struct {
+	// Size is the image side the model was trained at (config.json's image_size; the
+	// processor's size when config.json has none), Channels num_channels (3: RGB).
+	Size, Channels int
+	// PatchSize is a transformer's patch side (patch_size), 0 for a convolutional family.
+	PatchSize int
 }
 
 // Facts are what a config says of its classifier's size.
@@ -79,11 +105,16 @@ type Facts struct {
 	// ModelType is config.json's model_type ("bert" when it says none).
 	ModelType string
 	Shape
-	// MaxPositions is the longest sequence the model takes (max_position_embeddings).
+	// MaxPositions is the longest sequence a text family takes (max_position_embeddings); 0
+	// for an image family.
 	MaxPositions int
-	// Inputs is how many inputs Logits takes, each int32 [batch, seq]: the token ids, the
-	// attention mask and, when 3, the token types.
+	// Inputs is how many inputs Logits takes. A text family's are each int32 [batch, seq]:
+	// the token ids, the attention mask and, when 3, the token types. An image family's is 1:
+	// the pixels, float32 [batch, height, width, Image.Channels] (NHWC, docs/images.md) in
+	// the units its processor makes (rescaled and normalised).
 	Inputs int
+	// Image describes an image family's input; nil for a text family.
+	Image *ImageFacts
 }
 
 // Reference is the released model of a family that the bench trains at any shape.
@@ -92,8 +123,9 @@ type Reference struct {
 	Name string
 	// Shape is its size.
 	Shape Shape
-	// Config is its config.json at another shape, for sequences of up to maxLen tokens,
-	// with 2 labels; nil when the family has no reference.
+	// Config is its config.json at another shape, for sequences of up to maxLen tokens (an
+	// image family: for images maxLen pixels a side), with 2 labels; nil when the family has
+	// no reference.
 	Config func(shape Shape, maxLen int) (Config, error)
 }
 
@@ -103,7 +135,7 @@ type Network interface {
 	// Classifier is the family's own classifier (*bert.Classifier...): its Store holds the
 	// weights, and it may implement the accelerator's optional interfaces.
 	Classifier() Classifier
-	// Logits is the forward pass on the processor's inputs (Model.Logits).
+	// Logits is the forward pass on the processor's inputs (Model.Logits; Facts.Inputs).
 	Logits(s *model.Scope, inputs []*Node) *Node
 	// Config is the classifier's configuration.
 	Config() Config

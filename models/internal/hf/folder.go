@@ -31,6 +31,9 @@ type LoadOptions struct {
 // the head of the checkpoint) and sets the head to build, and the class count with
 // NumLabels (a new count drops the class names), in the configuration's task fields.
 func (o LoadOptions) Apply(configPath string, t TaskFields) error {
+	if err := o.Head.Validate(); err != nil { // a text family's heads
+		return fmt.Errorf("LoadOptions.Head: %w", err)
+	}
 	if err := CheckLoadHead(configPath, t.Architectures, o.Head, o.LoadHead); err != nil {
 		return err
 	}
