@@ -8,7 +8,7 @@ import (
 // TestCredentialsAreSecret: the table's credentials are marked Secret (goaccel env never
 // shows their values), and a new variable whose name says it holds one is caught here.
 func TestCredentialsAreSecret(t *testing.T) {
-	for _, v := range []*Var{JobSecret.Var, HFToken, HFHubToken} {
+	for _, v := range []*Var{JobSecret.Var, HFToken.Var, HFHubToken.Var} {
 		if !v.Secret {
 			t.Errorf("%s is not marked Secret", v.Name)
 		}

@@ -227,18 +227,33 @@ var (
 	PipUser = str("PIP_USER", "set to 0 for the pip that goaccel setup runs (it installs into goaccel's home, not ~/.local)", Goaccel)
 )
 
-// The Hugging Face cache, where models/auto finds a model named by its Hub id (offline).
+// The Hugging Face Hub and its cache (package hub, which models/auto and goaccel download use),
+// read as huggingface_hub reads them (its constants.py), so that Go and Python share one cache.
 var (
+	// HFEndpoint is HF_ENDPOINT.
+	HFEndpoint = str("HF_ENDPOINT", "the Hugging Face Hub's address (default https://huggingface.co); the token is sent to its origin only", User)
 	// HFHubCache is HF_HUB_CACHE.
-	HFHubCache = str("HF_HUB_CACHE", "the Hugging Face hub cache folder (models--org--name/snapshots/...) where a model named by its Hub id is looked for, without network (default $HF_HOME/hub)", User)
+	HFHubCache = str("HF_HUB_CACHE", "the Hugging Face hub cache folder (models--org--name/snapshots/...), shared with huggingface_hub (default $HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub)", User)
+	// HuggingFaceHubCache is HUGGINGFACE_HUB_CACHE.
+	HuggingFaceHubCache = str("HUGGINGFACE_HUB_CACHE", "huggingface_hub's older name for HF_HUB_CACHE, read when HF_HUB_CACHE is not set", User)
 	// HFHome is HF_HOME.
-	HFHome = str("HF_HOME", "Hugging Face's home folder; the hub cache is its hub/ unless HF_HUB_CACHE is set (default $XDG_CACHE_HOME/huggingface)", User)
+	HFHome = str("HF_HOME", "Hugging Face's home folder; the hub cache is its hub/ and the token file its token unless HF_HUB_CACHE or HF_TOKEN_PATH is set (default $XDG_CACHE_HOME/huggingface)", User)
 	// XDGCacheHome is XDG_CACHE_HOME.
 	XDGCacheHome = str("XDG_CACHE_HOME", "the user's cache folder; Hugging Face's home is its huggingface/ unless HF_HOME is set (default ~/.cache)", User, OS)
 	// HFToken is HF_TOKEN.
-	HFToken = planned(KindString, "HF_TOKEN", "a Hugging Face access token, for downloading a gated or private model from the Hub").secret()
+	HFToken = str("HF_TOKEN", "a Hugging Face access token, for a gated or private repository (a --token flag wins); sent to HF_ENDPOINT's origin only, never shown", User).secret()
 	// HFHubToken is HUGGING_FACE_HUB_TOKEN.
-	HFHubToken = planned(KindString, "HUGGING_FACE_HUB_TOKEN", "huggingface_hub's older name for HF_TOKEN").secret()
+	HFHubToken = str("HUGGING_FACE_HUB_TOKEN", "huggingface_hub's older name for HF_TOKEN, read when HF_TOKEN is not set", User).secret()
+	// HFTokenPath is HF_TOKEN_PATH.
+	HFTokenPath = str("HF_TOKEN_PATH", "the file holding the token (`hf auth login` writes it), read when neither HF_TOKEN nor HUGGING_FACE_HUB_TOKEN is set (default $HF_HOME/token); shown as set or unset only", User).secret()
+	// HFHubOffline is HF_HUB_OFFLINE.
+	HFHubOffline = str("HF_HUB_OFFLINE", "1/ON/YES/TRUE: no network call to the Hub at all, the cache alone answers (0/OFF/NO/FALSE: off)", User)
+	// TransformersOffline is TRANSFORMERS_OFFLINE.
+	TransformersOffline = str("TRANSFORMERS_OFFLINE", "transformers' name for HF_HUB_OFFLINE, read when HF_HUB_OFFLINE is not set", User)
+	// HFHubEtagTimeout is HF_HUB_ETAG_TIMEOUT.
+	HFHubEtagTimeout = str("HF_HUB_ETAG_TIMEOUT", "whole seconds a metadata request to the Hub may take before the cache is used instead (default 10)", User)
+	// HFHubDownloadTimeout is HF_HUB_DOWNLOAD_TIMEOUT.
+	HFHubDownloadTimeout = str("HF_HUB_DOWNLOAD_TIMEOUT", "whole seconds a download may wait for the next bytes (default 10)", User)
 )
 
 // Host memory (the block cache linked in with accelerator, and the hostmalloc package).
