@@ -151,21 +151,24 @@ func TestImagePredictor(t *testing.T) {
 		}
 		return out
 	}
+	// The pipeline's functions written another way than auto's: exp(x - logsumexp), and
+	// sigmoid through tanh.
 	softmax := func(l []float64) []float64 {
-		out, sum := make([]float64, len(l)), 0.0
-		for i, v := range l {
-			out[i] = math.Exp(v)
-			sum += out[i]
+		lse := 0.0
+		for _, v := range l {
+			lse += math.Exp(v)
 		}
-		for i := range out {
-			out[i] /= sum
+		lse = math.Log(lse)
+		out := make([]float64, len(l))
+		for i, v := range l {
+			out[i] = math.Exp(v - lse)
 		}
 		return out
 	}
 	sigmoid := func(l []float64) []float64 {
 		out := make([]float64, len(l))
 		for i, v := range l {
-			out[i] = 1 / (1 + math.Exp(-v))
+			out[i] = (1 + math.Tanh(v/2)) / 2
 		}
 		return out
 	}
