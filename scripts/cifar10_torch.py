@@ -215,11 +215,10 @@ def main():
     test_loader = DataLoader(Subset(test_set, range(rank, len(test_set), world)), batch_size=a.batch_size,
                              num_workers=a.workers)
 
-    model = ResNet18(a.width, len(train_set.classes))
-    if a.init:
-        load_init(model, a.init)
     dtype = torch.float64 if a.double else torch.float32
-    model = model.to(dtype)
+    model = ResNet18(a.width, len(train_set.classes)).to(dtype)
+    if a.init:  # in the model's dtype: float64 weights (examples/cifar10 --float64) keep every bit
+        load_init(model, a.init)
     ddp = DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=a.learning_rate, momentum=a.momentum, weight_decay=a.weight_decay)
     total = a.epochs * len(loader)

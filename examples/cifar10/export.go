@@ -61,15 +61,28 @@ func toTorchLayout(name string, t *tensors.Tensor) (*tensors.Tensor, error) {
 		return t, nil
 	}
 	d := t.Shape().Dimensions
-	kh, kw, in, out := d[0], d[1], d[2], d[3]
-	var src []float32
-	if err := t.ConstFlatData(func(a any) { src = a.([]float32) }); err != nil {
+	var out *tensors.Tensor
+	err := t.ConstFlatData(func(a any) {
+		switch src := a.(type) {
+		case []float32:
+			out = kernelToTorch(src, d)
+		case []float64:
+			out = kernelToTorch(src, d)
+		}
+	})
+	if err != nil {
 		return nil, err
 	}
-	if src == nil {
-		return nil, fmt.Errorf("%s: a %s kernel, want float32", name, t.Shape().DType)
+	if out == nil {
+		return nil, fmt.Errorf("%s: a %s kernel, want float32 or float64", name, t.Shape().DType)
 	}
-	dst := make([]float32, len(src))
+	return out, nil
+}
+
+// kernelToTorch reorders a [kh, kw, in, out] kernel's values to torch's [out, in, kh, kw].
+func kernelToTorch[T float32 | float64](src []T, d []int) *tensors.Tensor {
+	kh, kw, in, out := d[0], d[1], d[2], d[3]
+	dst := make([]T, len(src))
 	for y := range kh {
 		for x := range kw {
 			for i := range in {
@@ -79,7 +92,7 @@ func toTorchLayout(name string, t *tensors.Tensor) (*tensors.Tensor, error) {
 			}
 		}
 	}
-	return tensors.FromFlatDataAndDimensions(dst, out, in, kh, kw), nil
+	return tensors.FromFlatDataAndDimensions(dst, out, in, kh, kw)
 }
 
 // exportTorch writes the ResNet's weights and BatchNorm statistics to a safetensors file

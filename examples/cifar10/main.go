@@ -52,6 +52,7 @@ type options struct {
 	Augment  bool
 	Shuffle  bool   // a new order of the training set every epoch
 	SaveInit string // a safetensors file for the initial weights, under torch's names
+	Float64  bool   // weights, activations and statistics in float64
 }
 
 func defaultOptions() options {
@@ -73,6 +74,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.Shuffle, "shuffle", o.Shuffle, "a new order of the training images every epoch (DistributedSampler's shuffle; false: the files' order)")
 	fs.StringVar(&o.SaveInit, "save_init", "", "write the initial weights and BatchNorm statistics to this safetensors file, under the "+
 		"state_dict names of scripts/cifar10_torch.py's model (its --init), before the first step")
+	fs.BoolVar(&o.Float64, "float64", false, "train in float64 (weights, activations, BatchNorm's statistics): slow, for comparing with "+
+		"scripts/cifar10_torch.py --double without float32's rounding")
 	return fs
 }
 
@@ -101,6 +104,8 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 		return nil, 0, fmt.Errorf("--momentum %g: want >= 0", o.Momentum)
 	case o.UsePEFT:
 		return nil, 0, fmt.Errorf("--use_peft: the ResNet here has no LoRA targets (it trains every weight)")
+	case o.Float64 && o.MixedPrecision != "" && o.MixedPrecision != "no":
+		return nil, 0, fmt.Errorf("--float64 with --mixed_precision %s: choose one", o.MixedPrecision)
 	case o.ModelDir != "":
 		return nil, 0, fmt.Errorf("--model_dir %s: this program builds its ResNet-18 itself (--width)", o.ModelDir)
 	}
@@ -137,7 +142,7 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	defer intr.Stop()
 
 	cfg := data.LoaderConfig[image.Example]{BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize, Seed: o.Seed,
-		Workers: o.Workers, Collate: collate}
+		Workers: o.Workers, Collate: collate(o.Float64)}
 	testLoader, err := data.NewLoader[image.Example](test, cfg)
 	if err != nil {
 		return nil, 0, args.NameFlags(err)
@@ -205,21 +210,31 @@ func augment(ex image.Example, key data.ExampleKey) (image.Example, error) {
 	return ex, nil
 }
 
-// collate makes a batch: the images normalised ([B, 32, 32, 3], NHWC) and the labels.
-func collate(batch []image.Example) ([]*tensors.Tensor, *tensors.Tensor, error) {
-	pix := make([]float32, 0, len(batch)*32*32*3)
-	labels := make([]int32, len(batch))
-	for i, ex := range batch {
-		if ex.Image.Width != 32 || ex.Image.Height != 32 {
-			return nil, nil, fmt.Errorf("%s: a %dx%d image, want 32x32", ex.Source, ex.Image.Width, ex.Image.Height)
+// collate makes a batch: the images normalised ([B, 32, 32, 3], NHWC; float32, or float64
+// with f64, the model's dtype following the input's) and the labels.
+func collate(f64 bool) func(batch []image.Example) ([]*tensors.Tensor, *tensors.Tensor, error) {
+	return func(batch []image.Example) ([]*tensors.Tensor, *tensors.Tensor, error) {
+		pix := make([]float32, 0, len(batch)*32*32*3)
+		labels := make([]int32, len(batch))
+		for i, ex := range batch {
+			if ex.Image.Width != 32 || ex.Image.Height != 32 {
+				return nil, nil, fmt.Errorf("%s: a %dx%d image, want 32x32", ex.Source, ex.Image.Width, ex.Image.Height)
+			}
+			var err error
+			if pix, err = cifarNorm.Floats(pix, ex.Image); err != nil {
+				return nil, nil, err
+			}
+			labels[i] = int32(ex.Label)
 		}
-		var err error
-		if pix, err = cifarNorm.Floats(pix, ex.Image); err != nil {
-			return nil, nil, err
+		if !f64 {
+			return []*tensors.Tensor{tensors.FromFlatDataAndDimensions(pix, len(batch), 32, 32, 3)}, tensors.FromValue(labels), nil
 		}
-		labels[i] = int32(ex.Label)
+		wide := make([]float64, len(pix))
+		for i, v := range pix {
+			wide[i] = float64(v)
+		}
+		return []*tensors.Tensor{tensors.FromFlatDataAndDimensions(wide, len(batch), 32, 32, 3)}, tensors.FromValue(labels), nil
 	}
-	return []*tensors.Tensor{tensors.FromFlatDataAndDimensions(pix, len(batch), 32, 32, 3)}, tensors.FromValue(labels), nil
 }
 
 // loadData reads CIFAR-10's train and test splits from dir, or makes the built-in set.

@@ -124,6 +124,7 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 	})
 	none["augment"] = "a boolean: both values are valid"
 	none["shuffle"] = "a boolean: both values are valid"
+	none["float64"] = "a boolean: both values are valid (with --mixed_precision bf16 or fp16 the program refuses, naming both)"
 	none["use_peft"] = "a boolean; with it the program refuses, naming --use_peft"
 	testutil.BadFlags(t, exampletest.FlagNames(newFlagSet(&o), nil), exampletest.ShortRunArgs, bad, none, exampletest.RunChild)
 }

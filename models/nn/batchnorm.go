@@ -61,8 +61,8 @@ type BatchNormConfig struct {
 // over the batch axis is XLA's, which sums over the devices the batch is sharded on: what
 // SyncBatchNorm does between GPUs), so 1 and N devices are the same run.
 //
-// The statistics are computed in float32 whatever x's dtype (under bf16 or fp16), and the
-// result has x's dtype. A batch without a real example leaves the running statistics as they
+// The statistics, γ, β and the running statistics are float32 whatever x's dtype (under bf16
+// or fp16), or float64 when x is float64; the result has x's dtype. A batch without a real example leaves the running statistics as they
 // were; one with a single value per channel (n = 1), where PyTorch raises an error, updates
 // running_var with the biased variance, 0.
 func BatchNorm(s *model.Scope, x, mask *Node, cfg BatchNormConfig) *Node {
@@ -90,7 +90,11 @@ func BatchNorm(s *model.Scope, x, mask *Node, cfg BatchNormConfig) *Node {
 		exceptions.Panicf("nn.BatchNorm: momentum %g, eps %g: want a momentum in (0, 1] and eps >= 0", momentum, eps)
 	}
 	channels := x.Shape().Dimensions[axis]
-	vec := shapes.Make(dtypes.Float32, channels)
+	sdt := dtypes.Float32 // the statistics' dtype
+	if x.DType() == dtypes.Float64 {
+		sdt = dtypes.Float64
+	}
+	vec := shapes.Make(sdt, channels)
 	// The channel vector broadcast against x: 1 on every axis but the channel's.
 	bshape := make([]int, rank)
 	for i := range bshape {
@@ -104,13 +108,13 @@ func BatchNorm(s *model.Scope, x, mask *Node, cfg BatchNormConfig) *Node {
 		}
 	}
 
-	xf := ConvertDType(x, dtypes.Float32)
+	xf := ConvertDType(x, sdt)
 	training := s.IsTraining(g)
-	var mean, variance *Node // [channels], float32
+	var mean, variance *Node // [channels], sdt
 	if training || cfg.NoRunningStats {
 		weights := OnesLike(xf) // 1 for the elements of real examples, 0 for padding
 		if mask != nil {
-			m := ConvertDType(mask, dtypes.Float32)
+			m := ConvertDType(mask, sdt)
 			mshape := make([]int, rank)
 			for i := range mshape {
 				mshape[i] = 1
@@ -135,7 +139,7 @@ func BatchNorm(s *model.Scope, x, mask *Node, cfg BatchNormConfig) *Node {
 	if !cfg.NoAffine {
 		gamma := s.WithInitializer(initializer.One).VariableWithShape(BatchNormWeight, vec).NodeValue(g)
 		beta := s.WithInitializer(initializer.Zero).VariableWithShape(BatchNormBias, vec).NodeValue(g)
-		y = Add(Mul(y, Reshape(ConvertDType(gamma, dtypes.Float32), bshape...)), Reshape(ConvertDType(beta, dtypes.Float32), bshape...))
+		y = Add(Mul(y, Reshape(ConvertDType(gamma, sdt), bshape...)), Reshape(ConvertDType(beta, sdt), bshape...))
 	}
 	return ConvertDType(y, x.DType())
 }
@@ -157,15 +161,16 @@ func updateRunningStats(s *model.Scope, g *Graph, vec shapes.Shape, mean, varian
 	seen := GreaterThan(n, ZerosLike(n)) // a real example in the batch
 	unbiased := Where(GreaterThan(n, OnesLike(n)), Div(Mul(variance, n), Sub(n, OnesLike(n))), variance)
 	tracked := trackedVar.NodeValue(g)
-	counted := Where(GreaterThan(ReduceAllMax(n), Scalar(g, dtypes.Float32, 0)), AddScalar(tracked, 1), tracked)
-	factor := Scalar(g, dtypes.Float32, momentum)
+	sdt := vec.DType
+	counted := Where(GreaterThan(ReduceAllMax(n), Scalar(g, sdt, 0)), AddScalar(tracked, 1), tracked)
+	factor := Scalar(g, sdt, momentum)
 	if cumulative { // the mean over every update: 1/num_batches_tracked
-		factor = Reciprocal(ConvertDType(Max(counted, OnesLike(counted)), dtypes.Float32))
+		factor = Reciprocal(ConvertDType(Max(counted, OnesLike(counted)), sdt))
 	}
 	blend := func(old, batch *Node) *Node {
 		return Where(seen, Add(Mul(OneMinus(factor), old), Mul(factor, batch)), old)
 	}
-	rmVar.SetNodeValue(blend(ConvertDType(rmVar.NodeValue(g), dtypes.Float32), mean))
-	rvVar.SetNodeValue(blend(ConvertDType(rvVar.NodeValue(g), dtypes.Float32), unbiased))
+	rmVar.SetNodeValue(blend(ConvertDType(rmVar.NodeValue(g), sdt), mean))
+	rvVar.SetNodeValue(blend(ConvertDType(rvVar.NodeValue(g), sdt), unbiased))
 	trackedVar.SetNodeValue(counted)
 }

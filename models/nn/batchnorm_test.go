@@ -73,6 +73,8 @@ func storeFloats(t *testing.T, store *model.Store, path string) []float64 {
 		for _, f := range tensors.MustCopyFlatData[float32](v.MustValue()) {
 			out = append(out, float64(f))
 		}
+	case dtypes.Float64:
+		out = append(out, tensors.MustCopyFlatData[float64](v.MustValue())...)
 	case dtypes.Int64:
 		out = append(out, float64(tensors.ToScalar[int64](v.MustValue())))
 	}
@@ -244,6 +246,79 @@ func TestBatchNormAllPaddingKeepsStats(t *testing.T) {
 		if maxDiff(before[i], after[i]) != 0 {
 			t.Errorf("a batch of padding changed the statistics: %v -> %v", before[i], after[i])
 		}
+	}
+}
+
+// TestBatchNormFloat64: on a float64 input the statistics and the variables are float64 (not
+// rounded through float32): the output and running statistics equal a float64 computation
+// within 1e-12, where float32 statistics would be off by about 1e-7.
+func TestBatchNormFloat64(t *testing.T) {
+	store := model.NewStore()
+	exec, err := model.NewExec(goBackend(t), store, func(s *model.Scope, x, mask *Node) *Node {
+		s.Store().SetTraining(x.Graph(), true)
+		return BatchNorm(s.In("bn"), x, mask, BatchNormConfig{})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x32 := randomNHWC(3)
+	x := make([]float64, len(x32))
+	for i, v := range x32 {
+		x[i] = float64(v) + 1e-9*float64(i%7) // bits float32 cannot hold
+	}
+	mask := []bool{true, true, false, true}
+	out, err := exec.Call(tensors.FromFlatDataAndDimensions(x, bnB, bnH, bnW, bnC), tensors.FromValue(mask))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dt := out[0].DType(); dt != dtypes.Float64 {
+		t.Fatalf("output dtype %s, want float64", dt)
+	}
+	y := tensors.MustCopyFlatData[float64](out[0])
+	// The reference, in float64 on the same values.
+	var worst float64
+	var wantMean, wantVar []float64
+	for c := range bnC {
+		var sum, ss, n float64
+		for b := range bnB {
+			for p := range bnH * bnW {
+				if mask[b] {
+					sum += x[(b*bnH*bnW+p)*bnC+c]
+					n++
+				}
+			}
+		}
+		mean := sum / n
+		for b := range bnB {
+			for p := range bnH * bnW {
+				if mask[b] {
+					d := x[(b*bnH*bnW+p)*bnC+c] - mean
+					ss += d * d
+				}
+			}
+		}
+		for b := range bnB {
+			for p := range bnH * bnW {
+				if i := (b*bnH*bnW+p)*bnC + c; mask[b] {
+					worst = max(worst, math.Abs(y[i]-(x[i]-mean)/math.Sqrt(ss/n+1e-5)))
+				}
+			}
+		}
+		wantMean, wantVar = append(wantMean, 0.1*mean), append(wantVar, 0.9+0.1*ss/(n-1))
+	}
+	if worst > 1e-12 {
+		t.Errorf("float64 output off the float64 reference by %.1e, want at most 1e-12", worst)
+	}
+	for _, name := range []string{BatchNormWeight, BatchNormRunningMean, BatchNormRunningVar} {
+		if dt := store.GetVariable("/bn/" + name).DType(); dt != dtypes.Float64 {
+			t.Errorf("%s is %s, want float64", name, dt)
+		}
+	}
+	if d := maxDiff(storeFloats(t, store, "/bn/running_mean"), wantMean); d > 1e-12 {
+		t.Errorf("running_mean off by %.1e", d)
+	}
+	if d := maxDiff(storeFloats(t, store, "/bn/running_var"), wantVar); d > 1e-12 {
+		t.Errorf("running_var off by %.1e", d)
 	}
 }
 
