@@ -18,6 +18,9 @@ type Entry struct {
 	OID string `json:"oid"`
 	// LFS is set for a file the Hub stores outside git (large files): its sha256 and size.
 	LFS *LFS `json:"lfs,omitempty"`
+	// XetHash is set for a file the Hub stores with Xet (fetched over plain HTTP here, as
+	// huggingface_hub does without hf_xet).
+	XetHash string `json:"xetHash,omitempty"`
 	// Type is "file" (directories are left out of the list).
 	Type string `json:"type"`
 }

@@ -47,9 +47,13 @@ func (c *Client) Snapshot(ctx context.Context, repo Repo, f Filter) (string, err
 		return "", err
 	}
 	at := Repo{ID: repo.ID, Type: repo.Type, Revision: commit}
-	files, err := c.Files(ctx, at)
-	if err != nil {
-		return "", err
+	storage := filepath.Join(c.cache, repo.Folder())
+	files := readTree(storage, commit)
+	if files == nil {
+		if files, err = c.Files(ctx, at); err != nil {
+			return "", err
+		}
+		writeTree(storage, commit, files)
 	}
 	var kept []Entry
 	for _, e := range files {
@@ -62,7 +66,6 @@ func (c *Client) Snapshot(ctx context.Context, repo Repo, f Filter) (string, err
 			return "", err
 		}
 	}
-	storage := filepath.Join(c.cache, repo.Folder())
 	dir := filepath.Join(storage, "snapshots", commit)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("hub: %w", err)
