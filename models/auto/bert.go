@@ -24,11 +24,11 @@ var bertFamily = &hfFamily[bert.Config, *bert.Classifier]{
 		return clf, NewTokenizer(tok, dir), nil
 	},
 	save: func(dir string, clf *bert.Classifier, p Processor) error {
-		t, ok := p.(*textTokenizer)
+		t, ok := p.(*bertTokenizer)
 		if !ok {
 			return fmt.Errorf("auto: SavePretrained: a BERT model's processor is %T, not its tokenizer", p)
 		}
-		return bert.SavePretrained(dir, clf, t.Tokenizer)
+		return bert.SavePretrained(dir, clf, t.bert)
 	},
 	// HF's BertConfig defaults (dropout 0.1, exact GELU) at the shape.
 	reference: func(s Shape, maxLen int) (bert.Config, error) {
@@ -68,4 +68,19 @@ func BERT(clf *bert.Classifier, tok *bert.Tokenizer, opts Options) (*Model, erro
 	}
 	clf.Config.Head = opts.Head
 	return newModel(&hfNetwork[bert.Config, *bert.Classifier]{bertFamily, clf}, NewTokenizer(tok, ""), opts, "")
+}
+
+// NewTokenizer makes a Tokenizer of a models/bert tokenizer (WordPiece, byte-level BPE or
+// Unigram) read from folder dir ("" for one built in code: SavePretrained then writes nothing
+// and the family's SavePretrained writes the files, as BERT's does). It runs tok's pipeline
+// (tok.Pipeline()) and pads with tok.PadID() to tok.MaxLen().
+func NewTokenizer(tok *bert.Tokenizer, dir string) Tokenizer {
+	return &bertTokenizer{&textTokenizer{Tokenizer: tok.Pipeline(), pad: tok.PadID(), dir: dir}, tok}
+}
+
+// bertTokenizer is the text processor of a BERT-family model, with the models/bert tokenizer
+// that bert.SavePretrained writes the files of.
+type bertTokenizer struct {
+	*textTokenizer
+	bert *bert.Tokenizer
 }

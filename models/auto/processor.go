@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/goaccel/goaccel/internal/fsutil"
-	"github.com/goaccel/goaccel/models/bert"
+	"github.com/goaccel/goaccel/tokenizers"
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
@@ -42,48 +43,105 @@ type Tokenizer interface {
 	VocabSize() int
 }
 
-// NewTokenizer makes a Tokenizer of a models/bert tokenizer (WordPiece, byte-level BPE or
-// Unigram) read from folder dir ("" for one built in code: SavePretrained then writes nothing
-// and the family's SavePretrained writes the files, as BERT's does).
-func NewTokenizer(tok *bert.Tokenizer, dir string) Tokenizer { return &textTokenizer{tok, dir} }
-
-// textTokenizer is models/bert's tokenizer as a Tokenizer, with the folder it came from.
+// textTokenizer is a tokenizers pipeline as a Tokenizer: it truncates at the pipeline's
+// MaxLen, pads with pad, and came from folder dir ("" for one made in code).
 type textTokenizer struct {
-	*bert.Tokenizer
+	*tokenizers.Tokenizer
+	pad int32
 	dir string
 }
 
-// Process tokenizes texts and pads them to the batch's length (bert.Tokenizer.EncodeBatch).
+// LoadTokenizer reads the tokenizer of a Hugging Face folder as transformers' AutoTokenizer
+// does (tokenizers.FromFolder: vocab.txt, vocab.json + merges.txt, tokenizer.json or
+// spm.model, with the folder's special and added tokens), as the processor of a text family:
+// it truncates each text at maxLen tokens, special tokens included (0: DefaultMaxLen), pads
+// with the folder's pad_token (else <pad>, else [PAD]; a WordPiece vocabulary's [PAD]), and
+// its SavePretrained copies the folder's tokenizer files. A family of another module reads
+// its folder's tokenizer with it.
+func LoadTokenizer(dir string, maxLen int) (Tokenizer, error) {
+	t, err := loadText(dir, maxLen)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// loadText is LoadTokenizer.
+func loadText(dir string, maxLen int) (*textTokenizer, error) {
+	if maxLen == 0 {
+		maxLen = DefaultMaxLen
+	}
+	tok, err := tokenizers.FromFolder(dir)
+	if err != nil {
+		return nil, err
+	}
+	pads := []string{"<pad>", "[PAD]"}
+	if tok.Kind() == "WordPiece" {
+		pads = pads[1:]
+	}
+	if name, ok := tok.SpecialToken("pad_token"); ok {
+		pads = append([]string{name}, pads...)
+	}
+	pad := int32(-1)
+	for _, name := range pads {
+		if id, ok := tok.ID(name); ok {
+			pad = id
+			break
+		}
+	}
+	if pad < 0 {
+		return nil, fmt.Errorf("auto: %s: the tokenizer has no padding token (%s)", dir, strings.Join(pads, ", "))
+	}
+	if tok, err = tok.WithMaxLen(maxLen); err != nil {
+		return nil, fmt.Errorf("auto: %s: %w", dir, err)
+	}
+	return &textTokenizer{Tokenizer: tok, pad: pad, dir: dir}, nil
+}
+
+// Process tokenizes texts (tokenizers.Tokenizer.Encode: special tokens, truncation at
+// MaxLen) into [input_ids, attention_mask, token_type_ids], int32 [B, MaxLen], padded with
+// the padding token's id; the token types are 0.
 func (t *textTokenizer) Process(texts []string) ([]*tensors.Tensor, error) {
 	if len(texts) == 0 {
 		return nil, fmt.Errorf("auto: Process: an empty batch")
 	}
-	return t.EncodeBatch(texts).Tensors(), nil
+	ids := make([][]int32, len(texts))
+	for i, s := range texts {
+		ids[i] = t.Encode(s).IDs
+	}
+	return t.padded(ids), nil
 }
 
-// ProcessWords tokenizes each sentence's words on their own (bert.Tokenizer.EncodeWords,
+// padded is the inputs of a batch of ids, each padded to MaxLen.
+func (t *textTokenizer) padded(ids [][]int32) []*tensors.Tensor {
+	n, width := len(ids), t.MaxLen()
+	inputs, mask := make([]int32, n*width), make([]int32, n*width)
+	for i, row := range ids {
+		for p := range width {
+			if p < len(row) {
+				inputs[i*width+p], mask[i*width+p] = row[p], 1
+			} else {
+				inputs[i*width+p] = t.pad
+			}
+		}
+	}
+	return []*tensors.Tensor{tensors.FromFlatDataAndDimensions(inputs, n, width), tensors.FromFlatDataAndDimensions(mask, n, width),
+		tensors.FromFlatDataAndDimensions(make([]int32, n*width), n, width)}
+}
+
+// ProcessWords tokenizes each sentence's words on their own (tokenizers.Tokenizer.EncodeWords,
 // transformers' is_split_into_words) and pads the batch to MaxLen, so that the per-token
 // outputs of every batch line up.
 func (t *textTokenizer) ProcessWords(sentences [][]string) ([]*tensors.Tensor, [][]int32, error) {
-	n, width := len(sentences), t.MaxLen()
-	if n == 0 {
+	if len(sentences) == 0 {
 		return nil, nil, fmt.Errorf("auto: ProcessWords: an empty batch")
 	}
-	enc := &bert.Encoded{Batch: n, Len: width, InputIDs: make([]int32, n*width), AttentionMask: make([]int32, n*width),
-		TokenTypeIDs: make([]int32, n*width)}
-	words := make([][]int32, n)
+	ids, words := make([][]int32, len(sentences)), make([][]int32, len(sentences))
 	for i, s := range sentences {
-		ids, w := t.EncodeWords(s)
-		for p := range width {
-			if p < len(ids) {
-				enc.InputIDs[i*width+p], enc.AttentionMask[i*width+p] = ids[p], 1
-			} else {
-				enc.InputIDs[i*width+p] = t.PadID()
-			}
-		}
-		words[i] = w
+		e := t.EncodeWords(s)
+		ids[i], words[i] = e.IDs, e.WordIDs
 	}
-	return enc.Tensors(), words, nil
+	return t.padded(ids), words, nil
 }
 
 // SavePretrained copies the tokenizer files of the folder it was read from into dir, so that
@@ -118,11 +176,11 @@ func copyTokenizerFiles(src, dst string) error {
 
 // DefaultMaxLen is the sequence length of Options.MaxLen 0 (or the model's longest, when
 // shorter).
-const DefaultMaxLen = bert.DefaultMaxLen
+const DefaultMaxLen = 128
 
-// loadTokenizer loads folder dir's tokenizer at maxLen (0: bert.DefaultMaxLen), checked
-// against the model's longest sequence and vocabulary (ids past the embedding table would be
-// read as a clamped row: a silent wrong answer).
+// loadTokenizer loads folder dir's tokenizer at maxLen (0: DefaultMaxLen), checked against
+// the model's longest sequence and vocabulary (ids past the embedding table would be read as
+// a clamped row: a silent wrong answer).
 func loadTokenizer(dir string, maxLen int, checkMaxLen func(int) error, vocabSize int) (Tokenizer, error) {
 	if maxLen == 0 {
 		maxLen = DefaultMaxLen
@@ -130,12 +188,15 @@ func loadTokenizer(dir string, maxLen int, checkMaxLen func(int) error, vocabSiz
 	if err := checkMaxLen(maxLen); err != nil {
 		return nil, fmt.Errorf("auto: %s: %w", dir, err)
 	}
-	tok, err := bert.LoadTokenizer(dir, maxLen)
+	tok, err := loadText(dir, maxLen)
 	if err != nil {
 		return nil, err
 	}
-	if err := tok.CheckVocabSize(vocabSize, filepath.Join(dir, "config.json")); err != nil {
-		return nil, fmt.Errorf("auto: %w", err)
+	if n := tok.VocabSize(); n > vocabSize {
+		first := max(vocabSize, 0)
+		return nil, fmt.Errorf("auto: the tokenizer of %s has %d tokens but %s's vocab_size is %d: the word embeddings have %d rows, "+
+			"and token %q (id %d) and the %d after it would reach past them", dir, n, filepath.Join(dir, "config.json"), vocabSize, vocabSize,
+			tok.Token(int32(first)), first, n-first-1)
 	}
-	return NewTokenizer(tok, dir), nil
+	return tok, nil
 }

@@ -133,7 +133,7 @@ func TestPredictorShortBatch(t *testing.T) {
 		chunk := f.Texts[start:min(start+4, len(f.Texts))]
 		longest := 0
 		for _, s := range chunk {
-			longest = max(longest, len(tok.Encode(s)))
+			longest = max(longest, len(tok.Encode(s).IDs))
 		}
 		shape := [2]int{len(chunk), 16}
 		if longest > 16 {

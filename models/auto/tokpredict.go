@@ -60,7 +60,7 @@ type Entity struct {
 // transformers' pipeline("token-classification", aggregation_strategy=...) does: the scores
 // are the softmax of each token's logits, the special tokens are left out, tokens labelled
 // "O" (or groups of them) are dropped, and the spans are the tokens' offsets in the text
-// (see bert.Tokenizer.EncodeOffsets).
+// (see tokenizers.Tokenizer.EncodeOffsets).
 //
 // The word-based strategies (first, average, max) decide as the pipeline does which token
 // continues a word: with a WordPiece tokenizer, a token whose text ("##ing") is not as long
@@ -88,10 +88,10 @@ type TokenPredictor struct {
 	before, after int
 }
 
-// offsetTokenizer is what a TokenPredictor needs of the model's tokenizer (bert.Tokenizer's
-// methods).
+// offsetTokenizer is what a TokenPredictor needs of the model's tokenizer (a
+// tokenizers.Tokenizer's methods).
 type offsetTokenizer interface {
-	EncodeOffsets(text string) ([]int32, []tokenizers.Offset, error)
+	EncodeOffsets(text string) (tokenizers.Encoding, []tokenizers.Offset, error)
 	Token(id int32) string
 	TokensToString(tokens []string) string
 	UnkID() (int32, bool)
@@ -138,16 +138,18 @@ func NewTokenPredictor(m *Model, backend compute.Backend, batchSize int, agg Agg
 // tokens: the encoding of the empty text is all of them, and a short text's has its tokens
 // between the two parts (a probe whose tokens are not special ids tells where they part).
 func specials(tok offsetTokenizer) (before, after int, err error) {
-	all, _, err := tok.EncodeOffsets("")
+	e, _, err := tok.EncodeOffsets("")
 	if err != nil {
 		return 0, 0, err
 	}
+	all := e.IDs
 	n := len(all)
 	for _, probe := range []string{"a", "x", "the", "1"} {
-		ids, _, err := tok.EncodeOffsets(probe)
+		e, _, err := tok.EncodeOffsets(probe)
 		if err != nil {
 			return 0, 0, err
 		}
+		ids := e.IDs
 		if len(ids) <= n {
 			return n, 0, nil // no token of a text fits beside the special ones: there is nothing to tag
 		}
@@ -180,10 +182,11 @@ func (p *TokenPredictor) Predict(texts []string) ([][]Entity, error) {
 		length, k := dims[1], dims[2]
 		inputIDs := tensors.MustCopyFlatData[int32](inputs[0])
 		for i, text := range chunk {
-			ids, offs, err := p.tok.EncodeOffsets(text)
+			e, offs, err := p.tok.EncodeOffsets(text)
 			if err != nil {
 				return nil, fmt.Errorf("auto: TokenPredictor: text %d: %w", start+i, err)
 			}
+			ids := e.IDs
 			row := inputIDs[i*length : (i+1)*length]
 			if len(ids) > length || !slices.Equal(ids, row[:len(ids)]) {
 				return nil, fmt.Errorf("auto: TokenPredictor: text %d (%q): the ids with offsets %v differ from the model's inputs %v", start+i, text, ids, row)

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/goaccel/goaccel/internal/testutil"
-	"github.com/goaccel/goaccel/models/bert"
 	"github.com/goaccel/goaccel/models/internal/familytest"
+	"github.com/goaccel/goaccel/tokenizers"
 	"github.com/gomlx/compute"
 	_ "github.com/gomlx/compute/gobackend"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:staticcheck
@@ -262,13 +262,18 @@ func TestLogBucketMatchesTransformers(t *testing.T) {
 	}
 }
 
-// TestTokenizerParity: models/bert's LoadTokenizer on the tiny folder (spm.model and
+// TestTokenizerParity: tokenizers.FromFolder on the tiny folder (spm.model and
 // tokenizer_config.json, no tokenizer.json) gives transformers' DebertaV2TokenizerFast ids and
-// type ids on texts and pairs, and the padded batch transformers fed the model.
+// type ids on texts and pairs, and, padded with its pad_token to max_len (tokenizers.Pad), the
+// batch transformers fed the model.
 func TestTokenizerParity(t *testing.T) {
 	m := loadFixtures(t).Models["tiny"]
 	want := m.Tokenizer
-	tok, err := bert.LoadTokenizer(filepath.Join("testdata", "tiny"), want.MaxLen)
+	read, err := tokenizers.FromFolder(filepath.Join("testdata", "tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := read.WithMaxLen(want.MaxLen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,23 +281,33 @@ func TestTokenizerParity(t *testing.T) {
 		t.Errorf("VocabSize %d, Kind %s; transformers' %s has %d tokens", tok.VocabSize(), tok.Kind(), want.Class, want.VocabSize)
 	}
 	for _, c := range want.Cases {
-		ids, types := tok.EncodePair(c.Text, "")
-		if !slices.Equal(ids, c.IDs) || !slices.Equal(types, c.TypeIDs) {
-			t.Errorf("Encode(%q): %v %v, transformers %v %v (tokens %q)", c.Text, ids, types, c.IDs, c.TypeIDs, tok.Tokenize(c.Text))
+		e := tok.Encode(c.Text)
+		if !slices.Equal(e.IDs, c.IDs) || !slices.Equal(e.TypeIDs, c.TypeIDs) {
+			t.Errorf("Encode(%q): %v %v, transformers %v %v (tokens %q)", c.Text, e.IDs, e.TypeIDs, c.IDs, c.TypeIDs, tok.Tokenize(c.Text))
 		}
 	}
 	for _, c := range want.PairCases {
-		ids, types := tok.EncodePair(c.A, c.B)
-		if !slices.Equal(ids, c.IDs) || !slices.Equal(types, c.TypeIDs) {
-			t.Errorf("EncodePair(%q, %q): %v %v, transformers %v %v", c.A, c.B, ids, types, c.IDs, c.TypeIDs)
+		e := tok.EncodePair(c.A, c.B)
+		if !slices.Equal(e.IDs, c.IDs) || !slices.Equal(e.TypeIDs, c.TypeIDs) {
+			t.Errorf("EncodePair(%q, %q): %v %v, transformers %v %v", c.A, c.B, e.IDs, e.TypeIDs, c.IDs, c.TypeIDs)
 		}
 	}
-	enc := tok.EncodeBatch(m.Texts.Texts)
-	for i, row := range m.Texts.InputIDs {
-		span := func(s []int32) []int32 { return s[i*enc.Len : (i+1)*enc.Len] }
-		if enc.Len != len(row) || !slices.Equal(span(enc.InputIDs), row) || !slices.Equal(span(enc.AttentionMask), m.Texts.AttentionMask[i]) ||
-			!slices.Equal(span(enc.TokenTypeIDs), m.Texts.TokenTypeIDs[i]) {
-			t.Errorf("EncodeBatch row %d (%q) differs from transformers' %v", i, m.Texts.Texts[i], row)
+	padName, ok := tok.SpecialToken("pad_token")
+	if !ok {
+		t.Fatal("the tiny folder names no pad_token")
+	}
+	pad, ok := tok.ID(padName)
+	if !ok {
+		t.Fatalf("pad_token %q is not in the vocabulary", padName)
+	}
+	encs := make([]tokenizers.Encoding, len(m.Texts.Texts))
+	for i, text := range m.Texts.Texts {
+		encs[i] = tok.Encode(text)
+	}
+	for i, e := range tokenizers.Pad(encs, tokenizers.Padding{Length: want.MaxLen, ID: pad}) {
+		if !slices.Equal(e.IDs, m.Texts.InputIDs[i]) || !slices.Equal(e.AttentionMask, m.Texts.AttentionMask[i]) ||
+			!slices.Equal(e.TypeIDs, m.Texts.TokenTypeIDs[i]) {
+			t.Errorf("padded row %d (%q) differs from transformers' %v", i, m.Texts.Texts[i], m.Texts.InputIDs[i])
 		}
 	}
 	t.Logf("%d texts, %d pairs and a padded batch of %d compared with transformers' %s", len(want.Cases), len(want.PairCases),
