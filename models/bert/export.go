@@ -14,11 +14,15 @@ import (
 // with the Config's Head (BertForSequenceClassification, RobertaForTokenClassification, ...;
 // a token classifier's folder is read by transformers' AutoModelForTokenClassification) that
 // LoadPretrained (with LoadOptions.LoadHead) and transformers' from_pretrained can read:
-// config.json, the tokenizer when tok is not nil (vocab.txt for WordPiece, or the
-// tokenizer.json it was read from when vocab.txt cannot say its pipeline; tokenizer.json for
-// BPE; with tokenizer_config.json) and model.safetensors with HF tensor names, float32. All
-// of the classifier's variables must have values (run the model once, or load it, first).
-// Each file is written atomically.
+// config.json and model.safetensors with HF tensor names, float32. All of the classifier's
+// variables must have values (run the model once, or load it, first). Each file is written
+// atomically.
+//
+// SavePretrained(dir, c) has the shape of every family's (deberta.SavePretrained,
+// modernbert.SavePretrained). A tokenizer given after c (at most one; nil: none) is
+// written too, because its files depend on the model's config (tokenizer_class,
+// model_max_length): vocab.txt for WordPiece, or the tokenizer.json it was read from when
+// vocab.txt cannot say its pipeline; tokenizer.json for BPE; with tokenizer_config.json.
 //
 // A classifier with a LoRA adapter is written merged (each targeted weight W + (alpha/r)·B·A,
 // PEFT's merge_and_unload), so that dir is a plain folder with the adapted model's logits,
@@ -26,7 +30,11 @@ import (
 // (AdapterDir), which peft.PeftModel.from_pretrained reads onto the base model. (Not into dir
 // itself: transformers, finding adapter_config.json in a folder, would load the base model
 // it names instead of the merged weights.)
-func SavePretrained(dir string, c *Classifier, tok *Tokenizer) error {
+func SavePretrained(dir string, c *Classifier, tokenizer ...*Tokenizer) error {
+	tok, err := oneTokenizer("SavePretrained", tokenizer)
+	if err != nil {
+		return err
+	}
 	if c == nil || c.store == nil {
 		return fmt.Errorf("bert: SavePretrained: nil classifier or classifier without a Store")
 	}
@@ -35,7 +43,7 @@ func SavePretrained(dir string, c *Classifier, tok *Tokenizer) error {
 			return err
 		}
 	}
-	c, err := c.merged()
+	c, err = c.merged()
 	if err != nil {
 		return fmt.Errorf("bert: SavePretrained: %w", err)
 	}
@@ -55,6 +63,18 @@ func SavePretrained(dir string, c *Classifier, tok *Tokenizer) error {
 		return tok.writeFiles(dir, c.Config)
 	}
 	return nil
+}
+
+// oneTokenizer is the optional tokenizer argument of SavePretrained and SaveAdapter (nil
+// when none is given).
+func oneTokenizer(what string, toks []*Tokenizer) (*Tokenizer, error) {
+	switch len(toks) {
+	case 0:
+		return nil, nil
+	case 1:
+		return toks[0], nil
+	}
+	return nil, fmt.Errorf("bert: %s: %d tokenizers given: give at most one", what, len(toks))
 }
 
 // tokenizerClass is the transformers tokenizer class written in tokenizer_config.json.

@@ -86,9 +86,18 @@ func LoadAdapter(dir string, c *Classifier) (*lora.Adapter, error) {
 
 // SaveAdapter writes the classifier's LoRA adapter into dir as PEFT's files
 // (adapter_config.json, adapter_model.safetensors: A and B of the targeted layers and the
-// head), which peft.PeftModel.from_pretrained reads onto the base model, and the tokenizer's
-// files when tok is not nil. The classifier must have an adapter and values for its variables.
-func SaveAdapter(dir string, c *Classifier, tok *Tokenizer) error {
+// head), which peft.PeftModel.from_pretrained reads onto the base model, and the files of the
+// tokenizer given after c, if any (at most one; see SavePretrained). SaveAdapter(dir, c) has
+// the shape of every family's. The classifier must have an adapter and values for its
+// variables.
+func SaveAdapter(dir string, c *Classifier, tokenizer ...*Tokenizer) error {
+	tok, err := oneTokenizer("SaveAdapter", tokenizer)
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		return fmt.Errorf("bert: SaveAdapter: nil classifier")
+	}
 	a := c.Config.adapter
 	if a == nil {
 		return fmt.Errorf("bert: SaveAdapter: the classifier has no LoRA adapter (AttachLoRA or LoadAdapter first)")
