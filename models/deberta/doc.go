@@ -40,9 +40,8 @@
 //
 //	store := model.NewStore()
 //	clf, err := deberta.LoadPretrained(modelDir, store, deberta.LoadOptions{NumLabels: 2})
-//	tok, err := auto.LoadTokenizer(modelDir, 256) // reads spm.model (models/auto; or tokenizers.FromFolder)
-//	loader, err := data.NewLoader(train, data.LoaderConfig[text.Labeled]{BatchSize: 32, Collate: text.Collator(tok.Process)})
-//	job, err := acc.Prepare(clf, opt, loader) // batches of [input_ids, attention_mask, token_type_ids]
+//	tok, err := auto.LoadTokenizer(modelDir, 256) // reads spm.model; the loader's Collate: text.Collator(tok.Process)
+//	job, err := acc.Prepare(clf, opt, loader)     // batches of [input_ids, attention_mask, token_type_ids]
 //	step := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *graph.Node {
 //	    l := accelerator.CrossEntropy(clf.Logits(s, b.Inputs), b.Labels, b.Mask)
 //	    acc.Backward(s, l)
