@@ -7,4 +7,5 @@ func init() {
 	mustRegister(bertFamily)
 	mustRegister(modernBERTFamily)
 	mustRegister(debertaFamily)
+	mustRegister(vitFamily)
 }

@@ -21,6 +21,10 @@ const (
 	SeqCls = "SEQ_CLS"
 	// TokenCls is a token classifier (PeftModelForTokenClassification).
 	TokenCls = "TOKEN_CLS"
+	// ImageCls is an image classifier, for which PEFT has no task type: adapter_config.json
+	// leaves task_type out (null), and PEFT wraps the model in a plain PeftModel, its
+	// modules_to_save as for the others.
+	ImageCls = ""
 )
 
 // Tensor is one tensor of the base model: its Hugging Face name and shape (dense weights
@@ -45,7 +49,7 @@ type Base struct {
 	// NameOrPath is the base model's Hub id or folder, written as
 	// base_model_name_or_path.
 	NameOrPath string
-	// TaskType is SeqCls or TokenCls.
+	// TaskType is SeqCls, TokenCls or ImageCls.
 	TaskType string
 	// Linears are the model's linear layers outside Head: the layers a target may name (a
 	// frozen layer of a head, such as ModernBERT's head.dense or DeBERTa's pooler.dense, is
@@ -83,8 +87,8 @@ func New(cfg Config, base Base) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if base.TaskType != SeqCls && base.TaskType != TokenCls {
-		return nil, fmt.Errorf("lora: task type %q: want %s or %s", base.TaskType, SeqCls, TokenCls)
+	if base.TaskType != SeqCls && base.TaskType != TokenCls && base.TaskType != ImageCls {
+		return nil, fmt.Errorf("lora: task type %q: want %s, %s or none (ImageCls)", base.TaskType, SeqCls, TokenCls)
 	}
 	a := &Adapter{cfg: cfg, base: base, targeted: map[string]Linear{}, train: map[string]bool{}}
 	for _, t := range cfg.TargetModules {

@@ -38,7 +38,7 @@ var modulesToSave = []string{"classifier", "score"}
 // LoraConfig's. PEFT fills the keys left out with its defaults.
 type peftConfig struct {
 	PeftType          string         `json:"peft_type"`
-	TaskType          string         `json:"task_type"`
+	TaskType          string         `json:"task_type,omitempty"` // none for ImageCls
 	BaseModel         *string        `json:"base_model_name_or_path"`
 	R                 int            `json:"r"`
 	LoraAlpha         float64        `json:"lora_alpha"`

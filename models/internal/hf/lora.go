@@ -10,8 +10,11 @@ const AdapterDir = "adapter"
 
 // LoRATask is the PEFT task type of a classifier with head h.
 func LoRATask(h Head) string {
-	if h == TokenClassification {
+	switch h {
+	case TokenClassification:
 		return lora.TokenCls
+	case ImageClassification:
+		return lora.ImageCls
 	}
 	return lora.SeqCls
 }

@@ -14,9 +14,14 @@ import (
 // Each registered family with a reference has a work of its own, named by the family
 // (modernbert: ModernBERT-base's shape; deberta: DeBERTa-v3-small's; bert: BERT-base's), at
 // B=8 L=128 on CPU (128 tokens: ModernBERT's local layers see a 128-token window, so at
-// shorter sequences they would be global ones) and B=32 L=128 on a GPU. PyTorch trains the
-// same config.json with transformers' class for the family (scripts/bench_torch.py, which
-// knows bert, modernbert and deberta).
+// shorter sequences they would be global ones) and B=32 L=128 on a GPU; an image family's
+// (vit: ViT-base/16's shape) at images of 224 pixels a side (Seq is the side), random
+// pixels. PyTorch trains the same config.json with transformers' class for the family
+// (scripts/bench_torch.py, which knows bert, modernbert and deberta).
+
+// imageSide is the image side of an image family's work (auto.Facts.Image): 224, the
+// released checkpoints' (ViT-base/16 at 224).
+const imageSide = 224
 
 // familyWork is the work of a registered family, named by it.
 func familyWork(f auto.Family) (struct{ CPU, GPU Spec }, bool) {
@@ -24,7 +29,11 @@ func familyWork(f auto.Family) (struct{ CPU, GPU Spec }, bool) {
 	if ref.Config == nil {
 		return struct{ CPU, GPU Spec }{}, false
 	}
-	s := Spec{Work: f.Name(), Family: f.ModelTypes()[0], Seq: 128, Hidden: ref.Shape.Hidden, Layers: ref.Shape.Layers,
+	seq := 128
+	if cfg, err := ref.Config(ref.Shape, imageSide); err == nil && cfg.Facts().Image != nil {
+		seq = imageSide // an image family's size is the image side
+	}
+	s := Spec{Work: f.Name(), Family: f.ModelTypes()[0], Seq: seq, Hidden: ref.Shape.Hidden, Layers: ref.Shape.Layers,
 		Heads: ref.Shape.Heads, FF: ref.Shape.FF, Vocab: ref.Shape.Vocab}
 	cpu, gpu := s, s
 	cpu.Batch, gpu.Batch = 8, 32
@@ -86,6 +95,19 @@ func (s Spec) familyConfig() ([]byte, error) {
 		return nil, err
 	}
 	return cfg.JSON()
+}
+
+// image is the image input of the spec's family (its Facts.Image), nil for a text family or
+// a spec without a family config.
+func (s Spec) image() *auto.ImageFacts {
+	if !s.IsBERT() {
+		return nil
+	}
+	cfg, err := s.config()
+	if err != nil {
+		return nil
+	}
+	return cfg.Facts().Image
 }
 
 // classifier is what the step needs of a sequence classifier: the Store provider the

@@ -72,7 +72,7 @@ func TestFamilyWorker(t *testing.T) {
 	for _, work := range Families() {
 		for _, precision := range []string{"fp32", "bf16"} {
 			t.Run(work+"/"+precision, func(t *testing.T) {
-				spec, err := ParseWork(work+":batch=2:seq=8:hidden=16:layers=2:heads=2:ff=32:vocab=64", false)
+				spec, err := ParseWork(work+":batch=2:seq=16:hidden=16:layers=2:heads=2:ff=32:vocab=64", false) // seq 16: a ViT's side is one 16-pixel patch
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -97,7 +97,8 @@ func newGoaccelRun(spec Spec) (*goaccelRun, error) {
 // syntheticBatch is a fixed random global batch of the spec's shape, split in spec.Devices
 // equal shards: MLP inputs uniform in [-0.5, 0.5) with 10 classes; classifier token ids
 // uniform in the vocabulary, no padding, 2 classes (inputs: ids, mask, and the token types,
-// all 0, for a family whose Logits takes them: auto.Facts.Inputs).
+// all 0, for a family whose Logits takes them: auto.Facts.Inputs); an image family's pixels
+// uniform in [-1, 1), [B, Seq, Seq, channels] (auto.Facts.Image), 2 classes.
 func syntheticBatch(spec Spec) *data.GlobalBatch {
 	rng := rand.New(rand.NewPCG(1, 2))
 	per := spec.Batch / spec.Devices
@@ -111,7 +112,14 @@ func syntheticBatch(spec Spec) *data.GlobalBatch {
 		var inputs []*tensors.Tensor
 		labels := make([]int32, per)
 		classes := 10
-		if spec.IsBERT() {
+		if img := spec.image(); img != nil {
+			classes = 2
+			x := make([]float32, per*spec.Seq*spec.Seq*img.Channels)
+			for i := range x {
+				x[i] = 2*rng.Float32() - 1
+			}
+			inputs = []*tensors.Tensor{tensors.FromFlatDataAndDimensions(x, per, spec.Seq, spec.Seq, img.Channels)}
+		} else if spec.IsBERT() {
 			classes = 2
 			n := per * spec.Seq
 			ids, mask, types := make([]int32, n), make([]int32, n), make([]int32, n)

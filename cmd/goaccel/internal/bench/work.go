@@ -87,8 +87,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("bench: %s: batch %d does not split evenly over %d devices", s.Work, s.Batch, s.Devices)
 	case s.Hidden <= 0 || s.Layers <= 0:
 		return fmt.Errorf("bench: %s: hidden and layers must be > 0", s.Work)
-	case s.IsBERT() && (s.Seq < 2 || s.Heads <= 0 || s.Hidden%s.Heads != 0 || s.FF <= 0 || s.Vocab <= 0):
-		return fmt.Errorf("bench: %s: needs seq >= 2, heads dividing hidden, ff > 0, vocab > 0", s.Work)
+	case s.IsBERT() && (s.Seq < 2 || s.Heads <= 0 || s.Hidden%s.Heads != 0 || s.FF <= 0 || (s.Vocab <= 0 && s.image() == nil)):
+		return fmt.Errorf("bench: %s: needs seq >= 2, heads dividing hidden, ff > 0, vocab > 0 (but for an image family)", s.Work)
 	}
 	if s.IsBERT() {
 		if _, err := s.familyConfig(); err != nil {

@@ -1,0 +1,119 @@
+package vit
+
+import (
+	"fmt"
+
+	"github.com/goaccel/goaccel/models/internal/hf"
+	"github.com/goaccel/goaccel/models/lora"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// LoadOptions configure LoadPretrained.
+type LoadOptions struct {
+	// NumLabels overrides the config's num_labels for a fresh classifier (0 keeps the
+	// config's). Another count than the config's drops its label names (id2label), which
+	// named the classes of another head.
+	NumLabels int
+	// LoadHead loads the classifier too (a fine-tuned ViTForImageClassification, such as one
+	// SavePretrained wrote), instead of initialising it fresh; the folder must then have
+	// "classifier.weight" and "classifier.bias" shaped for num_labels.
+	LoadHead bool
+}
+
+// LoadPretrained loads a ViT Hugging Face folder (config.json with model_type "vit",
+// model.safetensors or a sharded index) into store, under the variable paths of Classifier
+// (VarPath), and returns the classifier; the image processor is not this package's business.
+//
+// The encoder's tensors ("vit.*", or without the prefix as a bare ViTModel saves them) must
+// all be there; the classifier is loaded only with opts.LoadHead. ViTModel's pooler and the
+// masked-image-modeling decoder are passed over. F16, BF16 and F64 tensors are converted to
+// float32.
+//
+// Errors, each naming what is wrong, stop the load before any variable is written: a missing
+// folder, config.json or weights file, a configuration this package cannot build (naming the
+// config.json key), missing tensors, tensors whose shape or dtype differs from the config's,
+// and tensors of another architecture (or more layers than num_hidden_layers).
+func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifier, error) {
+	configPath, files, err := hf.WeightFiles(dir)
+	if err != nil {
+		return nil, fmt.Errorf("vit: %w", err)
+	}
+	cfg, err := LoadConfig(configPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := hf.CheckLoadHead(configPath, cfg.architectures, hf.ImageClassification, opts.LoadHead); err != nil {
+		return nil, fmt.Errorf("vit: %w", err)
+	}
+	if opts.NumLabels < 0 {
+		return nil, fmt.Errorf("vit: NumLabels must not be negative, got %d", opts.NumLabels)
+	}
+	if opts.NumLabels > 0 && opts.NumLabels != cfg.NumLabels {
+		cfg.NumLabels, cfg.Labels = opts.NumLabels, nil
+	}
+	if store == nil {
+		store = model.NewStore()
+	}
+	if err := hf.LoadWeights(files, store, cfg.weightPlan(opts.LoadHead), hf.VarPath); err != nil {
+		return nil, fmt.Errorf("vit: %w", err) // names the files, config.json and the tensors
+	}
+	return NewClassifier(cfg, store)
+}
+
+// weightPlan says which tensors LoadPretrained reads: the encoder, and the classifier with
+// withHead; the pooler and the other heads' tensors are passed over.
+func (c Config) weightPlan(withHead bool) hf.WeightPlan {
+	plan := hf.WeightPlan{Required: c.EncoderTensors(), Canonical: canonicalName, Ignore: ignoredTensor, Layers: c.NumHiddenLayers}
+	if withHead {
+		plan.Required = append(plan.Required, c.ClassifierTensors()...)
+	} else {
+		plan.Skipped = c.ClassifierTensors()
+	}
+	return plan
+}
+
+// folder is ViT's side of SavePretrained.
+var folder = hf.Folder[Config]{Family: "vit", Tensors: Config.Tensors, JSON: Config.JSON}
+
+// SavePretrained writes the classifier as a Hugging Face folder of ViTForImageClassification
+// that LoadPretrained (with LoadOptions.LoadHead) and transformers'
+// AutoModelForImageClassification read: config.json (Config.JSON: id2label, label2id,
+// problem_type) and model.safetensors with HF tensor names, float32. All of the classifier's
+// variables must have values (run the model once, or load it, first). Each file is written
+// atomically. The image processor's file is not this package's business.
+//
+// A classifier with a LoRA adapter is written merged (each targeted weight W +
+// (alpha/r)·B·A, PEFT's merge_and_unload), and its adapter is written too, as PEFT's files,
+// into the subfolder "adapter" (AdapterDir), which peft.PeftModel.from_pretrained reads onto
+// the base model.
+func SavePretrained(dir string, c *Classifier) error {
+	if c == nil {
+		return hf.SaveFolder(folder, dir, Config{}, nil)
+	}
+	return hf.SaveFolder(folder, dir, c.Config, &c.Base)
+}
+
+// AdapterDir is the subfolder of a SavePretrained folder that holds a LoRA classifier's
+// adapter, as PEFT's files.
+const AdapterDir = hf.AdapterDir
+
+// LoRABase describes the classifier of c to models/lora: model_type "vit", PEFT's task type
+// of an image classifier (none: task_type null, a PeftModel), its linear layers (each layer's
+// query, key, value, attention.output.dense, intermediate.dense and output.dense; the patch
+// embedding's convolution is not one), its head for PEFT (the classifier, modules_to_save,
+// trained and saved with the adapter) and its other tensors, frozen.
+func (c Config) LoRABase(baseNameOrPath string) lora.Base {
+	return hf.LoRABaseOf("vit", baseNameOrPath, hf.ImageClassification, c.Tensors(), c.ClassifierTensors())
+}
+
+// LoadAdapter attaches to the classifier the LoRA adapter saved in dir (PEFT's
+// adapter_config.json and adapter_model.safetensors) and loads its tensors and the
+// classifier's into the classifier's Store; nothing is attached or written on error.
+func LoadAdapter(dir string, c *Classifier) (*lora.Adapter, error) {
+	return hf.LoadAdapter(dir, &c.Base)
+}
+
+// SaveAdapter writes the classifier's LoRA adapter into dir as PEFT's files
+// (adapter_config.json, adapter_model.safetensors: A and B of the targeted layers and the
+// classifier), which peft.PeftModel.from_pretrained reads onto the base model.
+func SaveAdapter(dir string, c *Classifier) error { return hf.SaveAdapter(dir, &c.Base) }
