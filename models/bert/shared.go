@@ -36,20 +36,22 @@ const AdapterDir = hf.AdapterDir
 // PyFloat is a float64 that JSON writes as Python reads a float (2 is written 2.0), as
 // transformers 5's strict configuration dataclasses want.
 //
-// Deprecated: it is the one every family shares, which models/auto re-exports: use that.
+// Deprecated: the families of this module share it from an internal package; it stays for
+// existing users. Nothing replaces it: it is a float64 whose MarshalJSON adds ".0".
 type PyFloat = hf.PyFloat
 
 // ParseLabels reads a config.json's id2label and label2id, as encoding/json decodes them,
 // into class names by class id (see Config.Labels).
 //
-// Deprecated: models/auto re-exports the one every family shares: use that.
+// Deprecated: auto.Inspect reads a folder's class names (Info.Labels), and a loaded model
+// gives them (auto.Model.Labels).
 func ParseLabels(id2label, label2id map[string]any) ([]string, error) {
 	return hf.ParseLabels(id2label, label2id)
 }
 
 // ValidateLabels checks class names (Config.Labels: none, or numLabels distinct names).
 //
-// Deprecated: models/auto re-exports the one every family shares: use that.
+// Deprecated: auto.Load checks Options.Labels, and Config.Validate a Config's.
 func ValidateLabels(labels []string, numLabels int) error {
 	return hf.ValidateLabels(labels, numLabels)
 }
@@ -57,13 +59,13 @@ func ValidateLabels(labels []string, numLabels int) error {
 // ValidateProblemType refuses a problem_type transformers does not know (empty is
 // single-label classification).
 //
-// Deprecated: models/auto re-exports the one every family shares: use that.
+// Deprecated: auto.Load checks Options.ProblemType.
 func ValidateProblemType(p string) error { return hf.ValidateProblemType(p) }
 
 // ProblemTypeOrDefault is p, or single_label_classification when p is empty: what
 // config.json says.
 //
-// Deprecated: models/auto re-exports the one every family shares: use that.
+// Deprecated: auto.Model.ProblemType gives a loaded model's with the default applied.
 func ProblemTypeOrDefault(p string) string { return hf.ProblemTypeOrDefault(p) }
 
 // LabelName is the name of class i: labels[i], or transformers' default LABEL_i when labels
