@@ -11,10 +11,14 @@ import (
 // IgnoreIndex is the label of the token positions that do not count in token
 // classification: special tokens, padding, and the pieces of a word after its first
 // (PyTorch's CrossEntropyLoss ignore_index, and metrics.IgnoreIndex).
+//
+// Deprecated: it is text.IgnoreIndex, the task's (data/text).
 const IgnoreIndex = text.IgnoreIndex
 
 // AlignTags gives each token of a sentence encoded by EncodeWords its label, as run_ner.py
 // aligns word labels; it is text.AlignTags (the task's rule, shared by every processor).
+//
+// Deprecated: use text.AlignTags.
 func AlignTags(wordIDs []int32, tags []int, pieceTag func(tag int) int) ([]int32, error) {
 	return text.AlignTags(wordIDs, tags, pieceTag)
 }
