@@ -56,7 +56,7 @@ func NewClassifier(cfg Config, store *model.Store) (*Classifier, error) {
 }
 
 // Logits builds the classifier's forward pass: inputs are [input_ids, attention_mask,
-// token_type_ids] (integer [B, L] nodes, as models/bert's Tokenizer.Collate makes them;
+// token_type_ids] (integer [B, L] nodes, as the text processor's Process makes them (auto.LoadTokenizer);
 // attention_mask 1 for real tokens, 0 for padding; token_type_ids may be left out, and are
 // not read when type_vocab_size is 0, as in DeBERTa-v3) and the result is the float32
 // [B, num_labels] logits, or with Config.Head TokenClassification the float32 [B, L,

@@ -16,8 +16,8 @@ type LoadOptions = hf.LoadOptions
 
 // LoadPretrained loads a DeBERTa-v2/v3 Hugging Face folder (config.json with model_type
 // "deberta-v2", model.safetensors) into store, under the variable paths of Classifier
-// (VarPath), and returns the classifier. The tokenizer is models/bert's LoadTokenizer, which
-// reads a DeBERTa-v3 folder's spm.model.
+// (VarPath), and returns the classifier. The tokenizer is read apart, by auto.LoadTokenizer
+// or tokenizers.FromFolder, which read a DeBERTa-v3 folder's spm.model.
 //
 // The encoder's tensors ("deberta.*", or without the prefix as a bare DebertaV2Model saves
 // them) must all be there. The pooler ("pooler.dense") is loaded when the folder has it and
