@@ -66,6 +66,21 @@ type Base struct {
 	// Dropout is the family's dropout (rate on x, active only in training graphs); nil uses
 	// GoMLX's layers.DropoutStatic.
 	Dropout func(s *model.Scope, x *Node, rate float64) *Node
+	// PEFTModule maps a linear layer's module name (Linear.Module, from the tensor names of
+	// the model's folder) to the module's name in transformers' model as PEFT wraps it, where
+	// the two differ: transformers 5 loads some families' legacy tensor names into renamed
+	// modules (ViT's "vit.encoder.layer.0.attention.attention.query" is the module
+	// "vit.layers.0.attention.q_proj"), and PEFT names its tensors and target_modules by the
+	// modules. nil: the names are the same. A target module may name either.
+	PEFTModule func(module string) string
+}
+
+// peftModule is the module's name for PEFT (PEFTModule).
+func (b Base) peftModule(module string) string {
+	if b.PEFTModule == nil {
+		return module
+	}
+	return b.PEFTModule(module)
 }
 
 // Adapter is LoRA on a base model: the resolved Config, the targeted layers, and the rule
@@ -94,7 +109,7 @@ func New(cfg Config, base Base) (*Adapter, error) {
 	for _, t := range cfg.TargetModules {
 		found := false
 		for _, l := range base.Linears {
-			if matches(l.Module, t) {
+			if matches(l.Module, t) || matches(base.peftModule(l.Module), t) {
 				found = true
 				if _, dup := a.targeted[l.Module]; !dup {
 					a.targeted[l.Module] = l

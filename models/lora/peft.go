@@ -146,8 +146,8 @@ func (a *Adapter) names() []savedTensor {
 	var out []savedTensor
 	for _, l := range a.targets {
 		out = append(out,
-			savedTensor{keyPrefix + l.Module + ".lora_A.weight", varPath(l.Module + ".lora_A.weight"), []int{a.cfg.R, l.In}},
-			savedTensor{keyPrefix + l.Module + ".lora_B.weight", varPath(l.Module + ".lora_B.weight"), []int{l.Out, a.cfg.R}})
+			savedTensor{keyPrefix + a.base.peftModule(l.Module) + ".lora_A.weight", varPath(l.Module + ".lora_A.weight"), []int{a.cfg.R, l.In}},
+			savedTensor{keyPrefix + a.base.peftModule(l.Module) + ".lora_B.weight", varPath(l.Module + ".lora_B.weight"), []int{l.Out, a.cfg.R}})
 	}
 	for _, t := range a.base.Head {
 		out = append(out, savedTensor{keyPrefix + t.Name, varPath(t.Name), t.Dims})
@@ -191,6 +191,9 @@ func (a *Adapter) Save(dir string, store *model.Store) error {
 		base = &a.base.NameOrPath
 	}
 	targets := slices.Clone(a.cfg.TargetModules)
+	if a.base.PEFTModule != nil {
+		targets = a.peftTargets()
+	}
 	sort.Strings(targets)
 	pc := peftConfig{PeftType: "LORA", TaskType: a.base.TaskType, BaseModel: base, R: a.cfg.R,
 		LoraAlpha: a.cfg.Alpha, LoraDropout: a.cfg.Dropout, TargetModules: targets,
@@ -214,6 +217,30 @@ func (a *Adapter) Save(dir string, store *model.Store) error {
 		return fmt.Errorf("lora: Save: %w", err)
 	}
 	return nil
+}
+
+// peftTargets are the targeted layers as PEFT's target_modules names them (Base.PEFTModule):
+// the last parts of their module names ("q_proj") when those target these layers and no
+// other, else the module names in full.
+func (a *Adapter) peftTargets() []string {
+	var kinds, full []string
+	for _, l := range a.targets {
+		m := a.base.peftModule(l.Module)
+		full = append(full, m)
+		if kind := m[strings.LastIndex(m, ".")+1:]; !slices.Contains(kinds, kind) {
+			kinds = append(kinds, kind)
+		}
+	}
+	n := 0
+	for _, l := range a.base.Linears {
+		if slices.ContainsFunc(kinds, func(k string) bool { return matches(a.base.peftModule(l.Module), k) }) {
+			n++
+		}
+	}
+	if n == len(a.targets) {
+		return kinds
+	}
+	return full
 }
 
 // Load reads an adapter folder's adapter_model.safetensors into store: A and B of every

@@ -2,6 +2,7 @@ package vit
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/goaccel/goaccel/models/internal/hf"
 	"github.com/goaccel/goaccel/models/lora"
@@ -100,10 +101,39 @@ const AdapterDir = hf.AdapterDir
 // LoRABase describes the classifier of c to models/lora: model_type "vit", PEFT's task type
 // of an image classifier (none: task_type null, a PeftModel), its linear layers (each layer's
 // query, key, value, attention.output.dense, intermediate.dense and output.dense; the patch
-// embedding's convolution is not one), its head for PEFT (the classifier, modules_to_save,
-// trained and saved with the adapter) and its other tensors, frozen.
+// embedding's convolution is not one) with their names in transformers 5.25's modules for
+// PEFT (q_proj, k_proj, v_proj, o_proj, mlp.fc1, mlp.fc2: a target may name either, and
+// adapter_config.json and the adapter's tensors use these), its head for PEFT (the
+// classifier, modules_to_save, trained and saved with the adapter) and its other tensors,
+// frozen.
 func (c Config) LoRABase(baseNameOrPath string) lora.Base {
-	return hf.LoRABaseOf("vit", baseNameOrPath, hf.ImageClassification, c.Tensors(), c.ClassifierTensors())
+	b := hf.LoRABaseOf("vit", baseNameOrPath, hf.ImageClassification, c.Tensors(), c.ClassifierTensors())
+	b.PEFTModule = peftModule
+	return b
+}
+
+// peftModules are the modules of a ViT layer whose names transformers 5.25 changed: its
+// ViTForImageClassification loads the tensors of "vit.encoder.layer.N.<legacy>" into
+// "vit.layers.N.<module>", and PEFT names the modules.
+var peftModules = map[string]string{
+	"attention.attention.query": "attention.q_proj", "attention.attention.key": "attention.k_proj",
+	"attention.attention.value": "attention.v_proj", "attention.output.dense": "attention.o_proj",
+	"intermediate.dense": "mlp.fc1", "output.dense": "mlp.fc2",
+}
+
+// peftModule is a linear layer's module name as PEFT sees it in transformers 5.25's ViT
+// (lora.Base.PEFTModule): "vit.encoder.layer.3.attention.attention.query" is
+// "vit.layers.3.attention.q_proj"; other names are kept.
+func peftModule(module string) string {
+	rest, ok := strings.CutPrefix(module, "vit.encoder.layer.")
+	if !ok {
+		return module
+	}
+	index, legacy, ok := strings.Cut(rest, ".")
+	if renamed, known := peftModules[legacy]; ok && known {
+		return "vit.layers." + index + "." + renamed
+	}
+	return module
 }
 
 // LoadAdapter attaches to the classifier the LoRA adapter saved in dir (PEFT's
