@@ -3,6 +3,7 @@ package data
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 )
 
@@ -28,15 +29,33 @@ type skipError struct{ err error }
 func (e skipError) Error() string   { return e.err.Error() }
 func (e skipError) Unwrap() []error { return []error{e.err, ErrSkipped} }
 
-// skips counts the examples a loader left out.
+// SkippedExample is an example a loader left out (see Skip): its index in the dataset and
+// the error that names it (the file, and row for a table, as the dataset reports them).
+type SkippedExample struct {
+	Index int
+	Err   error
+}
+
+// maxSkipsKept bounds the skipped examples a loader keeps for SkippedExamples; the count
+// (Skipped) goes on past it.
+const maxSkipsKept = 1000
+
+// skips counts the examples a loader left out, and keeps the first maxSkipsKept.
 type skips struct {
 	n      atomic.Int64
 	onSkip func(index int, err error)
+	mu     sync.Mutex
+	kept   []SkippedExample
 }
 
 // note records that example index was left out for err.
 func (s *skips) note(index int, err error) {
-	s.n.Add(1)
+	s.mu.Lock()
+	if len(s.kept) < maxSkipsKept {
+		s.kept = append(s.kept, SkippedExample{Index: index, Err: err})
+	}
+	s.n.Add(1) // after kept grows: a reader never counts more than it can list (up to the bound)
+	s.mu.Unlock()
 	if s.onSkip != nil {
 		s.onSkip(index, err)
 	}
@@ -47,6 +66,15 @@ func (s *skips) note(index int, err error) {
 // broken for good counts once an epoch (and again if a batch is built twice, as after a
 // Restore). It is safe to call while a pass runs: the run's log prints it.
 func (l *loaderBase[T]) Skipped() int64 { return l.skips.n.Load() }
+
+// SkippedExamples lists the examples counted by Skipped in the order they were left out, the
+// first 1000 of them (the count goes on past that), for a run's log; safe to call while a
+// pass runs.
+func (l *loaderBase[T]) SkippedExamples() []SkippedExample {
+	l.skips.mu.Lock()
+	defer l.skips.mu.Unlock()
+	return append([]SkippedExample(nil), l.skips.kept...)
+}
 
 // standIns fills the slots of examples marked in out (left out: a zero value, or a copy of
 // one) with the first example that is not, so the global batch collates with the same

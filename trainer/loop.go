@@ -11,6 +11,7 @@ import (
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/checkpoint"
+	"github.com/goaccel/goaccel/data"
 	"github.com/goaccel/goaccel/trainer/progress"
 )
 
@@ -209,6 +210,11 @@ func (f *fit) trainRecord(epoch float64) error {
 	}
 	f.lossScaleRecord(&r)
 	r.DataWait, f.waits.sinceRecord = f.waits.sinceRecord.Seconds(), 0
+	var bad []data.SkippedExample
+	if r.BadExamples, bad = f.badTrain.since(); r.BadExamples > 0 {
+		f.notice("trainer: step %d: the loader left out %d broken training example(s): %s", f.step, r.BadExamples,
+			namedExamples(bad, r.BadExamples, 5))
+	}
 	if dt := time.Since(f.logAt).Seconds(); dt > 0 {
 		r.ExamplesPerSec = float64(f.examplesAtLog) / dt
 	}
@@ -396,6 +402,12 @@ func (f *fit) saveLast() error {
 // uninterrupted run would.
 func (f *fit) finish() error {
 	if line := f.waits.summary(); line != "" {
+		f.notice("trainer: %s", line)
+	}
+	if line := f.badTrain.summary("training data"); line != "" {
+		f.notice("trainer: %s", line)
+	}
+	if line := f.badEval.summary("evaluation data"); line != "" {
 		f.notice("trainer: %s", line)
 	}
 	if f.interrupted != nil {

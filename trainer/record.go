@@ -48,6 +48,10 @@ type Record struct {
 	// ("loss_scale" and "skipped_updates"); LossScale is 0 (both absent) otherwise.
 	LossScale      float64
 	SkippedUpdates int64
+	// BadExamples is the number of examples this process's training loader left out as
+	// broken (data.Skip: an undecodable image with SkipBad) since the previous training
+	// record ("bad_examples"); 0 is absent. The run's log names them.
+	BadExamples int64
 	// Eval holds the evaluation metrics.
 	Eval map[string]float64
 	// Time is the wall-clock time of the record (RFC 3339).
@@ -102,7 +106,8 @@ func (f field) tensorBoardTag(kind string) string {
 }
 
 // fields lists r's numbers other than its step, in the order metrics.jsonl writes them,
-// leaving out absent ones (NaN; loss_scale and skipped_updates when LossScale is 0). It is
+// leaving out absent ones (NaN; loss_scale and skipped_updates when LossScale is 0;
+// bad_examples when 0). It is
 // the one list that the JSON writer, CSVLogger and TensorBoardLogger all write, so that a
 // number added to Record reaches every file.
 func (r Record) fields() []field {
@@ -123,6 +128,9 @@ func (r Record) fields() []field {
 	if r.LossScale > 0 {
 		add(field{key: "loss_scale", v: r.LossScale})
 		add(field{key: "skipped_updates", integer: true, v: float64(r.SkippedUpdates)})
+	}
+	if r.BadExamples > 0 {
+		add(field{key: "bad_examples", integer: true, v: float64(r.BadExamples)})
 	}
 	add(field{key: "elapsed_s", v: r.Elapsed})
 	names := make([]string, 0, len(r.Eval))
@@ -199,6 +207,11 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 		out.LossScale = x
 		if err := json.Unmarshal(raw["skipped_updates"], &out.SkippedUpdates); err != nil {
 			return fmt.Errorf("field \"skipped_updates\": %w", err)
+		}
+	}
+	if v, ok := raw["bad_examples"]; ok {
+		if err := json.Unmarshal(v, &out.BadExamples); err != nil {
+			return fmt.Errorf("field \"bad_examples\": %w", err)
 		}
 	}
 	for _, f := range []struct {

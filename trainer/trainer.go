@@ -128,11 +128,13 @@ type fit struct {
 	best   *checkpoint.Manager
 	notice func(format string, args ...any)
 
-	waits          dataWaits // the training steps' waits for data (datawait.go)
-	ranksThrough   int       // the updates of the last ranks record (ranks.go)
-	step           int64     // optimizer updates done
-	micro          int64     // batches run by this job (the job was created at an update boundary)
-	spe            int       // steps (batches) per epoch
+	waits          dataWaits   // the training steps' waits for data (datawait.go)
+	badTrain       badExamples // the examples the sources left out as broken (badexamples.go)
+	badEval        badExamples
+	ranksThrough   int   // the updates of the last ranks record (ranks.go)
+	step           int64 // optimizer updates done
+	micro          int64 // batches run by this job (the job was created at an update boundary)
+	spe            int   // steps (batches) per epoch
 	start          time.Time
 	elapsed0       float64
 	logAt          time.Time // time of the last training record
@@ -187,7 +189,10 @@ func (t *Trainer) Fit(train, eval data.Source, cfg Config) (res *Result, err err
 		return nil, err
 	}
 	f := &fit{t: t, cfg: cfg, train: train, eval: eval, main: t.acc.IsMainProcess(), dir: cfg.OutputDir,
-		savedAt: -1, start: time.Now()}
+		savedAt: -1, start: time.Now(), badTrain: newBadExamples(train)}
+	if eval != nil {
+		f.badEval = newBadExamples(eval)
+	}
 	f.rs.LastEvalStep = -1
 	out := cfg.Output
 	if out == nil {
@@ -389,6 +394,7 @@ func (f *fit) buildModel() error {
 	if err := f.train.Restore(pos); err != nil {
 		return wrapf(err, "rewinding the training data after reading its first batch")
 	}
+	f.badTrain.forget() // the batches read for this are read again by the training
 	if first == nil {
 		return errors.New("trainer: the training data yields no batch")
 	}
