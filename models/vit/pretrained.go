@@ -1,7 +1,6 @@
 package vit
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/goaccel/goaccel/models/internal/hf"
@@ -35,28 +34,9 @@ type LoadOptions struct {
 // config.json key), missing tensors, tensors whose shape or dtype differs from the config's,
 // and tensors of another architecture (or more layers than num_hidden_layers).
 func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifier, error) {
-	configPath, files, err := hf.WeightFiles(dir)
-	if err != nil {
-		return nil, fmt.Errorf("vit: %w", err)
-	}
-	cfg, err := LoadConfig(configPath)
+	cfg, store, err := folder.LoadImage(dir, store, opts.NumLabels, opts.LoadHead)
 	if err != nil {
 		return nil, err
-	}
-	if err := hf.CheckLoadHead(configPath, cfg.architectures, hf.ImageClassification, opts.LoadHead); err != nil {
-		return nil, fmt.Errorf("vit: %w", err)
-	}
-	if opts.NumLabels < 0 {
-		return nil, fmt.Errorf("vit: NumLabels must not be negative, got %d", opts.NumLabels)
-	}
-	if opts.NumLabels > 0 && opts.NumLabels != cfg.NumLabels {
-		cfg.NumLabels, cfg.Labels = opts.NumLabels, nil
-	}
-	if store == nil {
-		store = model.NewStore()
-	}
-	if err := hf.LoadWeights(files, store, cfg.weightPlan(opts.LoadHead), hf.VarPath); err != nil {
-		return nil, fmt.Errorf("vit: %w", err) // names the files, config.json and the tensors
 	}
 	return NewClassifier(cfg, store)
 }
@@ -73,8 +53,11 @@ func (c Config) weightPlan(withHead bool) hf.WeightPlan {
 	return plan
 }
 
-// folder is ViT's side of SavePretrained.
-var folder = hf.Folder[Config]{Family: "vit", Tensors: Config.Tensors, JSON: Config.JSON}
+// folder is ViT's side of LoadPretrained and SavePretrained.
+var folder = hf.Folder[Config]{Family: "vit", LoadConfig: LoadConfig, WeightPlan: Config.weightPlan,
+	Tensors: Config.Tensors, JSON: Config.JSON, Task: func(c *Config) hf.TaskFields {
+		return hf.TaskFields{NumLabels: &c.NumLabels, Labels: &c.Labels, Architectures: c.architectures}
+	}}
 
 // SavePretrained writes the classifier as a Hugging Face folder of ViTForImageClassification
 // that LoadPretrained (with LoadOptions.LoadHead) and transformers'

@@ -2,11 +2,13 @@ package vit
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/goaccel/goaccel/checkpoint/safetensors"
 	"github.com/goaccel/goaccel/internal/testutil"
 	"github.com/goaccel/goaccel/models/internal/familytest"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -81,5 +83,66 @@ print(json.dumps({"logits": logits, "id2label": {str(k): v for k, v in m.config.
 	}
 	if out.Labels["3"] != "dog" || out.Problem != "multi_label_classification" {
 		t.Errorf("transformers read id2label %v, problem_type %q", out.Labels, out.Problem)
+	}
+}
+
+// TestLoadErrors: what a folder may get wrong, each error naming it: missing, misshapen and
+// unexpected tensors, config.json keys this package does not compute, another head; and the
+// bare ViTModel layout (no "vit." prefix, a pooler) loads.
+func TestLoadErrors(t *testing.T) {
+	without, set, case_ := familytest.Without, familytest.Set, familytest.Case[LoadOptions]
+	extra := func(l []safetensors.Named) []safetensors.Named {
+		return append(l, safetensors.Named{Name: "vit.encoder.layer.2.layernorm_before.weight", Tensor: tensors.FromValue(make([]float32, 32))})
+	}
+	bare := func(l []safetensors.Named) []safetensors.Named {
+		var out []safetensors.Named
+		for _, n := range l {
+			if strings.HasPrefix(n.Name, "classifier.") {
+				continue
+			}
+			out = append(out, safetensors.Named{Name: strings.TrimPrefix(n.Name, "vit."), Tensor: n.Tensor})
+		}
+		return append(out, safetensors.Named{Name: "pooler.dense.weight", Tensor: tensors.FromFlatDataAndDimensions(make([]float32, 32*32), 32, 32)})
+	}
+	familytest.CheckLoadErrors(t, filepath.Join("testdata", "tiny"), []familytest.LoadCase[LoadOptions]{
+		case_("control", nil, nil, LoadOptions{LoadHead: true}),
+		case_("bare ViTModel with a pooler", bare, set("architectures", []string{"ViTModel"}), LoadOptions{}),
+		case_("missing tensor", without("vit.encoder.layer.1.output.dense.weight"), nil, LoadOptions{},
+			"1 missing tensors: vit.encoder.layer.1.output.dense.weight"),
+		case_("missing classifier", without("classifier.bias"), nil, LoadOptions{LoadHead: true}, "missing tensors: classifier.bias"),
+		case_("wrong shape", nil, set("intermediate_size", 40), LoadOptions{},
+			"vit.encoder.layer.0.intermediate.dense.weight has shape [37 32], config wants [40 32]"),
+		case_("another patch size", nil, set("patch_size", 4), LoadOptions{}, "vit.embeddings.position_embeddings has shape"),
+		case_("no qkv_bias in the config", nil, set("qkv_bias", false), LoadOptions{}, "unexpected tensors", "attention.attention.key.bias"),
+		case_("more layers", extra, nil, LoadOptions{}, "unexpected tensors", "vit.encoder.layer.2.layernorm_before.weight"),
+		case_("bad activation", nil, set("hidden_act", "quick_gelu"), LoadOptions{}, "config.json", `hidden_act "quick_gelu"`),
+		case_("non-square image", nil, set("image_size", []int{32, 48}), LoadOptions{}, "image_size [32,48]", "square"),
+		case_("another head_dim", nil, set("head_dim", 16), LoadOptions{}, "head_dim 16"),
+		case_("a text head", nil, set("architectures", []string{"ViTForSequenceClassification"}), LoadOptions{}, "not an image classifier"),
+		case_("another model", nil, set("model_type", "deit"), LoadOptions{}, `model_type "deit" is not "vit"`),
+		case_("bad problem type", nil, set("problem_type", "ranking"), LoadOptions{}, `problem_type "ranking"`),
+		case_("negative labels", nil, nil, LoadOptions{NumLabels: -1}, "NumLabels must not be negative"),
+	}, func(dir string, opts LoadOptions) error {
+		_, err := LoadPretrained(dir, nil, opts)
+		return err
+	})
+}
+
+// TestBicubicMatrix: the resize matrix's rows sum to 1, and it resizes the ramp 0..3 to 6
+// samples as torch 2.15's interpolate(mode="bicubic", align_corners=False) does (values
+// printed by it): inside, and at the edges where the clamped neighbours bend the ramp.
+func TestBicubicMatrix(t *testing.T) {
+	m := bicubicMatrix(4, 6)
+	ramp := []float32{0, 1, 2, 3}
+	want := []float32{-0.08680558204650879, 0.40625, 1.2129627466201782, 1.7870371341705322, 2.59375, 3.086805820465088}
+	for i, row := range m {
+		sum, v := float32(0), float32(0)
+		for j, w := range row {
+			sum += w
+			v += w * ramp[j]
+		}
+		if math.Abs(float64(sum-1)) > 1e-6 || math.Abs(float64(v-want[i])) > 1e-6 {
+			t.Errorf("row %d: weights sum to %g, the ramp gives %g; want 1 and torch's %g", i, sum, v, want[i])
+		}
 	}
 }

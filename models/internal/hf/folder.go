@@ -83,6 +83,30 @@ type Folder[C any] struct {
 // weight plan read into store (a new Store when nil) by LoadWeights. Every error names what is
 // wrong and stops the load before any variable is written.
 func (f Folder[C]) Load(dir string, store *model.Store, opts LoadOptions) (C, *model.Store, error) {
+	return f.load(dir, store, opts.LoadHead, func(configPath string, t TaskFields) error { return opts.Apply(configPath, t) })
+}
+
+// LoadImage is Load for an image family, whose one head is ImageClassification: a folder
+// whose architectures names another head is refused with loadHead, and numLabels (> 0)
+// gives a fresh head of that many classes (another count than the config's drops its
+// names). The configuration's TaskFields.Head may be nil.
+func (f Folder[C]) LoadImage(dir string, store *model.Store, numLabels int, loadHead bool) (C, *model.Store, error) {
+	return f.load(dir, store, loadHead, func(configPath string, t TaskFields) error {
+		if err := CheckLoadHead(configPath, t.Architectures, ImageClassification, loadHead); err != nil {
+			return err
+		}
+		if numLabels < 0 {
+			return fmt.Errorf("NumLabels must not be negative, got %d", numLabels)
+		}
+		if numLabels > 0 && numLabels != *t.NumLabels {
+			*t.NumLabels, *t.Labels = numLabels, nil
+		}
+		return nil
+	})
+}
+
+// load is Load and LoadImage, apply setting the head of the config read at configPath.
+func (f Folder[C]) load(dir string, store *model.Store, withHead bool, apply func(configPath string, t TaskFields) error) (C, *model.Store, error) {
 	var zero C
 	configPath, files, err := WeightFiles(dir)
 	if err != nil {
@@ -92,13 +116,13 @@ func (f Folder[C]) Load(dir string, store *model.Store, opts LoadOptions) (C, *m
 	if err != nil {
 		return zero, nil, err
 	}
-	if err := opts.Apply(configPath, f.Task(&cfg)); err != nil {
+	if err := apply(configPath, f.Task(&cfg)); err != nil {
 		return zero, nil, fmt.Errorf("%s: %w", f.Family, err)
 	}
 	if store == nil {
 		store = model.NewStore()
 	}
-	if err := LoadWeights(files, store, f.WeightPlan(cfg, opts.LoadHead), VarPath); err != nil {
+	if err := LoadWeights(files, store, f.WeightPlan(cfg, withHead), VarPath); err != nil {
 		return zero, nil, fmt.Errorf("%s: %w", f.Family, err) // names the files, config.json and the tensors
 	}
 	return cfg, store, nil
