@@ -25,6 +25,9 @@ GO ?= go
 export GOMLX_NO_AUTO_INSTALL := 1
 export GOACCEL_HOME := $(DEPS)
 export PYTHONPATH := $(PYDEPS)$(if $(PYTHONPATH),:$(PYTHONPATH))
+# Tests never reach the Hugging Face Hub: a Hub id resolves from the cache alone (package hub's
+# tests clear it and talk to their own stand-in, hub/hubtest).
+TEST_ENV := HF_HUB_OFFLINE=1
 # The comparisons with PyTorch, transformers and PEFT run in the torch venv (torch-venv below)
 # when it is built; a GOACCEL_TORCH_PYTHON of the user's own wins.
 TORCH_VENV ?= $(HOME)/.cache/goaccel/venv-torch-2.15.0-tf5.25.0-peft0.21.2
@@ -62,16 +65,16 @@ NOT_MPI_PKGS = $$($(GO) list ./... | grep -v '/internal/mpi$$')
 test:
 	@$(MAKE) --no-print-directory -j4 deps vet
 	@$(MAKE) --no-print-directory deps-status
-	XLA_FLAGS="$(TIER1_XLA_FLAGS) $$XLA_FLAGS" $(GO) test -short -count=1 -timeout 30m $(NOT_MPI_PKGS)
-	XLA_FLAGS="$(TIER1_XLA_FLAGS) $$XLA_FLAGS" $(GO) test -short -count=1 -timeout 30m ./internal/mpi
+	$(TEST_ENV) XLA_FLAGS="$(TIER1_XLA_FLAGS) $$XLA_FLAGS" $(GO) test -short -count=1 -timeout 30m $(NOT_MPI_PKGS)
+	$(TEST_ENV) XLA_FLAGS="$(TIER1_XLA_FLAGS) $$XLA_FLAGS" $(GO) test -short -count=1 -timeout 30m ./internal/mpi
 
 # make test-all also builds the torch venv (torch-venv below) and runs the comparisons with
 # PyTorch, transformers and PEFT in it; make test runs them when that venv is already built.
 test-all:
 	@$(MAKE) --no-print-directory -j4 deps vet torch-venv
 	@$(MAKE) --no-print-directory deps-status GOACCEL_TORCH_PYTHON=$(TORCH_PYTHON)
-	GOACCEL_TORCH_PYTHON=$(TORCH_PYTHON) $(GO) test -count=1 -timeout 60m $(NOT_MPI_PKGS)
-	$(GO) test -count=1 -timeout 30m ./internal/mpi
+	$(TEST_ENV) GOACCEL_TORCH_PYTHON=$(TORCH_PYTHON) $(GO) test -count=1 -timeout 60m $(NOT_MPI_PKGS)
+	$(TEST_ENV) $(GO) test -count=1 -timeout 30m ./internal/mpi
 	$(MAKE) --no-print-directory fuzz FUZZTIME=3000x
 
 vet:

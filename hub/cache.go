@@ -25,8 +25,10 @@ func (c *Client) cachedCommit(repo Repo) string {
 	if err != nil {
 		return ""
 	}
+	// huggingface_hub writes the 40-hex commit and reads back whatever the file holds; any
+	// single folder name is taken here (trimmed), nothing that would leave snapshots/.
 	commit := strings.TrimSpace(string(b))
-	if !commitHash.MatchString(commit) {
+	if commit == "" || commit == "." || commit == ".." || strings.ContainsAny(commit, "/\\\x00") {
 		return ""
 	}
 	return commit

@@ -332,8 +332,10 @@ func statusError(resp *http.Response) error {
 	return e
 }
 
-// transient reports whether err is a failure to reach the Hub (network, timeout, 5xx, 429),
-// after which huggingface_hub falls back to the cache.
+// Unreachable reports whether err is a failure to reach the Hub (network, timeout, 5xx, 429),
+// after which huggingface_hub falls back to the cache, rather than an answer of the Hub.
+func Unreachable(err error) bool { return transient(err) }
+
 func transient(err error) bool {
 	var he *HTTPError
 	if errors.As(err, &he) {

@@ -11,6 +11,7 @@
 //	goaccel bench ...        goaccel against PyTorch on the same training works (see
 //	                         cmd/goaccel/internal/bench)
 //	goaccel estimate DIR     the memory plan per device of a BERT folder's training step
+//	goaccel download ID      a Hugging Face Hub repository into the cache shared with Python
 //
 // The command only parses flags and prints: the work is done by the accelerator and
 // trainer packages.
@@ -37,6 +38,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"launch":   launchCmd,
 	"bench":    benchCmd,
 	"estimate": estimateCmd,
+	"download": downloadCmd,
 	// bench-worker is started by bench, once per work; it is not listed in the usage.
 	"bench-worker": benchWorkerCmd,
 }
@@ -58,6 +60,9 @@ commands:
                     the memory plan per device of a BERT folder's training step (Adam):
                     --batch_size, --seq_len, --devices, --sharding, --mixed_precision, --device_memory;
                     exit status 3 when the plan does not fit --device_memory
+  download [flags] REPO_ID[@REVISION] [FILES...]
+                    a Hugging Face Hub repository into the cache huggingface_hub shares (hf download):
+                    --repo_type, --revision, --include, --exclude, --local_dir; prints the snapshot folder
 
 Run 'goaccel <command> --help' for a command's flags.
 `

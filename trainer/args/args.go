@@ -21,8 +21,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 
+	"github.com/goaccel/goaccel/internal/envvar"
+	"github.com/goaccel/goaccel/models/auto"
 	"github.com/goaccel/goaccel/models/lora"
 	"github.com/goaccel/goaccel/trainer"
 	flag "github.com/spf13/pflag"
@@ -32,6 +35,11 @@ import (
 type Training struct {
 	ModelDir  string // --model_dir (also --model_name_or_path)
 	OutputDir string // --output_dir
+
+	// The Hub: how a --model_dir that is a Hub id is downloaded (models/auto.HubOptions).
+	ModelRevision string // --model_revision
+	CacheDir      string // --cache_dir
+	Token         string // --token: never printed or saved
 
 	Epochs          int     // --epochs (also --num_train_epochs)
 	MaxSteps        int     // --max_steps: overrides --epochs when positive
@@ -104,6 +112,9 @@ func NewFlagSet(program string, aliases map[string]string) *flag.FlagSet {
 // AddFlags registers the shared flags in fs, with t's values as their defaults.
 func (t *Training) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&t.ModelDir, "model_dir", t.ModelDir, "Hugging Face folder or Hub id in the local Hugging Face cache (org/name[@revision]) of any family of the registry, models/auto (also --model_name_or_path)")
+	fs.StringVar(&t.ModelRevision, "model_revision", t.ModelRevision, "with a Hub id as --model_dir: the branch, tag or commit to download (as org/name@revision; default main)")
+	fs.StringVar(&t.CacheDir, "cache_dir", t.CacheDir, "the Hugging Face hub cache folder models are downloaded to and found in (default $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub)")
+	fs.StringVar(&t.Token, "token", t.Token, "a Hugging Face access token for a gated or private model (default $HF_TOKEN, else the file hf auth login wrote); sent to the Hub only")
 	fs.StringVar(&t.OutputDir, "output_dir", t.OutputDir, "run directory; empty: runs/<program>-<time>, or the interrupted run of the same command")
 	fs.IntVar(&t.Epochs, "epochs", t.Epochs, "number of epochs (also --num_train_epochs)")
 	fs.IntVar(&t.MaxSteps, "max_steps", t.MaxSteps, "optimizer steps of the whole run; overrides --epochs, as in Hugging Face (0: --epochs decides)")
@@ -149,6 +160,7 @@ func Parse(fs *flag.FlagSet, t *Training, argv []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
 	}
+	t.useHub()
 	switch {
 	case !fs.Changed("global_batch_size"):
 		return nil
@@ -159,6 +171,17 @@ func Parse(fs *flag.FlagSet, t *Training, argv []string) error {
 	}
 	t.BatchSize = 0
 	return nil
+}
+
+// useHub hands --model_revision, --cache_dir and --token to models/auto, which downloads a
+// Hub id named by --model_dir through them; the progress bars go to the standard error of
+// the first process of each machine.
+func (t *Training) useHub() {
+	o := auto.HubOptions{Revision: t.ModelRevision, CacheDir: t.CacheDir, Token: t.Token}
+	if r := envvar.LocalRank.Value(); r == "" || r == "0" {
+		o.Progress = os.Stderr
+	}
+	auto.SetHubOptions(o)
 }
 
 // Check refuses values of the shared flags that no layer below would name: the run's length,
@@ -177,8 +200,25 @@ func (t Training) Check() error {
 	if _, err := t.DropoutRate(); err != nil {
 		return err
 	}
+	if err := t.checkHub(); err != nil {
+		return err
+	}
 	_, err := t.LoRA()
 	return err
+}
+
+// checkHub refuses --model_revision and --token without a Hub id to apply them to: an empty
+// --model_dir or one that is a folder.
+func (t Training) checkHub() error {
+	st, err := os.Stat(t.ModelDir)
+	folder := t.ModelDir == "" || (err == nil && st.IsDir())
+	switch {
+	case folder && t.ModelRevision != "":
+		return fmt.Errorf("--model_revision %s: --model_dir %q is not a Hub id (org/name) to take it from", t.ModelRevision, t.ModelDir)
+	case folder && t.Token != "":
+		return fmt.Errorf("--token: --model_dir %q is not a Hub id (org/name) to download with it", t.ModelDir)
+	}
+	return nil
 }
 
 // DropoutRate is --dropout for the model's options: nil for a negative value (the model's own

@@ -233,12 +233,15 @@ func SharedBadFlags(t *testing.T, own map[string]string) (bad, none map[string]s
 		"warmup_steps": "-1", "max_grad_norm": "-1", "patience": "-1", "eval_steps": "-1", "save_steps": "-1",
 		"save_total_limit": "-1", "lora_r": "0", "lora_alpha": "-1", "lora_dropout": "1", "lora_target_modules": "q_lin",
 		// Hugging Face's names and the earlier --lr are aliases: the error names them as typed.
-		"num_train_epochs": "-1", "lr": "-1", "per_device_train_batch_size": "0", "model_name_or_path": "/nonexistent/model"}
+		"num_train_epochs": "-1", "lr": "-1", "per_device_train_batch_size": "0", "model_name_or_path": "/nonexistent/model",
+		// Without a Hub id as --model_dir there is nothing to apply them to.
+		"model_revision": "v2", "token": "hf_unused"}
 	for k, v := range own {
 		bad[k] = v
 	}
 	none = map[string]string{
 		"async_save":             "a boolean: both values are valid",
+		"cache_dir":              "any folder: created when a model is downloaded into it",
 		"gradient_checkpointing": "a boolean: both values are valid",
 		"do_predict":             "a boolean; without --test_file it is refused naming itself",
 		"seed":                   "any integer is a seed",

@@ -1,0 +1,156 @@
+package auto
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/goaccel/goaccel/hub"
+	"github.com/goaccel/goaccel/hub/hubtest"
+)
+
+// hubEnv points the process at a Hub stand-in and a fresh cache, online.
+func hubEnv(t *testing.T) (*hubtest.Server, string) {
+	t.Helper()
+	s := hubtest.NewServer()
+	t.Cleanup(s.Close)
+	cache := t.TempDir()
+	for _, v := range []string{"HF_HOME", "XDG_CACHE_HOME", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HUGGINGFACE_HUB_CACHE"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("HF_TOKEN_PATH", filepath.Join(cache, "no-token"))
+	t.Setenv("HF_ENDPOINT", s.URL)
+	t.Setenv("HF_HUB_CACHE", cache)
+	return s, cache
+}
+
+func folderFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = b
+	}
+	return files
+}
+
+// TestHubIDDownloadsWhatTheFamilyReads: a Hub id not in the cache is downloaded from the Hub
+// (the stand-in) with only the files goaccel reads, loads, and then resolves offline with no
+// request at all.
+func TestHubIDDownloadsWhatTheFamilyReads(t *testing.T) {
+	s, cache := hubEnv(t)
+	files := folderFiles(t, modernBERTFolder(t))
+	files["README.md"] = []byte("# tiny\n")
+	files["pytorch_model.bin"] = []byte("not read")
+	files["onnx/model.onnx"] = []byte("not read")
+	commit := s.Commit("model", "org/mb", files)
+	dir, err := Resolve("org/mb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(cache, "models--org--mb", "snapshots", commit); dir != want {
+		t.Errorf("Resolve = %s, want %s", dir, want)
+	}
+	var got []string
+	for _, r := range s.Requests() {
+		if r.Method == "HEAD" {
+			got = append(got, r.Path[strings.Index(r.Path, "/resolve/")+len("/resolve/")+len(commit)+1:]) // at the commit
+		}
+	}
+	for _, n := range got {
+		if n == "README.md" || n == "pytorch_model.bin" || strings.HasPrefix(n, "onnx") {
+			t.Errorf("fetched %s, which goaccel does not read", n)
+		}
+	}
+	if !slices.Contains(got, "model.safetensors") || !slices.Contains(got, "vocab.txt") {
+		t.Errorf("fetched %v", got)
+	}
+	m, err := Load("org/mb", nil, Options{MaxLen: 12})
+	if err != nil || m.Family != "modernbert" {
+		t.Fatalf("Load: %v", err)
+	}
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	n := len(s.Requests())
+	if again, err := Resolve("org/mb"); err != nil || again != dir {
+		t.Errorf("offline: %s %v", again, err)
+	}
+	if len(s.Requests()) != n {
+		t.Errorf("offline Resolve made %d requests", len(s.Requests())-n)
+	}
+}
+
+// TestHubIDOnlyPyTorchWeightsRefusedBeforeDownloading: a repository whose weights are only
+// pytorch_model.bin is refused, naming it and what goaccel reads, before any file is fetched.
+func TestHubIDOnlyPyTorchWeightsRefusedBeforeDownloading(t *testing.T) {
+	s, _ := hubEnv(t)
+	s.Commit("model", "org/old", map[string][]byte{"config.json": []byte(`{"model_type":"bert"}`), "pytorch_model.bin": []byte("x"), "vocab.txt": []byte("a\n")})
+	_, err := Resolve("org/old")
+	if err == nil || !strings.Contains(err.Error(), "pytorch_model.bin") || !strings.Contains(err.Error(), "model.safetensors") {
+		t.Fatalf("err = %v", err)
+	}
+	t.Logf("%v", err)
+	for _, r := range s.Requests() {
+		if strings.Contains(r.Path, "/resolve/") {
+			t.Errorf("fetched %s before refusing", r.Path)
+		}
+	}
+}
+
+// TestHubIDRevisionAndOptions: --model_revision (SetHubOptions) picks a tag; an "@revision"
+// that differs from it is an error; --cache_dir and --token reach the client.
+func TestHubIDRevisionAndOptions(t *testing.T) {
+	s, _ := hubEnv(t)
+	files := folderFiles(t, modernBERTFolder(t))
+	first := s.Commit("model", "org/mb", files)
+	s.Ref("model", "org/mb", "v1", first)
+	files["extra.txt"] = []byte("x")
+	s.Commit("model", "org/mb", files)
+	s.Token("hf_tok")
+	s.Protect("model", "org/mb", hubtest.Private, "hf_tok")
+	cache := t.TempDir()
+	SetHubOptions(HubOptions{Revision: "v1", CacheDir: cache, Token: "hf_tok"})
+	defer SetHubOptions(HubOptions{})
+	dir, err := Resolve("org/mb")
+	if err != nil || dir != filepath.Join(cache, "models--org--mb", "snapshots", first) {
+		t.Fatalf("Resolve with --model_revision v1: %s %v", dir, err)
+	}
+	if _, err := Resolve("org/mb@main"); err == nil || !strings.Contains(err.Error(), "--model_revision v1") {
+		t.Errorf("two revisions: %v", err)
+	}
+	SetHubOptions(HubOptions{CacheDir: cache})
+	if _, err := Resolve("org/other"); !errors.Is(err, hub.ErrRepoNotFound) {
+		t.Errorf("a repository the Hub does not know: %v", err)
+	}
+}
+
+func TestModelFilesShards(t *testing.T) {
+	var list []hub.Entry
+	for _, n := range []string{"config.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors",
+		"model-00002-of-00002.safetensors", "tokenizer.json", "README.md", "pytorch_model.bin"} {
+		list = append(list, hub.Entry{Path: n})
+	}
+	got, err := modelFiles("org/x", list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range got {
+		names = append(names, e.Path)
+	}
+	if s := strings.Join(names, ","); s != "config.json,model.safetensors.index.json,model-00001-of-00002.safetensors,model-00002-of-00002.safetensors,tokenizer.json" {
+		t.Errorf("chosen %s", s)
+	}
+	if _, err := modelFiles("org/x", list[4:6]); err == nil || !strings.Contains(err.Error(), "README.md") {
+		t.Errorf("no weights: %v", err)
+	}
+}
