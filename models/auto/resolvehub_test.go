@@ -1,8 +1,10 @@
 package auto
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/goaccel/goaccel/hub"
 	"github.com/goaccel/goaccel/hub/hubtest"
+	"github.com/goaccel/goaccel/internal/testutil"
 )
 
 // hubEnv points the process at a Hub stand-in and a fresh cache, online.
@@ -153,4 +156,64 @@ func TestModelFilesShards(t *testing.T) {
 	if _, err := modelFiles("org/x", list[4:6]); err == nil || !strings.Contains(err.Error(), "README.md") {
 		t.Errorf("no weights: %v", err)
 	}
+}
+
+// TestHubCacheSharedWithTransformers: transformers loads offline, by its Hub id, a model goaccel
+// downloaded from the stand-in; goaccel loads offline one huggingface_hub downloaded.
+func TestHubCacheSharedWithTransformers(t *testing.T) {
+	testutil.Long(t, "runs transformers")
+	py := testutil.TorchPython(t, "transformers loading what goaccel downloaded")
+	s, cache := hubEnv(t)
+	folder := modernBERTFolder(t)
+	s.Commit("model", "org/mb", folderFiles(t, folder))
+	if _, err := Resolve("org/mb"); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import sys, json, torch
+from transformers import AutoModel
+a = AutoModel.from_pretrained("org/mb")
+b = AutoModel.from_pretrained(sys.argv[1])
+print(json.dumps({"params": sum(p.numel() for p in a.parameters()),
+                  "same": all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))}))`
+	var got struct {
+		Params int  `json:"params"`
+		Same   bool `json:"same"`
+	}
+	cmd := exec.Command(py, "-c", script, folder)
+	cmd.Env = append(pythonEnv(), "HF_HUB_OFFLINE=1", "HF_HUB_CACHE="+cache)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("transformers: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil || !got.Same || got.Params == 0 {
+		t.Errorf("transformers from goaccel's download: %s (%v)", out, err)
+	}
+
+	// The other way: huggingface_hub downloads, goaccel reads it offline.
+	other := t.TempDir()
+	cmd = exec.Command(py, "-c", `from huggingface_hub import snapshot_download; print(snapshot_download("org/mb"))`)
+	cmd.Env = append(pythonEnv(), "HF_ENDPOINT="+s.URL, "HF_HUB_CACHE="+other, "HF_HUB_DISABLE_XET=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("huggingface_hub: %v\n%s", err, out)
+	}
+	t.Setenv("HF_HUB_CACHE", other)
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	m, err := Load("org/mb", nil, Options{MaxLen: 12})
+	if err != nil || m.Family != "modernbert" {
+		t.Fatalf("goaccel offline from huggingface_hub's download: %v", err)
+	}
+}
+
+// pythonEnv is this process's environment without the empty Hugging Face variables the tests
+// set (huggingface_hub reads an empty timeout as a bad number).
+func pythonEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); v != "" || !(strings.HasPrefix(k, "HF_") || strings.HasPrefix(k, "HUGGING") || k == "TRANSFORMERS_OFFLINE") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
