@@ -16,7 +16,8 @@ transformers' BertForSequenceClassification (2 labels) at the requested shape wi
 families' works, modernbert and deberta, are transformers' ModernBertForSequenceClassification and
 DebertaV2ForSequenceClassification built from the config.json that goaccel's family package writes
 for the work (--config, the JSON text; bench passes it), trained the same way, on input ids and an
-attention mask (no token types: ModernBERT has none, DeBERTa-v3's type_vocab_size is 0).
+attention mask (no token types: ModernBERT has none, DeBERTa-v3's type_vocab_size is 0); the vit
+work is ViTForImageClassification from its config.json, on random pixels of --seq pixels a side.
 
 It can also be run by hand for a one-off figure:
 
@@ -68,6 +69,8 @@ def build(args, torch, dev):
     kw = {"attn_implementation": args.attn} if args.attn else {}
     if args.work in ("modernbert", "deberta"):
         return build_family(args, torch, dev, g, kw)
+    if args.work == "vit":
+        return build_image_family(args, torch, dev, g, kw)
     from transformers import BertConfig, BertForSequenceClassification
     cfg = BertConfig(**kw, vocab_size=args.vocab, hidden_size=args.bert_hidden, num_hidden_layers=args.bert_layers,
                      num_attention_heads=args.bert_heads, intermediate_size=args.bert_ff,
@@ -101,9 +104,25 @@ def build_family(args, torch, dev, g, kw):
     return model, (lambda m: m(input_ids=ids, attention_mask=mask, labels=y).loss), opt
 
 
+def build_image_family(args, torch, dev, g, kw):
+    """The vit work: ViTForImageClassification from --config, random pixels of --seq pixels a side,
+    NCHW as transformers takes them (channels_last changes nothing for a ViT: its one convolution
+    is the patch embedding)."""
+    import transformers
+    if not args.config:
+        raise SystemExit("--work %s needs --config (the config.json goaccel's family package writes)" % args.work)
+    cfg = transformers.ViTConfig.from_dict(json.loads(args.config), **kw)
+    model = transformers.ViTForImageClassification(cfg).to(dev)
+    model.train()
+    x = (torch.rand(args.batch, cfg.num_channels, args.seq, args.seq, generator=g) * 2 - 1).to(dev)
+    y = torch.randint(0, 2, (args.batch,), generator=g).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+    return model, (lambda m: m(pixel_values=x, labels=y).loss), opt
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--work", choices=["mlp", "bert", "modernbert", "deberta"], required=True)
+    p.add_argument("--work", choices=["mlp", "bert", "modernbert", "deberta", "vit"], required=True)
     p.add_argument("--batch", type=int, required=True)
     p.add_argument("--hidden", type=int, default=1024)
     p.add_argument("--layers", type=int, default=4)
@@ -118,7 +137,7 @@ def main():
     p.add_argument("--device", default="", help="cpu or cuda (default: cuda when available)")
     p.add_argument("--threads", type=int, default=0, help="intra-op threads on CPU (0: leave torch's default)")
     p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--config", default="", help="modernbert, deberta: the model's config.json, as JSON text")
+    p.add_argument("--config", default="", help="modernbert, deberta, vit: the model's config.json, as JSON text")
     p.add_argument("--attn", default="", help="transformers attention implementation (eager, sdpa); default: its own")
     p.add_argument("--once", type=int, default=0, help="run this many timed steps, print one line and exit")
     args = p.parse_args()

@@ -12,7 +12,7 @@ import (
 
 // torchFamilies are the families scripts/bench_torch.py builds from a config.json (--work
 // NAME --config JSON): its own knowledge, not the registry's.
-var torchFamilies = []string{"modernbert", "deberta"}
+var torchFamilies = []string{"modernbert", "deberta", "vit"}
 
 // Spec is one measurement: a work (model and batch shape) at one precision on some devices.
 // The same Spec drives goaccel's worker and PyTorch's (scripts/bench_torch.py), so both train
