@@ -35,7 +35,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/goaccel/goaccel/accelerator"
 	"github.com/goaccel/goaccel/data"
@@ -138,9 +137,10 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	if msg := acc.SlowBackendWarning(params); msg != "" {
 		acc.Printf("%s", msg)
 	}
-	skips := &skipLog{acc: acc}
+	// With --skip_bad_images a broken image is masked out by the loaders; Fit's log and records
+	// count and name them (bad_examples).
 	cfg := data.LoaderConfig[image.Example]{BatchSize: o.BatchSize, GlobalBatchSize: o.GlobalBatchSize, Seed: o.Seed,
-		Workers: o.Workers, Collate: collate(proc.Process), OnSkip: skips.note}
+		Workers: o.Workers, Collate: collate(proc.Process)}
 	validLoader, err := data.NewLoader[image.Example](valid, cfg)
 	if err != nil {
 		return nil, 0, args.NameFlags(err)
@@ -174,9 +174,6 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	}
 	if res.Interrupted {
 		return res, intr.ExitCode(), nil
-	}
-	if n := trainLoader.Skipped() + validLoader.Skipped(); n > 0 {
-		acc.Printf("skipped %d images that do not decode (--skip_bad_images)", n)
 	}
 	acc.Printf("best validation accuracy %.4f (step %d of %d); best model (a Hugging Face folder) in %s", res.Best,
 		res.BestStep, res.Steps, res.BestCheckpoint)
@@ -439,18 +436,6 @@ func collate(process func([]*image.RGB) ([]*tensors.Tensor, error)) data.Collate
 		labels, err := data.ClassLabels(ids, func(i int) string { return batch[i].Source })
 		return inputs, labels, err
 	}
-}
-
-// skipLog prints each image left out by --skip_bad_images, from the loaders' workers.
-type skipLog struct {
-	mu  sync.Mutex
-	acc *accelerator.Accelerator
-}
-
-func (s *skipLog) note(_ int, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.acc.Printf("skipped: %v", err)
 }
 
 // listImages lists the image files below dir at any depth (image.Extensions, any case),

@@ -155,30 +155,19 @@ func TestFolderOfPNGs(t *testing.T) {
 
 	out := filepath.Join(root, "run")
 	log := exampletest.Run(t, nil, append(args, "--skip_bad_images", "--output_dir", out)...)
-	if !strings.Contains(log, "skipped: ") || !strings.Contains(log, "broken.png") || !strings.Contains(log, "predicted 9 images") {
+	if !strings.Contains(log, "broken example(s) of the training data") || !strings.Contains(log, "broken.png") ||
+		!strings.Contains(log, "predicted 9 images") || !strings.Contains(log, "(1 skipped)") {
 		t.Errorf("the log does not name the skipped images and the 9 predicted:\n%s", log)
 	}
+	bad := int64(0)
+	for _, r := range metrics(t, out) {
+		bad += r.BadExamples
+	}
+	if bad != 2 { // the broken training image, once an epoch
+		t.Errorf("metrics.jsonl counts %d bad examples, want 2 (one broken image, two epochs)", bad)
+	}
 	checkFolder(t, filepath.Join(out, "best"), slices.Sorted(slices.Values(syntheticClasses))) // class folders, sorted
-	lines, err := os.ReadFile(filepath.Join(out, "predict_results.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	type result struct {
-		File, Label string
-		Score       float64
-		TopK        []struct {
-			Label string
-			Score float64
-		} `json:"top_k"`
-	}
-	var results []result
-	for line := range strings.SplitSeq(strings.TrimSpace(string(lines)), "\n") {
-		var r result
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatal(err)
-		}
-		results = append(results, r)
-	}
+	results := readResults(t, out)
 	var files []string
 	for _, r := range results {
 		files = append(files, r.File)
@@ -201,6 +190,42 @@ func TestFolderOfPNGs(t *testing.T) {
 		t.Errorf("a broken image without --skip_bad_images: %v, want an error naming it:\n%s", err, b)
 	}
 
+	samePipeline(t, out, testDir, results)
+}
+
+// result is a line of predict_results.jsonl.
+type result struct {
+	File, Label string
+	Score       float64
+	TopK        []struct {
+		Label string
+		Score float64
+	} `json:"top_k"`
+}
+
+// readResults reads a run's predict_results.jsonl.
+func readResults(t *testing.T, out string) []result {
+	t.Helper()
+	lines, err := os.ReadFile(filepath.Join(out, "predict_results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []result
+	for line := range strings.SplitSeq(strings.TrimSpace(string(lines)), "\n") {
+		var r result
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		results = append(results, r)
+	}
+	return results
+}
+
+// samePipeline: with GOACCEL_TORCH_PYTHON, transformers' image-classification pipeline (the
+// Pillow processor) on the run's best/ gives each image of results (files of testDir) the
+// same top label and top 5, scores within 1e-4.
+func samePipeline(t *testing.T, out, testDir string, results []result) {
+	t.Helper()
 	py := testutil.TorchPython(t, "transformers' image-classification pipeline on best/")
 	var ref []struct {
 		File string
@@ -220,7 +245,11 @@ for f in json.loads(sys.argv[3]):
     out.append({"file": f, "top": clf(os.path.join(root, f), top_k=5)})
 print(json.dumps(out))
 `
-	fileList, _ := json.Marshal(want)
+	var files []string
+	for _, r := range results {
+		files = append(files, r.File)
+	}
+	fileList, _ := json.Marshal(files)
 	testutil.RunPythonJSON(t, "transformers' pipeline on best/", py, script, &ref, filepath.Join(out, "best"), testDir, string(fileList))
 	largest := 0.0
 	for i, r := range ref {
@@ -240,7 +269,8 @@ print(json.dumps(out))
 		}
 		largest = max(largest, worst)
 	}
-	t.Logf("transformers' pipeline on best/ over %d PNGs: the same top label and top 5; largest score difference %.3g", len(ref), largest)
+	t.Logf("transformers' pipeline on %s over %d images: the same top label and top 5; largest score difference %.3g",
+		filepath.Join(out, "best"), len(ref), largest)
 }
 
 // imageRow is a row of an image table as datasets' Image feature writes it to Parquet: a
