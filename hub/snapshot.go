@@ -147,3 +147,48 @@ func fnmatch(p string) (*regexp.Regexp, error) {
 	b.WriteString(`$`)
 	return regexp.Compile(b.String())
 }
+
+// ListFiles returns the commit of repo's revision and its files: from the Hub (the tree
+// cached in trees/<commit>.json as Snapshot keeps it), or, offline or with the Hub
+// unreachable, from the cache alone (that tree file, else the files of the cached snapshot).
+func (c *Client) ListFiles(ctx context.Context, repo Repo) (string, []Entry, error) {
+	if err := repo.check(); err != nil {
+		return "", nil, err
+	}
+	storage := filepath.Join(c.cache, repo.Folder())
+	commit, err := c.Revision(ctx, repo)
+	if err != nil {
+		if !c.offline && !transient(err) {
+			return "", nil, err
+		}
+		dir, cerr := c.cachedSnapshot(repo)
+		if cerr != nil {
+			return "", nil, fmt.Errorf("%w (%v)", cerr, err)
+		}
+		commit = filepath.Base(dir)
+		if files := readTree(storage, commit); files != nil {
+			return commit, files, nil
+		}
+		var files []Entry
+		werr := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, Entry{Path: filepath.ToSlash(rel), Type: "file"})
+			return nil
+		})
+		return commit, files, werr
+	}
+	files := readTree(storage, commit)
+	if files == nil {
+		if files, err = c.Files(ctx, Repo{ID: repo.ID, Type: repo.Type, Revision: commit}); err != nil {
+			return "", nil, err
+		}
+		writeTree(storage, commit, files)
+	}
+	if err := writeRef(storage, repo.revision(), commit); err != nil { // found offline later
+		return "", nil, fmt.Errorf("hub: %s: %w", repo, err)
+	}
+	return commit, files, nil
+}
