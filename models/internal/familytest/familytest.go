@@ -319,11 +319,6 @@ func (r *TrainRun) sgd() optimizer.Interface {
 // accelerator's backend.
 func (r *TrainRun) run(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, opt optimizer.Interface, steps int, precision string, done func()) []float64 {
 	t.Helper()
-	acc, err := accelerator.New(accelerator.Config{Backend: testutil.CPUPlugin(t), Devices: 1, Quiet: true, Seed: 1, MixedPrecision: precision})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer acc.Close()
 	var examples data.Slice[example]
 	size := len(r.Batches[0].Labels)
 	for _, b := range r.Batches {
@@ -334,7 +329,25 @@ func (r *TrainRun) run(t testing.TB, clf model.StoreProvider, logits func(s *mod
 			examples = append(examples, example{b.InputIDs[i], b.AttentionMask[i], b.Labels[i]})
 		}
 	}
-	loader, err := data.NewLoader(examples, data.LoaderConfig[example]{BatchSize: size, Collate: collate})
+	return trainSteps(t, examples, size, collate, clf, func(s *model.Scope, b accelerator.GraphBatch) *Node { return logits(s, b.Inputs) },
+		opt, steps, precision, done)
+}
+
+// trainSteps trains clf for steps steps of opt on examples in batches of size, taken in turn,
+// the way users train (accelerator.New, Prepare, TrainStep, CrossEntropy, Backward, on one
+// XLA CPU device, with the accelerator's MixedPrecision precision), and returns each step's
+// loss; done (when not nil) runs after the last step, while the variables' values are still
+// on the accelerator's backend.
+func trainSteps[E any](t testing.TB, examples data.Slice[E], size int, collate func([]E) ([]*tensors.Tensor, *tensors.Tensor, error),
+	clf model.StoreProvider, logits func(s *model.Scope, b accelerator.GraphBatch) *Node, opt optimizer.Interface, steps int,
+	precision string, done func()) []float64 {
+	t.Helper()
+	acc, err := accelerator.New(accelerator.Config{Backend: testutil.CPUPlugin(t), Devices: 1, Quiet: true, Seed: 1, MixedPrecision: precision})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acc.Close()
+	loader, err := data.NewLoader(examples, data.LoaderConfig[E]{BatchSize: size, Collate: collate})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +356,7 @@ func (r *TrainRun) run(t testing.TB, clf model.StoreProvider, logits func(s *mod
 		t.Fatal(err)
 	}
 	step := job.TrainStep(func(s *model.Scope, b accelerator.GraphBatch) *Node {
-		l := accelerator.CrossEntropy(logits(s, b.Inputs), b.Labels, b.Mask)
+		l := accelerator.CrossEntropy(logits(s, b), b.Labels, b.Mask)
 		acc.Backward(s, l)
 		return l
 	})
