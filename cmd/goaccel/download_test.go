@@ -16,13 +16,7 @@ import (
 func TestDownloadCommand(t *testing.T) {
 	s := hubtest.NewServer()
 	defer s.Close()
-	for _, v := range []string{"HF_HOME", "XDG_CACHE_HOME", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HUGGINGFACE_HUB_CACHE"} {
-		t.Setenv(v, "")
-	}
-	cache := t.TempDir()
-	t.Setenv("HF_TOKEN_PATH", filepath.Join(cache, "none"))
-	t.Setenv("HF_ENDPOINT", s.URL)
-	t.Setenv("HF_HUB_CACHE", cache)
+	cache := s.Setenv(t)
 	first := s.Commit("model", "org/m", map[string][]byte{"config.json": []byte("{}"), "model.safetensors": []byte("weights"), "README.md": []byte("#")})
 	s.Ref("model", "org/m", "v1", first)
 	s.Commit("model", "org/m", map[string][]byte{"config.json": []byte(`{"v":2}`)})

@@ -14,14 +14,7 @@ func hubDatasets(t *testing.T) (*hubtest.Server, string) {
 	t.Helper()
 	s := hubtest.NewServer()
 	t.Cleanup(s.Close)
-	cache := t.TempDir()
-	for _, v := range []string{"HF_HOME", "XDG_CACHE_HOME", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HUGGINGFACE_HUB_CACHE"} {
-		t.Setenv(v, "")
-	}
-	t.Setenv("HF_TOKEN_PATH", filepath.Join(cache, "none"))
-	t.Setenv("HF_ENDPOINT", s.URL)
-	t.Setenv("HF_HUB_CACHE", cache)
-	return s, cache
+	return s, s.Setenv(t)
 }
 
 // rel is each split's files relative to their snapshot folder, "split:a,b split:c".

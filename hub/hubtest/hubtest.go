@@ -47,6 +47,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // Access is who may read a repository.
@@ -124,6 +125,22 @@ func NewServer() *Server {
 	s.cdn = httptest.NewServer(http.HandlerFunc(s.serveCDN))
 	s.URL, s.CDNURL = s.hub.URL, s.cdn.URL
 	return s
+}
+
+// Setenv points the test's process at the stand-in (HF_ENDPOINT) and a fresh hub cache
+// (HF_HUB_CACHE, returned), online, with no token, none of the machine's own Hugging Face
+// variables left (t.Setenv: restored after the test).
+func (s *Server) Setenv(t testing.TB) (cache string) {
+	t.Helper()
+	cache = t.TempDir()
+	for _, v := range []string{"HF_HOME", "XDG_CACHE_HOME", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE",
+		"TRANSFORMERS_OFFLINE", "HUGGINGFACE_HUB_CACHE", "HF_HUB_ETAG_TIMEOUT", "HF_HUB_DOWNLOAD_TIMEOUT"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("HF_TOKEN_PATH", filepath.Join(cache, ".no-token"))
+	t.Setenv("HF_ENDPOINT", s.URL)
+	t.Setenv("HF_HUB_CACHE", cache)
+	return cache
 }
 
 // Close stops both servers.

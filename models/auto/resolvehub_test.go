@@ -20,14 +20,7 @@ func hubEnv(t *testing.T) (*hubtest.Server, string) {
 	t.Helper()
 	s := hubtest.NewServer()
 	t.Cleanup(s.Close)
-	cache := t.TempDir()
-	for _, v := range []string{"HF_HOME", "XDG_CACHE_HOME", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HUGGINGFACE_HUB_CACHE"} {
-		t.Setenv(v, "")
-	}
-	t.Setenv("HF_TOKEN_PATH", filepath.Join(cache, "no-token"))
-	t.Setenv("HF_ENDPOINT", s.URL)
-	t.Setenv("HF_HUB_CACHE", cache)
-	return s, cache
+	return s, s.Setenv(t)
 }
 
 func folderFiles(t *testing.T, dir string) map[string][]byte {
