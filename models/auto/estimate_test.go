@@ -27,6 +27,9 @@ func TestEveryFamilyHasABlank(t *testing.T) {
 		want := shape
 		if b.Facts.Image != nil {
 			want.Vocab = 0 // an image family has no vocabulary
+			if b.Facts.Image.PatchSize == 0 {
+				want.Heads, want.FF = 0, 0 // nor a convolutional one heads and a feed-forward width
+			}
 		}
 		if b.Facts.Shape != want || !slices.Contains(f.ModelTypes(), b.Family) || b.Classifier.NumParameters() == 0 {
 			t.Errorf("%s: blank %s of %+v, %d parameters; want %+v", f.Name(), b.Family, b.Facts, b.Classifier.NumParameters(), shape)

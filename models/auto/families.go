@@ -8,4 +8,6 @@ func init() {
 	mustRegister(modernBERTFamily)
 	mustRegister(debertaFamily)
 	mustRegister(vitFamily)
+	mustRegister(resnetFamily)
+	mustRegister(convnextFamily)
 }

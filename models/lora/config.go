@@ -48,13 +48,17 @@ var defaultTargets = map[string][]string{
 	"deberta-v2":  {"query_proj", "value_proj"},
 	"modernbert":  {"Wqkv"},
 	"vit":         {"query", "value"}, // PEFT has none; its image-classification guide's
+	// ConvNeXt: PEFT has none; goaccel adapts linear layers only (not PEFT's Conv2d LoRA),
+	// and a block's two linear layers are its inverted bottleneck's.
+	"convnext":   {"pwconv1", "pwconv2"},
+	"convnextv2": {"pwconv1", "pwconv2"},
 }
 
 // DefaultTargetModules returns the target modules a Config without TargetModules adapts for
 // a model_type (PEFT's defaults: query and value for bert, roberta, xlm-roberta and electra,
 // query_proj and value_proj for deberta-v2; goaccel's where PEFT has none: q_lin and v_lin
-// for distilbert, Wqkv for modernbert, query and value for vit), or nil when there is no
-// default for it.
+// for distilbert, Wqkv for modernbert, query and value for vit, pwconv1 and pwconv2 for
+// convnext and convnextv2), or nil when there is no default for it.
 func DefaultTargetModules(modelType string) []string {
 	return slices.Clone(defaultTargets[modelType])
 }
