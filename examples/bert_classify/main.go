@@ -23,10 +23,12 @@
 package main
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,6 +54,7 @@ type options struct {
 	args.Training
 	DataDir, TrainFile, ValidationFile, TextColumnNames, LabelColumnName, TextColumnDelimiter string
 	ProblemType, LabelDelimiter, TestFile                                                     string
+	DatasetName, DatasetConfigName, DatasetRevision                                           string
 	MaxLen                                                                                    int
 	TestSize                                                                                  float64
 
@@ -73,11 +76,14 @@ var aliases = map[string]string{"max_seq_length": "max_len"}
 func newFlagSet(o *options) *flag.FlagSet {
 	fs := args.NewFlagSet("bert_classify", aliases)
 	o.AddFlags(fs)
-	fs.Lookup("model_dir").Usage = "Hugging Face folder (config.json, model.safetensors, the tokenizer's files) or Hub id found in the local Hugging Face cache (org/name[@revision]) of a model whose model_type models/auto reads (" + strings.Join(auto.Families(), ", ") + "; also --model_name_or_path); its label names (id2label), if any, must be the data's; empty: a tiny random BERT"
+	fs.Lookup("model_dir").Usage = "Hugging Face folder (config.json, model.safetensors, the tokenizer's files) or Hub id (org/name[@revision], downloaded into the Hugging Face cache, or found there offline) of a model whose model_type models/auto reads (" + strings.Join(auto.Families(), ", ") + "; also --model_name_or_path); its label names (id2label), if any, must be the data's; empty: a tiny random BERT"
 	fs.Lookup("learning_rate").Usage = "peak learning rate of Adam (also --lr); 0: 2e-5 with --model_dir, 1e-3 for the tiny default model"
 	fs.Lookup("patience").Usage = "stop after this many evaluations without a better test accuracy (0: never)"
 	fs.Lookup("workers").Usage = "goroutines that tokenize and collate batches ahead of training"
 	fs.Lookup("do_predict").Usage = "after training, classify --test_file's texts with best/ and write predict_results.jsonl and .csv into the run directory"
+	fs.StringVar(&o.DatasetName, "dataset_name", "", "a data set of the Hugging Face Hub (org/name[@revision]): its train split (and validation, if any) downloaded as datasets finds them (data/table.FromHub), read as --train_file and --validation_file")
+	fs.StringVar(&o.DatasetConfigName, "dataset_config_name", "", "with --dataset_name: its configuration (empty: the default one)")
+	fs.StringVar(&o.DatasetRevision, "dataset_revision", "", "with --dataset_name: the branch, tag or commit (default main)")
 	fs.StringVar(&o.DataDir, "data_dir", "", "folder with one <name>.pos and one <name>.neg (a sentence per line); empty: the built-in sample")
 	fs.StringVar(&o.TrainFile, "train_file", "", "CSV, TSV, JSON Lines or Parquet file(s) to train on, by extension: comma-separated, globs allowed (train-*.parquet)")
 	fs.StringVar(&o.ValidationFile, "validation_file", "", "file(s) to evaluate on, as --train_file; empty: --test_size of the training files")
@@ -230,6 +236,9 @@ func fitConfig(o options, dir string, out io.Writer, intr *trainer.Interrupt, lo
 // loadData reads the built-in sentences, --data_dir or --train_file (recording its label map
 // in o, and so in config.json), and splits off the test set unless --validation_file is given.
 func loadData(o *options) (train, test data.Dataset[text.Labeled], err error) {
+	if err := hubDataset(o); err != nil {
+		return nil, nil, err
+	}
 	all := sample.Polarity() // the built-in sentences, or rt-polarity's pair of files, or --train_file:
 	switch {
 	case o.DataDir != "" && o.TrainFile != "":
@@ -392,6 +401,35 @@ func taskOf(problem table.Problem, m *auto.Model) (trainer.Task, string) {
 		return trainer.Regression(m.Logits), "loss"
 	}
 	return trainer.SingleLabelClassification(m.NumLabels(), m.Logits), "accuracy"
+}
+
+// hubDataset turns --dataset_name into --train_file and --validation_file: the data set's
+// splits, downloaded into the Hugging Face cache (offline: found there).
+func hubDataset(o *options) error {
+	switch {
+	case o.DatasetName == "" && o.DatasetConfigName != "":
+		return fmt.Errorf("--dataset_config_name %s needs --dataset_name", o.DatasetConfigName)
+	case o.DatasetName == "" && o.DatasetRevision != "":
+		return fmt.Errorf("--dataset_revision %s needs --dataset_name", o.DatasetRevision)
+	case o.DatasetName == "":
+		return nil
+	case o.TrainFile != "" || o.DataDir != "":
+		return fmt.Errorf("--dataset_name %s and --train_file or --data_dir are both given: give one", o.DatasetName)
+	}
+	splits, err := table.FromHub(context.Background(), table.HubDataset{Name: o.DatasetName, Config: o.DatasetConfigName,
+		Revision: o.DatasetRevision, CacheDir: o.CacheDir, Token: o.Token, Progress: os.Stderr})
+	if err != nil {
+		return fmt.Errorf("--dataset_name %s: %w", o.DatasetName, err)
+	}
+	if len(splits["train"]) == 0 {
+		names := slices.Sorted(maps.Keys(splits))
+		return fmt.Errorf("--dataset_name %s: no train split (its splits: %s)", o.DatasetName, strings.Join(names, ", "))
+	}
+	o.TrainFile = strings.Join(splits["train"], ",")
+	if o.ValidationFile == "" {
+		o.ValidationFile = strings.Join(splits["validation"], ",")
+	}
+	return nil
 }
 
 // nameTableFields renames the table Spec's fields in err to this program's flags.

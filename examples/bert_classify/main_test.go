@@ -211,6 +211,7 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		"train_file": "/nonexistent/train.csv", "validation_file": "/nonexistent/dev.csv", "text_column_names": "",
 		"label_column_name": "", "text_column_delimiter": "|", "problem_type": "ranking", "label_delimiter": "|", "test_file": "/nonexistent/test.csv",
 		"max_seq_length": "4096", // run_classification.py's alias of --max_len
+		"dataset_name":   "org/not-a-dataset", "dataset_config_name": "plain", "dataset_revision": "v2",
 	})
 	testutil.BadFlags(t, names, exampletest.ShortRunArgs, bad, none, exampletest.RunChild)
 }
