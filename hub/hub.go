@@ -182,6 +182,16 @@ func (e *HTTPError) Error() string {
 	if e.Message != "" {
 		fmt.Fprintf(&b, ": %s", e.Message)
 	}
+	switch e.kind {
+	case ErrRepoNotFound:
+		b.WriteString(" (check the id and --repo_type; a private repository needs a token with access: --token, $HF_TOKEN or the token file)")
+	case ErrGated:
+		b.WriteString(" (ask for access on the repository's page on the Hub, then give that account's token: --token, $HF_TOKEN or the token file)")
+	case ErrBadToken:
+		b.WriteString(" (the token given, by --token, $HF_TOKEN, $HUGGING_FACE_HUB_TOKEN or the token file, is not one the Hub knows)")
+	case ErrRevisionNotFound:
+		b.WriteString(" (no such branch, tag or commit)")
+	}
 	return b.String()
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goaccel/goaccel/hub"
 	"github.com/goaccel/goaccel/hub/hubtest"
@@ -512,4 +513,37 @@ func TestSnapshotFilterAndDatasets(t *testing.T) {
 			t.Errorf("dataset file asked at %s", r.Path)
 		}
 	}
+}
+
+// TestTimeouts: a Hub that does not answer the metadata request in the metadata timeout
+// ($HF_HUB_ETAG_TIMEOUT) is one that cannot be reached (the cache answers); a download that
+// gets no bytes for the download timeout ($HF_HUB_DOWNLOAD_TIMEOUT) fails naming it.
+func TestTimeouts(t *testing.T) {
+	s, _, commit := setup(t, hub.Options{})
+	t.Setenv("HF_HUB_ETAG_TIMEOUT", "1")
+	t.Setenv("HF_HUB_DOWNLOAD_TIMEOUT", "1")
+	c, err := hub.New(hub.Options{Endpoint: s.URL, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.Download(ctx, hub.Repo{ID: "org/tiny"}, "config.json"); err != nil {
+		t.Fatal(err)
+	}
+	s.StallHub(true)
+	start := time.Now()
+	p, err := c.Download(ctx, hub.Repo{ID: "org/tiny"}, "config.json")
+	if err != nil || !strings.Contains(p, commit) {
+		t.Errorf("a Hub past the metadata timeout, a cached file: %s %v", p, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the metadata timeout of 1 s took %s", d)
+	}
+	s.StallHub(false)
+	s.Stall("model.safetensors")
+	_, err = c.Download(ctx, hub.Repo{ID: "org/tiny"}, "model.safetensors")
+	if err == nil || !strings.Contains(err.Error(), "HF_HUB_DOWNLOAD_TIMEOUT") {
+		t.Errorf("a stalled download: %v", err)
+	}
+	t.Logf("stalled: %v", err)
 }

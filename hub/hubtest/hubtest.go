@@ -94,7 +94,9 @@ type Server struct {
 	cuts     map[string]*cut
 	corrupt  map[string]bool
 	holds    map[string]chan struct{}
+	stalls   map[string]bool
 	down     bool
+	stallHub bool
 	log      []Request
 }
 
@@ -120,7 +122,7 @@ type commitObj struct {
 // NewServer starts a stand-in; Close stops it.
 func NewServer() *Server {
 	s := &Server{PageSize: 1000, repos: map[string]*repo{}, renamed: map[string]string{}, tokens: map[string]bool{},
-		blobs: map[string][]byte{}, cuts: map[string]*cut{}, corrupt: map[string]bool{}, holds: map[string]chan struct{}{}}
+		blobs: map[string][]byte{}, cuts: map[string]*cut{}, corrupt: map[string]bool{}, holds: map[string]chan struct{}{}, stalls: map[string]bool{}}
 	s.hub = httptest.NewServer(http.HandlerFunc(s.serveHub))
 	s.cdn = httptest.NewServer(http.HandlerFunc(s.serveCDN))
 	s.URL, s.CDNURL = s.hub.URL, s.cdn.URL
@@ -276,6 +278,22 @@ func (s *Server) Hold(name string) (release func()) {
 	return func() { once.Do(func() { close(ch) }) }
 }
 
+// Stall makes answers carrying the bytes of the file name send their headers and then
+// nothing, until the client goes away (a download that stops making progress).
+func (s *Server) Stall(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stalls[name] = true
+}
+
+// StallHub makes the Hub (not the CDN) accept requests and never answer them until the client
+// goes away (a Hub too slow for the metadata timeout); StallHub(false) ends it.
+func (s *Server) StallHub(stall bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stallHub = stall
+}
+
 // Down makes the Hub (not the CDN) drop every connection without answering, as an
 // unreachable network would; Down(false) brings it back.
 func (s *Server) Down(down bool) {
@@ -399,11 +417,16 @@ func (rp *repo) commitOf(rev string) string {
 
 func (s *Server) serveHub(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	down := s.down
+	down, stall := s.down, s.stallHub
 	s.mu.Unlock()
 	if down {
 		s.record("hub", r, 0)
 		panic(http.ErrAbortHandler) // the connection closed with no answer
+	}
+	if stall {
+		s.record("hub", r, 0)
+		<-r.Context().Done()
+		return
 	}
 	parts := splitEscaped(r.URL.EscapedPath())
 	if len(parts) >= 3 && parts[0] == "api" && (parts[1] == "models" || parts[1] == "datasets") {
@@ -525,10 +548,18 @@ func (s *Server) serveBytes(w http.ResponseWriter, r *http.Request, server, name
 		}
 		panic(http.ErrAbortHandler) // the connection cut half-way
 	}
-	s.record(server, r, int64(len(body)))
 	s.mu.Lock()
-	hold := s.holds[name]
+	hold, stall := s.holds[name], s.stalls[name]
 	s.mu.Unlock()
+	if stall {
+		s.record(server, r, 0)
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		<-r.Context().Done()
+		return
+	}
+	s.record(server, r, int64(len(body)))
 	if hold != nil {
 		<-hold
 	}
