@@ -21,6 +21,7 @@ import (
 // estimateOptions are the flags of `goaccel estimate`.
 type estimateOptions struct {
 	batchSize, seqLen, devices, numLabels  int
+	imageSize                              int
 	sharding, mixedPrecision, deviceMemory string
 }
 
@@ -33,6 +34,7 @@ func estimateCmd(args []string, stdout, stderr io.Writer) int {
 	var o estimateOptions
 	fs.IntVar(&o.batchSize, "batch_size", 32, "per-device batch")
 	fs.IntVar(&o.seqLen, "seq_len", auto.DefaultMaxLen, "tokens per example, special tokens included")
+	fs.IntVar(&o.imageSize, "image_size", 0, "an image family's image side in pixels (0: config.json's image_size)")
 	fs.IntVar(&o.devices, "devices", 1, "XLA CPU devices the batch is sharded over (and the state, with --sharding)")
 	fs.IntVar(&o.numLabels, "num_labels", 0, "classes of the fresh classification head (0: the config's)")
 	fs.StringVar(&o.sharding, "sharding", "no", `"no", "zero1" (optimizer state sharded over the devices), "zero2" (and gradients), "zero3" (and weights)`)
@@ -60,7 +62,7 @@ func estimateCmd(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	plan, family, params, err := estimate(fs.Arg(0), o)
+	plan, family, input, params, err := estimate(fs.Arg(0), o)
 	if err != nil {
 		fmt.Fprintln(stderr, "goaccel estimate:", err)
 		return 1
@@ -69,8 +71,8 @@ func estimateCmd(args []string, stdout, stderr io.Writer) int {
 	if precision == "no" {
 		precision = "fp32"
 	}
-	fmt.Fprintf(stdout, "goaccel estimate: %s: %s classifier, %d parameters; per-device batch %d x seq_len %d on %d device(s), Adam, precision %s\n",
-		fs.Arg(0), family, params, o.batchSize, o.seqLen, o.devices, precision)
+	fmt.Fprintf(stdout, "goaccel estimate: %s: %s classifier, %d parameters; per-device batch %d x %s on %d device(s), Adam, precision %s\n",
+		fs.Arg(0), family, params, o.batchSize, input, o.devices, precision)
 	fmt.Fprintf(stdout, "goaccel: %s\n", plan)
 	if plan.Budget > 0 {
 		verdict := "fits"
@@ -105,39 +107,52 @@ func suggestFlag(fs *flag.FlagSet, err error) error {
 }
 
 // estimate compiles the classifier's training step for a synthetic batch and returns its
-// plan, the model's family (config.json's model_type, of any family models/auto loads) and
-// its parameter count.
-func estimate(dir string, o estimateOptions) (accelerator.MemoryPlan, string, int, error) {
+// plan, the model's family (config.json's model_type, of any family models/auto loads), its
+// input per example ("seq_len 128", or an image family's "224x224 images") and its
+// parameter count.
+func estimate(dir string, o estimateOptions) (accelerator.MemoryPlan, string, string, int, error) {
 	var zero accelerator.MemoryPlan
 	if err := o.check(); err != nil {
-		return zero, "", 0, err
+		return zero, "", "", 0, err
 	}
-	blank, err := auto.NewBlank(dir, o.numLabels, o.seqLen)
+	cfg, path, err := auto.ReadConfig(dir)
 	if err != nil {
-		return zero, "", 0, err
+		return zero, "", "", 0, err
+	}
+	size := o.seqLen
+	if cfg.Facts().Image != nil {
+		size = o.imageSize // 0: the config's
+	}
+	blank, err := auto.BlankOf(cfg, o.numLabels, size, path)
+	if err != nil {
+		return zero, "", "", 0, err
 	}
 	e, err := newEstimateJob(blank, o)
 	if err != nil {
-		return zero, "", 0, err
+		return zero, "", "", 0, err
 	}
 	defer e.acc.Close()
 	plan, err := e.train.MemoryPlan(e.batch)
 	if err != nil {
-		return zero, "", 0, err
+		return zero, "", "", 0, err
 	}
 	if o.sharding != "no" {
 		if plan, err = plan.WithSharding(o.sharding, o.devices); err != nil {
-			return zero, "", 0, fmt.Errorf("--sharding: %w", err)
+			return zero, "", "", 0, fmt.Errorf("--sharding: %w", err)
 		}
 	}
-	return plan, blank.Family, e.params, nil
+	input := fmt.Sprintf("seq_len %d", blank.Size)
+	if blank.Facts.Image != nil {
+		input = fmt.Sprintf("%dx%d images", blank.Size, blank.Size)
+	}
+	return plan, blank.Family, input, e.params, nil
 }
 
 // check refuses the shapes that no step has.
 func (o estimateOptions) check() error {
-	if o.batchSize < 1 || o.seqLen < 2 || o.devices < 1 || o.numLabels < 0 {
-		return fmt.Errorf("--batch_size %d, --seq_len %d, --devices %d, --num_labels %d: want >= 1, >= 2, >= 1 and >= 0",
-			o.batchSize, o.seqLen, o.devices, o.numLabels)
+	if o.batchSize < 1 || o.seqLen < 2 || o.devices < 1 || o.numLabels < 0 || o.imageSize < 0 {
+		return fmt.Errorf("--batch_size %d, --seq_len %d, --devices %d, --num_labels %d, --image_size %d: want >= 1, >= 2, >= 1, >= 0 and >= 0",
+			o.batchSize, o.seqLen, o.devices, o.numLabels, o.imageSize)
 	}
 	return nil
 }
@@ -178,8 +193,21 @@ func newEstimateJob(blank *auto.Blank, o estimateOptions) (*estimateJob, error) 
 		acc.Backward(s, l)
 		return l
 	})
-	return &estimateJob{acc: acc, train: train, batch: syntheticBatch(o.devices, o.batchSize, o.seqLen, blank.Inputs),
-		params: blank.Classifier.NumParameters()}, nil
+	batch := syntheticBatch(o.devices, o.batchSize, o.seqLen, blank.Inputs)
+	if img := blank.Facts.Image; img != nil {
+		batch = syntheticImages(o.devices, o.batchSize, blank.Size, img.Channels)
+	}
+	return &estimateJob{acc: acc, train: train, batch: batch, params: blank.Classifier.NumParameters()}, nil
+}
+
+// syntheticImages is a global batch of an image classifier's input (pixels, [b, side, side,
+// channels] float32, zeros) and labels for devices devices, every slot real.
+func syntheticImages(devices, b, side, channels int) *data.GlobalBatch {
+	gb := syntheticBatch(devices, b, 1, 0)
+	for _, sh := range gb.Shards {
+		sh.Inputs = []*tensors.Tensor{tensors.FromFlatDataAndDimensions(make([]float32, b*side*side*channels), b, side, side, channels)}
+	}
+	return gb
 }
 
 // syntheticBatch is a global batch of a text classifier's inputs (token ids, attention mask

@@ -12,6 +12,7 @@ import (
 	"github.com/goaccel/goaccel/models/auto/autotest"
 	"github.com/goaccel/goaccel/models/deberta"
 	"github.com/goaccel/goaccel/models/modernbert"
+	"github.com/goaccel/goaccel/models/vit"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -45,6 +46,9 @@ func TestEstimateEveryFamily(t *testing.T) {
 		}},
 		{"../../models/deberta/testdata/tiny", "deberta-v2", func(t *testing.T, config string) int {
 			return countOf(t, config, deberta.LoadConfig, func(c *deberta.Config) *int { return &c.NumLabels }, deberta.NewClassifier)
+		}},
+		{"../../models/vit/testdata/tiny", "vit", func(t *testing.T, config string) int { // 32x32 images, its image_size
+			return countOf(t, config, vit.LoadConfig, func(c *vit.Config) *int { return &c.NumLabels }, vit.NewClassifier)
 		}},
 	} {
 		t.Run(c.family, func(t *testing.T) {

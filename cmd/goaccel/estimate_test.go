@@ -264,7 +264,7 @@ func TestEstimateBadFlagsNameTheFlag(t *testing.T) {
 	}
 	testutil.BadFlags(t, names, func(*testing.T) []string { return []string{dir, "--seq_len", "8", "--batch_size", "2"} },
 		map[string]string{"batch_size": "0", "seq_len": "64", "devices": "0", "num_labels": "-1", "sharding": "fsdp",
-			"mixed_precision": "fp8", "device_memory": "lots"}, nil,
+			"mixed_precision": "fp8", "device_memory": "lots", "image_size": "-1"}, nil,
 		func(t *testing.T, args []string) (string, error) {
 			var out bytes.Buffer
 			if code := estimateCmd(args, &out, &out); code != 0 {
