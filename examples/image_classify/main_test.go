@@ -123,6 +123,16 @@ func TestDefaultRunLearns(t *testing.T) {
 	for _, sub := range []string{"best", "final"} {
 		checkFolder(t, filepath.Join(o.OutputDir, sub), syntheticClasses)
 	}
+	weights := func(sub string) []byte {
+		b, err := os.ReadFile(filepath.Join(o.OutputDir, sub, "model.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if same := bytes.Equal(weights("best"), weights("final")); same != (res.BestStep == res.Steps) {
+		t.Errorf("best/ (step %d) and final/ (step %d) hold the same weights: %v", res.BestStep, res.Steps, same)
+	}
 	again, _, err := run(o, io.Discard)
 	if err != nil || again.Steps != res.Steps || again.StopReason != "already complete" {
 		t.Errorf("the same flags on the finished run: %v, %d steps (%s), want %d and no more training", err, again.Steps,

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/goaccel/goaccel/examples/internal/exampletest"
+	"github.com/goaccel/goaccel/internal/testutil"
+)
+
+// transformersFolders are folders transformers wrote (random tiny checkpoints with their
+// preprocessor_config.json, 3 classes; scripts/make_vision_fixtures.py and models/vit's
+// fixture script), one per image family.
+var transformersFolders = map[string]string{
+	"vit":      "../../models/vit/testdata/tiny",
+	"resnet":   "../../models/resnet/testdata/basic",
+	"convnext": "../../models/convnext/testdata/tiny",
+}
+
+// TestFamiliesFineTune fine-tunes a ViT, a ResNet and a ConvNeXt folder written by
+// transformers through the program: on a folder of PNGs (6 classes: the 3-class head is
+// replaced with --ignore_mismatched_sizes, which the log says) with --do_predict on the
+// validation images, and on a Parquet file. Their best/ loads in transformers' pipeline,
+// which classifies the images as goaccel did (GOACCEL_TORCH_PYTHON). Without
+// --ignore_mismatched_sizes the run stops naming it. ResNet's and ConvNeXt's runs are tier 2
+// (about 30 s and 110 s on the 2-core machine).
+func TestFamiliesFineTune(t *testing.T) {
+	root := t.TempDir()
+	trainDir, validDir := filepath.Join(root, "train"), filepath.Join(root, "valid")
+	writeFolder(t, trainDir, 48, 6)
+	writeFolder(t, validDir, 12, 7)
+	table := filepath.Join(root, "train.parquet")
+	writeParquet(t, table, 48, 8)
+	for family, folder := range transformersFolders {
+		t.Run(family, func(t *testing.T) {
+			if family != "vit" {
+				testutil.Long(t, "fine-tuning the "+family+" folder twice (tier 1: vit's)")
+			}
+			out := filepath.Join(root, family)
+			log := exampletest.Run(t, nil, "--model_name_or_path", folder, "--ignore_mismatched_sizes", "--train_dir", trainDir,
+				"--validation_dir", validDir, "--epochs", "1", "--batch_size", "8", "--do_predict", "--test_dir", validDir,
+				"--output_dir", out, "--workers", "1")
+			if !strings.Contains(log, "model: "+family+" ") || !strings.Contains(log, "is not loaded: a new head of 6 classes") {
+				t.Errorf("the log does not say the %s model and its new head:\n%s", family, log)
+			}
+			samePipeline(t, out, validDir, readResults(t, out))
+
+			log = exampletest.Run(t, nil, "--model_name_or_path", folder, "--ignore_mismatched_sizes", "--train_file", table,
+				"--max_steps", "3", "--batch_size", "8", "--output_dir", filepath.Join(root, family+"-parquet"), "--workers", "1")
+			if !strings.Contains(log, "best validation accuracy") {
+				t.Errorf("Parquet:\n%s", log)
+			}
+		})
+	}
+	out, err := exampletest.RunChild(t, []string{"--backend", "go", "--model_name_or_path", transformersFolders["vit"],
+		"--train_dir", trainDir, "--output_dir", t.TempDir(), "--max_steps", "1"})
+	want := "has a head of 3 classes (num_labels in its config.json) and the data 6: add --ignore_mismatched_sizes"
+	if err == nil || !strings.Contains(out, want) || !strings.Contains(out, "--model_name_or_path "+transformersFolders["vit"]) {
+		t.Errorf("a 3-class head for 6 classes without --ignore_mismatched_sizes: %v, want %q naming the flag as typed:\n%s", err, want, out)
+	}
+}
