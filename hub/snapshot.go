@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/goaccel/goaccel/internal/envvar"
 )
 
 // Filter chooses the files of a snapshot.
@@ -35,7 +37,11 @@ func (c *Client) Snapshot(ctx context.Context, repo Repo, f Filter) (string, err
 		return "", err
 	}
 	if c.offline {
-		return c.cachedSnapshot(repo)
+		dir, err := c.cachedSnapshot(repo)
+		if err != nil {
+			return "", fmt.Errorf("%w (offline: $%s or $%s is set, or Options.Offline)", err, envvar.HFHubOffline.Name, envvar.TransformersOffline.Name)
+		}
+		return dir, nil
 	}
 	commit, err := c.Revision(ctx, repo)
 	if err != nil {
@@ -43,6 +49,7 @@ func (c *Client) Snapshot(ctx context.Context, repo Repo, f Filter) (string, err
 			if dir, cerr := c.cachedSnapshot(repo); cerr == nil {
 				return dir, nil
 			}
+			return "", fmt.Errorf("%w (and the cache %s has no snapshot of it)", err, c.cache)
 		}
 		return "", err
 	}
