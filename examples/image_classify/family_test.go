@@ -1,6 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	stdimage "image"
+	"image/color"
+	"image/jpeg"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,5 +63,37 @@ func TestFamiliesFineTune(t *testing.T) {
 	want := "has a head of 3 classes (num_labels in its config.json) and the data 6: add --ignore_mismatched_sizes"
 	if err == nil || !strings.Contains(out, want) || !strings.Contains(out, "--model_name_or_path "+transformersFolders["vit"]) {
 		t.Errorf("a 3-class head for 6 classes without --ignore_mismatched_sizes: %v, want %q naming the flag as typed:\n%s", err, want, out)
+	}
+}
+
+// TestJPEGsAgainstPipeline measures, on JPEG files (Go's encoder, quality 75, 4:2:0), how
+// often transformers' pipeline on best/ gives goaccel's top label and how far the scores are:
+// goaccel decodes JPEG with Go's inverse DCT, within 3 levels of Pillow's libjpeg-turbo
+// (docs/images.md), so the pixels in differ slightly; the PNG tests hold the exact case.
+func TestJPEGsAgainstPipeline(t *testing.T) {
+	root := t.TempDir()
+	jpegs := filepath.Join(root, "jpeg")
+	for i, ex := range synthetic(40, 9) {
+		img := stdimage.NewRGBA(stdimage.Rect(0, 0, ex.Image.Width, ex.Image.Height))
+		for y := range ex.Image.Height {
+			for x := range ex.Image.Width {
+				r, g, b := ex.Image.At(x, y)
+				img.SetRGBA(x, y, color.RGBA{r, g, b, 255})
+			}
+		}
+		var buf bytes.Buffer
+		if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 75}); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(jpegs, fmt.Sprintf("%02d.jpg", i)), buf.Bytes())
+	}
+	out := filepath.Join(root, "run")
+	exampletest.Run(t, nil, "--max_steps", "30", "--do_predict", "--test_dir", jpegs, "--output_dir", out, "--workers", "1")
+	results := readResults(t, out)
+	agree, largest := pipelineAgreement(t, out, jpegs, results, false)
+	t.Logf("JPEGs: transformers' pipeline on best/ gives goaccel's top label to %d of %d images; largest top-5 score difference %.3g",
+		agree, len(results), largest)
+	if agree < len(results)*9/10 {
+		t.Errorf("transformers agrees with goaccel on %d of %d JPEGs, want at least 90%%", agree, len(results))
 	}
 }
