@@ -78,11 +78,9 @@ func loadViT(dir string, store *model.Store, req LoadRequest) (*vit.Classifier, 
 		return nil, nil, fmt.Errorf("auto: Options.ImageSize %d: must not be negative", req.ImageSize)
 	}
 	if req.ImageSize > 0 {
-		if proc.Size.ShortestEdge != 0 {
-			return nil, nil, fmt.Errorf("auto: %s: %s resizes the shortest edge to %d: Options.ImageSize wants a processor of a fixed height and width",
-				dir, ImageProcessorFile, proc.Size.ShortestEdge)
+		if err := proc.SetOutputSize(req.ImageSize); err != nil {
+			return nil, nil, fmt.Errorf("auto: %s: Options.ImageSize %d: %w", dir, req.ImageSize, err)
 		}
-		proc.Size = ImageSize{Height: req.ImageSize, Width: req.ImageSize}
 	}
 	h, w, ok := proc.OutputSize()
 	if !ok {
