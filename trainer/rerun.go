@@ -57,7 +57,7 @@ func ChooseRunDir(acc *accelerator.Accelerator, dir, name string) (string, error
 		for i := len(marks) - 1; i >= 0; i-- {
 			var m interruptMark
 			raw, err := os.ReadFile(marks[i])
-			if err == nil && json.Unmarshal(raw, &m) == nil && slices.Equal(withoutOutputDir(m.Args), withoutOutputDir(os.Args[1:])) {
+			if err == nil && json.Unmarshal(raw, &m) == nil && slices.Equal(withoutOutputDir(m.Args), withoutOutputDir(withoutToken(os.Args[1:]))) {
 				dir = filepath.Dir(marks[i])
 				note = fmt.Sprintf("the interrupted run of this command, stopped by %s at step %d; resuming it; "+
 					"give --output_dir for a new run", m.Signal, m.Step)
@@ -87,7 +87,7 @@ func markInterrupted(acc *accelerator.Accelerator, dir string, sig os.Signal, st
 		return nil
 	}
 	cmd := resumeCommand(dir)
-	raw, err := json.MarshalIndent(interruptMark{Signal: signalName(sig), Step: step, Command: cmd, Args: os.Args[1:]}, "", "  ")
+	raw, err := json.MarshalIndent(interruptMark{Signal: signalName(sig), Step: step, Command: cmd, Args: withoutToken(os.Args[1:])}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("trainer: marking the interruption: %w", err)
 	}
@@ -130,7 +130,7 @@ func resumeCommand(dir string) string {
 	if pkg := goRunPackage(); pkg != "" {
 		args = []string{"go", "run", pkg}
 	}
-	rest := os.Args[1:]
+	rest := withoutToken(os.Args[1:])
 	args = append(args, rest...)
 	if len(withoutOutputDir(rest)) == len(rest) {
 		args = append(args, "--output_dir", dir)
@@ -138,17 +138,25 @@ func resumeCommand(dir string) string {
 	return shell.Join(args)
 }
 
-// withoutOutputDir is args without --output_dir and its value (any spelling: dashes or
+// withoutToken is args without --token and its value (trainer/args' Hub token): the mark and
+// the resume command never hold it (the resumed run finds the model in the cache, or the token
+// in $HF_TOKEN or the token file).
+func withoutToken(args []string) []string { return withoutFlag(args, "token") }
+
+// withoutOutputDir is args without --output_dir and its value.
+func withoutOutputDir(args []string) []string { return withoutFlag(args, "output_dir") }
+
+// withoutFlag is args without the flag name and its value (any spelling: dashes or
 // underscores, "=value" or the next argument).
-func withoutOutputDir(args []string) []string {
+func withoutFlag(args []string, name string) []string {
 	out := []string{}
 	for i := 0; i < len(args); i++ {
 		norm := strings.ReplaceAll(args[i], "-", "_")
-		if norm == "__output_dir" {
+		if norm == "__"+name {
 			i++
 			continue
 		}
-		if strings.HasPrefix(norm, "__output_dir=") {
+		if strings.HasPrefix(norm, "__"+name+"=") {
 			continue
 		}
 		out = append(out, args[i])

@@ -83,3 +83,17 @@ func TestResumeCommandLine(t *testing.T) {
 		t.Errorf("resumeCommand = %q, want %q", got, want)
 	}
 }
+
+// TestResumeCommandHoldsNoToken: --token's value (trainer/args' Hub token), in any spelling,
+// is in neither the resume command nor the interruption mark's arguments.
+func TestResumeCommandHoldsNoToken(t *testing.T) {
+	oldArgs := os.Args
+	defer func() { os.Args = oldArgs }()
+	os.Args = []string{"/bin/prog", "--token", "hf_secret1", "--epochs=2", "--token=hf_secret2", "--output_dir", "d"}
+	if got, want := resumeCommand("d"), "/bin/prog --epochs=2 --output_dir d"; got != want {
+		t.Errorf("resumeCommand = %q, want %q", got, want)
+	}
+	if got := withoutToken(os.Args[1:]); strings.Contains(strings.Join(got, " "), "hf_secret") {
+		t.Errorf("the mark's arguments %v", got)
+	}
+}
