@@ -547,3 +547,16 @@ func TestTimeouts(t *testing.T) {
 	}
 	t.Logf("stalled: %v", err)
 }
+
+// TestProgressBarPerFile: with Options.Progress, a download draws its bar there, naming the
+// repository and the file.
+func TestProgressBarPerFile(t *testing.T) {
+	var bar bytes.Buffer
+	_, c, _ := setup(t, hub.Options{Progress: &bar})
+	if _, err := c.Download(context.Background(), hub.Repo{ID: "org/tiny"}, "model.safetensors"); err != nil {
+		t.Fatal(err)
+	}
+	if got := bar.String(); !strings.Contains(got, "org/tiny: model.safetensors") || !strings.Contains(got, "100%") {
+		t.Errorf("progress output %q", got)
+	}
+}
