@@ -13,6 +13,8 @@
 //	go run ./examples/image_classify --train_dir ~/data/pets/train --validation_dir ~/data/pets/val \
 //	    --model_name_or_path models-cache/vit-base-patch16-224 --ignore_mismatched_sizes
 //	go run ./examples/image_classify --train_file 'train-*.parquet' --image_column_name image
+//	go run ./examples/image_classify --dataset_name org/pets --model_name_or_path google/vit-base-patch16-224 \
+//	    --ignore_mismatched_sizes                                     # both from the Hugging Face Hub
 //	go run ./examples/image_classify --train_dir d --do_predict --test_dir unlabelled/
 //
 // The run directory (--output_dir, printed first) gets config.json, metrics.jsonl,
@@ -24,11 +26,13 @@
 package main
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -53,11 +57,12 @@ import (
 // run_image_classification.py's own, with goaccel's additions.
 type options struct {
 	args.Training
-	DatasetName, TrainDir, ValidationDir, TestDir, TrainFile, ValidationFile string
-	ImageColumnName, LabelColumnName                                         string
-	TrainValSplit                                                            float64
-	MaxTrainSamples, MaxEvalSamples                                          int
-	IgnoreMismatchedSizes, SkipBadImages                                     bool
+	DatasetName, DatasetConfigName, DatasetRevision             string
+	TrainDir, ValidationDir, TestDir, TrainFile, ValidationFile string
+	ImageColumnName, LabelColumnName                            string
+	TrainValSplit                                               float64
+	MaxTrainSamples, MaxEvalSamples                             int
+	IgnoreMismatchedSizes, SkipBadImages                        bool
 }
 
 func defaultOptions() options {
@@ -74,7 +79,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Lookup("patience").Usage = "stop after this many evaluations without a better validation accuracy (0: never)"
 	fs.Lookup("workers").Usage = "goroutines that decode, augment and collate images ahead of training"
 	fs.Lookup("do_predict").Usage = "after training, classify --test_dir's images with best/ and write predict_results.jsonl and .csv (file names, top 5 labels) into the run directory"
-	fs.StringVar(&o.DatasetName, "dataset_name", "", "a dataset of the Hugging Face Hub: not read yet (the Hub is another issue); use --train_dir or --train_file")
+	fs.StringVar(&o.DatasetName, "dataset_name", "", "a data set of the Hugging Face Hub (org/name[@revision]) of Parquet or JSON Lines files with an image column: its train split (and validation, if any) downloaded as datasets finds them (data/table.FromHub), read as --train_file and --validation_file")
+	fs.StringVar(&o.DatasetConfigName, "dataset_config_name", "", "with --dataset_name: its configuration (empty: the default one)")
+	fs.StringVar(&o.DatasetRevision, "dataset_revision", "", "with --dataset_name: the branch, tag or commit (default main)")
 	fs.StringVar(&o.TrainDir, "train_dir", "", "folder of class folders (torchvision's ImageFolder: the first folder below is the label), or of images with a metadata.jsonl/.csv (imagefolder)")
 	fs.StringVar(&o.ValidationDir, "validation_dir", "", "validation images, as --train_dir, with its classes; empty: --train_val_split of the training images")
 	fs.StringVar(&o.TrainFile, "train_file", "", "Parquet or JSON Lines file(s) with an image column (Hugging Face's Image feature, or paths) and a label column: comma-separated, globs allowed")
@@ -197,17 +204,20 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 func checkFlags(o options) error {
 	d := defaultOptions()
 	switch {
-	case o.DatasetName != "":
-		return fmt.Errorf("--dataset_name %s: datasets of the Hugging Face Hub are not read yet; give the images with --train_dir "+
-			"(class folders) or --train_file (Parquet or JSON Lines with an image column)", o.DatasetName)
+	case o.DatasetName == "" && o.DatasetConfigName != "":
+		return fmt.Errorf("--dataset_config_name %s needs --dataset_name", o.DatasetConfigName)
+	case o.DatasetName == "" && o.DatasetRevision != "":
+		return fmt.Errorf("--dataset_revision %s needs --dataset_name", o.DatasetRevision)
+	case o.DatasetName != "" && (o.TrainDir != "" || o.TrainFile != ""):
+		return fmt.Errorf("--dataset_name %s and --train_dir or --train_file are both given: give one", o.DatasetName)
 	case o.TrainDir != "" && o.TrainFile != "":
 		return fmt.Errorf("--train_dir %s and --train_file %s are both given: give one", o.TrainDir, o.TrainFile)
 	case o.ValidationDir != "" && o.TrainDir == "":
 		return fmt.Errorf("--validation_dir %s needs --train_dir", o.ValidationDir)
-	case o.ValidationFile != "" && o.TrainFile == "":
+	case o.ValidationFile != "" && o.TrainFile == "" && o.DatasetName == "":
 		return fmt.Errorf("--validation_file %s needs --train_file", o.ValidationFile)
-	case o.TrainFile == "" && (o.ImageColumnName != d.ImageColumnName || o.LabelColumnName != d.LabelColumnName):
-		return fmt.Errorf("--image_column_name %q, --label_column_name %q: the columns of --train_file, which is not given",
+	case o.TrainFile == "" && o.DatasetName == "" && (o.ImageColumnName != d.ImageColumnName || o.LabelColumnName != d.LabelColumnName):
+		return fmt.Errorf("--image_column_name %q, --label_column_name %q: the columns of --train_file or --dataset_name, neither given",
 			o.ImageColumnName, o.LabelColumnName)
 	case o.ImageColumnName == "" || o.LabelColumnName == "":
 		return fmt.Errorf("--image_column_name %q, --label_column_name %q: a column name is empty", o.ImageColumnName, o.LabelColumnName)
@@ -229,6 +239,11 @@ func checkFlags(o options) error {
 // one of either split with --train_val_split, or the built-in set; then --max_train_samples
 // and --max_eval_samples. classes are the label names, by class id.
 func loadData(o options) (train, valid data.Dataset[image.Example], classes []string, err error) {
+	if o.DatasetName != "" {
+		if o.TrainFile, o.ValidationFile, err = hubDataset(o); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	switch {
 	case o.TrainDir != "":
 		f, err := image.OpenFolder(o.TrainDir, image.FolderOptions{SkipBad: o.SkipBadImages})
@@ -268,6 +283,26 @@ func loadData(o options) (train, valid data.Dataset[image.Example], classes []st
 		train, valid = t, v
 	}
 	return sample(train, o.MaxTrainSamples, o.Seed), sample(valid, o.MaxEvalSamples, o.Seed), classes, nil
+}
+
+// hubDataset is --dataset_name's train and validation files (comma-separated; the
+// validation ones "" when it has no such split, or when --validation_file is given), downloaded
+// into the Hugging Face cache (offline: found there).
+func hubDataset(o options) (trainFiles, validationFiles string, err error) {
+	splits, err := table.FromHub(context.Background(), table.HubDataset{Name: o.DatasetName, Config: o.DatasetConfigName,
+		Revision: o.DatasetRevision, CacheDir: o.CacheDir, Token: o.Token, Progress: os.Stderr})
+	if err != nil {
+		return "", "", fmt.Errorf("--dataset_name %s: %w", o.DatasetName, err)
+	}
+	if len(splits["train"]) == 0 {
+		return "", "", fmt.Errorf("--dataset_name %s: no train split (its splits: %s)", o.DatasetName,
+			strings.Join(slices.Sorted(maps.Keys(splits)), ", "))
+	}
+	validationFiles = o.ValidationFile
+	if validationFiles == "" {
+		validationFiles = strings.Join(splits["validation"], ",")
+	}
+	return strings.Join(splits["train"], ","), validationFiles, nil
 }
 
 // openTable opens the files of flag (comma-separated, globs) as one image table of
@@ -413,7 +448,8 @@ func fitConfig(o options, dir string, out io.Writer, intr *trainer.Interrupt, lo
 	if o.ModelDir != "" {
 		lr = 5e-5 // the Trainer's default, run_image_classification.py's
 	}
-	extra := map[string]any{"train_dir": o.TrainDir, "validation_dir": o.ValidationDir, "train_file": o.TrainFile,
+	extra := map[string]any{"dataset_name": o.DatasetName, "dataset_config_name": o.DatasetConfigName,
+		"dataset_revision": o.DatasetRevision, "train_dir": o.TrainDir, "validation_dir": o.ValidationDir, "train_file": o.TrainFile,
 		"validation_file": o.ValidationFile, "image_column_name": o.ImageColumnName, "label_column_name": o.LabelColumnName,
 		"train_val_split": o.TrainValSplit, "max_train_samples": o.MaxTrainSamples, "max_eval_samples": o.MaxEvalSamples,
 		"ignore_mismatched_sizes": o.IgnoreMismatchedSizes, "skip_bad_images": o.SkipBadImages, "labels": m.Labels()}

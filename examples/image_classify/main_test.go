@@ -413,7 +413,7 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 	o := defaultOptions()
 	names := exampletest.FlagNames(newFlagSet(&o), nil)
 	bad, none := exampletest.SharedBadFlags(t, map[string]string{
-		"dataset_name": "beans", "train_dir": "/nonexistent/train", "validation_dir": "/nonexistent/valid",
+		"dataset_name": "not/a/repo id", "dataset_config_name": "full", "dataset_revision": "v1", "train_dir": "/nonexistent/train", "validation_dir": "/nonexistent/valid",
 		"train_file": "/nonexistent/train.parquet", "validation_file": "/nonexistent/valid.parquet", "test_dir": "/nonexistent/test",
 		"image_column_name": "", "label_column_name": "", "train_val_split": "1", "max_train_samples": "-1", "max_eval_samples": "-1",
 	})
