@@ -452,3 +452,20 @@ func TestFlags(t *testing.T) {
 		t.Errorf("flags:\n got %+v\nwant %+v", o, want)
 	}
 }
+
+// TestLoRAMixedPrecisionCheckpointing: the shared flags reach the image model: --use_peft
+// trains a LoRA adapter (written beside best/ as PEFT's files, the classifier among the
+// modules saved whole), and --mixed_precision bf16 with --gradient_checkpointing trains.
+func TestLoRAMixedPrecisionCheckpointing(t *testing.T) {
+	root := t.TempDir()
+	exampletest.Run(t, nil, "--use_peft", "--max_steps", "3", "--output_dir", filepath.Join(root, "lora"), "--workers", "1")
+	b, err := os.ReadFile(filepath.Join(root, "lora", "best", "adapter", "adapter_config.json"))
+	if err != nil || !strings.Contains(string(b), `"classifier"`) {
+		t.Errorf("best/adapter/adapter_config.json: %v\n%s", err, b)
+	}
+	log := exampletest.Run(t, nil, "--mixed_precision", "bf16", "--gradient_checkpointing", "--max_steps", "3",
+		"--output_dir", filepath.Join(root, "bf16"), "--workers", "1")
+	if !strings.Contains(log, "precision bf16") || len(stepLosses(t, filepath.Join(root, "bf16"))) == 0 {
+		t.Errorf("bf16 with gradient checkpointing:\n%s", log)
+	}
+}
