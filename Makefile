@@ -120,6 +120,13 @@ fuzz:
 	    $(GO) test $$dir -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME); \
 	  done; \
 	done
+	@# FuzzDecode again through libjpeg-turbo (-tags goaccel_libjpeg, cgo), where its headers are.
+	@if printf '#include <stdio.h>\n#include <jpeglib.h>\n' | $${CC:-cc} -E -x c - >/dev/null 2>&1; then \
+	  echo "fuzz: ./data/image FuzzDecode, -tags goaccel_libjpeg ($(FUZZTIME))"; \
+	  $(GO) test -tags goaccel_libjpeg ./data/image -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME); \
+	else \
+	  echo "fuzz: SKIPPED FuzzDecode with -tags goaccel_libjpeg: no jpeglib.h for $${CC:-cc} (apt-get install libjpeg62-turbo-dev)"; \
+	fi
 
 # deps installs XLA's CPU PJRT plugin (pip package lammps-jax-pjrt-cpu, the .so only) and MPICH
 # (for the multi-process tests) with `goaccel setup --dir .deps`, then the Python packages of the
