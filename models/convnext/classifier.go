@@ -93,10 +93,25 @@ func (c *Classifier) Encoder(s *model.Scope, pixels *Node) *Node {
 			x = c.conv(ds.At("1"), x, convnet.Conv{Out: width, Kernel: 2, Stride: 2, Bias: true})
 		}
 		for j := range cfg.Depths[i] {
-			x = c.block(st.At("layers").At("%d", j), remat.Begin(c.Store(), random, x, checkpoint), rates[i][j])
+			x = c.block(st.At("layers").At("%d", j), c.checkpoint(x, random), rates[i][j])
 		}
 	}
-	return remat.End(c.Store(), random, x, checkpoint)
+	if !checkpoint {
+		return x
+	}
+	d := x.Shape().Dimensions
+	return Reshape(remat.End(c.Store(), random, Reshape(x, d[0], d[1]*d[2], d[3]), true), d...)
+}
+
+// checkpoint marks a block's input x [B, H, W, C] as kept for the backward pass with Config.GradientCheckpointing
+// (remat, which wants [B, L, C] inputs: x is seen as [B, H·W, C]), the Store's random state
+// tied to it when drop path draws (random).
+func (c *Classifier) checkpoint(x *Node, random bool) *Node {
+	if !c.Config.GradientCheckpointing {
+		return x
+	}
+	d := x.Shape().Dimensions
+	return Reshape(remat.Begin(c.Store(), random, Reshape(x, d[0], d[1]*d[2], d[3]), true), d...)
 }
 
 // Head pools the last hidden state [B, h, w, hidden_sizes[-1]] over its spatial axes, applies
@@ -153,7 +168,8 @@ func (c *Classifier) dropPath(s *model.Scope, x *Node, rate float64) *Node {
 	}
 	keep := 1 - rate
 	u := c.Store().RandomUniform(x.Graph(), shapes.Make(x.DType(), x.Shape().Dimensions[0], 1, 1, 1))
-	return Mul(DivScalar(x, keep), Floor(AddScalar(u, keep)))
+	kept := StopGradient(ConvertDType(GreaterOrEqual(u, Scalar(x.Graph(), u.DType(), rate)), x.DType())) // floor(u + keep)
+	return Mul(DivScalar(x, keep), kept)
 }
 
 // conv is a Conv2d with the family's initialisation: N(0, initializer_range²), zero bias.

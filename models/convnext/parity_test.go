@@ -67,6 +67,9 @@ func TestTrainingParity(t *testing.T) {
 	f := loadFixtures(t)
 	for name, m := range f.Models {
 		t.Run(name, func(t *testing.T) {
+			if name == "v2" {
+				testutil.Long(t, "compiles a second ConvNeXt training graph, about 40 s on 2 cores (tier 1: tiny's)")
+			}
 			clf := loadFixture(t, m, LoadOptions{LoadHead: true})
 			clf.Config.DropPathRate = 0
 			var weights float64

@@ -61,5 +61,21 @@ func SavePretrained(dir string, c *Classifier) error {
 // two), its head for PEFT (the classifier, which trains and is saved with the
 // adapter) and its other tensors, frozen.
 func (c Config) LoRABase(baseNameOrPath string) lora.Base {
-	return hf.LoRABaseOf(c.ModelType, baseNameOrPath, hf.ImageClassification, c.Tensors(), c.ClassifierTensors())
+	return hf.LoRABaseOf(c.ModelType, baseNameOrPath, hf.ImageClassification, convnet.StoreLayout(c.Tensors(), isKernel), c.ClassifierTensors())
 }
+
+// LoadAdapter attaches to the classifier the LoRA adapter saved in dir (PEFT's
+// adapter_config.json and adapter_model.safetensors) and loads its tensors and the
+// classifier's into the classifier's Store; nothing is attached or written on error.
+func LoadAdapter(dir string, c *Classifier) (*lora.Adapter, error) {
+	return hf.LoadAdapter(dir, &c.Base)
+}
+
+// SaveAdapter writes the classifier's LoRA adapter into dir as PEFT's files, which
+// peft.PeftModel.from_pretrained reads onto the base model (PEFT has no task type for image
+// classification: none is written, and modules_to_save is the classifier).
+func SaveAdapter(dir string, c *Classifier) error { return hf.SaveAdapter(dir, &c.Base) }
+
+// AdapterDir is the subfolder of a SavePretrained folder that holds a LoRA classifier's
+// adapter, as PEFT's files.
+const AdapterDir = hf.AdapterDir

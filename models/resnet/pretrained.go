@@ -60,7 +60,7 @@ func SavePretrained(dir string, c *Classifier) error {
 // LoRABase describes the classifier to models/lora (its tensors, the classifier as PEFT's
 // head); it lists no linear layer: see AttachLoRA.
 func (c Config) LoRABase(baseNameOrPath string) lora.Base {
-	return hf.LoRABaseOf("resnet", baseNameOrPath, hf.ImageClassification, convnet.Floats(c.Tensors()), c.ClassifierTensors())
+	return hf.LoRABaseOf("resnet", baseNameOrPath, hf.ImageClassification, convnet.StoreLayout(c.Tensors(), isKernel), c.ClassifierTensors())
 }
 
 // ErrNoLoRA is AttachLoRA's error: ResNet has no linear layer but its classifier. Its

@@ -47,8 +47,9 @@ type Init struct {
 }
 
 // Conv2D applies c to x [B, H, W, in] with the variables "weight" (HWIO) and "bias" in scope
-// s, and returns float32 [B, H', W', Out]. Under mixed precision (compute) the product runs
-// on its dtype's operands; the result is float32.
+// s, and returns float32 [B, H', W', Out]. Under mixed precision (compute) a dense
+// convolution runs on its dtype's operands (depthwise ones and those whose windows tile the
+// image stay float32); the result is float32.
 func Conv2D(s *model.Scope, x *Node, c Conv, compute *half.Compute, init Init) *Node {
 	g := x.Graph()
 	in := x.Shape().Dimensions[3]
@@ -63,7 +64,7 @@ func Conv2D(s *model.Scope, x *Node, c Conv, compute *half.Compute, init Init) *
 	case depthwise:
 		y = Depthwise(ConvertDType(x, dtypes.Float32), kernel, c.Pad)
 	case c.Kernel > 1 && c.Kernel == c.Stride && c.Pad == 0:
-		y = patches(x, kernel, compute)
+		y = patches(x, kernel)
 	default:
 		dt := compute.DType()
 		y = Convolve(ConvertDType(x, dt), ConvertDType(kernel, dt)).Strides(max(c.Stride, 1)).
@@ -86,7 +87,7 @@ func Conv2D(s *model.Scope, x *Node, c Conv, compute *half.Compute, init Init) *
 // flattened, by the kernel [k·k·in, out]: GoMLX v0.28.3's gradient of a strided convolution
 // is wrong for an even kernel (TestStridedEvenKernelGradient). As PyTorch's convolution, it
 // leaves out the rows and columns past the last whole patch.
-func patches(x, kernel *Node, compute *half.Compute) *Node {
+func patches(x, kernel *Node) *Node {
 	d := x.Shape().Dimensions
 	kd := kernel.Shape().Dimensions
 	k, in, out := kd[0], kd[2], kd[3]
@@ -97,8 +98,11 @@ func patches(x, kernel *Node, compute *half.Compute) *Node {
 	x = Slice(x, AxisRange(), AxisRange(0, h*k), AxisRange(0, w*k), AxisRange())
 	x = Reshape(x, d[0], h, k, w, k, in)
 	x = Reshape(TransposeAllAxes(x, 0, 1, 3, 2, 4, 5), d[0], h, w, k*k*in) // [B, h, w, (kh, kw, in)]
-	weight := Transpose(Reshape(kernel, k*k*in, out), 0, 1)                // [out, (kh, kw, in)]
-	return compute.Dense(x, weight, nil)
+	// float32 under mixed precision too: the gradient of a half-precision product here is a
+	// dot that XLA's CPU plugin refuses (BF16 x BF16 = F32); the stems and downsampling layers
+	// are a small share of the model's products.
+	weight := Reshape(kernel, k*k*in, out) // [(kh, kw, in), out]
+	return Einsum("bhwi,io->bhwo", ConvertDType(x, dtypes.Float32), weight)
 }
 
 // Depthwise is a depthwise convolution (stride 1) of x [B, H, W, C] by kernel [k, k, 1, C],

@@ -219,3 +219,17 @@ func permute(t *tensors.Tensor, perm ...int) *tensors.Tensor {
 	})
 	return out
 }
+
+// StoreLayout is specs (float tensors, PyTorch's layout) with the kernels' dims as the Store
+// holds them, HWIO: what a lora.Base lists, since the adapter reads and merges the Store's
+// values by those dims.
+func StoreLayout(specs []hf.TensorSpec, kernel func(name string) bool) []hf.TensorSpec {
+	out := slices.Clone(Floats(specs))
+	for i, s := range out {
+		if kernel(s.Name) && len(s.Dims) == 4 {
+			d := s.Dims
+			out[i].Dims = []int{d[2], d[3], d[1], d[0]}
+		}
+	}
+	return out
+}

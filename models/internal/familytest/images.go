@@ -242,14 +242,22 @@ print(json.dumps({"class": type(m).__name__, "logits": out.reshape(-1).tolist()}
 // (float32 NHWC).
 func TransformersImageLogits(t testing.TB, python, dir string, pixels *tensors.Tensor) (string, []float32) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "pixels.safetensors")
-	if err := safetensors.WriteFile(path, []safetensors.Named{{Name: "pixels", Tensor: pixels}}, nil); err != nil {
-		t.Fatal(err)
-	}
+	path := SavePixels(t, pixels)
 	var out struct {
 		Class  string    `json:"class"`
 		Logits []float32 `json:"logits"`
 	}
 	testutil.RunPythonJSON(t, "transformers' logits of "+dir, python, transformersImageLogits, &out, dir, path)
 	return out.Class, out.Logits
+}
+
+// SavePixels writes pixels into a temporary safetensors file as the tensor "pixels" (what
+// the Python halves read) and returns its path.
+func SavePixels(t testing.TB, pixels *tensors.Tensor) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pixels.safetensors")
+	if err := safetensors.WriteFile(path, []safetensors.Named{{Name: "pixels", Tensor: pixels}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
