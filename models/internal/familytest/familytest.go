@@ -329,25 +329,25 @@ func (r *TrainRun) run(t testing.TB, clf model.StoreProvider, logits func(s *mod
 			examples = append(examples, example{b.InputIDs[i], b.AttentionMask[i], b.Labels[i]})
 		}
 	}
-	return trainSteps(t, examples, size, collate, clf, func(s *model.Scope, b accelerator.GraphBatch) *Node { return logits(s, b.Inputs) },
+	return trainSteps(t, 1, examples, size, collate, clf, func(s *model.Scope, b accelerator.GraphBatch) *Node { return logits(s, b.Inputs) },
 		opt, steps, precision, done)
 }
 
-// trainSteps trains clf for steps steps of opt on examples in batches of size, taken in turn,
-// the way users train (accelerator.New, Prepare, TrainStep, CrossEntropy, Backward, on one
-// XLA CPU device, with the accelerator's MixedPrecision precision), and returns each step's
+// trainSteps trains clf for steps steps of opt on examples in global batches of size, taken
+// in turn, the way users train (accelerator.New, Prepare, TrainStep, CrossEntropy, Backward,
+// on devices XLA CPU devices, with the accelerator's MixedPrecision precision), and returns each step's
 // loss; done (when not nil) runs after the last step, while the variables' values are still
 // on the accelerator's backend.
-func trainSteps[E any](t testing.TB, examples data.Slice[E], size int, collate func([]E) ([]*tensors.Tensor, *tensors.Tensor, error),
+func trainSteps[E any](t testing.TB, devices int, examples data.Slice[E], size int, collate func([]E) ([]*tensors.Tensor, *tensors.Tensor, error),
 	clf model.StoreProvider, logits func(s *model.Scope, b accelerator.GraphBatch) *Node, opt optimizer.Interface, steps int,
 	precision string, done func()) []float64 {
 	t.Helper()
-	acc, err := accelerator.New(accelerator.Config{Backend: testutil.CPUPlugin(t), Devices: 1, Quiet: true, Seed: 1, MixedPrecision: precision})
+	acc, err := accelerator.New(accelerator.Config{Backend: testutil.CPUPlugin(t), Devices: devices, Quiet: true, Seed: 1, MixedPrecision: precision})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer acc.Close()
-	loader, err := data.NewLoader(examples, data.LoaderConfig[E]{BatchSize: size, Collate: collate})
+	loader, err := data.NewLoader(examples, data.LoaderConfig[E]{BatchSize: size / devices, Collate: collate})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -195,6 +195,13 @@ type imageExample struct {
 // skipped loudly (a failure under CI).
 func (r *ImageTrainRun) Train(t testing.TB, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, precision string, done func()) []float64 {
 	t.Helper()
+	return r.TrainOn(t, 1, clf, logits, precision, done)
+}
+
+// TrainOn is Train on devices XLA CPU devices, each with its share of the record's batches
+// (the global batch is the record's).
+func (r *ImageTrainRun) TrainOn(t testing.TB, devices int, clf model.StoreProvider, logits func(s *model.Scope, inputs []*Node) *Node, precision string, done func()) []float64 {
+	t.Helper()
 	var examples data.Slice[imageExample]
 	size := len(r.Batches[0].Labels)
 	for _, b := range r.Batches {
@@ -216,7 +223,7 @@ func (r *ImageTrainRun) Train(t testing.TB, clf model.StoreProvider, logits func
 		dims := append([]int{len(batch)}, batch[0].dims...)
 		return []*tensors.Tensor{tensors.FromFlatDataAndDimensions(flat, dims...)}, tensors.FromValue(labels), nil
 	}
-	return trainSteps(t, examples, size, collate, clf,
+	return trainSteps(t, devices, examples, size, collate, clf,
 		func(s *model.Scope, b accelerator.GraphBatch) *Node { return logits(s, []*Node{b.Inputs[0], b.Mask}) },
 		(&TrainRun{LearningRate: r.LearningRate}).sgd(), len(r.Losses), precision, done)
 }
