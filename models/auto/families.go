@@ -8,6 +8,7 @@ func init() {
 	mustRegister(modernBERTFamily)
 	mustRegister(debertaFamily)
 	mustRegister(vitFamily)
+	mustRegister(dinov2Family)
 	mustRegister(resnetFamily)
 	mustRegister(convnextFamily)
 }

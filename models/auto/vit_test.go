@@ -21,8 +21,14 @@ import (
 // preprocessor_config.json.
 const vitTiny = "../vit/testdata/tiny"
 
-// vitRun reads one run of models/vit's fixtures: the NHWC pixels and transformers' logits.
+// vitRun reads one run of models/vit's tiny checkpoint's fixtures: the NHWC pixels and
+// transformers' logits.
 func vitRun(t *testing.T, name string) (*tensors.Tensor, []float32) {
+	return fixtureRun(t, "tiny", name)
+}
+
+// fixtureRun reads run name of checkpoint folder in models/vit's fixtures.
+func fixtureRun(t *testing.T, folder, name string) (*tensors.Tensor, []float32) {
 	t.Helper()
 	b, err := os.ReadFile("../vit/testdata/fixtures.json")
 	if err != nil {
@@ -40,7 +46,7 @@ func vitRun(t *testing.T, name string) (*tensors.Tensor, []float32) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	r := doc.Models["tiny"].Runs[name]
+	r := doc.Models[folder].Runs[name]
 	floats := func(s string) []float32 {
 		raw, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
@@ -78,10 +84,7 @@ func TestViTFamily(t *testing.T) {
 	}
 	pixels, want := vitRun(t, "native")
 	got := runLogits(t, m, pixels)
-	worst := 0.0
-	for i := range want {
-		worst = max(worst, math.Abs(float64(got[i]-want[i])))
-	}
+	worst := maxDiff(got, want)
 	t.Logf("auto.Load's ViT: logits max abs diff from transformers %.2g", worst)
 	if len(got) != len(want) || worst > 1e-5 {
 		t.Errorf("logits differ from transformers' by %.3g", worst)
@@ -98,11 +101,7 @@ func TestViTFamily(t *testing.T) {
 		t.Errorf("ImageSize 48: processor output %dx%d", w, h)
 	}
 	pixels48, want48 := vitRun(t, "interp_48")
-	got48 := runLogits(t, big, pixels48)
-	worst48 := 0.0
-	for i := range want48 {
-		worst48 = max(worst48, math.Abs(float64(got48[i]-want48[i])))
-	}
+	worst48 := maxDiff(runLogits(t, big, pixels48), want48)
 	if worst48 > 1e-5 {
 		t.Errorf("at 48 pixels with interpolation: logits differ from transformers' by %.3g", worst48)
 	}
@@ -170,4 +169,47 @@ func runLogits(t *testing.T, m *Model, pixels *tensors.Tensor) []float32 {
 		t.Fatal(err)
 	}
 	return tensors.MustCopyFlatData[float32](outs[0])
+}
+
+// TestDINOv2Family: auto.Load reads a DINOv2 folder written by transformers (its
+// BitImageProcessor, the image head) with transformers' logits, and takes another image size
+// without asking (DINOv2 always interpolates).
+func TestDINOv2Family(t *testing.T) {
+	m, err := Load("../vit/testdata/dinov2", nil, Options{LoadHead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := m.Network().Config().Facts()
+	if m.Family != "dinov2" || f.Image == nil || *f.Image != (ImageFacts{Size: 28, Channels: 3, PatchSize: 7}) || f.FF != 64 {
+		t.Fatalf("family %q, facts %+v (image %+v)", m.Family, f, f.Image)
+	}
+	if proc, ok := m.Processor.(*ImageProcessor); !ok || proc.Kind() != BitProcessor {
+		t.Fatalf("processor %T, want the folder's BitImageProcessor", m.Processor)
+	}
+	pixels, want := fixtureRun(t, "dinov2", "native")
+	got := runLogits(t, m, pixels)
+	worst := maxDiff(got, want)
+	t.Logf("auto.Load's DINOv2: logits max abs diff from transformers %.2g", worst)
+	if len(got) != len(want) || worst > 1e-5 {
+		t.Errorf("logits differ from transformers' by %.3g", worst)
+	}
+	big, err := Load("../vit/testdata/dinov2", nil, Options{LoadHead: true, ImageSize: 42})
+	if err != nil {
+		t.Fatalf("ImageSize 42 on DINOv2: %v", err)
+	}
+	if h, w, _ := big.Processor.(*ImageProcessor).OutputSize(); h != 42 || w != 42 {
+		t.Errorf("ImageSize 42: processor output %dx%d", w, h)
+	}
+}
+
+// maxDiff is the largest |a[i] - b[i]| (infinite when the lengths differ).
+func maxDiff(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1)
+	}
+	worst := 0.0
+	for i := range a {
+		worst = max(worst, math.Abs(float64(a[i]-b[i])))
+	}
+	return worst
 }

@@ -48,6 +48,7 @@ var defaultTargets = map[string][]string{
 	"deberta-v2":  {"query_proj", "value_proj"},
 	"modernbert":  {"Wqkv"},
 	"vit":         {"query", "value"}, // PEFT has none; its image-classification guide's
+	"dinov2":      {"query", "value"}, // PEFT has none; as ViT's
 	// ConvNeXt: PEFT has none; goaccel adapts linear layers only (not PEFT's Conv2d LoRA),
 	// and a block's two linear layers are its inverted bottleneck's.
 	"convnext":   {"pwconv1", "pwconv2"},

@@ -69,10 +69,21 @@ func (c *Classifier) Logits(s *model.Scope, inputs []*Node) *Node {
 		exceptions.Panicf("vit: Classifier.Logits wants [pixel_values], got %d inputs", len(inputs))
 	}
 	defer c.Adapter().Freeze(c.Store())
-	hidden := c.Encoder(s, inputs[0])
-	b, d := hidden.Shape().Dimensions[0], hidden.Shape().Dimensions[2]
+	return c.ImageClassifier(s, c.Pool(c.Encoder(s, inputs[0])), c.Config.NumLabels, c.normal())
+}
+
+// Pool is the classifier's input from the last hidden states [B, 1+patches, hidden]: the CLS
+// token's [B, hidden] (ViT), or it and the mean of the patch tokens side by side [B,
+// 2·hidden] (DINOv2).
+func (c *Classifier) Pool(hidden *Node) *Node {
+	dims := hidden.Shape().Dimensions
+	b, n, d := dims[0], dims[1], dims[2]
 	cls := Reshape(Slice(hidden, AxisRange(), AxisRange(0, 1), AxisRange()), b, d)
-	return c.ImageClassifier(s, cls, c.Config.NumLabels, c.normal())
+	if c.Config.ModelType != DINOv2 {
+		return cls
+	}
+	mean := ReduceMean(Slice(hidden, AxisRange(), AxisRange(1, n), AxisRange()), 1)
+	return Concatenate([]*Node{cls, mean}, -1)
 }
 
 // Encoder builds ViTModel's forward pass (without its pooler) under the scope "vit" and
@@ -94,12 +105,15 @@ func (c *Classifier) Encoder(s *model.Scope, pixels *Node) *Node {
 	cfg := c.Config
 	c.checkPixels(pixels)
 	g := pixels.Graph()
-	vs := s.At("vit")
+	vs := s.At("%s", cfg.prefix())
 	es := vs.At("embeddings")
 	dims := pixels.Shape().Dimensions
 	height, width := dims[1], dims[2]
 	x := c.patchEmbedding(es.At("patch_embeddings").At("projection"), pixels) // [B, N, D]
 	batch, n := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
+	if cfg.keepsMaskToken() { // kept, not computed with: frozen, so that no optimizer changes it
+		es.WithInitializer(Zeros).VariableWithShape("mask_token", shapes.Make(variableDType, 1, cfg.HiddenSize)).SetTrainable(false)
+	}
 	cls := es.WithInitializer(c.truncNormal()).VariableWithShape("cls_token", shapes.Make(variableDType, 1, 1, cfg.HiddenSize)).NodeValue(g)
 	x = Concatenate([]*Node{BroadcastToDims(cls, batch, 1, cfg.HiddenSize), x}, 1)
 	pos := es.WithInitializer(c.truncNormal()).VariableWithShape("position_embeddings",
@@ -111,7 +125,7 @@ func (c *Classifier) Encoder(s *model.Scope, pixels *Node) *Node {
 	x = hf.Dropout(es.At("dropout"), x, cfg.HiddenDropoutProb)
 
 	checkpoint := cfg.GradientCheckpointing && s.IsTraining(g)
-	dropout := cfg.HiddenDropoutProb > 0 || cfg.AttentionProbsDropoutProb > 0
+	dropout := cfg.HiddenDropoutProb > 0 || cfg.AttentionProbsDropoutProb > 0 || cfg.DropPathRate > 0
 	ls := vs.At("encoder").At("layer")
 	for i := range cfg.NumHiddenLayers {
 		x = c.layer(ls.At("%d", i), remat.Begin(c.Store(), dropout, x, checkpoint))
@@ -164,21 +178,66 @@ func (c *Classifier) patchEmbedding(s *model.Scope, pixels *Node) *Node {
 	return hf.Compute(&c.Base).Dense(x, Reshape(w, d, ch*p*p), bias)
 }
 
-// layer is one ViTLayer (pre-norm).
+// layer is one ViTLayer (pre-norm), or Dinov2Layer: the same with norm1 and norm2, each
+// sub-layer's output scaled by its layer scale and dropped per example by stochastic depth
+// (drop_path_rate) instead of dropout, and a plain (mlp.fc1, mlp.fc2) or SwiGLU feed-forward.
 func (c *Classifier) layer(s *model.Scope, x *Node) *Node {
 	cfg := c.Config
+	before, after := cfg.layerNorms()
 	as := s.At("attention")
-	h := c.attention(as.At("attention"), c.layerNorm(s.At("layernorm_before"), x))
+	h := c.attention(as.At("attention"), c.layerNorm(s.At("%s", before), x))
 	h = c.linear(as.At("output").At("dense"), h, cfg.HiddenSize, true)
-	x = Add(x, hf.Dropout(as.At("output").At("dropout"), h, cfg.HiddenDropoutProb))
+	x = Add(x, c.residual(s, "1", as.At("output").At("dropout"), h))
+	h = c.feedForward(s, c.layerNorm(s.At("%s", after), x))
+	return Add(x, c.residual(s, "2", s.At("output").At("dropout"), h))
+}
 
-	// Under mixed precision the intermediate's output is kept in the compute dtype and widened
-	// for the activation, whose output is rounded to it for the output dense.
+// residual is a sub-layer's output h before it joins the residual stream: ViT's dropout
+// (hidden_dropout_prob, under drop), or DINOv2's layer scale layer_scale<n> and stochastic
+// depth.
+func (c *Classifier) residual(s *model.Scope, n string, drop *model.Scope, h *Node) *Node {
+	cfg := c.Config
+	if cfg.ModelType != DINOv2 {
+		return hf.Dropout(drop, h, cfg.HiddenDropoutProb)
+	}
+	g := h.Graph()
+	scale := s.At("layer_scale%s", n).WithInitializer(func(g *Graph, shape shapes.Shape) *Node {
+		return BroadcastToDims(Scalar(g, shape.DType, cfg.LayerScaleValue), shape.Dimensions...)
+	}).VariableWithShape("lambda1", shapes.Make(variableDType, cfg.HiddenSize)).NodeValue(g)
+	h = Mul(h, BroadcastToShape(Reshape(scale, 1, 1, cfg.HiddenSize), h.Shape()))
+	if cfg.DropPathRate <= 0 || !s.IsTraining(g) {
+		return h
+	}
+	// One keep-or-drop draw per example, scaled by 1/(1-rate): the dropout of a [B, 1, 1]
+	// tensor of ones, broadcast over the example's tokens.
+	keep := hf.Dropout(s.At("drop_path%s", n), OnesLike(Slice(h, AxisRange(), AxisRange(0, 1), AxisRange(0, 1))), cfg.DropPathRate)
+	return Mul(h, BroadcastToShape(keep, h.Shape()))
+}
+
+// feedForward is the layer's feed-forward block on x [B, L, hidden]: ViT's intermediate.dense,
+// activation, output.dense; DINOv2's mlp.fc1, activation, mlp.fc2, or with use_swiglu_ffn
+// mlp.weights_in (gate and up halves), silu(gate)·up, mlp.weights_out. Under mixed precision
+// the first product's output is kept in the compute dtype and widened for the activation,
+// whose output is rounded to it for the second.
+func (c *Classifier) feedForward(s *model.Scope, x *Node) *Node {
+	cfg := c.Config
 	dt := hf.Compute(&c.Base).DType()
-	h = c.linear(s.At("intermediate").At("dense"), c.layerNorm(s.At("layernorm_after"), x), cfg.IntermediateSize, true)
-	h = ConvertDType(hf.Activate(cfg.HiddenAct, ConvertDType(ConvertDType(h, dt), variableDType)), dt)
-	h = c.linear(s.At("output").At("dense"), h, cfg.HiddenSize, true)
-	return Add(x, hf.Dropout(s.At("output").At("dropout"), h, cfg.HiddenDropoutProb))
+	keep := func(x *Node) *Node { return ConvertDType(ConvertDType(x, dt), variableDType) }
+	first, second := s.At("intermediate").At("dense"), s.At("output").At("dense")
+	if cfg.ModelType == DINOv2 {
+		first, second = s.At("mlp").At("fc1"), s.At("mlp").At("fc2")
+	}
+	var h *Node
+	if cfg.UseSwiGLUFFN {
+		first, second = s.At("mlp").At("weights_in"), s.At("mlp").At("weights_out")
+		both := keep(c.linear(first, x, 2*cfg.FFNWidth(), true))
+		last := both.Rank() - 1
+		gate, up := SliceAxis(both, last, AxisRange(0, cfg.FFNWidth())), SliceAxis(both, last, AxisRange(cfg.FFNWidth(), 2*cfg.FFNWidth()))
+		h = Mul(hf.Activate("silu", gate), up)
+	} else {
+		h = hf.Activate(cfg.HiddenAct, keep(c.linear(first, x, cfg.FFNWidth(), true)))
+	}
+	return c.linear(second, ConvertDType(h, dt), cfg.HiddenSize, true)
 }
 
 // attention is ViTSelfAttention with eager attention: query, key and value projections split

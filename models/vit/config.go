@@ -53,6 +53,21 @@ type Config struct {
 	PoolerOutputSize *int `json:"pooler_output_size"`
 	// PoolerAct: see PoolerOutputSize.
 	PoolerAct string `json:"pooler_act"`
+	// MLPRatio, LayerScaleValue, DropPathRate, UseSwiGLUFFN and UseMaskToken are
+	// Dinov2Config's (ModelType DINOv2): the feed-forward's width as a multiple of
+	// hidden_size (mlp_ratio; intermediate_size is not read), the initial layer scale
+	// (layerscale_value), the stochastic depth rate of every layer (drop_path_rate), the
+	// SwiGLU feed-forward (use_swiglu_ffn) and the masked-image-modeling token
+	// (use_mask_token, not used by the classifier).
+	MLPRatio float64 `json:"-"`
+	// LayerScaleValue: see MLPRatio.
+	LayerScaleValue float64 `json:"-"`
+	// DropPathRate: see MLPRatio.
+	DropPathRate float64 `json:"-"`
+	// UseSwiGLUFFN: see MLPRatio.
+	UseSwiGLUFFN bool `json:"-"`
+	// UseMaskToken: see MLPRatio.
+	UseMaskToken bool `json:"-"`
 	// NumLabels is the number of classes of the classifier.
 	NumLabels int `json:"num_labels"`
 	// Labels names the classes by class id, as transformers' id2label (label2id is its
@@ -72,15 +87,62 @@ type Config struct {
 	// bits included; not part of config.json.
 	GradientCheckpointing bool `json:"-"`
 
+	// ModelType is config.json's model_type: ViT ("vit") or DINOv2 ("dinov2").
+	ModelType string `json:"-"`
+
 	// architectures is config.json's architectures as ParseConfig read it.
 	architectures []string
 }
+
+// The model types this package reads.
+const (
+	// ViT is ViTForImageClassification's model_type.
+	ViT = "vit"
+	// DINOv2 is Dinov2ForImageClassification's: ViT's encoder with norm1 and norm2, a layer
+	// scale on each sub-layer's output, stochastic depth, a SwiGLU feed-forward when
+	// use_swiglu_ffn, position embeddings always interpolated to the image's size, and the
+	// classifier on the CLS token concatenated with the mean of the patch tokens.
+	DINOv2 = "dinov2"
+)
+
+// prefix is the module of the encoder's tensors ("vit", "dinov2").
+func (c Config) prefix() string { return c.ModelType }
 
 // defaultConfig holds ViTConfig's defaults (google/vit-base-patch16-224's shape).
 func defaultConfig() Config {
 	return Config{HiddenSize: 768, NumHiddenLayers: 12, NumAttentionHeads: 12, IntermediateSize: 3072,
 		HiddenAct: "gelu", InitializerRange: 0.02, LayerNormEps: 1e-12, ImageSize: 224, PatchSize: 16,
-		NumChannels: 3, QKVBias: true, EncoderStride: 16, PoolerAct: "tanh", NumLabels: 2}
+		NumChannels: 3, QKVBias: true, EncoderStride: 16, PoolerAct: "tanh", NumLabels: 2, ModelType: ViT}
+}
+
+// defaultDINOv2 holds Dinov2Config's defaults (facebook/dinov2-base's shape).
+func defaultDINOv2() Config {
+	return Config{HiddenSize: 768, NumHiddenLayers: 12, NumAttentionHeads: 12, MLPRatio: 4, HiddenAct: "gelu",
+		InitializerRange: 0.02, LayerNormEps: 1e-6, ImageSize: 224, PatchSize: 14, NumChannels: 3, QKVBias: true,
+		LayerScaleValue: 1, UseMaskToken: true, NumLabels: 2, ModelType: DINOv2, InterpolatePosEncoding: true}
+}
+
+// dinov2Keys are Dinov2Config's keys that ViTConfig has not.
+type dinov2Keys struct {
+	MLPRatio        *float64 `json:"mlp_ratio"`
+	LayerScaleValue *float64 `json:"layerscale_value"`
+	DropPathRate    *float64 `json:"drop_path_rate"`
+	UseSwiGLUFFN    *bool    `json:"use_swiglu_ffn"`
+	UseMaskToken    *bool    `json:"use_mask_token"`
+}
+
+// FFNWidth is the width of the feed-forward block: intermediate_size (ViT), int(hidden_size ·
+// mlp_ratio) (DINOv2), or for DINOv2's SwiGLU two thirds of that rounded up to a multiple of
+// 8, as transformers computes it.
+func (c Config) FFNWidth() int {
+	if c.ModelType != DINOv2 {
+		return c.IntermediateSize
+	}
+	w := int(float64(c.HiddenSize) * c.MLPRatio)
+	if c.UseSwiGLUFFN {
+		w = (int(float64(w)*2/3) + 7) / 8 * 8
+	}
+	return w
 }
 
 // fileKeys are the config.json keys read besides Config's own fields.
@@ -99,12 +161,37 @@ func ParseConfig(contents []byte, name string) (Config, error) {
 	if err := json.Unmarshal(contents, &keys); err != nil {
 		return Config{}, fmt.Errorf("vit: parsing %s: %w", name, err)
 	}
-	if keys.ModelType != "vit" {
-		return Config{}, fmt.Errorf("vit: %s: model_type %q is not \"vit\"", name, keys.ModelType)
+	var cfg Config
+	switch keys.ModelType {
+	case ViT:
+		cfg = defaultConfig()
+	case DINOv2:
+		cfg = defaultDINOv2()
+	default:
+		return Config{}, fmt.Errorf("vit: %s: model_type %q is not \"vit\" or \"dinov2\"", name, keys.ModelType)
 	}
-	cfg := defaultConfig()
 	if err := json.Unmarshal(contents, &cfg); err != nil {
 		return Config{}, fmt.Errorf("vit: parsing %s: %w", name, err)
+	}
+	if cfg.ModelType == DINOv2 {
+		var d dinov2Keys
+		if err := json.Unmarshal(contents, &d); err != nil {
+			return Config{}, fmt.Errorf("vit: parsing %s: %w", name, err)
+		}
+		for _, f := range []struct {
+			v   *float64
+			dst *float64
+		}{{d.MLPRatio, &cfg.MLPRatio}, {d.LayerScaleValue, &cfg.LayerScaleValue}, {d.DropPathRate, &cfg.DropPathRate}} {
+			if f.v != nil {
+				*f.dst = *f.v
+			}
+		}
+		if d.UseSwiGLUFFN != nil {
+			cfg.UseSwiGLUFFN = *d.UseSwiGLUFFN
+		}
+		if d.UseMaskToken != nil {
+			cfg.UseMaskToken = *d.UseMaskToken
+		}
 	}
 	var err error
 	if cfg.ImageSize, err = side(keys.ImageSize, "image_size", cfg.ImageSize); err != nil {
@@ -124,7 +211,7 @@ func ParseConfig(contents []byte, name string) (Config, error) {
 	cfg.NumLabels, cfg.Labels, cfg.ProblemType = task.NumLabels, task.Labels, task.ProblemType
 	cfg.architectures = keys.Architectures
 	if h, ok := hf.HeadOf(keys.Architectures); ok && h != hf.ImageClassification {
-		return Config{}, fmt.Errorf("vit: %s: architectures %q is not an image classifier (ViTForImageClassification)", name, keys.Architectures)
+		return Config{}, fmt.Errorf("vit: %s: architectures %q is not an image classifier (%sForImageClassification)", name, keys.Architectures, cfg.className())
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, fmt.Errorf("vit: %s: %w", name, err)
@@ -167,7 +254,7 @@ func (c Config) Validate() error {
 		value int
 	}{
 		{"hidden_size", c.HiddenSize}, {"num_hidden_layers", c.NumHiddenLayers},
-		{"num_attention_heads", c.NumAttentionHeads}, {"intermediate_size", c.IntermediateSize},
+		{"num_attention_heads", c.NumAttentionHeads}, {c.ffnKey(), c.FFNWidth()},
 		{"image_size", c.ImageSize}, {"patch_size", c.PatchSize}, {"num_channels", c.NumChannels},
 		{"num_labels", c.NumLabels},
 	} {
@@ -190,15 +277,38 @@ func (c Config) Validate() error {
 	for _, r := range []struct {
 		key   string
 		value float64
-	}{{"hidden_dropout_prob", c.HiddenDropoutProb}, {"attention_probs_dropout_prob", c.AttentionProbsDropoutProb}} {
+	}{{"hidden_dropout_prob", c.HiddenDropoutProb}, {"attention_probs_dropout_prob", c.AttentionProbsDropoutProb},
+		{"drop_path_rate", c.DropPathRate}} {
 		if !(r.value >= 0 && r.value < 1) {
 			return fmt.Errorf("%s must be in [0, 1), got %g", r.key, r.value)
 		}
+	}
+	if c.ModelType != ViT && c.ModelType != DINOv2 {
+		return fmt.Errorf("model_type %q is not %q or %q", c.ModelType, ViT, DINOv2)
+	}
+	if c.ModelType == DINOv2 && !c.InterpolatePosEncoding {
+		return fmt.Errorf("dinov2 always interpolates its position embeddings (InterpolatePosEncoding must stay true)")
 	}
 	if c.InitializerRange < 0 {
 		return fmt.Errorf("initializer_range must not be negative, got %g", c.InitializerRange)
 	}
 	return hf.ValidateLabels(c.Labels, c.NumLabels)
+}
+
+// ffnKey is the config.json key the feed-forward's width comes from.
+func (c Config) ffnKey() string {
+	if c.ModelType == DINOv2 {
+		return "mlp_ratio"
+	}
+	return "intermediate_size"
+}
+
+// className is transformers' class name of the model type, less the head ("ViT", "Dinov2").
+func (c Config) className() string {
+	if c.ModelType == DINOv2 {
+		return "Dinov2"
+	}
+	return "ViT"
 }
 
 // HeadDim is the width of one attention head, HiddenSize / NumAttentionHeads.
@@ -221,9 +331,10 @@ func (c Config) CheckImageSize(n int) error {
 	return nil
 }
 
-// JSON returns the configuration as a config.json document for ViTForImageClassification:
-// ViTConfig's keys, id2label, label2id and problem_type (single_label_classification when
-// the configuration says none, as every family writes it).
+// JSON returns the configuration as a config.json document for ViTForImageClassification
+// (Dinov2ForImageClassification for DINOv2): its config class's keys, id2label, label2id and
+// problem_type (single_label_classification when the configuration says none, as every
+// family writes it).
 func (c Config) JSON() ([]byte, error) {
 	type extra struct {
 		ModelType     string   `json:"model_type"`
@@ -232,11 +343,11 @@ func (c Config) JSON() ([]byte, error) {
 		PatchSize     int      `json:"patch_size"`
 		hf.TaskJSON
 	}
-	e := extra{ModelType: "vit", Architectures: []string{"ViT" + hf.ImageClassification.String()},
+	e := extra{ModelType: c.ModelType, Architectures: []string{c.className() + hf.ImageClassification.String()},
 		ImageSize: c.ImageSize, PatchSize: c.PatchSize,
 		TaskJSON: hf.Task{NumLabels: c.NumLabels, Labels: c.Labels, ProblemType: c.ProblemType, Head: hf.ImageClassification}.JSON()}
 	// transformers 5's configs are strict dataclasses: a float field must read as a float.
-	return json.MarshalIndent(struct {
+	b, err := json.Marshal(struct {
 		Config
 		extra
 		HiddenDropoutProb         hf.PyFloat `json:"hidden_dropout_prob"`
@@ -244,5 +355,28 @@ func (c Config) JSON() ([]byte, error) {
 		InitializerRange          hf.PyFloat `json:"initializer_range"`
 		LayerNormEps              hf.PyFloat `json:"layer_norm_eps"`
 	}{c, e, hf.PyFloat(c.HiddenDropoutProb), hf.PyFloat(c.AttentionProbsDropoutProb), hf.PyFloat(c.InitializerRange),
-		hf.PyFloat(c.LayerNormEps)}, "", "  ")
+		hf.PyFloat(c.LayerNormEps)})
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	if c.ModelType == DINOv2 { // Dinov2Config has none of ViT's feed-forward, decoder and pooler keys
+		for _, k := range []string{"intermediate_size", "encoder_stride", "pooler_output_size", "pooler_act"} {
+			delete(doc, k)
+		}
+		ratio := json.RawMessage(fmt.Sprint(c.MLPRatio)) // an int field in Dinov2Config
+		if c.MLPRatio != float64(int(c.MLPRatio)) {
+			return nil, fmt.Errorf("vit: mlp_ratio %g: transformers' Dinov2Config takes an integer", c.MLPRatio)
+		}
+		for k, v := range map[string]any{"mlp_ratio": ratio, "layerscale_value": hf.PyFloat(c.LayerScaleValue),
+			"drop_path_rate": hf.PyFloat(c.DropPathRate), "use_swiglu_ffn": c.UseSwiGLUFFN, "use_mask_token": c.UseMaskToken} {
+			if doc[k], err = json.Marshal(v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return json.MarshalIndent(doc, "", "  ")
 }

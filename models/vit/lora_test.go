@@ -13,24 +13,32 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
-// TestLoRAAdapterLoadsInPEFT: an adapter attached with the default targets (query, value),
+// TestLoRAAdapterLoadsInPEFT: on a ViT and a DINOv2, an adapter attached with the default
+// targets (query, value),
 // its B made non-zero, saved by SavePretrained, is read by PEFT's PeftModel.from_pretrained
 // onto the base folder with the same logits (within 1e-5), the merged folder by transformers
 // with them too, and by LoadAdapter back; adapter_config.json has no task_type (PEFT has
 // none for images) and names the targets as transformers 5.25's modules (q_proj, v_proj).
 func TestLoRAAdapterLoadsInPEFT(t *testing.T) {
 	f := loadFixtures(t)
+	for _, c := range []struct{ folder, modelType string }{{"tiny", ViT}, {"dinov2_swiglu", DINOv2}} {
+		t.Run(c.folder, func(t *testing.T) { checkLoRAInPEFT(t, f, c.folder, c.modelType) })
+	}
+}
+
+// checkLoRAInPEFT is TestLoRAAdapterLoadsInPEFT on one fixture folder.
+func checkLoRAInPEFT(t *testing.T, f *fixtures, folder, modelType string) {
 	backend := familytest.XLA(t)
-	base := filepath.Join("testdata", "tiny")
+	base := filepath.Join("testdata", folder)
 	clf, err := LoadPretrained(base, nil, LoadOptions{LoadHead: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := clf.AttachLoRA(lora.Config{R: 4, Alpha: 8, TargetModules: lora.DefaultTargetModules("vit")}, "")
+	a, err := clf.AttachLoRA(lora.Config{R: 4, Alpha: 8, TargetModules: lora.DefaultTargetModules(modelType)}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := f.Models["tiny"].Runs["native"]
+	r := f.Models[folder].Runs["native"]
 	hiddenAndLogits(t, backend, clf, r.pixels(t)) // creates the adapter's variables
 	for v := range clf.Store().IterVariables() {
 		if strings.Contains(v.Path(), "lora_B") {

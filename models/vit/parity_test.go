@@ -70,8 +70,8 @@ func loadFixtures(t testing.TB) *fixtures {
 	if err := json.Unmarshal(contents, &f); err != nil {
 		t.Fatalf("parsing testdata/fixtures.json: %v", err)
 	}
-	if len(f.Models) != 2 {
-		t.Fatalf("testdata/fixtures.json has %d models, want 2", len(f.Models))
+	if len(f.Models) != 4 {
+		t.Fatalf("testdata/fixtures.json has %d models, want 4", len(f.Models))
 	}
 	return &f
 }
@@ -115,14 +115,14 @@ func maxAbsDiff(t testing.TB, what string, a, b []float32) float64 {
 	return worst
 }
 
-// TestParity: the last hidden states and logits of both tiny checkpoints equal
+// TestParity: the last hidden states and logits of the tiny ViT and DINOv2 checkpoints equal
 // transformers' within 1e-5, at the checkpoint's image size and, with the position
 // embeddings interpolated, at larger, smaller, non-square and non-multiple sizes; on the
 // pure-Go and the XLA CPU backends.
 func TestParity(t *testing.T) {
 	f := loadFixtures(t)
 	for _, be := range familytest.Backends(t) {
-		for _, name := range []string{"tiny", "tiny_alt"} {
+		for _, name := range []string{"tiny", "tiny_alt", "dinov2", "dinov2_swiglu"} {
 			m := f.Models[name]
 			for _, runName := range slices.Sorted(func(yield func(string) bool) {
 				for k := range m.Runs {

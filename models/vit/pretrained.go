@@ -44,7 +44,7 @@ func LoadPretrained(dir string, store *model.Store, opts LoadOptions) (*Classifi
 // weightPlan says which tensors LoadPretrained reads: the encoder, and the classifier with
 // withHead; the pooler and the other heads' tensors are passed over.
 func (c Config) weightPlan(withHead bool) hf.WeightPlan {
-	plan := hf.WeightPlan{Required: c.EncoderTensors(), Canonical: canonicalName, Ignore: ignoredTensor, Layers: c.NumHiddenLayers}
+	plan := hf.WeightPlan{Required: c.EncoderTensors(), Canonical: c.canonicalName, Ignore: c.ignoredTensor, Layers: c.NumHiddenLayers}
 	if withHead {
 		plan.Required = append(plan.Required, c.ClassifierTensors()...)
 	} else {
@@ -81,7 +81,7 @@ func SavePretrained(dir string, c *Classifier) error {
 // adapter, as PEFT's files.
 const AdapterDir = hf.AdapterDir
 
-// LoRABase describes the classifier of c to models/lora: model_type "vit", PEFT's task type
+// LoRABase describes the classifier of c to models/lora: its model_type, PEFT's task type
 // of an image classifier (none: task_type null, a PeftModel), its linear layers (each layer's
 // query, key, value, attention.output.dense, intermediate.dense and output.dense; the patch
 // embedding's convolution is not one) with their names in transformers 5.25's modules for
@@ -90,7 +90,7 @@ const AdapterDir = hf.AdapterDir
 // classifier, modules_to_save, trained and saved with the adapter) and its other tensors,
 // frozen.
 func (c Config) LoRABase(baseNameOrPath string) lora.Base {
-	b := hf.LoRABaseOf("vit", baseNameOrPath, hf.ImageClassification, c.Tensors(), c.ClassifierTensors())
+	b := hf.LoRABaseOf(c.ModelType, baseNameOrPath, hf.ImageClassification, c.Tensors(), c.ClassifierTensors())
 	b.PEFTModule = peftModule
 	return b
 }
@@ -104,17 +104,32 @@ var peftModules = map[string]string{
 	"intermediate.dense": "mlp.fc1", "output.dense": "mlp.fc2",
 }
 
-// peftModule is a linear layer's module name as PEFT sees it in transformers 5.25's ViT
-// (lora.Base.PEFTModule): "vit.encoder.layer.3.attention.attention.query" is
-// "vit.layers.3.attention.q_proj"; other names are kept.
+// peftDINOv2Modules are DINOv2's: its layers keep "dinov2.encoder.layer.N.", and SwiGLU's
+// weights_out is down_proj (weights_in is split into gate_proj and up_proj, so an adapter on
+// it has no PEFT module: the name is kept).
+var peftDINOv2Modules = map[string]string{
+	"attention.attention.query": "attention.q_proj", "attention.attention.key": "attention.k_proj",
+	"attention.attention.value": "attention.v_proj", "attention.output.dense": "attention.o_proj",
+	"mlp.weights_out": "mlp.down_proj",
+}
+
+// peftModule is a linear layer's module name as PEFT sees it in transformers 5.25's ViT and
+// DINOv2 (lora.Base.PEFTModule): "vit.encoder.layer.3.attention.attention.query" is
+// "vit.layers.3.attention.q_proj", "dinov2.encoder.layer.3.attention.attention.query"
+// "dinov2.encoder.layer.3.attention.q_proj"; other names are kept.
 func peftModule(module string) string {
-	rest, ok := strings.CutPrefix(module, "vit.encoder.layer.")
-	if !ok {
-		return module
-	}
-	index, legacy, ok := strings.Cut(rest, ".")
-	if renamed, known := peftModules[legacy]; ok && known {
-		return "vit.layers." + index + "." + renamed
+	for _, m := range []struct {
+		from, to string
+		renamed  map[string]string
+	}{{"vit.encoder.layer.", "vit.layers.", peftModules}, {"dinov2.encoder.layer.", "dinov2.encoder.layer.", peftDINOv2Modules}} {
+		rest, ok := strings.CutPrefix(module, m.from)
+		if !ok {
+			continue
+		}
+		index, legacy, ok := strings.Cut(rest, ".")
+		if renamed, known := m.renamed[legacy]; ok && known {
+			return m.to + index + "." + renamed
+		}
 	}
 	return module
 }

@@ -14,21 +14,29 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
-// TestSavedFolderLoadsInTransformers: a classifier saved by SavePretrained, with names,
-// a problem type and a fresh head of another size, is read by transformers'
-// AutoModelForImageClassification with the same logits (within 1e-5) at its image size and,
-// with interpolate_pos_encoding, at another; config.json keeps the labels and problem_type.
+// TestSavedFolderLoadsInTransformers: a ViT and a DINOv2 (SwiGLU) classifier saved by
+// SavePretrained, with names, a problem type and a fresh head of another size, are read by
+// transformers' AutoModelForImageClassification with the same logits (within 1e-5) at the
+// image size and, interpolated, at another; config.json keeps the labels and problem_type.
 func TestSavedFolderLoadsInTransformers(t *testing.T) {
 	f := loadFixtures(t)
+	for _, c := range []struct{ folder, other string }{{"tiny", "interp_48"}, {"dinov2_swiglu", "interp_21"}} {
+		t.Run(c.folder, func(t *testing.T) { checkSavedInTransformers(t, f, c.folder, c.other) })
+	}
+}
+
+// checkSavedInTransformers is TestSavedFolderLoadsInTransformers on one fixture folder, at
+// its native run and the run other.
+func checkSavedInTransformers(t *testing.T, f *fixtures, folder, other string) {
 	backend := familytest.XLA(t)
-	clf, err := LoadPretrained(filepath.Join("testdata", "tiny"), nil, LoadOptions{NumLabels: 4})
+	clf, err := LoadPretrained(filepath.Join("testdata", folder), nil, LoadOptions{NumLabels: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	clf.Config.Labels = []string{"ant", "bee", "cat", "dog"}
 	clf.Config.ProblemType = "multi_label_classification"
 	clf.Config.InterpolatePosEncoding = true
-	runs := []*imageRun{f.Models["tiny"].Runs["native"], f.Models["tiny"].Runs["interp_48"]}
+	runs := []*imageRun{f.Models[folder].Runs["native"], f.Models[folder].Runs[other]}
 	var want [][]float32
 	for _, r := range runs {
 		_, logits := hiddenAndLogits(t, backend, clf, r.pixels(t))
@@ -48,14 +56,13 @@ func TestSavedFolderLoadsInTransformers(t *testing.T) {
 
 	python := testutil.TorchPython(t, "transformers' AutoModelForImageClassification on the saved folder")
 	var pixelFiles []string
-	for i, r := range runs {
+	for _, r := range runs {
 		path := filepath.Join(t.TempDir(), "pixels.json")
 		b, _ := json.Marshal(map[string]any{"shape": r.PixelsShape, "data": tensors.MustCopyFlatData[float32](r.pixels(t))})
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		pixelFiles = append(pixelFiles, path)
-		_ = i
 	}
 	var out struct {
 		Logits  [][]float32       `json:"logits"`
@@ -70,8 +77,9 @@ logits = []
 for path in sys.argv[2:]:
     d = json.load(open(path))
     x = torch.tensor(d["data"], dtype=torch.float32).reshape(d["shape"]).permute(0, 3, 1, 2).contiguous()
+    kw = {"interpolate_pos_encoding": True} if m.config.model_type == "vit" else {}  # DINOv2 always interpolates
     with torch.no_grad():
-        logits.append(m(pixel_values=x, interpolate_pos_encoding=True).logits.flatten().tolist())
+        logits.append(m(pixel_values=x, **kw).logits.flatten().tolist())
 print(json.dumps({"logits": logits, "id2label": {str(k): v for k, v in m.config.id2label.items()}, "problem_type": m.config.problem_type}))
 `, &out, append([]string{dir}, pixelFiles...)...)
 	for i := range want {
@@ -145,4 +153,50 @@ func TestBicubicMatrix(t *testing.T) {
 			t.Errorf("row %d: weights sum to %g, the ramp gives %g; want 1 and torch's %g", i, sum, v, want[i])
 		}
 	}
+}
+
+// TestFreshDINOv2: a DINOv2 built from its config alone runs, its layer scales start at
+// layerscale_value and its mask token at zeros (transformers' initialisation), and
+// SavePretrained writes every tensor of the folder transformers saved.
+func TestFreshDINOv2(t *testing.T) {
+	cfg, err := LoadConfig(filepath.Join("testdata", "dinov2", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clf, err := NewClassifier(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := loadFixtures(t)
+	hiddenAndLogits(t, familytest.XLA(t), clf, f.Models["dinov2"].Runs["native"].pixels(t))
+	for _, c := range []struct {
+		path string
+		want float32
+	}{{"/dinov2/encoder/layer/1/layer_scale2/lambda1", 0.5}, {"/dinov2/embeddings/mask_token", 0}} {
+		v := clf.Store().GetVariable(c.path)
+		if v == nil {
+			t.Fatalf("no variable %s", c.path)
+		}
+		value, err := v.Value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range tensors.MustCopyFlatData[float32](value) {
+			if x != c.want {
+				t.Fatalf("%s has %g, want %g everywhere", c.path, x, c.want)
+			}
+		}
+	}
+	dir := t.TempDir()
+	if err := SavePretrained(dir, clf); err != nil {
+		t.Fatal(err)
+	}
+	familytest.CheckTensors(t, dir, func(string) ([]TensorSpec, error) {
+		list, _, err := safetensors.ReadFile(filepath.Join("testdata", "dinov2", "model.safetensors"))
+		var specs []TensorSpec
+		for _, n := range list {
+			specs = append(specs, TensorSpec{Name: n.Name, Dims: n.Tensor.Shape().Dimensions})
+		}
+		return specs, err
+	})
 }

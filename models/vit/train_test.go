@@ -2,7 +2,6 @@ package vit
 
 import (
 	"math"
-	"path/filepath"
 	"testing"
 
 	"github.com/goaccel/goaccel/accelerator"
@@ -103,32 +102,36 @@ func maxLossDiff(a, b []float64) float64 {
 	return worst
 }
 
-// TestTrainingParity: 20 SGD steps (lr 0.1, dropout 0) from tiny/ give PyTorch's losses
-// within 1e-4 on one XLA CPU device, the same losses within 1e-5 on two devices (the global
-// batch of 4 split in two), and the same again with gradient checkpointing.
+// TestTrainingParity: 20 SGD steps (lr 0.1, dropout 0) from tiny/ (ViT) and dinov2_swiglu/
+// give PyTorch's losses within 1e-4 on one XLA CPU device, the same losses within 1e-5 on two
+// devices (the global batch split in two), and the same again with gradient checkpointing.
 func TestTrainingParity(t *testing.T) {
 	f := loadFixtures(t)
-	r := f.Models["tiny"].Train
-	steps := len(r.Losses)
-	if testing.Short() {
-		steps = 6
-	}
-	load := func() *Classifier { return loadTiny(t, "tiny") }
-	one := trainLosses(t, r, load(), 1, steps, "no")
-	d := maxLossDiff(one, r.Losses[:steps])
-	t.Logf("%d SGD steps: losses %.4f -> %.4f, max abs diff from PyTorch (transformers %s) %.3g", steps, one[0], one[steps-1], f.Transformers, d)
-	if d > 1e-4 {
-		t.Errorf("losses %v, PyTorch's %v (max diff %.3g)", one, r.Losses[:steps], d)
-	}
-	two := trainLosses(t, r, load(), 2, steps, "no")
-	d2 := maxLossDiff(one, two)
-	ckpt := load()
-	ckpt.Config.GradientCheckpointing = true
-	remat := trainLosses(t, r, ckpt, 1, steps, "no")
-	d3 := maxLossDiff(one, remat)
-	t.Logf("2 devices: max abs diff from 1 device %.3g; gradient checkpointing: %.3g", d2, d3)
-	if d2 > 1e-5 || d3 > 1e-5 {
-		t.Errorf("2 devices %v, gradient checkpointing %v; 1 device %v", two, remat, one)
+	for _, name := range []string{"tiny", "dinov2_swiglu"} {
+		t.Run(name, func(t *testing.T) {
+			r := f.Models[name].Train
+			steps := len(r.Losses)
+			if testing.Short() {
+				steps = 6
+			}
+			load := func() *Classifier { return loadTiny(t, name) }
+			one := trainLosses(t, r, load(), 1, steps, "no")
+			d := maxLossDiff(one, r.Losses[:steps])
+			t.Logf("%d SGD steps: losses %.4f -> %.4f, max abs diff from PyTorch (transformers %s) %.3g", steps, one[0], one[steps-1], f.Transformers, d)
+			if d > 1e-4 {
+				t.Errorf("losses %v, PyTorch's %v (max diff %.3g)", one, r.Losses[:steps], d)
+			}
+			two := trainLosses(t, r, load(), 2, steps, "no")
+			d2 := maxLossDiff(one, two)
+			ckpt := load()
+			ckpt.Config.GradientCheckpointing = true
+			remat := trainLosses(t, r, ckpt, 1, steps, "no")
+			d3 := maxLossDiff(one, remat)
+			t.Logf("2 devices: max abs diff from 1 device %.3g; gradient checkpointing: %.3g", d2, d3)
+			if d2 > 1e-5 || d3 > 1e-5 {
+				t.Errorf("2 devices %v, gradient checkpointing %v; 1 device %v", two, remat, one)
+			}
+		})
 	}
 }
 
@@ -167,38 +170,42 @@ func TestMixedPrecision(t *testing.T) {
 	}
 }
 
-// TestDropoutTrains: with dropout in every place (hidden 0.1, attention 0.1) the training
-// graph's logits differ from inference's, and inference's are the fixture's.
+// TestDropoutTrains: with dropout in every place (ViT: hidden 0.1, attention 0.1; DINOv2:
+// stochastic depth 0.5 alone) the training graph's logits differ from inference's, and
+// inference's are the fixture's.
 func TestDropoutTrains(t *testing.T) {
 	f := loadFixtures(t)
 	backend := familytest.XLA(t)
-	r := f.Models["tiny"].Runs["native"]
-	clf, err := LoadPretrained(filepath.Join("testdata", "tiny"), nil, LoadOptions{LoadHead: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clf.Config.HiddenDropoutProb, clf.Config.AttentionProbsDropoutProb = 0.1, 0.1
-	run := func(train bool) []float32 {
-		exec, err := model.NewExec(backend, clf.Store(), func(s *model.Scope, x *graph.Node) *graph.Node {
-			s.Store().SetTraining(x.Graph(), train)
-			return clf.Logits(s, []*graph.Node{x})
-		})
-		if err != nil {
-			t.Fatal(err)
+	for _, name := range []string{"tiny", "dinov2"} {
+		r := f.Models[name].Runs["native"]
+		clf := loadTiny(t, name)
+		if name == "dinov2" {
+			clf.Config.DropPathRate = 0.5
+		} else {
+			clf.Config.HiddenDropoutProb, clf.Config.AttentionProbsDropoutProb = 0.1, 0.1
 		}
-		outs, err := exec.Call(r.pixels(t))
-		if err != nil {
-			t.Fatal(err)
+		run := func(train bool) []float32 {
+			exec, err := model.NewExec(backend, clf.Store(), func(s *model.Scope, x *graph.Node) *graph.Node {
+				s.Store().SetTraining(x.Graph(), train)
+				return clf.Logits(s, []*graph.Node{x})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			outs, err := exec.Call(r.pixels(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tensors.MustCopyFlatData[float32](outs[0])
 		}
-		return tensors.MustCopyFlatData[float32](outs[0])
-	}
-	eval, train := run(false), run(true)
-	want := testutil.DecodeF32(t, "logits", r.LogitsB64, r.LogitsShape)
-	if d := maxAbsDiff(t, "eval", eval, want); d > tolerance {
-		t.Errorf("inference with dropout rates set differs from transformers' by %.3g", d)
-	}
-	if d := maxAbsDiff(t, "train", train, eval); d < 1e-3 {
-		t.Errorf("training logits differ from inference's by %.3g only: dropout did not run", d)
+		eval, train := run(false), run(true)
+		want := testutil.DecodeF32(t, "logits", r.LogitsB64, r.LogitsShape)
+		if d := maxAbsDiff(t, "eval", eval, want); d > tolerance {
+			t.Errorf("%s: inference with dropout rates set differs from transformers' by %.3g", name, d)
+		}
+		if d := maxAbsDiff(t, "train", train, eval); d < 1e-3 {
+			t.Errorf("%s: training logits differ from inference's by %.3g only: dropout did not run", name, d)
+		}
 	}
 }
 
