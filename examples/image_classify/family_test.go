@@ -49,13 +49,12 @@ func TestFamiliesFineTune(t *testing.T) {
 			if !strings.Contains(log, "model: "+family+" ") || !strings.Contains(log, "is not loaded: a new head of 6 classes") {
 				t.Errorf("the log does not say the %s model and its new head:\n%s", family, log)
 			}
-			samePipeline(t, out, validDir, readResults(t, out))
-
 			log = exampletest.Run(t, nil, "--model_name_or_path", folder, "--ignore_mismatched_sizes", "--train_file", table,
 				"--max_steps", "3", "--batch_size", "8", "--output_dir", filepath.Join(root, family+"-parquet"), "--workers", "1")
 			if !strings.Contains(log, "best validation accuracy") {
 				t.Errorf("Parquet:\n%s", log)
 			}
+			samePipeline(t, out, validDir, readResults(t, out)) // last: it skips without the torch venv
 		})
 	}
 	out, err := exampletest.RunChild(t, []string{"--backend", "go", "--model_name_or_path", transformersFolders["vit"],
@@ -71,6 +70,8 @@ func TestFamiliesFineTune(t *testing.T) {
 // goaccel decodes JPEG with Go's inverse DCT, within 3 levels of Pillow's libjpeg-turbo
 // (docs/images.md), so the pixels in differ slightly; the PNG tests hold the exact case.
 func TestJPEGsAgainstPipeline(t *testing.T) {
+	testutil.Long(t, "a measurement of the JPEG decoders' effect on predictions (the PNG tests hold the exact case)")
+	testutil.TorchPython(t, "transformers' image-classification pipeline on best/")
 	root := t.TempDir()
 	jpegs := filepath.Join(root, "jpeg")
 	for i, ex := range synthetic(40, 9) {
