@@ -1,6 +1,7 @@
 // Package vit is a ViT image classifier for GoMLX with the semantics of transformers'
 // ViTForImageClassification (model_type "vit": google/vit-base-patch16-224 and the
-// checkpoints fine-tuned from it), and loading and saving of its Hugging Face folders.
+// checkpoints fine-tuned from it) and Dinov2ForImageClassification (model_type "dinov2":
+// facebook/dinov2-*), and loading and saving of their Hugging Face folders.
 //
 // # The model
 //
@@ -13,6 +14,11 @@
 // classifier on the CLS token, with dropout wherever transformers has it, active only while
 // the Store marks the graph as training. Classifier.Encoder returns the last hidden states
 // (ViTModel's last_hidden_state).
+//
+// DINOv2 (Config.ModelType DINOv2) is the same encoder with norm1 and norm2, a layer scale on
+// each sub-layer's output, stochastic depth (drop_path_rate), a SwiGLU feed-forward when
+// use_swiglu_ffn, position embeddings always interpolated to the image's size, and the
+// classifier on the CLS token concatenated with the mean of the patch tokens (Pool).
 //
 // Mixed precision (SetComputeDType), gradient checkpointing (Config.GradientCheckpointing)
 // and LoRA (AttachLoRA, default targets query and value, the classifier trained and saved
