@@ -21,15 +21,16 @@ var transformersFolders = map[string]string{
 	"vit":      "../../models/vit/testdata/tiny",
 	"resnet":   "../../models/resnet/testdata/basic",
 	"convnext": "../../models/convnext/testdata/tiny",
+	"dinov2":   "../../models/vit/testdata/dinov2",
 }
 
-// TestFamiliesFineTune fine-tunes a ViT, a ResNet and a ConvNeXt folder written by
+// TestFamiliesFineTune fine-tunes a ViT, a ResNet, a ConvNeXt and a DINOv2 folder written by
 // transformers through the program: on a folder of PNGs (6 classes: the 3-class head is
 // replaced with --ignore_mismatched_sizes, which the log says) with --do_predict on the
 // validation images, and on a Parquet file. Their best/ loads in transformers' pipeline,
 // which classifies the images as goaccel did (GOACCEL_TORCH_PYTHON). Without
-// --ignore_mismatched_sizes the run stops naming it. ResNet's and ConvNeXt's runs are tier 2
-// (about 30 s and 110 s on the 2-core machine).
+// --ignore_mismatched_sizes the run stops naming it. ResNet's, ConvNeXt's and DINOv2's runs
+// are tier 2 (about 40 s, 110 s and 30 s on the 2-core machine).
 func TestFamiliesFineTune(t *testing.T) {
 	root := t.TempDir()
 	trainDir, validDir := filepath.Join(root, "train"), filepath.Join(root, "valid")
