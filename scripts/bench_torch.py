@@ -16,8 +16,10 @@ transformers' BertForSequenceClassification (2 labels) at the requested shape wi
 families' works, modernbert and deberta, are transformers' ModernBertForSequenceClassification and
 DebertaV2ForSequenceClassification built from the config.json that goaccel's family package writes
 for the work (--config, the JSON text; bench passes it), trained the same way, on input ids and an
-attention mask (no token types: ModernBERT has none, DeBERTa-v3's type_vocab_size is 0); the vit
-work is ViTForImageClassification from its config.json, on random pixels of --seq pixels a side.
+attention mask (no token types: ModernBERT has none, DeBERTa-v3's type_vocab_size is 0); an image
+family's work (--work image: vit, resnet, convnext...) is transformers' AutoModelForImageClassification
+of its config.json's model_type, on random pixels of --seq pixels a side (--channels_last: PyTorch's
+channels_last memory format).
 
 It can also be run by hand for a one-off figure:
 
@@ -69,7 +71,7 @@ def build(args, torch, dev):
     kw = {"attn_implementation": args.attn} if args.attn else {}
     if args.work in ("modernbert", "deberta"):
         return build_family(args, torch, dev, g, kw)
-    if args.work == "vit":
+    if args.work == "image":
         return build_image_family(args, torch, dev, g, kw)
     from transformers import BertConfig, BertForSequenceClassification
     cfg = BertConfig(**kw, vocab_size=args.vocab, hidden_size=args.bert_hidden, num_hidden_layers=args.bert_layers,
@@ -105,16 +107,24 @@ def build_family(args, torch, dev, g, kw):
 
 
 def build_image_family(args, torch, dev, g, kw):
-    """The vit work: ViTForImageClassification from --config, random pixels of --seq pixels a side,
-    NCHW as transformers takes them (channels_last changes nothing for a ViT: its one convolution
-    is the patch embedding)."""
+    """An image family's work (--work image): transformers' AutoModelForImageClassification for
+    the model_type of --config (the config.json goaccel's family package writes), random pixels
+    uniform in [-1, 1) of --seq pixels a side, NCHW as transformers takes them, 2 labels; with
+    --channels_last the model and pixels in torch.channels_last (PyTorch's faster layout for
+    convolutions on CPU; a ViT's one convolution is its patch embedding)."""
     import transformers
     if not args.config:
-        raise SystemExit("--work %s needs --config (the config.json goaccel's family package writes)" % args.work)
-    cfg = transformers.ViTConfig.from_dict(json.loads(args.config), **kw)
-    model = transformers.ViTForImageClassification(cfg).to(dev)
+        raise SystemExit("--work image needs --config (the config.json goaccel's family package writes)")
+    keys = json.loads(args.config)
+    if "model_type" not in keys:
+        raise SystemExit("--work image: --config has no model_type")
+    cfg = transformers.AutoConfig.for_model(**keys, **kw)
+    model = transformers.AutoModelForImageClassification.from_config(cfg).to(dev)
     model.train()
     x = (torch.rand(args.batch, cfg.num_channels, args.seq, args.seq, generator=g) * 2 - 1).to(dev)
+    if args.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
     y = torch.randint(0, 2, (args.batch,), generator=g).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
     return model, (lambda m: m(pixel_values=x, labels=y).loss), opt
@@ -122,7 +132,7 @@ def build_image_family(args, torch, dev, g, kw):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--work", choices=["mlp", "bert", "modernbert", "deberta", "vit"], required=True)
+    p.add_argument("--work", choices=["mlp", "bert", "modernbert", "deberta", "image"], required=True)
     p.add_argument("--batch", type=int, required=True)
     p.add_argument("--hidden", type=int, default=1024)
     p.add_argument("--layers", type=int, default=4)
@@ -137,7 +147,8 @@ def main():
     p.add_argument("--device", default="", help="cpu or cuda (default: cuda when available)")
     p.add_argument("--threads", type=int, default=0, help="intra-op threads on CPU (0: leave torch's default)")
     p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--config", default="", help="modernbert, deberta, vit: the model's config.json, as JSON text")
+    p.add_argument("--config", default="", help="modernbert, deberta, image: the model's config.json, as JSON text")
+    p.add_argument("--channels_last", action="store_true", help="image: model and pixels in torch.channels_last")
     p.add_argument("--attn", default="", help="transformers attention implementation (eager, sdpa); default: its own")
     p.add_argument("--once", type=int, default=0, help="run this many timed steps, print one line and exit")
     args = p.parse_args()
@@ -183,7 +194,8 @@ def main():
          cpu_s=round(time.process_time(), 4),
          info=dict(torch=torch.__version__, device=dev, threads=torch.get_num_threads(),
                    attn=getattr(getattr(model, "config", None), "_attn_implementation", None),
-                   glibc_tunables=os.environ.get("GLIBC_TUNABLES", "")))
+                   glibc_tunables=os.environ.get("GLIBC_TUNABLES", ""),
+                   channels_last=bool(getattr(args, "channels_last", False))))
     for _ in range(args.warmup):
         step()
     sync()

@@ -30,11 +30,12 @@ goaccel through models/auto against transformers' class for the family; optional
 overrides, e.g.
   --work mlp:hidden=4096:batch=4096 --work minilm:batch=32:seq=128 --work deberta:layers=2
 Defaults are the CPU shapes (mlp h1024 B256, tiny/minilm B64 L64, base B8 L64, the families B8
-L128), or the GPU shapes when a GPU and XLA's CUDA plugin are found (mlp h4096 B4096, minilm
+L128, an image family B8 at 224 pixels a side: seq is the side), or the GPU shapes when a GPU and XLA's CUDA plugin are found (mlp h4096 B4096, minilm
 B64 L128, base and the families B32 L128).
 goaccel runs with its block cache for large host blocks (the default); GOACCEL_HOST_MALLOC=system
 goaccel bench ... measures it with glibc's defaults, =keep with glibc's keep settings (PyTorch keeps
-glibc's defaults unless --torch_goaccel_malloc). The compute table gives each work's GFLOP/s
+glibc's defaults unless --torch_goaccel_malloc). PyTorch's image works run in contiguous NCHW
+unless --torch_channels_last (results.jsonl's info says which). The compute table gives each work's GFLOP/s
 against the fp32 peak an FMA loop measures in this binary.
 
 --sweep measures how the cost grows with the work: the first --work (default minilm) at the
@@ -65,6 +66,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	python := fs.String("python", defaultPython(), `Python with torch (and transformers for BERT) for the comparison; "none" disables it`)
 	torchScript := fs.String("torch_script", "", "PyTorch worker script (default: scripts/bench_torch.py, or bench_torch.py next to this binary)")
 	threads := fs.Int("threads", runtime.NumCPU(), "PyTorch's intra-op threads (XLA's CPU plugin uses one thread per core)")
+	channelsLast := fs.Bool("torch_channels_last", false, "run PyTorch's image works in torch.channels_last (its faster convolution layout on CPU; default: contiguous NCHW, transformers' own)")
 	torchMalloc := fs.Bool("torch_goaccel_malloc", false, "run PyTorch with goaccel's glibc malloc settings too (default: glibc's defaults, as PyTorch users run it; see the hostmalloc package)")
 	baseline := fs.String("baseline", "", "another goaccel binary whose bench-worker is measured alongside as goaccel-baseline (A/B of a change)")
 	runDir := fs.String("run_dir", "", "run directory (default: runs/bench-YYYYMMDD-HHMMSS)")
@@ -105,8 +107,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	o := bench.Options{Steps: *steps, RoundS: *roundS, Rounds: *rounds, GoBackend: *goBackend, Threads: *threads,
-		TorchGoaccelMalloc: *torchMalloc,
-		Out:                stdout, Log: stderr, Machine: machineName(gpus)}
+		TorchGoaccelMalloc: *torchMalloc, TorchChannelsLast: *channelsLast,
+		Out: stdout, Log: stderr, Machine: machineName(gpus)}
 	for _, w := range *works {
 		spec, err := bench.ParseWork(w, gpus > 0)
 		if err != nil {

@@ -20,7 +20,7 @@ func TestParseWork(t *testing.T) {
 		t.Errorf("GPU mlp defaults = %+v", g)
 	}
 	for arg, want := range map[string]string{
-		"resnet":        "valid works are mlp, tiny, minilm, base",
+		"alexnet":       "valid works are mlp, tiny, minilm, base",
 		"mlp:batch":     "not KEY=POSITIVE_INTEGER",
 		"mlp:batch=-1":  "not KEY=POSITIVE_INTEGER",
 		"mlp:colour=2":  `unknown key "colour"`,

@@ -30,7 +30,7 @@ func familyWork(f auto.Family) (struct{ CPU, GPU Spec }, bool) {
 		return struct{ CPU, GPU Spec }{}, false
 	}
 	seq := 128
-	if cfg, err := ref.Config(ref.Shape, imageSide); err == nil && cfg.Facts().Image != nil {
+	if isImage(f) {
 		seq = imageSide // an image family's size is the image side
 	}
 	s := Spec{Work: f.Name(), Family: f.ModelTypes()[0], Seq: seq, Hidden: ref.Shape.Hidden, Layers: ref.Shape.Layers,
@@ -38,6 +38,24 @@ func familyWork(f auto.Family) (struct{ CPU, GPU Spec }, bool) {
 	cpu, gpu := s, s
 	cpu.Batch, gpu.Batch = 8, 32
 	return struct{ CPU, GPU Spec }{cpu, gpu}, true
+}
+
+// isImage reports whether f is an image family: its reference config at its own shape has
+// Facts.Image.
+func isImage(f auto.Family) bool {
+	ref := f.Reference()
+	if ref.Config == nil {
+		return false
+	}
+	cfg, err := ref.Config(ref.Shape, imageSide)
+	return err == nil && cfg.Facts().Image != nil
+}
+
+// imageFamily reports whether the spec's family is an image family (see isImage), whatever
+// the spec's shape.
+func (s Spec) imageFamily() bool {
+	f, err := s.familyOf()
+	return s.IsBERT() && err == nil && isImage(f)
 }
 
 // Families are the works of the registered families (see familyWork), in the order they

@@ -58,6 +58,10 @@ type Options struct {
 	TorchGoaccelMalloc bool
 	// Threads is the number of intra-op threads PyTorch uses (XLA's CPU plugin uses one per core).
 	Threads int
+	// TorchChannelsLast runs PyTorch's image works in channels_last memory format (model and
+	// pixels), its faster layout for convolutions on CPU; by default PyTorch keeps its
+	// contiguous NCHW, as transformers' classes run unless a user asks.
+	TorchChannelsLast bool
 	// RunDir receives results.jsonl, table.txt, ratios.png and the workers' stderr.
 	RunDir string
 	// Machine names the machine in the outputs.
@@ -346,6 +350,9 @@ func Run(o Options) ([]*Measurement, error) {
 		if torchWhy == "" {
 			argv := append([]string{o.Python, o.TorchScript}, torchArgs...)
 			argv = append(argv, "--threads", strconv.Itoa(o.Threads))
+			if o.TorchChannelsLast && spec.imageFamily() {
+				argv = append(argv, "--channels_last")
+			}
 			env := []string{envvar.OMPNumThreads.KV(strconv.Itoa(o.Threads))}
 			if !o.TorchGoaccelMalloc && envvar.GlibcTunables.Value() == hostmalloc.Tunables {
 				env = append(env, envvar.GlibcTunables.KV("")) // glibc's defaults, as PyTorch users run it

@@ -10,24 +10,27 @@ import (
 	"github.com/goaccel/goaccel/models/auto"
 )
 
-// torchFamilies are the families scripts/bench_torch.py builds from a config.json (--work
-// NAME --config JSON): its own knowledge, not the registry's.
-var torchFamilies = []string{"modernbert", "deberta", "vit"}
+// torchFamilies are the text families scripts/bench_torch.py builds from a config.json (--work
+// NAME --config JSON): its own knowledge, not the registry's. Every image family's work is
+// the script's --work image: transformers' AutoModelForImageClassification of the config.json's
+// model_type, so an image family needs no entry here.
+var torchFamilies = []string{"modernbert", "deberta"}
 
 // Spec is one measurement: a work (model and batch shape) at one precision on some devices.
 // The same Spec drives goaccel's worker and PyTorch's (scripts/bench_torch.py), so both train
 // the same model on the same batch shape.
 type Spec struct {
 	// Work is "mlp", one of the BERT classifier shapes "tiny", "minilm", "base", or a model
-	// family's classifier, "modernbert" (ModernBERT-base's shape) or "deberta"
-	// (DeBERTa-v3-small's); see Works.
+	// family's classifier, e.g. "modernbert" (ModernBERT-base's shape), "deberta"
+	// (DeBERTa-v3-small's) or an image family's, "vit" (ViT-base/16's); see Works.
 	Work string `json:"work"`
 	// Family is the model_type of a classifier work's family in models/auto's registry
 	// ("bert" for tiny, minilm and base); "" for the MLP.
 	Family string `json:"family,omitempty"`
 	// Batch is the global batch (examples per optimizer step, over all devices).
 	Batch int `json:"batch"`
-	// Seq is the classifier's sequence length (every example is full length: no padding).
+	// Seq is the classifier's sequence length (every example is full length: no padding), or
+	// an image family's image side in pixels (square images).
 	Seq int `json:"seq,omitempty"`
 	// Hidden and Layers are the MLP's hidden width and number of hidden layers, or the
 	// classifier's hidden size and number of encoder layers.
@@ -61,7 +64,9 @@ func (s Spec) IsBERT() bool { return s.Work != "mlp" }
 func (s Spec) Label() string {
 	var b strings.Builder
 	b.WriteString(s.Work)
-	if s.IsBERT() {
+	if s.image() != nil {
+		fmt.Fprintf(&b, " B%d %dpx", s.Batch, s.Seq)
+	} else if s.IsBERT() {
 		fmt.Fprintf(&b, " B%d L%d", s.Batch, s.Seq)
 	} else {
 		fmt.Fprintf(&b, " h%d B%d", s.Hidden, s.Batch)
@@ -78,6 +83,7 @@ func (s Spec) Label() string {
 
 // Validate checks the spec's numbers.
 func (s Spec) Validate() error {
+	img := s.imageFamily()
 	switch {
 	case s.Batch <= 0:
 		return fmt.Errorf("bench: %s: batch must be > 0, got %d", s.Work, s.Batch)
@@ -87,8 +93,10 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("bench: %s: batch %d does not split evenly over %d devices", s.Work, s.Batch, s.Devices)
 	case s.Hidden <= 0 || s.Layers <= 0:
 		return fmt.Errorf("bench: %s: hidden and layers must be > 0", s.Work)
-	case s.IsBERT() && (s.Seq < 2 || s.Heads <= 0 || s.Hidden%s.Heads != 0 || s.FF <= 0 || (s.Vocab <= 0 && s.image() == nil)):
-		return fmt.Errorf("bench: %s: needs seq >= 2, heads dividing hidden, ff > 0, vocab > 0 (but for an image family)", s.Work)
+	case img && s.Seq < 2:
+		return fmt.Errorf("bench: %s: needs seq (the image side in pixels) >= 2, got %d", s.Work, s.Seq)
+	case s.IsBERT() && !img && (s.Seq < 2 || s.Heads <= 0 || s.Hidden%s.Heads != 0 || s.FF <= 0 || s.Vocab <= 0):
+		return fmt.Errorf("bench: %s: needs seq >= 2, heads dividing hidden, ff > 0, vocab > 0", s.Work)
 	}
 	if s.IsBERT() {
 		if _, err := s.familyConfig(); err != nil {
@@ -201,6 +209,13 @@ func (s Spec) torchArgs() ([]string, error) {
 	f, err := s.familyOf()
 	if err != nil {
 		return nil, err
+	}
+	if s.imageFamily() { // any image family: the script's Auto class of the config's model_type
+		cfg, err := s.familyConfig()
+		if err != nil {
+			return nil, err
+		}
+		return append(args, "--work", "image", "--seq", strconv.Itoa(s.Seq), "--config", string(cfg)), nil
 	}
 	if !slices.Contains(torchFamilies, f.Name()) {
 		return nil, fmt.Errorf("scripts/bench_torch.py has no twin of family %s (it has %v)", f.Name(), torchFamilies)
