@@ -48,6 +48,7 @@ import (
 	"github.com/goaccel/goaccel/models/auto"
 	"github.com/goaccel/goaccel/trainer"
 	"github.com/goaccel/goaccel/trainer/args"
+	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	flag "github.com/spf13/pflag"
@@ -170,7 +171,13 @@ func run(o options, out io.Writer) (*trainer.Result, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	tr, err := trainer.New(acc, m.Classifier, opt, trainer.SingleLabelClassification(m.NumLabels(), m.Logits))
+	// The batch's mask goes to the model after its pixels: BatchNorm (ResNet's) leaves the
+	// padding slots of a last batch out of its statistics; families without batch statistics
+	// read the pixels only.
+	task := trainer.SingleLabelClassificationOfBatch(m.NumLabels(), func(s *model.Scope, b accelerator.GraphBatch) *Node {
+		return m.Logits(s, append(slices.Clip(b.Inputs), b.Mask))
+	})
+	tr, err := trainer.New(acc, m.Classifier, opt, task)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -2,6 +2,7 @@ package resnet
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/goaccel/goaccel/internal/testutil"
@@ -113,5 +114,40 @@ func TestTrainingParity(t *testing.T) {
 					dl, trainTolerance, buffers, tolerance, weights, trainTolerance)
 			}
 		})
+	}
+}
+
+// TestTrainModeMaskKeepsPaddingOut: in training mode, a batch of the fixture's pixels
+// followed by padding slots of other pixels (large values, as a wrap-around copy of some other
+// image could be) and a mask marking them gives transformers' running statistics of the real
+// examples alone: the padding of a last batch never reaches BatchNorm's statistics (the mask
+// that examples/image_classify passes after the pixels).
+func TestTrainModeMaskKeepsPaddingOut(t *testing.T) {
+	f := loadFixtures(t)
+	backend := familytest.XLA(t)
+	for name, m := range f.Models {
+		clf := loadFixture(t, m)
+		r := m.TrainForward
+		real := r.Pixels(t)
+		dims := real.Shape().Dimensions
+		n, per := dims[0], real.Shape().Size()/dims[0]
+		flat := tensors.MustCopyFlatData[float32](real)
+		padded := append(slices.Clone(flat), make([]float32, 2*per)...)
+		for i := n * per; i < len(padded); i++ {
+			padded[i] = float32(5 + i%7) // far from the real pixels' statistics
+		}
+		pdims := slices.Clone(dims)
+		pdims[0] = n + 2
+		mask := make([]bool, n+2)
+		for i := range n {
+			mask[i] = true
+		}
+		familytest.ImageForward(t, backend, clf.Store(), tensors.FromFlatDataAndDimensions(padded, pdims...), true,
+			func(s *model.Scope, x *Node) *Node { return clf.Encoder(s, x, Const(x.Graph(), mask)) }, clf.Head)
+		ds := familytest.CompareState(t, clf.Store(), filepath.Join("testdata", r.State), isBuffer, isKernel)
+		t.Logf("%s: running statistics after a masked forward with 2 padding slots: max diff %.2g from transformers' on the %d real examples", name, ds, n)
+		if ds > tolerance {
+			t.Errorf("%s: running statistics diff %g with padding masked out, want <= %g", name, ds, tolerance)
+		}
 	}
 }
