@@ -1,7 +1,6 @@
 package auto
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,8 +113,8 @@ func TestConvNetFamilies(t *testing.T) {
 
 // TestConvNetOptions: Options' dropout, gradient checkpointing and LoRA reach the
 // convolutional families: ConvNeXt's drop_path_rate is the dropout, its default LoRA targets
-// are pwconv1 and pwconv2 (PEFT has none; goaccel adapts linear layers only), and ResNet,
-// whose only linear layer is its head, refuses LoRA naming that.
+// are pwconv1 and pwconv2 (PEFT has none), and ResNet's are its convolutions (PEFT's
+// Conv2d LoRA), every one of them.
 func TestConvNetOptions(t *testing.T) {
 	rate := 0.3
 	m, err := Load("../convnext/testdata/tiny", nil, Options{Dropout: &rate, GradientCheckpointing: true, LoRA: &lora.Config{}})
@@ -136,7 +135,12 @@ func TestConvNetOptions(t *testing.T) {
 	if !r.Classifier.(*resnet.Classifier).Config.GradientCheckpointing {
 		t.Error("ResNet: gradient checkpointing not set")
 	}
-	if _, err := Load("../resnet/testdata/basic", nil, Options{LoRA: &lora.Config{}}); !errors.Is(err, resnet.ErrNoLoRA) {
-		t.Errorf("LoRA on ResNet: %v, want resnet.ErrNoLoRA", err)
+	r, err = Load("../resnet/testdata/basic", nil, Options{LoRA: &lora.Config{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := r.Classifier.(*resnet.Classifier).Adapter(); a == nil || len(a.Targets()) != 9 ||
+		a.Targets()[0] != "resnet.embedder.embedder.convolution" || !strings.HasSuffix(a.Targets()[8], ".convolution") {
+		t.Errorf("ResNet adapter %v, want the 9 convolutions of the basic fixture", a)
 	}
 }

@@ -56,9 +56,9 @@ func SavePretrained(dir string, c *Classifier) error {
 }
 
 // LoRABase describes the classifier to models/lora: its linear layers (each block's
-// pwconv1 and pwconv2: PEFT 0.21 has no default targets for ConvNeXt, and goaccel's adapter
-// adapts linear layers, not PEFT's Conv2d LoRA, so models/lora's default targets are these
-// two), its head for PEFT (the classifier, which trains and is saved with the
+// pwconv1 and pwconv2: PEFT 0.21 has no default targets for ConvNeXt, and its convolutions
+// are not given to the adapter (lora.Adapter.Conv), so models/lora's default targets are
+// these two), its head for PEFT (the classifier, which trains and is saved with the
 // adapter) and its other tensors, frozen.
 func (c Config) LoRABase(baseNameOrPath string) lora.Base {
 	return hf.LoRABaseOf(c.ModelType, baseNameOrPath, hf.ImageClassification, convnet.StoreLayout(c.Tensors(), isKernel), c.ClassifierTensors())

@@ -55,6 +55,9 @@ type Base struct {
 	// frozen layer of a head, such as ModernBERT's head.dense or DeBERTa's pooler.dense, is
 	// one, as in PEFT).
 	Linears []Linear
+	// Convs are the model's convolutions a target may name (PEFT's Conv2d LoRA), for a family
+	// that calls Adapter.Conv where it builds each of them (ConvLayers lists them).
+	Convs []Conv
 	// Head are the head's tensors, trained in full and saved with the adapter (PEFT's
 	// modules_to_save: its "classifier" and "score" modules, and the modules whose names end
 	// with them, such as DistilBERT's "pre_classifier").
@@ -91,12 +94,15 @@ type Adapter struct {
 	base     Base
 	targets  []Linear          // the targeted layers, in Base.Linears' order
 	targeted map[string]Linear // by module name
-	train    map[string]bool   // Store path -> trainable, for the base's, head's and adapter's variables
+	convs    []Conv            // the targeted convolutions, in Base.Convs' order
+	// targetedConv are the targeted convolutions by module name.
+	targetedConv map[string]Conv
+	train        map[string]bool // Store path -> trainable, for the base's, head's and adapter's variables
 }
 
 // New returns the adapter of cfg (zero fields: PEFT's defaults, see Config) on base. Every
-// target module must name at least one of base's linear layers: the error for one that names
-// none lists the layers the family has.
+// target module must name at least one of base's linear layers or convolutions: the error for
+// one that names none lists the layers the family has.
 func New(cfg Config, base Base) (*Adapter, error) {
 	cfg, err := cfg.withDefaults(base.ModelType)
 	if err != nil {
@@ -105,7 +111,7 @@ func New(cfg Config, base Base) (*Adapter, error) {
 	if base.TaskType != SeqCls && base.TaskType != TokenCls && base.TaskType != ImageCls {
 		return nil, fmt.Errorf("lora: task type %q: want %s, %s or none (ImageCls)", base.TaskType, SeqCls, TokenCls)
 	}
-	a := &Adapter{cfg: cfg, base: base, targeted: map[string]Linear{}, train: map[string]bool{}}
+	a := &Adapter{cfg: cfg, base: base, targeted: map[string]Linear{}, targetedConv: map[string]Conv{}, train: map[string]bool{}}
 	for _, t := range cfg.TargetModules {
 		found := false
 		for _, l := range base.Linears {
@@ -116,8 +122,14 @@ func New(cfg Config, base Base) (*Adapter, error) {
 				}
 			}
 		}
+		for _, c := range base.Convs {
+			if matches(c.Module, t) || matches(base.peftModule(c.Module), t) {
+				found = true
+				a.targetedConv[c.Module] = c
+			}
+		}
 		if !found {
-			return nil, &TargetError{Target: t, ModelType: base.ModelType, Layers: layerKinds(base.Linears)}
+			return nil, &TargetError{Target: t, ModelType: base.ModelType, Layers: layerKinds(base.modules())}
 		}
 	}
 	for _, l := range base.Linears {
@@ -125,6 +137,13 @@ func New(cfg Config, base Base) (*Adapter, error) {
 			a.targets = append(a.targets, l)
 			a.train[varPath(l.Module+".lora_A.weight")] = true
 			a.train[varPath(l.Module+".lora_B.weight")] = true
+		}
+	}
+	for _, c := range base.Convs {
+		if _, ok := a.targetedConv[c.Module]; ok {
+			a.convs = append(a.convs, c)
+			a.train[varPath(c.Module+".lora_A.weight")] = true
+			a.train[varPath(c.Module+".lora_B.weight")] = true
 		}
 	}
 	for _, t := range base.Frozen {
@@ -137,30 +156,43 @@ func New(cfg Config, base Base) (*Adapter, error) {
 }
 
 // TargetError is New's error for a target module that names none of the model's linear
-// layers.
+// layers or convolutions.
 type TargetError struct {
 	// Target is the target module, as given.
 	Target string
 	// ModelType is the base model's model_type.
 	ModelType string
-	// Layers are the names of the model's linear layers a target may give, quoted.
+	// Layers are the names of the model's layers (linear, and convolutions where the family
+	// adapts them) a target may give, quoted.
 	Layers []string
 }
 
 // Error names the target and the layers the model has.
 func (e *TargetError) Error() string {
-	return fmt.Sprintf("lora: target module %q names no linear layer of model_type %s: its linear layers are %s",
+	return fmt.Sprintf("lora: target module %q names no linear layer or convolution of model_type %s that LoRA adapts: its layers are %s",
 		e.Target, e.ModelType, strings.Join(e.Layers, ", "))
 }
 
-// layerKinds are the names of linear layers that a target module may give: each layer's
-// module name with the numbered layer path before it dropped ("attention.self.query"), and
-// its last part ("query"), sorted and without repeats.
-func layerKinds(linears []Linear) []string {
+// modules are the module names of the base's linear layers and convolutions.
+func (b Base) modules() []string {
+	var out []string
+	for _, l := range b.Linears {
+		out = append(out, l.Module)
+	}
+	for _, c := range b.Convs {
+		out = append(out, c.Module)
+	}
+	return out
+}
+
+// layerKinds are the names of layers that a target module may give: each layer's module
+// name with the numbered layer path before it dropped ("attention.self.query"), and its last
+// part ("query"), sorted and without repeats.
+func layerKinds(modules []string) []string {
 	seen := map[string]bool{}
-	for _, l := range linears {
-		parts := strings.Split(l.Module, ".")
-		rest := l.Module
+	for _, module := range modules {
+		parts := strings.Split(module, ".")
+		rest := module
 		for i, p := range parts {
 			if _, err := fmt.Sscanf(p, "%d", new(int)); err == nil && i+1 < len(parts) {
 				rest = strings.Join(parts[i+1:], ".")
@@ -190,11 +222,15 @@ func (a *Adapter) Config() Config {
 // Base returns the description of the base model the adapter was made for.
 func (a *Adapter) Base() Base { return a.base }
 
-// Targets returns the module names of the targeted layers, in the model's order.
+// Targets returns the module names of the targeted layers, in the model's order (the linear
+// layers, then the convolutions).
 func (a *Adapter) Targets() []string {
-	out := make([]string, len(a.targets))
-	for i, l := range a.targets {
-		out[i] = l.Module
+	out := make([]string, 0, len(a.targets)+len(a.convs))
+	for _, l := range a.targets {
+		out = append(out, l.Module)
+	}
+	for _, c := range a.convs {
+		out = append(out, c.Module)
 	}
 	return out
 }
@@ -295,6 +331,9 @@ func (a *Adapter) NumTrainable() int {
 	n := 0
 	for _, l := range a.targets {
 		n += a.cfg.R * (l.In + l.Out)
+	}
+	for _, c := range a.convs {
+		n += size(c.aDims(a.cfg.R)) + size(c.bDims(a.cfg.R))
 	}
 	for _, t := range a.base.Head {
 		n += size(t.Dims)

@@ -18,7 +18,8 @@ type Config struct {
 	// Dropout is the dropout rate on a targeted layer's input, in the LoRA branch only (PEFT's
 	// lora_dropout), active in training.
 	Dropout float64
-	// TargetModules are the linear layers to adapt, as PEFT's target_modules list: a layer is
+	// TargetModules are the linear layers (and, where the family adapts them, convolutions)
+	// to adapt, as PEFT's target_modules list: a layer is
 	// targeted when its module name (HF's, "bert.encoder.layer.0.attention.self.query") equals
 	// an entry or ends with "." and the entry ("query", "attention.self.query"). nil means
 	// DefaultTargetModules of the model_type. Layers of the head are never targeted (they
@@ -49,17 +50,20 @@ var defaultTargets = map[string][]string{
 	"modernbert":  {"Wqkv"},
 	"vit":         {"query", "value"}, // PEFT has none; its image-classification guide's
 	"dinov2":      {"query", "value"}, // PEFT has none; as ViT's
-	// ConvNeXt: PEFT has none; goaccel adapts linear layers only (not PEFT's Conv2d LoRA),
-	// and a block's two linear layers are its inverted bottleneck's.
+	// ConvNeXt: PEFT has none; its linear layers (models/convnext does not adapt its
+	// convolutions), a block's two, its inverted bottleneck's.
 	"convnext":   {"pwconv1", "pwconv2"},
 	"convnextv2": {"pwconv1", "pwconv2"},
+	// ResNet: PEFT has none; every ResNetConvLayer's Conv2d (the stem's, the residual layers'
+	// and the projection shortcuts'), adapted as PEFT's Conv2d LoRA.
+	"resnet": {"convolution"},
 }
 
 // DefaultTargetModules returns the target modules a Config without TargetModules adapts for
 // a model_type (PEFT's defaults: query and value for bert, roberta, xlm-roberta and electra,
 // query_proj and value_proj for deberta-v2; goaccel's where PEFT has none: q_lin and v_lin
 // for distilbert, Wqkv for modernbert, query and value for vit, pwconv1 and pwconv2 for
-// convnext and convnextv2), or nil when there is no default for it.
+// convnext and convnextv2, convolution for resnet), or nil when there is no default for it.
 func DefaultTargetModules(modelType string) []string {
 	return slices.Clone(defaultTargets[modelType])
 }

@@ -22,6 +22,12 @@
 // adapter whose tensors do not fit the base), and folds itself into the base weights
 // (Adapter.Merged, PEFT's merge_and_unload) for a plain model folder.
 //
+// A family with convolutions lists them too (Base.Convs) and calls Adapter.Conv where it
+// builds each, giving the layer's own convolution: a targeted torch.nn.Conv2d of kernel k,
+// stride and padding becomes, as in PEFT's Conv2d LoRA, y + (alpha/r)·B(A(dropout(x))) with A
+// a convolution of the same kernel, stride and padding to r channels (A [r, in, k, k], OIHW,
+// kaiming-uniform over in·k·k) and B a 1x1 convolution to out channels ([out, r, 1, 1], zero).
+//
 // Variables live in the model's Store next to the layer they adapt, under PEFT's names with
 // the adapter name left out: the layer "bert.encoder.layer.0.attention.self.query" (Store
 // scope "/bert/encoder/layer/0/attention/self/query") gets "lora_A/weight" and

@@ -116,3 +116,42 @@ func TestFoldIn(t *testing.T) {
 		t.Errorf("foldIn: %v, want %v", w, want)
 	}
 }
+
+// TestConvTargets: ConvLayers lists a Store's HWIO kernels (square, four-dimensional
+// "M.weight") as convolutions; a target module matches them as it matches linear layers, A
+// [r, in, k, k] and B [out, r, 1, 1] count in NumTrainable, and a target that names neither
+// a convolution nor a linear layer is a TargetError listing the convolutions.
+func TestConvTargets(t *testing.T) {
+	tensors := []Tensor{
+		{"resnet.embedder.embedder.convolution.weight", []int{7, 7, 3, 8}},
+		{"resnet.embedder.embedder.normalization.weight", []int{8}},
+		{"resnet.encoder.stages.0.layers.0.shortcut.convolution.weight", []int{1, 1, 8, 16}},
+		{"resnet.encoder.stages.0.layers.0.layer.0.convolution.weight", []int{3, 3, 8, 16}},
+	}
+	b := Base{ModelType: "resnet", TaskType: ImageCls, Frozen: tensors, Convs: ConvLayers(tensors),
+		Head: []Tensor{{"classifier.1.weight", []int{2, 16}}, {"classifier.1.bias", []int{2}}}}
+	if len(b.Convs) != 3 || b.Convs[0] != (Conv{Module: "resnet.embedder.embedder.convolution", In: 3, Out: 8, Kernel: 7}) {
+		t.Fatalf("ConvLayers: %+v", b.Convs)
+	}
+	for _, c := range []struct {
+		targets []string
+		want    int
+	}{{nil, 3}, {[]string{"shortcut.convolution"}, 1}, {[]string{"layer.0.convolution", "embedder.convolution"}, 2}} {
+		a, err := New(Config{R: 2, TargetModules: c.targets}, b)
+		if err != nil {
+			t.Fatalf("%q: %v", c.targets, err)
+		}
+		if len(a.Targets()) != c.want {
+			t.Errorf("targets %q adapt %q, want %d convolutions", c.targets, a.Targets(), c.want)
+		}
+	}
+	a, _ := New(Config{R: 2}, b)
+	if n := a.NumTrainable(); n != 2*(3*49+8)+2*(8+16)+2*(8*9+16)+2*16+2 {
+		t.Errorf("NumTrainable %d", n)
+	}
+	_, err := New(Config{TargetModules: []string{"normalization"}}, b)
+	var te *TargetError
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), `"normalization"`) || !strings.Contains(err.Error(), `"shortcut.convolution"`) {
+		t.Errorf("target normalization: got %v, want a TargetError listing the convolutions", err)
+	}
+}

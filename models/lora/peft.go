@@ -149,6 +149,11 @@ func (a *Adapter) names() []savedTensor {
 			savedTensor{keyPrefix + a.base.peftModule(l.Module) + ".lora_A.weight", varPath(l.Module + ".lora_A.weight"), []int{a.cfg.R, l.In}},
 			savedTensor{keyPrefix + a.base.peftModule(l.Module) + ".lora_B.weight", varPath(l.Module + ".lora_B.weight"), []int{l.Out, a.cfg.R}})
 	}
+	for _, c := range a.convs {
+		out = append(out,
+			savedTensor{keyPrefix + a.base.peftModule(c.Module) + ".lora_A.weight", varPath(c.Module + ".lora_A.weight"), c.aDims(a.cfg.R)},
+			savedTensor{keyPrefix + a.base.peftModule(c.Module) + ".lora_B.weight", varPath(c.Module + ".lora_B.weight"), c.bDims(a.cfg.R)})
+	}
 	for _, t := range a.base.Head {
 		out = append(out, savedTensor{keyPrefix + t.Name, varPath(t.Name), t.Dims})
 	}
@@ -224,20 +229,21 @@ func (a *Adapter) Save(dir string, store *model.Store) error {
 // other, else the module names in full.
 func (a *Adapter) peftTargets() []string {
 	var kinds, full []string
-	for _, l := range a.targets {
-		m := a.base.peftModule(l.Module)
+	targets := a.Targets()
+	for _, module := range targets {
+		m := a.base.peftModule(module)
 		full = append(full, m)
 		if kind := m[strings.LastIndex(m, ".")+1:]; !slices.Contains(kinds, kind) {
 			kinds = append(kinds, kind)
 		}
 	}
 	n := 0
-	for _, l := range a.base.Linears {
-		if slices.ContainsFunc(kinds, func(k string) bool { return matches(a.base.peftModule(l.Module), k) }) {
+	for _, module := range a.base.modules() {
+		if slices.ContainsFunc(kinds, func(k string) bool { return matches(a.base.peftModule(module), k) }) {
 			n++
 		}
 	}
-	if n == len(a.targets) {
+	if n == len(targets) {
 		return kinds
 	}
 	return full
@@ -341,7 +347,8 @@ func listNames(names []string) string {
 
 // Merged returns a new Store with the base model's variables (Base.Frozen and Base.Head) read
 // from store, each targeted layer's weight W replaced by W + (alpha/r)·B·A (PEFT's
-// merge_and_unload), and no adapter variables: the weights of a plain model with the adapted
+// merge_and_unload; for a convolution, each output channel's kernel gains the combination
+// of A's r kernels that B's 1x1 weights give), and no adapter variables: the weights of a plain model with the adapted
 // model's outputs (dropout aside), for a family's SavePretrained. Every variable must have a
 // value.
 func (a *Adapter) Merged(store *model.Store) (*model.Store, error) {
@@ -363,17 +370,22 @@ func (a *Adapter) Merged(store *model.Store) (*model.Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		if module, ok := strings.CutSuffix(t.Name, ".weight"); ok {
-			if l, ok := a.targeted[module]; ok {
-				wa, err := read(varPath(module + ".lora_A.weight"))
-				if err != nil {
-					return nil, err
-				}
-				wb, err := read(varPath(module + ".lora_B.weight"))
-				if err != nil {
-					return nil, err
-				}
+		module, _ := strings.CutSuffix(t.Name, ".weight")
+		l, linear := a.targeted[module]
+		c, conv := a.targetedConv[module]
+		if strings.HasSuffix(t.Name, ".weight") && (linear || conv) {
+			wa, err := read(varPath(module + ".lora_A.weight"))
+			if err != nil {
+				return nil, err
+			}
+			wb, err := read(varPath(module + ".lora_B.weight"))
+			if err != nil {
+				return nil, err
+			}
+			if linear {
 				foldIn(w, wa, wb, l, a.cfg.R, scale)
+			} else {
+				foldInConv(w, wa, wb, c, a.cfg.R, scale)
 			}
 		}
 		if _, err := out.CreateVariable(varPath(t.Name), tensors.FromFlatDataAndDimensions(w, t.Dims...)); err != nil {

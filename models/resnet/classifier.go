@@ -127,10 +127,12 @@ func (c *Classifier) residual(s *model.Scope, x *Node, p layerPlan, mask *Node) 
 	return hf.Activate(c.Config.HiddenAct, Add(h, shortcut))
 }
 
-// convLayer is ResNetConvLayer: the convolution (no bias), its BatchNorm and the activation
-// act ("" for none).
+// convLayer is ResNetConvLayer: the convolution (no bias; with LoRA's update where the
+// adapter targets it), its BatchNorm and the activation act ("" for none).
 func (c *Classifier) convLayer(s *model.Scope, x *Node, conv convnet.Conv, mask *Node, act string) *Node {
-	y := convnet.Conv2D(s.At("convolution"), x, conv, hf.Compute(&c.Base), convnet.Init{Kernel: convnet.KaimingNormalFanOut(c.Store())})
+	cs, compute := s.At("convolution"), hf.Compute(&c.Base)
+	y := convnet.Conv2D(cs, x, conv, compute, convnet.Init{Kernel: convnet.KaimingNormalFanOut(c.Store())})
+	y = c.Adapter().Conv(cs, x, y, func(x, kernel *Node) *Node { return convnet.Apply(x, kernel, conv, compute) })
 	y = nn.BatchNorm(s.At("normalization"), y, mask, nn.BatchNormConfig{Momentum: c.Config.BatchNormMomentum})
 	if act != "" {
 		y = hf.Activate(act, y)

@@ -1,7 +1,6 @@
 package resnet
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/goaccel/goaccel/models/internal/convnet"
@@ -57,22 +56,32 @@ func SavePretrained(dir string, c *Classifier) error {
 	return convnet.SaveFolder("resnet", dir, &c.Base, c.Config.Tensors(), isKernel, c.Config.JSON)
 }
 
-// LoRABase describes the classifier to models/lora (its tensors, the classifier as PEFT's
-// head); it lists no linear layer: see AttachLoRA.
+// LoRABase describes the classifier to models/lora: its convolutions (every
+// ResNetConvLayer's, which the classifier builds with lora.Adapter.Conv: PEFT's Conv2d LoRA;
+// models/lora's default target for resnet is "convolution", all of them), its head for PEFT
+// (the classifier, which trains and is saved with the adapter) and its other tensors,
+// frozen. ResNet has no linear layer but its classifier.
 func (c Config) LoRABase(baseNameOrPath string) lora.Base {
-	return hf.LoRABaseOf("resnet", baseNameOrPath, hf.ImageClassification, convnet.StoreLayout(c.Tensors(), isKernel), c.ClassifierTensors())
+	b := hf.LoRABaseOf("resnet", baseNameOrPath, hf.ImageClassification, convnet.StoreLayout(c.Tensors(), isKernel), c.ClassifierTensors())
+	b.Convs = lora.ConvLayers(b.Frozen)
+	return b
 }
 
-// ErrNoLoRA is AttachLoRA's error: ResNet has no linear layer but its classifier. Its
-// convolutions are Conv2d, which PEFT 0.21's LoRA adapts (lora.Conv2d) and goaccel's adapter
-// does not (it adapts linear layers), so there is nothing for an adapter to target.
-var ErrNoLoRA = errors.New("resnet: LoRA: ResNet's only linear layer is its classifier, and goaccel's LoRA adapts linear layers, " +
-	"not PEFT's Conv2d LoRA: fine-tune it without LoRA")
-
-// AttachLoRA refuses every adapter with ErrNoLoRA (see it).
-func (c *Classifier) AttachLoRA(cfg lora.Config, baseNameOrPath string) (*lora.Adapter, error) {
-	return nil, ErrNoLoRA
+// LoadAdapter attaches to the classifier the LoRA adapter saved in dir (PEFT's
+// adapter_config.json and adapter_model.safetensors) and loads its tensors and the
+// classifier's into the classifier's Store; nothing is attached or written on error.
+func LoadAdapter(dir string, c *Classifier) (*lora.Adapter, error) {
+	return hf.LoadAdapter(dir, &c.Base)
 }
+
+// SaveAdapter writes the classifier's LoRA adapter into dir as PEFT's files, which
+// peft.PeftModel.from_pretrained reads onto the base model (PEFT has no task type for image
+// classification: none is written, and modules_to_save is the classifier).
+func SaveAdapter(dir string, c *Classifier) error { return hf.SaveAdapter(dir, &c.Base) }
+
+// AdapterDir is the subfolder of a SavePretrained folder that holds a LoRA classifier's
+// adapter, as PEFT's files.
+const AdapterDir = hf.AdapterDir
 
 // isKernel reports whether a tensor is a convolution's kernel: every "convolution.weight".
 func isKernel(name string) bool { return strings.HasSuffix(name, ".convolution.weight") }

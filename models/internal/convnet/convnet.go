@@ -59,18 +59,7 @@ func Conv2D(s *model.Scope, x *Node, c Conv, compute *half.Compute, init Init) *
 			c.Groups, in, c.Out)
 	}
 	kernel := s.WithInitializer(init.Kernel).VariableWithShape("weight", shapes.Make(dtypes.Float32, c.KernelDims(in)...)).NodeValue(g)
-	var y *Node
-	switch {
-	case depthwise:
-		y = Depthwise(ConvertDType(x, dtypes.Float32), kernel, c.Pad)
-	case c.Kernel > 1 && c.Kernel == c.Stride && c.Pad == 0:
-		y = patches(x, kernel)
-	default:
-		dt := compute.DType()
-		y = Convolve(ConvertDType(x, dt), ConvertDType(kernel, dt)).Strides(max(c.Stride, 1)).
-			PaddingPerDim([][2]int{{c.Pad, c.Pad}, {c.Pad, c.Pad}}).Done()
-		y = ConvertDType(y, dtypes.Float32)
-	}
+	y := Apply(x, kernel, c, compute)
 	if c.Bias {
 		binit := init.Bias
 		if binit == nil {
@@ -80,6 +69,23 @@ func Conv2D(s *model.Scope, x *Node, c Conv, compute *half.Compute, init Init) *
 		y = Add(y, Reshape(b, 1, 1, 1, c.Out))
 	}
 	return y
+}
+
+// Apply is c's convolution, no bias, of x [B, H, W, in] by an HWIO kernel [k, k, in/groups,
+// n] whose output channels n need not be c.Out (LoRA's A, lora.Adapter.Conv): the way
+// Conv2D computes it (depthwise as shifted products, tiling windows as one product over the
+// patches, the others by GoMLX's convolution on compute's dtype), float32 [B, H', W', n].
+func Apply(x, kernel *Node, c Conv, compute *half.Compute) *Node {
+	switch {
+	case c.Groups > 1:
+		return Depthwise(ConvertDType(x, dtypes.Float32), kernel, c.Pad)
+	case c.Kernel > 1 && c.Kernel == c.Stride && c.Pad == 0:
+		return patches(x, kernel)
+	}
+	dt := compute.DType()
+	y := Convolve(ConvertDType(x, dt), ConvertDType(kernel, dt)).Strides(max(c.Stride, 1)).
+		PaddingPerDim([][2]int{{c.Pad, c.Pad}, {c.Pad, c.Pad}}).Done()
+	return ConvertDType(y, dtypes.Float32)
 }
 
 // patches is a convolution whose windows tile the image (kernel k = stride, no padding: ViT's

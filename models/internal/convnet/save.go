@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/goaccel/goaccel/models/internal/hf"
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -25,6 +26,20 @@ func SaveFolder(family, dir string, b *hf.Base, specs []hf.TensorSpec, kernel fu
 		merged, err := a.Merged(store)
 		if err != nil {
 			return fmt.Errorf("%s: SavePretrained: %w", family, err)
+		}
+		// The adapter knows float tensors only: BatchNorm's num_batches_tracked comes from
+		// the classifier's Store.
+		for _, spec := range specs {
+			if v := store.GetVariable(hf.VarPath(spec.Name)); isTracked(spec.Name) && v != nil && v.HasValue() {
+				value, err := v.Value()
+				if err != nil {
+					return fmt.Errorf("%s: SavePretrained: reading %s: %w", family, spec.Name, err)
+				}
+				n := tensors.FromScalar(tensors.MustCopyFlatData[int64](value)[0])
+				if _, err := merged.CreateVariable(v.Path(), n); err != nil {
+					return fmt.Errorf("%s: SavePretrained: %w", family, err)
+				}
+			}
 		}
 		store = merged
 	}
