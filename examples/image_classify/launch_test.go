@@ -10,22 +10,22 @@ import (
 	"github.com/goaccel/goaccel/internal/testutil"
 )
 
-// TestFamiliesUnderLaunch fine-tunes transformers' ConvNeXt and ResNet folders on a folder of
-// PNGs as one process on 1 XLA device and as 2 processes under goaccel launch, at one global
-// batch, with --dropout 0 (ConvNeXt's drop path off: a random op in the step makes runs on
-// other topologies agree statistically, not numerically, docs/semantics.md). ConvNeXt
-// (LayerNorm, no batch statistics) then takes the same steps: losses within 1e-5.
-// ResNet's BatchNorm statistics are per process across processes (docs/semantics.md): its
-// losses may differ, and the test bounds and logs by how much, so that the documented figure
-// stays true (and the test fails the day the statistics become global without the docs
-// changing: then the losses agree within 1e-5 and this bound should be tightened).
+// TestFamiliesUnderLaunch fine-tunes transformers' ViT, ConvNeXt and ResNet folders on a
+// folder of PNGs as one process on 1 XLA device and as 2 processes under goaccel launch, at
+// one global batch, with --dropout 0 (ViT's dropout and ConvNeXt's drop path off: with a
+// random op in the step, runs on other topologies agree statistically, not numerically,
+// docs/semantics.md). ViT and ConvNeXt (LayerNorm, no batch statistics) then take the same
+// steps: losses within 1e-5. ResNet's BatchNorm statistics are per process across processes
+// (docs/semantics.md), so its losses differ; the test logs by how much and holds them to 0.1
+// (0.079 measured on 2026-12-08), TestTwoProcesses of examples/cifar10 being the test that
+// pins the per-process rule itself.
 func TestFamiliesUnderLaunch(t *testing.T) {
-	testutil.Long(t, "fine-tuning the convnext and resnet folders under goaccel launch (tier 1: TestUnderLaunchSameLosses's tiny ViT)")
+	testutil.Long(t, "fine-tuning the vit, convnext and resnet folders under goaccel launch (tier 1: TestUnderLaunchSameLosses's tiny ViT)")
 	plugin := acceltest.CPUPlugin(t)
 	root := t.TempDir()
 	trainDir := filepath.Join(root, "train")
 	writeFolder(t, trainDir, 40, 11)
-	for family, bound := range map[string]float64{"convnext": 1e-5, "resnet": 0.1} {
+	for family, bound := range map[string]float64{"vit": 1e-5, "convnext": 1e-5, "resnet": 0.1} {
 		t.Run(family, func(t *testing.T) {
 			base := filepath.Join(root, family)
 			args := func(dir string) []string {
