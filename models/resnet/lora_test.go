@@ -61,8 +61,14 @@ func TestLoRAInPEFT(t *testing.T) {
 		if len(a.Targets()) != convs || !slices.Equal(a.Config().TargetModules, []string{"convolution"}) {
 			t.Errorf("%s: targets %q (%v), want all %d convolutions (default \"convolution\")", name, a.Targets(), a.Config().TargetModules, convs)
 		}
-		if _, fresh := forward(t, backend, clf, pixels, false); testutil.MaxAbsDiff(t, "fresh adapter logits", fresh, baseLogits) != 0 {
-			t.Errorf("%s: a fresh adapter (B = 0) changes the logits", name)
+		// B = 0 adds exact zeros, but XLA may compile the graph with the adapter's branch into
+		// other fusions and so another summation order (seen at its default optimisation level in
+		// CI): the base's logits to float32 rounding, not bit for bit.
+		_, fresh := forward(t, backend, clf, pixels, false)
+		if d := testutil.MaxAbsDiff(t, "fresh adapter logits", fresh, baseLogits); d > 1e-6 {
+			t.Errorf("%s: a fresh adapter (B = 0) changes the logits by %g, want <= 1e-6 (rounding)", name, d)
+		} else {
+			t.Logf("%s: a fresh adapter (B = 0) leaves the logits within %.2g", name, d)
 		}
 		trainable := 0
 		for v := range clf.Store().IterVariables() {
